@@ -1,0 +1,1 @@
+"""Search backends behind the `SearchManager` protocol. Backends never import each other."""

@@ -1,0 +1,528 @@
+"""Sync the index with the Markdown files: incremental by content hash, or a full atomic rebuild.
+
+Runs in a worker thread on its own write connection. Embedding goes through `embed`, a blocking
+callable the manager supplies (it hops back to the event loop for async providers).
+
+- Incremental: files whose (mtime, size) are unchanged are not read; files whose content hash is
+  unchanged are not re-chunked; chunks whose text hash is known (existing chunks or the embedding
+  cache) are not re-embedded. Files are processed in groups, each group one transaction.
+- Full rebuild (fingerprint changed, or forced): built into `<db>.tmp-<uuid>` and swapped in with
+  an atomic rename; if the build fails, the temp file is removed and the old index is untouched.
+- A cross-process write lock (`<db>.lock`, flock) serialises every writer.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import apsw
+import numpy as np
+import structlog
+
+from memsift.engine.chunking import chunk_markdown
+from memsift.engine.config import ResolvedConfig
+from memsift.engine.errors import IndexUnusableError
+from memsift.engine.fts_query import index_text
+from memsift.engine.manager import SyncReport
+from memsift.engine.memory_files import MemoryFile, Skipped, discover_memory_files
+
+from .store import (
+    SCHEMA_VERSION,
+    VectorState,
+    blob_to_vec,
+    ensure_vec_table,
+    open_db,
+    read_meta,
+    vec_to_blob,
+    write_meta,
+)
+
+__all__ = ["Indexer", "IndexIdentity", "fingerprint_diff", "CHUNKER_REVISION", "EmbedFn"]
+
+log = structlog.get_logger("memsift.builtin.indexer")
+
+CHUNKER_REVISION = "capped-overlap-v1"
+GROUP_CHUNKS = 256  # chunks embedded and written per transaction
+EmbedFn = Callable[[Sequence[str]], np.ndarray]
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class IndexIdentity:
+    """What the vectors and chunks in an index depend on."""
+
+    provider: str  # adapter id, or "none" (FTS-only)
+    model: str  # provider model, or "fts-only"
+    provider_key: str  # provider fingerprint (model file, endpoint, dims)
+    dims: int | None
+
+    @property
+    def embeds(self) -> bool:
+        return self.provider != "none"
+
+
+def _scope_hash(settings: ResolvedConfig) -> str:
+    data = {"workspace": str(settings.workspace), "extraPaths": sorted(settings.memory_search.extra_paths)}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def wanted_meta(settings: ResolvedConfig, ident: IndexIdentity) -> dict[str, Any]:
+    ms = settings.memory_search
+    return {
+        "schema": SCHEMA_VERSION,
+        "provider": ident.provider,
+        "model": ident.model,
+        "providerKey": ident.provider_key,
+        "sources": sorted(ms.sources),
+        "scopeHash": _scope_hash(settings),
+        "chunkTokens": ms.chunking.tokens,
+        "chunkOverlap": ms.chunking.overlap,
+        "chunker": CHUNKER_REVISION,
+        "ftsTokenizer": ms.store.fts.tokenizer,
+    }
+
+
+def fingerprint_diff(current: dict[str, Any] | None, wanted: dict[str, Any]) -> str | None:
+    """Why a full reindex is needed, or None. `dims` is learned during the build, not compared."""
+    if current is None:
+        return "no index yet"
+    for key, value in wanted.items():
+        if current.get(key) != value:
+            return f"{key} changed ({current.get(key)!r} → {value!r})"
+    return None
+
+
+def _chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
+    raw = f"{source}:{path}:{start}:{end}:{chunk_hash}:{model}"
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+@contextmanager
+def write_lock(db_path: Path) -> Iterator[None]:
+    """Exclusive cross-process lock for everything that writes the index."""
+    db_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(f"{db_path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _remove_db_files(path: str) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.unlink(path + suffix)
+        except FileNotFoundError:
+            pass
+
+
+@dataclass
+class _Pending:
+    file: MemoryFile
+    hash: str
+    mtime_ns: int
+    size: int
+    chunks: list  # list[Chunk]
+
+
+class Indexer:
+    """One sync run's worth of state: settings, identity, the embed function, progress."""
+
+    def __init__(
+        self,
+        settings: ResolvedConfig,
+        ident: IndexIdentity,
+        embed: EmbedFn | None,
+        *,
+        progress: ProgressFn | None = None,
+    ) -> None:
+        self.settings = settings
+        self.ms = settings.memory_search
+        self.ident = ident
+        self.embed = embed if ident.embeds else None
+        self.progress = progress
+        self.db_path = settings.store_path
+        self.skipped: list[Skipped] = []
+        self.embed_error: str | None = None
+        self._live: apsw.Connection | None = None  # the connection being written
+
+    # --- entry point ------------------------------------------------------------------------
+
+    def run(self, *, force: bool = False, reason: str = "manual", allow_full: bool = True) -> SyncReport:
+        started = time.perf_counter()
+        report = SyncReport(reason=reason)
+        with write_lock(self.db_path):
+            self._cleanup_orphans()
+            conn, vec = self._open(self.db_path)
+            try:
+                want = wanted_meta(self.settings, self.ident)
+                current = read_meta(conn)
+                cause = "forced" if force else fingerprint_diff(current, want)
+            finally:
+                conn.close()
+            if cause and not allow_full and current is not None:
+                report.reindex_cause = cause
+                report.took_ms = (time.perf_counter() - started) * 1000
+                return report  # the caller decided not to rebuild now (e.g. during a search)
+            if cause:
+                log.info("full reindex", cause=cause, db=str(self.db_path))
+                report.full_reindex, report.reindex_cause = True, cause
+                self._full_rebuild(report, want)
+            else:
+                conn, vec = self._open(self.db_path)
+                try:
+                    self._incremental(conn, vec, report, want, current or want)
+                finally:
+                    conn.close()
+        report.files_skipped = len(self.skipped)
+        report.took_ms = (time.perf_counter() - started) * 1000
+        return report
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _open(self, path: Path) -> tuple[apsw.Connection, VectorState]:
+        return open_db(
+            path,
+            tokenizer=self.ms.store.fts.tokenizer,
+            vector_enabled=self.ms.store.vector.enabled,
+            extension_path=self.ms.store.vector.extension_path,
+        )
+
+    def _cleanup_orphans(self) -> None:
+        """Temp databases left by a crashed rebuild (we hold the write lock, so none is live)."""
+        for orphan in glob.glob(f"{glob.escape(str(self.db_path))}.tmp-*"):
+            if orphan.endswith(("-wal", "-shm", "-journal")):
+                continue
+            log.warning("removing leftover temporary index", path=orphan)
+            _remove_db_files(orphan)
+
+    def _scan(self, conn: apsw.Connection) -> tuple[list[_Pending], list[MemoryFile], set[str], int]:
+        """Compare files on disk with the `files` table. Returns (changed, touched-only, removed, unchanged)."""
+        files, self.skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
+        known = {row[0]: row[1:] for row in conn.execute("SELECT path, hash, mtime_ns, size FROM files")}
+        changed: list[_Pending] = []
+        touched: list[tuple[MemoryFile, int, int]] = []
+        unchanged = 0
+        for f in files:
+            try:
+                st = os.lstat(f.abs_path)
+            except OSError as exc:
+                self.skipped.append(Skipped(f.rel_path, f"vanished during sync: {exc.strerror}"))
+                continue
+            prev = known.get(f.rel_path)
+            if prev and prev[1] == st.st_mtime_ns and prev[2] == st.st_size:
+                unchanged += 1
+                continue
+            pending = self._read(f, st)
+            if pending is None:
+                continue
+            if prev and prev[0] == pending.hash:
+                touched.append((f, st.st_mtime_ns, st.st_size))
+                unchanged += 1
+                continue
+            changed.append(pending)
+        on_disk = {f.rel_path for f in files} - {s.path for s in self.skipped}
+        removed = set(known) - on_disk
+        return changed, touched, removed, unchanged
+
+    def _read(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
+        try:
+            with open(f.abs_path, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            self.skipped.append(Skipped(f.rel_path, f"cannot read: {exc.strerror}"))
+            return None
+        if b"\x00" in data[:8192]:
+            self.skipped.append(Skipped(f.rel_path, "binary content (NUL bytes)"))
+            return None
+        text = data.decode("utf-8", errors="replace")
+        chunks = chunk_markdown(text, tokens=self.ms.chunking.tokens, overlap=self.ms.chunking.overlap)
+        return _Pending(f, hashlib.sha256(data).hexdigest(), st.st_mtime_ns, st.st_size, chunks)
+
+    # --- embeddings -------------------------------------------------------------------------
+
+    def _known_vectors(self, conns: list[apsw.Connection], hashes: set[str]) -> dict[str, bytes]:
+        """Embeddings already computed for these chunk hashes (existing chunks, then the cache)."""
+        found: dict[str, bytes] = {}
+        todo = list(hashes)
+        for conn in conns:
+            try:
+                self._lookup_vectors(conn, todo, found)
+            except apsw.Error as exc:  # an unreadable old index only costs re-embedding
+                log.warning("cannot reuse embeddings from index", error=str(exc))
+        return found
+
+    def _lookup_vectors(self, conn: apsw.Connection, todo: list[str], found: dict[str, bytes]) -> None:
+        # Stored chunks are reused only from an index built by this very provider (same key).
+        meta = read_meta(conn) or {}
+        use_chunks = meta.get("providerKey") == self.ident.provider_key or conn is self._live
+        for i in range(0, len(todo), 500):
+            part = [h for h in todo[i : i + 500] if h not in found]
+            if not part:
+                continue
+            marks = ",".join("?" * len(part))
+            if use_chunks:
+                q = f"SELECT hash, embedding FROM chunks WHERE embedding IS NOT NULL AND hash IN ({marks})"
+                for h, blob in conn.execute(q, part):
+                    found.setdefault(h, blob)
+            if self.ms.cache.enabled:
+                q = (
+                    "SELECT hash, embedding FROM embedding_cache WHERE provider=? AND model=? "
+                    f"AND provider_key=? AND hash IN ({marks})"
+                )
+                args = (self.ident.provider, self.ident.model, self.ident.provider_key, *part)
+                for h, blob in conn.execute(q, args):
+                    found.setdefault(h, blob)
+
+    def _embed_group(
+        self, conn: apsw.Connection, sources: list[apsw.Connection], group: list[_Pending], report: SyncReport
+    ) -> dict[str, bytes]:
+        if self.embed is None:
+            return {}
+        hashes = {c.hash for p in group for c in p.chunks}
+        vectors = self._known_vectors(sources, hashes)
+        report.chunks_from_cache += sum(1 for p in group for c in p.chunks if c.hash in vectors)
+        missing = {}
+        for p in group:
+            for c in p.chunks:
+                if c.hash not in vectors:
+                    missing.setdefault(c.hash, c.text)
+        if missing:
+            texts = list(missing.values())
+            matrix = self.embed(texts)
+            if matrix.shape[0] != len(texts):
+                raise IndexUnusableError(f"provider returned {matrix.shape[0]} vectors for {len(texts)} texts")
+            now = time.time()
+            rows = []
+            for h, vec in zip(missing, matrix):
+                blob = vec_to_blob(vec)
+                vectors[h] = blob
+                rows.append((self.ident.provider, self.ident.model, self.ident.provider_key, h, blob, len(vec), now))
+            report.chunks_embedded += len(texts)
+            if self.ms.cache.enabled:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO embedding_cache VALUES (?,?,?,?,?,?,?)",
+                    rows,
+                )
+        return vectors
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def _delete_path(self, conn: apsw.Connection, vec: VectorState, path: str) -> None:
+        rowids = [r[0] for r in conn.execute("SELECT rowid FROM chunks WHERE path=?", (path,))]
+        if rowids:
+            conn.executemany("DELETE FROM chunks_fts WHERE rowid=?", [(r,) for r in rowids])
+            if vec.available and _has_table(conn, "chunks_vec"):
+                conn.executemany("DELETE FROM chunks_vec WHERE rowid=?", [(r,) for r in rowids])
+        conn.execute("DELETE FROM chunks WHERE path=?", (path,))
+
+    def _write_file(self, conn: apsw.Connection, vec: VectorState, p: _Pending, vectors: dict[str, bytes]) -> int:
+        self._delete_path(conn, vec, p.file.rel_path)
+        tokenizer = self.ms.store.fts.tokenizer
+        now = time.time()
+        written = 0
+        for c in p.chunks:
+            blob = vectors.get(c.hash)
+            cid = _chunk_id(p.file.source, p.file.rel_path, c.start_line, c.end_line, c.hash, self.ident.model)
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO chunks(id, path, source, start_line, end_line, hash, model, text, embedding, updated_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (cid, p.file.rel_path, p.file.source, c.start_line, c.end_line, c.hash, self.ident.model, c.text, blob, now),
+            )
+            if conn.changes() == 0:
+                continue  # an identical chunk (same lines and text) already stored
+            rowid = conn.last_insert_rowid()
+            conn.execute("INSERT INTO chunks_fts(rowid, text) VALUES (?, ?)", (rowid, index_text(c.text, tokenizer)))
+            if blob is not None and ensure_vec_table(conn, vec, len(blob) // 4):
+                conn.execute("INSERT INTO chunks_vec(rowid, embedding) VALUES (?, ?)", (rowid, blob))
+            written += 1
+        conn.execute(
+            "INSERT INTO files(path, source, hash, mtime_ns, size, indexed_at) VALUES (?,?,?,?,?,?) "
+            "ON CONFLICT(path) DO UPDATE SET hash=excluded.hash, mtime_ns=excluded.mtime_ns, "
+            "size=excluded.size, indexed_at=excluded.indexed_at",
+            (p.file.rel_path, p.file.source, p.hash, p.mtime_ns, p.size, now),
+        )
+        return written
+
+    def _groups(self, pending: list[_Pending]) -> Iterator[list[_Pending]]:
+        group: list[_Pending] = []
+        count = 0
+        for p in pending:
+            group.append(p)
+            count += len(p.chunks)
+            if count >= GROUP_CHUNKS:
+                yield group
+                group, count = [], 0
+        if group:
+            yield group
+
+    def _index_pending(
+        self,
+        conn: apsw.Connection,
+        vec: VectorState,
+        sources: list[apsw.Connection],
+        pending: list[_Pending],
+        report: SyncReport,
+        *,
+        tolerate_embed_errors: bool,
+    ) -> None:
+        total = len(pending)
+        done = 0
+        self._live = conn
+        for group in self._groups(pending):
+            try:
+                vectors = self._embed_group(conn, sources, group, report)
+            except Exception as exc:
+                if not tolerate_embed_errors:
+                    raise
+                # Keep the text searchable; chunks without vectors are embedded on a later sync.
+                self.embed_error = f"{type(exc).__name__}: {exc}"
+                log.warning("embedding failed; chunks stored without vectors", error=self.embed_error)
+                vectors = {}
+            with conn:
+                for p in group:
+                    report.chunks_written += self._write_file(conn, vec, p, vectors)
+            done += len(group)
+            report.files_indexed += len(group)
+            if self.progress:
+                self.progress(done, total)
+
+    def _backfill_vectors(self, conn: apsw.Connection, vec: VectorState, report: SyncReport) -> None:
+        """Embed chunks stored without vectors (a provider failed earlier), and fill chunks_vec."""
+        if self.embed is None:
+            return
+        rows = conn.execute("SELECT rowid, hash, text FROM chunks WHERE embedding IS NULL").fetchall()
+        for i in range(0, len(rows), GROUP_CHUNKS):
+            part = rows[i : i + GROUP_CHUNKS]
+            try:
+                matrix = self.embed([r[2] for r in part])
+            except Exception as exc:
+                self.embed_error = f"{type(exc).__name__}: {exc}"
+                return
+            report.chunks_embedded += len(part)
+            with conn:
+                for (rowid, _h, _t), v in zip(part, matrix):
+                    blob = vec_to_blob(v)
+                    conn.execute("UPDATE chunks SET embedding=? WHERE rowid=?", (blob, rowid))
+                    if ensure_vec_table(conn, vec, len(v)):
+                        conn.execute("DELETE FROM chunks_vec WHERE rowid=?", (rowid,))
+                        conn.execute("INSERT INTO chunks_vec(rowid, embedding) VALUES (?, ?)", (rowid, blob))
+        self._fill_vec_table(conn, vec)
+
+    def _fill_vec_table(self, conn: apsw.Connection, vec: VectorState) -> None:
+        """sqlite-vec may have been unavailable when chunks were written: copy their vectors in."""
+        if not vec.available:
+            return
+        with_vec = conn.execute("SELECT count(*) FROM chunks WHERE embedding IS NOT NULL").fetchone()[0]
+        if not with_vec:
+            return
+        have = conn.execute("SELECT count(*) FROM chunks_vec").fetchone()[0] if _has_table(conn, "chunks_vec") else 0
+        if have == with_vec:
+            return
+        log.info("rebuilding vector table from stored embeddings", chunks=with_vec)
+        with conn:
+            dims = len(conn.execute("SELECT embedding FROM chunks WHERE embedding IS NOT NULL LIMIT 1").fetchone()[0]) // 4
+            if _has_table(conn, "chunks_vec"):
+                conn.execute("DROP TABLE chunks_vec")
+            ensure_vec_table(conn, vec, dims)
+            conn.execute(
+                "INSERT INTO chunks_vec(rowid, embedding) SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL"
+            )
+
+    def _finish(self, conn: apsw.Connection, want: dict[str, Any]) -> None:
+        meta = dict(want)
+        row = conn.execute("SELECT embedding FROM chunks WHERE embedding IS NOT NULL LIMIT 1").fetchone()
+        meta["dims"] = len(row[0]) // 4 if row else self.ident.dims
+        with conn:
+            write_meta(conn, meta)
+            max_entries = self.ms.cache.max_entries
+            if self.ms.cache.enabled and max_entries:
+                conn.execute(
+                    "DELETE FROM embedding_cache WHERE rowid IN (SELECT rowid FROM embedding_cache "
+                    "ORDER BY updated_at DESC LIMIT -1 OFFSET ?)",
+                    (int(max_entries),),
+                )
+
+    # --- the two kinds of sync --------------------------------------------------------------
+
+    def _incremental(
+        self, conn: apsw.Connection, vec: VectorState, report: SyncReport, want: dict[str, Any], current: dict
+    ) -> None:
+        changed, touched, removed, unchanged = self._scan(conn)
+        report.files_seen = len(changed) + unchanged
+        report.files_unchanged = unchanged
+        with conn:
+            for f, mtime_ns, size in touched:
+                conn.execute("UPDATE files SET mtime_ns=?, size=? WHERE path=?", (mtime_ns, size, f.rel_path))
+            for path in sorted(removed):
+                self._delete_path(conn, vec, path)
+                conn.execute("DELETE FROM files WHERE path=?", (path,))
+        report.files_removed = len(removed)
+        self._index_pending(conn, vec, [conn], changed, report, tolerate_embed_errors=True)
+        self._backfill_vectors(conn, vec, report)
+        if changed or removed or current.get("dims") is None:
+            self._finish(conn, want)
+
+    def _full_rebuild(self, report: SyncReport, want: dict[str, Any]) -> None:
+        tmp = Path(f"{self.db_path}.tmp-{uuid.uuid4().hex[:12]}")
+        conn, vec = self._open(tmp)
+        old: apsw.Connection | None = None
+        try:
+            if self.db_path.exists():
+                try:
+                    old, _ = open_db(self.db_path, vector_enabled=False)
+                except IndexUnusableError as exc:
+                    log.warning("old index unreadable; rebuilding without its embeddings", error=str(exc))
+            sources = [conn] + ([old] if old is not None else [])
+            changed, _touched, _removed, _unchanged = self._scan(conn)
+            report.files_seen = len(changed)
+            self._index_pending(conn, vec, sources, changed, report, tolerate_embed_errors=False)
+            if old is not None and self.ms.cache.enabled:
+                self._copy_cache(conn, old)
+            self._finish(conn, want)
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except BaseException:
+            conn.close()
+            if old is not None:
+                old.close()
+            _remove_db_files(str(tmp))
+            raise
+        conn.close()
+        if old is not None:
+            old.close()
+        os.replace(tmp, self.db_path)  # atomic: readers see the old file or the new one
+        for suffix in ("-wal", "-shm"):
+            try:
+                os.unlink(f"{self.db_path}{suffix}")  # belonged to the replaced file
+            except FileNotFoundError:
+                pass
+            try:
+                os.unlink(f"{tmp}{suffix}")
+            except FileNotFoundError:
+                pass
+
+    def _copy_cache(self, conn: apsw.Connection, old: apsw.Connection) -> None:
+        """Keep the old embedding cache, so switching back and forth never re-embeds."""
+        rows = old.execute("SELECT * FROM embedding_cache").fetchall()
+        with conn:
+            conn.executemany("INSERT OR IGNORE INTO embedding_cache VALUES (?,?,?,?,?,?,?)", rows)
+
+
+def _has_table(conn: apsw.Connection, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (name,)).fetchone() is not None
+
+
+def stored_vector(blob: bytes | None) -> np.ndarray | None:
+    return None if blob is None else blob_to_vec(blob)

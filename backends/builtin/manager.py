@@ -1,0 +1,423 @@
+"""`BuiltinSearchManager`: the SQLite FTS5 + sqlite-vec backend behind the `SearchManager` protocol."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable
+
+import anyio
+import apsw
+import numpy as np
+import structlog
+
+from memsift.engine.citations import citation_for, citations_enabled
+from memsift.engine.config import ResolvedConfig
+from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, select_provider
+from memsift.engine.errors import IndexUnusableError
+from memsift.engine.fts_query import plan_query
+from memsift.engine.manager import SyncReport
+from memsift.engine.memory_files import discover_memory_files, read_memory_file
+from memsift.engine.results import (
+    Degraded,
+    Fallback,
+    HitExplain,
+    ManagerStatus,
+    ReadResult,
+    SearchAnswer,
+    SearchHit,
+)
+from memsift.engine.snippets import make_snippet
+
+from .indexer import Indexer, IndexIdentity, fingerprint_diff, wanted_meta
+from .search import PipelineParams, candidate_count, keyword_candidates, rank, vector_candidates
+from .store import VectorState, open_db, read_meta
+
+__all__ = ["BuiltinSearchManager"]
+
+log = structlog.get_logger("memsift.builtin")
+
+QUERY_TIMEOUT_S = {"local": 300.0}  # spec: 5 min local, 60 s remote
+BATCH_TIMEOUT_S = {"local": 600.0}  # spec: 10 min local, 2 min remote
+
+
+class BuiltinSearchManager:
+    """Owns one index database, its read connection, and the embedding provider."""
+
+    backend = "builtin"
+
+    def __init__(
+        self,
+        settings: ResolvedConfig,
+        *,
+        selection: ProviderSelection | None = None,
+        provider: EmbeddingProvider | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.ms = settings.memory_search
+        if selection is None:
+            selection = (
+                ProviderSelection(provider, provider.id) if provider is not None else select_provider(self.ms)
+            )
+        self.selection = selection
+        self.provider = selection.provider
+        self.progress = progress
+        self.db_path = settings.store_path
+        self._conn: apsw.Connection | None = None
+        self._conn_id: tuple[int, int] | None = None
+        self._vec = VectorState(enabled=self.ms.store.vector.enabled)
+        self._dirty = True  # a fresh manager has not compared the index with the files yet
+        self._stale_cause: str | None = None  # the index was built for other settings
+        self._embed_error: str | None = None
+        self._last_sync: SyncReport | None = None
+        self._skipped: list[dict[str, str]] = []
+        self._sync_lock = anyio.Lock()
+
+    # --- identity and connections -------------------------------------------------------------
+
+    @property
+    def identity(self) -> IndexIdentity:
+        p = self.provider
+        if p is None:
+            return IndexIdentity("none", "fts-only", "fts-only", None)
+        return IndexIdentity(p.id, p.model, p.fingerprint, p.dimensions)
+
+    def _reader(self) -> apsw.Connection | None:
+        """The read connection, reopened when the file was swapped by a rebuild."""
+        try:
+            st = os.stat(self.db_path)
+        except FileNotFoundError:
+            self._close_reader()
+            return None
+        ident = (st.st_dev, st.st_ino)
+        if self._conn is None or self._conn_id != ident:
+            self._close_reader()
+            self._conn, self._vec = open_db(
+                self.db_path,
+                tokenizer=self.ms.store.fts.tokenizer,
+                vector_enabled=self.ms.store.vector.enabled,
+                extension_path=self.ms.store.vector.extension_path,
+            )
+            self._conn_id = ident
+        return self._conn
+
+    def _close_reader(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        self._conn, self._conn_id = None, None
+
+    # --- sync ---------------------------------------------------------------------------------
+
+    async def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        assert self.provider is not None
+        with anyio.fail_after(BATCH_TIMEOUT_S.get(self.provider.id, 120.0)):
+            return await self.provider.embed_documents(texts)
+
+    async def sync(self, *, force: bool = False, reason: str = "manual", allow_full: bool = True) -> SyncReport:
+        """Bring the index up to date with the files. Full rebuilds are atomic."""
+        async with self._sync_lock:
+            indexer = Indexer(
+                self.settings,
+                self.identity,
+                (lambda texts: anyio.from_thread.run(self._embed_batch, list(texts))) if self.provider else None,
+                progress=self.progress,
+            )
+            report = await anyio.to_thread.run_sync(lambda: indexer.run(force=force, reason=reason, allow_full=allow_full))
+            self._skipped = [{"path": s.path, "reason": s.reason} for s in indexer.skipped]
+            self._embed_error = indexer.embed_error
+            self._last_sync = report
+            if report.full_reindex:
+                self._close_reader()
+            self._stale_cause = report.reindex_cause if not report.full_reindex else None
+            self._dirty = False
+            log.info("sync done", **report.model_dump(exclude_none=True))
+            return report
+
+    async def _ensure_fresh(self) -> None:
+        """Before a search: sync what changed; bootstrap an empty index; never rebuild on search."""
+        if not self._dirty:
+            return
+        empty = not self.db_path.exists()
+        if not empty and not self.ms.sync.on_search:
+            self._dirty = False
+            return
+        await self.sync(reason="search" if not empty else "bootstrap", allow_full=empty)
+
+    # --- search -------------------------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        explain: bool = False,
+        now: float | None = None,
+    ) -> SearchAnswer:
+        started = time.perf_counter()
+        q = (query or "").strip()
+        max_results = max(1, int(max_results if max_results is not None else self.ms.query.max_results))
+        min_score = min(1.0, max(0.0, float(min_score if min_score is not None else self.ms.query.min_score)))
+        degraded = Degraded()
+        hits: list[SearchHit] = []
+        mode = "none"
+        relaxed = False
+        if q:
+            await self._ensure_fresh()
+            conn = self._reader()
+            meta = read_meta(conn) if conn is not None else None
+            if meta is not None:
+                hits, mode, relaxed = await self._search_index(
+                    conn, meta, q, max_results, min_score, session_key, explain, now, degraded
+                )
+        return SearchAnswer(
+            query=query,
+            results=hits,
+            backend=self.backend,
+            mode=mode,
+            provider=self.provider.id if self.provider else "none",
+            model=self.provider.model if self.provider else None,
+            citations=self.settings.memory.citations,
+            degraded=degraded,
+            fallback=self._fallback(),
+            min_score=min_score,
+            max_results=max_results,
+            took_ms=round((time.perf_counter() - started) * 1000, 3),
+            relaxed=relaxed,
+        )
+
+    async def _query_vector(self, q: str, degraded: Degraded) -> np.ndarray | None:
+        if self.provider is None:
+            degraded.vector = f"no embedding provider: {self.selection.unavailable_reason or 'none configured'}"
+            return None
+        if self._stale_cause:
+            degraded.vector = f"index was built for other settings ({self._stale_cause}); run `memsift index` to rebuild"
+            return None
+        try:
+            with anyio.fail_after(QUERY_TIMEOUT_S.get(self.provider.id, 60.0)):
+                return await self.provider.embed_query(q)
+        except TimeoutError:
+            degraded.vector = "query embedding timed out"
+        except Exception as exc:  # a provider failure degrades to keyword search, visibly
+            degraded.vector = f"query embedding failed: {exc}"
+        return None
+
+    async def _search_index(
+        self,
+        conn: apsw.Connection,
+        meta: dict[str, Any],
+        q: str,
+        max_results: int,
+        min_score: float,
+        session_key: str | None,
+        explain: bool,
+        now: float | None,
+        degraded: Degraded,
+    ) -> tuple[list[SearchHit], str, bool]:
+        h = self.ms.query.hybrid
+        plan = plan_query(q, meta.get("ftsTokenizer", "unicode61"))
+        limit = candidate_count(max_results, h.candidate_multiplier)
+
+        qvec = await self._query_vector(q, degraded)
+        vector = None
+        if qvec is not None:
+            try:
+                vector = vector_candidates(conn, self._vec, qvec, limit)
+            except (apsw.Error, ValueError) as exc:
+                degraded.vector = f"vector search failed: {exc}"
+        if vector is not None and not self._vec.available:
+            degraded.vector = f"{self._vec.load_error or 'sqlite-vec disabled'}; using an in-process scan"
+
+        keyword, ranks = None, {}
+        if vector is None or h.enabled:
+            try:
+                keyword, ranks = keyword_candidates(conn, plan, limit)
+            except apsw.Error as exc:
+                degraded.fts = f"keyword search failed: {exc}"
+        if keyword is None and vector is None:
+            return [], "none", False
+
+        params = PipelineParams(
+            max_results=max_results,
+            min_score=min_score,
+            vector_weight=h.vector_weight,
+            text_weight=h.text_weight,
+            mmr_enabled=h.mmr.enabled,
+            mmr_lambda=h.mmr.lambda_,
+            decay_enabled=h.temporal_decay.enabled,
+            half_life_days=h.temporal_decay.half_life_days,
+            now=now,
+        )
+        ranked, facts = rank(conn, keyword=keyword, vector=vector, terms=plan.terms, params=params)
+        cite = citations_enabled(self.settings.memory.citations, session_key)
+        hits = []
+        for c in ranked:
+            snip = make_snippet(c.text, c.start_line, plan.terms)
+            hit = SearchHit(
+                path=c.path,
+                start_line=snip.start_line,
+                end_line=snip.end_line,
+                score=round(c.score, 6),
+                snippet=snip.text,
+                source=c.source,
+                citation=citation_for(c.path, snip.start_line, snip.end_line) if cite else None,
+            )
+            if explain:
+                hit.explain = HitExplain(
+                    keyword_score=c.text_score if c.keyword_hit else None,
+                    bm25_rank=ranks.get(c.chunk_id),
+                    vector_score=c.vector_score if c.vector_hit else None,
+                    vector_weight=h.vector_weight if facts["mode"] == "hybrid" else (1.0 if facts["mode"] == "vector-only" else 0.0),
+                    text_weight=h.text_weight if facts["mode"] == "hybrid" else (1.0 if facts["mode"] == "fts-only" else 0.0),
+                    lexical_boost=facts["boosts"].get(c.chunk_id),
+                    decay=c.decay,
+                    mmr_penalty=c.mmr_penalty,
+                    final_score=c.score,
+                    rescued=c.chunk_id in facts["rescued"],
+                )
+            hits.append(hit)
+        return hits, facts["mode"], facts["relaxed"]
+
+    def _fallback(self) -> Fallback | None:
+        s = self.selection
+        if s.fallback_from:
+            return Fallback(**{"from": s.fallback_from, "reason": s.fallback_reason or ""})
+        return None
+
+    # --- read ---------------------------------------------------------------------------------
+
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None) -> ReadResult:
+        rel, text, total, missing = await anyio.to_thread.run_sync(
+            read_memory_file, self.settings.workspace, tuple(self.ms.extra_paths), path, from_line, lines
+        )
+        return ReadResult(
+            path=rel,
+            text=text,
+            **{"from": max(1, int(from_line or 1))},
+            lines=lines,
+            total_lines=total,
+            missing=missing,
+        )
+
+    # --- status -------------------------------------------------------------------------------
+
+    def _pending_changes(self, conn: apsw.Connection | None) -> tuple[int, list[dict[str, str]]]:
+        """Files added, removed or modified since they were indexed (by mtime and size)."""
+        files, skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
+        known = {}
+        if conn is not None:
+            known = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT path, mtime_ns, size FROM files")}
+        changed = 0
+        for f in files:
+            try:
+                st = os.lstat(f.abs_path)
+            except OSError:
+                continue
+            if known.pop(f.rel_path, None) != (st.st_mtime_ns, st.st_size):
+                changed += 1
+        return changed + len(known), [{"path": s.path, "reason": s.reason} for s in skipped]
+
+    async def status(self, *, deep: bool = False) -> ManagerStatus:
+        conn = self._reader()
+        meta = read_meta(conn) if conn is not None else None
+        ident = self.identity
+        counts: dict[str, dict[str, int]] = {}
+        files = chunks = 0
+        cache_entries = 0
+        fts: dict[str, Any] = {"enabled": True, "available": False, "tokenizer": self.ms.store.fts.tokenizer}
+        if conn is not None:
+            for source, nfiles, nchunks in conn.execute(
+                "SELECT source, sum(f), sum(c) FROM (SELECT source, 1 AS f, 0 AS c FROM files "
+                "UNION ALL SELECT source, 0, 1 FROM chunks) GROUP BY source"
+            ):
+                counts[source] = {"files": nfiles, "chunks": nchunks}
+                files, chunks = files + nfiles, chunks + nchunks
+            cache_entries = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+            fts["available"] = conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_fts'").fetchone() is not None
+            if meta:
+                fts["tokenizer"] = meta.get("ftsTokenizer", fts["tokenizer"])
+        pending, skipped = self._pending_changes(conn)
+        stale = fingerprint_diff(meta, wanted_meta(self.settings, ident)) if meta else None
+        vec_rows = None
+        if conn is not None and self._vec.available:
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchone():
+                vec_rows = conn.execute("SELECT count(*) FROM chunks_vec").fetchone()[0]
+        status = ManagerStatus(
+            backend=self.backend,
+            agent_id=self.settings.agent_id,
+            workspace_dir=str(self.settings.workspace),
+            db_path=str(self.db_path),
+            files=files,
+            chunks=chunks,
+            dirty=bool(pending) or meta is None or stale is not None,
+            provider=ident.provider,
+            requested_provider=self.selection.requested,
+            model=ident.model,
+            dimensions=(meta or {}).get("dims") or ident.dims,
+            sources=list(self.ms.sources),
+            extra_paths=list(self.ms.extra_paths),
+            source_counts=counts,
+            search_mode="hybrid" if self.provider else "fts-only",
+            provider_unavailable_reason=self.selection.unavailable_reason,
+            fallback=self._fallback(),
+            fts=fts,
+            vector={
+                "enabled": self._vec.enabled,
+                "available": self._vec.available,
+                "extensionPath": self._vec.extension_path,
+                "loadError": self._vec.load_error,
+                "rows": vec_rows,
+                "search": "vec0-knn" if self._vec.available else "numpy-scan",
+            },
+            cache={"enabled": self.ms.cache.enabled, "entries": cache_entries, "maxEntries": self.ms.cache.max_entries},
+            index={
+                "exists": meta is not None,
+                "meta": meta,
+                "pendingChanges": pending,
+                "rebuildNeeded": stale,
+                "lastEmbedError": self._embed_error,
+            },
+            last_sync=self._last_sync.model_dump(by_alias=True) if self._last_sync else None,
+            skipped=self._skipped or skipped,
+        )
+        if deep:
+            status.deep = await self._deep_probe(conn)
+        return status
+
+    async def _deep_probe(self, conn: apsw.Connection | None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.provider is None:
+            out["embedding"] = {"ok": False, "error": self.selection.unavailable_reason}
+        else:
+            t0 = time.perf_counter()
+            try:
+                vec = await self.provider.embed_query("ping")
+                out["embedding"] = {
+                    "ok": True,
+                    "provider": self.provider.id,
+                    "model": self.provider.model,
+                    "dimensions": int(vec.shape[0]),
+                    "latencyMs": round((time.perf_counter() - t0) * 1000, 1),
+                }
+            except Exception as exc:
+                out["embedding"] = {"ok": False, "error": str(exc)}
+        if conn is not None:
+            try:
+                out["integrity"] = conn.execute("PRAGMA quick_check").fetchone()[0]
+            except apsw.Error as exc:
+                out["integrity"] = f"error: {exc}"
+        return out
+
+    async def aclose(self) -> None:
+        self._close_reader()
+        if self.provider is not None:
+            await self.provider.aclose()
+
+    async def __aenter__(self) -> BuiltinSearchManager:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+

@@ -1,0 +1,263 @@
+"""Builtin retrieval: FTS5 BM25 keyword candidates, vector KNN candidates, and the full pipeline.
+
+Pipeline (spec 3.9, with the issue's OR-of-terms keyword query):
+  candidates = min(200, maxResults × candidateMultiplier)
+  keyword ∪ vector → weighted merge → temporal decay → sort → MMR → minScore → top-K
+with the keyword-only rescue (a pure keyword hit scores at most textWeight, so the threshold for
+those is min(minScore, textWeight)), and an FTS-only mode with the reference's lexical boost.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+import numpy as np
+
+from memsift.engine.fts_query import FtsPlan
+from memsift.engine.ranking import (
+    Candidate,
+    bm25_rank_to_score,
+    dated_file_timestamp,
+    decay_multiplier,
+    is_evergreen,
+    merge_hybrid,
+    mmr_rerank,
+)
+from memsift.engine.text import word_tokens
+
+from .store import VectorState, blob_to_vec
+
+__all__ = ["keyword_candidates", "vector_candidates", "PipelineParams", "rank", "candidate_count"]
+
+SCAN_BATCH = 4096  # rows per batch in the numpy fallback scan (bounded memory)
+MAX_CANDIDATES = 200
+RESCUE_TEXT_SCORE = 0.5  # mapped BM25 of 0.5 = a bm25 rank of -1: real keyword evidence
+
+
+def candidate_count(max_results: int, multiplier: int) -> int:
+    return min(MAX_CANDIDATES, max(1, math.floor(max_results * multiplier)))
+
+
+def _load_chunks(conn: apsw.Connection, rowids: list[int]) -> dict[int, tuple]:
+    if not rowids:
+        return {}
+    marks = ",".join("?" * len(rowids))
+    q = f"SELECT rowid, id, path, source, start_line, end_line, text FROM chunks WHERE rowid IN ({marks})"
+    return {row[0]: row for row in conn.execute(q, rowids)}
+
+
+def _candidate(row: tuple, **scores: Any) -> Candidate:
+    _rowid, cid, path, source, start, end, text = row
+    return Candidate(chunk_id=cid, path=path, source=source, start_line=start, end_line=end, text=text, **scores)
+
+
+def _like_score(text: str, terms: list[str]) -> float:
+    """Score of a LIKE-only (short CJK term) hit: term coverage damped by occurrences, below 1."""
+    matched = [t for t in terms if t in text]
+    if not matched:
+        return 0.0
+    occurrences = sum(text.count(t) for t in matched)
+    return (len(matched) / len(terms)) * (occurrences / (occurrences + 1))
+
+
+def keyword_candidates(conn: apsw.Connection, plan: FtsPlan, limit: int) -> tuple[list[Candidate], dict[str, float]]:
+    """BM25-ranked chunks for the plan. Returns candidates and raw bm25 ranks by chunk id."""
+    scored: dict[int, tuple[float, float | None]] = {}  # rowid -> (text score, bm25 rank)
+    if plan.match:
+        for rowid, rank in conn.execute(
+            "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?",
+            (plan.match, limit),
+        ):
+            scored[rowid] = (bm25_rank_to_score(rank), rank)
+    if plan.like_terms:
+        clauses = " OR ".join("text LIKE ? ESCAPE '\\'" for _ in plan.like_terms)
+        args = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for t in plan.like_terms]
+        rows = conn.execute(f"SELECT rowid, text FROM chunks WHERE {clauses} LIMIT ?", (*args, limit * 4)).fetchall()
+        for rowid, text in rows:
+            s = _like_score(text.lower(), plan.like_terms)
+            prev = scored.get(rowid)
+            if prev is None or s > prev[0]:
+                scored[rowid] = (s, prev[1] if prev else None)
+    top = heapq.nlargest(limit, scored.items(), key=lambda kv: kv[1][0])
+    rows = _load_chunks(conn, [r for r, _ in top])
+    out, ranks = [], {}
+    for rowid, (score, rank) in top:
+        if rowid in rows:
+            c = _candidate(rows[rowid], text_score=score, keyword_hit=True)
+            out.append(c)
+            if rank is not None:
+                ranks[c.chunk_id] = rank
+    return out, ranks
+
+
+def vector_candidates(
+    conn: apsw.Connection, vec: VectorState, query: np.ndarray, limit: int
+) -> list[Candidate]:
+    """Nearest chunks by cosine: vec0 KNN when sqlite-vec is loaded, else a bounded numpy scan."""
+    q = np.asarray(query, dtype="<f4")
+    if not np.any(q):
+        return []
+    has_vec_table = conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchone()
+    hits: list[tuple[int, float]]
+    if vec.available and has_vec_table:
+        hits = [
+            (rowid, 1.0 - dist)
+            for rowid, dist in conn.execute(
+                "SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ?", (q.tobytes(), limit)
+            )
+        ]
+    else:
+        hits = _numpy_scan(conn, q, limit)
+    rows = _load_chunks(conn, [r for r, _ in hits])
+    return [_candidate(rows[r], vector_score=s, vector_hit=True) for r, s in hits if r in rows]
+
+
+def _numpy_scan(conn: apsw.Connection, q: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    qn = q / (np.linalg.norm(q) or 1.0)
+    best: list[tuple[float, int]] = []  # min-heap of (score, rowid)
+    cursor = conn.execute("SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL")
+    while True:
+        batch = cursor.fetchmany(SCAN_BATCH) if hasattr(cursor, "fetchmany") else _take(cursor, SCAN_BATCH)
+        if not batch:
+            break
+        ids = [r for r, b in batch if len(b) == q.nbytes]
+        if not ids:
+            continue
+        m = np.stack([blob_to_vec(b) for _r, b in batch if len(b) == q.nbytes])
+        norms = np.linalg.norm(m, axis=1)
+        sims = np.divide(m @ qn, norms, out=np.zeros(len(ids), dtype=np.float32), where=norms > 0)
+        for rowid, s in zip(ids, sims.tolist()):
+            if len(best) < limit:
+                heapq.heappush(best, (s, rowid))
+            elif s > best[0][0]:
+                heapq.heapreplace(best, (s, rowid))
+    return [(r, s) for s, r in sorted(best, reverse=True)]
+
+
+def _take(cursor: Any, n: int) -> list:
+    out = []
+    for row in cursor:
+        out.append(row)
+        if len(out) >= n:
+            break
+    return out
+
+
+# --- the pipeline -------------------------------------------------------------------------------
+
+
+@dataclass
+class PipelineParams:
+    max_results: int
+    min_score: float
+    vector_weight: float
+    text_weight: float
+    mmr_enabled: bool
+    mmr_lambda: float
+    decay_enabled: bool
+    half_life_days: float
+    now: float | None = None
+
+
+def _apply_decay(conn: apsw.Connection, items: list[Candidate], p: PipelineParams) -> None:
+    if not p.decay_enabled:
+        return
+    now = p.now if p.now is not None else time.time()
+    mtimes: dict[str, float | None] = {}
+    for c in items:
+        ts = dated_file_timestamp(c.path)
+        if ts is None:
+            if is_evergreen(c.path, c.source):
+                continue
+            if c.path not in mtimes:
+                row = conn.execute("SELECT mtime_ns FROM files WHERE path=?", (c.path,)).fetchone()
+                mtimes[c.path] = row[0] / 1e9 if row else None
+            ts = mtimes[c.path]
+            if ts is None:
+                continue
+        c.decay = decay_multiplier((now - ts) / 86400.0, p.half_life_days)
+        c.score *= c.decay
+
+
+def lexical_boost(query_terms: list[str], c: Candidate) -> float:
+    """FTS-only mode's boost (spec 3.6): term overlap, density, path and length."""
+    q = set(query_terms)
+    if not q:
+        return 0.0
+    text_tokens = set(word_tokens(c.text))
+    overlap = len(q & text_tokens)
+    unique_overlap = overlap / len(q)
+    density = overlap / len(text_tokens) if text_tokens else 0.0
+    path = c.path.lower()
+    path_boost = 0.18 * sum(1 for t in q if t in path)
+    length_boost = min(len(c.text) / 160, 0.18)
+    return 0.45 * unique_overlap + 0.2 * density + path_boost + length_boost
+
+
+def rank(
+    conn: apsw.Connection,
+    *,
+    keyword: list[Candidate] | None,
+    vector: list[Candidate] | None,
+    terms: list[str],
+    params: PipelineParams,
+) -> tuple[list[Candidate], dict[str, Any]]:
+    """Merge and rank candidates. `None` for a side means that side is unavailable.
+
+    Returns the hits and facts for the answer: mode, whether the threshold was relaxed, which hits
+    were rescued, and each FTS-only boost.
+    """
+    facts: dict[str, Any] = {"relaxed": False, "rescued": set(), "boosts": {}}
+    if vector is None:  # FTS-only mode
+        facts["mode"] = "fts-only"
+        items = keyword or []
+        for c in items:
+            boost = lexical_boost(terms, c)
+            facts["boosts"][c.chunk_id] = boost
+            c.score = min(1.0, c.text_score + boost)
+        _apply_decay(conn, items, params)
+        items.sort(key=lambda c: -c.score)
+        passing = [c for c in items if c.score >= params.min_score]
+        if not passing and items:
+            passing, facts["relaxed"] = items, True
+        return passing[: params.max_results], facts
+
+    if keyword is None:  # vector-only mode
+        facts["mode"] = "vector-only"
+        for c in vector:
+            c.score = c.vector_score
+        _apply_decay(conn, vector, params)
+        vector.sort(key=lambda c: -c.score)
+        if params.mmr_enabled:
+            vector = mmr_rerank(vector, params.mmr_lambda)
+        return [c for c in vector if c.score >= params.min_score][: params.max_results], facts
+
+    facts["mode"] = "hybrid"
+    merged = merge_hybrid(keyword, vector, vector_weight=params.vector_weight, text_weight=params.text_weight)
+    _apply_decay(conn, merged, params)
+    merged.sort(key=lambda c: (-c.score, c.path, c.start_line))
+    if params.mmr_enabled:
+        merged = mmr_rerank(merged, params.mmr_lambda)
+    strict = [c for c in merged if c.score >= params.min_score]
+    if len(strict) < params.max_results and keyword:
+        # Keyword rescue. A pure BM25 hit scores at most textWeight (0.3), under the default
+        # minScore 0.35, so an exact identifier would vanish. Free slots (never displacing a strict
+        # hit) go to keyword hits that pass the reference's bar, min(minScore, textWeight), or
+        # whose keyword score alone is strong (≥ max(minScore, RESCUE_TEXT_SCORE)).
+        floor = min(params.min_score, params.text_weight)
+        text_bar = max(params.min_score, RESCUE_TEXT_SCORE)
+        taken = {c.chunk_id for c in strict}
+        rescued = [
+            c
+            for c in merged
+            if c.keyword_hit and c.chunk_id not in taken and (c.score >= floor or c.text_score >= text_bar)
+        ]
+        rescued = rescued[: params.max_results - len(strict)]
+        facts["rescued"] = {c.chunk_id for c in rescued}
+        strict += rescued
+    return strict[: params.max_results], facts

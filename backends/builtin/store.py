@@ -1,0 +1,213 @@
+"""SQLite store for the builtin backend: open (apsw), sqlite-vec, schema migrations, meta.
+
+Schema (numbered migrations in `MIGRATIONS`, tracked by `PRAGMA user_version`):
+- `meta(key, value)`: the index fingerprint as JSON under `index`.
+- `files(path, source, hash, mtime_ns, size, indexed_at)`.
+- `chunks(rowid, id, path, source, start_line, end_line, hash, model, text, embedding BLOB)`:
+  the embedding is kept as float32 bytes so vectors survive without sqlite-vec.
+- `chunks_fts`: contentless FTS5 (rowid = chunks.rowid) over the chunk's index text.
+- `chunks_vec`: vec0 KNN table (rowid = chunks.rowid), created when the dimension is known.
+- `embedding_cache(provider, model, provider_key, hash, embedding, dims, updated_at)`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import apsw
+import numpy as np
+
+from memsift.engine.errors import IndexUnusableError
+
+__all__ = [
+    "VectorState",
+    "open_db",
+    "fts_tokenizer_clause",
+    "read_meta",
+    "write_meta",
+    "ensure_vec_table",
+    "vec_to_blob",
+    "blob_to_vec",
+    "SCHEMA_VERSION",
+]
+
+BUSY_TIMEOUT_MS = 5000
+META_KEY = "index"
+
+
+@dataclass
+class VectorState:
+    enabled: bool
+    available: bool = False
+    extension_path: str | None = None
+    load_error: str | None = None
+
+
+def fts_tokenizer_clause(tokenizer: str) -> str:
+    if tokenizer == "trigram":
+        return "trigram case_sensitive 0"
+    # Porter stemming over unicode61 (diacritics folded); CJK is spaced into unigrams upstream.
+    return "porter unicode61 remove_diacritics 2"
+
+
+def _migration_1(conn: apsw.Connection, tokenizer: str) -> None:
+    conn.execute(
+        f"""
+        CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE files(
+            path TEXT PRIMARY KEY,
+            source TEXT NOT NULL DEFAULT 'memory',
+            hash TEXT NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            indexed_at REAL NOT NULL
+        );
+        CREATE TABLE chunks(
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            path TEXT NOT NULL,
+            source TEXT NOT NULL DEFAULT 'memory',
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            hash TEXT NOT NULL,
+            model TEXT NOT NULL,
+            text TEXT NOT NULL,
+            embedding BLOB,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX chunks_path ON chunks(path);
+        CREATE INDEX chunks_hash ON chunks(hash);
+        CREATE TABLE embedding_cache(
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            provider_key TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            embedding BLOB NOT NULL,
+            dims INTEGER NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY(provider, model, provider_key, hash)
+        );
+        CREATE INDEX embedding_cache_updated ON embedding_cache(updated_at);
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            text, content='', contentless_delete=1, tokenize='{fts_tokenizer_clause(tokenizer)}'
+        );
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[apsw.Connection, str], None]] = [_migration_1]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _load_vec(conn: apsw.Connection, state: VectorState) -> None:
+    if not state.enabled:
+        return
+    try:
+        if state.extension_path:
+            path = state.extension_path
+        else:
+            import sqlite_vec  # noqa: PLC0415
+
+            path = sqlite_vec.loadable_path()
+        conn.enable_load_extension(True)
+        conn.load_extension(path)
+        conn.enable_load_extension(False)
+        state.extension_path = path
+        state.available = True
+    except Exception as exc:  # ImportError, apsw.ExtensionLoadingError, OSError
+        state.available = False
+        state.load_error = f"sqlite-vec unavailable: {exc}"
+
+
+def _restrict_permissions(path: Path) -> None:
+    try:
+        os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+    except OSError:
+        pass
+
+
+def open_db(
+    path: Path,
+    *,
+    tokenizer: str = "unicode61",
+    vector_enabled: bool = True,
+    extension_path: str | None = None,
+    readonly: bool = False,
+) -> tuple[apsw.Connection, VectorState]:
+    """Open (creating if needed) an index database with the schema migrated and sqlite-vec loaded."""
+    state = VectorState(enabled=vector_enabled, extension_path=extension_path)
+    try:
+        if not readonly:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        conn = apsw.Connection(str(path), flags=flags)
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        _load_vec(conn, state)
+        if not readonly:
+            _restrict_permissions(path)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise IndexUnusableError(
+                    f"index {path} has schema version {version}, newer than this memsift "
+                    f"({SCHEMA_VERSION}); upgrade memsift or delete the index to rebuild it"
+                )
+            with conn:
+                for number in range(version, SCHEMA_VERSION):
+                    MIGRATIONS[number](conn, tokenizer)
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        return conn, state
+    except apsw.Error as exc:
+        raise IndexUnusableError(f"cannot open index {path}: {exc}") from None
+
+
+def read_meta(conn: apsw.Connection) -> dict[str, Any] | None:
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key=?", (META_KEY,)).fetchone()
+    except apsw.SQLError:
+        return None
+    return json.loads(row[0]) if row else None
+
+
+def write_meta(conn: apsw.Connection, meta: dict[str, Any]) -> None:
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+        (META_KEY, json.dumps(meta, sort_keys=True)),
+    )
+
+
+def vec_table_dims(conn: apsw.Connection) -> int | None:
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name='chunks_vec'").fetchone()
+    if not row:
+        return None
+    import re  # noqa: PLC0415
+
+    m = re.search(r"float\[(\d+)\]", row[0])
+    return int(m.group(1)) if m else None
+
+
+def ensure_vec_table(conn: apsw.Connection, state: VectorState, dims: int) -> bool:
+    """Create the vec0 table for `dims` (recreating it if the dimension changed)."""
+    if not state.available:
+        return False
+    current = vec_table_dims(conn)
+    if current == dims:
+        return True
+    if current is not None:
+        conn.execute("DROP TABLE chunks_vec")
+    conn.execute(f"CREATE VIRTUAL TABLE chunks_vec USING vec0(embedding float[{dims}] distance_metric=cosine)")
+    return True
+
+
+def vec_to_blob(vec: np.ndarray) -> bytes:
+    return np.asarray(vec, dtype="<f4").tobytes()
+
+
+def blob_to_vec(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype="<f4")

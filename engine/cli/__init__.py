@@ -1,0 +1,1 @@
+"""The `memsift` command line."""

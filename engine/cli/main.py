@@ -1,0 +1,238 @@
+"""`memsift`: index, search, get, status, config show.
+
+Results go to stdout (human text, or one JSON document with --json); logs and progress go to
+stderr. Exit codes: 0 success (also no hits), 1 unexpected error, 2 usage, 3 config error,
+4 index unusable, 5 embedding provider error, 6 path not allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from contextlib import contextmanager
+from typing import Any, Awaitable, Callable, Iterator
+
+import anyio
+import click
+
+from ..errors import ConfigError, IndexUnusableError, MemsiftError, PathNotAllowedError, ProviderError
+from ..logging import configure_logging
+
+__all__ = ["main", "cli", "EXIT_CODES"]
+
+EXIT_CODES = {
+    "ok": 0,
+    "error": 1,
+    "usage": 2,
+    "config": 3,
+    "index": 4,
+    "provider": 5,
+    "path": 6,
+}
+
+
+def _exit_code(exc: MemsiftError) -> int:
+    if isinstance(exc, ConfigError):
+        return EXIT_CODES["config"]
+    if isinstance(exc, IndexUnusableError):
+        return EXIT_CODES["index"]
+    if isinstance(exc, ProviderError):
+        return EXIT_CODES["provider"]
+    if isinstance(exc, PathNotAllowedError):
+        return EXIT_CODES["path"]
+    return EXIT_CODES["error"]
+
+
+@contextmanager
+def _errors_to_exit() -> Iterator[None]:
+    try:
+        yield
+    except MemsiftError as exc:
+        click.echo(f"memsift: {exc}", err=True)
+        sys.exit(_exit_code(exc))
+
+
+def _emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+class _Ctx:
+    def __init__(self, workspace: str | None, agent: str | None, config: str | None) -> None:
+        self.workspace, self.agent, self.config = workspace, agent, config
+
+    def settings(self):
+        from ..factory import resolve_config  # noqa: PLC0415
+
+        return resolve_config(self.config, workspace=self.workspace, agent=self.agent)
+
+    def run(self, fn: Callable[..., Awaitable[Any]], *, progress: bool = False) -> Any:
+        """Open the manager, run `fn(manager)`, close it."""
+        from ..factory import open_manager  # noqa: PLC0415
+
+        async def go() -> Any:
+            with _progress_bar(progress) as cb:
+                manager = open_manager(self.settings(), progress=cb)
+                try:
+                    return await fn(manager)
+                finally:
+                    await manager.aclose()
+
+        return anyio.run(go)
+
+
+@contextmanager
+def _progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar on stderr, only when stderr is a terminal."""
+    if not (enabled and sys.stderr.isatty()):
+        yield None
+        return
+    from rich.console import Console  # noqa: PLC0415
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn  # noqa: PLC0415
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("indexing files", total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--workspace", "-w", envvar="MEMSIFT_WORKSPACE", help="Workspace folder holding MEMORY.md and memory/ (default: current folder).")
+@click.option("--agent", "-a", envvar="MEMSIFT_AGENT", help="Agent id from agents.list (default: the default agent, or 'main').")
+@click.option("--config", "-c", "config_path", envvar="MEMSIFT_CONFIG", help="Config file (JSON5). Default: ~/.config/memsift/config.json5.")
+@click.option("--verbose", "-v", count=True, help="More logs on stderr (-v info, -vv debug).")
+@click.version_option(package_name="memsift")
+@click.pass_context
+def cli(ctx: click.Context, workspace: str | None, agent: str | None, config_path: str | None, verbose: int) -> None:
+    """Memory search for AI agents over Markdown memory files."""
+    configure_logging(verbose)
+    ctx.obj = _Ctx(workspace, agent, config_path)
+
+
+@cli.command()
+@click.option("--force", is_flag=True, help="Rebuild the whole index (atomically) even if nothing changed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the sync report as JSON.")
+@click.pass_obj
+def index(obj: _Ctx, force: bool, as_json: bool) -> None:
+    """Index the memory files (incremental; a full rebuild when settings changed)."""
+    from .render import render_sync  # noqa: PLC0415
+
+    with _errors_to_exit():
+        report = obj.run(lambda m: m.sync(force=force, reason="cli"), progress=not as_json)
+    if as_json:
+        _emit_json(report.model_dump(by_alias=True, mode="json"))
+    else:
+        click.echo(render_sync(report))
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--max-results", "-n", type=click.IntRange(min=1), help="Maximum hits (default query.maxResults, 6).")
+@click.option("--min-score", type=click.FloatRange(0, 1), help="Minimum score (default query.minScore, 0.35).")
+@click.option("--session-key", help="Session key of the asking chat (decides citations in auto mode).")
+@click.option("--explain", is_flag=True, help="Show how each hit's score was made.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def search(
+    obj: _Ctx, query: str, max_results: int | None, min_score: float | None, session_key: str | None, explain: bool, as_json: bool
+) -> None:
+    """Search memory for QUERY."""
+    from .render import render_answer  # noqa: PLC0415
+
+    async def go(m: Any) -> Any:
+        return await m.search(query, max_results=max_results, min_score=min_score, session_key=session_key, explain=explain)
+
+    with _errors_to_exit():
+        answer = obj.run(go)
+    if as_json:
+        _emit_json(answer.to_json_dict())
+    else:
+        click.echo(render_answer(answer, explain=explain))
+
+
+_GET_RE = re.compile(r"^(?P<path>.+?)(?::(?P<from>\d+)(?::(?P<count>\d+))?)?$")
+
+
+@cli.command()
+@click.argument("target", metavar="PATH[:FROM[:COUNT]]")
+@click.option("--from", "from_line", type=click.IntRange(min=1), help="First line (1-based).")
+@click.option("--lines", type=click.IntRange(min=1), help="Number of lines.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, as_json: bool) -> None:
+    """Read a memory file, or a line range of it (memory_get)."""
+    m = _GET_RE.match(target)
+    path = m.group("path") if m else target
+    if m and m.group("from"):
+        from_line = from_line or int(m.group("from"))
+        if m.group("count"):
+            lines = lines or int(m.group("count"))
+
+    from ..memory_files import read_memory_file  # noqa: PLC0415
+    from ..results import ReadResult  # noqa: PLC0415
+
+    with _errors_to_exit():
+        s = obj.settings()
+        rel, text, total, missing = read_memory_file(s.workspace, tuple(s.memory_search.extra_paths), path, from_line, lines)
+    result = ReadResult(path=rel, text=text, **{"from": from_line or 1}, lines=lines, total_lines=total, missing=missing)
+    if as_json:
+        _emit_json(result.to_json_dict())
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+@cli.command()
+@click.option("--deep", is_flag=True, help="Also probe the embedding provider and check the database.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def status(obj: _Ctx, deep: bool, as_json: bool) -> None:
+    """Show what is indexed, with which provider, and what is degraded."""
+    from .render import render_status  # noqa: PLC0415
+
+    with _errors_to_exit():
+        st = obj.run(lambda m: m.status(deep=deep))
+    if as_json:
+        _emit_json(st.to_json_dict())
+    else:
+        click.echo(render_status(st))
+
+
+@cli.group()
+def config() -> None:
+    """Inspect the configuration."""
+
+
+@config.command("show")
+@click.pass_obj
+def config_show(obj: _Ctx) -> None:
+    """Print the resolved config for the agent (defaults, file, environment merged; secrets masked)."""
+    with _errors_to_exit():
+        s = obj.settings()
+    data = {
+        "configPath": str(s.config_path) if s.config_path else None,
+        "agentId": s.agent_id,
+        "workspace": str(s.workspace),
+        "stateDir": str(s.state_dir),
+        "storePath": str(s.store_path),
+        "memorySearch": s.memory_search.model_dump(by_alias=True, mode="json"),
+        "memory": s.memory.model_dump(by_alias=True, mode="json"),
+    }
+    _emit_json(data)
+
+
+def main() -> None:
+    cli(prog_name="memsift")
+
+
+if __name__ == "__main__":
+    main()

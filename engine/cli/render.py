@@ -1,0 +1,109 @@
+"""Human-readable output of answers, reads and status (the --json forms are the models themselves)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from ..results import ManagerStatus, SearchAnswer
+from ..manager import SyncReport
+
+__all__ = ["render_answer", "render_status", "render_sync"]
+
+
+def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
+    out: list[str] = []
+    for hit in answer.results:
+        out.append(f"{hit.score:.3f} {hit.path}:{hit.start_line}-{hit.end_line}")
+        out.append(textwrap.indent(hit.snippet.rstrip(), "    "))
+        if hit.citation:
+            out.append(f"    Source: {hit.citation}")
+        if explain and hit.explain:
+            e = hit.explain
+            parts = [
+                f"keyword={_f(e.keyword_score)}" + (f" (bm25 {e.bm25_rank:.3f})" if e.bm25_rank is not None else ""),
+                f"vector={_f(e.vector_score)}",
+                f"weights={e.vector_weight:.2f}/{e.text_weight:.2f}",
+            ]
+            if e.lexical_boost is not None:
+                parts.append(f"boost={e.lexical_boost:.3f}")
+            parts += [f"decay={e.decay:.3f}", f"mmr-penalty={e.mmr_penalty:.3f}", f"final={e.final_score:.3f}"]
+            if e.rescued:
+                parts.append("rescued")
+            out.append("    explain: " + " ".join(parts))
+        out.append("")
+    if not answer.results:
+        out.append("No results.")
+    summary = f"{len(answer.results)} result(s) · {answer.mode} · {answer.provider}"
+    if answer.model:
+        summary += f"/{answer.model}"
+    summary += f" · {answer.took_ms:.0f} ms"
+    if answer.relaxed:
+        summary += " · threshold relaxed (nothing passed minScore)"
+    out.append(summary)
+    if answer.degraded.vector:
+        out.append(f"vector search unavailable: {answer.degraded.vector}")
+    if answer.degraded.fts:
+        out.append(f"keyword search unavailable: {answer.degraded.fts}")
+    if answer.fallback:
+        out.append(f"fallback from {answer.fallback.from_}: {answer.fallback.reason}")
+    return "\n".join(out)
+
+
+def _f(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def render_sync(report: SyncReport) -> str:
+    kind = f"full reindex ({report.reindex_cause})" if report.full_reindex else "incremental sync"
+    lines = [
+        f"{kind}: {report.files_indexed} file(s) indexed, {report.files_unchanged} unchanged, "
+        f"{report.files_removed} removed, {report.files_skipped} skipped",
+        f"chunks: {report.chunks_written} written, {report.chunks_embedded} embedded, "
+        f"{report.chunks_from_cache} from cache · {report.took_ms / 1000:.2f} s",
+    ]
+    if report.reindex_cause and not report.full_reindex:
+        lines.append(f"rebuild needed: {report.reindex_cause}")
+    return "\n".join(lines)
+
+
+def render_status(s: ManagerStatus) -> str:
+    rows = [
+        ("Backend", s.backend),
+        ("Agent", s.agent_id),
+        ("Provider", f"{s.provider} (requested {s.requested_provider})"),
+        ("Model", f"{s.model}" + (f" · {s.dimensions} dims" if s.dimensions else "")),
+        ("Search mode", s.search_mode),
+        ("Sources", ", ".join(s.sources)),
+        ("Extra paths", ", ".join(s.extra_paths) or "-"),
+        ("Indexed", f"{s.files} files · {s.chunks} chunks"),
+        ("Dirty", f"{'yes' if s.dirty else 'no'} ({s.index.get('pendingChanges', 0)} file(s) changed)"),
+        ("Store", s.db_path or "-"),
+        ("Workspace", s.workspace_dir),
+        ("FTS", f"{'available' if s.fts.get('available') else 'unavailable'} · {s.fts.get('tokenizer')}"),
+        (
+            "Vector",
+            f"{'available' if s.vector.get('available') else 'unavailable'} · {s.vector.get('search')}"
+            + (f" · {s.vector.get('loadError')}" if s.vector.get("loadError") else ""),
+        ),
+        ("Embedding cache", f"{'on' if s.cache.get('enabled') else 'off'} · {s.cache.get('entries')} entries"),
+    ]
+    if s.provider_unavailable_reason:
+        rows.append(("No provider", s.provider_unavailable_reason))
+    if s.fallback:
+        rows.append(("Fallback", f"from {s.fallback.from_}: {s.fallback.reason}"))
+    if s.index.get("rebuildNeeded"):
+        rows.append(("Rebuild needed", f"{s.index['rebuildNeeded']} — run `memsift index`"))
+    if s.index.get("lastEmbedError"):
+        rows.append(("Last embed error", s.index["lastEmbedError"]))
+    if s.skipped:
+        rows.append(("Skipped", "; ".join(f"{x['path']}: {x['reason']}" for x in s.skipped[:10])))
+    if s.deep:
+        emb = s.deep.get("embedding", {})
+        if emb.get("ok"):
+            rows.append(("Embeddings", f"ok · {emb['model']} · {emb['dimensions']} dims · {emb['latencyMs']} ms"))
+        else:
+            rows.append(("Embeddings", f"unavailable · {emb.get('error')}"))
+        if "integrity" in s.deep:
+            rows.append(("Integrity", s.deep["integrity"]))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)

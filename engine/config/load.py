@@ -1,0 +1,275 @@
+"""Load, merge, validate and normalise config into one `ResolvedConfig` for one agent.
+
+Precedence is data (`SOURCE_ORDER`): built-in defaults < config file < environment < explicit
+overrides from the caller (CLI flags). Within the file, an agent's `memorySearch` wins over
+`agents.defaults.memorySearch`, except `extraPaths`, which are concatenated (spec 2.1).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..errors import ConfigError
+from .models import MemoryConfig, MemorySearchConfig, MemsiftConfig
+from .sources import default_config_path, env_overrides, read_config_file
+
+__all__ = ["ResolvedConfig", "load_config", "resolve_agent", "normalise_memory_search", "SOURCE_ORDER"]
+
+SOURCE_ORDER = ("file", "env", "overrides")
+DEFAULT_AGENT_ID = "main"
+
+
+class ResolvedConfig(BaseModel):
+    """Everything one agent's memory search needs, merged and normalised."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    agent_id: str
+    workspace: Path
+    state_dir: Path
+    store_path: Path
+    config_path: Path | None
+    memory_search: MemorySearchConfig
+    memory: MemoryConfig
+
+
+def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model class that holds the last key of `loc` (to list its allowed keys)."""
+    current: Any = model
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        field = next(
+            (f for n, f in current.model_fields.items() if (f.alias or n) == part or n == part), None
+        )
+        if field is None:
+            return None
+        annotation = field.annotation
+        nxt = None
+        for cand in (annotation, *getattr(annotation, "__args__", ())):
+            for inner in (cand, *getattr(cand, "__args__", ())):
+                if isinstance(inner, type) and issubclass(inner, BaseModel):
+                    nxt = inner
+        current = nxt
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _describe_errors(exc: ValidationError, root: type[BaseModel], prefix: str) -> ConfigError:
+    lines = []
+    first_path = None
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        path = ".".join(p for p in (prefix, _format_loc(loc)) if p)
+        first_path = first_path or path
+        if err["type"] == "extra_forbidden":
+            holder = _model_at(root, loc)
+            allowed = sorted((f.alias or n) for n, f in holder.model_fields.items()) if holder else []
+            hint = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+            msg = "unknown key"
+            if hint:
+                msg += f" (did you mean {hint[0]!r}?)"
+            if allowed:
+                msg += f"; allowed keys here: {', '.join(allowed)}"
+        else:
+            msg = err["msg"]
+            if "input" in err and not isinstance(err["input"], (dict, list)):
+                msg += f" (got {err['input']!r})"
+        lines.append(f"{path}: {msg}")
+    return ConfigError("invalid config:\n  " + "\n  ".join(lines), key_path=first_path)
+
+
+def _validate(model: type[BaseModel], data: Any, prefix: str = "") -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _describe_errors(exc, model, prefix) from None
+
+
+def load_config(
+    config_path: str | os.PathLike[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> tuple[MemsiftConfig, Path | None]:
+    """Read and validate the whole config. Returns it and the file it came from (if any)."""
+    env = os.environ if environ is None else environ
+    explicit = config_path is not None or bool(env.get("MEMSIFT_CONFIG"))
+    path = Path(config_path).expanduser() if config_path is not None else default_config_path(env)
+    layers = {
+        "file": read_config_file(path, required=explicit),
+        "env": env_overrides(env),
+        "overrides": dict(overrides or {}),
+    }
+    merged: dict[str, Any] = {}
+    for name in SOURCE_ORDER:
+        merged = _deep_merge(merged, layers[name])
+    config = _validate(MemsiftConfig, merged)
+    return config, (path if path.exists() else None)
+
+
+def _floor_clamp(value: float, lo: int, hi: int | None = None) -> int:
+    if not math.isfinite(value):
+        return lo
+    v = max(lo, math.floor(value))
+    return min(v, hi) if hi is not None else v
+
+
+def _clamp01(value: float) -> float:
+    return min(1.0, max(0.0, value)) if math.isfinite(value) else 0.0
+
+
+def normalise_memory_search(ms: MemorySearchConfig) -> MemorySearchConfig:
+    """Apply the reference's clamping and normalisation (spec 2.1) to a merged config."""
+    tokens = max(1, ms.chunking.tokens)
+    chunking = ms.chunking.model_copy(
+        update={"tokens": tokens, "overlap": min(max(0, ms.chunking.overlap), tokens - 1)}
+    )
+    h = ms.query.hybrid
+    vw, tw = _clamp01(h.vector_weight), _clamp01(h.text_weight)
+    total = vw + tw
+    vw, tw = (vw / total, tw / total) if total > 0 else (0.7, 0.3)
+    hybrid = h.model_copy(
+        update={
+            "vector_weight": vw,
+            "text_weight": tw,
+            "candidate_multiplier": _floor_clamp(h.candidate_multiplier, 1, 20),
+            "mmr": h.mmr.model_copy(update={"lambda_": _clamp01(h.mmr.lambda_)}),
+            "temporal_decay": h.temporal_decay.model_copy(
+                update={"half_life_days": _floor_clamp(h.temporal_decay.half_life_days, 1)}
+            ),
+        }
+    )
+    query = ms.query.model_copy(update={"min_score": _clamp01(ms.query.min_score), "hybrid": hybrid})
+    sources = [s for s in dict.fromkeys(ms.sources) if s != "sessions" or ms.experimental.session_memory]
+    cache = ms.cache.model_copy(
+        update={"max_entries": None if ms.cache.max_entries is None else _floor_clamp(ms.cache.max_entries, 1)}
+    )
+    sessions = ms.sync.sessions.model_copy(
+        update={
+            "delta_bytes": _floor_clamp(ms.sync.sessions.delta_bytes, 0),
+            "delta_messages": _floor_clamp(ms.sync.sessions.delta_messages, 0),
+        }
+    )
+    mm = ms.multimodal
+    modalities = ["image", "audio"] if mm.modalities == "all" else list(dict.fromkeys(mm.modalities))
+    multimodal = mm.model_copy(update={"modalities": modalities if mm.enabled else []})
+    extra = list(dict.fromkeys(p.strip() for p in ms.extra_paths if p and p.strip()))
+    return ms.model_copy(
+        update={
+            "chunking": chunking,
+            "query": query,
+            "sources": sources or ["memory"],
+            "cache": cache,
+            "sync": ms.sync.model_copy(update={"sessions": sessions}),
+            "multimodal": multimodal,
+            "extra_paths": extra,
+        }
+    )
+
+
+def _default_state_dir(env: Mapping[str, str]) -> Path:
+    if env.get("MEMSIFT_STATE_DIR"):
+        return Path(env["MEMSIFT_STATE_DIR"]).expanduser()
+    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base).expanduser() / "memsift"
+
+
+def resolve_agent(
+    config: MemsiftConfig,
+    *,
+    agent_id: str | None = None,
+    workspace: str | os.PathLike[str] | None = None,
+    config_path: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ResolvedConfig:
+    """Merge defaults with one agent's overrides and normalise. Unknown agent ids are errors."""
+    env = os.environ if environ is None else environ
+    agents = config.agents
+    wanted = agent_id or env.get("MEMSIFT_AGENT")
+    entry = None
+    if wanted:
+        entry = next((a for a in agents.list_ if a.id == wanted), None)
+        if entry is None and agents.list_:
+            known = ", ".join(a.id for a in agents.list_)
+            raise ConfigError(f"agent {wanted!r} is not in agents.list (known: {known})", key_path="agents.list")
+    else:
+        entry = next((a for a in agents.list_ if a.default), agents.list_[0] if agents.list_ else None)
+    agent = wanted or (entry.id if entry else DEFAULT_AGENT_ID)
+
+    base = agents.defaults.memory_search
+    merged: dict[str, Any] = base.model_dump(by_alias=True, exclude_unset=True) if base else {}
+    if entry is not None and entry.memory_search is not None:
+        top = entry.memory_search.model_dump(by_alias=True, exclude_unset=True)
+        extra = list(merged.get("extraPaths", [])) + list(top.get("extraPaths", []))
+        merged = _deep_merge(merged, top)
+        if extra:
+            merged["extraPaths"] = extra
+    index = agents.list_.index(entry) if entry is not None else None
+    where = f"agents.list[{index}].memorySearch" if index is not None else "agents.defaults.memorySearch"
+    ms = normalise_memory_search(_validate(MemorySearchConfig, merged, where))
+    _check_multimodal(ms)
+
+    ws_raw = workspace or env.get("MEMSIFT_WORKSPACE") or (entry.workspace if entry else None)
+    ws_raw = ws_raw or agents.defaults.workspace or os.getcwd()
+    ws = Path(ws_raw).expanduser().resolve()
+    state_dir = Path(config.state_dir).expanduser() if config.state_dir else _default_state_dir(env)
+    if ms.store.path:
+        store = Path(ms.store.path.replace("{agentId}", agent)).expanduser()
+        store = store if store.is_absolute() else (ws / store)
+    else:
+        store = state_dir / "memory" / f"{agent}.sqlite"
+    return ResolvedConfig(
+        agent_id=agent,
+        workspace=ws,
+        state_dir=state_dir.resolve(),
+        store_path=store.resolve(),
+        config_path=config_path,
+        memory_search=ms,
+        memory=config.memory,
+    )
+
+
+def _check_multimodal(ms: MemorySearchConfig) -> None:
+    if not (ms.multimodal.enabled and ms.multimodal.modalities):
+        return
+    model = ms.model
+    for prefix in ("models/", "gemini/", "google/"):
+        model = model.removeprefix(prefix)
+    if ms.provider != "gemini" or model != "gemini-embedding-2-preview":
+        raise ConfigError(
+            "memorySearch.multimodal needs provider 'gemini' with model 'gemini-embedding-2-preview'",
+            key_path="memorySearch.multimodal",
+        )
+    if ms.fallback != "none":
+        raise ConfigError(
+            "memorySearch.multimodal cannot be combined with a fallback provider",
+            key_path="memorySearch.fallback",
+        )

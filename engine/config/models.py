@@ -1,0 +1,276 @@
+"""pydantic models for the config keys, named as in the reference system so configs carry over.
+
+These models validate *types and allowed values*. Clamping and normalisation (weights summed to 1,
+candidateMultiplier 1..20, overlap < tokens, …) happen in `resolve.py`, after the per-agent merge,
+exactly as the reference does it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "PROVIDER_IDS",
+    "MemorySearchConfig",
+    "MemoryConfig",
+    "QmdConfig",
+    "AgentEntry",
+    "AgentDefaults",
+    "AgentsConfig",
+    "MemsiftConfig",
+]
+
+PROVIDER_IDS = ("local", "openai", "gemini", "voyage", "mistral", "ollama")
+ProviderId = Literal["auto", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
+FallbackId = Literal["none", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
+
+
+class _Strict(BaseModel):
+    """Keys are camelCase in files; unknown keys are errors inside memsift's own sections."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+
+class BatchConfig(_Strict):
+    enabled: bool = False
+    wait: bool = True
+    concurrency: int = 2
+    poll_interval_ms: int = 2000
+    timeout_minutes: float = 60
+
+
+class RemoteConfig(_Strict):
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    batch: BatchConfig = Field(default_factory=BatchConfig)
+
+
+class VectorStoreConfig(_Strict):
+    enabled: bool = True
+    extension_path: str | None = None
+
+
+class FtsStoreConfig(_Strict):
+    tokenizer: Literal["unicode61", "trigram"] = "unicode61"
+
+
+class StoreConfig(_Strict):
+    path: str | None = None
+    vector: VectorStoreConfig = Field(default_factory=VectorStoreConfig)
+    fts: FtsStoreConfig = Field(default_factory=FtsStoreConfig)
+
+
+class ChunkingConfig(_Strict):
+    tokens: int = 400
+    overlap: int = 80
+
+
+class SessionSyncConfig(_Strict):
+    delta_bytes: float = 100_000
+    delta_messages: float = 50
+    post_compaction_force: bool = True
+
+
+class SyncConfig(_Strict):
+    on_session_start: bool = True
+    on_search: bool = True
+    watch: bool = True
+    watch_debounce_ms: int = 1500
+    interval_minutes: float = 0
+    sessions: SessionSyncConfig = Field(default_factory=SessionSyncConfig)
+
+
+class MmrConfig(_Strict):
+    enabled: bool = False
+    lambda_: float = Field(default=0.7, alias="lambda")
+
+
+class TemporalDecayConfig(_Strict):
+    enabled: bool = False
+    half_life_days: float = 30
+
+
+class HybridConfig(_Strict):
+    enabled: bool = True
+    vector_weight: float = 0.7
+    text_weight: float = 0.3
+    candidate_multiplier: float = 4
+    mmr: MmrConfig = Field(default_factory=MmrConfig)
+    temporal_decay: TemporalDecayConfig = Field(default_factory=TemporalDecayConfig)
+
+
+class QueryConfig(_Strict):
+    max_results: int = 6
+    min_score: float = 0.35
+    hybrid: HybridConfig = Field(default_factory=HybridConfig)
+
+    @field_validator("max_results")
+    @classmethod
+    def _positive(cls, v: int) -> int:
+        if v < 1:
+            raise ValueError("must be at least 1")
+        return v
+
+
+class CacheConfig(_Strict):
+    enabled: bool = True
+    max_entries: float | None = None
+
+
+class MultimodalConfig(_Strict):
+    enabled: bool = False
+    modalities: list[Literal["image", "audio"]] | Literal["all"] = Field(default_factory=list)
+    max_file_bytes: int = 10 * 1024 * 1024
+
+
+class LocalConfig(_Strict):
+    model_path: str | None = None
+    model_cache_dir: str | None = None
+
+
+class ExperimentalConfig(_Strict):
+    session_memory: bool = False
+
+
+class MemorySearchConfig(_Strict):
+    enabled: bool = True
+    provider: ProviderId = "auto"
+    fallback: FallbackId = "none"
+    model: str = ""
+    output_dimensionality: Literal[768, 1536, 3072] | None = None
+    remote: RemoteConfig = Field(default_factory=RemoteConfig)
+    sources: list[Literal["memory", "sessions"]] = Field(default_factory=lambda: ["memory"])
+    extra_paths: list[str] = Field(default_factory=list)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
+    sync: SyncConfig = Field(default_factory=SyncConfig)
+    query: QueryConfig = Field(default_factory=QueryConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    multimodal: MultimodalConfig = Field(default_factory=MultimodalConfig)
+    local: LocalConfig = Field(default_factory=LocalConfig)
+    experimental: ExperimentalConfig = Field(default_factory=ExperimentalConfig)
+
+
+# --- memory (global) -------------------------------------------------------------------------
+
+
+class QmdPath(_Strict):
+    path: str
+    name: str | None = None
+    pattern: str = "**/*.md"
+
+
+class QmdSessions(_Strict):
+    enabled: bool = False
+    export_dir: str | None = None
+    retention_days: float | None = None
+
+
+class QmdUpdate(_Strict):
+    interval: str | float = "5m"
+    debounce_ms: float = 15_000
+    on_boot: bool = True
+    wait_for_boot_sync: bool = False
+    embed_interval: str | float = "60m"
+    command_timeout_ms: float = 30_000
+    update_timeout_ms: float = 120_000
+    embed_timeout_ms: float = 120_000
+
+
+class QmdLimits(_Strict):
+    max_results: float = 6
+    max_snippet_chars: float = 700
+    max_injected_chars: float = 4000
+    timeout_ms: float = 4000
+
+
+class ScopeMatch(_Strict):
+    channel: str | None = None
+    chat_type: Literal["direct", "group", "channel", "dm"] | None = None
+    key_prefix: str | None = None
+    raw_key_prefix: str | None = None
+
+
+class ScopeRule(_Strict):
+    action: Literal["allow", "deny"]
+    match: ScopeMatch | None = None
+
+
+class ScopeConfig(_Strict):
+    default: Literal["allow", "deny"] | None = None
+    rules: list[ScopeRule] = Field(default_factory=list)
+
+
+class McporterConfig(_Strict):
+    enabled: bool = False
+    server_name: str = "qmd"
+    start_daemon: bool = True
+
+
+def _default_scope() -> ScopeConfig:
+    # The reference's 2026-04-13 default: deny, but allow direct chats and channels.
+    return ScopeConfig(
+        default="deny",
+        rules=[
+            ScopeRule(action="allow", match=ScopeMatch(chat_type="direct")),
+            ScopeRule(action="allow", match=ScopeMatch(chat_type="channel")),
+        ],
+    )
+
+
+class QmdConfig(_Strict):
+    command: str = "qmd"
+    search_mode: Literal["search", "vsearch", "query"] = "search"
+    search_tool: str | None = None
+    include_default_memory: bool = True
+    paths: list[QmdPath] = Field(default_factory=list)
+    sessions: QmdSessions = Field(default_factory=QmdSessions)
+    update: QmdUpdate = Field(default_factory=QmdUpdate)
+    limits: QmdLimits = Field(default_factory=QmdLimits)
+    mcporter: McporterConfig = Field(default_factory=McporterConfig)
+    scope: ScopeConfig = Field(default_factory=_default_scope)
+    fallback: Literal["builtin", "none"] = "builtin"
+
+
+class MemoryConfig(_Strict):
+    backend: Literal["builtin", "qmd"] = "builtin"
+    citations: Literal["auto", "on", "off"] = "auto"
+    qmd: QmdConfig = Field(default_factory=QmdConfig)
+
+
+# --- agents ----------------------------------------------------------------------------------
+
+
+class _Tolerant(BaseModel):
+    """Agent entries carry many reference keys memsift does not use; those are ignored."""
+
+    model_config = ConfigDict(extra="ignore", alias_generator=to_camel, populate_by_name=True)
+
+
+class AgentDefaults(_Tolerant):
+    workspace: str | None = None
+    memory_search: MemorySearchConfig | None = None
+
+
+class AgentEntry(_Tolerant):
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    default: bool = False
+    workspace: str | None = None
+    memory_search: MemorySearchConfig | None = None
+
+
+class AgentsConfig(_Strict):
+    defaults: AgentDefaults = Field(default_factory=AgentDefaults)
+    list_: list[AgentEntry] = Field(default_factory=list, alias="list")
+
+
+class MemsiftConfig(_Strict):
+    """The whole file. `stateDir` is memsift's own key (where indexes live)."""
+
+    state_dir: str | None = None
+    agents: AgentsConfig = Field(default_factory=AgentsConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)

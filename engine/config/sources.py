@@ -1,0 +1,112 @@
+"""Where raw config comes from: built-in defaults, a JSON5 file, environment variables.
+
+Each source returns a plain nested dict with the file's camelCase keys. `load.py` merges them in
+the order given by `SOURCE_ORDER`; later sources win.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import json5
+from pydantic import BaseModel
+
+from ..errors import ConfigError
+from .models import MemsiftConfig
+
+__all__ = ["default_config_path", "read_config_file", "env_overrides", "ENV_PREFIX"]
+
+ENV_PREFIX = "MEMSIFT__"  # MEMSIFT__MEMORY__BACKEND=qmd, MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__PROVIDER=local
+
+# Top-level sections of a reference (OpenClaw) config that memsift does not use: dropped quietly
+# so a whole reference config file can be pointed at; any other unknown top-level key is an error.
+FOREIGN_SECTIONS = frozenset(
+    {
+        "$schema", "meta", "env", "wizard", "auth", "models", "channels", "gateway", "session",
+        "tools", "plugins", "hooks", "skills", "ui", "logging", "messages", "commands", "browser",
+        "cron", "diagnostics", "update", "talk", "discovery", "canvasHost", "bindings",
+        "broadcast", "audio", "web", "approvals", "secrets", "acp", "nodeHost", "identity",
+    }
+)
+
+
+def default_config_path(environ: Mapping[str, str] | None = None) -> Path:
+    """`$MEMSIFT_CONFIG`, else `$XDG_CONFIG_HOME/memsift/config.json5` (~/.config by default)."""
+    env = os.environ if environ is None else environ
+    if env.get("MEMSIFT_CONFIG"):
+        return Path(env["MEMSIFT_CONFIG"]).expanduser()
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base).expanduser() / "memsift" / "config.json5"
+
+
+def read_config_file(path: Path, *, required: bool) -> dict[str, Any]:
+    """Parse a JSON5 file into a dict. A missing optional file is an empty config."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if required:
+            raise ConfigError(f"config file not found: {path}") from None
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    try:
+        data = json5.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise ConfigError(f"config file {path} is not valid JSON5: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold an object at the top level")
+    return {k: v for k, v in data.items() if k not in FOREIGN_SECTIONS}
+
+
+def _field_alias(model: type[BaseModel], segment: str) -> tuple[str, Any] | None:
+    """The camelCase key in `model` matching an upper-cased env segment, and its annotation."""
+    want = segment.replace("_", "").lower()
+    for name, field in model.model_fields.items():
+        alias = field.alias or name
+        if alias.replace("_", "").lower() == want:
+            return alias, field.annotation
+    return None
+
+
+def _submodel(annotation: Any) -> type[BaseModel] | None:
+    candidates = [annotation, *getattr(annotation, "__args__", ())]
+    for c in candidates:
+        if isinstance(c, type) and issubclass(c, BaseModel):
+            return c
+    return None
+
+
+def _parse_env_value(raw: str) -> Any:
+    try:
+        return json5.loads(raw)
+    except ValueError:
+        return raw
+
+
+def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Nested overrides from `MEMSIFT__SECTION__KEY=value` variables (values parsed as JSON5)."""
+    env = os.environ if environ is None else environ
+    out: dict[str, Any] = {}
+    for name in sorted(env):
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        segments = [s for s in name[len(ENV_PREFIX) :].split("__") if s]
+        model: type[BaseModel] | None = MemsiftConfig
+        keys: list[str] = []
+        for seg in segments:
+            found = _field_alias(model, seg) if model else None
+            if found is None:
+                where = ".".join(keys) or "the top level"
+                raise ConfigError(
+                    f"environment variable {name}: no key {seg!r} under {where}", key_path=".".join(keys)
+                )
+            alias, annotation = found
+            keys.append(alias)
+            model = _submodel(annotation)
+        node = out
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        node[keys[-1]] = _parse_env_value(env[name])
+    return out

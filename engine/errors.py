@@ -1,0 +1,62 @@
+"""The one error hierarchy of memsift.
+
+    MemsiftError
+    ├── ConfigError            a config file, key or value is wrong (names the key path)
+    ├── PathNotAllowedError    memory_get / read of a path outside the allowed memory files
+    ├── IndexUnusableError     the index cannot be opened, created or written
+    ├── ProviderError          an embedding provider failed (no key, bad response, model file)
+    │   └── ProviderUnavailableError   the provider cannot be set up at all on this machine
+    └── BackendError           a search backend failed in a way the caller must see
+
+Expected outages (no provider, vectors unavailable, a fallback taken) are *values* on results
+and status, not exceptions; these classes are for bugs and bad input.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MemsiftError",
+    "ConfigError",
+    "PathNotAllowedError",
+    "IndexUnusableError",
+    "ProviderError",
+    "ProviderUnavailableError",
+    "BackendError",
+]
+
+
+class MemsiftError(Exception):
+    """Base class of every error memsift raises on purpose."""
+
+
+class ConfigError(MemsiftError):
+    """A config file, key or value is wrong. The message names the key path."""
+
+    def __init__(self, message: str, *, key_path: str | None = None) -> None:
+        super().__init__(message)
+        self.key_path = key_path
+
+
+class PathNotAllowedError(MemsiftError):
+    """A read asked for a path that is not an allowed memory file."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"path not allowed: {path!r}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class IndexUnusableError(MemsiftError):
+    """The index database cannot be opened, created or written."""
+
+
+class ProviderError(MemsiftError):
+    """An embedding provider failed."""
+
+
+class ProviderUnavailableError(ProviderError):
+    """An embedding provider cannot be set up here (missing package, model file or key)."""
+
+
+class BackendError(MemsiftError):
+    """A search backend failed in a way the caller must see."""

@@ -1,0 +1,31 @@
+"""structlog set-up: logs always go to stderr (stdout belongs to results and to MCP's JSON-RPC)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import structlog
+
+__all__ = ["configure_logging"]
+
+
+def configure_logging(verbosity: int = 0) -> None:
+    """WARNING by default, INFO with -v, DEBUG with -vv; `MEMSIFT_LOG_LEVEL` overrides."""
+    level_name = os.environ.get("MEMSIFT_LOG_LEVEL")
+    if level_name:
+        level = logging.getLevelName(level_name.upper())
+        level = level if isinstance(level, int) else logging.WARNING
+    else:
+        level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)]
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="%H:%M:%S"),
+            structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )

@@ -1,0 +1,52 @@
+"""The `SearchManager` protocol: one async interface over every backend."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from .results import ManagerStatus, ReadResult, SearchAnswer
+
+__all__ = ["SearchManager", "SyncReport"]
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class SyncReport(BaseModel):
+    """What one sync did."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    reason: str
+    full_reindex: bool = False
+    reindex_cause: str | None = None
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_removed: int = 0
+    files_skipped: int = 0
+    chunks_written: int = 0
+    chunks_embedded: int = 0
+    chunks_from_cache: int = 0
+    took_ms: float = 0.0
+
+
+@runtime_checkable
+class SearchManager(Protocol):
+    async def search(
+        self,
+        query: str,
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        explain: bool = False,
+    ) -> SearchAnswer: ...
+
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None) -> ReadResult: ...
+
+    async def status(self, *, deep: bool = False) -> ManagerStatus: ...
+
+    async def sync(self, *, force: bool = False, reason: str = "manual") -> SyncReport: ...
+
+    async def aclose(self) -> None: ...

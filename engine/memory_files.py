@@ -1,0 +1,215 @@
+"""Which files are memory, and reading them safely (`memory_get`).
+
+Memory files are `MEMORY.md`, `memory.md`, `memory/**/*.md` and the `.md` files of `extraPaths`.
+Symlinks are never followed, anywhere on the way, and only regular files count. Reads are
+restricted to exactly those files: `..`, absolute paths elsewhere, symlinks and non-`.md` files
+are refused with `PathNotAllowedError`; a memory file that does not exist reads as empty text.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from .errors import PathNotAllowedError
+
+__all__ = ["MemoryFile", "Skipped", "discover_memory_files", "resolve_memory_path", "read_memory_file", "ROOT_FILES"]
+
+ROOT_FILES = ("MEMORY.md", "memory.md")
+READABLE_ROOT_FILES = ("MEMORY.md", "memory.md", "DREAMS.md")
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    abs_path: Path
+    rel_path: str  # workspace-relative, "/" separators; may start with "../" for extra paths
+    source: str = "memory"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str
+    reason: str
+
+
+def _rel(workspace: Path, p: Path) -> str:
+    return Path(os.path.relpath(p, workspace)).as_posix()
+
+
+def _is_md(name: str) -> bool:
+    return name.lower().endswith(".md")
+
+
+def _walk_md(root: Path, skipped: list[Skipped], workspace: Path) -> list[Path]:
+    """Regular `.md` files under `root`, recursively, never entering or returning symlinks."""
+    out: list[Path] = []
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append(Skipped(_rel(workspace, d), f"cannot list directory: {exc.strerror}"))
+            continue
+        for e in entries:
+            try:
+                if e.is_symlink():
+                    if _is_md(e.name) or e.is_dir():
+                        skipped.append(Skipped(_rel(workspace, Path(e.path)), "symlink (not followed)"))
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(Path(e.path))
+                elif _is_md(e.name):
+                    if e.is_file(follow_symlinks=False):
+                        out.append(Path(e.path))
+                    else:
+                        skipped.append(Skipped(_rel(workspace, Path(e.path)), "not a regular file"))
+            except OSError as exc:
+                skipped.append(Skipped(_rel(workspace, Path(e.path)), f"cannot stat: {exc.strerror}"))
+    return out
+
+
+def _lstat(p: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(p)
+    except OSError:
+        return None
+
+
+def _extra_roots(workspace: Path, extra_paths: list[str] | tuple[str, ...]) -> list[Path]:
+    roots = []
+    for raw in extra_paths:
+        p = Path(raw).expanduser()
+        p = p if p.is_absolute() else workspace / p
+        roots.append(Path(os.path.normpath(p)))
+    return roots
+
+
+def discover_memory_files(
+    workspace: Path, extra_paths: list[str] | tuple[str, ...] = ()
+) -> tuple[list[MemoryFile], list[Skipped]]:
+    """All memory files, de-duplicated by real path, plus what was skipped and why."""
+    skipped: list[Skipped] = []
+    candidates: list[Path] = []
+    for name in ROOT_FILES:
+        p = workspace / name
+        st = _lstat(p)
+        if st is None:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            skipped.append(Skipped(name, "symlink (not followed)"))
+        elif stat.S_ISREG(st.st_mode):
+            candidates.append(p)
+    mem_dir = workspace / "memory"
+    st = _lstat(mem_dir)
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            skipped.append(Skipped("memory", "symlink (not followed)"))
+        elif stat.S_ISDIR(st.st_mode):
+            candidates += _walk_md(mem_dir, skipped, workspace)
+    for root in _extra_roots(workspace, extra_paths):
+        st = _lstat(root)
+        if st is None:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            skipped.append(Skipped(_rel(workspace, root), "symlink (not followed)"))
+        elif stat.S_ISDIR(st.st_mode):
+            candidates += _walk_md(root, skipped, workspace)
+        elif stat.S_ISREG(st.st_mode) and _is_md(root.name):
+            candidates.append(root)
+        else:
+            skipped.append(Skipped(_rel(workspace, root), "not a .md file or directory"))
+
+    seen: set[str] = set()
+    files: list[MemoryFile] = []
+    for p in candidates:
+        key = os.path.realpath(p)
+        if key in seen:
+            continue
+        seen.add(key)
+        files.append(MemoryFile(p, _rel(workspace, p)))
+    files.sort(key=lambda f: f.rel_path)
+    return files, skipped
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    return child == parent or parent in child.parents
+
+
+def _no_symlinks_between(root: Path, target: Path, shown: str) -> None:
+    """Refuse if `root`, or any component from it down to `target`, is a symlink."""
+    current = root
+    parts = target.relative_to(root).parts
+    for part in (None, *parts):
+        if part is not None:
+            current = current / part
+        st = _lstat(current)
+        if st is None:
+            return  # a missing component: the file does not exist, which reads as empty
+        if stat.S_ISLNK(st.st_mode):
+            raise PathNotAllowedError(shown, "symlinks are not followed")
+
+
+def resolve_memory_path(
+    workspace: Path, extra_paths: list[str] | tuple[str, ...], path: str
+) -> tuple[Path, str]:
+    """Map a requested path to (absolute path, workspace-relative path) or refuse it."""
+    if not isinstance(path, str) or not path.strip():
+        raise PathNotAllowedError(str(path), "path required")
+    if "\x00" in path:
+        raise PathNotAllowedError(path, "path contains a NUL byte")
+    raw = path.strip().replace("\\", "/")
+    candidate = Path(raw).expanduser()
+    candidate = candidate if candidate.is_absolute() else workspace / candidate
+    candidate = Path(os.path.normpath(candidate))  # lexical: `..` cannot hide behind a symlink
+    if not _is_md(candidate.name):
+        raise PathNotAllowedError(path, "only .md memory files can be read")
+
+    rel = _rel(workspace, candidate)
+    if _inside(candidate, workspace):
+        rel_parts = PurePosixPath(rel).parts
+        if rel in READABLE_ROOT_FILES or (len(rel_parts) > 1 and rel_parts[0] == "memory"):
+            _no_symlinks_between(workspace, candidate, path)
+            return candidate, rel
+    for root in _extra_roots(workspace, extra_paths):
+        if candidate == root or (_inside(candidate, root) and candidate != root):
+            _no_symlinks_between(root, candidate, path)
+            return candidate, rel
+    raise PathNotAllowedError(path, "not a memory file (MEMORY.md, memory/**/*.md or an extra path)")
+
+
+def read_memory_file(
+    workspace: Path,
+    extra_paths: list[str] | tuple[str, ...],
+    path: str,
+    from_line: int | None = None,
+    lines: int | None = None,
+) -> tuple[str, str, int, bool]:
+    """Read a memory file or a line range. Returns (relative path, text, total lines, missing)."""
+    abs_path, rel = resolve_memory_path(workspace, extra_paths, path)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(abs_path, flags)
+    except FileNotFoundError:
+        return rel, "", 0, True
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PathNotAllowedError(path, "symlinks are not followed") from None
+        if exc.errno in (errno.ENOTDIR,):
+            return rel, "", 0, True
+        raise PathNotAllowedError(path, f"cannot open: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise PathNotAllowedError(path, "not a regular file")
+        data = fh.read()
+    text = data.decode("utf-8", errors="replace")
+    all_lines = text.split("\n")
+    total = len(all_lines)
+    if from_line is None and lines is None:
+        return rel, text, total, False
+    start = max(1, int(from_line or 1))
+    count = max(1, int(lines)) if lines is not None else total
+    return rel, "\n".join(all_lines[start - 1 : start - 1 + count]), total, False

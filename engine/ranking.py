@@ -1,0 +1,163 @@
+"""Scoring: BM25 rank → score, hybrid weighted merge, temporal decay, MMR (spec 3.7–3.11)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, timezone
+
+from .text import is_cjk_char
+
+__all__ = [
+    "bm25_rank_to_score",
+    "Candidate",
+    "merge_hybrid",
+    "decay_multiplier",
+    "dated_file_timestamp",
+    "is_evergreen",
+    "mmr_rerank",
+    "mmr_tokens",
+    "jaccard",
+]
+
+
+def bm25_rank_to_score(rank: float) -> float:
+    """FTS5 bm25 is lower-is-better (normally negative); map it into (0, 1]."""
+    if not math.isfinite(rank):
+        return 0.001
+    if rank < 0:
+        r = -rank
+        return r / (1 + r)
+    return 1 / (1 + rank)
+
+
+@dataclass
+class Candidate:
+    """One chunk on its way through the pipeline, with every score part kept for explain."""
+
+    chunk_id: str
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    text: str
+    text_score: float = 0.0
+    vector_score: float = 0.0
+    keyword_hit: bool = False
+    vector_hit: bool = False
+    score: float = 0.0
+    decay: float = 1.0
+    mmr_penalty: float = 0.0
+    embedding: object | None = field(default=None, repr=False)
+
+
+def merge_hybrid(
+    keyword: list[Candidate], vector: list[Candidate], *, vector_weight: float, text_weight: float
+) -> list[Candidate]:
+    """Union by chunk id; a missing side scores 0; score = wv·vector + wt·text."""
+    merged: dict[str, Candidate] = {}
+    for c in vector:
+        merged[c.chunk_id] = replace(c, vector_hit=True)
+    for c in keyword:
+        prev = merged.get(c.chunk_id)
+        if prev is None:
+            merged[c.chunk_id] = replace(c, keyword_hit=True)
+        else:
+            prev.text_score = c.text_score
+            prev.keyword_hit = True
+    for c in merged.values():
+        c.score = vector_weight * c.vector_score + text_weight * c.text_score
+    return sorted(merged.values(), key=lambda c: (-c.score, c.path, c.start_line))
+
+
+# --- temporal decay ---------------------------------------------------------------------------
+
+_DATED_RE = re.compile(r"(?:^|/)memory/(\d{4})-(\d{2})-(\d{2})\.md$")
+
+
+def _normalise_path(path: str) -> str:
+    p = path.replace("\\", "/")
+    while p.startswith("./"):
+        p = p[2:]
+    return p
+
+
+def dated_file_timestamp(path: str) -> float | None:
+    """UTC midnight of `memory/YYYY-MM-DD.md`, or None (also for impossible dates)."""
+    m = _DATED_RE.search(_normalise_path(path))
+    if not m:
+        return None
+    try:
+        d = date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return None
+    return datetime(d.year, d.month, d.day, tzinfo=timezone.utc).timestamp()
+
+
+def is_evergreen(path: str, source: str) -> bool:
+    """MEMORY.md, memory.md and undated files under memory/ never decay."""
+    if source != "memory":
+        return False
+    p = _normalise_path(path)
+    if p in ("MEMORY.md", "memory.md"):
+        return True
+    return (p.startswith("memory/") or "/memory/" in p) and not _DATED_RE.search(p)
+
+
+def decay_multiplier(age_days: float, half_life_days: float) -> float:
+    if not math.isfinite(age_days) or half_life_days <= 0:
+        return 1.0
+    return math.exp(-math.log(2) / half_life_days * max(0.0, age_days))
+
+
+# --- MMR --------------------------------------------------------------------------------------
+
+_ASCII_TOKEN_RE = re.compile(r"[a-z0-9_]+")
+
+
+def mmr_tokens(text: str) -> frozenset[str]:
+    """ASCII word runs, plus CJK unigrams and bigrams of adjacent CJK characters."""
+    lower = text.lower()
+    tokens = set(_ASCII_TOKEN_RE.findall(lower))
+    prev = ""
+    for ch in lower:
+        if is_cjk_char(ch):
+            tokens.add(ch)
+            if prev:
+                tokens.add(prev + ch)
+            prev = ch
+        else:
+            prev = ""
+    return frozenset(tokens)
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def mmr_rerank(items: list[Candidate], lam: float) -> list[Candidate]:
+    """Greedy maximal marginal relevance over min-max normalised scores (spec 3.11)."""
+    if len(items) <= 1 or lam >= 1:
+        return sorted(items, key=lambda c: -c.score)
+    scores = [c.score for c in items]
+    lo, hi = min(scores), max(scores)
+    rel = [1.0 if hi == lo else (s - lo) / (hi - lo) for s in scores]
+    toks = [mmr_tokens(c.text) for c in items]
+    remaining = list(range(len(items)))
+    chosen: list[int] = []
+    while remaining:
+        best, best_val, best_pen = None, -math.inf, 0.0
+        for i in remaining:
+            pen = max((jaccard(toks[i], toks[j]) for j in chosen), default=0.0)
+            val = lam * rel[i] - (1 - lam) * pen
+            if val > best_val or (val == best_val and items[i].score > items[best].score):
+                best, best_val, best_pen = i, val, pen
+        items[best].mmr_penalty = (1 - lam) * best_pen
+        chosen.append(best)
+        remaining.remove(best)
+    return [items[i] for i in chosen]

@@ -1,0 +1,124 @@
+"""Result models: the contract shared by the CLI's --json, the Python API and the agent tools.
+
+Field names are snake_case in Python and camelCase in JSON (`startLine`), as the reference's
+`memory_search` payload has them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "HitExplain",
+    "SearchHit",
+    "Fallback",
+    "Degraded",
+    "SearchAnswer",
+    "ReadResult",
+    "ManagerStatus",
+]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+class HitExplain(_Out):
+    """How one hit's score came about (builtin backend)."""
+
+    keyword_score: float | None = None  # mapped BM25 score, None when not a keyword hit
+    bm25_rank: float | None = None
+    vector_score: float | None = None  # cosine similarity, None when not a vector hit
+    vector_weight: float
+    text_weight: float
+    lexical_boost: float | None = None  # FTS-only mode's overlap/path/length boost
+    decay: float = 1.0
+    mmr_penalty: float = 0.0
+    final_score: float
+    rescued: bool = False  # kept by the keyword-only rescue under minScore
+
+
+class SearchHit(_Out):
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    source: Literal["memory", "sessions"] = "memory"
+    citation: str | None = None
+    stale: bool | None = None
+    explain: HitExplain | None = None
+
+
+class Fallback(_Out):
+    from_: str = Field(alias="from")
+    reason: str
+
+
+class Degraded(_Out):
+    """Which retrieval paths were unavailable for this answer, and why."""
+
+    vector: str | None = None
+    fts: str | None = None
+
+
+class SearchAnswer(_Out):
+    """Results plus how they were served: an empty list is never left to be guessed at."""
+
+    query: str
+    results: list[SearchHit]
+    backend: str
+    mode: Literal["hybrid", "fts-only", "vector-only", "none"]
+    provider: str | None = None
+    model: str | None = None
+    citations: Literal["auto", "on", "off"] = "auto"
+    degraded: Degraded = Field(default_factory=Degraded)
+    fallback: Fallback | None = None
+    min_score: float
+    max_results: int
+    took_ms: float
+    relaxed: bool = False  # FTS-only: nothing passed minScore, so the threshold was relaxed
+
+
+class ReadResult(_Out):
+    path: str
+    text: str
+    from_line: int = Field(default=1, alias="from")
+    lines: int | None = None
+    total_lines: int = 0
+    missing: bool = False
+
+
+class ManagerStatus(_Out):
+    """status(): what the backend is, what it holds, and which parts are degraded."""
+
+    backend: str
+    agent_id: str
+    workspace_dir: str
+    db_path: str | None = None
+    files: int = 0
+    chunks: int = 0
+    dirty: bool = False
+    provider: str | None = None
+    requested_provider: str | None = None
+    model: str | None = None
+    dimensions: int | None = None
+    sources: list[str] = Field(default_factory=list)
+    extra_paths: list[str] = Field(default_factory=list)
+    source_counts: dict[str, dict[str, int]] = Field(default_factory=dict)
+    search_mode: str = "hybrid"
+    provider_unavailable_reason: str | None = None
+    fallback: Fallback | None = None
+    fts: dict[str, Any] = Field(default_factory=dict)
+    vector: dict[str, Any] = Field(default_factory=dict)
+    cache: dict[str, Any] = Field(default_factory=dict)
+    index: dict[str, Any] = Field(default_factory=dict)
+    last_sync: dict[str, Any] | None = None
+    skipped: list[dict[str, str]] = Field(default_factory=list)
+    deep: dict[str, Any] | None = None
