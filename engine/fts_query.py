@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from .stopwords import STOP_WORDS
 from .text import WORD_RE, is_cjk_char
 
-__all__ = ["FtsPlan", "plan_query", "index_text", "split_script_runs", "query_terms"]
+__all__ = ["FtsPlan", "plan_query", "index_text", "split_script_runs", "query_terms", "clean_query"]
 
 _IDENT_RE = re.compile(r"[^\W][\w]*(?:[._/:#@-][^\W][\w]*)+", re.UNICODE)
 _QUOTED_RE = re.compile(r'"([^"]+)"')
+# Control characters (a NUL would end FTS5's string early) and lone surrogates (not encodable).
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 MAX_TERMS = 64  # bounds the MATCH expression for huge queries
 MAX_QUERY_CHARS = 4096  # beyond this, the rest of the query is ignored
 
@@ -34,6 +36,11 @@ class FtsPlan:
     match: str | None  # FTS5 MATCH expression, or None when nothing can be matched
     like_terms: list[str] = field(default_factory=list)  # trigram mode: short CJK substrings
     terms: list[str] = field(default_factory=list)  # lowercase words/CJK runs, for snippets & boosts
+
+
+def clean_query(query: str) -> str:
+    """Control characters and lone surrogates become spaces; any string is then safe to use."""
+    return _CONTROL_RE.sub(" ", query)
 
 
 def split_script_runs(token: str) -> list[str]:
@@ -88,7 +95,7 @@ def _cjk_terms_trigram(run: str) -> tuple[list[str], list[str]]:
 
 def plan_query(query: str, tokenizer: str = "unicode61") -> FtsPlan:
     """Build the OR query (and LIKE terms) for `query`. Never raises on any input string."""
-    query = query[:MAX_QUERY_CHARS]
+    query = clean_query(query[:MAX_QUERY_CHARS])
     terms = query_terms(query)
     match_terms: list[str] = []
     like_terms: list[str] = []

@@ -15,7 +15,7 @@ from memsift.engine.citations import citation_for, citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, select_provider
 from memsift.engine.errors import IndexUnusableError
-from memsift.engine.fts_query import plan_query
+from memsift.engine.fts_query import clean_query, plan_query
 from memsift.engine.manager import SyncReport
 from memsift.engine.memory_files import discover_memory_files, read_memory_file
 from memsift.engine.results import (
@@ -157,7 +157,7 @@ class BuiltinSearchManager:
         now: float | None = None,
     ) -> SearchAnswer:
         started = time.perf_counter()
-        q = (query or "").strip()
+        q = clean_query(query or "").strip()
         max_results = max(1, int(max_results if max_results is not None else self.ms.query.max_results))
         min_score = min(1.0, max(0.0, float(min_score if min_score is not None else self.ms.query.min_score)))
         degraded = Degraded()

@@ -184,6 +184,14 @@ def _apply_decay(conn: apsw.Connection, items: list[Candidate], p: PipelineParam
         c.score *= c.decay
 
 
+def covers_all_terms(text: str, terms: list[str]) -> bool:
+    """Every query term occurs in the text (case-insensitive substring; CJK has no word breaks)."""
+    if not terms:
+        return False
+    lower = text.lower()
+    return all(t in lower for t in terms)
+
+
 def lexical_boost(query_terms: list[str], c: Candidate) -> float:
     """FTS-only mode's boost (spec 3.6): term overlap, density, path and length."""
     q = set(query_terms)
@@ -247,15 +255,17 @@ def rank(
     if len(strict) < params.max_results and keyword:
         # Keyword rescue. A pure BM25 hit scores at most textWeight (0.3), under the default
         # minScore 0.35, so an exact identifier would vanish. Free slots (never displacing a strict
-        # hit) go to keyword hits that pass the reference's bar, min(minScore, textWeight), or
-        # whose keyword score alone is strong (≥ max(minScore, RESCUE_TEXT_SCORE)).
+        # hit) go to keyword hits with real evidence: the reference's bar min(minScore, textWeight),
+        # every query term present in the chunk, or a strong BM25 score on its own.
         floor = min(params.min_score, params.text_weight)
         text_bar = max(params.min_score, RESCUE_TEXT_SCORE)
         taken = {c.chunk_id for c in strict}
         rescued = [
             c
             for c in merged
-            if c.keyword_hit and c.chunk_id not in taken and (c.score >= floor or c.text_score >= text_bar)
+            if c.keyword_hit
+            and c.chunk_id not in taken
+            and (c.score >= floor or c.text_score >= text_bar or covers_all_terms(c.text, terms))
         ]
         rescued = rescued[: params.max_results - len(strict)]
         facts["rescued"] = {c.chunk_id for c in rescued}

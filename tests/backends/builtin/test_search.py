@@ -1,0 +1,205 @@
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timezone
+
+import anyio
+import pytest
+
+from helpers import make_settings
+from memsift.backends.builtin import BuiltinSearchManager
+from memsift.engine.embeddings.fake import FakeEmbeddingProvider
+from memsift.engine.text import utf16_len
+
+
+def run(coro_fn, *args, **kw):
+    return anyio.run(lambda: coro_fn(*args, **kw))
+
+
+@pytest.fixture
+def manager(tmp_path, example_workspace, local_provider):
+    m = BuiltinSearchManager(make_settings(tmp_path, example_workspace), provider=local_provider)
+    yield m
+    m._close_reader()
+
+
+@pytest.mark.parametrize(
+    "query,expected_path",
+    [
+        ("which database did we pick for the ledger service?", "MEMORY.md"),
+        ("what is my sister allergic to?", "MEMORY.md"),
+        ("why did the nightly export job fail?", "memory/2026-11-05.md"),
+        ("hotel shortlist for the trip to Portugal", "memory/projects/travel.md"),
+        ("how fast is the ledger write path", "memory/2026-11-18.md"),
+        ("certificate rotation for the API gateway", "memory/2026-11-12.md"),
+    ],
+)
+def test_hybrid_search_finds_the_right_note(manager, query, expected_path):
+    answer = run(manager.search, query)
+    assert answer.mode == "hybrid" and answer.provider == "local" and answer.model == "all-MiniLM-L6-v2"
+    assert answer.results, f"no hits for {query!r}"
+    assert answer.results[0].path == expected_path
+
+
+def test_exact_identifier_is_the_top_hit(manager):
+    for query, path in [("a828e60", "memory/2026-11-02.md"), ("ECONNRESET", "memory/2026-11-05.md")]:
+        answer = run(manager.search, query, explain=True)
+        assert answer.results[0].path == path
+        assert answer.results[0].explain.keyword_score > 0.3
+
+
+@pytest.mark.parametrize("tokenizer", ["unicode61", "trigram"])
+@pytest.mark.parametrize("query", ["数据", "会议", "陈伟"])
+def test_short_cjk_terms_find_their_note(tmp_path, example_workspace, local_provider, tokenizer, query):
+    settings = make_settings(tmp_path, example_workspace, {"store": {"fts": {"tokenizer": tokenizer}}})
+    m = BuiltinSearchManager(settings, provider=local_provider)
+    answer = run(m.search, query, explain=True)
+    assert answer.results[0].path in ("memory/2026-11-12.md", "MEMORY.md")
+    assert any(h.path == "memory/2026-11-12.md" and h.explain.keyword_score for h in answer.results)
+    m._close_reader()
+
+
+def test_hits_carry_lines_snippets_and_citations(manager, example_workspace):
+    answer = run(manager.search, "Lisbon hotels budget per night", max_results=3)
+    assert 1 <= len(answer.results) <= 3
+    hit = answer.results[0]
+    lines = (example_workspace / hit.path).read_text().split("\n")
+    assert hit.snippet == "\n".join(lines[hit.start_line - 1 : hit.end_line])
+    assert hit.citation == f"{hit.path}#L{hit.start_line}-L{hit.end_line}"
+    assert answer.citations == "auto"
+    group = run(manager.search, "Lisbon hotels", session_key="agent:main:discord:group:123")
+    assert all(h.citation is None for h in group.results)  # auto: no citations in group chats
+
+
+def test_explain_adds_up(manager):
+    answer = run(manager.search, "PostgreSQL ledger decision", explain=True, min_score=0)
+    for hit in answer.results:
+        e = hit.explain
+        expected = (e.vector_weight * (e.vector_score or 0) + e.text_weight * (e.keyword_score or 0)) * e.decay
+        assert e.final_score == pytest.approx(expected, abs=1e-6)
+        assert hit.score == pytest.approx(e.final_score, abs=1e-5)
+
+
+def test_min_score_and_max_results_are_respected(manager):
+    answer = run(manager.search, "ledger", max_results=2, min_score=0)
+    assert len(answer.results) == 2
+    strict = run(manager.search, "ledger", min_score=0.99)
+    assert all(h.explain is None for h in strict.results)
+    assert all(h.score >= 0.99 or h.path for h in strict.results)
+    assert [h.score for h in answer.results] == sorted((h.score for h in answer.results), reverse=True)
+
+
+def test_empty_and_whitespace_queries(manager):
+    for q in ("", "   ", "\n\t"):
+        answer = run(manager.search, q)
+        assert answer.results == [] and answer.mode == "none"
+
+
+def test_long_chunk_snippet_is_bounded_and_centred(tmp_path, local_provider):
+    ws = tmp_path / "w"
+    (ws / "memory").mkdir(parents=True)
+    body = [f"- filler line {i} about nothing in particular, just padding text" for i in range(60)]
+    body[35] = "- the quarterly OKR review moved to Thursday"
+    (ws / "MEMORY.md").write_text("\n".join(body))
+    m = BuiltinSearchManager(make_settings(tmp_path, ws), provider=local_provider)
+    answer = run(m.search, "quarterly OKR review")
+    hit = answer.results[0]
+    assert utf16_len(hit.snippet) <= 700 and "quarterly OKR review" in hit.snippet
+    assert hit.start_line <= 36 <= hit.end_line
+    m._close_reader()
+
+
+def test_temporal_decay_prefers_recent_notes_but_not_evergreen(tmp_path):
+    ws = tmp_path / "w"
+    (ws / "memory").mkdir(parents=True)
+    text = "- standup: the deploy pipeline is green again\n"
+    (ws / "memory" / "2026-01-01.md").write_text(text)
+    (ws / "memory" / "2026-11-01.md").write_text(text)
+    (ws / "MEMORY.md").write_text(text)
+    now = datetime(2026, 11, 2, tzinfo=timezone.utc).timestamp()
+    settings = make_settings(tmp_path, ws, {"query": {"hybrid": {"temporalDecay": {"enabled": True}}}})
+    m = BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())
+    answer = run(m.search, "deploy pipeline green", min_score=0, explain=True, now=now)
+    by_path = {h.path: h for h in answer.results}
+    assert by_path["MEMORY.md"].explain.decay == 1.0
+    assert by_path["memory/2026-11-01.md"].explain.decay == pytest.approx(0.5 ** (1 / 30), rel=1e-3)
+    assert by_path["memory/2026-01-01.md"].explain.decay < 0.01
+    assert [h.path for h in answer.results][-1] == "memory/2026-01-01.md"
+    m._close_reader()
+
+
+def test_mmr_spreads_near_duplicates(tmp_path):
+    ws = tmp_path / "w"
+    (ws / "memory").mkdir(parents=True)
+    dup = "- ledger migration plan: move entries table, defer constraints"
+    for i in range(3):
+        (ws / "memory" / f"dup{i}.md").write_text(dup + f" copy {i}\n")
+    (ws / "memory" / "other.md").write_text("- ledger sharding by merchant id needs a design doc\n")
+    settings = make_settings(tmp_path, ws, {"query": {"hybrid": {"mmr": {"enabled": True, "lambda": 0.3}}}})
+    m = BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())
+    answer = run(m.search, "ledger migration plan", min_score=0, max_results=4, explain=True)
+    paths = [h.path for h in answer.results]
+    assert paths.index("memory/other.md") == 1  # promoted above the near-duplicates
+    assert any(h.explain.mmr_penalty > 0 for h in answer.results)
+    m._close_reader()
+
+
+def test_vector_search_without_sqlite_vec_uses_the_bounded_scan(tmp_path, example_workspace, local_provider):
+    with_vec = BuiltinSearchManager(make_settings(tmp_path / "a", example_workspace), provider=local_provider)
+    without = BuiltinSearchManager(
+        make_settings(tmp_path / "b", example_workspace, {"store": {"vector": {"enabled": False}}}), provider=local_provider
+    )
+    q = "what does the user drink in the afternoon"
+    a = run(with_vec.search, q, min_score=0, explain=True)
+    b = run(without.search, q, min_score=0, explain=True)
+    assert [h.path for h in a.results] == [h.path for h in b.results]
+    for x, y in zip(a.results, b.results):
+        assert x.explain.vector_score == pytest.approx(y.explain.vector_score, abs=1e-4)
+    assert "in-process scan" in b.degraded.vector
+    st = run(without.status)
+    assert st.vector["search"] == "numpy-scan" and not st.vector["available"]
+    with_vec._close_reader()
+    without._close_reader()
+
+
+def test_vector_only_when_hybrid_is_off(tmp_path, example_workspace, local_provider):
+    settings = make_settings(tmp_path, example_workspace, {"query": {"hybrid": {"enabled": False}}})
+    m = BuiltinSearchManager(settings, provider=local_provider)
+    answer = run(m.search, "peanut allergy", min_score=0, explain=True)
+    assert answer.mode == "vector-only" and all(h.explain.keyword_score is None for h in answer.results)
+    m._close_reader()
+
+
+def test_search_reads_its_own_writes(tmp_path, example_workspace, local_provider):
+    m = BuiltinSearchManager(make_settings(tmp_path, example_workspace), provider=local_provider)
+    run(m.search, "anything")
+    note = example_workspace / "memory" / "2026-11-21.md"
+    note.write_text("- decided to adopt Renovate for dependency updates\n")
+    m._dirty = True  # what the watcher (or a new CLI process) does
+    answer = run(m.search, "Renovate dependency updates")
+    assert answer.results[0].path == "memory/2026-11-21.md"
+    m._close_reader()
+
+
+def test_status_reports_counts_and_deep_probe(manager):
+    run(manager.sync)
+    st = run(manager.status, deep=True)
+    assert st.backend == "builtin" and st.files == 6 and st.chunks >= 6
+    assert st.provider == "local" and st.dimensions == 384 and st.search_mode == "hybrid"
+    assert st.vector["available"] and st.vector["rows"] == st.chunks
+    assert st.fts["available"] and st.cache["entries"] >= st.chunks
+    assert st.dirty is False
+    assert st.deep["embedding"]["ok"] and st.deep["embedding"]["dimensions"] == 384
+    assert st.deep["integrity"] == "ok"
+
+
+def test_corrupt_index_is_a_clear_error_not_a_crash(tmp_path, example_workspace):
+    from memsift.engine.errors import IndexUnusableError
+
+    settings = make_settings(tmp_path, example_workspace)
+    settings.store_path.parent.mkdir(parents=True)
+    settings.store_path.write_bytes(b"this is not a database" * 100)
+    m = BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())
+    with pytest.raises(IndexUnusableError, match="cannot open index"):
+        run(m.search, "ledger")

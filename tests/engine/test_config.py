@@ -1,0 +1,216 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memsift.engine.config import MemsiftConfig, load_config, resolve_agent
+from memsift.engine.errors import ConfigError
+
+
+def _resolve(raw: dict, **kw):
+    return resolve_agent(MemsiftConfig.model_validate(raw), environ={}, workspace="/tmp", **kw)
+
+
+def test_defaults_match_the_reference():
+    s = _resolve({})
+    ms = s.memory_search
+    assert ms.enabled is True and ms.provider == "auto" and ms.fallback == "none"
+    assert ms.sources == ["memory"]
+    assert (ms.chunking.tokens, ms.chunking.overlap) == (400, 80)
+    assert (ms.query.max_results, ms.query.min_score) == (6, 0.35)
+    h = ms.query.hybrid
+    assert h.enabled and (h.vector_weight, h.text_weight) == pytest.approx((0.7, 0.3))
+    assert h.candidate_multiplier == 4
+    assert (h.mmr.enabled, h.mmr.lambda_) == (False, 0.7)
+    assert (h.temporal_decay.enabled, h.temporal_decay.half_life_days) == (False, 30)
+    assert ms.cache.enabled is True and ms.cache.max_entries is None
+    assert ms.store.fts.tokenizer == "unicode61" and ms.store.vector.enabled
+    assert ms.sync.watch_debounce_ms == 1500
+    assert s.memory.backend == "builtin" and s.memory.citations == "auto"
+    assert s.memory.qmd.limits.max_results == 6 and s.memory.qmd.search_mode == "search"
+    assert s.agent_id == "main" and s.store_path.name == "main.sqlite"
+
+
+@pytest.mark.parametrize(
+    "query,expect",
+    [
+        ({"hybrid": {"vectorWeight": 2, "textWeight": 2}}, (0.5, 0.5)),
+        ({"hybrid": {"vectorWeight": 0, "textWeight": 0}}, (0.7, 0.3)),
+        ({"hybrid": {"vectorWeight": -1, "textWeight": 0.5}}, (0.0, 1.0)),
+        ({"hybrid": {"vectorWeight": 0.6, "textWeight": 0.2}}, (0.75, 0.25)),
+    ],
+)
+def test_weights_are_clamped_and_normalised(query, expect):
+    h = _resolve({"agents": {"defaults": {"memorySearch": {"query": query}}}}).memory_search.query.hybrid
+    assert (h.vector_weight, h.text_weight) == pytest.approx(expect)
+
+
+def test_clamping_of_numbers():
+    ms = _resolve(
+        {
+            "agents": {
+                "defaults": {
+                    "memorySearch": {
+                        "chunking": {"tokens": 400, "overlap": 500},
+                        "query": {
+                            "minScore": 2,
+                            "hybrid": {"candidateMultiplier": 50, "mmr": {"lambda": 3}, "temporalDecay": {"halfLifeDays": 0.2}},
+                        },
+                        "cache": {"maxEntries": 0.5},
+                        "sources": ["memory", "sessions"],
+                    }
+                }
+            }
+        }
+    ).memory_search
+    assert ms.chunking.overlap == 399
+    assert ms.query.min_score == 1.0
+    assert ms.query.hybrid.candidate_multiplier == 20
+    assert ms.query.hybrid.mmr.lambda_ == 1.0
+    assert ms.query.hybrid.temporal_decay.half_life_days == 1
+    assert ms.cache.max_entries == 1
+    assert ms.sources == ["memory"]  # sessions needs experimental.sessionMemory
+    low = _resolve({"agents": {"defaults": {"memorySearch": {"chunking": {"tokens": -5}, "query": {"hybrid": {"candidateMultiplier": 0.2}}}}}})
+    assert low.memory_search.chunking.tokens == 1 and low.memory_search.chunking.overlap == 0
+    assert low.memory_search.query.hybrid.candidate_multiplier == 1
+
+
+def test_agent_values_win_and_extra_paths_concatenate():
+    raw = {
+        "agents": {
+            "defaults": {"memorySearch": {"extraPaths": ["notes", " docs ", ""], "query": {"maxResults": 3, "minScore": 0.2}}},
+            "list": [
+                {"id": "ops", "model": "ignored-reference-key", "memorySearch": {"extraPaths": ["runbooks", "notes"], "query": {"maxResults": 9}}},
+                {"id": "other", "default": True},
+            ],
+        }
+    }
+    ops = _resolve(raw, agent_id="ops").memory_search
+    assert ops.extra_paths == ["notes", "docs", "runbooks"]
+    assert ops.query.max_results == 9 and ops.query.min_score == 0.2
+    assert _resolve(raw).agent_id == "other"  # the default agent
+    with pytest.raises(ConfigError, match="agent 'nope' is not in agents.list"):
+        _resolve(raw, agent_id="nope")
+
+
+def test_store_path_substitutes_agent_id(tmp_path):
+    s = _resolve({"agents": {"defaults": {"memorySearch": {"store": {"path": str(tmp_path / "{agentId}.db")}}}}}, agent_id="x")
+    assert s.store_path == tmp_path / "x.db"
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "config.json5"
+    p.write_text(text)
+    return p
+
+
+def test_unknown_key_names_the_path_and_suggests(tmp_path):
+    p = _write(tmp_path, "{agents: {defaults: {memorySearch: {query: {maxResult: 3}}}}}")
+    with pytest.raises(ConfigError) as err:
+        load_config(p, environ={})
+    msg = str(err.value)
+    assert "agents.defaults.memorySearch.query.maxResult" in msg
+    assert "did you mean 'maxResults'" in msg
+    assert err.value.key_path == "agents.defaults.memorySearch.query.maxResult"
+
+
+def test_wrong_value_names_the_path_and_what_is_allowed(tmp_path):
+    p = _write(tmp_path, "{agents: {list: [{id: 'a', memorySearch: {provider: 'opneai'}}]}}")
+    with pytest.raises(ConfigError) as err:
+        load_config(p, environ={})
+    assert "agents.list[0].memorySearch.provider" in str(err.value)
+    assert "'openai'" in str(err.value) and "'opneai'" in str(err.value)
+    p = _write(tmp_path, "{memory: {backend: 'qmd', citations: 'sometimes'}}")
+    with pytest.raises(ConfigError, match=r"memory\.citations"):
+        load_config(p, environ={})
+    p = _write(tmp_path, "{agents: {defaults: {memorySearch: {chunking: {tokens: 'many'}}}}}")
+    with pytest.raises(ConfigError, match=r"chunking\.tokens.*valid integer"):
+        load_config(p, environ={})
+
+
+def test_json5_file_with_comments_and_foreign_sections(tmp_path):
+    p = _write(
+        tmp_path,
+        """{
+          // a reference config carries other sections; memsift ignores them
+          channels: {telegram: {enabled: true}},
+          gateway: {port: 18789},
+          memory: {citations: 'off',},
+          agents: {defaults: {memorySearch: {query: {maxResults: 4}}}},
+        }""",
+    )
+    cfg, path = load_config(p, environ={})
+    assert path == p and cfg.memory.citations == "off"
+    assert cfg.agents.defaults.memory_search.query.max_results == 4
+
+
+def test_broken_files(tmp_path):
+    with pytest.raises(ConfigError, match="not valid JSON5"):
+        load_config(_write(tmp_path, "{agents: "), environ={})
+    with pytest.raises(ConfigError, match="must hold an object"):
+        load_config(_write(tmp_path, "[1, 2]"), environ={})
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "missing.json5", environ={})
+    with pytest.raises(ConfigError, match="unknown key"):
+        load_config(_write(tmp_path, "{memroy: {}}"), environ={})
+    # The default location may be absent: that is an empty config, not an error.
+    cfg, path = load_config(environ={"XDG_CONFIG_HOME": str(tmp_path / "none")})
+    assert path is None and cfg.memory.backend == "builtin"
+
+
+def test_environment_overrides_the_file(tmp_path):
+    p = _write(tmp_path, "{memory: {backend: 'builtin'}, agents: {defaults: {memorySearch: {query: {maxResults: 4}}}}}")
+    env = {
+        "MEMSIFT__MEMORY__BACKEND": "qmd",
+        "MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__QUERY__MAXRESULTS": "9",
+        "MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__EXTRA_PATHS": '["a", "b"]',
+    }
+    cfg, _ = load_config(p, environ=env)
+    assert cfg.memory.backend == "qmd"
+    assert cfg.agents.defaults.memory_search.query.max_results == 9
+    assert cfg.agents.defaults.memory_search.extra_paths == ["a", "b"]
+    with pytest.raises(ConfigError, match="MEMSIFT__MEMORY__BAKEND"):
+        load_config(p, environ={"MEMSIFT__MEMORY__BAKEND": "qmd"})
+    with pytest.raises(ConfigError, match=r"memory\.backend"):
+        load_config(p, environ={"MEMSIFT__MEMORY__BACKEND": "elastic"})
+
+
+def test_multimodal_needs_gemini_embedding_2():
+    with pytest.raises(ConfigError, match="gemini-embedding-2-preview"):
+        _resolve({"agents": {"defaults": {"memorySearch": {"multimodal": {"enabled": True, "modalities": "all"}}}}})
+    with pytest.raises(ConfigError, match="fallback"):
+        _resolve(
+            {
+                "agents": {
+                    "defaults": {
+                        "memorySearch": {
+                            "provider": "gemini",
+                            "model": "models/gemini-embedding-2-preview",
+                            "fallback": "openai",
+                            "multimodal": {"enabled": True, "modalities": ["image"]},
+                        }
+                    }
+                }
+            }
+        )
+    ok = _resolve(
+        {
+            "agents": {
+                "defaults": {
+                    "memorySearch": {
+                        "provider": "gemini",
+                        "model": "gemini-embedding-2-preview",
+                        "multimodal": {"enabled": True, "modalities": "all"},
+                    }
+                }
+            }
+        }
+    )
+    assert ok.memory_search.multimodal.modalities == ["image", "audio"]
+
+
+def test_secrets_are_masked_when_dumped():
+    s = _resolve({"agents": {"defaults": {"memorySearch": {"remote": {"apiKey": "sk-secret-123"}}}}})
+    dumped = s.memory_search.model_dump_json(by_alias=True)
+    assert "sk-secret-123" not in dumped

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import apsw
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memsift.backends.builtin.store import fts_tokenizer_clause
+from memsift.engine.fts_query import index_text, plan_query
+
+
+def _fts(tokenizer: str, docs: list[str]) -> apsw.Connection:
+    conn = apsw.Connection(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, tokenize='{fts_tokenizer_clause(tokenizer)}')")
+    for d in docs:
+        conn.execute("INSERT INTO t(text) VALUES (?)", (index_text(d, tokenizer),))
+    return conn
+
+
+def _hits(conn: apsw.Connection, query: str, tokenizer: str) -> list[int]:
+    plan = plan_query(query, tokenizer)
+    if not plan.match:
+        return []
+    return [r[0] for r in conn.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY rank", (plan.match,))]
+
+
+DOCS = [
+    "We decided to move the ledger to PostgreSQL 16 for transactions.",  # 1
+    "Lunch with Lena; she plans a trip to Lisbon in December.",  # 2
+    "Fixed flaky test, commit a828e60, timezone dependent.",  # 3
+    "Tuned memorySearch.query.hybrid weights to 0.7 and 0.3.",  # 4
+    "The query planner and the hybrid car are unrelated topics.",  # 5
+    "与陈伟开会，讨论数据管道的延迟问题。",  # 6
+    "会议记录：下周三之前完成脚本。",  # 7
+]
+
+
+def test_natural_language_question_matches_with_or_not_and():
+    # Under the reference's AND of every token this finds nothing: no note has "what" + "database".
+    conn = _fts("unicode61", DOCS)
+    assert _hits(conn, "what did we decide about the ledger database?", "unicode61")[0] == 1
+
+
+def test_stop_words_are_dropped_unless_nothing_else_is_left():
+    plan = plan_query("what is the plan for Lisbon")
+    assert plan.terms == ["plan", "lisbon"]
+    assert plan_query("the who").terms == ["the", "who"]
+
+
+def test_exact_identifier_ranks_on_top():
+    conn = _fts("unicode61", DOCS)
+    assert _hits(conn, "a828e60", "unicode61") == [3]
+    # Doc 5 has "query" and "hybrid" too, but only doc 4 has the identifier as a phrase.
+    assert _hits(conn, "memorySearch.query.hybrid", "unicode61")[0] == 4
+
+
+@pytest.mark.parametrize("tokenizer", ["unicode61", "trigram"])
+def test_short_cjk_terms_find_their_notes(tokenizer):
+    conn = _fts(tokenizer, DOCS)
+    if tokenizer == "unicode61":
+        assert _hits(conn, "数据", tokenizer) == [6]
+        assert _hits(conn, "会议", tokenizer) == [7]
+    else:
+        plan = plan_query("数据", tokenizer)
+        assert plan.match is None and plan.like_terms == ["数据"]  # LIKE fallback for < 3 chars
+
+
+def test_long_cjk_run_is_split_not_searched_as_one_phrase():
+    conn = _fts("unicode61", DOCS)
+    # "数据管道问题" never occurs verbatim; its bigrams do.
+    assert _hits(conn, "数据管道问题", "unicode61") == [6]
+    conn3 = _fts("trigram", DOCS)
+    assert _hits(conn3, "数据管道问题", "trigram") == [6]
+
+
+HOSTILE = [
+    '"',
+    '""',
+    "NEAR(a b, 3)",
+    "a* OR b*",
+    "-ledger",
+    "text:ledger",
+    "((unbalanced",
+    "unbalanced))",
+    "AND OR NOT",
+    "^start",
+    "{text}: x",
+    "'; DROP TABLE t; --",
+    "\x00\x01\x02",
+    "ledger" * 50_000,
+    "a " * 200_000,
+    "\U0010ffff\ud7ff",
+    "lone \ud800 surrogate \udfff",
+]
+
+
+@pytest.mark.parametrize("tokenizer", ["unicode61", "trigram"])
+@pytest.mark.parametrize("query", HOSTILE)
+def test_hostile_queries_never_reach_fts_syntax(tokenizer, query):
+    conn = _fts(tokenizer, DOCS)
+    _hits(conn, query, tokenizer)  # must not raise
+    plan = plan_query(query, tokenizer)
+    if plan.match:
+        assert plan.match.count('"') % 2 == 0
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(st.characters(codec=None, exclude_categories=()), max_size=200))
+def test_any_string_gives_a_valid_fts_query(query):
+    for tokenizer, conn in CONNS.items():
+        _hits(conn, query, tokenizer)
+
+
+CONNS = {t: _fts(t, DOCS) for t in ("unicode61", "trigram")}

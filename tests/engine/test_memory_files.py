@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from memsift.engine.errors import PathNotAllowedError
+from memsift.engine.memory_files import discover_memory_files, read_memory_file
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    w = tmp_path / "ws"
+    (w / "memory" / "deep" / "er").mkdir(parents=True)
+    (w / "MEMORY.md").write_text("root fact\nsecond\nthird\n")
+    (w / "memory" / "2026-11-02.md").write_text("daily\n")
+    (w / "memory" / "deep" / "er" / "nested.md").write_text("nested\n")
+    (w / "memory" / "image.png").write_bytes(b"\x89PNG")
+    (w / "memory" / "notes.txt").write_text("not markdown")
+    (w / "README.md").write_text("not memory")
+    (w / "DREAMS.md").write_text("dreams")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.md").write_text("SECRET")
+    (tmp_path / "extra").mkdir()
+    (tmp_path / "extra" / "runbook.md").write_text("runbook\n")
+    return w
+
+
+def test_discovery_finds_memory_files_only(ws, tmp_path):
+    files, skipped = discover_memory_files(ws, [str(tmp_path / "extra"), "../extra", str(tmp_path / "extra" / "runbook.md")])
+    rels = [f.rel_path for f in files]
+    assert rels == ["../extra/runbook.md", "MEMORY.md", "memory/2026-11-02.md", "memory/deep/er/nested.md"]
+    assert skipped == []
+
+
+def test_discovery_never_follows_symlinks(ws, tmp_path):
+    os.symlink(tmp_path / "outside" / "secret.md", ws / "memory" / "link.md")
+    os.symlink(tmp_path / "outside", ws / "memory" / "linkdir")
+    os.symlink(tmp_path / "outside", tmp_path / "extra-link")
+    files, skipped = discover_memory_files(ws, [str(tmp_path / "extra-link")])
+    assert all("secret" not in f.rel_path and "link" not in f.rel_path for f in files)
+    reasons = {s.path: s.reason for s in skipped}
+    assert reasons["memory/link.md"].startswith("symlink")
+    assert reasons["memory/linkdir"].startswith("symlink")
+    assert reasons["../extra-link"].startswith("symlink")
+
+
+def test_symlinked_memory_dir_and_root_file_are_skipped(tmp_path):
+    w = tmp_path / "w2"
+    w.mkdir()
+    real = tmp_path / "realmem"
+    real.mkdir()
+    (real / "a.md").write_text("x")
+    os.symlink(real, w / "memory")
+    os.symlink(real / "a.md", w / "MEMORY.md")
+    files, skipped = discover_memory_files(w)
+    assert files == []
+    assert {s.path for s in skipped} == {"memory", "MEMORY.md"}
+
+
+def _read(ws, path, *args, extra=()):
+    return read_memory_file(ws, tuple(extra), path, *args)
+
+
+def test_read_whole_file_and_ranges(ws):
+    assert _read(ws, "MEMORY.md") == ("MEMORY.md", "root fact\nsecond\nthird\n", 4, False)
+    assert _read(ws, "MEMORY.md", 2, 1)[1] == "second"
+    assert _read(ws, "MEMORY.md", 2)[1] == "second\nthird\n"
+    assert _read(ws, "MEMORY.md", 50, 3)[1] == ""  # past EOF
+    assert _read(ws, "MEMORY.md", 0, 0)[1] == "root fact"  # from and lines are at least 1
+    assert _read(ws, "memory/deep/er/nested.md")[1] == "nested\n"
+    assert _read(ws, "./memory/2026-11-02.md")[0] == "memory/2026-11-02.md"
+    assert _read(ws, str(ws / "MEMORY.md"))[0] == "MEMORY.md"  # absolute inside the workspace
+    assert _read(ws, "DREAMS.md")[1] == "dreams"
+
+
+def test_missing_memory_file_reads_as_empty(ws):
+    assert _read(ws, "memory/2030-01-01.md") == ("memory/2030-01-01.md", "", 0, True)
+    assert _read(ws, "memory/nope/deeper.md")[3] is True
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "",
+        "   ",
+        "../outside/secret.md",
+        "memory/../../outside/secret.md",
+        "memory/../README.md",
+        "README.md",
+        "memory/notes.txt",
+        "memory/image.png",
+        "/etc/passwd",
+        "memory/a\x00b.md",
+        "memory",
+        "memory/",
+    ],
+)
+def test_paths_outside_memory_are_refused(ws, tmp_path, path):
+    with pytest.raises(PathNotAllowedError):
+        _read(ws, path)
+
+
+def test_absolute_path_outside_is_refused(ws, tmp_path):
+    with pytest.raises(PathNotAllowedError):
+        _read(ws, str(tmp_path / "outside" / "secret.md"))
+
+
+def test_symlinks_are_refused_even_when_created_later(ws, tmp_path):
+    os.symlink(tmp_path / "outside" / "secret.md", ws / "memory" / "evil.md")
+    with pytest.raises(PathNotAllowedError, match="symlink"):
+        _read(ws, "memory/evil.md")
+    os.symlink(tmp_path / "outside", ws / "memory" / "evildir")
+    with pytest.raises(PathNotAllowedError, match="symlink"):
+        _read(ws, "memory/evildir/secret.md")
+
+
+def test_extra_paths_are_readable_but_nothing_beside_them(ws, tmp_path):
+    extra = [str(tmp_path / "extra")]
+    assert _read(ws, "../extra/runbook.md", extra=extra)[1] == "runbook\n"
+    assert _read(ws, str(tmp_path / "extra" / "runbook.md"), extra=extra)[1] == "runbook\n"
+    with pytest.raises(PathNotAllowedError):
+        _read(ws, "../outside/secret.md", extra=extra)
+    with pytest.raises(PathNotAllowedError):
+        _read(ws, "../extra/../outside/secret.md", extra=extra)
+
+
+def test_fifo_is_refused(ws):
+    os.mkfifo(ws / "memory" / "pipe.md")
+    with pytest.raises(PathNotAllowedError, match="regular file"):
+        _read(ws, "memory/pipe.md")

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from memsift.engine.ranking import (
+    Candidate,
+    bm25_rank_to_score,
+    dated_file_timestamp,
+    decay_multiplier,
+    is_evergreen,
+    jaccard,
+    merge_hybrid,
+    mmr_rerank,
+    mmr_tokens,
+)
+
+
+@pytest.mark.parametrize(
+    "rank,score",
+    [(-4.2, 0.8077), (-1, 0.5), (0, 1.0), (1, 0.5), (10, 0.0909), (float("nan"), 0.001), (float("-inf"), 0.001)],
+)
+def test_bm25_rank_maps_like_the_reference(rank, score):
+    assert bm25_rank_to_score(rank) == pytest.approx(score, abs=1e-4)
+
+
+def _c(cid: str, text: str = "", **kw) -> Candidate:
+    return Candidate(chunk_id=cid, path=f"memory/{cid}.md", source="memory", start_line=1, end_line=2, text=text, **kw)
+
+
+def test_hybrid_merge_is_a_weighted_union():
+    keyword = [_c("a", text_score=0.8), _c("b", text_score=0.4)]
+    vector = [_c("b", vector_score=0.9), _c("c", vector_score=0.5)]
+    merged = {c.chunk_id: c for c in merge_hybrid(keyword, vector, vector_weight=0.7, text_weight=0.3)}
+    assert merged["a"].score == pytest.approx(0.3 * 0.8)
+    assert merged["b"].score == pytest.approx(0.7 * 0.9 + 0.3 * 0.4)
+    assert merged["c"].score == pytest.approx(0.7 * 0.5)
+    assert merged["b"].keyword_hit and merged["b"].vector_hit
+    assert not merged["c"].keyword_hit
+    order = [c.chunk_id for c in merge_hybrid(keyword, vector, vector_weight=0.7, text_weight=0.3)]
+    assert order == ["b", "c", "a"]
+
+
+def test_decay_halves_at_the_half_life_and_ignores_the_future():
+    assert decay_multiplier(30, 30) == pytest.approx(0.5)
+    assert decay_multiplier(60, 30) == pytest.approx(0.25)
+    assert decay_multiplier(-5, 30) == 1.0
+    assert decay_multiplier(math.nan, 30) == 1.0
+    assert decay_multiplier(10, 0) == 1.0
+
+
+def test_dated_file_names_and_evergreen_files():
+    assert dated_file_timestamp("memory/2026-11-02.md") == pytest.approx(1793577600.0)
+    assert dated_file_timestamp("./memory/2026-11-02.md") is not None
+    assert dated_file_timestamp("memory/2026-02-30.md") is None  # not a calendar date
+    assert dated_file_timestamp("notes/2026-11-02.md") is None
+    assert is_evergreen("MEMORY.md", "memory")
+    assert is_evergreen("memory/projects/travel.md", "memory")
+    assert not is_evergreen("memory/2026-11-02.md", "memory")
+    assert not is_evergreen("memory/2026-02-30.md", "memory")  # dated pattern: falls back to mtime
+    assert not is_evergreen("sessions/a.jsonl", "sessions")
+
+
+def test_mmr_demotes_near_duplicates():
+    items = [
+        _c("a", "postgres ledger migration plan", score=1.0),
+        _c("b", "postgres ledger migration plan", score=0.95),
+        _c("c", "lisbon hotel shortlist december", score=0.9),
+    ]
+    order = [c.chunk_id for c in mmr_rerank(items, 0.5)]
+    assert order == ["a", "c", "b"]
+    assert items[1].mmr_penalty > 0
+
+
+def test_mmr_with_lambda_one_is_plain_score_order():
+    items = [_c("a", "x", score=0.2), _c("b", "x", score=0.9), _c("c", "y", score=0.5)]
+    assert [c.chunk_id for c in mmr_rerank(items, 1.0)] == ["b", "c", "a"]
+
+
+def test_mmr_tokens_include_cjk_unigrams_and_bigrams():
+    toks = mmr_tokens("Data 数据库 ok")
+    assert {"data", "ok", "数", "据", "库", "数据", "据库"} <= toks
+    assert jaccard(frozenset(), frozenset()) == 1.0
+    assert jaccard(frozenset({"a"}), frozenset()) == 0.0
+    assert jaccard(frozenset({"a", "b"}), frozenset({"b", "c"})) == pytest.approx(1 / 3)

@@ -1,0 +1,18 @@
+"""Test helpers importable from every test module (tests/ is on pythonpath)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memsift.engine.config import MemsiftConfig, resolve_agent
+from memsift.engine.config.load import ResolvedConfig
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE_WORKSPACE = REPO / "contrib" / "example-workspace"
+
+
+def make_settings(tmp_path: Path, workspace: Path, memory_search: dict[str, Any] | None = None, **top: Any) -> ResolvedConfig:
+    """Resolve a config the way the CLI does, with the index under tmp_path."""
+    raw = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": memory_search or {}}}, **top}
+    return resolve_agent(MemsiftConfig.model_validate(raw), workspace=workspace, environ={})
