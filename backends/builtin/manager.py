@@ -123,12 +123,12 @@ class BuiltinSearchManager:
                 (lambda texts: anyio.from_thread.run(self._embed_batch, list(texts))) if self.provider else None,
                 progress=self.progress,
             )
+            # A rebuild swaps the database file: no connection of ours stays open across that.
+            self._close_reader()
             report = await anyio.to_thread.run_sync(lambda: indexer.run(force=force, reason=reason, allow_full=allow_full))
             self._skipped = [{"path": s.path, "reason": s.reason} for s in indexer.skipped]
             self._embed_error = indexer.embed_error
             self._last_sync = report
-            if report.full_reindex:
-                self._close_reader()
             self._stale_cause = report.reindex_cause if not report.full_reindex else None
             self._dirty = False
             log.info("sync done", **report.model_dump(exclude_none=True))

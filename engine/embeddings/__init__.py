@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import structlog
+
 from ..config.models import MemorySearchConfig
 from ..errors import ProviderError, ProviderUnavailableError
 from .base import EmbeddingProvider, l2_normalise
@@ -13,6 +15,7 @@ __all__ = ["EmbeddingProvider", "ProviderSelection", "create_provider", "select_
 # Providers this build can construct. Remote adapters (openai, gemini, voyage, mistral, ollama)
 # keep their config keys but are not in this build yet; asking for one is a clear error.
 _AUTO_ORDER = ("local",)
+log = structlog.get_logger("memsift.embeddings")
 
 
 def create_provider(provider_id: str, ms: MemorySearchConfig) -> EmbeddingProvider:
@@ -22,6 +25,9 @@ def create_provider(provider_id: str, ms: MemorySearchConfig) -> EmbeddingProvid
 
         provider = LocalMiniLMProvider(ms.local.model_path)
         provider.check_setup()
+        if ms.model and ms.model != provider.model:
+            # The reference's local model names (hf:…gguf) cannot load here; the file decides.
+            log.warning("memorySearch.model is ignored by the local provider; set local.modelPath", model=ms.model)
         return provider
     raise ProviderUnavailableError(
         f"embedding provider {provider_id!r} is not available in this memsift version; "
