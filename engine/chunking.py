@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .text import utf16_len, utf16_slice, weighted_len
 
-__all__ = ["Chunk", "chunk_markdown", "sha256_text"]
+__all__ = ["Chunk", "chunk_markdown", "sha256_text", "split_for_input_limit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,3 +108,29 @@ def chunk_markdown(content: str, *, tokens: int = 400, overlap: int = 80) -> lis
     if current:
         flush()
     return chunks
+
+
+def split_for_input_limit(chunks: list[Chunk], max_bytes: int) -> list[Chunk]:
+    """Split chunks over a provider's input limit (UTF-8 bytes) into consecutive pieces.
+
+    Pieces keep the chunk's line range and get their own hash; a split never cuts a character.
+    """
+    out: list[Chunk] = []
+    for c in chunks:
+        data = c.text.encode("utf-8", "surrogatepass")
+        if len(data) <= max_bytes:
+            out.append(c)
+            continue
+        rest = c.text
+        while rest:
+            # Binary search for the longest prefix (in characters) that fits the byte budget.
+            lo, hi = 1, len(rest)
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if len(rest[:mid].encode("utf-8", "surrogatepass")) <= max_bytes:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            piece, rest = rest[:lo], rest[lo:]
+            out.append(Chunk(c.start_line, c.end_line, piece, sha256_text(piece)))
+    return out

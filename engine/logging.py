@@ -8,6 +8,8 @@ import sys
 
 import structlog
 
+from .secrets import redact_processor
+
 __all__ = ["configure_logging"]
 
 
@@ -21,6 +23,7 @@ def configure_logging(verbosity: int = 0) -> None:
         level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)]
     structlog.configure(
         processors=[
+            redact_processor,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="%H:%M:%S"),
             structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from .errors import PathNotAllowedError
+from .multimodal import modality_of
 
 __all__ = ["MemoryFile", "Skipped", "discover_memory_files", "resolve_memory_path", "read_memory_file", "ROOT_FILES"]
 
@@ -27,6 +28,7 @@ class MemoryFile:
     abs_path: Path
     rel_path: str  # workspace-relative, "/" separators; may start with "../" for extra paths
     source: str = "memory"
+    modality: str | None = None  # "image" / "audio" for multimodal files, None for Markdown
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,11 @@ def _is_md(name: str) -> bool:
     return name.lower().endswith(".md")
 
 
-def _walk_md(root: Path, skipped: list[Skipped], workspace: Path) -> list[Path]:
-    """Regular `.md` files under `root`, recursively, never entering or returning symlinks."""
+def _walk_md(
+    root: Path, skipped: list[Skipped], workspace: Path, extra_ext: tuple[str, ...] = ()
+) -> list[Path]:
+    """Regular `.md` files (and `extra_ext` files) under `root`, recursively, never entering or
+    returning symlinks."""
     out: list[Path] = []
     stack = [root]
     while stack:
@@ -62,7 +67,7 @@ def _walk_md(root: Path, skipped: list[Skipped], workspace: Path) -> list[Path]:
                     continue
                 if e.is_dir(follow_symlinks=False):
                     stack.append(Path(e.path))
-                elif _is_md(e.name):
+                elif _is_md(e.name) or (extra_ext and e.name.lower().endswith(extra_ext)):
                     if e.is_file(follow_symlinks=False):
                         out.append(Path(e.path))
                     else:
@@ -89,9 +94,12 @@ def _extra_roots(workspace: Path, extra_paths: list[str] | tuple[str, ...]) -> l
 
 
 def discover_memory_files(
-    workspace: Path, extra_paths: list[str] | tuple[str, ...] = ()
+    workspace: Path, extra_paths: list[str] | tuple[str, ...] = (), multimodal_ext: tuple[str, ...] = ()
 ) -> tuple[list[MemoryFile], list[Skipped]]:
-    """All memory files, de-duplicated by real path, plus what was skipped and why."""
+    """All memory files, de-duplicated by real path, plus what was skipped and why.
+
+    `multimodal_ext` (image/audio extensions) applies to extra paths only: the memory folder
+    never yields multimodal files."""
     skipped: list[Skipped] = []
     candidates: list[Path] = []
     for name in ROOT_FILES:
@@ -117,8 +125,8 @@ def discover_memory_files(
         if stat.S_ISLNK(st.st_mode):
             skipped.append(Skipped(_rel(workspace, root), "symlink (not followed)"))
         elif stat.S_ISDIR(st.st_mode):
-            candidates += _walk_md(root, skipped, workspace)
-        elif stat.S_ISREG(st.st_mode) and _is_md(root.name):
+            candidates += _walk_md(root, skipped, workspace, multimodal_ext)
+        elif stat.S_ISREG(st.st_mode) and (_is_md(root.name) or (multimodal_ext and root.name.lower().endswith(multimodal_ext))):
             candidates.append(root)
         else:
             skipped.append(Skipped(_rel(workspace, root), "not a .md file or directory"))
@@ -130,7 +138,7 @@ def discover_memory_files(
         if key in seen:
             continue
         seen.add(key)
-        files.append(MemoryFile(p, _rel(workspace, p)))
+        files.append(MemoryFile(p, _rel(workspace, p), modality=None if _is_md(p.name) else modality_of(p.name)))
     files.sort(key=lambda f: f.rel_path)
     return files, skipped
 

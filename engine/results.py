@@ -121,4 +121,6 @@ class ManagerStatus(_Out):
     index: dict[str, Any] = Field(default_factory=dict)
     last_sync: dict[str, Any] | None = None
     skipped: list[dict[str, str]] = Field(default_factory=list)
+    requests: dict[str, Any] | None = None  # remote provider: requests, retries, failures, last error
+    batch: dict[str, Any] = Field(default_factory=dict)  # provider batch API state
     deep: dict[str, Any] | None = None

@@ -29,12 +29,14 @@ import apsw
 import numpy as np
 import structlog
 
-from memsift.engine.chunking import chunk_markdown
+from memsift.engine.chunking import Chunk, chunk_markdown, split_for_input_limit
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import IndexUnusableError
 from memsift.engine.fts_query import index_text
 from memsift.engine.manager import SyncReport
+from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.memory_files import MemoryFile, Skipped, discover_memory_files
+from memsift.engine.multimodal import extensions_for, label_for, multimodal_hash, sniff_mime
 
 from .store import (
     SCHEMA_VERSION,
@@ -59,12 +61,14 @@ ProgressFn = Callable[[int, int], None]
 
 @dataclass(frozen=True)
 class IndexIdentity:
-    """What the vectors and chunks in an index depend on."""
+    """What the vectors and chunks in an index depend on, and what the provider accepts."""
 
     provider: str  # adapter id, or "none" (FTS-only)
     model: str  # provider model, or "fts-only"
     provider_key: str  # provider fingerprint (model file, endpoint, dims)
     dims: int | None
+    max_input_bytes: int | None = None  # chunks over this many UTF-8 bytes are split
+    multimodal: bool = False  # the provider embeds images and audio
 
     @property
     def embeds(self) -> bool:
@@ -72,7 +76,12 @@ class IndexIdentity:
 
 
 def _scope_hash(settings: ResolvedConfig) -> str:
-    data = {"workspace": str(settings.workspace), "extraPaths": sorted(settings.memory_search.extra_paths)}
+    mm = settings.memory_search.multimodal
+    data = {
+        "workspace": str(settings.workspace),
+        "extraPaths": sorted(settings.memory_search.extra_paths),
+        "multimodal": {"enabled": mm.enabled, "modalities": sorted(mm.modalities), "maxFileBytes": mm.max_file_bytes},
+    }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -134,7 +143,13 @@ class _Pending:
     hash: str
     mtime_ns: int
     size: int
-    chunks: list  # list[Chunk]
+    chunks: list[Chunk]
+    inputs: dict[str, MultimodalInput] | None = None  # chunk hash → image/audio input
+    rejected: str | None = None  # the provider refused the file (too large): stored with no chunks
+
+
+# Provider messages meaning "this input is too large" (spec 3.1): the file is kept with no chunks.
+_TOO_LARGE = ("413", "too large", "too many tokens", "input limit", "request size")
 
 
 class Indexer:
@@ -147,8 +162,14 @@ class Indexer:
         embed: EmbedFn | None,
         *,
         progress: ProgressFn | None = None,
+        meta_extra: dict[str, Any] | None = None,
+        tolerate_embed_errors: bool = True,
     ) -> None:
         self.settings = settings
+        self.meta_extra = meta_extra or {}
+        # Without a fallback provider, an embedding failure during an incremental sync keeps the
+        # text searchable and retries the vectors later; with one, it fails so the switch happens.
+        self.tolerate_embed_errors = tolerate_embed_errors
         self.ms = settings.memory_search
         self.ident = ident
         self.embed = embed if ident.embeds else None
@@ -210,7 +231,9 @@ class Indexer:
 
     def _scan(self, conn: apsw.Connection) -> tuple[list[_Pending], list[MemoryFile], set[str], int]:
         """Compare files on disk with the `files` table. Returns (changed, touched-only, removed, unchanged)."""
-        files, self.skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
+        mm = self.ms.multimodal
+        ext = extensions_for(mm.modalities) if (mm.enabled and self.ident.multimodal) else ()
+        files, self.skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths, ext)
         known = {row[0]: row[1:] for row in conn.execute("SELECT path, hash, mtime_ns, size FROM files")}
         changed: list[_Pending] = []
         touched: list[tuple[MemoryFile, int, int]] = []
@@ -238,6 +261,8 @@ class Indexer:
         return changed, touched, removed, unchanged
 
     def _read(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
+        if f.modality is not None:
+            return self._read_multimodal(f, st)
         try:
             with open(f.abs_path, "rb") as fh:
                 data = fh.read()
@@ -249,7 +274,32 @@ class Indexer:
             return None
         text = data.decode("utf-8", errors="replace")
         chunks = chunk_markdown(text, tokens=self.ms.chunking.tokens, overlap=self.ms.chunking.overlap)
+        if self.ident.max_input_bytes:
+            chunks = split_for_input_limit(chunks, self.ident.max_input_bytes)
         return _Pending(f, hashlib.sha256(data).hexdigest(), st.st_mtime_ns, st.st_size, chunks)
+
+    def _read_multimodal(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
+        limit = self.ms.multimodal.max_file_bytes
+        if st.st_size > limit:
+            self.skipped.append(Skipped(f.rel_path, f"{f.modality} file over multimodal.maxFileBytes ({st.st_size} > {limit})"))
+            return None
+        try:
+            with open(f.abs_path, "rb") as fh:
+                data = fh.read(limit + 1)
+        except OSError as exc:
+            self.skipped.append(Skipped(f.rel_path, f"cannot read: {exc.strerror}"))
+            return None
+        if len(data) != st.st_size:
+            self.skipped.append(Skipped(f.rel_path, "changed while being indexed"))
+            return None
+        mime = sniff_mime(data[:512])
+        if mime is None or not mime.startswith(f.modality):
+            self.skipped.append(Skipped(f.rel_path, f"content is not {f.modality} (sniffed {mime or 'unknown'})"))
+            return None
+        label = label_for(f.modality, f.rel_path)
+        digest = multimodal_hash(f.rel_path, label, mime, data)
+        chunk = Chunk(1, 1, label, digest)
+        return _Pending(f, digest, st.st_mtime_ns, st.st_size, [chunk], inputs={digest: MultimodalInput(label, mime, data)})
 
     # --- embeddings -------------------------------------------------------------------------
 
@@ -294,8 +344,11 @@ class Indexer:
         hashes = {c.hash for p in group for c in p.chunks}
         vectors = self._known_vectors(sources, hashes)
         report.chunks_from_cache += sum(1 for p in group for c in p.chunks if c.hash in vectors)
-        missing = {}
+        missing: dict[str, Any] = {}
         for p in group:
+            if p.inputs:
+                self._embed_multimodal(p, vectors, report)
+                continue
             for c in p.chunks:
                 if c.hash not in vectors:
                     missing.setdefault(c.hash, c.text)
@@ -318,6 +371,22 @@ class Indexer:
                 )
         return vectors
 
+    def _embed_multimodal(self, p: _Pending, vectors: dict[str, bytes], report: SyncReport) -> None:
+        """One request per image/audio file; a "too large" refusal keeps the file with no chunks."""
+        for h, item in (p.inputs or {}).items():
+            if h in vectors:
+                continue
+            try:
+                matrix = self.embed([item])
+            except Exception as exc:
+                if any(marker in str(exc).lower() for marker in _TOO_LARGE):
+                    p.rejected = str(exc)
+                    self.skipped.append(Skipped(p.file.rel_path, f"provider refused the file: {exc}"))
+                    return
+                raise
+            vectors[h] = vec_to_blob(matrix[0])
+            report.chunks_embedded += 1
+
     # --- writing ----------------------------------------------------------------------------
 
     def _delete_path(self, conn: apsw.Connection, vec: VectorState, path: str) -> None:
@@ -333,7 +402,7 @@ class Indexer:
         tokenizer = self.ms.store.fts.tokenizer
         now = time.time()
         written = 0
-        for c in p.chunks:
+        for c in ([] if p.rejected else p.chunks):
             blob = vectors.get(c.hash)
             cid = _chunk_id(p.file.source, p.file.rel_path, c.start_line, c.end_line, c.hash, self.ident.model)
             cur = conn.execute(
@@ -442,7 +511,7 @@ class Indexer:
             )
 
     def _finish(self, conn: apsw.Connection, want: dict[str, Any]) -> None:
-        meta = dict(want)
+        meta = {**want, **self.meta_extra}
         row = conn.execute("SELECT embedding FROM chunks WHERE embedding IS NOT NULL LIMIT 1").fetchone()
         meta["dims"] = len(row[0]) // 4 if row else self.ident.dims
         with conn:
@@ -470,9 +539,9 @@ class Indexer:
                 self._delete_path(conn, vec, path)
                 conn.execute("DELETE FROM files WHERE path=?", (path,))
         report.files_removed = len(removed)
-        self._index_pending(conn, vec, [conn], changed, report, tolerate_embed_errors=True)
+        self._index_pending(conn, vec, [conn], changed, report, tolerate_embed_errors=self.tolerate_embed_errors)
         self._backfill_vectors(conn, vec, report)
-        if changed or removed or current.get("dims") is None:
+        if changed or removed or current.get("dims") is None or any(current.get(k) != v for k, v in self.meta_extra.items()):
             self._finish(conn, want)
 
     def _full_rebuild(self, report: SyncReport, want: dict[str, Any]) -> None:

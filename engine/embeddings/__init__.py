@@ -1,38 +1,99 @@
-"""Embedding providers and their selection from config (`provider`, `fallback`, auto order)."""
+"""Embedding providers and their selection from config (`provider`, `fallback`, the auto order).
+
+Adapters are imported lazily from `_ADAPTERS`, so a missing optional dependency is an install
+hint, not an ImportError at start-up.
+"""
 
 from __future__ import annotations
 
+import importlib
+import os
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
 
 import structlog
 
 from ..config.models import MemorySearchConfig
 from ..errors import ProviderError, ProviderUnavailableError
-from .base import EmbeddingProvider, l2_normalise
+from .base import EmbeddingProvider, MultimodalInput, l2_normalise
+from .keys import MissingKeyError, resolve_api_key
 
-__all__ = ["EmbeddingProvider", "ProviderSelection", "create_provider", "select_provider", "l2_normalise"]
+__all__ = [
+    "EmbeddingProvider",
+    "MultimodalInput",
+    "ProviderSelection",
+    "create_provider",
+    "select_provider",
+    "l2_normalise",
+    "AUTO_ORDER",
+]
 
-# Providers this build can construct. Remote adapters (openai, gemini, voyage, mistral, ollama)
-# keep their config keys but are not in this build yet; asking for one is a clear error.
-_AUTO_ORDER = ("local",)
 log = structlog.get_logger("memsift.embeddings")
 
+# id → (module, class). Ollama is never auto-selected.
+_ADAPTERS = {
+    "openai": ("openai", "OpenAIProvider"),
+    "gemini": ("gemini", "GeminiProvider"),
+    "voyage": ("voyage", "VoyageProvider"),
+    "mistral": ("mistral", "MistralProvider"),
+    "ollama": ("ollama", "OllamaProvider"),
+}
+AUTO_ORDER = ("openai", "gemini", "voyage", "mistral")  # after a configured local.modelPath
+_BATCH_APIS = {"openai": "OpenAIBatchApi", "gemini": "GeminiBatchApi"}
 
-def create_provider(provider_id: str, ms: MemorySearchConfig) -> EmbeddingProvider:
-    """Build one adapter and run its cheap setup checks (no model load, no network)."""
+
+def _local(ms: MemorySearchConfig) -> EmbeddingProvider:
+    from .local import LocalMiniLMProvider  # noqa: PLC0415  (imports numpy/onnx lazily)
+
+    provider = LocalMiniLMProvider(ms.local.model_path)
+    provider.check_setup()
+    if ms.model and ms.model != provider.model:
+        # The reference's local model names (hf:…gguf) cannot load here; the file decides.
+        log.warning("memorySearch.model is ignored by the local provider; set local.modelPath", model=ms.model)
+    return provider
+
+
+def create_provider(
+    provider_id: str,
+    ms: MemorySearchConfig,
+    *,
+    primary: bool = True,
+    environ: Mapping[str, str] | None = None,
+    **kw: Any,
+) -> EmbeddingProvider:
+    """Build one adapter and run its cheap setup checks (no model load, no network).
+
+    `remote.*` and `model` apply to the configured (primary) provider only: a fallback adapter
+    uses its own default model, endpoint and environment key, so one vendor's key is never sent
+    to another.
+    """
     if provider_id == "local":
-        from .local import LocalMiniLMProvider  # noqa: PLC0415  (imports numpy/onnx lazily)
+        return _local(ms)
+    if provider_id not in _ADAPTERS:
+        raise ProviderUnavailableError(f"unknown embedding provider {provider_id!r}")
+    module, name = _ADAPTERS[provider_id]
+    cls = getattr(importlib.import_module(f".{module}", __name__), name)
+    remote = ms.remote
+    configured_key = remote.api_key.get_secret_value() if (primary and remote.api_key) else None
+    key = resolve_api_key(provider_id, configured_key, required=provider_id != "ollama", environ=environ)
+    model = cls.normalise_model((ms.model if primary else "") or cls.default_model)
+    args: dict[str, Any] = {
+        "model": model,
+        "base_url": (remote.base_url if primary else None) or cls.default_base_url,
+        "headers": dict(remote.headers) if primary else {},
+        "api_key": key,
+        "concurrency": remote.batch.concurrency if remote.batch.enabled else 4,
+        **kw,
+    }
+    if provider_id == "gemini":
+        args["output_dimensionality"] = ms.output_dimensionality
+    provider = cls(**args)
+    if remote.batch.enabled and provider_id in _BATCH_APIS:
+        from . import batch_api  # noqa: PLC0415
 
-        provider = LocalMiniLMProvider(ms.local.model_path)
-        provider.check_setup()
-        if ms.model and ms.model != provider.model:
-            # The reference's local model names (hf:…gguf) cannot load here; the file decides.
-            log.warning("memorySearch.model is ignored by the local provider; set local.modelPath", model=ms.model)
-        return provider
-    raise ProviderUnavailableError(
-        f"embedding provider {provider_id!r} is not available in this memsift version; "
-        "set memorySearch.provider to 'local' or 'auto'"
-    )
+        provider.batch_api = getattr(batch_api, _BATCH_APIS[provider_id]).from_config(remote.batch)
+    return provider
 
 
 @dataclass(frozen=True)
@@ -40,33 +101,47 @@ class ProviderSelection:
     provider: EmbeddingProvider | None
     requested: str
     unavailable_reason: str | None = None  # why there is no provider (FTS-only mode)
-    fallback_from: str | None = None  # the primary that failed when a fallback was taken
+    fallback_from: str | None = None  # the primary that failed when the fallback was taken
     fallback_reason: str | None = None
+    fallback_id: str | None = None  # the configured fallback, for a switch at run time
 
 
-def select_provider(ms: MemorySearchConfig) -> ProviderSelection:
-    """Pick the provider as the reference does (spec 3.12).
+def _local_model_file(ms: MemorySearchConfig) -> bool:
+    p = ms.local.model_path
+    return bool(p) and not p.startswith(("hf:", "http:", "https:")) and Path(p).expanduser().exists()
 
-    `auto` tries each adapter in order and degrades to FTS-only with the joined reasons. An
-    explicit provider fails closed unless a fallback is configured.
+
+def select_provider(ms: MemorySearchConfig, *, environ: Mapping[str, str] | None = None, **kw: Any) -> ProviderSelection:
+    """Pick the provider as the reference does (spec 3.12), with the embedded model as the keyless default.
+
+    `auto`: a configured local model file first, then openai, gemini, voyage, mistral (each only
+    when its key is found), then the embedded local model; if none can be set up, FTS-only with the
+    joined reasons. An explicit provider fails closed unless a fallback is configured.
     """
+    env = os.environ if environ is None else environ
     requested = ms.provider
+    fb = ms.fallback if ms.fallback not in ("none", requested) else None
     if requested == "auto":
-        reasons = []
-        for pid in _AUTO_ORDER:
+        order = (["local"] if _local_model_file(ms) else []) + list(AUTO_ORDER) + ["local"]
+        reasons: list[str] = []
+        for pid in dict.fromkeys(order):
             try:
-                return ProviderSelection(create_provider(pid, ms), requested)
+                provider = create_provider(pid, ms, environ=env, **kw)
+                log.info("auto-selected embedding provider", provider=pid, model=provider.model)
+                return ProviderSelection(provider, requested, fallback_id=fb)
             except ProviderUnavailableError as exc:
-                reasons.append(f"{pid}: {exc}")
+                reasons.append(str(exc) if isinstance(exc, MissingKeyError) else f"{pid}: {exc}")
         return ProviderSelection(None, requested, unavailable_reason="; ".join(reasons))
     try:
-        return ProviderSelection(create_provider(requested, ms), requested)
+        return ProviderSelection(create_provider(requested, ms, environ=env, **kw), requested, fallback_id=fb)
     except ProviderError as primary_exc:
-        fb = ms.fallback
-        if fb == "none" or fb == requested:
+        if fb is None:
             raise
         try:
-            provider = create_provider(fb, ms)
+            provider = create_provider(fb, ms, primary=False, environ=env, **kw)
         except ProviderError as fb_exc:
             raise ProviderError(f"{requested}: {primary_exc}; fallback {fb}: {fb_exc}") from None
-        return ProviderSelection(provider, requested, fallback_from=requested, fallback_reason=str(primary_exc))
+        log.warning("embedding provider unavailable; using the fallback", requested=requested, fallback=fb)
+        return ProviderSelection(
+            provider, requested, fallback_from=requested, fallback_reason=str(primary_exc), fallback_id=fb
+        )

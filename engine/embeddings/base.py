@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+from dataclasses import dataclass
 from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-__all__ = ["EmbeddingProvider", "l2_normalise"]
+__all__ = ["EmbeddingProvider", "MultimodalInput", "l2_normalise", "input_bytes"]
 
 
 @runtime_checkable
@@ -36,6 +38,25 @@ class EmbeddingProvider(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class MultimodalInput:
+    """An image or audio file to embed (Gemini embedding 2): a text label plus the bytes."""
+
+    label: str  # "Image file: memory/diagram.png"
+    mime_type: str
+    data: bytes
+
+    def base64(self) -> str:
+        return base64.b64encode(self.data).decode("ascii")
+
+
+def input_bytes(item: str | MultimodalInput) -> int:
+    """Estimated tokens of one input, as the reference estimates them (UTF-8 or base64 bytes)."""
+    if isinstance(item, MultimodalInput):
+        return len(item.mime_type) + (len(item.data) + 2) // 3 * 4 + len(item.label.encode())
+    return len(item.encode("utf-8", "replace"))
 
 
 def l2_normalise(matrix: np.ndarray) -> np.ndarray:

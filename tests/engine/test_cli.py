@@ -12,7 +12,8 @@ import pytest
 
 
 def _memsift(tmp_path: Path, *args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    e = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}
+    # No provider keys from the developer's shell: `auto` must pick the embedded local model.
+    e = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
     e.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")})
     e.update(env or {})
     return subprocess.run(

@@ -76,10 +76,10 @@ def test_broken_custom_model_file_gives_a_clear_error(tmp_path):
 
 
 def test_auto_selects_the_local_model_and_missing_model_path_degrades():
-    sel = select_provider(MemorySearchConfig())
+    sel = select_provider(MemorySearchConfig(), environ={})
     assert sel.provider is not None and sel.provider.id == "local" and sel.unavailable_reason is None
     missing = MemorySearchConfig.model_validate({"local": {"modelPath": "/nonexistent/model.onnx"}})
-    sel = select_provider(missing)
+    sel = select_provider(missing, environ={})
     assert sel.provider is None and "not found" in sel.unavailable_reason
     with pytest.raises(ProviderUnavailableError):
-        select_provider(missing.model_copy(update={"provider": "local"}))
+        select_provider(missing.model_copy(update={"provider": "local"}), environ={})
