@@ -57,6 +57,8 @@ class ProviderServer:
         self.dims = dims
         self.requests: list[Recorded] = []
         self.faults: list[Fault] = []  # consumed one per embedding request, before normal answers
+        self.rate_limit_rate = 0.0  # each embedding request gets a 429 (Retry-After: 0) with this probability
+        self._rng = __import__("random").Random(1234)
         self.delay = 0.0
         self.wrong_dims = False
         self.wrong_count = False
@@ -170,6 +172,8 @@ class ProviderServer:
         if is_embed:
             with self._lock:
                 fault = self.faults.pop(0) if self.faults else None
+                if fault is None and self.rate_limit_rate and self._rng.random() < self.rate_limit_rate:
+                    fault = Fault(429, {"error": {"message": "Rate limit reached"}}, {"Retry-After": "0"})
             if fault is not None:
                 time.sleep(fault.delay)
                 return h._send(fault.status, fault.body if fault.body is not None else {"error": {"message": "injected"}}, fault.headers, fault.raw)

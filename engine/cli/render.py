@@ -87,6 +87,12 @@ def render_status(s: ManagerStatus) -> str:
         ),
         ("Embedding cache", f"{'on' if s.cache.get('enabled') else 'off'} · {s.cache.get('entries')} entries"),
     ]
+    if s.requests:
+        r = s.requests
+        rows.append(("Requests", f"{r['requests']} sent · {r['retries']} retries · {r['failures']} failed" + (f" · last error: {r['lastError']}" if r.get("lastError") else "")))
+    if s.batch.get("enabled"):
+        b = s.batch
+        rows.append(("Batch API", f"{'usable' if b['usable'] else 'disabled'} · {b['jobs']} job(s) · {b['failures']}/{b['limit']} failures"))
     if s.provider_unavailable_reason:
         rows.append(("No provider", s.provider_unavailable_reason))
     if s.fallback:
