@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping
 import structlog
 
 from .config import ResolvedConfig, load_config, resolve_agent
-from .embeddings import ProviderSelection, select_provider
+from .embeddings import select_provider
 from .errors import ConfigError
 from .manager import SearchManager
 
@@ -36,9 +36,14 @@ def open_manager(
     config_path: str | os.PathLike[str] | None = None,
     workspace: str | os.PathLike[str] | None = None,
     agent: str | None = None,
+    backend: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> SearchManager:
-    """Build the manager the config asks for. Raises ConfigError when memory search is disabled."""
+    """Build the manager the config asks for (`backend` overrides `memory.backend`).
+
+    Raises ConfigError when memory search is disabled. For `qmd`, the QMD sidecar is wrapped with
+    the scope rules and a lazily built builtin fallback (unless `memory.qmd.fallback` is "none").
+    """
     if settings is None:
         settings = resolve_config(config_path, workspace=workspace, agent=agent)
     if not settings.memory_search.enabled:
@@ -46,18 +51,25 @@ def open_manager(
             f"memory search is disabled for agent {settings.agent_id!r} (memorySearch.enabled is false)",
             key_path="memorySearch.enabled",
         )
+    chosen = backend or settings.memory.backend
+    if chosen not in ("builtin", "qmd"):
+        raise ConfigError(f"unknown backend {chosen!r}; allowed: builtin, qmd", key_path="memory.backend")
     from memsift.backends.builtin import BuiltinSearchManager  # noqa: PLC0415
 
-    selection: ProviderSelection = select_provider(settings.memory_search)
-    if settings.memory.backend == "qmd":
-        # The QMD sidecar backend is not part of this version: answer from builtin, visibly.
-        reason = "the qmd backend is not available in this memsift version"
-        log.warning("using the builtin backend", reason=reason)
-        selection = ProviderSelection(
-            selection.provider,
-            selection.requested,
-            selection.unavailable_reason,
-            fallback_from="qmd",
-            fallback_reason=reason,
-        )
-    return BuiltinSearchManager(settings, selection=selection, progress=progress)
+    def builtin() -> SearchManager:
+        return BuiltinSearchManager(settings, selection=select_provider(settings.memory_search), progress=progress)
+
+    if chosen == "builtin":
+        return builtin()
+    from memsift.backends.qmd import QmdSearchManager  # noqa: PLC0415
+
+    from .fallback import FallbackSearchManager  # noqa: PLC0415
+
+    qmd = settings.memory.qmd
+    return FallbackSearchManager(
+        lambda: QmdSearchManager(settings),
+        builtin,
+        name="qmd",
+        scope=qmd.scope,
+        fail_closed=qmd.fallback == "none",
+    )

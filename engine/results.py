@@ -16,6 +16,7 @@ __all__ = [
     "SearchHit",
     "Fallback",
     "Degraded",
+    "ScopeDenial",
     "SearchAnswer",
     "ReadResult",
     "ManagerStatus",
@@ -54,6 +55,7 @@ class SearchHit(_Out):
     citation: str | None = None
     stale: bool | None = None
     explain: HitExplain | None = None
+    qmd: dict[str, Any] | None = None  # --explain on the QMD backend: mode, raw score, docid, collection
 
 
 class Fallback(_Out):
@@ -68,13 +70,25 @@ class Degraded(_Out):
     fts: str | None = None
 
 
+class ScopeDenial(_Out):
+    """Why a chat may not search memory: the rule that decided, and what the key was read as."""
+
+    rule: str
+    channel: str | None = None
+    chat_type: str
+    session_key: str | None = None
+
+
 class SearchAnswer(_Out):
-    """Results plus how they were served: an empty list is never left to be guessed at."""
+    """Results plus how they were served: an empty list is never left to be guessed at.
+
+    `mode` is `hybrid`, `fts-only`, `vector-only` or `none` on the builtin backend, and the
+    effective QMD mode (`search`, `vsearch`, `query`) on the QMD backend."""
 
     query: str
     results: list[SearchHit]
     backend: str
-    mode: Literal["hybrid", "fts-only", "vector-only", "none"]
+    mode: str
     provider: str | None = None
     model: str | None = None
     citations: Literal["auto", "on", "off"] = "auto"
@@ -84,6 +98,8 @@ class SearchAnswer(_Out):
     max_results: int
     took_ms: float
     relaxed: bool = False  # FTS-only: nothing passed minScore, so the threshold was relaxed
+    denied: ScopeDenial | None = None  # scope rules refused this session key
+    unavailable: str | None = None  # the backend failed and no fallback is allowed
 
 
 class ReadResult(_Out):
@@ -123,4 +139,5 @@ class ManagerStatus(_Out):
     skipped: list[dict[str, str]] = Field(default_factory=list)
     requests: dict[str, Any] | None = None  # remote provider: requests, retries, failures, last error
     batch: dict[str, Any] = Field(default_factory=dict)  # provider batch API state
+    qmd: dict[str, Any] | None = None  # QMD backend: version, collections, last update/embed, errors
     deep: dict[str, Any] | None = None

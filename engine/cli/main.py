@@ -1,8 +1,9 @@
 """`memsift`: index, search, get, status, config show.
 
 Results go to stdout (human text, or one JSON document with --json); logs and progress go to
-stderr. Exit codes: 0 success (also no hits), 1 unexpected error, 2 usage, 3 config error,
-4 index unusable, 5 embedding provider error, 6 path not allowed.
+stderr. Exit codes: 0 success (also no hits, also a scope denial, which the answer states),
+1 unexpected error, 2 usage, 3 config error, 4 index unusable, 5 embedding provider error, 6 path
+not allowed, 7 backend unavailable with no fallback allowed.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ EXIT_CODES = {
     "index": 4,
     "provider": 5,
     "path": 6,
+    "backend": 7,
 }
 
 
@@ -58,8 +60,8 @@ def _emit_json(data: Any) -> None:
 
 
 class _Ctx:
-    def __init__(self, workspace: str | None, agent: str | None, config: str | None) -> None:
-        self.workspace, self.agent, self.config = workspace, agent, config
+    def __init__(self, workspace: str | None, agent: str | None, config: str | None, backend: str | None = None) -> None:
+        self.workspace, self.agent, self.config, self.backend = workspace, agent, config, backend
 
     def settings(self):
         from ..factory import resolve_config  # noqa: PLC0415
@@ -72,7 +74,7 @@ class _Ctx:
 
         async def go() -> Any:
             with _progress_bar(progress) as cb:
-                manager = open_manager(self.settings(), progress=cb)
+                manager = open_manager(self.settings(), backend=self.backend, progress=cb)
                 try:
                     return await fn(manager)
                 finally:
@@ -110,13 +112,14 @@ def _progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
 @click.option("--workspace", "-w", envvar="MEMSIFT_WORKSPACE", help="Workspace folder holding MEMORY.md and memory/ (default: current folder).")
 @click.option("--agent", "-a", envvar="MEMSIFT_AGENT", help="Agent id from agents.list (default: the default agent, or 'main').")
 @click.option("--config", "-c", "config_path", envvar="MEMSIFT_CONFIG", help="Config file (JSON5). Default: ~/.config/memsift/config.json5.")
+@click.option("--backend", "-b", type=click.Choice(["builtin", "qmd"]), help="Override memory.backend for this call.")
 @click.option("--verbose", "-v", count=True, help="More logs on stderr (-v info, -vv debug).")
 @click.version_option(package_name="memsift")
 @click.pass_context
-def cli(ctx: click.Context, workspace: str | None, agent: str | None, config_path: str | None, verbose: int) -> None:
+def cli(ctx: click.Context, workspace: str | None, agent: str | None, config_path: str | None, backend: str | None, verbose: int) -> None:
     """Memory search for AI agents over Markdown memory files."""
     configure_logging(verbose)
-    ctx.obj = _Ctx(workspace, agent, config_path)
+    ctx.obj = _Ctx(workspace, agent, config_path, backend)
 
 
 @cli.command()
@@ -141,13 +144,18 @@ def index(obj: _Ctx, force: bool, as_json: bool) -> None:
 @click.option("--min-score", type=click.FloatRange(0, 1), help="Minimum score (default query.minScore, 0.35).")
 @click.option("--session-key", help="Session key of the asking chat (decides citations in auto mode).")
 @click.option("--explain", is_flag=True, help="Show how each hit's score was made.")
+@click.option("--backend", "-b", "backend", type=click.Choice(["builtin", "qmd"]), help="Override memory.backend for this search.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def search(
-    obj: _Ctx, query: str, max_results: int | None, min_score: float | None, session_key: str | None, explain: bool, as_json: bool
+    obj: _Ctx, query: str, max_results: int | None, min_score: float | None, session_key: str | None, explain: bool,
+    backend: str | None, as_json: bool,
 ) -> None:
     """Search memory for QUERY."""
     from .render import render_answer  # noqa: PLC0415
+
+    if backend:
+        obj.backend = backend
 
     async def go(m: Any) -> Any:
         return await m.search(query, max_results=max_results, min_score=min_score, session_key=session_key, explain=explain)
@@ -158,6 +166,9 @@ def search(
         _emit_json(answer.to_json_dict())
     else:
         click.echo(render_answer(answer, explain=explain))
+    if answer.unavailable:
+        click.echo(f"memsift: {answer.unavailable}", err=True)
+        sys.exit(EXIT_CODES["backend"])
 
 
 _GET_RE = re.compile(r"^(?P<path>.+?)(?::(?P<from>\d+)(?::(?P<count>\d+))?)?$")
@@ -178,13 +189,9 @@ def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, as_jso
         if m.group("count"):
             lines = lines or int(m.group("count"))
 
-    from ..memory_files import read_memory_file  # noqa: PLC0415
-    from ..results import ReadResult  # noqa: PLC0415
-
     with _errors_to_exit():
-        s = obj.settings()
-        rel, text, total, missing = read_memory_file(s.workspace, tuple(s.memory_search.extra_paths), path, from_line, lines)
-    result = ReadResult(path=rel, text=text, **{"from": from_line or 1}, lines=lines, total_lines=total, missing=missing)
+        result = obj.run(lambda m: m.read(path, from_line, lines))
+    text = result.text
     if as_json:
         _emit_json(result.to_json_dict())
     else:

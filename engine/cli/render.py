@@ -17,6 +17,8 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         out.append(textwrap.indent(hit.snippet.rstrip(), "    "))
         if hit.citation:
             out.append(f"    Source: {hit.citation}")
+        if explain and hit.qmd:
+            out.append(f"    explain: qmd mode={hit.qmd['mode']} raw score={hit.qmd['rawScore']} docid={hit.qmd['docid']} collection={hit.qmd['collection']}")
         if explain and hit.explain:
             e = hit.explain
             parts = [
@@ -31,7 +33,13 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
                 parts.append("rescued")
             out.append("    explain: " + " ".join(parts))
         out.append("")
-    if not answer.results:
+    if answer.denied:
+        d = answer.denied
+        out.append(
+            f"Denied by scope ({d.rule}): channel={d.channel or 'unknown'}, chatType={d.chat_type}, "
+            f"session={d.session_key or '<none>'}"
+        )
+    elif not answer.results:
         out.append("No results.")
     summary = f"{len(answer.results)} result(s) · {answer.mode} · {answer.provider}"
     if answer.model:
@@ -47,6 +55,14 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
     if answer.fallback:
         out.append(f"fallback from {answer.fallback.from_}: {answer.fallback.reason}")
     return "\n".join(out)
+
+
+def _when(ts: float | None) -> str:
+    if not ts:
+        return "never"
+    import time  # noqa: PLC0415
+
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
 def _f(v: float | None) -> str:
@@ -97,6 +113,16 @@ def render_status(s: ManagerStatus) -> str:
         rows.append(("No provider", s.provider_unavailable_reason))
     if s.fallback:
         rows.append(("Fallback", f"from {s.fallback.from_}: {s.fallback.reason}"))
+    if s.qmd:
+        q = s.qmd
+        rows.append(("QMD", f"{q.get('version') or '?'} · {q.get('command')} · home {q.get('home')}"))
+        for c in q.get("collections", []):
+            state = "ok" if c["registered"] and c["folderExists"] else ("folder missing" if not c["folderExists"] else "not registered")
+            rows.append(("  collection", f"{c['name']} · {c['path']} ({c['pattern']}) · {state}"))
+        rows.append(("Last update", _when(q.get("lastUpdateAt"))))
+        rows.append(("Last embed", _when(q.get("lastEmbedAt")) + (f" · {q['embedSkipped']}" if q.get("embedSkipped") else "")))
+        if q.get("lastError"):
+            rows.append(("Last error", q["lastError"]))
     if s.index.get("rebuildNeeded"):
         rows.append(("Rebuild needed", f"{s.index['rebuildNeeded']} — run `memsift index`"))
     if s.index.get("lastEmbedError"):

@@ -1,0 +1,159 @@
+"""Running the `qmd` command: its own session and process group, timeouts that kill the whole
+group (the `bin/qmd` launcher spawns a second Node process and forwards no signals), capped output.
+
+Errors (all `QmdError`, a `BackendError`): the binary cannot be spawned, a timeout, a non-zero
+exit, output over the cap. Callers turn them into a fallback to the builtin backend.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Mapping
+
+import anyio
+import structlog
+
+from memsift.engine.errors import BackendError
+
+__all__ = ["QmdError", "QmdSpawnError", "QmdTimeout", "QmdExitError", "QmdOutputError", "QmdResult", "run_qmd", "resolve_command"]
+
+log = structlog.get_logger("memsift.qmd.process")
+
+MAX_OUTPUT_CHARS = 200_000
+KILL_GRACE_S = 2.0
+
+
+class QmdError(BackendError):
+    """QMD failed; the reason is safe to show."""
+
+
+class QmdSpawnError(QmdError):
+    pass
+
+
+class QmdTimeout(QmdError):
+    pass
+
+
+class QmdExitError(QmdError):
+    def __init__(self, message: str, *, rc: int, stdout: str, stderr: str) -> None:
+        super().__init__(message)
+        self.rc, self.stdout, self.stderr = rc, stdout, stderr
+
+
+class QmdOutputError(QmdError):
+    pass
+
+
+@dataclass(frozen=True)
+class QmdResult:
+    rc: int
+    stdout: str
+    stderr: str
+    took_ms: float
+
+
+_REWRITES = ("/opt/homebrew/bin/qmd", "/usr/local/bin/qmd")
+
+
+def resolve_command(command: str, env: Mapping[str, str]) -> str:
+    """The executable: the first word of the shell-split `memory.qmd.command`, found on PATH."""
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise QmdSpawnError(f"memory.qmd.command {command!r} cannot be parsed: {exc}") from None
+    if not words:
+        raise QmdSpawnError("memory.qmd.command is empty")
+    exe = "qmd" if words[0] in _REWRITES else words[0]
+    found = shutil.which(exe, path=env.get("PATH"))
+    if found is None:
+        raise QmdSpawnError(f"qmd executable {exe!r} not found (memory.qmd.command; PATH={env.get('PATH', '')[:200]})")
+    return found
+
+
+def _kill_group(proc: anyio.abc.Process, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)  # the child runs in its own session: pgid == pid
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def _terminate(proc: anyio.abc.Process) -> None:
+    """SIGTERM the whole group, then SIGKILL what is left after a grace period."""
+    _kill_group(proc, signal.SIGTERM)
+    with anyio.move_on_after(KILL_GRACE_S):
+        await proc.wait()
+    _kill_group(proc, signal.SIGKILL)  # also reaps a grandchild that ignored SIGTERM
+    with anyio.move_on_after(KILL_GRACE_S):
+        await proc.wait()
+
+
+async def _drain(stream, sink: list[bytes], limit: int, overflow: list[bool]) -> None:
+    size = 0
+    async for data in stream:
+        if size < limit:
+            sink.append(data[: limit - size])
+        size += len(data)
+        if size > limit:
+            overflow[0] = True
+
+
+async def run_qmd(
+    argv: list[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str,
+    timeout_s: float,
+    check: bool = True,
+    max_output: int = MAX_OUTPUT_CHARS,
+) -> QmdResult:
+    """Run qmd, return its output. Raises QmdError subclasses (never leaves a process behind)."""
+    started = time.perf_counter()
+    try:
+        proc = await anyio.open_process(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise QmdSpawnError(f"cannot start qmd ({argv[0]}): {exc.strerror or exc}") from None
+    out: list[bytes] = []
+    err: list[bytes] = []
+    overflow = [False]
+    timed_out = False
+    try:
+        with anyio.move_on_after(timeout_s) as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_drain, proc.stdout, out, max_output * 4, overflow)
+                tg.start_soon(_drain, proc.stderr, err, 64_000, [False])
+            await proc.wait()
+        timed_out = scope.cancelled_caught
+    finally:
+        if proc.returncode is None:
+            with anyio.CancelScope(shield=True):
+                await _terminate(proc)
+        else:
+            _kill_group(proc, signal.SIGKILL)  # stray grandchildren of a finished launcher
+        await proc.aclose() if hasattr(proc, "aclose") else None
+    took = (time.perf_counter() - started) * 1000
+    stdout = b"".join(out).decode("utf-8", "replace")
+    stderr = b"".join(err).decode("utf-8", "replace")
+    name = " ".join(a for a in argv[1:4] if not a.startswith("/"))
+    if timed_out:
+        raise QmdTimeout(f"qmd {name} timed out after {timeout_s:.1f} s (process group killed)")
+    if overflow[0] or len(stdout) > max_output:
+        raise QmdOutputError(f"qmd {name} printed more than {max_output} characters")
+    if check and proc.returncode != 0:
+        detail = (stderr.strip() or stdout.strip())[:300]
+        raise QmdExitError(f"qmd {name} failed (code {proc.returncode}): {detail}", rc=proc.returncode, stdout=stdout, stderr=stderr)
+    return QmdResult(proc.returncode, stdout, stderr, took)

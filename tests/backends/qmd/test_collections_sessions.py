@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from helpers import make_settings
+from memsift.backends.qmd.collections import resolve_collections, slug_name
+from memsift.backends.qmd.sessions import export_sessions, flatten_transcript
+
+
+def test_collection_names_follow_the_reference(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "notes").mkdir(parents=True)
+    outside = tmp_path / "shared"
+    outside.mkdir()
+    s = make_settings(
+        tmp_path, ws, {"extraPaths": ["notes", "extra dir"]},
+        memory={"qmd": {"paths": [{"path": "notes", "name": "My Notes"}, {"path": str(outside), "name": "Team Wiki"}, {"path": "notes"}, {"path": "runbooks"}]}},
+    )
+    cols = [(c.name, c.path.name, c.pattern, c.kind) for c in resolve_collections(s, tmp_path / "exp")]
+    assert cols == [
+        ("memory-root-main", "ws", "MEMORY.md", "memory"),
+        ("memory-dir-main", "memory", "**/*.md", "memory"),
+        ("my-notes-main", "notes", "**/*.md", "custom"),  # inside the workspace: agent suffix
+        ("team-wiki", "shared", "**/*.md", "custom"),  # outside: the name verbatim (slugged)
+        ("custom-4-main", "runbooks", "**/*.md", "custom"),  # "notes" again is a duplicate, dropped
+        ("custom-6-main", "extra dir", "**/*.md", "custom"),
+        ("sessions-main", "exp", "**/*.md", "sessions"),
+    ]
+    assert slug_name("  ") == "collection" and slug_name("A_b C") == "a-b-c"
+
+
+def _jsonl(path, records):
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\nnot json\n")
+
+
+def test_session_export_flattens_redacts_and_prunes(tmp_path):
+    src, out = tmp_path / "sessions", tmp_path / "export"
+    src.mkdir()
+    _jsonl(
+        src / "s1.jsonl",
+        [
+            {"type": "message", "message": {"role": "user", "content": "my key is sk-abcdefghijklmnopqrstuv and\nplease remember"}},
+            {"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": "Noted."}, {"type": "tool_use"}]}},
+            {"type": "message", "message": {"role": "system", "content": "hidden"}},
+            {"type": "event"},
+        ],
+    )
+    _jsonl(src / "old.jsonl", [{"type": "message", "message": {"role": "user", "content": "ancient"}}])
+    old_time = time.time() - 40 * 86400
+    os.utime(src / "old.jsonl", (old_time, old_time))
+    (out).mkdir()
+    (out / "user-note.md").write_text("# mine, not exported")
+    (out / "gone.md").write_text("# Session gone\n<!-- exported by memsift from gone.jsonl -->\n")
+    stats = export_sessions(src, out, retention_days=30)
+    text = (out / "s1.md").read_text()
+    assert text.startswith("# Session s1\n") and "User: my key is [redacted] and please remember" in text
+    assert "Assistant: Noted." in text and "hidden" not in text and "sk-abc" not in text
+    assert not (out / "old.md").exists() and not (out / "gone.md").exists()
+    assert (out / "user-note.md").exists()  # never deletes what it did not write
+    assert stats == {"written": 1, "unchanged": 0, "removed": 1}
+    assert export_sessions(src, out, retention_days=30)["unchanged"] == 1
+    assert flatten_transcript("") == []

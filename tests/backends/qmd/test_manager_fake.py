@@ -1,0 +1,219 @@
+"""The QMD backend against a stand-in `qmd` that replays real captures and injects faults."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from helpers import QMD_SAMPLES, make_settings
+from memsift.backends.builtin import BuiltinSearchManager
+from memsift.backends.qmd import QmdSearchManager
+from memsift.backends.qmd.process import QmdError
+from memsift.engine.embeddings.fake import FakeEmbeddingProvider
+from memsift.engine.errors import PathNotAllowedError
+from memsift.engine.fallback import FallbackSearchManager
+
+FAKEBIN = Path(__file__).with_name("fakebin")
+
+
+def run(fn, *args, **kw):
+    return anyio.run(lambda: fn(*args, **kw))
+
+
+@pytest.fixture
+def env(tmp_path):
+    return {
+        "PATH": f"{FAKEBIN}:{os.environ['PATH']}",
+        "FAKE_QMD_SAMPLES": str(QMD_SAMPLES),
+        "FAKE_QMD_LOG": str(tmp_path / "qmd-calls.jsonl"),
+        "FAKE_QMD_PIDS": str(tmp_path / "pids"),
+        "PWD": "/somewhere/else",
+        "CI": "true",
+        "HOME": os.environ.get("HOME", "/root"),
+    }
+
+
+@pytest.fixture
+def ws(tmp_path):
+    w = tmp_path / "ws"
+    shutil.copytree(QMD_SAMPLES / "corpus", w)
+    return w
+
+
+def _settings(tmp_path, ws, **qmd):
+    base = {"includeDefaultMemory": False, "paths": [{"path": ".", "name": "notes"}], "update": {"debounceMs": 60_000}}
+    return make_settings(tmp_path, ws, memory={"backend": "qmd", "qmd": {**base, **qmd}})
+
+
+def _calls(tmp_path) -> list[dict]:
+    path = tmp_path / "qmd-calls.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _wrapped(settings, env, **kw):
+    builtin = lambda: BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())  # noqa: E731
+    return FallbackSearchManager(lambda: QmdSearchManager(settings, environ=env), builtin, name="qmd", scope=settings.memory.qmd.scope, **kw)
+
+
+def test_isolated_home_collections_and_search_mapping(tmp_path, ws, env):
+    m = QmdSearchManager(_settings(tmp_path, ws), environ=env)
+    answer = run(m.search, "aurora telemetry")
+    assert answer.backend == "qmd" and answer.mode == "search"
+    assert [(h.path, h.start_line, h.end_line, h.score) for h in answer.results] == [
+        ("MEMORY.md", 3, 6, 0.52),
+        ("memory/2026-02-10.md", 3, 6, 0.41),
+        ("projects/aurora.md", 2, 5, 0.4),
+    ]
+    assert answer.results[0].citation == "MEMORY.md#L3-L6"
+    calls = _calls(tmp_path)
+    assert "PWD" not in m.child_env() and "CI" not in m.child_env()
+    assert all(c["argv"][:2] == ["--index", "memsift"] for c in calls)
+    home = tmp_path / "state" / "agents" / "main" / "qmd"
+    for c in calls:
+        assert c["env"]["XDG_CONFIG_HOME"] == str(home / "xdg-config") and c["env"]["XDG_CACHE_HOME"] == str(home / "xdg-cache")
+        # The caller's PWD (/somewhere/else) never reaches qmd: at most the real cwd, which a
+        # shell in between (a pyenv shim) sets.
+        assert c["env"]["PWD"] in (None, c["cwd"]) and c["env"]["CI"] is None and c["env"]["NO_COLOR"] == "1"
+        assert c["cwd"] == str(home)
+    adds = [c["argv"] for c in calls if c["argv"][2:4] == ["collection", "add"]]
+    assert adds == [["--index", "memsift", "collection", "add", str(ws), "--name", "notes-main", "--glob", "**/*.md"]]
+    search = next(c["argv"] for c in calls if c["argv"][2] == "search")
+    assert search[2:] == ["search", "--json", "-n", "6", "-c", "notes-main", "--", "aurora telemetry"]
+    # A second manager (a new process) reuses the registered collection: no second add.
+    run(QmdSearchManager(_settings(tmp_path, ws), environ=env).search, "aurora")
+    assert len([c for c in _calls(tmp_path) if c["argv"][2:4] == ["collection", "add"]]) == 1
+
+
+def test_limits_min_score_and_injected_chars(tmp_path, ws, env):
+    m = QmdSearchManager(_settings(tmp_path, ws, limits={"maxResults": 2, "maxSnippetChars": 50, "maxInjectedChars": 80}), environ=env)
+    answer = run(m.search, "aurora", max_results=10)
+    assert len(answer.results) == 2  # a tool cannot raise the limit above limits.maxResults
+    assert len(answer.results[0].snippet) == 50 and len(answer.results[1].snippet) == 30
+    answer = run(m.search, "aurora", min_score=0.45)
+    assert [h.score for h in answer.results] == [0.52]
+    assert run(m.search, "zebra").results == []
+
+
+def test_noisy_output_is_parsed(tmp_path, ws, env):
+    env["FAKE_QMD_MODE"] = "noisy"
+    assert len(run(QmdSearchManager(_settings(tmp_path, ws), environ=env).search, "aurora").results) == 3
+
+
+def test_unsupported_flags_retry_with_query(tmp_path, ws, env):
+    env["FAKE_QMD_MODE"] = "unsupported-flag"
+    answer = run(QmdSearchManager(_settings(tmp_path, ws), environ=env).search, "aurora")
+    assert answer.mode == "query" and len(answer.results) == 3
+
+
+def test_missing_collection_is_repaired_once(tmp_path, ws, env):
+    env["FAKE_QMD_MODE"] = "missing-collection"
+    answer = run(QmdSearchManager(_settings(tmp_path, ws), environ=env).search, "aurora")
+    assert len(answer.results) == 3
+
+
+def _no_process_left(pids: list[int]) -> bool:
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.split(")")[-1].split()[0] != "Z":
+            return False
+    return True
+
+
+def test_a_hang_is_killed_with_its_whole_process_group_and_falls_back(tmp_path, ws, env):
+    settings = _settings(tmp_path, ws, limits={"timeoutMs": 1500})
+    run(QmdSearchManager(settings, environ=env).sync)  # collections registered while healthy
+    env["FAKE_QMD_MODE"] = "hang"
+    m = _wrapped(settings, env)
+    started = time.monotonic()
+    answer = run(m.search, "Aurora telemetry", min_score=0)
+    assert time.monotonic() - started < 10
+    assert answer.backend == "builtin" and answer.fallback.from_ == "qmd" and "timed out" in answer.fallback.reason
+    assert answer.results and answer.results[0].path in ("MEMORY.md", "projects/aurora.md", "memory/2026-02-10.md")
+    pids = [int(p) for p in Path(env["FAKE_QMD_PIDS"]).read_text().split()]
+    assert len(pids) == 2 and _no_process_left(pids)  # launcher and worker are both gone
+    st = run(m.status)
+    assert st.backend == "builtin" and st.fallback.from_ == "qmd"
+
+
+@pytest.mark.parametrize("mode,reason", [("crash", "failed (code 1)"), ("garbage", "invalid JSON")])
+def test_crashes_and_garbage_fall_back_then_recover(tmp_path, ws, env, mode, reason):
+    settings = _settings(tmp_path, ws)
+    env["FAKE_QMD_MODE"] = mode
+    m = _wrapped(settings, env, retry_after_s=0)
+    answer = run(m.search, "Aurora telemetry", min_score=0)
+    assert answer.backend == "builtin" and reason in answer.fallback.reason
+    env["FAKE_QMD_MODE"] = "replay"  # QMD works again: the next search goes back to it
+    answer = run(m.search, "aurora")
+    assert answer.backend == "qmd" and answer.fallback is None
+
+
+def test_missing_binary_falls_back_and_fail_closed_refuses(tmp_path, ws, env):
+    settings = _settings(tmp_path, ws, command="/nonexistent/qmd-binary --flag")
+    answer = run(_wrapped(settings, env).search, "Aurora", min_score=0)
+    assert answer.backend == "builtin" and "not found" in answer.fallback.reason
+    closed = _settings(tmp_path, ws, command="/nonexistent/qmd-binary", fallback="none")
+    answer = run(_wrapped(closed, env, fail_closed=True).search, "Aurora")
+    assert answer.results == [] and "not found" in answer.unavailable and answer.fallback is None
+
+
+def test_scope_denial_is_visible_and_spawns_nothing(tmp_path, ws, env):
+    m = _wrapped(_settings(tmp_path, ws), env)
+    answer = run(m.search, "aurora", session_key="agent:main:discord:group:42")
+    assert answer.results == [] and answer.denied.rule == "default deny"
+    assert (answer.denied.channel, answer.denied.chat_type) == ("discord", "group")
+    assert _calls(tmp_path) == []  # no qmd process at all
+    assert run(m.search, "aurora", session_key="agent:main:telegram:direct:1").results
+
+
+def test_vanished_folder_skips_the_update_and_keeps_the_index(tmp_path, ws, env):
+    extra = tmp_path / "mounted"
+    extra.mkdir()
+    (extra / "a.md").write_text("# a")
+    settings = _settings(tmp_path, ws, paths=[{"path": ".", "name": "notes"}, {"path": str(extra), "name": "mounted"}])
+    m = QmdSearchManager(settings, environ=env)
+    run(m.sync)
+    updates = len([c for c in _calls(tmp_path) if c["argv"][2] == "update"])
+    shutil.rmtree(extra)
+    with pytest.raises(QmdError, match="folder missing"):
+        run(m.sync)
+    assert len([c for c in _calls(tmp_path) if c["argv"][2] == "update"]) == updates  # no update ran
+    st = run(m.status)
+    assert "folder missing" in st.qmd["lastError"]
+    assert {c["name"]: c["folderExists"] for c in st.qmd["collections"]}["mounted"] is False
+
+
+def test_embed_is_skipped_without_local_models_and_backs_off_on_failure(tmp_path, ws, env):
+    m = QmdSearchManager(_settings(tmp_path, ws), environ=env)
+    run(m.sync)
+    assert "no local embedding model" in run(m.status).qmd["embedSkipped"]
+    assert not any(c["argv"][2] == "embed" for c in _calls(tmp_path))
+    models = m.cache_dir / "qmd" / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    (models / "hf_ggml-org_embeddinggemma-300M-Q8_0.gguf").write_bytes(b"GGUF")
+    run(m.sync, force=True)  # the replayed embed fails (fetch failed, exit 1)
+    st = run(m.status).qmd
+    assert st["embedFailures"] == 1 and st["embedBackoffUntil"] > time.time() + 50
+
+
+def test_read_maps_qmd_prefixed_paths(tmp_path, ws, env):
+    outside = tmp_path / "wiki"
+    outside.mkdir()
+    (outside / "page.md").write_text("line1\nline2\n")
+    settings = _settings(tmp_path, ws, paths=[{"path": str(outside), "name": "wiki"}])
+    m = QmdSearchManager(settings, environ=env)
+    got = run(m.read, "qmd/wiki/page.md", 2, 1)
+    assert (got.path, got.text) == ("qmd/wiki/page.md", "line2")
+    assert run(m.read, "MEMORY.md").text.startswith("# Long-term memory")
+    for bad in ("qmd/wiki/../../ws/people.md", "qmd/nosuch/page.md", "qmd/wiki/", "people.md"):
+        with pytest.raises(PathNotAllowedError):
+            run(m.read, bad)
