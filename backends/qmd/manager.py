@@ -35,7 +35,7 @@ from memsift.engine.text import utf16_len, utf16_slice
 
 from .collections import ManagedCollection, read_index_yml, resolve_collections
 from .parse import QmdHit, parse_search_output, parse_status, parse_version
-from .process import QmdError, QmdExitError, QmdSpawnError, resolve_command, run_qmd
+from .process import QmdError, QmdExitError, command_prefix, resolve_command, run_qmd
 from .sessions import export_sessions
 
 __all__ = ["QmdSearchManager", "INDEX_NAME"]
@@ -78,6 +78,7 @@ class QmdSearchManager:
         self.export_dir = Path(sess.export_dir).expanduser() if sess.export_dir else self.home / "sessions"
         self.collections = resolve_collections(settings, self.export_dir if sess.enabled else None)
         self._exe: str | None = None
+        self._argv0: list[str] | None = None
         self._version: str | None = None
         self._started = False
         self._lock = anyio.Lock()
@@ -107,9 +108,11 @@ class QmdSearchManager:
         return self.cache_dir / "qmd" / f"{INDEX_NAME}.sqlite"
 
     async def _qmd(self, *args: str, timeout: float, check: bool = True):
-        if self._exe is None:
-            self._exe = resolve_command(self.qmd.command, self.child_env())
-        return await run_qmd([self._exe, "--index", INDEX_NAME, *args], env=self.child_env(), cwd=str(self.home), timeout_s=timeout, check=check)
+        env = self.child_env()
+        if self._argv0 is None:
+            self._exe = self._exe or resolve_command(self.qmd.command, env)
+            self._argv0 = command_prefix(self._exe, env)
+        return await run_qmd([*self._argv0, "--index", INDEX_NAME, *args], env=env, cwd=str(self.home), timeout_s=timeout, check=check)
 
     @asynccontextmanager
     async def _write_lock(self) -> AsyncIterator[None]:

@@ -21,7 +21,17 @@ import structlog
 
 from memsift.engine.errors import BackendError
 
-__all__ = ["QmdError", "QmdSpawnError", "QmdTimeout", "QmdExitError", "QmdOutputError", "QmdResult", "run_qmd", "resolve_command"]
+__all__ = [
+    "QmdError",
+    "QmdSpawnError",
+    "QmdTimeout",
+    "QmdExitError",
+    "QmdOutputError",
+    "QmdResult",
+    "run_qmd",
+    "resolve_command",
+    "command_prefix",
+]
 
 log = structlog.get_logger("memsift.qmd.process")
 
@@ -75,6 +85,26 @@ def resolve_command(command: str, env: Mapping[str, str]) -> str:
     if found is None:
         raise QmdSpawnError(f"qmd executable {exe!r} not found (memory.qmd.command; PATH={env.get('PATH', '')[:200]})")
     return found
+
+
+def command_prefix(exe: str, env: Mapping[str, str]) -> list[str]:
+    """How to start qmd so that nothing can outlive memsift.
+
+    The npm launcher (`bin/qmd`) spawns a second Node process and forwards no signals; when the
+    launcher is recognised, its entry point `dist/cli/qmd.js` is run directly with `node` (one
+    process). On Linux, `setpriv --pdeathsig KILL` makes the kernel kill it if memsift dies, even
+    by SIGKILL, when no timeout of ours could run.
+    """
+    argv = [exe]
+    real = os.path.realpath(exe)
+    entry = os.path.join(os.path.dirname(os.path.dirname(real)), "dist", "cli", "qmd.js")
+    node = shutil.which("node", path=env.get("PATH"))
+    if real.endswith(os.path.join("@tobilu", "qmd", "bin", "qmd")) and os.path.isfile(entry) and node:
+        argv = [node, entry]
+    setpriv = shutil.which("setpriv", path=env.get("PATH"))
+    if setpriv and os.uname().sysname == "Linux":
+        argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]
+    return argv
 
 
 def _kill_group(proc: anyio.abc.Process, sig: int) -> None:

@@ -217,3 +217,33 @@ def test_read_maps_qmd_prefixed_paths(tmp_path, ws, env):
     for bad in ("qmd/wiki/../../ws/people.md", "qmd/nosuch/page.md", "qmd/wiki/", "people.md"):
         with pytest.raises(PathNotAllowedError):
             run(m.read, bad)
+
+
+def test_no_qmd_process_outlives_a_killed_memsift(tmp_path, ws, env):
+    """SIGKILL memsift while qmd hangs silently: no timeout of ours can run, the kernel must."""
+    import signal
+    import subprocess
+    import sys
+
+    cfg = tmp_path / "c.json5"
+    qmd_cfg = {"includeDefaultMemory": False, "paths": [{"path": ".", "name": "notes"}], "limits": {"timeoutMs": 60000}}
+    cfg.write_text(json.dumps({"memory": {"backend": "qmd", "qmd": qmd_cfg}, "agents": {"defaults": {"workspace": str(ws)}}}))
+    child_env = {**os.environ, **env, "MEMSIFT_STATE_DIR": str(tmp_path / "state"), "FAKE_QMD_MODE": "silent-hang"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "search", "aurora"],
+        env=child_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    pid_file = Path(env["FAKE_QMD_PIDS"])
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    qmd_pid = int(pid_file.read_text())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while not _no_process_left([qmd_pid]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = not _no_process_left([qmd_pid])
+    if alive:
+        os.kill(qmd_pid, signal.SIGKILL)
+    assert not alive

@@ -142,3 +142,4 @@ def test_cli_switches_backends(tmp_path, example_workspace):
     assert json.loads(r.stdout)["backend"] == "builtin"
     r = subprocess.run([*base, "status", "--json"], capture_output=True, text=True, env=env, timeout=120)
     assert json.loads(r.stdout)["qmd"]["version"] == "2.8.3"
+
