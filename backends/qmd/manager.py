@@ -262,12 +262,24 @@ class QmdSearchManager:
         await self._ensure_started()
         return await self._update(reason, force_embed=force)
 
-    async def run_scheduler(self) -> None:
-        """For long-running hosts: boot update, then `update.interval` (embeds follow `embedInterval`)."""
+    async def start_background(self, task_group: anyio.abc.TaskGroup) -> None:
+        """For long-running hosts (MCP server, watcher): the boot update (awaited when
+        `waitForBootSync`, else in the background), then updates every `update.interval`; embeds
+        follow `embedInterval` with their back-off. Cancelling the task group stops it all."""
         await self._ensure_started()
+        if self.qmd.update.on_boot and self.qmd.update.wait_for_boot_sync:
+            await self._safe_update("boot")
+            task_group.start_soon(self._interval_loop)
+        else:
+            task_group.start_soon(self._boot_then_interval)
+
+    async def _boot_then_interval(self) -> None:
         if self.qmd.update.on_boot:
             await self._safe_update("boot")
-        if self.interval_s <= 0:
+        await self._interval_loop()
+
+    async def _interval_loop(self) -> None:
+        if self.interval_s <= 0:  # "0s" disables periodic updates
             return
         while True:
             await anyio.sleep(self.interval_s)

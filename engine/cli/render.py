@@ -103,6 +103,8 @@ def render_status(s: ManagerStatus) -> str:
         ),
         ("Embedding cache", f"{'on' if s.cache.get('enabled') else 'off'} · {s.cache.get('entries')} entries"),
     ]
+    if s.qmd:  # the QMD backend has no FTS table, vector table or embedding cache of ours
+        rows = [r for r in rows if r[0] not in ("FTS", "Vector", "Embedding cache", "Dirty", "Extra paths")]
     if s.requests:
         r = s.requests
         rows.append(("Requests", f"{r['requests']} sent · {r['retries']} retries · {r['failures']} failed" + (f" · last error: {r['lastError']}" if r.get("lastError") else "")))

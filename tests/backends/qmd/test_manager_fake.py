@@ -247,3 +247,35 @@ def test_no_qmd_process_outlives_a_killed_memsift(tmp_path, ws, env):
     if alive:
         os.kill(qmd_pid, signal.SIGKILL)
     assert not alive
+
+
+@pytest.mark.parametrize("wait", [True, False])
+def test_scheduler_boot_and_interval_updates(tmp_path, ws, env, wait):
+    settings = _settings(tmp_path, ws, update={"interval": "300ms", "waitForBootSync": wait, "debounceMs": 0})
+    m = QmdSearchManager(settings, environ=env)
+
+    async def host() -> int:
+        async with anyio.create_task_group() as tg:
+            await m.start_background(tg)
+            booted = len([c for c in _calls(tmp_path) if c["argv"][2] == "update"])
+            await anyio.sleep(1.2)
+            tg.cancel_scope.cancel()
+        return booted
+
+    booted = anyio.run(host)
+    assert booted == (1 if wait else 0)  # waitForBootSync awaits the boot update before returning
+    updates = [c for c in _calls(tmp_path) if c["argv"][2] == "update"]
+    assert 3 <= len(updates) <= 6  # boot + about one every 300 ms
+
+
+def test_interval_zero_disables_periodic_updates(tmp_path, ws, env):
+    m = QmdSearchManager(_settings(tmp_path, ws, update={"interval": "0s", "waitForBootSync": True}), environ=env)
+
+    async def host() -> None:
+        async with anyio.create_task_group() as tg:
+            await m.start_background(tg)
+            await anyio.sleep(0.5)
+            tg.cancel_scope.cancel()
+
+    anyio.run(host)
+    assert len([c for c in _calls(tmp_path) if c["argv"][2] == "update"]) == 1
