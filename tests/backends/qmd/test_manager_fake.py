@@ -279,3 +279,18 @@ def test_interval_zero_disables_periodic_updates(tmp_path, ws, env):
 
     anyio.run(host)
     assert len([c for c in _calls(tmp_path) if c["argv"][2] == "update"]) == 1
+
+
+def test_sessions_are_exported_into_their_own_collection(tmp_path, ws, env):
+    settings = _settings(tmp_path, ws, sessions={"enabled": True, "retentionDays": 30})
+    sessions = tmp_path / "state" / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    (sessions / "chat1.jsonl").write_text(json.dumps({"type": "message", "message": {"role": "user", "content": "book the Lisbon hotel"}}) + "\n")
+    m = QmdSearchManager(settings, environ=env)
+    run(m.sync)
+    export = tmp_path / "state" / "agents" / "main" / "qmd" / "sessions"
+    assert (export / "chat1.md").read_text().startswith("# Session chat1")
+    adds = [c["argv"] for c in _calls(tmp_path) if c["argv"][2:4] == ["collection", "add"]]
+    assert ["--index", "memsift", "collection", "add", str(export), "--name", "sessions-main", "--glob", "**/*.md"] in adds
+    st = run(m.status)
+    assert st.sources == ["memory", "sessions"]
