@@ -4,6 +4,7 @@
     ├── ConfigError            a config file, key or value is wrong (names the key path)
     ├── PathNotAllowedError    memory_get / read of a path outside the allowed memory files
     ├── IndexUnusableError     the index cannot be opened, created or written
+    │   └── IndexCorruptError  the file is damaged: it is moved aside and rebuilt
     ├── ProviderError          an embedding provider failed (no key, bad response, model file)
     │   └── ProviderUnavailableError   the provider cannot be set up at all on this machine
     └── BackendError           a search backend failed in a way the caller must see
@@ -19,6 +20,7 @@ __all__ = [
     "ConfigError",
     "PathNotAllowedError",
     "IndexUnusableError",
+    "IndexCorruptError",
     "ProviderError",
     "ProviderUnavailableError",
     "BackendError",
@@ -48,6 +50,10 @@ class PathNotAllowedError(MemsiftError):
 
 class IndexUnusableError(MemsiftError):
     """The index database cannot be opened, created or written."""
+
+
+class IndexCorruptError(IndexUnusableError):
+    """The index file is damaged or not a database. The files are the truth: rebuild it."""
 
 
 class ProviderError(MemsiftError):

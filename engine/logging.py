@@ -29,6 +29,7 @@ def configure_logging(verbosity: int = 0) -> None:
             structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        # sys.stderr is looked up per call, so a redirected stderr (a test's capture) is honoured.
+        logger_factory=lambda *_args: structlog.PrintLogger(file=sys.stderr),
         cache_logger_on_first_use=False,
     )

@@ -37,6 +37,7 @@ from memsift.engine.manager import SyncReport
 from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.memory_files import MemoryFile, Skipped, discover_memory_files
 from memsift.engine.multimodal import extensions_for, label_for, multimodal_hash, sniff_mime
+from memsift.engine.transcripts import flatten_transcript, list_transcripts
 
 from .store import (
     SCHEMA_VERSION,
@@ -164,8 +165,13 @@ class Indexer:
         progress: ProgressFn | None = None,
         meta_extra: dict[str, Any] | None = None,
         tolerate_embed_errors: bool = True,
+        include_sessions: bool = True,
     ) -> None:
         self.settings = settings
+        # Session transcripts are synced by full rebuilds, explicit syncs and the session-delta
+        # watcher; searches and file-watch syncs leave them alone so they never wait on them.
+        self.include_sessions = include_sessions and "sessions" in settings.memory_search.sources
+        self.sessions_dir = settings.state_dir / "agents" / settings.agent_id / "sessions"
         self.meta_extra = meta_extra or {}
         # Without a fallback provider, an embedding failure during an incremental sync keeps the
         # text searchable and retries the vectors later; with one, it fails so the switch happens.
@@ -234,7 +240,14 @@ class Indexer:
         mm = self.ms.multimodal
         ext = extensions_for(mm.modalities) if (mm.enabled and self.ident.multimodal) else ()
         files, self.skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths, ext)
-        known = {row[0]: row[1:] for row in conn.execute("SELECT path, hash, mtime_ns, size FROM files")}
+        scanned = ("memory", "sessions") if self.include_sessions else ("memory",)
+        if self.include_sessions:
+            files += [MemoryFile(p, f"sessions/{p.name}", source="sessions") for p in list_transcripts(self.sessions_dir)]
+        known = {
+            row[0]: row[1:]
+            for row in conn.execute("SELECT path, hash, mtime_ns, size, source FROM files")
+            if row[4] in scanned
+        }
         changed: list[_Pending] = []
         touched: list[tuple[MemoryFile, int, int]] = []
         unchanged = 0
@@ -263,6 +276,8 @@ class Indexer:
     def _read(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
         if f.modality is not None:
             return self._read_multimodal(f, st)
+        if f.source == "sessions":
+            return self._read_transcript(f, st)
         try:
             with open(f.abs_path, "rb") as fh:
                 data = fh.read()
@@ -277,6 +292,26 @@ class Indexer:
         if self.ident.max_input_bytes:
             chunks = split_for_input_limit(chunks, self.ident.max_input_bytes)
         return _Pending(f, hashlib.sha256(data).hexdigest(), st.st_mtime_ns, st.st_size, chunks)
+
+    def _read_transcript(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
+        """A JSONL transcript as User/Assistant text; chunk line ranges point at JSONL lines."""
+        try:
+            raw = f.abs_path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            self.skipped.append(Skipped(f.rel_path, f"cannot read: {exc.strerror}"))
+            return None
+        t = flatten_transcript(raw)
+        digest = hashlib.sha256(
+            (t.text + "\n" + ",".join(map(str, t.line_map)) + "\n" + ",".join(map(str, t.timestamps))).encode()
+        ).hexdigest()
+        chunks = []
+        for c in chunk_markdown(t.text, tokens=self.ms.chunking.tokens, overlap=self.ms.chunking.overlap):
+            start = t.line_map[min(c.start_line, len(t.line_map)) - 1]
+            end = t.line_map[min(c.end_line, len(t.line_map)) - 1]
+            chunks.append(Chunk(start, end, c.text, c.hash))
+        if self.ident.max_input_bytes:
+            chunks = split_for_input_limit(chunks, self.ident.max_input_bytes)
+        return _Pending(f, digest, st.st_mtime_ns, st.st_size, chunks)
 
     def _read_multimodal(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
         limit = self.ms.multimodal.max_file_bytes

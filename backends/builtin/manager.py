@@ -14,7 +14,7 @@ import structlog
 from memsift.engine.citations import citation_for, citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, create_provider, select_provider
-from memsift.engine.errors import IndexUnusableError, ProviderError
+from memsift.engine.errors import IndexCorruptError, ProviderError
 from memsift.engine.fts_query import clean_query, plan_query
 from memsift.engine.manager import SyncReport
 from memsift.engine.memory_files import discover_memory_files, read_memory_file
@@ -29,9 +29,9 @@ from memsift.engine.results import (
 )
 from memsift.engine.snippets import make_snippet
 
-from .indexer import Indexer, IndexIdentity, fingerprint_diff, wanted_meta
+from .indexer import Indexer, IndexIdentity, fingerprint_diff, wanted_meta, write_lock
 from .search import PipelineParams, candidate_count, keyword_candidates, rank, vector_candidates
-from .store import VectorState, open_db, read_meta
+from .store import CORRUPT_ERRORS, VectorState, open_db, quarantine, read_meta
 
 __all__ = ["BuiltinSearchManager"]
 
@@ -41,6 +41,7 @@ log = structlog.get_logger("memsift.builtin")
 # request). Remote calls carry their own per-request timeouts and retries inside these.
 QUERY_TIMEOUT_S = {"local": 300.0}
 BATCH_TIMEOUT_S = {"local": 600.0}
+SEARCH_SYNC_BUDGET_S = 2.0  # a search waits this long for files changed since the last sync
 
 
 class BuiltinSearchManager:
@@ -76,6 +77,8 @@ class BuiltinSearchManager:
         self._last_sync: SyncReport | None = None
         self._skipped: list[dict[str, str]] = []
         self._sync_lock = anyio.Lock()
+        self._seen_sessions: set[str] = set()
+        self.search_sync_budget_s = SEARCH_SYNC_BUDGET_S
 
     # --- identity and connections -------------------------------------------------------------
 
@@ -103,11 +106,12 @@ class BuiltinSearchManager:
         ident = (st.st_dev, st.st_ino)
         if self._conn is None or self._conn_id != ident:
             self._close_reader()
-            self._conn, self._vec = open_db(
+            self._conn, self._vec = open_db(  # read-only: only the indexer writes
                 self.db_path,
                 tokenizer=self.ms.store.fts.tokenizer,
                 vector_enabled=self.ms.store.vector.enabled,
                 extension_path=self.ms.store.vector.extension_path,
+                readonly=True,
             )
             self._conn_id = ident
         return self._conn
@@ -121,13 +125,22 @@ class BuiltinSearchManager:
 
     async def _embed_batch(self, texts: list[str]) -> np.ndarray:
         assert self.provider is not None
+        # Shielded: the indexer thread calls this on behalf of a search that may have stopped
+        # waiting (its time budget); the sync must still be able to finish.
+        with anyio.CancelScope(shield=True):
+            return await self._embed_batch_now(texts)
+
+    async def _embed_batch_now(self, texts: list[str]) -> np.ndarray:
+        assert self.provider is not None
         limit = BATCH_TIMEOUT_S.get(self.provider.id)
         if limit is None:  # remote: per-request timeouts and retries apply; batch jobs poll longer
             return await self.provider.embed_documents(texts)
         with anyio.fail_after(limit):
             return await self.provider.embed_documents(texts)
 
-    async def sync(self, *, force: bool = False, reason: str = "manual", allow_full: bool = True) -> SyncReport:
+    async def sync(
+        self, *, force: bool = False, reason: str = "manual", allow_full: bool = True, include_sessions: bool = True
+    ) -> SyncReport:
         """Bring the index up to date with the files. Full rebuilds are atomic.
 
         An explicit sync (allow_full) uses the configured provider again, so an index built with
@@ -137,15 +150,20 @@ class BuiltinSearchManager:
         async with self._sync_lock:
             if allow_full and self._primary.provider is not None and self.provider is not self._primary.provider:
                 self.provider, self.selection = self._primary.provider, self._primary
+            kw = {"force": force, "reason": reason, "include_sessions": include_sessions}
             try:
-                return await self._run_indexer(force=force, reason=reason, allow_full=allow_full)
+                try:
+                    return await self._run_indexer(allow_full=allow_full, **kw)
+                except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
+                    await self._recover_corrupt(exc)
+                    return await self._run_indexer(allow_full=True, **kw)
             except ProviderError as exc:
                 fallback = self._switch_to_fallback(str(exc))
                 if fallback is None:
                     raise
-                return await self._run_indexer(force=force, reason=reason, allow_full=True)
+                return await self._run_indexer(allow_full=True, **kw)
 
-    async def _run_indexer(self, *, force: bool, reason: str, allow_full: bool) -> SyncReport:
+    async def _run_indexer(self, *, force: bool, reason: str, allow_full: bool, include_sessions: bool) -> SyncReport:
         extra = {}
         if self.selection.fallback_from:
             extra["fallback"] = {"from": self.selection.fallback_from, "reason": self.selection.fallback_reason}
@@ -156,10 +174,15 @@ class BuiltinSearchManager:
             progress=self.progress,
             meta_extra=extra,
             tolerate_embed_errors=self._primary.fallback_id is None or bool(self.selection.fallback_from),
+            include_sessions=include_sessions,
         )
         # A rebuild swaps the database file: no connection of ours stays open across that.
         self._close_reader()
-        report = await anyio.to_thread.run_sync(lambda: indexer.run(force=force, reason=reason, allow_full=allow_full))
+        # abandon_on_cancel: a search that stops waiting (its time budget) lets the sync finish in
+        # its thread; it holds the cross-process write lock, so nothing else writes meanwhile.
+        report = await anyio.to_thread.run_sync(
+            lambda: indexer.run(force=force, reason=reason, allow_full=allow_full), abandon_on_cancel=True
+        )
         self._skipped = [{"path": s.path, "reason": s.reason} for s in indexer.skipped]
         self._embed_error = indexer.embed_error
         self._last_sync = report
@@ -205,18 +228,34 @@ class BuiltinSearchManager:
                 provider, self._primary.requested, fallback_from=info.get("from"), fallback_reason=info.get("reason"), fallback_id=fb
             )
 
-    async def _ensure_fresh(self) -> None:
-        """Before a search: sync what changed; bootstrap an empty index; never rebuild on search."""
+    async def _ensure_fresh(self, session_key: str | None) -> bool:
+        """Before a search: sync what changed (within a time budget), bootstrap an empty index,
+        never rebuild on search. Returns True when the sync is still running."""
+        if session_key and session_key not in self._seen_sessions and self.ms.sync.on_session_start:
+            self._seen_sessions.add(session_key)
+            self._dirty = True  # a new session starts from fresh files
         if not self._dirty:
-            return
+            return False
         empty = not self.db_path.exists()
-        if not empty:
-            conn = self._reader()
-            self._adopt_index_provider(read_meta(conn) if conn is not None else None)
-        if not empty and not self.ms.sync.on_search:
+        if empty:
+            await self.sync(reason="bootstrap", allow_full=True)
+            return False
+        conn = self._reader()
+        self._adopt_index_provider(read_meta(conn) if conn is not None else None)
+        if not self.ms.sync.on_search:
             self._dirty = False
-            return
-        await self.sync(reason="search" if not empty else "bootstrap", allow_full=empty)
+            return False
+        with anyio.move_on_after(self.search_sync_budget_s) as scope:
+            await self.sync(reason="search", allow_full=False, include_sessions=False)
+        return scope.cancelled_caught
+
+    async def _recover_corrupt(self, exc: Exception) -> None:
+        """The files are the truth: move the damaged index aside and rebuild it from them."""
+        self._close_reader()
+        with write_lock(self.db_path):
+            moved = quarantine(self.db_path, str(exc))
+        log.error("index damaged; moved aside and rebuilding from the Markdown files", error=str(exc), moved_to=str(moved))
+        self._dirty = True
 
     # --- search -------------------------------------------------------------------------------
 
@@ -238,14 +277,22 @@ class BuiltinSearchManager:
         hits: list[SearchHit] = []
         mode = "none"
         relaxed = False
+        syncing = False
         if q:
-            await self._ensure_fresh()
-            conn = self._reader()
-            meta = read_meta(conn) if conn is not None else None
-            if meta is not None:
-                hits, mode, relaxed = await self._search_index(
-                    conn, meta, q, max_results, min_score, session_key, explain, now, degraded
-                )
+            for attempt in (1, 2):
+                try:
+                    syncing = await self._ensure_fresh(session_key)
+                    conn = self._reader()
+                    meta = read_meta(conn) if conn is not None else None
+                    if meta is not None:
+                        hits, mode, relaxed = await self._search_index(
+                            conn, meta, q, max_results, min_score, session_key, explain, now, degraded
+                        )
+                    break
+                except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
+                    if attempt == 2:
+                        raise IndexCorruptError(f"index {self.db_path} is damaged again after a rebuild: {exc}") from None
+                    await self._recover_corrupt(exc)
         return SearchAnswer(
             query=query,
             results=hits,
@@ -260,6 +307,7 @@ class BuiltinSearchManager:
             max_results=max_results,
             took_ms=round((time.perf_counter() - started) * 1000, 3),
             relaxed=relaxed,
+            sync_pending=syncing or None,
         )
 
     async def _query_vector(self, q: str, degraded: Degraded) -> np.ndarray | None:
@@ -329,14 +377,16 @@ class BuiltinSearchManager:
         hits = []
         for c in ranked:
             snip = make_snippet(c.text, c.start_line, plan.terms)
+            # Transcript chunk lines are JSONL line numbers, not contiguous: keep the chunk's range.
+            start, end = (c.start_line, c.end_line) if c.source == "sessions" else (snip.start_line, snip.end_line)
             hit = SearchHit(
                 path=c.path,
-                start_line=snip.start_line,
-                end_line=snip.end_line,
+                start_line=start,
+                end_line=end,
                 score=round(c.score, 6),
                 snippet=snip.text,
                 source=c.source,
-                citation=citation_for(c.path, snip.start_line, snip.end_line) if cite else None,
+                citation=citation_for(c.path, start, end) if cite else None,
             )
             if explain:
                 hit.explain = HitExplain(
@@ -352,7 +402,25 @@ class BuiltinSearchManager:
                     rescued=c.chunk_id in facts["rescued"],
                 )
             hits.append(hit)
+        self._flag_stale(conn, hits)
         return hits, facts["mode"], facts["relaxed"]
+
+    def _flag_stale(self, conn: apsw.Connection, hits: list[SearchHit]) -> None:
+        """Mark hits whose file changed (or vanished) after it was indexed."""
+        for path in {h.path for h in hits}:
+            row = conn.execute("SELECT mtime_ns, size, source FROM files WHERE path=?", (path,)).fetchone()
+            if row is None:
+                continue
+            base = self.settings.state_dir / "agents" / self.settings.agent_id if row[2] == "sessions" else self.settings.workspace
+            try:
+                st = os.lstat(os.path.normpath(base / path))
+                stale = (st.st_mtime_ns, st.st_size) != (row[0], row[1])
+            except OSError:
+                stale = True
+            if stale:
+                for h in hits:
+                    if h.path == path:
+                        h.stale = True
 
     def _fallback(self) -> Fallback | None:
         s = self.selection
@@ -394,7 +462,14 @@ class BuiltinSearchManager:
         return changed + len(known), [{"path": s.path, "reason": s.reason} for s in skipped]
 
     async def status(self, *, deep: bool = False) -> ManagerStatus:
-        conn = self._reader()
+        try:
+            conn = self._reader()
+            if conn is not None:
+                conn.execute("SELECT count(*) FROM files").fetchone()
+        except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
+            await self._recover_corrupt(exc)
+            await self.sync(reason="recovery")
+            conn = self._reader()
         meta = read_meta(conn) if conn is not None else None
         self._adopt_index_provider(meta)
         ident = self.identity

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import apsw
 import numpy as np
 
-from memsift.engine.errors import IndexUnusableError
+from memsift.engine.errors import IndexCorruptError, IndexUnusableError
 
 __all__ = [
     "VectorState",
@@ -34,7 +34,13 @@ __all__ = [
     "vec_to_blob",
     "blob_to_vec",
     "SCHEMA_VERSION",
+    "CORRUPT_ERRORS",
+    "quarantine",
 ]
+
+# What SQLite raises for a damaged or foreign file (a truncated file fails only when a missing page
+# is read, so queries raise these too).
+CORRUPT_ERRORS = (apsw.CorruptError, apsw.NotADBError)
 
 BUSY_TIMEOUT_MS = 5000
 META_KEY = "index"
@@ -162,7 +168,11 @@ def open_db(
                 for number in range(version, SCHEMA_VERSION):
                     MIGRATIONS[number](conn, tokenizer)
                 conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        if readonly:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # touches the header
         return conn, state
+    except CORRUPT_ERRORS as exc:
+        raise IndexCorruptError(f"index {path} is damaged: {exc}") from None
     except apsw.Error as exc:
         raise IndexUnusableError(f"cannot open index {path}: {exc}") from None
 
@@ -211,3 +221,22 @@ def vec_to_blob(vec: np.ndarray) -> bytes:
 
 def blob_to_vec(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype="<f4")
+
+
+def quarantine(path: Path, reason: str, *, keep: int = 3) -> Path | None:
+    """Move a damaged index (and its -wal/-shm) aside as `<db>.corrupt-<time>`; keep a few."""
+    import time as _time  # noqa: PLC0415
+
+    if not path.exists():
+        return None
+    target = path.with_name(f"{path.name}.corrupt-{_time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+    os.replace(path, target)
+    for suffix in ("-wal", "-shm"):
+        side = Path(f"{path}{suffix}")
+        if side.exists():
+            os.replace(side, Path(f"{target}{suffix}"))
+    old = sorted(path.parent.glob(f"{path.name}.corrupt-*"), key=lambda p: p.stat().st_mtime)
+    for stale in [p for p in old if not p.name.endswith(("-wal", "-shm"))][:-keep]:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{stale}{suffix}").unlink(missing_ok=True)
+    return target

@@ -8,56 +8,15 @@ are gone (or too old) are removed. Only `.md` files this exporter wrote are ever
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import time
 from pathlib import Path
 
-__all__ = ["flatten_transcript", "export_sessions", "redact_text"]
+from memsift.engine.transcripts import flatten_transcript, list_transcripts
+
+__all__ = ["export_sessions"]
 
 MARKER = "<!-- exported by memsift from {source} -->"
-_SECRET_RES = [
-    re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),
-    re.compile(r"\b(ghp|gho|ghs|github_pat)_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/-]{16,}=*"),
-    re.compile(r"(?i)\b(api[_-]?key|token|secret|password)\s*[:=]\s*\S{6,}"),
-]
-
-
-def redact_text(text: str) -> str:
-    for rx in _SECRET_RES:
-        text = rx.sub("[redacted]", text)
-    return text
-
-
-def _message_text(content) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
-
-
-def flatten_transcript(raw: str) -> list[str]:
-    """`User: …` / `Assistant: …` lines from a session JSONL (invalid lines skipped)."""
-    lines = []
-    for line in raw.splitlines():
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        msg = rec.get("message") if isinstance(rec, dict) else None
-        if not isinstance(msg, dict) or rec.get("type") != "message" or msg.get("role") not in ("user", "assistant"):
-            continue
-        text = " ".join(_message_text(msg.get("content")).split())
-        if text:
-            lines.append(f"{'User' if msg['role'] == 'user' else 'Assistant'}: {redact_text(text)}")
-    return lines
 
 
 def export_sessions(sessions_dir: Path, export_dir: Path, retention_days: float | None) -> dict[str, int]:
@@ -65,18 +24,17 @@ def export_sessions(sessions_dir: Path, export_dir: Path, retention_days: float 
     cutoff = time.time() - retention_days * 86400 if retention_days else None
     wanted: set[str] = set()
     written = unchanged = 0
-    sources = sorted(sessions_dir.glob("*.jsonl")) if sessions_dir.is_dir() else []
-    for src in sources:
+    for src in list_transcripts(sessions_dir):
         try:
             st = os.lstat(src)
         except OSError:
             continue
-        if not src.is_file() or src.is_symlink() or (cutoff and st.st_mtime < cutoff):
+        if cutoff and st.st_mtime < cutoff:
             continue
-        name = src.name[: -len(".jsonl")]
+        name = src.name.replace(".jsonl", "", 1)
         target = export_dir / f"{name}.md"
         wanted.add(target.name)
-        lines = flatten_transcript(src.read_text(encoding="utf-8", errors="replace"))
+        lines = flatten_transcript(src.read_text(encoding="utf-8", errors="replace")).lines
         body = f"# Session {name}\n{MARKER.format(source=src.name)}\n\n" + ("\n".join(lines) or "(empty)") + "\n"
         if target.exists() and target.read_text(encoding="utf-8", errors="replace") == body:
             unchanged += 1

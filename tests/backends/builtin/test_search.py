@@ -193,13 +193,3 @@ def test_status_reports_counts_and_deep_probe(manager):
     assert st.deep["embedding"]["ok"] and st.deep["embedding"]["dimensions"] == 384
     assert st.deep["integrity"] == "ok"
 
-
-def test_corrupt_index_is_a_clear_error_not_a_crash(tmp_path, example_workspace):
-    from memsift.engine.errors import IndexUnusableError
-
-    settings = make_settings(tmp_path, example_workspace)
-    settings.store_path.parent.mkdir(parents=True)
-    settings.store_path.write_bytes(b"this is not a database" * 100)
-    m = BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())
-    with pytest.raises(IndexUnusableError, match="cannot open index"):
-        run(m.search, "ledger")

@@ -6,7 +6,8 @@ import time
 
 from helpers import make_settings
 from memsift.backends.qmd.collections import resolve_collections, slug_name
-from memsift.backends.qmd.sessions import export_sessions, flatten_transcript
+from memsift.backends.qmd.sessions import export_sessions
+from memsift.engine.transcripts import flatten_transcript
 
 
 def test_collection_names_follow_the_reference(tmp_path):
@@ -61,4 +62,6 @@ def test_session_export_flattens_redacts_and_prunes(tmp_path):
     assert (out / "user-note.md").exists()  # never deletes what it did not write
     assert stats == {"written": 1, "unchanged": 0, "removed": 1}
     assert export_sessions(src, out, retention_days=30)["unchanged"] == 1
-    assert flatten_transcript("") == []
+    assert flatten_transcript("").lines == []
+    t = flatten_transcript((src / "s1.jsonl").read_text())
+    assert t.line_map == [1, 2]  # each flattened line points at its JSONL line

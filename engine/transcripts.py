@@ -1,0 +1,93 @@
+"""Session transcripts (JSONL) as searchable text: `User: …` / `Assistant: …` lines.
+
+Shared by the builtin index (source `sessions`) and the QMD export. Only `type: "message"`
+records with role user or assistant count; text blocks are joined, whitespace collapsed, secrets
+redacted. `line_map[i]` is the 1-based JSONL line of flattened line i+1, so hits point at the
+transcript's real lines.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Transcript", "flatten_transcript", "redact_text", "list_transcripts", "TRANSCRIPT_SUFFIXES"]
+
+_SECRET_RES = [
+    re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}"),
+    re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),
+    re.compile(r"\b(ghp|gho|ghs|github_pat)_[A-Za-z0-9_]{20,}"),
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/-]{16,}=*"),
+    re.compile(r"(?i)\b(api[_-]?key|token|secret|password)\s*[:=]\s*\S{6,}"),
+]
+TRANSCRIPT_SUFFIXES = (".jsonl",)
+
+
+def redact_text(text: str) -> str:
+    for rx in _SECRET_RES:
+        text = rx.sub("[redacted]", text)
+    return text
+
+
+@dataclass
+class Transcript:
+    lines: list[str] = field(default_factory=list)  # "User: …" / "Assistant: …"
+    line_map: list[int] = field(default_factory=list)  # JSONL line number of each flattened line
+    timestamps: list[float] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _message_text(content) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def _timestamp(rec: dict, msg: dict) -> float:
+    ts = msg.get("timestamp", rec.get("timestamp"))
+    if isinstance(ts, (int, float)):
+        return ts / 1000 if ts >= 1e11 else float(ts)  # milliseconds or seconds
+    return 0.0
+
+
+def flatten_transcript(raw: str) -> Transcript:
+    out = Transcript()
+    for number, line in enumerate(raw.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        msg = rec.get("message") if isinstance(rec, dict) else None
+        if not isinstance(msg, dict) or rec.get("type") != "message" or msg.get("role") not in ("user", "assistant"):
+            continue
+        text = " ".join(_message_text(msg.get("content")).split())
+        if text:
+            out.lines.append(f"{'User' if msg['role'] == 'user' else 'Assistant'}: {redact_text(text)}")
+            out.line_map.append(number)
+            out.timestamps.append(_timestamp(rec, msg))
+    return out
+
+
+def list_transcripts(sessions_dir: Path) -> list[Path]:
+    """Direct children `*.jsonl`, plus `.jsonl.reset.<ts>` / `.jsonl.deleted.<ts>` archives; no
+    `.bak.` archives, no symlinks."""
+    if not sessions_dir.is_dir():
+        return []
+    out = []
+    for p in sorted(sessions_dir.iterdir()):
+        name = p.name
+        if p.is_symlink() or not p.is_file() or ".bak." in name or name == "sessions.json":
+            continue
+        if name.endswith(".jsonl") or ".jsonl.reset." in name or ".jsonl.deleted." in name:
+            out.append(p)
+    return out
