@@ -127,7 +127,7 @@ class FallbackSearchManager:
         st = await self.fallback().status(deep=deep)
         return st.model_copy(update={"fallback": Fallback(**{"from": self.backend, "reason": self.failure_reason or ""})})
 
-    async def sync(self, *, force: bool = False, reason: str = "manual") -> SyncReport:
+    async def sync(self, *, force: bool = False, reason: str = "manual", **_ignored: Any) -> SyncReport:
         try:
             report = await self.primary().sync(force=force, reason=reason)
             self._failure = None

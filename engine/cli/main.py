@@ -214,6 +214,32 @@ def status(obj: _Ctx, deep: bool, as_json: bool) -> None:
         click.echo(render_status(st))
 
 
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON line per event on stdout.")
+@click.pass_obj
+def watch(obj: _Ctx, as_json: bool) -> None:
+    """Keep the index fresh: watch the memory files and sync on every change (Ctrl-C stops)."""
+    import signal  # noqa: PLC0415
+
+    from ..host import serve_freshness  # noqa: PLC0415
+    from .render import WatchStatus  # noqa: PLC0415
+
+    async def go(manager: Any) -> None:
+        settings = obj.settings()
+        status = WatchStatus(settings, as_json=as_json)
+        with status:
+            async with anyio.create_task_group() as tg:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    await tg.start(lambda task_status: serve_freshness(manager, settings, on_event=status.event, task_status=task_status))
+                    async for _sig in signals:
+                        tg.cancel_scope.cancel()
+                        break
+        status.stopped()
+
+    with _errors_to_exit():
+        obj.run(go)
+
+
 @cli.group()
 def config() -> None:
     """Inspect the configuration."""

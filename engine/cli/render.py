@@ -7,7 +7,7 @@ import textwrap
 from ..results import ManagerStatus, SearchAnswer
 from ..manager import SyncReport
 
-__all__ = ["render_answer", "render_status", "render_sync"]
+__all__ = ["render_answer", "render_status", "render_sync", "WatchStatus"]
 
 
 def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
@@ -141,3 +141,74 @@ def render_status(s: ManagerStatus) -> str:
             rows.append(("Integrity", s.deep["integrity"]))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+class WatchStatus:
+    """`memsift watch` output: a live status line on a terminal, plain lines otherwise, or JSON
+    lines on stdout with --json."""
+
+    def __init__(self, settings, *, as_json: bool = False) -> None:
+        import sys  # noqa: PLC0415
+
+        self.settings = settings
+        self.as_json = as_json
+        self.live = not as_json and sys.stderr.isatty()
+        self.syncs = 0
+        self.last = "starting"
+        self._status = None
+
+    def __enter__(self) -> WatchStatus:
+        if self.live:
+            from rich.console import Console  # noqa: PLC0415
+
+            self._console = Console(stderr=True)
+            self._status = self._console.status(self._line())
+            self._status.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._status is not None:
+            self._status.__exit__(None, None, None)
+
+    def _line(self) -> str:
+        return f"watching {self.settings.workspace} · {self.syncs} sync(s) · {self.last} · Ctrl-C to stop"
+
+    def _say(self, text: str) -> None:
+        import sys  # noqa: PLC0415
+
+        if self.live:
+            self._console.print(text)
+            self._status.update(self._line())
+        else:
+            print(f"memsift watch: {text}", file=sys.stderr, flush=True)
+
+    def event(self, kind: str, payload: dict) -> None:
+        import json  # noqa: PLC0415
+        import time  # noqa: PLC0415
+
+        now = time.strftime("%H:%M:%S")
+        if self.as_json:
+            data = {"event": kind, "time": now}
+            if kind == "synced":
+                data.update(reason=payload["reason"], seconds=round(payload["seconds"], 3), report=payload["report"].model_dump(by_alias=True))
+            else:
+                data.update({k: v for k, v in payload.items()})
+            print(json.dumps(data), flush=True)
+            return
+        if kind == "synced":
+            r = payload["report"]
+            self.syncs += 1
+            self.last = f"last sync {now} ({payload['reason']})"
+            self._say(f"{now} synced ({payload['reason']}): {r.files_indexed} indexed, {r.files_removed} removed, "
+                      f"{r.chunks_embedded} chunk(s) embedded in {payload['seconds']:.2f} s")
+        elif kind == "changed":
+            self._say(f"{now} {payload['files']} file(s) changed")
+        elif kind == "error":
+            self.last = f"last sync failed {now}"
+            self._say(f"{now} sync failed ({payload['reason']}): {payload['error']}")
+        elif kind == "ready":
+            self._say(f"{now} watching {self.settings.workspace} (Ctrl-C to stop)")
+
+    def stopped(self) -> None:
+        if not self.as_json:
+            self._say("stopped")

@@ -1,0 +1,203 @@
+"""Watching: real files, a real watcher, the real builtin index (fake embeddings)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from helpers import make_settings
+from memsift.backends.builtin import BuiltinSearchManager
+from memsift.engine.embeddings.fake import FakeEmbeddingProvider
+from memsift.engine.host import SessionDeltaTracker, serve_freshness
+from memsift.engine.watcher import MemoryWatcher
+
+
+def _host_and(tmp_path, ws, body, **ms):
+    """Run the freshness host, then `body(manager, events)`; return what body returns."""
+    settings = make_settings(tmp_path, ws, {"sync": {"watchDebounceMs": 200}, **ms})
+    manager = BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())
+    events: list[tuple[str, dict]] = []
+
+    async def main():
+        async with anyio.create_task_group() as tg:
+            await tg.start(lambda task_status: serve_freshness(manager, settings, on_event=lambda k, p: events.append((k, p)), task_status=task_status))
+            result = await body(manager, events)
+            tg.cancel_scope.cancel()
+        return result
+
+    return anyio.run(main)
+
+
+async def _wait_for(events, predicate, timeout=15.0):
+    with anyio.fail_after(timeout):
+        while not any(predicate(k, p) for k, p in events):
+            await anyio.sleep(0.05)
+
+
+def _watch_syncs(events):
+    return [p for k, p in events if k == "synced" and p["reason"] == "watch"]
+
+
+def test_a_written_note_becomes_searchable_and_a_deleted_one_goes(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n")
+
+    async def body(manager, events):
+        await anyio.sleep(0.3)  # the watches are armed
+        note = ws / "memory" / "2026-11-22.md"
+        note.write_text("- adopted the xylophone naming scheme\n")
+        await _wait_for(events, lambda k, p: k == "synced" and p["reason"] == "watch")
+        found = (await manager.search("xylophone naming", min_score=0)).results
+        note.unlink()
+        n = len(_watch_syncs(events))
+        await _wait_for(events, lambda k, p: len(_watch_syncs(events)) > n)
+        gone = (await manager.search("xylophone naming", min_score=0)).results
+        return found, gone
+
+    found, gone = _host_and(tmp_path, ws, body)
+    assert found and found[0].path == "memory/2026-11-22.md"
+    assert all(h.path != "memory/2026-11-22.md" for h in gone)
+
+
+def test_memory_folder_created_later_and_root_file_edits_are_seen(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+
+    async def body(manager, events):
+        await anyio.sleep(0.3)
+        (ws / "memory").mkdir()
+        await anyio.sleep(0.5)  # the recursive watch restarts on the new folder
+        (ws / "memory" / "later.md").write_text("- the quokka project kicked off\n")
+        await _wait_for(events, lambda k, p: k == "synced" and p["reason"] == "watch" and p["report"].files_indexed >= 1)
+        n = len(_watch_syncs(events))
+        (ws / "MEMORY.md").write_text("# Memory\n- prefers green tea\n")
+        await _wait_for(events, lambda k, p: len(_watch_syncs(events)) > n)
+        await anyio.sleep(0.3)
+        return (await manager.search("quokka project", min_score=0)).results, (await manager.search("green tea", min_score=0)).results
+
+    quokka, tea = _host_and(tmp_path, ws, body)
+    assert quokka[0].path == "memory/later.md" and tea[0].path == "MEMORY.md"
+
+
+def test_ignored_folders_and_other_files_do_not_trigger(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory" / "node_modules").mkdir(parents=True)
+    (ws / "memory" / ".git").mkdir()
+    settings = make_settings(tmp_path, ws)
+    seen: list[set[str]] = []
+
+    async def on_change(paths):
+        seen.append(paths)
+
+    async def main():
+        w = MemoryWatcher(settings, on_change, debounce_ms=100)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(w.run)
+            await anyio.sleep(0.3)
+            (ws / "memory" / "node_modules" / "pkg.md").write_text("x")
+            (ws / "memory" / ".git" / "HEAD.md").write_text("x")
+            (ws / "memory" / "notes.txt").write_text("x")
+            await anyio.sleep(0.8)
+            ignored = list(seen)
+            (ws / "memory" / "real.md").write_text("x")
+            with anyio.fail_after(10):
+                while len(seen) == len(ignored):
+                    await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()
+        return ignored, seen
+
+    ignored, seen = anyio.run(main)
+    assert ignored == [] and seen[-1] == {str(ws / "memory" / "real.md")}
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_watching_10000_files_uses_a_fixed_number_of_fds_and_threads(tmp_path):
+    ws = tmp_path / "ws"
+    for d in range(100):
+        folder = ws / "memory" / f"d{d:03d}"
+        folder.mkdir(parents=True)
+        for f in range(100):
+            (folder / f"n{f:03d}.md").write_text("x")
+    settings = make_settings(tmp_path, ws)
+
+    async def main():
+        fds, threads = _fds(), threading.active_count()
+        w = MemoryWatcher(settings, lambda paths: anyio.sleep(0), debounce_ms=100)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(w.run)
+            await anyio.sleep(1.0)
+            during = _fds() - fds, threading.active_count() - threads
+            tg.cancel_scope.cancel()
+        return during
+
+    extra_fds, extra_threads = anyio.run(main)
+    assert extra_fds <= 6 and extra_threads <= 4  # two watches: an inotify fd and a thread each
+
+
+def test_session_delta_thresholds(tmp_path):
+    t = tmp_path / "s.jsonl"
+    t.write_text("")
+    tracker = SessionDeltaTracker(delta_bytes=1000, delta_messages=3)
+    tracker.baseline([t])
+    t.write_text('{"a": 1}\n')
+    assert not tracker.observe(t)
+    t.write_text('{"a": 1}\n{"b": 2}\n{"c": 3}\n')
+    assert tracker.observe(t)  # three messages appended in all
+    assert tracker.pending[str(t)] == [27 - 0, 0] or tracker.pending[str(t)][1] == 0
+    t.write_text("x" * 1500)  # shrunk-then-grown counts as new: bytes cross the threshold
+    assert tracker.observe(t)
+    t.unlink()
+    assert tracker.observe(t)  # deleted: sync so its rows go
+    zero = SessionDeltaTracker(0, 0)
+    t.write_text("y")
+    assert zero.observe(t)  # 0 means any growth
+
+
+def test_memsift_watch_cli_syncs_changes_and_stops_cleanly_on_ctrl_c(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+                "MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__SYNC__WATCHDEBOUNCEMS": "200"})
+    proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "watch", "--json"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[dict] = []
+
+    import queue
+
+    q: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [q.put(line) for line in proc.stdout], daemon=True).start()
+
+    def read_until(pred, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = q.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            lines.append(json.loads(line))
+            if pred(lines[-1]):
+                return lines[-1]
+        proc.kill()
+        raise AssertionError(f"no matching event in {lines}; stderr: {proc.stderr.read()[-2000:]}")
+
+    read_until(lambda e: e["event"] == "ready")
+    (ws / "memory" / "n.md").write_text("- a note about walruses\n")
+    event = read_until(lambda e: e["event"] == "synced" and e["reason"] == "watch")
+    assert event["report"]["filesIndexed"] == 1
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=20) == 0
