@@ -1,0 +1,113 @@
+"""Several processes on one index: a rebuilding writer, an appending writer, four searchers;
+and processes killed with SIGKILL in the middle of a rebuild or a sync."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+
+from helpers import make_settings
+from memsift.backends.builtin import BuiltinSearchManager
+from memsift.backends.builtin.store import open_db
+from memsift.engine.embeddings.fake import FakeEmbeddingProvider
+
+WORKER = Path(__file__).with_name("worker.py")
+
+
+def _ws(tmp_path: Path, n: int) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\n- the user drinks dark roast coffee with oat milk\n")
+    for i in range(n):
+        body = "\n".join(f"- log {i}.{j}: standup, deploy, ledger review item {j} " + "padding " * 12 for j in range(30))
+        (ws / "memory" / f"2026-09-{i % 28 + 1:02d}-{i}.md").write_text(f"# {i}\n\n{body}\n")
+    return ws
+
+
+def _spawn(role: str, tmp_path: Path, ws: Path, n: int = 1) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(WORKER), role, str(tmp_path), str(ws), str(n)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _result(proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate(timeout=240)
+    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert lines, err[-2000:]
+    return lines[-1]
+
+
+def _manager(tmp_path, ws, model: str = "fake-bow"):
+    return BuiltinSearchManager(make_settings(tmp_path, ws), provider=FakeEmbeddingProvider(model=model))
+
+
+def test_writers_and_four_searchers_at_once(tmp_path):
+    ws = _ws(tmp_path, 60)
+    anyio.run(_manager(tmp_path, ws).sync)
+    procs = [_spawn("reindex", tmp_path, ws, 4), _spawn("append", tmp_path, ws, 10)]
+    procs += [_spawn("search", tmp_path, ws, 150) for _ in range(4)]
+    results = [_result(p) for p in procs]
+    for r in results:
+        assert r["errors"] == [], r
+    assert [r["ok"] for r in results] == [4, 10, 150, 150, 150, 150]
+    # Afterwards the index matches the files exactly.
+    m = _manager(tmp_path, ws)
+    anyio.run(m.sync)
+    conn, _ = open_db(m.db_path, readonly=True)
+    assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == 61 + 10
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    assert anyio.run(lambda: m.search("gannets note number 7", min_score=0)).results[0].path == "memory/appended-7.md"
+
+
+def _kill_when_started(proc: subprocess.Popen, wait_s: float) -> None:
+    line = proc.stdout.readline()
+    assert '"started": true' in line, line + proc.stderr.read()
+    time.sleep(wait_s)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def test_sigkill_in_the_middle_of_a_rebuild_leaves_a_working_index(tmp_path):
+    ws = _ws(tmp_path, 80)
+    m = _manager(tmp_path, ws)
+    anyio.run(m.sync)
+    before = os.stat(m.db_path).st_ino
+    proc = _spawn("slow-reindex", tmp_path, ws)
+    _kill_when_started(proc, 1.5)
+    assert glob.glob(f"{m.db_path}.tmp-*")  # the half-built database it left behind
+    assert os.stat(m.db_path).st_ino == before  # the live index was never replaced
+    fresh = _manager(tmp_path, ws)
+    answer = anyio.run(lambda: fresh.search("dark roast coffee", min_score=0))
+    assert answer.results[0].path == "MEMORY.md"  # it opens and answers
+    anyio.run(fresh.sync)
+    assert [p for p in glob.glob(f"{m.db_path}.tmp-*") if not p.endswith(("-wal", "-shm"))] == []  # cleaned up
+
+
+def test_sigkill_in_the_middle_of_a_sync_then_the_next_sync_catches_up(tmp_path):
+    ws = _ws(tmp_path, 5)
+    m = _manager(tmp_path, ws, model="slow-bow")  # the worker's model: its sync is incremental
+    anyio.run(m.sync)
+    for i in range(40):
+        (ws / "memory" / f"new-{i}.md").write_text(f"- new note {i} about puffins, line padding padding\n" * 300)
+    proc = _spawn("slow-sync", tmp_path, ws)
+    _kill_when_started(proc, 1.0)
+    fresh = _manager(tmp_path, ws, model="slow-bow")
+    conn, _ = open_db(fresh.db_path, readonly=True)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    partial = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+    # Every file row that made it has its chunks: files and chunks were written together.
+    orphans = conn.execute("SELECT count(*) FROM files f WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.path = f.path)").fetchone()[0]
+    conn.close()
+    assert 5 < partial < 45 and orphans == 0  # killed part-way, with whole files only
+    anyio.run(fresh.sync)
+    conn, _ = open_db(fresh.db_path, readonly=True)
+    assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == 46
+    conn.close()
