@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
 from .results import ManagerStatus, ReadResult, SearchAnswer
 
 __all__ = ["SearchManager", "SyncReport"]
-
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
 
 class SyncReport(BaseModel):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -475,8 +476,6 @@ class QmdSearchManager:
 
 
 def _numbers(text: str, word: str) -> list[str]:
-    import re  # noqa: PLC0415
-
     return re.findall(rf"(\d+) {word}", text or "")
 
 
