@@ -8,7 +8,6 @@ __all__ = [
     "utf16_len",
     "utf16_slice",
     "is_cjk_char",
-    "contains_cjk",
     "weighted_len",
     "WORD_RE",
     "word_tokens",
@@ -60,10 +59,6 @@ def is_cjk_char(ch: str) -> bool:
     """True for kana, Han and hangul characters: scripts searched as character n-grams."""
     cp = ord(ch)
     return any(lo <= cp <= hi for lo, hi in _SEARCH_CJK_RANGES)
-
-
-def contains_cjk(s: str) -> bool:
-    return any(is_cjk_char(ch) for ch in s)
 
 
 def _is_weighted_cjk(cp: int) -> bool:

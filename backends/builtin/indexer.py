@@ -42,7 +42,6 @@ from memsift.engine.transcripts import flatten_transcript, list_transcripts
 from .store import (
     SCHEMA_VERSION,
     VectorState,
-    blob_to_vec,
     ensure_vec_table,
     open_db,
     read_meta,
@@ -627,6 +626,3 @@ class Indexer:
 def _has_table(conn: apsw.Connection, name: str) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (name,)).fetchone() is not None
 
-
-def stored_vector(blob: bytes | None) -> np.ndarray | None:
-    return None if blob is None else blob_to_vec(blob)

@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+import pytest
+
+from memsift.engine.citations import chat_type_for_citations, citation_for, citations_enabled, decorate_snippet
+
+
+def test_citation_format():
+    assert citation_for("memory/2026-11-02.md", 5, 7) == "memory/2026-11-02.md#L5-L7"
+    assert citation_for("MEMORY.md", 3, 3) == "MEMORY.md#L3"
+    assert decorate_snippet("  some text \n", "MEMORY.md#L3") == "some text\n\nSource: MEMORY.md#L3"
+
+
+@pytest.mark.parametrize(
+    "mode,key,on",
+    [
+        ("on", "agent:main:discord:group:1", True),
+        ("off", None, False),
+        ("auto", None, True),  # no key: a local caller, direct
+        ("auto", "agent:main:telegram:direct:7", True),
+        ("auto", "agent:main:discord:group:1", False),
+        ("auto", "agent:main:slack:channel:C1", False),
+        ("auto", "agent:main:slack:group:channel:C1", False),
+    ],
+)
+def test_citation_modes(mode, key, on):
+    assert citations_enabled(mode, key) is on
+
+
+def test_citation_chat_type_checks_channel_before_group():
+    assert chat_type_for_citations("agent:main:x:group:channel:1") == "channel"
+    assert chat_type_for_citations("   ") == "direct"
