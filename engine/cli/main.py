@@ -215,6 +215,22 @@ def status(obj: _Ctx, deep: bool, as_json: bool) -> None:
 
 
 @cli.command()
+@click.argument("text")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def note(obj: _Ctx, text: str, as_json: bool) -> None:
+    """Append TEXT as a timestamped line to today's memory/YYYY-MM-DD.md (created if needed)."""
+    from ..notes import append_note  # noqa: PLC0415
+
+    with _errors_to_exit():
+        path, line = append_note(obj.settings().workspace, text)
+    if as_json:
+        _emit_json({"path": path, "line": line})
+    else:
+        click.echo(f"{path}:{line}")
+
+
+@cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line per event on stdout.")
 @click.pass_obj
 def watch(obj: _Ctx, as_json: bool) -> None:

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+
+import pytest
+
+from memsift.engine.errors import PathNotAllowedError
+from memsift.engine.notes import append_note
+
+NOW = datetime(2026, 11, 22, 9, 41, tzinfo=timezone.utc)
+
+
+def test_creates_todays_log_and_only_appends(tmp_path):
+    assert append_note(tmp_path, "Lena's flight lands at 18:05", now=NOW) == ("memory/2026-11-22.md", 3)
+    log = tmp_path / "memory" / "2026-11-22.md"
+    log.write_text(log.read_text() + "- 10:00 written by hand, no newline at the end")
+    assert append_note(tmp_path, "two lines\nsecond line", now=NOW) == ("memory/2026-11-22.md", 5)
+    assert log.read_text() == (
+        "# 2026-11-22\n\n- 09:41 Lena's flight lands at 18:05\n- 10:00 written by hand, no newline at the end\n"
+        "- 09:41 two lines\n  second line\n"
+    )
+
+
+def test_refuses_empty_text_and_symlinks(tmp_path):
+    with pytest.raises(PathNotAllowedError):
+        append_note(tmp_path, "   \n", now=NOW)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.symlink(elsewhere, ws / "memory")
+    with pytest.raises(PathNotAllowedError, match="symlink"):
+        append_note(ws, "x", now=NOW)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_note_then_search_through_the_cli(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    base = [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws)]
+    r = subprocess.run([*base, "note", "the spare key is under the blue flowerpot", "--json"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    written = json.loads(r.stdout)
+    assert written["path"].startswith("memory/") and written["line"] == 3
+    r = subprocess.run([*base, "search", "where is the spare key", "--json"], capture_output=True, text=True, env=env, timeout=300)
+    assert json.loads(r.stdout)["results"][0]["path"] == written["path"]
