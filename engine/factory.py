@@ -8,7 +8,6 @@ from typing import Any, Callable, Mapping
 import structlog
 
 from .config import ResolvedConfig, load_config, resolve_agent
-from .embeddings import select_provider
 from .errors import ConfigError
 from .manager import SearchManager
 
@@ -57,7 +56,7 @@ def open_manager(
     from memsift.backends.builtin import BuiltinSearchManager  # noqa: PLC0415
 
     def builtin() -> SearchManager:
-        return BuiltinSearchManager(settings, selection=select_provider(settings.memory_search), progress=progress)
+        return BuiltinSearchManager(settings, progress=progress)  # selects its provider when first needed
 
     if chosen == "builtin":
         return builtin()

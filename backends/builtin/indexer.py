@@ -196,8 +196,10 @@ class Indexer:
                 want = wanted_meta(self.settings, self.ident)
                 current = read_meta(conn)
                 cause = "forced" if force else fingerprint_diff(current, want)
+                if not cause:
+                    self._incremental(conn, vec, report, want, current or want)
             finally:
-                conn.close()
+                conn.close()  # closed before any rebuild swaps the file
             if cause and not allow_full and current is not None:
                 report.reindex_cause = cause
                 report.took_ms = (time.perf_counter() - started) * 1000
@@ -206,12 +208,6 @@ class Indexer:
                 log.info("full reindex", cause=cause, db=str(self.db_path))
                 report.full_reindex, report.reindex_cause = True, cause
                 self._full_rebuild(report, want)
-            else:
-                conn, vec = self._open(self.db_path)
-                try:
-                    self._incremental(conn, vec, report, want, current or want)
-                finally:
-                    conn.close()
         report.files_skipped = len(self.skipped)
         report.took_ms = (time.perf_counter() - started) * 1000
         return report

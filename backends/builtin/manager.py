@@ -59,13 +59,12 @@ class BuiltinSearchManager:
     ) -> None:
         self.settings = settings
         self.ms = settings.memory_search
-        if selection is None:
-            selection = (
-                ProviderSelection(provider, provider.id) if provider is not None else select_provider(self.ms)
-            )
-        self.selection = selection
-        self._primary = selection  # what the config asks for; an explicit sync retries it
-        self.provider = selection.provider
+        if selection is None and provider is not None:
+            selection = ProviderSelection(provider, provider.id)
+        # Chosen when first needed (search, sync, status), so a plain read never loads a provider.
+        self._primary: ProviderSelection | None = selection  # what the config asks for
+        self.selection: ProviderSelection | None = selection  # what is in use (maybe the fallback)
+        self.provider: EmbeddingProvider | None = selection.provider if selection else None
         self.progress = progress
         self.db_path = settings.store_path
         self._conn: apsw.Connection | None = None
@@ -81,6 +80,11 @@ class BuiltinSearchManager:
         self.search_sync_budget_s = SEARCH_SYNC_BUDGET_S
 
     # --- identity and connections -------------------------------------------------------------
+
+    def _ensure_provider(self) -> None:
+        if self._primary is None:
+            self._primary = self.selection = select_provider(self.ms)
+            self.provider = self.selection.provider
 
     @property
     def identity(self) -> IndexIdentity:
@@ -147,6 +151,7 @@ class BuiltinSearchManager:
         the fallback recovers. If embedding fails and a fallback provider is configured, the
         index is rebuilt with the fallback and the switch is recorded (status, answers, meta).
         """
+        self._ensure_provider()
         async with self._sync_lock:
             if allow_full and self._primary.provider is not None and self.provider is not self._primary.provider:
                 self.provider, self.selection = self._primary.provider, self._primary
@@ -270,6 +275,7 @@ class BuiltinSearchManager:
         now: float | None = None,
     ) -> SearchAnswer:
         started = time.perf_counter()
+        self._ensure_provider()
         q = clean_query(query or "").strip()
         max_results = max(1, int(max_results if max_results is not None else self.ms.query.max_results))
         min_score = min(1.0, max(0.0, float(min_score if min_score is not None else self.ms.query.min_score)))
@@ -462,6 +468,7 @@ class BuiltinSearchManager:
         return changed + len(known), [{"path": s.path, "reason": s.reason} for s in skipped]
 
     async def status(self, *, deep: bool = False) -> ManagerStatus:
+        self._ensure_provider()
         try:
             conn = self._reader()
             if conn is not None:

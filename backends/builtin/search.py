@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from itertools import islice
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -122,7 +123,7 @@ def _numpy_scan(conn: apsw.Connection, q: np.ndarray, limit: int) -> list[tuple[
     best: list[tuple[float, int]] = []  # min-heap of (score, rowid)
     cursor = conn.execute("SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL")
     while True:
-        batch = cursor.fetchmany(SCAN_BATCH) if hasattr(cursor, "fetchmany") else _take(cursor, SCAN_BATCH)
+        batch = list(islice(cursor, SCAN_BATCH))
         if not batch:
             break
         ids = [r for r, b in batch if len(b) == q.nbytes]
@@ -137,15 +138,6 @@ def _numpy_scan(conn: apsw.Connection, q: np.ndarray, limit: int) -> list[tuple[
             elif s > best[0][0]:
                 heapq.heapreplace(best, (s, rowid))
     return [(r, s) for s, r in sorted(best, reverse=True)]
-
-
-def _take(cursor: Any, n: int) -> list:
-    out = []
-    for row in cursor:
-        out.append(row)
-        if len(out) >= n:
-            break
-    return out
 
 
 # --- the pipeline -------------------------------------------------------------------------------

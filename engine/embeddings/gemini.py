@@ -22,14 +22,9 @@ class GeminiProvider(RemoteProvider):
     id = "gemini"
     default_model = "gemini-embedding-001"
     default_base_url = "https://generativelanguage.googleapis.com/v1beta"
+    model_prefixes = ("models/", "gemini/", "google/")
     max_batch_items = 100
     normalise = True
-
-    @staticmethod
-    def normalise_model(model: str) -> str:
-        for prefix in ("models/", "gemini/", "google/"):
-            model = model.removeprefix(prefix)
-        return model
 
     def __init__(self, *, output_dimensionality: int | None = None, **kw: Any) -> None:
         kw["base_url"] = kw["base_url"].rstrip("/").removesuffix("/openai")

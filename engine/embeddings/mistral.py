@@ -11,9 +11,6 @@ class MistralProvider(OpenAIProvider):
     id = "mistral"
     default_model = "mistral-embed"
     default_base_url = "https://api.mistral.ai/v1"
+    model_prefixes = ("mistral/",)
     max_input_tokens = 8192
     max_batch_items = 512
-
-    @staticmethod
-    def normalise_model(model: str) -> str:
-        return model.removeprefix("mistral/")

@@ -13,13 +13,10 @@ class OllamaProvider(RemoteProvider):
     id = "ollama"
     default_model = "nomic-embed-text"
     default_base_url = "http://127.0.0.1:11434"
+    model_prefixes = ("ollama/",)
     max_input_tokens = 8192
     max_batch_items = 256
     normalise = True
-
-    @staticmethod
-    def normalise_model(model: str) -> str:
-        return model.removeprefix("ollama/")
 
     async def embed_batch(self, texts: list[str], *, query: bool) -> list[Any]:
         body = await self.request(

@@ -13,19 +13,16 @@ class OpenAIProvider(RemoteProvider):
     id = "openai"
     default_model = "text-embedding-3-small"
     default_base_url = "https://api.openai.com/v1"
+    model_prefixes = ("openai/",)
     max_input_tokens = 8192
     max_batch_items = 2048
-
-    @staticmethod
-    def normalise_model(model: str) -> str:
-        return model.removeprefix("openai/")
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         if self.model == "text-embedding-ada-002":
             self.max_input_tokens = 8191
 
-    def request_body(self, texts: list[str]) -> dict[str, Any]:
+    def request_body(self, texts: list[str], *, query: bool) -> dict[str, Any]:
         return {"model": self.model, "input": texts}
 
     @staticmethod
@@ -42,6 +39,6 @@ class OpenAIProvider(RemoteProvider):
 
     async def embed_batch(self, texts: list[str], *, query: bool) -> list[Any]:
         body = await self.request(
-            "POST", "embeddings", json_body=self.request_body(texts), timeout=self.query_timeout if query else self.batch_timeout
+            "POST", "embeddings", json_body=self.request_body(texts, query=query), timeout=self.query_timeout if query else self.batch_timeout
         )
         return self.parse_data(body)

@@ -138,6 +138,13 @@ class RemoteProvider:
     max_input_tokens = 8192
     max_batch_items = 2048
     normalise = False
+    model_prefixes: tuple[str, ...] = ()  # accepted in front of a model name and stripped
+
+    @classmethod
+    def normalise_model(cls, model: str) -> str:
+        for prefix in cls.model_prefixes:
+            model = model.removeprefix(prefix)
+        return model
 
     def __init__(
         self,
