@@ -256,6 +256,32 @@ def watch(obj: _Ctx, as_json: bool) -> None:
         obj.run(go)
 
 
+@cli.command()
+@click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address (no authentication: keep it local).")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="HTTP port.")
+@click.option("--session-key", help="Session key for every call (scope rules, citations); wins over a per-call key.")
+@click.option("--max-chars", type=click.IntRange(min=200), help="Bound on each answer (default memory.qmd.limits.maxInjectedChars).")
+@click.option("--no-watch", is_flag=True, help="Do not keep the index fresh in the background.")
+@click.pass_obj
+def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None, max_chars: int | None, no_watch: bool) -> None:
+    """Serve memory_search, memory_get and memory_status over MCP (needs the `mcp` extra)."""
+    try:
+        from ..mcp_server import serve  # noqa: PLC0415
+
+        import mcp as _  # noqa: F401, PLC0415
+    except ImportError:
+        click.echo("memsift: the MCP server needs the mcp extra: pip install 'memsift[mcp]'", err=True)
+        sys.exit(EXIT_CODES["usage"])
+    if use_http and host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"memsift: warning: serving memory without authentication on {host}:{port}", err=True)
+
+    with _errors_to_exit():
+        settings = obj.settings()
+        anyio.run(lambda: serve(settings, backend=obj.backend, transport="http" if use_http else "stdio", host=host,
+                                port=port, session_key=session_key, max_chars=max_chars, fresh=not no_watch))
+
+
 @cli.group()
 def config() -> None:
     """Inspect the configuration."""

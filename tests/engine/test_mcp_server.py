@@ -1,0 +1,253 @@
+"""The MCP server through the `mcp` package's own client: stdio and HTTP, builtin and QMD."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from helpers import QMD_SAMPLES, make_settings
+
+mcp = pytest.importorskip("mcp")
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+from memsift.backends.builtin import BuiltinSearchManager  # noqa: E402
+from memsift.engine.embeddings.fake import FakeEmbeddingProvider  # noqa: E402
+from memsift.engine.errors import ProviderError  # noqa: E402
+from memsift.engine.mcp_server import MemoryServer, build_server  # noqa: E402
+
+FAKEBIN = Path(__file__).parents[1] / "backends" / "qmd" / "fakebin"
+TOOLS = {"memory_search", "memory_get", "memory_status"}
+
+
+def _real_qmd() -> bool:
+    exe = shutil.which("qmd")
+    if not exe:
+        return False
+    try:
+        return "2.8.3" in subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _stdio(ws: Path, state: Path, *args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memsift.engine.cli.main", "-w", str(ws), *args],
+        env={"MEMSIFT_STATE_DIR": str(state), "XDG_CONFIG_HOME": str(state / "xdg"), **(env or {})},
+    )
+
+
+async def _exercise(client: Client, *, query: str, expect_path: str, backend: str) -> dict:
+    """List and call the three tools; return the search payload for backend-specific checks."""
+    listed = await client.list_tools()
+    tools = {t.name: t for t in listed.tools}
+    assert set(tools) == TOOLS
+    for t in tools.values():
+        assert t.annotations.read_only_hint is True and t.annotations.destructive_hint is False
+        assert t.output_schema is not None  # structured output
+    assert "decisions" in tools["memory_search"].description and "before answering" in tools["memory_search"].description
+    assert set(tools["memory_get"].input_schema["properties"]) == {"path", "from", "lines"}
+
+    found = await client.call_tool("memory_search", {"query": query, "maxResults": 5})
+    assert not found.is_error
+    payload = found.structured_content
+    assert payload["backend"] == backend and not payload["disabled"]
+    paths = [h["path"] for h in payload["results"]]
+    assert expect_path in paths, payload
+    hit = payload["results"][paths.index(expect_path)]
+    assert hit["citation"].startswith(f"{expect_path}#L") and hit["snippet"].endswith(f"Source: {hit['citation']}")
+
+    got = await client.call_tool("memory_get", {"path": hit["path"], "from": hit["startLine"], "lines": 2})
+    assert not got.is_error and got.structured_content["lines"] == 2 and got.structured_content["text"]
+
+    outside = await client.call_tool("memory_get", {"path": "../../etc/passwd"})
+    assert not outside.is_error  # an outage is a value, not a tool error
+    assert outside.structured_content["disabled"] is True and "not allowed" in outside.structured_content["error"]
+    assert "root:" not in json.dumps(outside.structured_content)
+
+    status = await client.call_tool("memory_status", {})
+    assert not status.is_error and status.structured_content["status"]["backend"] == backend
+    return payload
+
+
+def test_stdio_builtin_lists_and_calls_all_three_tools(example_workspace, tmp_path):
+    async def go():
+        async with Client(_stdio(example_workspace, tmp_path / "state", "mcp")) as client:
+            payload = await _exercise(client, query="which database did we choose for the ledger service",
+                                      expect_path="MEMORY.md", backend="builtin")
+            assert payload["mode"] == "hybrid" and payload["provider"] == "local"
+            bad = await client.call_tool("memory_search", {"query": "x", "maxResults": 0})
+            assert bad.is_error  # invalid arguments are refused with the schema's message
+
+    anyio.run(go)
+
+
+def test_stdio_qmd_backend_lists_and_calls_all_three_tools(tmp_path):
+    ws = tmp_path / "ws"
+    shutil.copytree(QMD_SAMPLES / "corpus", ws)
+    real = _real_qmd()
+    env = {"PATH": os.environ["PATH"]} if real else {
+        "PATH": f"{FAKEBIN}:{os.environ['PATH']}", "FAKE_QMD_SAMPLES": str(QMD_SAMPLES),
+        "FAKE_QMD_LOG": str(tmp_path / "qmd-calls.jsonl"), "FAKE_QMD_PIDS": str(tmp_path / "pids"),
+    }
+    config = tmp_path / "memsift.json5"
+    config.write_text(json.dumps({"memory": {"backend": "qmd", "qmd": {
+        "includeDefaultMemory": False, "paths": [{"path": ".", "name": "notes"}], "update": {"debounceMs": 0}}}}))
+
+    async def go():
+        async with Client(_stdio(ws, tmp_path / "state", "-c", str(config), "mcp", "--no-watch", env=env)) as client:
+            payload = await _exercise(client, query="aurora telemetry", expect_path="MEMORY.md", backend="qmd")
+            assert payload["fallback"] is None and payload["mode"] == "search"
+            group = await client.call_tool("memory_search", {"query": "aurora telemetry", "sessionKey": "agent:main:discord:group:42"})
+            denied = group.structured_content
+            assert not group.is_error and denied["results"] == [] and denied["disabled"] is True
+            assert denied["denied"]["chatType"] == "group" and denied["denied"]["channel"] == "discord"
+
+    anyio.run(go)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_http_transport_serves_on_loopback(example_workspace, tmp_path):
+    port = _free_port()
+    state = tmp_path / "state"
+    env = {**os.environ, "MEMSIFT_STATE_DIR": str(state), "XDG_CONFIG_HOME": str(state / "xdg")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(example_workspace), "mcp", "--http", "--port", str(port)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read().decode()
+                time.sleep(0.2)
+
+        async def go():
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                await _exercise(client, query="what is my sister allergic to", expect_path="MEMORY.md", backend="builtin")
+
+        anyio.run(go)
+        # Bound to loopback only: the port is not open on another local address of this host.
+        other = _non_loopback_address()
+        if other:
+            with pytest.raises(OSError):
+                socket.create_connection((other, port), timeout=1).close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def _non_loopback_address() -> str | None:
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.255.255.255", 1))  # no packet is sent; this picks the outgoing interface
+            addr = s.getsockname()[0]
+    except OSError:
+        return None
+    return None if addr.startswith("127.") else addr
+
+
+# In-process: the output bound, paging, session keys and outages as values.
+
+
+def _server(tmp_path, ws, **kw):
+    settings = make_settings(tmp_path, ws, memory={"citations": "on"})
+    manager = BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())
+    return manager, MemoryServer(manager, settings, **kw)
+
+
+def test_answers_are_bounded_and_long_files_come_in_pages(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    lines = [f"- line {i}: the deploy pipeline for service {i} uses canary releases" for i in range(1, 301)]
+    (ws / "memory" / "2026-11-01.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    manager, memory = _server(tmp_path, ws, max_chars=1000)
+
+    async def go():
+        await manager.sync()
+        found = await memory.search("canary releases deploy pipeline", max_results=20, min_score=0.0)
+        assert sum(len(h.snippet) for h in found.results) <= 1000
+        assert found.truncated is True and found.results
+
+        pages, start = [], 1
+        while True:
+            page = await memory.get("memory/2026-11-01.md", start)
+            assert len(page.text) <= 1000 and not page.disabled
+            pages.append(page.text)
+            if not page.truncated:
+                break
+            assert page.next_from == start + page.lines
+            start = page.next_from
+        assert len(pages) > 5
+        assert "".join(pages) == (ws / "memory" / "2026-11-01.md").read_text(encoding="utf-8")
+        await manager.aclose()
+
+    anyio.run(go)
+
+
+def test_server_session_key_wins_over_a_per_call_key(tmp_path, example_workspace):
+    manager, memory = _server(tmp_path, example_workspace, session_key="agent:main:telegram:group:7")
+
+    async def go():
+        answer = await memory.search("PostgreSQL", session_key="agent:main:main")
+        assert answer.warning and "fixed by the server" in answer.warning
+        assert memory._key(None) == ("agent:main:telegram:group:7", None)
+        await manager.aclose()
+
+    anyio.run(go)
+
+
+class _FailingManager:
+    """Raises what a provider outage raises; deterministic stand-in for a quota-exhausted API."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    async def search(self, query, **kw):
+        raise ProviderError(self.message)
+
+    async def read(self, path, from_line=None, lines=None):
+        raise OSError("disk gone")
+
+    async def status(self, *, deep=False):
+        raise ProviderError(self.message)
+
+
+@pytest.mark.parametrize(("message", "warning"), [
+    ("openai embeddings failed: 429 insufficient_quota", "quota is exhausted"),
+    ("gemini embeddings failed: 500 internal", "memory search failed"),
+])
+def test_outages_come_back_as_values_through_the_client(tmp_path, example_workspace, message, warning):
+    settings = make_settings(tmp_path, example_workspace)
+    server = build_server(MemoryServer(_FailingManager(message), settings))
+
+    async def go():
+        async with Client(server) as client:
+            found = await client.call_tool("memory_search", {"query": "anything"})
+            assert not found.is_error
+            body = found.structured_content
+            assert body["disabled"] and body["unavailable"] and body["results"] == []
+            assert warning in body["warning"] and body["action"] and message in body["error"]
+            got = await client.call_tool("memory_get", {"path": "MEMORY.md"})
+            assert not got.is_error and got.structured_content["disabled"] and "disk gone" in got.structured_content["error"]
+            st = await client.call_tool("memory_status", {})
+            assert not st.is_error and st.structured_content["status"] is None and message in st.structured_content["error"]
+
+    anyio.run(go)
