@@ -1,4 +1,4 @@
-"""`memsift`: index, search, get, status, config show.
+"""`memsift`: index, search, get, status, note, watch, mcp, parity, config show.
 
 Results go to stdout (human text, or one JSON document with --json); logs and progress go to
 stderr. Exit codes: 0 success (also no hits, also a scope denial, which the answer states),
@@ -280,6 +280,33 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
         settings = obj.settings()
         anyio.run(lambda: serve(settings, backend=obj.backend, transport="http" if use_http else "stdio", host=host,
                                 port=port, session_key=session_key, max_chars=max_chars, fresh=not no_watch))
+
+
+@cli.command()
+@click.argument("queries_file", type=click.Path(dir_okay=False))
+@click.option("-k", "k", default=5, show_default=True, type=click.IntRange(1, 50), help="Compare the top K hits.")
+@click.option("--session-key", help="Session key for both sides (scope rules, citations).")
+@click.option("--no-sync", is_flag=True, help="Search the indexes as they are (no sync first).")
+@click.option("--fail-under", type=click.FloatRange(0, 1), help="Exit 1 when the mean hit overlap is below this.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_sync: bool, fail_under: float | None,
+           as_json: bool) -> None:
+    """Run the queries in QUERIES_FILE on builtin and QMD and compare the answers."""
+    from ..parity import read_queries, run_parity  # noqa: PLC0415
+    from .render import render_parity  # noqa: PLC0415
+
+    with _errors_to_exit():
+        queries = read_queries(queries_file)
+        settings = obj.settings()
+        report = anyio.run(lambda: run_parity(settings, queries, k=k, session_key=session_key, sync=not no_sync))
+    if as_json:
+        _emit_json(report.model_dump(by_alias=True, mode="json"))
+    else:
+        click.echo(render_parity(report))
+    if fail_under is not None and report.summary["meanOverlap"] < fail_under:
+        click.echo(f"memsift: mean overlap {report.summary['meanOverlap']:.2f} is below {fail_under:.2f}", err=True)
+        sys.exit(EXIT_CODES["error"])
 
 
 @cli.group()

@@ -7,7 +7,7 @@ import textwrap
 from ..results import ManagerStatus, SearchAnswer
 from ..manager import SyncReport
 
-__all__ = ["render_answer", "render_status", "render_sync", "WatchStatus"]
+__all__ = ["render_answer", "render_parity", "render_status", "render_sync", "WatchStatus"]
 
 
 def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
@@ -67,6 +67,34 @@ def _when(ts: float | None) -> str:
 
 def _f(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
+
+
+def render_parity(report: "ParityReport") -> str:  # noqa: F821  (imported lazily by the CLI)
+    """One line per query, notes for fallbacks and errors, then the summary."""
+    k = report.k
+    out = [f"{'overlap@' + str(k):>10} {'files@' + str(k):>8} {'tau':>6} {'builtin ms':>10} {'qmd ms':>8}  query"]
+    for r in report.queries:
+        tau = "-" if r.rank_correlation is None else f"{r.rank_correlation:+.2f}"
+        out.append(f"{r.overlap:>10.2f} {r.file_overlap:>8.2f} {tau:>6} {r.builtin.ms:>10.1f} {r.qmd.ms:>8.1f}  {_short(r.query)}")
+        for side in (r.builtin, r.qmd):
+            for label, note in (("fell back", side.fallback), ("degraded", side.degraded), ("failed", side.error)):
+                if note:
+                    out.append(f"{'':>39}{side.backend} {label}: {note}")
+    s = report.summary
+    tau = "n/a" if s["meanRankCorrelation"] is None else f"{s['meanRankCorrelation']:+.2f} over {s['rankCorrelationQueries']} queries"
+    out += [
+        "",
+        f"{s['queries']} queries, top {k}: mean overlap {s['meanOverlap']:.2f} (hits), {s['meanFileOverlap']:.2f} (files); "
+        f"rank correlation {tau}",
+        f"latency p50/p95: builtin {s['builtinP50Ms']:.1f}/{s['builtinP95Ms']:.1f} ms, qmd {s['qmdP50Ms']:.1f}/{s['qmdP95Ms']:.1f} ms",
+        f"fallbacks: builtin {s['builtinFallbacks']}, qmd {s['qmdFallbacks']}; errors: builtin {s['builtinErrors']}, qmd {s['qmdErrors']}",
+    ]
+    return "\n".join(out)
+
+
+def _short(text: str, width: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def render_sync(report: SyncReport) -> str:

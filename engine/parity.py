@@ -1,0 +1,185 @@
+"""Backend parity (`memsift parity`): the same queries on builtin and QMD, compared.
+
+Two hits are the same memory when they name the same file and their line ranges overlap (the
+backends chunk differently, so exact ranges rarely match). Per query: overlap@k of hits and of
+files, Kendall's tau over the ranks of the hits both sides found, each side's latency, and what
+each side degraded to. The point is to know, before switching backends, how much the answers move.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from .config import ResolvedConfig
+from .errors import ConfigError, MemsiftError
+from .results import SearchAnswer
+
+__all__ = ["read_queries", "match_hits", "overlap_at_k", "kendall_tau", "run_parity", "ParityReport"]
+
+Hit = tuple[str, int, int]  # path, start line, end line
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class SideResult(_Out):
+    backend: str
+    mode: str | None = None
+    hits: list[Hit] = Field(default_factory=list)
+    ms: float = 0.0
+    fallback: str | None = None  # why this side was served by another backend (or provider)
+    degraded: str | None = None
+    error: str | None = None  # the search failed outright (unavailable, denied or raised)
+
+
+class QueryParity(_Out):
+    query: str
+    builtin: SideResult
+    qmd: SideResult
+    overlap: float  # hits in common / the longer top-k list (1.0 when both are empty)
+    file_overlap: float  # the same over distinct files
+    common: int
+    rank_correlation: float | None  # Kendall's tau over the common hits; None with fewer than 2
+
+
+class ParityReport(_Out):
+    k: int
+    queries: list[QueryParity]
+    summary: dict[str, float | int | None]
+
+
+def read_queries(path: str | Path) -> list[str]:
+    """One query per line (blank lines and `#` comments skipped), or JSON lines with a `query` field."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read queries file {str(path)!r}: {exc}") from exc
+    queries = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("{"):
+            try:
+                line = str(json.loads(line)["query"]).strip()
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ConfigError(f"{path}:{number}: a JSON line needs a \"query\" string ({exc})") from exc
+        if line:
+            queries.append(line)
+    if not queries:
+        raise ConfigError(f"no queries in {str(path)!r}")
+    return queries
+
+
+def match_hits(a: Sequence[Hit], b: Sequence[Hit]) -> list[tuple[int, int]]:
+    """One-to-one pairs (rank in a, rank in b) of hits on the same file with overlapping lines."""
+    pairs, taken = [], set()
+    for i, (path, start, end) in enumerate(a):
+        for j, (p2, s2, e2) in enumerate(b):
+            if j not in taken and p2 == path and s2 <= end and start <= e2:
+                pairs.append((i, j))
+                taken.add(j)
+                break
+    return pairs
+
+
+def overlap_at_k(a: Sequence[object], b: Sequence[object], common: int) -> float:
+    longest = max(len(a), len(b))
+    return 1.0 if longest == 0 else common / longest
+
+
+def kendall_tau(pairs: Sequence[tuple[int, int]]) -> float | None:
+    n = len(pairs)
+    if n < 2:
+        return None
+    score = 0
+    for x in range(n):
+        for y in range(x + 1, n):
+            da, db = pairs[x][0] - pairs[y][0], pairs[x][1] - pairs[y][1]
+            score += 1 if da * db > 0 else -1
+    return score / (n * (n - 1) / 2)
+
+
+def compare(query: str, builtin: SideResult, qmd: SideResult, k: int) -> QueryParity:
+    a, b = builtin.hits[:k], qmd.hits[:k]
+    pairs = match_hits(a, b)
+    files_a, files_b = list(dict.fromkeys(h[0] for h in a)), list(dict.fromkeys(h[0] for h in b))
+    common_files = len(set(files_a) & set(files_b))
+    return QueryParity(
+        query=query, builtin=builtin, qmd=qmd, common=len(pairs),
+        overlap=round(overlap_at_k(a, b, len(pairs)), 4),
+        file_overlap=round(overlap_at_k(files_a, files_b, common_files), 4),
+        rank_correlation=None if (tau := kendall_tau(pairs)) is None else round(tau, 4),
+    )
+
+
+def _side(backend: str, answer: SearchAnswer | None, ms: float, error: str | None = None) -> SideResult:
+    if answer is None:
+        return SideResult(backend=backend, ms=round(ms, 2), error=error)
+    degraded = "; ".join(f"{k}: {v}" for k, v in (("vector", answer.degraded.vector), ("fts", answer.degraded.fts)) if v)
+    denied = f"denied by scope ({answer.denied.rule})" if answer.denied else None
+    return SideResult(
+        backend=backend, mode=answer.mode, ms=round(ms, 2),
+        hits=[(h.path, h.start_line, h.end_line) for h in answer.results],
+        fallback=f"{answer.fallback.from_} → {answer.backend}: {answer.fallback.reason}" if answer.fallback else None,
+        degraded=degraded or None, error=answer.unavailable or denied,
+    )
+
+
+async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int = 5, session_key: str | None = None,
+                     sync: bool = True) -> ParityReport:
+    """Sync both backends, warm each up with one untimed query, then time every query on each."""
+    from .factory import open_manager  # noqa: PLC0415
+
+    managers = {name: open_manager(settings, backend=name) for name in ("builtin", "qmd")}
+    try:
+        if sync:
+            for manager in managers.values():
+                await manager.sync(reason="parity")
+        for manager in managers.values():
+            await manager.search(queries[0], max_results=k, session_key=session_key)  # model load, first spawn
+        rows = []
+        for query in queries:
+            sides = {}
+            for name, manager in managers.items():
+                started = time.perf_counter()
+                try:
+                    answer, error = await manager.search(query, max_results=k, session_key=session_key), None
+                except MemsiftError as exc:
+                    answer, error = None, str(exc)
+                sides[name] = _side(name, answer, (time.perf_counter() - started) * 1000, error)
+            rows.append(compare(query, sides["builtin"], sides["qmd"], k))
+    finally:
+        for manager in managers.values():
+            await manager.aclose()
+    return ParityReport(k=k, queries=rows, summary=_summary(rows))
+
+
+def _summary(rows: list[QueryParity]) -> dict[str, float | int | None]:
+    taus = [r.rank_correlation for r in rows if r.rank_correlation is not None]
+
+    def pct(values: list[float], q: float) -> float:
+        ordered = sorted(values)
+        return round(ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))], 2)
+
+    out: dict[str, float | int | None] = {
+        "queries": len(rows),
+        "meanOverlap": round(statistics.fmean(r.overlap for r in rows), 4),
+        "meanFileOverlap": round(statistics.fmean(r.file_overlap for r in rows), 4),
+        "meanRankCorrelation": round(statistics.fmean(taus), 4) if taus else None,
+        "rankCorrelationQueries": len(taus),
+    }
+    for side in ("builtin", "qmd"):
+        ms = [getattr(r, side).ms for r in rows]
+        out[f"{side}P50Ms"], out[f"{side}P95Ms"] = pct(ms, 0.5), pct(ms, 0.95)
+        out[f"{side}Fallbacks"] = sum(1 for r in rows if getattr(r, side).fallback)
+        out[f"{side}Errors"] = sum(1 for r in rows if getattr(r, side).error)
+    return out
