@@ -144,6 +144,12 @@ def test_http_transport_serves_on_loopback(example_workspace, tmp_path):
                 await _exercise(client, query="what is my sister allergic to", expect_path="MEMORY.md", backend="builtin")
 
         anyio.run(go)
+        # DNS-rebinding protection: a request naming another host is refused before any tool runs.
+        import httpx
+
+        rebound = httpx.post(f"http://127.0.0.1:{port}/mcp", headers={"Host": f"evil.example:{port}"},
+                             json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=10)
+        assert rebound.status_code in (400, 403, 421) and "memory_search" not in rebound.text
         # Bound to loopback only: the port is not open on another local address of this host.
         other = _non_loopback_address()
         if other:
