@@ -126,10 +126,11 @@ async def _every(seconds: float, fn: Callable[[], Any]) -> None:
 
 
 async def _watch_sessions(settings: ResolvedConfig, sync: Callable[[], Any]) -> None:
+    from .private_dirs import make_private_dir  # noqa: PLC0415
     from .transcripts import list_transcripts  # noqa: PLC0415
 
     folder = settings.state_dir / "agents" / settings.agent_id / "sessions"
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dir(folder)
     s = settings.memory_search.sync.sessions
     tracker = SessionDeltaTracker(int(s.delta_bytes), int(s.delta_messages))
     tracker.baseline(list_transcripts(folder))

@@ -36,9 +36,25 @@ class Skipped:
     path: str
     reason: str
 
+    def __post_init__(self) -> None:
+        if not _utf8_name(self.path):  # shown in status and --json: keep it printable
+            object.__setattr__(self, "path", _printable(self.path))
+
 
 def _rel(workspace: Path, p: Path) -> str:
     return Path(os.path.relpath(p, workspace)).as_posix()
+
+
+def _utf8_name(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:  # undecodable bytes in a file name arrive as lone surrogates
+        return False
+
+
+def _printable(name: str) -> str:
+    return os.fsencode(name).decode("utf-8", "replace")
 
 
 def _is_md(name: str) -> bool:
@@ -134,11 +150,16 @@ def discover_memory_files(
     seen: set[str] = set()
     files: list[MemoryFile] = []
     for p in candidates:
+        rel = _rel(workspace, p)
+        if not _utf8_name(rel):
+            # SQLite, JSON and MCP all need UTF-8; such a name would break every sync.
+            skipped.append(Skipped(rel, "file name is not valid UTF-8"))
+            continue
         key = os.path.realpath(p)
         if key in seen:
             continue
         seen.add(key)
-        files.append(MemoryFile(p, _rel(workspace, p), modality=None if _is_md(p.name) else modality_of(p.name)))
+        files.append(MemoryFile(p, rel, modality=None if _is_md(p.name) else modality_of(p.name)))
     files.sort(key=lambda f: f.rel_path)
     return files, skipped
 
@@ -209,9 +230,10 @@ def read_memory_file(
         if exc.errno in (errno.ENOTDIR,):
             return rel, "", 0, True
         raise PathNotAllowedError(path, f"cannot open: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses directories
+        os.close(fd)
+        raise PathNotAllowedError(path, "not a regular file")
     with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise PathNotAllowedError(path, "not a regular file")
         data = fh.read()
     text = data.decode("utf-8", errors="replace")
     all_lines = text.split("\n")

@@ -27,7 +27,23 @@ class _Out(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return _utf8_safe(self.model_dump(by_alias=True, mode="json", exclude_none=True))
+
+
+def _utf8_safe(value: Any) -> Any:
+    """Lone surrogates (a query arriving as JSON `"\\ud800"`, or non-UTF-8 argv) become U+FFFD,
+    so every answer can be written as UTF-8 (stdout, MCP's JSON-RPC)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {k: _utf8_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_utf8_safe(v) for v in value]
+    return value
 
 
 class HitExplain(_Out):

@@ -18,6 +18,7 @@ import glob
 import hashlib
 import json
 import os
+import stat
 import time
 import uuid
 from contextlib import contextmanager
@@ -36,10 +37,12 @@ from memsift.engine.fts_query import index_text
 from memsift.engine.manager import SyncReport
 from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.memory_files import MemoryFile, Skipped, discover_memory_files
+from memsift.engine.private_dirs import make_private_dir
 from memsift.engine.multimodal import extensions_for, label_for, multimodal_hash, sniff_mime
 from memsift.engine.transcripts import flatten_transcript, list_transcripts
 
 from .store import (
+    MAX_SKIPPED_RECORDED,
     SCHEMA_VERSION,
     VectorState,
     ensure_vec_table,
@@ -47,14 +50,19 @@ from .store import (
     read_meta,
     vec_to_blob,
     write_meta,
+    write_skipped,
 )
 
-__all__ = ["Indexer", "IndexIdentity", "fingerprint_diff", "CHUNKER_REVISION", "EmbedFn"]
+__all__ = ["Indexer", "IndexIdentity", "fingerprint_diff", "CHUNKER_REVISION", "EmbedFn", "MAX_MARKDOWN_BYTES"]
 
 log = structlog.get_logger("memsift.builtin.indexer")
 
 CHUNKER_REVISION = "capped-overlap-v1"
 GROUP_CHUNKS = 256  # chunks embedded and written per transaction
+# Markdown files over this size are skipped (with the reason in status): a memory note is never
+# this large, and chunking one would hold hundreds of MB of chunk text at once.
+MAX_MARKDOWN_BYTES = 16 * 2**20
+WRITE_LOCK_TIMEOUT_S = 600.0  # how long a writer waits for another process's sync or rebuild
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
 ProgressFn = Callable[[int, int], None]
 
@@ -118,11 +126,25 @@ def _chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, mod
 
 @contextmanager
 def write_lock(db_path: Path) -> Iterator[None]:
-    """Exclusive cross-process lock for everything that writes the index."""
-    db_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Exclusive cross-process lock for everything that writes the index.
+
+    Waits up to WRITE_LOCK_TIMEOUT_S (another process may be rebuilding), then fails clearly
+    instead of hanging forever behind a stuck writer."""
+    make_private_dir(db_path.parent)
     fd = os.open(f"{db_path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        deadline = time.monotonic() + WRITE_LOCK_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise IndexUnusableError(
+                        f"index {db_path} is locked by another memsift process (waited {WRITE_LOCK_TIMEOUT_S:.0f} s); "
+                        "try again when it finishes"
+                    ) from None
+                time.sleep(0.05)
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
@@ -187,6 +209,18 @@ class Indexer:
     # --- entry point ------------------------------------------------------------------------
 
     def run(self, *, force: bool = False, reason: str = "manual", allow_full: bool = True) -> SyncReport:
+        try:
+            return self._run(force=force, reason=reason, allow_full=allow_full)
+        except apsw.BusyError as exc:  # another process holds a write transaction on the database
+            raise IndexUnusableError(f"index {self.db_path} is locked by another process: {exc}") from None
+        except (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError) as exc:
+            # Disk full, file size limit, quota, I/O error: a failed rebuild left the old index in
+            # place, a failed incremental sync rolled back its last transaction.
+            raise IndexUnusableError(
+                f"cannot write index {self.db_path}: {exc} (disk full, file size limit or I/O error?)"
+            ) from None
+
+    def _run(self, *, force: bool, reason: str, allow_full: bool) -> SyncReport:
         started = time.perf_counter()
         report = SyncReport(reason=reason)
         with write_lock(self.db_path):
@@ -198,6 +232,7 @@ class Indexer:
                 cause = "forced" if force else fingerprint_diff(current, want)
                 if not cause:
                     self._incremental(conn, vec, report, want, current or want)
+                    self._record_skipped(conn)
             finally:
                 conn.close()  # closed before any rebuild swaps the file
             if cause and not allow_full and current is not None:
@@ -229,6 +264,12 @@ class Indexer:
                 continue
             log.warning("removing leftover temporary index", path=orphan)
             _remove_db_files(orphan)
+
+    def _record_skipped(self, conn: apsw.Connection) -> None:
+        rows = [{"path": s.path, "reason": s.reason} for s in self.skipped]
+        if len(rows) > MAX_SKIPPED_RECORDED:
+            rows = rows[:MAX_SKIPPED_RECORDED] + [{"path": "…", "reason": f"{len(rows) - MAX_SKIPPED_RECORDED} more skipped"}]
+        write_skipped(conn, rows)
 
     def _scan(self, conn: apsw.Connection) -> tuple[list[_Pending], list[MemoryFile], set[str], int]:
         """Compare files on disk with the `files` table. Returns (changed, touched-only, removed, unchanged)."""
@@ -273,13 +314,13 @@ class Indexer:
             return self._read_multimodal(f, st)
         if f.source == "sessions":
             return self._read_transcript(f, st)
-        try:
-            with open(f.abs_path, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            self.skipped.append(Skipped(f.rel_path, f"cannot read: {exc.strerror}"))
+        if st.st_size > MAX_MARKDOWN_BYTES:
+            self.skipped.append(Skipped(f.rel_path, f"larger than {MAX_MARKDOWN_BYTES // 2**20} MiB ({st.st_size} bytes)"))
             return None
-        if b"\x00" in data[:8192]:
+        data = self._read_regular(f, st)
+        if data is None:
+            return None
+        if b"\x00" in data:
             self.skipped.append(Skipped(f.rel_path, "binary content (NUL bytes)"))
             return None
         text = data.decode("utf-8", errors="replace")
@@ -287,6 +328,27 @@ class Indexer:
         if self.ident.max_input_bytes:
             chunks = split_for_input_limit(chunks, self.ident.max_input_bytes)
         return _Pending(f, hashlib.sha256(data).hexdigest(), st.st_mtime_ns, st.st_size, chunks)
+
+    def _read_regular(self, f: MemoryFile, st: os.stat_result) -> bytes | None:
+        """The file's bytes, read without following a symlink or blocking on a fifo or device
+        swapped in since discovery, and never more than MAX_MARKDOWN_BYTES."""
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(f.abs_path, flags)
+        except OSError as exc:
+            self.skipped.append(Skipped(f.rel_path, f"cannot read: {exc.strerror}"))
+            return None
+        now = os.fstat(fd)
+        if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            os.close(fd)
+            self.skipped.append(Skipped(f.rel_path, "replaced while being indexed (not the file discovered)"))
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read(MAX_MARKDOWN_BYTES + 1)
+        if len(data) > MAX_MARKDOWN_BYTES:
+            self.skipped.append(Skipped(f.rel_path, f"larger than {MAX_MARKDOWN_BYTES // 2**20} MiB (grew while being read)"))
+            return None
+        return data
 
     def _read_transcript(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
         """A JSONL transcript as User/Assistant text; chunk line ranges point at JSONL lines."""
@@ -591,6 +653,7 @@ class Indexer:
             if old is not None and self.ms.cache.enabled:
                 self._copy_cache(conn, old)
             self._finish(conn, want)
+            self._record_skipped(conn)
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except BaseException:
             conn.close()

@@ -31,7 +31,7 @@ from memsift.engine.snippets import make_snippet
 
 from .indexer import Indexer, IndexIdentity, fingerprint_diff, wanted_meta, write_lock
 from .search import PipelineParams, candidate_count, keyword_candidates, rank, vector_candidates
-from .store import CORRUPT_ERRORS, VectorState, open_db, quarantine, read_meta
+from .store import CORRUPT_ERRORS, VectorState, open_db, quarantine, read_meta, read_skipped
 
 __all__ = ["BuiltinSearchManager"]
 
@@ -455,17 +455,24 @@ class BuiltinSearchManager:
         """Files added, removed or modified since they were indexed (by mtime and size)."""
         files, skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
         known = {}
+        recorded: list[dict[str, str]] = []
         if conn is not None:
             known = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT path, mtime_ns, size FROM files")}
+            recorded = read_skipped(conn)
+        # What the last sync skipped (binary, oversize, unreadable), then what discovery skips now.
+        reasons = {r["path"]: r["reason"] for r in self._skipped or recorded}
+        reasons.update({s.path: s.reason for s in skipped})
         changed = 0
         for f in files:
+            if f.rel_path in reasons and f.rel_path not in known:
+                continue  # skipped on purpose: not a pending change
             try:
                 st = os.lstat(f.abs_path)
             except OSError:
                 continue
             if known.pop(f.rel_path, None) != (st.st_mtime_ns, st.st_size):
                 changed += 1
-        return changed + len(known), [{"path": s.path, "reason": s.reason} for s in skipped]
+        return changed + len(known), [{"path": p, "reason": r} for p, r in reasons.items()]
 
     async def status(self, *, deep: bool = False) -> ManagerStatus:
         self._ensure_provider()
@@ -540,7 +547,7 @@ class BuiltinSearchManager:
             last_sync=self._last_sync.model_dump(by_alias=True) if self._last_sync else None,
             requests=self.provider.stats.as_dict() if hasattr(self.provider, "stats") else None,
             batch=self.provider.batch_api.status() if getattr(self.provider, "batch_api", None) else {"enabled": False},
-            skipped=self._skipped or skipped,
+            skipped=skipped,
         )
         status.deep = deep_facts
         return status

@@ -23,6 +23,7 @@ import apsw
 import numpy as np
 
 from memsift.engine.errors import IndexCorruptError, IndexUnusableError
+from memsift.engine.private_dirs import make_private_dir
 
 __all__ = [
     "VectorState",
@@ -36,6 +37,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "CORRUPT_ERRORS",
     "quarantine",
+    "read_skipped",
+    "write_skipped",
 ]
 
 # What SQLite raises for a damaged or foreign file (a truncated file fails only when a missing page
@@ -44,6 +47,8 @@ CORRUPT_ERRORS = (apsw.CorruptError, apsw.NotADBError)
 
 BUSY_TIMEOUT_MS = 5000
 META_KEY = "index"
+SKIPPED_KEY = "skipped"
+MAX_SKIPPED_RECORDED = 1000  # bounds the row; the count beyond is summarised
 
 
 @dataclass
@@ -149,7 +154,7 @@ def open_db(
     state = VectorState(enabled=vector_enabled, extension_path=extension_path)
     try:
         if not readonly:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_dir(path.parent)
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
         conn = apsw.Connection(str(path), flags=flags)
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
@@ -190,6 +195,26 @@ def write_meta(conn: apsw.Connection, meta: dict[str, Any]) -> None:
         "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
         (META_KEY, json.dumps(meta, sort_keys=True)),
     )
+
+
+def read_skipped(conn: apsw.Connection) -> list[dict[str, str]]:
+    """The files the last sync skipped, with reasons (shown by `status`)."""
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key=?", (SKIPPED_KEY,)).fetchone()
+    except apsw.SQLError:
+        return []
+    return json.loads(row[0]) if row else []
+
+
+def write_skipped(conn: apsw.Connection, skipped: list[dict[str, str]]) -> None:
+    """Record what a sync skipped (only when it changed, so a no-op sync writes nothing)."""
+    if read_skipped(conn) == skipped:
+        return
+    with conn:
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (SKIPPED_KEY, json.dumps(skipped)),
+        )
 
 
 def vec_table_dims(conn: apsw.Connection) -> int | None:

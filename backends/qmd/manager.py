@@ -31,6 +31,7 @@ from memsift.engine.errors import PathNotAllowedError
 from memsift.engine.fts_query import clean_query
 from memsift.engine.manager import SyncReport
 from memsift.engine.memory_files import read_memory_file
+from memsift.engine.private_dirs import make_private_dir
 from memsift.engine.results import ManagerStatus, ReadResult, SearchAnswer, SearchHit
 from memsift.engine.text import utf16_len, utf16_slice
 
@@ -164,7 +165,7 @@ class QmdSearchManager:
         if self._started:
             return
         for d in (self.config_dir / "qmd", self.cache_dir / "qmd"):
-            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_dir(d)
         self._exe = resolve_command(self.qmd.command, self.child_env())
         self._link_models()
         async with self._write_lock():

@@ -12,6 +12,7 @@ import os
 import time
 from pathlib import Path
 
+from memsift.engine.private_dirs import make_private_dir
 from memsift.engine.transcripts import flatten_transcript, list_transcripts
 
 __all__ = ["export_sessions"]
@@ -20,7 +21,7 @@ MARKER = "<!-- exported by memsift from {source} -->"
 
 
 def export_sessions(sessions_dir: Path, export_dir: Path, retention_days: float | None) -> dict[str, int]:
-    export_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dir(export_dir)
     cutoff = time.time() - retention_days * 86400 if retention_days else None
     wanted: set[str] = set()
     written = unchanged = 0

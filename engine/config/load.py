@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -49,9 +50,15 @@ def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+# pydantic names the member of a union it tried (`list[literal['image','audio']]`); not a key.
+_UNION_TAG_RE = re.compile(r"^[a-z-]+\[.*\]$")
+
+
 def _format_loc(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
+        if isinstance(part, str) and _UNION_TAG_RE.match(part):
+            continue
         if isinstance(part, int):
             out += f"[{part}]"
         else:

@@ -1,0 +1,147 @@
+"""Config: every invalid value gets a message naming the key; an invalid config never deletes or
+rebuilds an existing index (checked by bytes, inode and mtime of the database files)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+from click.testing import CliRunner
+
+from figures import FIGURES
+from helpers import make_settings
+from memsift.backends.builtin import BuiltinSearchManager
+from memsift.engine.cli.main import EXIT_CODES, cli
+from memsift.engine.config.load import load_config
+from memsift.engine.embeddings.fake import FakeEmbeddingProvider
+from memsift.engine.errors import ConfigError
+from memsift.engine.factory import resolve_config
+
+MS = "agents.defaults.memorySearch"
+
+# (config fragment, the key path the message must name)
+INVALID: list[tuple[dict, str]] = [
+    ({"agents": {"defaults": {"memorySearch": {"provider": "openia"}}}}, f"{MS}.provider"),
+    ({"agents": {"defaults": {"memorySearch": {"provider": 7}}}}, f"{MS}.provider"),
+    ({"agents": {"defaults": {"memorySearch": {"fallback": "cohere"}}}}, f"{MS}.fallback"),
+    ({"agents": {"defaults": {"memorySearch": {"enabled": "maybe"}}}}, f"{MS}.enabled"),
+    ({"agents": {"defaults": {"memorySearch": {"outputDimensionality": 1000}}}}, f"{MS}.outputDimensionality"),
+    ({"agents": {"defaults": {"memorySearch": {"sources": ["memory", "email"]}}}}, f"{MS}.sources[1]"),
+    ({"agents": {"defaults": {"memorySearch": {"sources": "memory"}}}}, f"{MS}.sources"),
+    ({"agents": {"defaults": {"memorySearch": {"extraPaths": "notes"}}}}, f"{MS}.extraPaths"),
+    ({"agents": {"defaults": {"memorySearch": {"extraPaths": [1, None]}}}}, f"{MS}.extraPaths[0]"),
+    ({"agents": {"defaults": {"memorySearch": {"chunking": {"tokens": "many"}}}}}, f"{MS}.chunking.tokens"),
+    ({"agents": {"defaults": {"memorySearch": {"chunking": {"overlap": 1.5}}}}}, f"{MS}.chunking.overlap"),
+    ({"agents": {"defaults": {"memorySearch": {"chunking": {"token": 400}}}}}, f"{MS}.chunking.token"),
+    ({"agents": {"defaults": {"memorySearch": {"query": {"maxResults": 0}}}}}, f"{MS}.query.maxResults"),
+    ({"agents": {"defaults": {"memorySearch": {"query": {"maxResults": -3}}}}}, f"{MS}.query.maxResults"),
+    ({"agents": {"defaults": {"memorySearch": {"query": {"minScore": "high"}}}}}, f"{MS}.query.minScore"),
+    ({"agents": {"defaults": {"memorySearch": {"query": {"hybrid": {"vectorWeight": [0.7]}}}}}}, f"{MS}.query.hybrid.vectorWeight"),
+    ({"agents": {"defaults": {"memorySearch": {"query": {"hybrid": {"mmr": {"lambda": "x"}}}}}}}, f"{MS}.query.hybrid.mmr.lambda"),
+    ({"agents": {"defaults": {"memorySearch": {"query": {"hybrid": {"temporalDecay": {"halfLife": 3}}}}}}}, f"{MS}.query.hybrid.temporalDecay.halfLife"),
+    ({"agents": {"defaults": {"memorySearch": {"store": {"fts": {"tokenizer": "porter"}}}}}}, f"{MS}.store.fts.tokenizer"),
+    ({"agents": {"defaults": {"memorySearch": {"store": {"vector": {"enabled": "yes please"}}}}}}, f"{MS}.store.vector.enabled"),
+    ({"agents": {"defaults": {"memorySearch": {"store": {"path": 42}}}}}, f"{MS}.store.path"),
+    ({"agents": {"defaults": {"memorySearch": {"sync": {"watchDebounceMs": "soon"}}}}}, f"{MS}.sync.watchDebounceMs"),
+    ({"agents": {"defaults": {"memorySearch": {"cache": {"maxEntries": "lots"}}}}}, f"{MS}.cache.maxEntries"),
+    ({"agents": {"defaults": {"memorySearch": {"multimodal": {"modalities": ["video"]}}}}}, f"{MS}.multimodal.modalities"),
+    ({"agents": {"defaults": {"memorySearch": {"remote": {"headers": {"X": 1}}}}}}, f"{MS}.remote.headers.X"),
+    ({"agents": {"defaults": {"memorySearch": {"remote": {"batch": {"concurrency": "two"}}}}}}, f"{MS}.remote.batch.concurrency"),
+    ({"agents": {"defaults": {"memorySearch": {"querry": {}}}}}, f"{MS}.querry"),
+    ({"agents": {"list": [{"id": "main", "memorySearch": {"provider": "x"}}]}}, "agents.list[0].memorySearch.provider"),
+    ({"agents": {"list": "main"}}, "agents.list"),
+    ({"memory": {"backend": "sqlite"}}, "memory.backend"),
+    ({"memory": {"citations": True}}, "memory.citations"),
+    ({"memory": {"qmd": {"searchMode": "hybrid"}}}, "memory.qmd.searchMode"),
+    ({"memory": {"qmd": {"paths": [{"name": "x"}]}}}, "memory.qmd.paths[0].path"),
+    ({"memory": {"qmd": {"limits": {"maxResults": "six"}}}}, "memory.qmd.limits.maxResults"),
+    ({"memory": {"qmd": {"scope": {"default": "block"}}}}, "memory.qmd.scope.default"),
+    ({"memory": {"qmd": {"scope": {"rules": [{"action": "permit"}]}}}}, "memory.qmd.scope.rules[0].action"),
+    ({"memory": {"qmd": {"scope": {"rules": [{"action": "allow", "match": {"chatType": "guild"}}]}}}}, "memory.qmd.scope.rules[0].match.chatType"),
+    ({"memory": {"qmd": {"scope": {"rules": [{"action": "allow", "match": {"chanel": "x"}}]}}}}, "memory.qmd.scope.rules[0].match.chanel"),
+    ({"memory": {"qmd": {"fallback": "qmd"}}}, "memory.qmd.fallback"),
+    ({"memory": {"bakend": "qmd"}}, "memory.bakend"),
+    ({"stateDir": ["a"]}, "stateDir"),
+]
+
+
+@pytest.mark.parametrize("fragment,key", INVALID, ids=[k for _, k in INVALID])
+def test_every_invalid_value_names_its_key(tmp_path, fragment, key):
+    cfg = tmp_path / "cfg.json5"
+    cfg.write_text(json.dumps(fragment))
+    with pytest.raises(ConfigError) as err:
+        resolve_config(str(cfg), workspace=str(tmp_path), environ={})
+    FIGURES["invalid configs tried"] += 1
+    assert key in str(err.value), str(err.value)
+    kp = err.value.key_path or ""
+    assert kp and (kp.startswith(key) or key.startswith(kp)), (kp, key)
+    assert "[literal" not in str(err.value) and "function-" not in str(err.value)  # no pydantic internals
+
+
+def test_unknown_keys_suggest_the_right_one(tmp_path):
+    cfg = tmp_path / "cfg.json5"
+    cfg.write_text(json.dumps({"memory": {"bakend": "qmd"}, "agents": {"defaults": {"memorySearch": {"extraPath": ["x"]}}}}))
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg, environ={})
+    assert "did you mean 'backend'" in str(err.value) and "did you mean 'extraPaths'" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "env,key",
+    [
+        ({"MEMSIFT__MEMORY__BACKEND": "sqlite"}, "memory.backend"),
+        ({"MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__QUERY__MAXRESULTS": "lots"}, "query.maxResults"),
+        ({"MEMSIFT__MEMORY__NOPE": "1"}, "memory"),
+    ],
+)
+def test_invalid_environment_values_name_the_key(tmp_path, env, key):
+    with pytest.raises(ConfigError) as err:
+        load_config(None, environ={**env, "XDG_CONFIG_HOME": str(tmp_path)})
+    FIGURES["invalid configs tried"] += 1
+    assert key in str(err.value)
+
+
+def _fingerprint(db: Path) -> dict[str, tuple]:
+    out = {}
+    for suffix in ("", "-wal", "-shm"):
+        p = Path(f"{db}{suffix}")
+        if p.exists():
+            st = p.stat()
+            out[suffix] = (hashlib.sha256(p.read_bytes()).hexdigest(), st.st_ino, st.st_mtime_ns)
+    return out
+
+
+BROKEN_FILES = [
+    "{ memory: { backend: 'sqlite' } }",
+    "{ agents: { defaults: { memorySearch: { chunking: { tokens: 'x' } } } } }",
+    "{ not json5 at all",
+    "[1, 2, 3]",
+    "{ stateDir: 5 }",
+]
+
+
+def test_an_invalid_config_never_touches_the_existing_index(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n- dark roast coffee\n")
+    settings = make_settings(tmp_path, ws)
+    m = BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())
+    anyio.run(m.sync)
+    anyio.run(m.aclose)
+    before = _fingerprint(settings.store_path)
+    listing = sorted(os.listdir(settings.store_path.parent))
+    runner = CliRunner()
+    for text in BROKEN_FILES:
+        cfg = tmp_path / "cfg.json5"
+        cfg.write_text(text)
+        for args in (["index"], ["index", "--force"], ["search", "coffee"], ["status", "--deep"], ["get", "MEMORY.md"]):
+            res = runner.invoke(cli, ["-c", str(cfg), "-w", str(ws), *args], env={"MEMSIFT_CONFIG": None})
+            FIGURES["invalid configs tried"] += 1
+            assert res.exit_code == EXIT_CODES["config"], (text, args, res.output)
+            assert "cfg.json5" in res.output or "invalid config" in res.output, res.output
+            assert _fingerprint(settings.store_path) == before, (text, args)
+    assert sorted(os.listdir(settings.store_path.parent)) == listing  # no temp or backup files

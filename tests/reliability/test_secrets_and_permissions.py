@@ -1,0 +1,116 @@
+"""Secrets: API keys and Authorization headers never appear in logs, errors, status or --json
+output (captured output is scanned), nor in the index files. Permissions: the index, its WAL/SHM,
+the lock file and the state directories memsift creates are user-only."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from figures import FIGURES
+from helpers import QMD_SAMPLES, make_settings
+from memsift.backends.builtin import BuiltinSearchManager
+from memsift.backends.qmd import QmdSearchManager
+from memsift.engine.embeddings.fake import FakeEmbeddingProvider
+from provider_server import Fault, ProviderServer
+
+KEY = "sk-live-Zq8vN3xT7pL2mK9wR4yB6cD1"
+FAKEBIN = Path(__file__).resolve().parents[1] / "backends" / "qmd" / "fakebin"
+
+
+def _leaks(text: str | bytes) -> list[str]:
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape")
+    needles = [KEY.encode(), KEY[:12].encode(), f"Bearer {KEY}".encode(), KEY[-12:].encode()]
+    return [n.decode() for n in needles if n in data]
+
+
+def _cli(tmp_path: Path, ws: Path, cfg: dict, *args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env.update(env_extra or {})
+    proc = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-vv", "-c", str(path), "-w", str(ws), *args],
+                          capture_output=True, env=env, timeout=300)
+    FIGURES["outputs scanned for secrets"] += 1
+    return proc
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    w = tmp_path / "ws"
+    (w / "memory").mkdir(parents=True)
+    (w / "MEMORY.md").write_text("# Memory\n- the user drinks dark roast coffee\n")
+    (w / "memory" / "keys.md").write_text("- rotate the API key every quarter (the header is Authorization)\n")
+    return w
+
+
+@pytest.mark.parametrize("where", ["config", "env"])
+def test_keys_never_appear_in_output_errors_or_index(tmp_path, ws, where):
+    with ProviderServer("openai", key=KEY) as server:
+        remote = {"baseUrl": server.base_url} | ({"apiKey": KEY} if where == "config" else {})
+        cfg = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "openai", "remote": remote}}}}
+        env = {"OPENAI_API_KEY": KEY} if where == "env" else {}
+        outputs = []
+        for args in (["index"], ["search", "coffee"], ["search", "--json", "coffee"], ["status", "--deep", "--json"],
+                     ["status", "--deep"], ["config", "show"], ["get", "MEMORY.md"]):
+            proc = _cli(tmp_path, ws, cfg, *args, env_extra=env)
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            outputs.append(proc)
+        assert server.embedding_requests()  # the key was really used
+        # Failures whose bodies echo the key back, as some APIs do.
+        echo = {"error": {"message": f"Incorrect API key provided: {KEY}. Authorization: Bearer {KEY}"}}
+        # (5xx bodies go through the same error path as 4xx ones; they are left out only because
+        # their retries with backoff make each call take seconds.)
+        for fault in (Fault(401, echo), Fault(400, echo), Fault(200, raw=f"not json {KEY}".encode())):
+            server.faults = [fault] * 8
+            (ws / "memory" / f"new-{fault.status}.md").write_text(f"- note added before a {fault.status}\n")
+            for args in (["index", "--force"], ["search", "--json", "coffee"]):
+                outputs.append(_cli(tmp_path, ws, cfg, *args, env_extra=env))
+                FIGURES["faults injected: provider error echoing the key"] += 1
+        for proc in outputs:
+            assert not _leaks(proc.stdout) and not _leaks(proc.stderr), (proc.args[-3:], _leaks(proc.stdout + proc.stderr))
+        assert any(b"401" in p.stderr or b"401" in p.stdout for p in outputs)  # the errors were shown...
+        assert any(b"***" in p.stderr or b"***" in p.stdout for p in outputs)  # ...masked
+    for f in (tmp_path / "state").rglob("*"):
+        if f.is_file():
+            assert not _leaks(f.read_bytes()), f
+
+
+def test_index_files_and_state_dirs_are_user_only(tmp_path, ws):
+    old = os.umask(0o022)  # a typical umask: without care, files would be 0644 and dirs 0755
+    try:
+        state = tmp_path / "fresh-state"
+        settings = make_settings(tmp_path, ws, stateDir=str(state))
+        m = BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())
+        anyio.run(m.sync)
+        anyio.run(lambda: m.sync(force=True))  # the rebuilt (swapped-in) file too
+        db = settings.store_path
+        files = [db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}.lock")]
+        for f in files:
+            if f.exists():
+                assert stat.S_IMODE(f.stat().st_mode) == 0o600, f
+        d = db.parent
+        while True:
+            assert stat.S_IMODE(d.stat().st_mode) == 0o700, d  # every directory memsift created
+            if d == state:
+                break
+            d = d.parent
+        anyio.run(m.aclose)
+        # The QMD home (config, cache, index) of the agent.
+        env = {"PATH": f"{FAKEBIN}:{os.environ['PATH']}", "FAKE_QMD_SAMPLES": str(QMD_SAMPLES), "HOME": os.environ.get("HOME", "/root")}
+        qsettings = make_settings(tmp_path, ws, stateDir=str(state), memory={"backend": "qmd", "qmd": {"update": {"onBoot": False}}})
+        q = QmdSearchManager(qsettings, environ=env)
+        anyio.run(q.sync)
+        home = state / "agents" / "main" / "qmd"
+        for d in [state / "agents", state / "agents" / "main", home, *[p for p in home.rglob("*") if p.is_dir() and not p.is_symlink()]]:
+            assert stat.S_IMODE(d.stat().st_mode) == 0o700, d
+        anyio.run(q.aclose)
+    finally:
+        os.umask(old)
