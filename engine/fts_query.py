@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from .stopwords import STOP_WORDS
-from .text import WORD_RE, is_cjk_char
+from .text import WORD_RE, is_cjk_char, space_cjk
 
 __all__ = ["FtsPlan", "plan_query", "index_text", "split_script_runs", "query_terms", "clean_query"]
 
@@ -72,7 +72,7 @@ def index_text(text: str, tokenizer: str) -> str:
     """The text the FTS table indexes for a chunk (unicode61: CJK characters spaced apart)."""
     if tokenizer == "trigram":
         return text
-    return "".join(f" {ch} " if is_cjk_char(ch) else ch for ch in text)
+    return space_cjk(text)
 
 
 def _phrase(words: list[str]) -> str:

@@ -117,7 +117,14 @@ def discover_memory_files(
     `multimodal_ext` (image/audio extensions) applies to extra paths only: the memory folder
     never yields multimodal files."""
     skipped: list[Skipped] = []
-    candidates: list[Path] = []
+    # (path, real path): the walk never enters a symlink, so a file's real path is its root's
+    # real path plus the path below the root (no realpath() per file: 8 lstat calls each).
+    candidates: list[tuple[Path, str]] = []
+
+    def add_tree(root: Path, ext: tuple[str, ...] = ()) -> None:
+        real_root, prefix = os.path.realpath(root), len(str(root))
+        candidates.extend((p, real_root + str(p)[prefix:]) for p in _walk_md(root, skipped, workspace, ext))
+
     for name in ROOT_FILES:
         p = workspace / name
         st = _lstat(p)
@@ -126,14 +133,14 @@ def discover_memory_files(
         if stat.S_ISLNK(st.st_mode):
             skipped.append(Skipped(name, "symlink (not followed)"))
         elif stat.S_ISREG(st.st_mode):
-            candidates.append(p)
+            candidates.append((p, os.path.realpath(p)))
     mem_dir = workspace / "memory"
     st = _lstat(mem_dir)
     if st is not None:
         if stat.S_ISLNK(st.st_mode):
             skipped.append(Skipped("memory", "symlink (not followed)"))
         elif stat.S_ISDIR(st.st_mode):
-            candidates += _walk_md(mem_dir, skipped, workspace)
+            add_tree(mem_dir)
     for root in _extra_roots(workspace, extra_paths):
         st = _lstat(root)
         if st is None:
@@ -141,21 +148,20 @@ def discover_memory_files(
         if stat.S_ISLNK(st.st_mode):
             skipped.append(Skipped(_rel(workspace, root), "symlink (not followed)"))
         elif stat.S_ISDIR(st.st_mode):
-            candidates += _walk_md(root, skipped, workspace, multimodal_ext)
+            add_tree(root, multimodal_ext)
         elif stat.S_ISREG(st.st_mode) and (_is_md(root.name) or (multimodal_ext and root.name.lower().endswith(multimodal_ext))):
-            candidates.append(root)
+            candidates.append((root, os.path.realpath(root)))
         else:
             skipped.append(Skipped(_rel(workspace, root), "not a .md file or directory"))
 
     seen: set[str] = set()
     files: list[MemoryFile] = []
-    for p in candidates:
+    for p, key in candidates:
         rel = _rel(workspace, p)
         if not _utf8_name(rel):
             # SQLite, JSON and MCP all need UTF-8; such a name would break every sync.
             skipped.append(Skipped(rel, "file name is not valid UTF-8"))
             continue
-        key = os.path.realpath(p)
         if key in seen:
             continue
         seen.add(key)

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
 
-from .text import is_cjk_char
+from .text import has_cjk, is_cjk_char
 
 __all__ = [
     "bm25_rank_to_score",
@@ -120,6 +120,8 @@ def mmr_tokens(text: str) -> frozenset[str]:
     """ASCII word runs, plus CJK unigrams and bigrams of adjacent CJK characters."""
     lower = text.lower()
     tokens = set(_ASCII_TOKEN_RE.findall(lower))
+    if not has_cjk(lower):
+        return frozenset(tokens)
     prev = ""
     for ch in lower:
         if is_cjk_char(ch):
