@@ -11,6 +11,7 @@ from .text import has_cjk, is_cjk_char
 
 __all__ = [
     "bm25_rank_to_score",
+    "bm25_relative_scores",
     "Candidate",
     "merge_hybrid",
     "decay_multiplier",
@@ -30,6 +31,24 @@ def bm25_rank_to_score(rank: float) -> float:
         r = -rank
         return r / (1 + r)
     return 1 / (1 + rank)
+
+
+def bm25_relative_scores(ranks: list[float]) -> list[float]:
+    """Keyword scores for one query's BM25 ranks: linear in BM25 relative to the query's best hit,
+    which keeps its absolute score `bm25_rank_to_score(best)`.
+
+    The plain mapping r/(1+r) saturates: for a query of many terms every good hit lands near 0.95,
+    so the keyword side brings almost no ranking signal into the hybrid merge (on SciFact's train
+    split the hybrid scored nDCG@10 0.689 with it, below BM25 alone at 0.701, and 0.733 with this
+    scaling). Anchoring at the best hit keeps scores absolute: weak keyword evidence stays weak.
+    """
+    if not ranks:
+        return []
+    best = -min(ranks)
+    if not math.isfinite(best) or best <= 0:
+        return [bm25_rank_to_score(r) for r in ranks]
+    top = bm25_rank_to_score(-best)
+    return [top * max(0.0, -r) / best if math.isfinite(r) else 0.001 for r in ranks]
 
 
 @dataclass
@@ -143,23 +162,28 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def mmr_rerank(items: list[Candidate], lam: float) -> list[Candidate]:
-    """Greedy maximal marginal relevance over min-max normalised scores (spec 3.11)."""
+    """Greedy maximal marginal relevance over min-max normalised scores (spec 3.11).
+
+    Each remaining item's similarity to the chosen set is kept up to date as items are chosen, so a
+    rerank costs O(n²) Jaccard comparisons instead of O(n³)."""
     if len(items) <= 1 or lam >= 1:
         return sorted(items, key=lambda c: -c.score)
     scores = [c.score for c in items]
     lo, hi = min(scores), max(scores)
     rel = [1.0 if hi == lo else (s - lo) / (hi - lo) for s in scores]
     toks = [mmr_tokens(c.text) for c in items]
+    penalty = [0.0] * len(items)  # max Jaccard similarity to any chosen item
     remaining = list(range(len(items)))
     chosen: list[int] = []
     while remaining:
-        best, best_val, best_pen = None, -math.inf, 0.0
+        best, best_val = None, -math.inf
         for i in remaining:
-            pen = max((jaccard(toks[i], toks[j]) for j in chosen), default=0.0)
-            val = lam * rel[i] - (1 - lam) * pen
+            val = lam * rel[i] - (1 - lam) * penalty[i]
             if val > best_val or (val == best_val and items[i].score > items[best].score):
-                best, best_val, best_pen = i, val, pen
-        items[best].mmr_penalty = (1 - lam) * best_pen
+                best, best_val = i, val
+        items[best].mmr_penalty = (1 - lam) * penalty[best]
         chosen.append(best)
         remaining.remove(best)
+        for i in remaining:
+            penalty[i] = max(penalty[i], jaccard(toks[i], toks[best]))
     return [items[i] for i in chosen]

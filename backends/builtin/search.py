@@ -22,7 +22,7 @@ import numpy as np
 from memsift.engine.fts_query import FtsPlan
 from memsift.engine.ranking import (
     Candidate,
-    bm25_rank_to_score,
+    bm25_relative_scores,
     dated_file_timestamp,
     decay_multiplier,
     is_evergreen,
@@ -70,11 +70,12 @@ def keyword_candidates(conn: apsw.Connection, plan: FtsPlan, limit: int) -> tupl
     """BM25-ranked chunks for the plan. Returns candidates and raw bm25 ranks by chunk id."""
     scored: dict[int, tuple[float, float | None]] = {}  # rowid -> (text score, bm25 rank)
     if plan.match:
-        for rowid, rank in conn.execute(
+        rows = conn.execute(
             "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?",
             (plan.match, limit),
-        ):
-            scored[rowid] = (bm25_rank_to_score(rank), rank)
+        ).fetchall()
+        for (rowid, rank), score in zip(rows, bm25_relative_scores([r for _, r in rows])):
+            scored[rowid] = (score, rank)
     if plan.like_terms:
         clauses = " OR ".join("text LIKE ? ESCAPE '\\'" for _ in plan.like_terms)
         args = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for t in plan.like_terms]

@@ -7,6 +7,7 @@ import pytest
 from memsift.engine.ranking import (
     Candidate,
     bm25_rank_to_score,
+    bm25_relative_scores,
     dated_file_timestamp,
     decay_multiplier,
     is_evergreen,
@@ -23,6 +24,20 @@ from memsift.engine.ranking import (
 )
 def test_bm25_rank_maps_like_the_reference(rank, score):
     assert bm25_rank_to_score(rank) == pytest.approx(score, abs=1e-4)
+
+
+def test_keyword_scores_are_linear_in_bm25_and_anchored_at_the_best_hit():
+    # A long query: the plain mapping gives 0.952 / 0.909 / 0.833, nearly flat.
+    scores = bm25_relative_scores([-20.0, -10.0, -5.0])
+    assert scores[0] == pytest.approx(bm25_rank_to_score(-20.0))
+    assert scores[1] == pytest.approx(scores[0] / 2)
+    assert scores[2] == pytest.approx(scores[0] / 4)
+    # Weak evidence stays weak: the best hit of a weak query keeps its low absolute score.
+    assert bm25_relative_scores([-0.2, -0.1]) == pytest.approx([0.2 / 1.2, 0.1 / 1.2])
+    # Degenerate ranks fall back to the plain mapping, never divide by zero.
+    assert bm25_relative_scores([0.0, 1.0]) == pytest.approx([1.0, 0.5])
+    assert bm25_relative_scores([]) == []
+    assert all(0 <= s <= 1 for s in bm25_relative_scores([-3.0, float("nan"), -1e-6]))
 
 
 def _c(cid: str, text: str = "", **kw) -> Candidate:
