@@ -158,14 +158,17 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
         return 1.0
     if not a or not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
 
 
-def mmr_rerank(items: list[Candidate], lam: float) -> list[Candidate]:
+def mmr_rerank(items: list[Candidate], lam: float, *, limit: int | None = None, min_score: float = -math.inf) -> list[Candidate]:
     """Greedy maximal marginal relevance over min-max normalised scores (spec 3.11).
 
-    Each remaining item's similarity to the chosen set is kept up to date as items are chosen, so a
-    rerank costs O(n²) Jaccard comparisons instead of O(n³)."""
+    Each remaining item's similarity to the chosen set is kept up to date as items are chosen
+    (O(n²) Jaccard comparisons, not O(n³)). With `limit`, the greedy choice stops once `limit`
+    chosen items score at least `min_score` (all a search can return); the rest follow by score,
+    so a pool of 240 candidates for 30 results is not reordered in full."""
     if len(items) <= 1 or lam >= 1:
         return sorted(items, key=lambda c: -c.score)
     scores = [c.score for c in items]
@@ -175,7 +178,8 @@ def mmr_rerank(items: list[Candidate], lam: float) -> list[Candidate]:
     penalty = [0.0] * len(items)  # max Jaccard similarity to any chosen item
     remaining = list(range(len(items)))
     chosen: list[int] = []
-    while remaining:
+    passing = 0
+    while remaining and (limit is None or passing < limit):
         best, best_val = None, -math.inf
         for i in remaining:
             val = lam * rel[i] - (1 - lam) * penalty[i]
@@ -183,7 +187,9 @@ def mmr_rerank(items: list[Candidate], lam: float) -> list[Candidate]:
                 best, best_val = i, val
         items[best].mmr_penalty = (1 - lam) * penalty[best]
         chosen.append(best)
+        passing += items[best].score >= min_score
         remaining.remove(best)
         for i in remaining:
             penalty[i] = max(penalty[i], jaccard(toks[i], toks[best]))
-    return [items[i] for i in chosen]
+    remaining.sort(key=lambda i: -items[i].score)
+    return [items[i] for i in chosen + remaining]

@@ -235,7 +235,7 @@ def rank(
         _apply_decay(conn, vector, params)
         vector.sort(key=lambda c: -c.score)
         if params.mmr_enabled:
-            vector = mmr_rerank(vector, params.mmr_lambda)
+            vector = mmr_rerank(vector, params.mmr_lambda, limit=params.max_results, min_score=params.min_score)
         return [c for c in vector if c.score >= params.min_score][: params.max_results], facts
 
     facts["mode"] = "hybrid"
@@ -243,7 +243,7 @@ def rank(
     _apply_decay(conn, merged, params)
     merged.sort(key=lambda c: (-c.score, c.path, c.start_line))
     if params.mmr_enabled:
-        merged = mmr_rerank(merged, params.mmr_lambda)
+        merged = mmr_rerank(merged, params.mmr_lambda, limit=params.max_results, min_score=params.min_score)
     strict = [c for c in merged if c.score >= params.min_score]
     if len(strict) < params.max_results and keyword:
         # Keyword rescue. A pure BM25 hit scores at most textWeight (0.3), under the default

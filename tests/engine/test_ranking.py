@@ -88,6 +88,25 @@ def test_mmr_demotes_near_duplicates():
     assert items[1].mmr_penalty > 0
 
 
+def test_mmr_stops_choosing_once_enough_items_pass_the_threshold():
+    import random
+
+    rng = random.Random(3)
+    words = "ledger postgres lisbon hotel sprint retro coffee kafka budget invoice".split()
+
+    def pool():
+        return [_c(str(i), " ".join(rng.sample(words, 4)), score=rng.random()) for i in range(40)]
+
+    for _ in range(20):
+        items = pool()
+        full = [c.chunk_id for c in mmr_rerank([_c(c.chunk_id, c.text, score=c.score) for c in items], 0.7)]
+        cut = mmr_rerank(items, 0.7, limit=6, min_score=0.3)
+        passing = [c.chunk_id for c in cut if c.score >= 0.3][:6]
+        # The same six hits a search returns, in the same order, as a full rerank gives.
+        assert passing == [cid for cid in full if items[int(cid)].score >= 0.3][:6]
+        assert sorted(c.chunk_id for c in cut) == sorted(full)  # nothing lost
+
+
 def test_mmr_with_lambda_one_is_plain_score_order():
     items = [_c("a", "x", score=0.2), _c("b", "x", score=0.9), _c("c", "y", score=0.5)]
     assert [c.chunk_id for c in mmr_rerank(items, 1.0)] == ["b", "c", "a"]
