@@ -1,4 +1,10 @@
-"""Markdown chunking with line ranges: the reference's `chunkMarkdown`, later (capped-overlap) revision.
+"""Markdown chunking with line ranges: the reference's `chunkMarkdown`, later (capped-overlap) revision,
+plus section boundaries.
+
+A heading that ends a section of at least a quarter of the budget starts a new chunk (with no
+overlap carried into it), so a chunk never mixes the tail of one substantial section with the
+next one (two sessions of a daily log, two topics of MEMORY.md), while short sections still
+share a chunk. Headings inside fenced code blocks do not count.
 
 Sizes are counted in UTF-16 units (the reference counts JS string length) with each CJK code
 point weighted as 4, so a chunk holds about `tokens` tokens in any script. Python strings hold
@@ -8,11 +14,16 @@ code points, so a non-BMP character (one surrogate pair in UTF-16) is never spli
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 from .text import utf16_len, utf16_slice, weighted_len
 
 __all__ = ["Chunk", "chunk_markdown", "sha256_text", "split_for_input_limit"]
+
+
+_HEADING_RE = re.compile(r"#{1,6}(?:[ \t]|$)")
+_FENCE_RE = re.compile(r"[ ]{0,3}(```|~~~)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,14 +108,29 @@ def chunk_markdown(content: str, *, tokens: int = 400, overlap: int = 80) -> lis
         kept.reverse()
         return kept, acc
 
+    section_floor = max_chars // 4
+    fresh = 0  # size added since the last flush (the carried overlap is not new)
+    section = 0  # size of the section so far (since the last heading)
+    in_fence = False
     for line_no, line in enumerate(content.split("\n"), start=1):
+        if _FENCE_RE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and _HEADING_RE.match(line):
+            if fresh == 0 or section >= section_floor:
+                if fresh:
+                    flush()  # a substantial section ends here
+                current, size, fresh = [], 0, 0  # and nothing of it (not even the overlap) runs on
+            section = 0
         for seg in _line_segments(line, line_no, max_chars, tokens):
             cost = seg.weight + 1
             if current and size + cost > max_chars:
                 flush()
                 current, size = carry()
+                fresh = 0
             current.append(seg)
             size += cost
+            fresh += cost
+            section += cost
     if current:
         flush()
     return chunks

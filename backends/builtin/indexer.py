@@ -57,7 +57,7 @@ __all__ = ["Indexer", "IndexIdentity", "fingerprint_diff", "CHUNKER_REVISION", "
 
 log = structlog.get_logger("memsift.builtin.indexer")
 
-CHUNKER_REVISION = "capped-overlap-v1"
+CHUNKER_REVISION = "capped-overlap+sections-1"
 GROUP_CHUNKS = 256  # chunks embedded and written per transaction
 # Markdown files over this size are skipped (with the reason in status): a memory note is never
 # this large, and chunking one would hold hundreds of MB of chunk text at once.

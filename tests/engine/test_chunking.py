@@ -102,3 +102,24 @@ def test_every_nonblank_line_is_covered_by_a_chunk(lines, tokens, overlap):
     for i, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             assert any(c.start_line <= i <= c.end_line for c in chunks)
+
+
+def test_a_heading_after_a_substantial_section_starts_a_new_chunk_without_overlap():
+    section_a = "\n".join(f"- a{i} " + "alpha words " * 4 for i in range(12))
+    text = f"# 2026-11-02\n\n## Session A\n{section_a}\n## Session B\n- b0 short\n- b1 short\n## Session C\n- c0 short\n"
+    lines = text.split("\n")
+    chunks = chunk_markdown(text, tokens=100, overlap=20)
+    b = lines.index("## Session B") + 1
+    starting_at_b = [c for c in chunks if c.start_line == b]
+    assert starting_at_b, "Session B starts a chunk"
+    # No chunk mixes Session A's lines with Session B's: the overlap is not carried over a heading.
+    assert not any(c.start_line < b <= c.end_line for c in chunks)
+    # Short sections share a chunk: B (two short lines) and C are one chunk.
+    assert starting_at_b[0].end_line >= lines.index("- c0 short") + 1
+
+
+def test_headings_inside_code_fences_do_not_split():
+    body = "\n".join(f"step {i} " + "words " * 8 for i in range(10))
+    text = f"## Setup\n{body}\n```bash\n# install the tools\npip install x\n```\nmore text\n"
+    chunks = chunk_markdown(text, tokens=400, overlap=80)
+    assert len(chunks) == 1

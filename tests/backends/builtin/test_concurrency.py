@@ -96,7 +96,8 @@ def test_sigkill_in_the_middle_of_a_sync_then_the_next_sync_catches_up(tmp_path)
     m = _manager(tmp_path, ws, model="slow-bow")  # the worker's model: its sync is incremental
     anyio.run(m.sync)
     for i in range(40):
-        (ws / "memory" / f"new-{i}.md").write_text(f"- new note {i} about puffins, line padding padding\n" * 300)
+        # Distinct lines, so every chunk is embedded (slowly): the kill lands part-way through.
+        (ws / "memory" / f"new-{i}.md").write_text("".join(f"- new note {i} line {j} about puffins, padding\n" for j in range(300)))
     proc = _spawn("slow-sync", tmp_path, ws)
     _kill_when_started(proc, 1.0)
     fresh = _manager(tmp_path, ws, model="slow-bow")
