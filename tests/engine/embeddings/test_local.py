@@ -49,6 +49,18 @@ def test_batching_does_not_change_vectors(local_provider):
     assert np.allclose(together[:5], alone, atol=1e-4)
 
 
+def test_batches_stay_within_the_padded_token_budget():
+    from memsift.engine.embeddings.local import BATCH_MAX_WINDOWS, BATCH_TOKENS, _batches
+
+    lengths = [3, 5, 40, 64, 64, 100, 256, 256, 256, 256, 256, 7, 12] * 9
+    order = sorted(range(len(lengths)), key=lambda k: lengths[k])
+    batches = _batches(order, lengths)
+    assert sorted(k for b in batches for k in b) == list(range(len(lengths)))  # each window once
+    for b in batches:
+        assert len(b) * max(lengths[k] for k in b) <= BATCH_TOKENS or len(b) == 1
+        assert len(b) <= BATCH_MAX_WINDOWS
+
+
 def test_long_text_tail_is_not_truncated_away(local_provider):
     filler = " ".join(["The soup needs onions, garlic, carrots and a slow simmer."] * 30)  # > 256 tokens
     tail = "Upgrade the Kubernetes cluster to version 1.31 next week."
