@@ -13,26 +13,38 @@
             await manager.aclose()
 
     anyio.run(main)
+
+The public names load on first use (PEP 562), so importing a small part of memsift (the CLI's
+argument check, the errors) does not pay for pydantic, numpy and the rest.
 """
 
 from __future__ import annotations
 
-import structlog
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from .config import ResolvedConfig, load_config, resolve_agent
-from .errors import (
-    BackendError,
-    ConfigError,
-    IndexUnusableError,
-    MemsiftError,
-    PathNotAllowedError,
-    ProviderError,
-    ProviderUnavailableError,
-)
-from .factory import open_manager, resolve_config
-from .logging import configure_logging
-from .manager import SearchManager, SyncReport
-from .results import ManagerStatus, ReadResult, SearchAnswer, SearchHit
+# public name -> the module that defines it
+_EXPORTS = {
+    "BackendError": ".errors",
+    "ConfigError": ".errors",
+    "IndexUnusableError": ".errors",
+    "MemsiftError": ".errors",
+    "PathNotAllowedError": ".errors",
+    "ProviderError": ".errors",
+    "ProviderUnavailableError": ".errors",
+    "ManagerStatus": ".results",
+    "ReadResult": ".results",
+    "SearchAnswer": ".results",
+    "SearchHit": ".results",
+    "ResolvedConfig": ".config",
+    "load_config": ".config",
+    "resolve_agent": ".config",
+    "SearchManager": ".manager",
+    "SyncReport": ".manager",
+    "configure_logging": ".logging",
+    "open_manager": ".factory",
+    "resolve_config": ".factory",
+}
 
 __all__ = [
     "BackendError",
@@ -56,5 +68,32 @@ __all__ = [
     "resolve_config",
 ]
 
-if not structlog.is_configured():
-    configure_logging()  # structlog's own default prints to stdout; ours goes to stderr
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from .config import ResolvedConfig, load_config, resolve_agent
+    from .errors import (
+        BackendError,
+        ConfigError,
+        IndexUnusableError,
+        MemsiftError,
+        PathNotAllowedError,
+        ProviderError,
+        ProviderUnavailableError,
+    )
+    from .factory import open_manager, resolve_config
+    from .logging import configure_logging
+    from .manager import SearchManager, SyncReport
+    from .results import ManagerStatus, ReadResult, SearchAnswer, SearchHit

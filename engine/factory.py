@@ -5,15 +5,14 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Mapping
 
-import structlog
-
+from .logging import get_logger
 from .config import ResolvedConfig, load_config, resolve_agent
 from .errors import ConfigError
 from .manager import SearchManager
 
 __all__ = ["open_manager", "resolve_config"]
 
-log = structlog.get_logger("memsift.factory")
+log = get_logger("memsift.factory")
 
 
 def resolve_config(
@@ -23,10 +22,14 @@ def resolve_config(
     agent: str | None = None,
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> ResolvedConfig:
-    """Load the config file (and environment) and resolve it for one agent."""
+    """Load the config file (and environment) and resolve it for one agent. Relative paths start
+    from `cwd` (default: the current folder)."""
+    if config_path is not None and cwd is not None:
+        config_path = os.path.join(cwd, os.path.expanduser(config_path))
     config, path = load_config(config_path, environ=environ, overrides=overrides)
-    return resolve_agent(config, agent_id=agent, workspace=workspace, config_path=path, environ=environ)
+    return resolve_agent(config, agent_id=agent, workspace=workspace, config_path=path, environ=environ, cwd=cwd)
 
 
 def open_manager(

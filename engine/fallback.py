@@ -15,8 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-import structlog
-
+from .logging import get_logger
 from .errors import BackendError
 from .manager import SearchManager, SyncReport
 from .results import Fallback, ManagerStatus, ReadResult, ScopeDenial, SearchAnswer
@@ -24,7 +23,7 @@ from .scope import decide_scope
 
 __all__ = ["FallbackSearchManager"]
 
-log = structlog.get_logger("memsift.fallback")
+log = get_logger("memsift.fallback")
 
 
 class FallbackSearchManager:
@@ -66,6 +65,12 @@ class FallbackSearchManager:
         if self._fallback is None:
             self._fallback = self._fallback_factory()
         return self._fallback
+
+    def mark_dirty(self) -> None:
+        """Files changed: tell the managers that keep their own freshness state."""
+        for m in (self._primary, self._fallback):
+            if m is not None and hasattr(m, "mark_dirty"):
+                m.mark_dirty()
 
     async def _mark_failed(self, exc: Exception) -> str:
         reason = str(exc) or type(exc).__name__

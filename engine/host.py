@@ -13,16 +13,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 import anyio
-import structlog
 import watchfiles
 
+from .logging import get_logger
 from .config import ResolvedConfig
 from .manager import SearchManager
 from .watcher import MemoryWatcher
 
 __all__ = ["serve_freshness", "SessionDeltaTracker"]
 
-log = structlog.get_logger("memsift.host")
+log = get_logger("memsift.host")
 
 SESSION_DEBOUNCE_S = 5.0  # transcript updates are batched (spec 3.13)
 
@@ -103,7 +103,9 @@ async def serve_freshness(
                 emit("changed", {"files": len(paths)})
                 await sync("watch", include_sessions=False) if _accepts_sessions(manager) else await sync("watch")
 
-            await tg.start(lambda task_status: MemoryWatcher(settings, on_change).run(task_status=task_status))
+            mark_dirty = getattr(manager, "mark_dirty", None)
+            watcher = MemoryWatcher(settings, on_change, on_pending=mark_dirty)
+            await tg.start(lambda task_status: watcher.run(task_status=task_status))
         if ms.sync.interval_minutes and ms.sync.interval_minutes > 0:
             tg.start_soon(_every, ms.sync.interval_minutes * 60, lambda: sync("interval"))
         if "sessions" in ms.sources and _accepts_sessions(manager):

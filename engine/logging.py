@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import Any
 
 import structlog
 
 from .secrets import redact_processor
 
-__all__ = ["configure_logging"]
+__all__ = ["configure_logging", "get_logger"]
 
 
 def configure_logging(verbosity: int = 0) -> None:
@@ -33,3 +34,11 @@ def configure_logging(verbosity: int = 0) -> None:
         logger_factory=lambda *_args: structlog.PrintLogger(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
+
+
+def get_logger(name: str) -> Any:
+    """A structlog logger, with memsift's stderr set-up applied first if nobody configured
+    logging yet (structlog's own default would print to stdout, which belongs to results)."""
+    if not structlog.is_configured():
+        configure_logging()
+    return structlog.get_logger(name)

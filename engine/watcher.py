@@ -3,7 +3,8 @@
 Two watches, whatever the number of files: a recursive one over `memory/` and the extra-path
 folders, and a flat one over the workspace root (for `MEMORY.md`, `memory.md`, extra files, and
 a `memory/` folder created later, which restarts the recursive watch). Changes are collected until
-they stay quiet for `sync.watchDebounceMs`, then handed over as one batch.
+they stay quiet for `sync.watchDebounceMs`, then handed over as one batch; the first change of a
+batch is reported at once (`on_pending`), so searches meanwhile know the index is behind.
 """
 
 from __future__ import annotations
@@ -13,15 +14,15 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 import anyio
-import structlog
 import watchfiles
 
+from .logging import get_logger
 from .config import ResolvedConfig
 from .multimodal import extensions_for
 
 __all__ = ["MemoryWatcher", "IGNORED_DIRS"]
 
-log = structlog.get_logger("memsift.watch")
+log = get_logger("memsift.watch")
 
 ARM_DELAY_S = 0.3
 IGNORED_DIRS = frozenset({".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox", "__pycache__"})
@@ -34,10 +35,14 @@ class MemoryWatcher:
         on_change: Callable[[set[str]], Awaitable[None]],
         *,
         debounce_ms: int | None = None,
+        on_pending: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
         ms = settings.memory_search
         self.on_change = on_change
+        # Told as soon as a change arrives, before the debounce window: a search in that window
+        # then syncs first instead of missing a note written a moment ago.
+        self.on_pending = on_pending
         self.debounce_s = (debounce_ms if debounce_ms is not None else ms.sync.watch_debounce_ms) / 1000
         mm = ms.multimodal
         self.extensions = (".md",) + (extensions_for(mm.modalities) if mm.enabled else ())
@@ -107,6 +112,8 @@ class MemoryWatcher:
         async with self._receive:
             while True:
                 pending = set(await self._receive.receive())
+                if self.on_pending is not None:
+                    self.on_pending()
                 while True:
                     with anyio.move_on_after(self.debounce_s) as quiet:
                         pending |= await self._receive.receive()

@@ -28,8 +28,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 import apsw
 import numpy as np
-import structlog
 
+from memsift.engine.logging import get_logger
 from memsift.engine.chunking import Chunk, chunk_markdown, split_for_input_limit
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import IndexUnusableError
@@ -55,7 +55,7 @@ from .store import (
 
 __all__ = ["Indexer", "IndexIdentity", "fingerprint_diff", "CHUNKER_REVISION", "EmbedFn", "MAX_MARKDOWN_BYTES"]
 
-log = structlog.get_logger("memsift.builtin.indexer")
+log = get_logger("memsift.builtin.indexer")
 
 CHUNKER_REVISION = "capped-overlap+sections-1"
 GROUP_CHUNKS = 256  # chunks embedded and written per transaction
@@ -497,7 +497,7 @@ class Indexer:
         for c in ([] if p.rejected else p.chunks):
             blob = vectors.get(c.hash)
             cid = _chunk_id(p.file.source, p.file.rel_path, c.start_line, c.end_line, c.hash, self.ident.model)
-            cur = conn.execute(
+            conn.execute(
                 "INSERT OR IGNORE INTO chunks(id, path, source, start_line, end_line, hash, model, text, embedding, updated_at)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (cid, p.file.rel_path, p.file.source, c.start_line, c.end_line, c.hash, self.ident.model, c.text, blob, now),

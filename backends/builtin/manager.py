@@ -9,8 +9,8 @@ from typing import Any, Callable
 import anyio
 import apsw
 import numpy as np
-import structlog
 
+from memsift.engine.logging import get_logger
 from memsift.engine.citations import citation_for, citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, create_provider, select_provider
@@ -35,7 +35,7 @@ from .store import CORRUPT_ERRORS, VectorState, open_db, quarantine, read_meta, 
 
 __all__ = ["BuiltinSearchManager"]
 
-log = structlog.get_logger("memsift.builtin")
+log = get_logger("memsift.builtin")
 
 # Whole-call limits (spec: query 5 min local / 60 s remote; batch 10 min local / 2 min remote per
 # request). Remote calls carry their own per-request timeouts and retries inside these.
@@ -232,6 +232,10 @@ class BuiltinSearchManager:
             self.selection = ProviderSelection(
                 provider, self._primary.requested, fallback_from=info.get("from"), fallback_reason=info.get("reason"), fallback_id=fb
             )
+
+    def mark_dirty(self) -> None:
+        """Files changed (a watcher saw it): the next search syncs them first."""
+        self._dirty = True
 
     async def _ensure_fresh(self, session_key: str | None) -> bool:
         """Before a search: sync what changed (within a time budget), bootstrap an empty index,

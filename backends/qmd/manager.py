@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Mapping
 
 import anyio
-import structlog
 
+from memsift.engine.logging import get_logger
 from memsift.engine.citations import citation_for, citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.durations import parse_duration_ms
@@ -42,7 +42,7 @@ from .sessions import export_sessions
 
 __all__ = ["QmdSearchManager", "INDEX_NAME"]
 
-log = structlog.get_logger("memsift.qmd")
+log = get_logger("memsift.qmd")
 
 INDEX_NAME = "memsift"
 _UNSUPPORTED_FLAG = ("unknown flag", "unknown option", "unrecognized option", "flag provided but not defined", "unexpected argument")

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 import anyio
-import structlog
 
+from memsift.engine.logging import get_logger
 from memsift.engine.errors import BackendError
 
 __all__ = [
@@ -33,7 +33,7 @@ __all__ = [
     "command_prefix",
 ]
 
-log = structlog.get_logger("memsift.qmd.process")
+log = get_logger("memsift.qmd.process")
 
 MAX_OUTPUT_CHARS = 200_000
 KILL_GRACE_S = 2.0

@@ -1,1 +1,22 @@
-"""The `memsift` command line."""
+"""The `memsift` command line.
+
+`main` is the console script. A search is first offered to a running memsift (`resident.py`),
+before anything heavy is imported; everything else (and any search it declines) runs in `main.py`.
+"""
+
+from __future__ import annotations
+
+__all__ = ["main"]
+
+
+def main() -> None:
+    import sys  # noqa: PLC0415
+
+    from .resident import try_resident  # noqa: PLC0415
+
+    code = try_resident(sys.argv[1:])
+    if code is not None:
+        sys.exit(code)
+    from .main import main as run  # noqa: PLC0415
+
+    run()

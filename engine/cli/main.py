@@ -18,9 +18,8 @@ import anyio
 import click
 
 from ..errors import ConfigError, IndexUnusableError, MemsiftError, PathNotAllowedError, ProviderError
-from ..logging import configure_logging
 
-__all__ = ["main", "cli", "EXIT_CODES"]
+__all__ = ["main", "cli", "EXIT_CODES", "exit_code", "search_output"]
 
 EXIT_CODES = {
     "ok": 0,
@@ -34,7 +33,7 @@ EXIT_CODES = {
 }
 
 
-def _exit_code(exc: MemsiftError) -> int:
+def exit_code(exc: MemsiftError) -> int:
     if isinstance(exc, ConfigError):
         return EXIT_CODES["config"]
     if isinstance(exc, IndexUnusableError):
@@ -52,7 +51,7 @@ def _errors_to_exit() -> Iterator[None]:
         yield
     except MemsiftError as exc:
         click.echo(f"memsift: {exc}", err=True)
-        sys.exit(_exit_code(exc))
+        sys.exit(exit_code(exc))
 
 
 def _emit_json(data: Any) -> None:
@@ -118,6 +117,8 @@ def _progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
 @click.pass_context
 def cli(ctx: click.Context, workspace: str | None, agent: str | None, config_path: str | None, backend: str | None, verbose: int) -> None:
     """Memory search for AI agents over Markdown memory files."""
+    from ..logging import configure_logging  # noqa: PLC0415  (structlog is not needed before this)
+
     configure_logging(verbose)
     ctx.obj = _Ctx(workspace, agent, config_path, backend)
 
@@ -152,8 +153,6 @@ def search(
     backend: str | None, as_json: bool,
 ) -> None:
     """Search memory for QUERY."""
-    from .render import render_answer  # noqa: PLC0415
-
     if backend:
         obj.backend = backend
 
@@ -162,13 +161,22 @@ def search(
 
     with _errors_to_exit():
         answer = obj.run(go)
-    if as_json:
-        _emit_json(answer.to_json_dict())
-    else:
-        click.echo(render_answer(answer, explain=explain))
+    out, err, code = search_output(answer, as_json=as_json, explain=explain)
+    click.echo(out, nl=False)
+    if err:
+        click.echo(err, err=True, nl=False)
+    if code:
+        sys.exit(code)
+
+
+def search_output(answer: Any, *, as_json: bool, explain: bool) -> tuple[str, str, int]:
+    """What `memsift search` prints: (stdout, stderr, exit code). Shared with resident answers."""
+    from .render import render_answer  # noqa: PLC0415
+
+    out = json.dumps(answer.to_json_dict(), ensure_ascii=False, indent=2) if as_json else render_answer(answer, explain=explain)
     if answer.unavailable:
-        click.echo(f"memsift: {answer.unavailable}", err=True)
-        sys.exit(EXIT_CODES["backend"])
+        return out + "\n", f"memsift: {answer.unavailable}\n", EXIT_CODES["backend"]
+    return out + "\n", "", EXIT_CODES["ok"]
 
 
 _GET_RE = re.compile(r"^(?P<path>.+?)(?::(?P<from>\d+)(?::(?P<count>\d+))?)?$")
@@ -239,6 +247,7 @@ def watch(obj: _Ctx, as_json: bool) -> None:
 
     from ..host import serve_freshness  # noqa: PLC0415
     from .render import WatchStatus  # noqa: PLC0415
+    from .resident_server import serve_resident  # noqa: PLC0415
 
     async def go(manager: Any) -> None:
         settings = obj.settings()
@@ -247,6 +256,11 @@ def watch(obj: _Ctx, as_json: bool) -> None:
             async with anyio.create_task_group() as tg:
                 with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                     await tg.start(lambda task_status: serve_freshness(manager, settings, on_event=status.event, task_status=task_status))
+                    # While watching, `memsift search` in another terminal is answered from here.
+                    sock = await tg.start(lambda task_status: serve_resident(
+                        manager, settings, backend=obj.backend, on_answer=lambda info: status.event("answered", info),
+                        task_status=task_status))
+                    status.event("resident", {"socket": str(sock) if sock else None})
                     async for _sig in signals:
                         tg.cancel_scope.cancel()
                         break
@@ -337,4 +351,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from . import main as entry  # noqa: PLC0415  (the console script: a resident answer first)
+
+    entry()

@@ -182,6 +182,7 @@ class WatchStatus:
         self.as_json = as_json
         self.live = not as_json and sys.stderr.isatty()
         self.syncs = 0
+        self.answered = 0  # CLI searches answered from this process
         self.last = "starting"
         self._status = None
 
@@ -199,7 +200,8 @@ class WatchStatus:
             self._status.__exit__(None, None, None)
 
     def _line(self) -> str:
-        return f"watching {self.settings.workspace} · {self.syncs} sync(s) · {self.last} · Ctrl-C to stop"
+        return (f"watching {self.settings.workspace} · {self.syncs} sync(s) · {self.answered} search(es) answered · "
+                f"{self.last} · Ctrl-C to stop")
 
     def _say(self, text: str) -> None:
         import sys  # noqa: PLC0415
@@ -236,6 +238,12 @@ class WatchStatus:
             self._say(f"{now} sync failed ({payload['reason']}): {payload['error']}")
         elif kind == "ready":
             self._say(f"{now} watching {self.settings.workspace} (Ctrl-C to stop)")
+        elif kind == "resident" and payload.get("socket"):
+            self._say(f"{now} answering `memsift search` for this workspace from here")
+        elif kind == "answered":
+            self.answered += 1
+            if self._status is not None:
+                self._status.update(self._line())
 
     def stopped(self) -> None:
         if not self.as_json:

@@ -216,8 +216,12 @@ def resolve_agent(
     workspace: str | os.PathLike[str] | None = None,
     config_path: Path | None = None,
     environ: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> ResolvedConfig:
-    """Merge defaults with one agent's overrides and normalise. Unknown agent ids are errors."""
+    """Merge defaults with one agent's overrides and normalise. Unknown agent ids are errors.
+
+    `cwd` is the folder relative workspace paths start from (and the default workspace): the
+    process's own unless given (a resident server answers for a client elsewhere)."""
     env = os.environ if environ is None else environ
     agents = config.agents
     wanted = agent_id or env.get("MEMSIFT_AGENT")
@@ -245,8 +249,9 @@ def resolve_agent(
     _check_multimodal(ms)
 
     ws_raw = workspace or env.get("MEMSIFT_WORKSPACE") or (entry.workspace if entry else None)
-    ws_raw = ws_raw or agents.defaults.workspace or os.getcwd()
-    ws = Path(ws_raw).expanduser().resolve()
+    base = Path(cwd) if cwd is not None else Path.cwd()
+    ws_raw = ws_raw or agents.defaults.workspace or base
+    ws = (base / Path(ws_raw).expanduser()).resolve()
     state_dir = Path(config.state_dir).expanduser() if config.state_dir else _default_state_dir(env)
     if ms.store.path:
         store = Path(ms.store.path.replace("{agentId}", agent)).expanduser()

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-import structlog
-
+from ..logging import get_logger
 from ..config.models import MemorySearchConfig
 from ..errors import ProviderError, ProviderUnavailableError
 from .base import EmbeddingProvider, MultimodalInput, l2_normalise
@@ -29,7 +28,7 @@ __all__ = [
     "AUTO_ORDER",
 ]
 
-log = structlog.get_logger("memsift.embeddings")
+log = get_logger("memsift.embeddings")
 
 # id → (module, class). Ollama is never auto-selected.
 _ADAPTERS = {
@@ -72,11 +71,12 @@ def create_provider(
         return _local(ms)
     if provider_id not in _ADAPTERS:
         raise ProviderUnavailableError(f"unknown embedding provider {provider_id!r}")
-    module, name = _ADAPTERS[provider_id]
-    cls = getattr(importlib.import_module(f".{module}", __name__), name)
     remote = ms.remote
     configured_key = remote.api_key.get_secret_value() if (primary and remote.api_key) else None
+    # The key first: `auto` with no keys moves on without importing the adapter (and httpx).
     key = resolve_api_key(provider_id, configured_key, required=provider_id != "ollama", environ=environ)
+    module, name = _ADAPTERS[provider_id]
+    cls = getattr(importlib.import_module(f".{module}", __name__), name)
     model = cls.normalise_model((ms.model if primary else "") or cls.default_model)
     args: dict[str, Any] = {
         "model": model,

@@ -9,10 +9,8 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import anyio
-import pytest
 
 from helpers import make_settings
 from memsift.backends.builtin import BuiltinSearchManager

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import anyio
 import apsw
-import pytest
 
 from figures import FIGURES
 from helpers import make_settings

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import os
-import time
 from datetime import datetime, timezone
 
 import anyio

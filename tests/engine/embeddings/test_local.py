@@ -61,6 +61,21 @@ def test_batches_stay_within_the_padded_token_budget():
         assert len(b) <= BATCH_MAX_WINDOWS
 
 
+def test_first_queries_use_the_quick_session_with_the_same_vectors(monkeypatch):
+    from memsift.engine.embeddings import local as local_mod
+
+    monkeypatch.setattr(local_mod, "QUICK_QUERIES", 2)
+    p = LocalMiniLMProvider()
+    long_query = "which database did we pick for the ledger service and why " * 30  # several windows
+    quick = [p.embed_query_sync("which database did we pick?"), p.embed_query_sync(long_query)]
+    assert p._session is None and p._quick is not None  # no optimised graph loaded for two queries
+    third = p.embed_query_sync("which database did we pick?")
+    assert p._session is not None and p._quick is None  # then the optimised one takes over
+    full = p.embed_sync(["which database did we pick?", long_query])
+    assert np.allclose(quick[0], full[0], atol=1e-5) and np.allclose(quick[1], full[1], atol=1e-5)
+    assert np.allclose(third, full[0], atol=1e-5)
+
+
 def test_long_text_tail_is_not_truncated_away(local_provider):
     filler = " ".join(["The soup needs onions, garlic, carrots and a slow simmer."] * 30)  # > 256 tokens
     tail = "Upgrade the Kubernetes cluster to version 1.31 next week."

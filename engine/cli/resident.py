@@ -1,0 +1,169 @@
+"""Resident searches: `memsift search` asks a running `memsift watch` (or `memsift mcp`) first.
+
+A cold `memsift search` starts Python, imports numpy and onnxruntime, loads the model and opens
+the index: about 0.3–0.6 s before the first result. A long-running memsift already has all of it
+loaded and keeps the index fresh, so while one runs it answers the CLI's searches over a Unix
+socket in a few milliseconds.
+
+This module is the client and the rendezvous, and imports nothing but the standard library
+(it runs before the rest of the CLI is imported). The server side is `resident_server.py`.
+
+Rendezvous: `$XDG_RUNTIME_DIR/memsift/`, else `/tmp/memsift-<uid>/` (short paths: a socket path
+must fit 107 bytes), created 0700 and used only when owned by this user. A server listens on
+`<tag>-<pid>.sock` (0600), where the tag hashes the state directory the environment selects, so
+servers of other state directories are never asked.
+
+Safety: the server answers only when the request resolves to exactly its own settings (workspace,
+agent, config, backend, environment); otherwise it declines and the CLI runs the search itself.
+Secret-looking environment values are sent as hashes, never in clear. Any failure (no server, a
+stale socket, a timeout, a decline) falls back to the ordinary cold search.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import stat
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+__all__ = ["rendezvous_dir", "state_tag", "relevant_env", "try_resident", "PROTOCOL", "CONNECT_TIMEOUT_S"]
+
+PROTOCOL = 1
+CONNECT_TIMEOUT_S = 0.5
+ANSWER_TIMEOUT_S = 120.0  # a search may first sync changed files
+# Options of the `memsift` group that take a value (to find the subcommand in argv).
+_GROUP_VALUE_OPTIONS = {"-w", "--workspace", "-a", "--agent", "-c", "--config", "-b", "--backend"}
+_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+
+
+def _state_base(env: Mapping[str, str]) -> str:
+    """The state directory the environment selects (the config file's stateDir is not read here;
+    the server checks the full settings anyway)."""
+    if env.get("MEMSIFT_STATE_DIR"):
+        return os.path.abspath(os.path.expanduser(env["MEMSIFT_STATE_DIR"]))
+    base = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.abspath(os.path.join(os.path.expanduser(base), "memsift"))
+
+
+def state_tag(env: Mapping[str, str]) -> str:
+    return hashlib.sha256(_state_base(env).encode()).hexdigest()[:12]
+
+
+def rendezvous_dir(env: Mapping[str, str], *, create: bool = False) -> Path | None:
+    """The private folder for sockets, or None when it is missing or not safely ours."""
+    runtime = env.get("XDG_RUNTIME_DIR")
+    folder = Path(runtime) / "memsift" if runtime and os.path.isdir(runtime) else Path(f"/tmp/memsift-{os.getuid()}")
+    if create:
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+        except OSError:
+            return None
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    # Another user's folder, a symlink, or one others can write to is never used.
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return folder
+
+
+def _is_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in _SECRET_WORDS)
+
+
+def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
+    """What of the environment can change how a search is configured or answered: memsift's own
+    variables, where configs and state live, and API keys (hashed: only equality matters)."""
+    out = {}
+    for name, value in env.items():
+        if name.startswith("MEMSIFT") or name in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
+            out[name] = value
+        elif _is_secret(name):
+            out[name] = "sha256:" + hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
+    return out
+
+
+def _subcommand(argv: list[str]) -> str | None:
+    """The subcommand name in `memsift [group options] CMD …`, or None."""
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in _GROUP_VALUE_OPTIONS:
+            i += 2
+            continue
+        if arg.startswith("-"):
+            if arg in ("-h", "--help", "--version"):
+                return None
+            i += 1
+            continue
+        return arg
+    return None
+
+
+def _servers(folder: Path, tag: str) -> list[Path]:
+    return sorted(folder.glob(f"{tag}-*.sock"))
+
+
+def _forget_if_dead(sock: Path) -> None:
+    """Remove a socket left by a server that no longer runs (killed before it could)."""
+    try:
+        os.kill(int(sock.stem.rsplit("-", 1)[1]), 0)
+    except ProcessLookupError:
+        try:
+            sock.unlink()
+        except OSError:
+            pass
+    except (ValueError, IndexError, PermissionError):
+        pass
+
+
+def _ask(sock: Path, request: bytes) -> dict[str, Any] | None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(CONNECT_TIMEOUT_S)
+        try:
+            s.connect(str(sock))
+        except (ConnectionRefusedError, FileNotFoundError):
+            _forget_if_dead(sock)
+            return None
+        s.settimeout(ANSWER_TIMEOUT_S)
+        s.sendall(request)
+        s.shutdown(socket.SHUT_WR)
+        chunks = []
+        while True:
+            data = s.recv(1 << 16)
+            if not data:
+                break
+            chunks.append(data)
+    return json.loads(b"".join(chunks).decode("utf-8"))
+
+
+def try_resident(argv: list[str], env: Mapping[str, str] | None = None) -> int | None:
+    """Have a running memsift answer `memsift search …`: prints its output and returns the exit
+    code, or returns None (nothing printed) when the CLI should run the command itself."""
+    env = os.environ if env is None else env
+    if _subcommand(argv) != "search" or env.get("MEMSIFT_NO_RESIDENT"):
+        return None
+    folder = rendezvous_dir(env)
+    if folder is None:
+        return None
+    request = json.dumps(
+        {"protocol": PROTOCOL, "argv": argv, "cwd": os.getcwd(), "env": relevant_env(env)}, ensure_ascii=False
+    ).encode("utf-8", "surrogateescape")
+    for sock in _servers(folder, state_tag(env)):
+        try:
+            answer = _ask(sock, request)
+        except (OSError, ValueError):  # a timeout, a reset, garbage: run the search ourselves
+            continue
+        if not answer or answer.get("status") != "ok":
+            continue
+        sys.stdout.write(answer.get("stdout", ""))
+        sys.stderr.write(answer.get("stderr", ""))
+        sys.stdout.flush()
+        return int(answer.get("exit", 0))
+    return None

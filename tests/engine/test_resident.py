@@ -1,0 +1,203 @@
+"""Resident searches: `memsift search` answered by a running `memsift watch`, or by itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from helpers import EXAMPLE_WORKSPACE, make_settings
+from memsift.engine.cli.resident import relevant_env, rendezvous_dir, state_tag
+
+
+@pytest.fixture
+def runtime_dir():
+    d = tempfile.mkdtemp(prefix="msr")  # short: a socket path must fit 107 bytes
+    yield Path(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _env(tmp_path: Path, runtime: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env.update(MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "xdg"), XDG_RUNTIME_DIR=str(runtime))
+    env.update(extra)
+    return env
+
+
+def _search(ws: Path, env: dict[str, str], query: str, *args: str, agent: str | None = None) -> dict:
+    group = ["-a", agent] if agent else []
+    r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", *group, "-w", str(ws), "search", query, "--json", *args],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+class Watch:
+    """`memsift watch --json` in the background, its events read line by line."""
+
+    def __init__(self, ws: Path, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "watch", "--json"],
+                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.events: queue.Queue[dict] = queue.Queue()
+        threading.Thread(target=lambda: [self.events.put(json.loads(line)) for line in self.proc.stdout], daemon=True).start()
+
+    def wait_for(self, kind: str, timeout: float = 90) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                event = self.events.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if event["event"] == kind:
+                return event
+        self.proc.kill()
+        raise AssertionError(f"no {kind!r} event; stderr: {self.proc.stderr.read()[-2000:]}")
+
+    def answered(self) -> int:
+        n = 0
+        while not self.events.empty():
+            n += self.events.get()["event"] == "answered"
+        return n
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        assert self.proc.wait(timeout=30) == 0
+
+
+def _results(answer: dict) -> list:
+    return [(h["path"], h["startLine"], h["endLine"], h["score"]) for h in answer["results"]]
+
+
+def test_a_running_watch_answers_searches_with_the_answer_the_cli_would_give(tmp_path, runtime_dir):
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, ws)
+    env = _env(tmp_path, runtime_dir)
+    watch = Watch(ws, env)
+    try:
+        assert watch.wait_for("resident")["socket"]
+        sockets = list((runtime_dir / "memsift").glob("*.sock"))
+        assert len(sockets) == 1 and (sockets[0].stat().st_mode & 0o777) == 0o600
+        assert oct((runtime_dir / "memsift").stat().st_mode & 0o777) == "0o700"
+        for query in ("which database did we pick for the ledger?", "a828e60", "会议"):
+            resident = _search(ws, env, query)
+            assert watch.wait_for("answered")["command"] == "search"
+            cold = _search(ws, {**env, "MEMSIFT_NO_RESIDENT": "1"}, query)
+            assert _results(resident) == _results(cold) and resident["results"], query
+        assert watch.answered() == 0  # the cold searches were not answered by the watch
+
+        # A note written a moment ago is found: the watcher marks the index behind at once,
+        # so the resident search syncs first instead of waiting for the debounce.
+        (ws / "memory" / "2026-11-21.md").write_text("- 10:00 The zeppelin hangar lease was signed.\n")
+        time.sleep(0.3)
+        fresh = _search(ws, env, "zeppelin hangar lease")
+        watch.wait_for("answered")
+        assert fresh["results"] and fresh["results"][0]["path"] == "memory/2026-11-21.md"
+    finally:
+        watch.stop()
+    assert not list((runtime_dir / "memsift").glob("*.sock"))  # removed on the way out
+
+
+def test_other_settings_and_other_workspaces_are_declined(tmp_path, runtime_dir):
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, ws)
+    other = tmp_path / "other"
+    (other / "memory").mkdir(parents=True)
+    (other / "MEMORY.md").write_text("# Memory\n\n- The other workspace keeps notes about puffins.\n")
+    env = _env(tmp_path, runtime_dir)
+    watch = Watch(ws, env)
+    try:
+        watch.wait_for("resident")
+        # Another setting in the environment: the cold CLI honours it (one result), so the
+        # watch (configured for six) must not have answered.
+        one = _search(ws, {**env, "MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__QUERY__MAXRESULTS": "1"}, "ledger database", "--min-score", "0")
+        assert len(one["results"]) == 1 and one["maxResults"] == 1
+        # Another agent's workspace (same state folder, so the watch is asked): its own notes.
+        puffins = _search(other, env, "puffins", agent="other")
+        assert [h["path"] for h in puffins["results"]] == ["MEMORY.md"]
+        assert "puffins" in puffins["results"][0]["snippet"]
+        # Logs asked for: the search runs here, where its logs go to this stderr.
+        r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-v", "-w", str(ws), "search", "ledger"],
+                           env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "sync done" in r.stderr
+        time.sleep(0.5)
+        assert watch.answered() == 0
+    finally:
+        watch.stop()
+
+
+def test_a_stale_socket_left_by_a_killed_server_is_ignored_and_removed(tmp_path, runtime_dir, example_workspace):
+    env = _env(tmp_path, runtime_dir)
+    folder = rendezvous_dir(env, create=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = folder / f"{state_tag(env)}-{dead.pid}.sock"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(stale))  # bound, never listening: connecting is refused, as after a SIGKILL
+    s.close()
+    answer = _search(example_workspace, env, "ledger database")
+    assert answer["results"]
+    assert not stale.exists()
+
+
+def test_the_rendezvous_folder_must_be_private_and_ours(tmp_path):
+    runtime = tmp_path / "rt"
+    runtime.mkdir()
+    env = {"XDG_RUNTIME_DIR": str(runtime)}
+    folder = rendezvous_dir(env, create=True)
+    assert folder == runtime / "memsift" and (folder.stat().st_mode & 0o777) == 0o700
+    os.chmod(folder, 0o777)  # others could plant a socket here: never used
+    assert rendezvous_dir(env) is None
+    os.chmod(folder, 0o700)
+    shutil.rmtree(folder)
+    (runtime / "elsewhere").mkdir()
+    os.symlink(runtime / "elsewhere", folder)  # a symlink is not a private folder either
+    assert rendezvous_dir(env) is None
+
+
+def test_secrets_travel_as_hashes_and_the_state_directory_picks_the_servers():
+    env = {"OPENAI_API_KEY": "sk-live-123456789", "MEMSIFT_STATE_DIR": "/tmp/a", "PATH": "/bin", "HOME": "/root"}
+    sent = relevant_env(env)
+    assert "sk-live" not in json.dumps(sent) and sent["OPENAI_API_KEY"].startswith("sha256:")
+    assert "PATH" not in sent and sent["MEMSIFT_STATE_DIR"] == "/tmp/a"
+    assert state_tag(env) != state_tag({**env, "MEMSIFT_STATE_DIR": "/tmp/b"})
+
+
+def test_the_server_declines_what_it_cannot_answer_exactly(tmp_path):
+    from memsift.backends.builtin import BuiltinSearchManager
+    from memsift.engine.cli.resident_server import ResidentServer
+    from memsift.engine.embeddings.fake import FakeEmbeddingProvider
+
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, ws)
+    settings = make_settings(tmp_path, ws)
+    server = ResidentServer(BuiltinSearchManager(settings, provider=FakeEmbeddingProvider()), settings, backend=None)
+    base = {"protocol": 1, "cwd": str(ws), "env": server.env}
+
+    async def ask(**request):
+        return await server.answer({**base, **request})
+
+    for request, reason in [
+        ({"protocol": 99, "argv": ["search", "x"]}, "protocol"),
+        ({"argv": ["status"]}, "not a search"),
+        ({"argv": ["search"]}, "arguments"),  # no query: click's own error, printed by the cold CLI
+        ({"argv": ["search", "x", "-n", "0"]}, "arguments"),
+        ({"argv": ["-v", "search", "x"]}, "logs"),
+        ({"argv": ["search", "x"], "env": {**server.env, "OPENAI_API_KEY": "sha256:00"}}, "environment"),
+        ({"argv": ["-w", str(tmp_path), "search", "x"]}, "other settings"),
+        ({"argv": ["search", "x", "-b", "qmd"]}, "other settings"),
+    ]:
+        reply = anyio.run(lambda: ask(**request))
+        assert reply["status"] == "decline" and reason in reply["reason"], (request, reply)
+    assert server.answered == 0
