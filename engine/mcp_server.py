@@ -265,6 +265,7 @@ async def serve(settings: ResolvedConfig, *, backend: str | None = None, transpo
     """Open the manager, keep it fresh, and serve MCP until the transport ends or is cancelled."""
     import anyio  # noqa: PLC0415
 
+    from .cli.resident_server import serve_resident  # noqa: PLC0415
     from .factory import open_manager  # noqa: PLC0415
     from .host import serve_freshness  # noqa: PLC0415
 
@@ -274,6 +275,8 @@ async def serve(settings: ResolvedConfig, *, backend: str | None = None, transpo
         async with anyio.create_task_group() as tg:
             if fresh:
                 tg.start_soon(serve_freshness, manager, settings)
+                # Kept fresh, so it can also answer `memsift search` from a terminal quickly.
+                tg.start_soon(lambda: serve_resident(manager, settings, backend=backend))
             if transport == "stdio":
                 await server.run_stdio_async()
             else:

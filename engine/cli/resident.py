@@ -38,6 +38,7 @@ ANSWER_TIMEOUT_S = 120.0  # a search may first sync changed files
 # Options of the `memsift` group that take a value (to find the subcommand in argv).
 _GROUP_VALUE_OPTIONS = {"-w", "--workspace", "-a", "--agent", "-c", "--config", "-b", "--backend"}
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+_NOT_RELEVANT = {"MEMSIFT_LOG_LEVEL", "MEMSIFT_NO_RESIDENT"}  # change no answer
 
 
 def _state_base(env: Mapping[str, str]) -> str:
@@ -82,6 +83,8 @@ def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
     variables, where configs and state live, and API keys (hashed: only equality matters)."""
     out = {}
     for name, value in env.items():
+        if name in _NOT_RELEVANT:
+            continue
         if name.startswith("MEMSIFT") or name in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
             out[name] = value
         elif _is_secret(name):

@@ -108,6 +108,7 @@ class ResidentServer:
         except MemsiftError as exc:
             out, err, code = "", f"memsift: {exc}\n", exit_code(exc)
         self.answered += 1
+        log.info("answered a CLI search", exit=code)
         self.on_answer({"command": "search", "exit": code})
         return {"status": "ok", "stdout": out, "stderr": err, "exit": code}
 

@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -124,7 +125,9 @@ def _free_port() -> int:
 def test_http_transport_serves_on_loopback(example_workspace, tmp_path):
     port = _free_port()
     state = tmp_path / "state"
-    env = {**os.environ, "MEMSIFT_STATE_DIR": str(state), "XDG_CONFIG_HOME": str(state / "xdg")}
+    runtime = Path(tempfile.mkdtemp(prefix="msr"))  # a short folder for the resident socket
+    env = {**os.environ, "MEMSIFT_STATE_DIR": str(state), "XDG_CONFIG_HOME": str(state / "xdg"),
+           "XDG_RUNTIME_DIR": str(runtime), "MEMSIFT_LOG_LEVEL": "info"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(example_workspace), "mcp", "--http", "--port", str(port)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -144,6 +147,14 @@ def test_http_transport_serves_on_loopback(example_workspace, tmp_path):
                 await _exercise(client, query="what is my sister allergic to", expect_path="MEMORY.md", backend="builtin")
 
         anyio.run(go)
+        # The server also answers `memsift search` from a terminal (resident searches).
+        deadline = time.monotonic() + 30
+        while not list((runtime / "memsift").glob("*.sock")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert list((runtime / "memsift").glob("*.sock"))
+        cli = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(example_workspace), "search",
+                              "what is my sister allergic to", "--json"], env=env, capture_output=True, text=True, timeout=120)
+        assert cli.returncode == 0 and json.loads(cli.stdout)["results"][0]["path"] == "MEMORY.md"
         # DNS-rebinding protection: a request naming another host is refused before any tool runs.
         import httpx
 
@@ -158,6 +169,8 @@ def test_http_transport_serves_on_loopback(example_workspace, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+        shutil.rmtree(runtime, ignore_errors=True)
+    assert "answered a CLI search" in proc.stderr.read().decode()
 
 
 def _non_loopback_address() -> str | None:
