@@ -1,0 +1,269 @@
+"""Tables, targets and plots from the benchmark figures (figures.json)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["check_targets", "tables", "plot_all"]
+
+
+def _get(d: Any, *keys: Any) -> Any:
+    for k in keys:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+def check_targets(f: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each target of the benchmark issue with the measured figure beside it."""
+    out: list[dict[str, Any]] = []
+
+    def add(name: str, measured: Any, met: bool | None, shown: str) -> None:
+        out.append({"target": name, "measured": measured, "met": met, "shown": shown})
+
+    sf = _get(f, "quality", "scifact") or {}
+    if sf:
+        bm25, vec, hyb = (_get(sf, m, "ndcg@10") for m in ("bm25", "vector", "hybrid"))
+        add("SciFact nDCG@10, BM25-only ≥ 0.66", bm25, bm25 is not None and bm25 >= 0.66, f"{bm25:.3f}")
+        best = max(x for x in (bm25, vec) if x is not None)
+        add("SciFact nDCG@10, hybrid ≥ 0.68 and above both components", hyb, hyb >= 0.68 and hyb > best,
+            f"{hyb:.3f} (BM25 {bm25:.3f}, vector {vec:.3f})")
+    r10 = _get(f, "quality", "longmemeval", "hybrid", "recall_any@10")
+    if r10 is not None:
+        add("LongMemEval shared pool, hybrid recall_any@10 ≥ 0.75", r10, r10 >= 0.75, f"{r10:.3f}")
+    sc = _get(f, "scale") or {}
+    for size, limit in (("10000", 50.0), ("100000", 150.0)):
+        p95 = _get(sc, size, "memsift", "search_in_process", "hybrid", "p95_ms")
+        if p95 is not None:
+            add(f"in-process hybrid search p95 ≤ {limit:.0f} ms at {int(size):,} chunks (query embedding included)", p95, p95 <= limit, f"{p95:.1f} ms")
+    for size, row in sorted(sc.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0):
+        if not size.isdigit() or not _get(row, "qmd"):
+            continue
+        cold, res, qmd = (_get(row, *p) for p in (("memsift", "cli_search", "p50_ms"), ("memsift", "cli_search_resident", "p50_ms"), ("qmd", "cli_search", "p50_ms")))
+        if cold is None or qmd is None:
+            continue
+        add(f"CLI search faster than `qmd search` at {int(size):,} files (p50), cold start", cold, cold < qmd,
+            f"{cold:.0f} ms vs {qmd:.0f} ms")
+        if res is not None:
+            add(f"CLI search faster than `qmd search` at {int(size):,} files (p50), `memsift watch` running", res, res < qmd,
+                f"{res:.0f} ms vs {qmd:.0f} ms")
+    fts, qadd = _get(sc, "10000", "memsift", "index_fts", "seconds"), _get(sc, "10000", "qmd", "index", "seconds")
+    if fts and qadd:
+        add("FTS-only indexing of 10k files ≥ 3× faster than QMD", qadd / fts, qadd / fts >= 3, f"{qadd / fts:.1f}× ({fts:.2f} s vs {qadd:.1f} s)")
+    nc = _get(sc, "10000", "memsift", "resync_fts", "nochange_s")
+    if nc is not None:
+        add("no-change re-sync of 10k files < 1 s", nc, nc < 1.0, f"{nc:.2f} s")
+    return out
+
+
+# --- tables -------------------------------------------------------------------------------------
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    return "\n".join([_row(head), _row(["---"] * len(head)), *(_row(r) for r in rows)])
+
+
+def _n(x: Any, fmt: str = "{:.3f}") -> str:
+    return "–" if x is None else fmt.format(x)
+
+
+MODE_NAMES = {
+    "bm25": "BM25 only (no embeddings)",
+    "vector": "vector only (local MiniLM)",
+    "hybrid": "hybrid (default)",
+    "hybrid+mmr": "hybrid + MMR",
+    "hybrid+decay": "hybrid + temporal decay",
+    "qmd": "QMD 2.8.3 `search`",
+}
+
+
+def tables(f: dict[str, Any]) -> str:
+    parts: list[str] = []
+    m = f.get("machine", {})
+    parts.append(f"Machine: {m.get('cpu')}, {m.get('cores')} cores, {m.get('memory_gb')} GB; {m.get('os')}; Python "
+                 f"{m.get('python')}, SQLite {m.get('sqlite')}, onnxruntime {m.get('onnxruntime')}; {m.get('qmd') or 'no QMD'}; "
+                 f"memsift {m.get('memsift_commit')}, {m.get('date')}.")
+    sf = _get(f, "quality", "scifact")
+    if sf:
+        parts.append("**SciFact** (BEIR test split, 300 queries, 5,183 abstracts; a document ranks at its best chunk)\n\n" + _table(
+            ["mode", "nDCG@10", "recall@10", "MRR@10", "search p50 / p95"],
+            [[MODE_NAMES[k], _n(v["ndcg@10"]), _n(v["recall@10"]), _n(v["mrr@10"]),
+              f"{v['latency_ms']['p50']:.0f} / {v['latency_ms']['p95']:.0f} ms"] for k, v in sf.items()]))
+    lme = _get(f, "quality", "longmemeval")
+    if lme:
+        parts.append("**LongMemEval** (oracle, 940 sessions as daily logs in one workspace, 470 questions, each at its own date)\n\n" + _table(
+            ["mode", "recall_any@5", "recall_any@10", "nDCG@10", "MRR@10", "search p50 / p95"],
+            [[MODE_NAMES[k], _n(v["recall_any@5"]), _n(v["recall_any@10"]), _n(v["ndcg@10"]), _n(v["mrr@10"]),
+              f"{v['latency_ms']['p50']:.0f} / {v['latency_ms']['p95']:.0f} ms"] for k, v in lme.items()]))
+        types = sorted(next(iter(lme.values()))["recall_any@10_by_type"])
+        parts.append("recall_any@10 by question type\n\n" + _table(
+            ["question type", *[MODE_NAMES[k].split(" (")[0] for k in lme]],
+            [[t, *[_n(lme[k]["recall_any@10_by_type"].get(t)) for k in lme]] for t in types]))
+    sc = {k: v for k, v in (_get(f, "scale") or {}).items() if k.isdigit()}
+    if sc:
+        sizes = sorted(sc, key=int)
+        head = ["", *[f"{int(s):,} files ({sc[s]['chunks']:,} chunks)" for s in sizes]]
+
+        def cells(fn) -> list[str]:
+            out = []
+            for s in sizes:
+                try:
+                    out.append(fn(sc[s]))
+                except (KeyError, TypeError):
+                    out.append("–")
+            return out
+
+        rows = [
+            ["full index, keyword only", *cells(lambda r: f"{r['memsift']['index_fts']['seconds']:.2f} s ({r['memsift']['index_fts']['chunks_per_s']:,.0f} chunks/s)")],
+            ["full index, local model", *cells(lambda r: f"{r['memsift']['index_local']['seconds']:.0f} s ({r['memsift']['index_local']['chunks_per_s']:.0f} chunks/s)")],
+            ["QMD `collection add` (indexes)", *cells(lambda r: f"{r['qmd']['index']['seconds']:.2f} s")],
+            ["→ memsift keyword-only vs QMD", *cells(lambda r: f"{r['ratios']['index_fts_vs_qmd_add']:.1f}× faster")],
+            ["no-change re-sync (memsift / `qmd update`)", *cells(lambda r: f"{r['memsift']['resync_fts']['nochange_s'] * 1000:.0f} ms / {r['qmd']['resync']['nochange_s'] * 1000:.0f} ms")],
+            ["one file changed (memsift keyword / with model / `qmd update`)", *cells(lambda r: f"{r['memsift']['resync_fts']['one_changed_s'] * 1000:.0f} / {r['memsift']['resync_local']['one_changed_s'] * 1000:.0f} / {r['qmd']['resync']['one_changed_s'] * 1000:.0f} ms")],
+            ["search in process, keyword (p50 / p95)", *cells(lambda r: "{p50_ms:.1f} / {p95_ms:.1f} ms".format(**r["memsift"]["search_in_process"]["fts"]))],
+            ["search in process, vector", *cells(lambda r: "{p50_ms:.1f} / {p95_ms:.1f} ms".format(**r["memsift"]["search_in_process"]["vector"]))],
+            ["search in process, hybrid", *cells(lambda r: "{p50_ms:.1f} / {p95_ms:.1f} ms".format(**r["memsift"]["search_in_process"]["hybrid"]))],
+            ["`memsift search` CLI, cold (p50 / p95)", *cells(lambda r: "{p50_ms:.0f} / {p95_ms:.0f} ms".format(**r["memsift"]["cli_search"]))],
+            ["`memsift search` CLI, `memsift watch` running", *cells(lambda r: "{p50_ms:.0f} / {p95_ms:.0f} ms".format(**r["memsift"]["cli_search_resident"]))],
+            ["`qmd search --json` CLI", *cells(lambda r: "{p50_ms:.0f} / {p95_ms:.0f} ms".format(**r["qmd"]["cli_search"]))],
+            ["peak RSS: index keyword / with model / QMD add", *cells(lambda r: f"{r['memsift']['index_fts']['peak_rss_mb']:.0f} / {r['memsift']['index_local']['peak_rss_mb']:.0f} / {r['qmd']['index']['peak_rss_mb']:.0f} MB")],
+            ["peak RSS: CLI search cold / resident client / qmd", *cells(lambda r: f"{r['memsift']['cli_search']['peak_rss_mb']:.0f} / {r['memsift']['cli_search_resident']['peak_rss_mb']:.0f} / {r['qmd']['cli_search']['peak_rss_mb']:.0f} MB")],
+            ["index on disk: keyword / with vectors / QMD", *cells(lambda r: f"{r['memsift']['index_fts']['index_mb']:.1f} / {r['memsift']['index_local']['index_mb']:.1f} / {r['qmd']['index_mb']:.1f} MB")],
+        ]
+        parts.append("**Speed and scale** (synthetic daily logs, one file ≈ one chunk; every index built from nothing)\n\n" + _table(head, rows))
+    targets = f.get("targets") or []
+    if targets:
+        parts.append("**Targets**\n\n" + _table(["target", "measured", "met"],
+                                                 [[t["target"], t["shown"], {True: "yes", False: "**no**", None: "–"}[t["met"]]] for t in targets]))
+    return "\n\n".join(parts) + "\n"
+
+
+# --- plots --------------------------------------------------------------------------------------
+
+
+def plot_all(f: dict[str, Any], out: Path) -> list[Path]:
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    written: list[Path] = []
+
+    def save(fig: Any, name: str) -> None:
+        path = out / name
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+    sf, lme = _get(f, "quality", "scifact"), _get(f, "quality", "longmemeval")
+    if sf or lme:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        for ax, data, metric, target, title in (
+            (axes[0], sf, "ndcg@10", 0.68, "SciFact test: nDCG@10"),
+            (axes[1], lme, "recall_any@10", 0.75, "LongMemEval oracle: recall_any@10"),
+        ):
+            if not data:
+                continue
+            names = list(data)
+            vals = [data[k][metric] for k in names]
+            colors = ["#c44e52" if k == "qmd" else "#4c72b0" if k.startswith("hybrid") else "#8c8c8c" for k in names]
+            ax.bar(range(len(names)), vals, color=colors)
+            ax.set_xticks(range(len(names)), [k.replace("+", "\n+") for k in names])
+            ax.axhline(target, color="black", linestyle="--", linewidth=1, label=f"target {target}")
+            for i, v in enumerate(vals):
+                ax.text(i, v + 0.01, f"{v:.3f}", ha="center", fontsize=8)
+            ax.set_ylim(0, 1)
+            ax.set_title(title)
+            ax.legend(loc="lower right", fontsize=8)
+        save(fig, "quality.png")
+
+    sc = {int(k): v for k, v in (_get(f, "scale") or {}).items() if k.isdigit()}
+    if sc:
+        sizes = sorted(sc)
+
+        def series(*path: str) -> tuple[list[int], list[float]]:
+            xs, ys = [], []
+            for s in sizes:
+                v = _get(sc[s], *path)
+                if v is not None:
+                    xs.append(sc[s]["chunks"])
+                    ys.append(v)
+            return xs, ys
+
+        fig, ax = plt.subplots(figsize=(6.5, 4.2))
+        for label, path, style in (
+            ("memsift, keyword only", ("memsift", "index_fts", "seconds"), "o-"),
+            ("memsift, local model", ("memsift", "index_local", "seconds"), "s-"),
+            ("QMD collection add", ("qmd", "index", "seconds"), "^--"),
+        ):
+            xs, ys = series(*path)
+            if xs:
+                ax.plot(xs, ys, style, label=label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("chunks")
+        ax.set_ylabel("full index, seconds")
+        ax.set_title("Indexing from nothing")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        save(fig, "scale_index.png")
+
+        fig, ax = plt.subplots(figsize=(7.5, 4.5))
+        for label, path, style in (
+            ("in process, keyword", ("memsift", "search_in_process", "fts"), "o-"),
+            ("in process, vector", ("memsift", "search_in_process", "vector"), "o-"),
+            ("in process, hybrid", ("memsift", "search_in_process", "hybrid"), "o-"),
+            ("memsift search CLI, cold", ("memsift", "cli_search"), "s-"),
+            ("memsift search CLI, watch running", ("memsift", "cli_search_resident"), "s-"),
+            ("qmd search CLI", ("qmd", "cli_search"), "^--"),
+        ):
+            xs, p50 = series(*path, "p50_ms")
+            _xs, p95 = series(*path, "p95_ms")
+            if xs:
+                line = ax.plot(xs, p50, style, label=f"{label} (p50; bar to p95)")[0]
+                ax.vlines(xs, p50, p95, color=line.get_color(), alpha=0.6)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("chunks")
+        ax.set_ylabel("milliseconds")
+        ax.set_title("Search latency")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        save(fig, "scale_search.png")
+
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        for label, path in (
+            ("index, keyword only", ("memsift", "index_fts", "peak_rss_mb")),
+            ("index, local model", ("memsift", "index_local", "peak_rss_mb")),
+            ("CLI search, cold", ("memsift", "cli_search", "peak_rss_mb")),
+            ("QMD collection add", ("qmd", "index", "peak_rss_mb")),
+            ("qmd search", ("qmd", "cli_search", "peak_rss_mb")),
+        ):
+            xs, ys = series(*path)
+            if xs:
+                axes[0].plot(xs, ys, "o-", label=label)
+        for label, path in (
+            ("memsift, keyword only", ("memsift", "index_fts", "index_mb")),
+            ("memsift, with vectors", ("memsift", "index_local", "index_mb")),
+            ("QMD", ("qmd", "index_mb")),
+        ):
+            xs, ys = series(*path)
+            if xs:
+                axes[1].plot(xs, ys, "o-", label=label)
+        for ax, title, unit in ((axes[0], "Peak memory (RSS)", "MB"), (axes[1], "Index size on disk", "MB")):
+            ax.set_xscale("log")
+            ax.set_xlabel("chunks")
+            ax.set_ylabel(unit)
+            ax.set_title(title)
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+        axes[1].set_yscale("log")
+        save(fig, "scale_memory.png")
+    return written

@@ -1,0 +1,133 @@
+"""memsift benchmarks: retrieval quality and speed, side by side with QMD. One command:
+
+    pip install -e ".[bench]"      # matplotlib; QMD 2.8.3 on PATH for the side-by-side runs
+    python contrib/bench/run.py    # about 2 h on 2 cores; --quick: 1k and 10k only, about 25 min
+
+Writes contrib/bench/results/{figures.json, tables.md, *.png} and prints the tables. Work files
+(data-set workspaces, indexes, QMD homes) go to contrib/bench/out/ (not committed); data-set
+indexes are kept between runs (their build time is not a figure), every speed figure is measured
+from nothing. Not part of the tests: tests never assert timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from datasets import load_longmemeval, load_scifact  # noqa: E402
+from qmdcli import qmd_available  # noqa: E402
+from quality import eval_longmemeval, eval_scifact, warm_index  # noqa: E402
+from report import check_targets, plot_all, tables  # noqa: E402
+from scale import run_scale  # noqa: E402
+
+SCIFACT_MODES = ["bm25", "vector", "hybrid", "hybrid+mmr", "qmd"]
+LME_MODES = ["bm25", "vector", "hybrid", "hybrid+mmr", "hybrid+decay", "qmd"]
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def machine() -> dict[str, Any]:
+    import apsw  # noqa: PLC0415
+    import onnxruntime  # noqa: PLC0415
+
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    mem_kb = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")), 0)
+    qmd = subprocess.run(["qmd", "--version"], capture_output=True, text=True).stdout.strip() if qmd_available() else None
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(mem_kb / 2**20, 1),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "sqlite": apsw.sqlite_lib_version(),
+        "onnxruntime": onnxruntime.__version__,
+        "qmd": qmd,
+        "memsift_commit": rev,
+        "date": time.strftime("%Y-%m-%d"),
+    }
+
+
+async def quality(work: Path, with_qmd: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    data_root, state = work / "data", work / "state"
+    say("SciFact (BEIR): 5,183 abstracts, 300 test queries")
+    scifact = load_scifact(data_root)
+    out["scifact"] = {}
+    for mode in [m for m in SCIFACT_MODES if with_qmd or m != "qmd"]:
+        if mode in ("bm25", "hybrid", "qmd"):  # one index per kind; the other modes share hybrid's
+            await warm_index(mode, scifact.workspace, state / "scifact", say)
+        out["scifact"][mode] = await eval_scifact(scifact, mode, state / "scifact")
+        say(f"  {mode:13} nDCG@10 {out['scifact'][mode]['ndcg@10']:.3f}  recall@10 {out['scifact'][mode]['recall@10']:.3f}")
+    # The train split, where anything was tuned (the hybrid's BM25 scaling was chosen here).
+    out["scifact_train"] = {m: await eval_scifact(scifact, m, state / "scifact", "train") for m in ("bm25", "vector", "hybrid")}
+    say("LongMemEval (oracle): 940 sessions in one workspace, 470 questions")
+    lme = load_longmemeval(data_root)
+    out["longmemeval"] = {}
+    for mode in [m for m in LME_MODES if with_qmd or m != "qmd"]:
+        if mode in ("bm25", "hybrid", "qmd"):
+            await warm_index(mode, lme.workspace, state / "lme", say)
+        out["longmemeval"][mode] = await eval_longmemeval(lme, mode, state / "lme")
+        r = out["longmemeval"][mode]
+        say(f"  {mode:13} recall_any@5 {r['recall_any@5']:.3f}  @10 {r['recall_any@10']:.3f}  nDCG@10 {r['ndcg@10']:.3f}")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="scale runs at 1k and 10k only")
+    ap.add_argument("--sizes", help="comma-separated workspace sizes (files ≈ chunks), default 1000,10000,100000")
+    ap.add_argument("--no-qmd", action="store_true", help="skip the QMD side (no qmd on PATH)")
+    ap.add_argument("--skip-quality", action="store_true")
+    ap.add_argument("--skip-scale", action="store_true")
+    ap.add_argument("--work", type=Path, default=HERE / "out", help="work files (default contrib/bench/out)")
+    ap.add_argument("--results", type=Path, default=HERE / "results", help="figures, tables, plots (default contrib/bench/results)")
+    args = ap.parse_args()
+    with_qmd = not args.no_qmd
+    if with_qmd and not qmd_available():
+        sys.exit("qmd is not on PATH: install QMD 2.8.3 (README, The QMD backend) or pass --no-qmd")
+    sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else ([1000, 10000] if args.quick else [1000, 10000, 100000])
+    args.work.mkdir(parents=True, exist_ok=True)
+    args.results.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    figures: dict[str, Any] = {"machine": machine()}
+    say(f"memsift benchmarks on {figures['machine']['cpu']} ({figures['machine']['cores']} cores), QMD: {figures['machine']['qmd']}")
+    if not args.skip_quality:
+        figures["quality"] = anyio.run(quality, args.work, with_qmd)
+    if not args.skip_scale:
+        say("Speed and scale (synthetic daily logs)")
+        figures["scale"] = run_scale(args.work, sizes, model_sizes=set(sizes), with_qmd=with_qmd, say=say)
+    figures["targets"] = check_targets(figures)
+    figures["seconds"] = round(time.time() - started)
+    previous = args.results / "figures.json"
+    if previous.exists() and (args.skip_quality or args.skip_scale):  # a partial run keeps the other half
+        old = json.loads(previous.read_text())
+        for part in ("quality", "scale"):
+            figures.setdefault(part, old.get(part))
+        figures["targets"] = check_targets(figures)
+    previous.write_text(json.dumps(figures, indent=1, default=float))
+    text = tables(figures)
+    (args.results / "tables.md").write_text(text)
+    plot_all(figures, args.results)
+    say("")
+    say(text)
+    say(f"figures, tables and plots in {args.results} ({figures['seconds'] / 60:.0f} min)")
+
+
+if __name__ == "__main__":
+    main()
