@@ -1,4 +1,9 @@
-"""structlog set-up: logs always go to stderr (stdout belongs to results and to MCP's JSON-RPC)."""
+"""Logging with structlog, always to stderr (stdout belongs to results and to MCP's JSON-RPC).
+
+`get_logger` returns a small proxy that checks the level first and imports structlog only for an
+event that passes it. A CLI call at the default WARNING level usually logs nothing, and importing
+structlog (whose console renderer imports rich) would cost ~50 ms of every call.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +12,34 @@ import os
 import sys
 from typing import Any
 
-import structlog
-
 from .secrets import redact_processor
 
 __all__ = ["configure_logging", "get_logger"]
 
+_level: int | None = None  # set by configure_logging; None: WARNING, or MEMSIFT_LOG_LEVEL
+_applied: int | None = None  # the level structlog was last configured with by us
 
-def configure_logging(verbosity: int = 0) -> None:
-    """WARNING by default, INFO with -v, DEBUG with -vv; `MEMSIFT_LOG_LEVEL` overrides."""
+
+def _wanted_level(verbosity: int) -> int:
     level_name = os.environ.get("MEMSIFT_LOG_LEVEL")
     if level_name:
         level = logging.getLevelName(level_name.upper())
-        level = level if isinstance(level, int) else logging.WARNING
-    else:
-        level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)]
+        return level if isinstance(level, int) else logging.WARNING
+    return (logging.WARNING, logging.INFO, logging.DEBUG)[min(max(verbosity, 0), 2)]
+
+
+def configure_logging(verbosity: int = 0) -> None:
+    """WARNING by default, INFO with -v, DEBUG with -vv; `MEMSIFT_LOG_LEVEL` overrides."""
+    global _level
+    _level = _wanted_level(verbosity)
+    if "structlog" in sys.modules:
+        _apply(_level)  # already in use: switch now; otherwise when the first event passes
+
+
+def _apply(level: int) -> None:
+    global _applied
+    import structlog  # noqa: PLC0415
+
     structlog.configure(
         processors=[
             redact_processor,
@@ -34,11 +52,40 @@ def configure_logging(verbosity: int = 0) -> None:
         logger_factory=lambda *_args: structlog.PrintLogger(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
+    _applied = level
 
 
-def get_logger(name: str) -> Any:
-    """A structlog logger, with memsift's stderr set-up applied first if nobody configured
-    logging yet (structlog's own default would print to stdout, which belongs to results)."""
-    if not structlog.is_configured():
-        configure_logging()
-    return structlog.get_logger(name)
+class _Logger:
+    """structlog's `log.info("event", key=value)` calls, with structlog loaded on demand."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _log(self, level: int, method: str, event: str, kw: dict[str, Any]) -> None:
+        wanted = _level if _level is not None else _wanted_level(0)
+        if level < wanted:
+            return
+        import structlog  # noqa: PLC0415
+
+        # Ours unless the application configured structlog itself (then its set-up stays).
+        if _applied != wanted and (_applied is not None or not structlog.is_configured()):
+            _apply(wanted)
+        getattr(structlog.get_logger(self.name), method)(event, **kw)
+
+    def debug(self, event: str, **kw: Any) -> None:
+        self._log(logging.DEBUG, "debug", event, kw)
+
+    def info(self, event: str, **kw: Any) -> None:
+        self._log(logging.INFO, "info", event, kw)
+
+    def warning(self, event: str, **kw: Any) -> None:
+        self._log(logging.WARNING, "warning", event, kw)
+
+    def error(self, event: str, **kw: Any) -> None:
+        self._log(logging.ERROR, "error", event, kw)
+
+
+def get_logger(name: str) -> _Logger:
+    return _Logger(name)

@@ -44,6 +44,44 @@ BATCH_TIMEOUT_S = {"local": 600.0}
 SEARCH_SYNC_BUDGET_S = 2.0  # a search waits this long for files changed since the last sync
 
 
+async def _beside(side: Callable[[], Any] | None, main: Callable[[], Any]) -> Any:
+    """`main()`'s result, with `side()` running meanwhile; `main`'s exception propagates as it is
+    (not wrapped in an exception group), and cancels `side`."""
+    failure: BaseException | None = None
+    async with anyio.create_task_group() as tg:
+        if side is not None:
+            tg.start_soon(side)
+        try:
+            result = await main()
+        except Exception as exc:
+            failure = exc
+            tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return result
+
+
+class _QueryEmbedding:
+    """One query's vector, computed once; a provider failure becomes the reason vectors are missing."""
+
+    def __init__(self, provider: EmbeddingProvider | None, text: str) -> None:
+        self.provider, self.text = provider, text
+        self.vector: np.ndarray | None = None
+        self.error: str | None = None
+        self.done = anyio.Event()
+
+    async def run(self) -> None:
+        try:
+            with anyio.fail_after(QUERY_TIMEOUT_S.get(self.provider.id, 4 * 60.0)):
+                self.vector = await self.provider.embed_query(self.text)
+        except TimeoutError:
+            self.error = "query embedding timed out"
+        except Exception as exc:  # a provider failure degrades to keyword search, visibly
+            self.error = f"query embedding failed: {exc}"
+        finally:
+            self.done.set()
+
+
 class BuiltinSearchManager:
     """Owns one index database, its read connection, and the embedding provider."""
 
@@ -289,20 +327,28 @@ class BuiltinSearchManager:
         relaxed = False
         syncing = False
         if q:
-            for attempt in (1, 2):
-                try:
-                    syncing = await self._ensure_fresh(session_key)
-                    conn = self._reader()
-                    meta = read_meta(conn) if conn is not None else None
-                    if meta is not None:
-                        hits, mode, relaxed = await self._search_index(
-                            conn, meta, q, max_results, min_score, session_key, explain, now, degraded
-                        )
-                    break
-                except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
-                    if attempt == 2:
-                        raise IndexCorruptError(f"index {self.db_path} is damaged again after a rebuild: {exc}") from None
-                    await self._recover_corrupt(exc)
+            embedding = _QueryEmbedding(self.provider, q)
+
+            async def answer() -> tuple[bool, list[SearchHit], str, bool]:
+                for attempt in (1, 2):
+                    try:
+                        syncing = await self._ensure_fresh(session_key)
+                        conn = self._reader()
+                        meta = read_meta(conn) if conn is not None else None
+                        if meta is None:
+                            return syncing, [], "none", False
+                        return (syncing, *await self._search_index(
+                            conn, meta, q, max_results, min_score, session_key, explain, now, degraded, embedding
+                        ))
+                    except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
+                        if attempt == 2:
+                            raise IndexCorruptError(f"index {self.db_path} is damaged again after a rebuild: {exc}") from None
+                        await self._recover_corrupt(exc)
+                raise AssertionError("unreachable")
+
+            # The query's vector is computed while the freshness check runs (both wait mostly in
+            # native code), instead of after it.
+            syncing, hits, mode, relaxed = await _beside(embedding.run if self.provider else None, answer)
         return SearchAnswer(
             query=query,
             results=hits,
@@ -320,21 +366,20 @@ class BuiltinSearchManager:
             sync_pending=syncing or None,
         )
 
-    async def _query_vector(self, q: str, degraded: Degraded) -> np.ndarray | None:
+    async def _query_vector(self, q: str, degraded: Degraded, embedding: _QueryEmbedding | None = None) -> np.ndarray | None:
         if self.provider is None:
             degraded.vector = f"no embedding provider: {self.selection.unavailable_reason or 'none configured'}"
             return None
         if self._stale_cause:
             degraded.vector = f"index was built for other settings ({self._stale_cause}); run `memsift index` to rebuild"
             return None
-        try:
-            with anyio.fail_after(QUERY_TIMEOUT_S.get(self.provider.id, 4 * 60.0)):
-                return await self.provider.embed_query(q)
-        except TimeoutError:
-            degraded.vector = "query embedding timed out"
-        except Exception as exc:  # a provider failure degrades to keyword search, visibly
-            degraded.vector = f"query embedding failed: {exc}"
-        return None
+        if embedding is None or embedding.provider is not self.provider:  # none started, or the provider changed
+            embedding = _QueryEmbedding(self.provider, q)
+            await embedding.run()
+        await embedding.done.wait()
+        if embedding.error:
+            degraded.vector = embedding.error
+        return embedding.vector
 
     async def _search_index(
         self,
@@ -347,12 +392,13 @@ class BuiltinSearchManager:
         explain: bool,
         now: float | None,
         degraded: Degraded,
+        embedding: _QueryEmbedding | None = None,
     ) -> tuple[list[SearchHit], str, bool]:
         h = self.ms.query.hybrid
         plan = plan_query(q, meta.get("ftsTokenizer", "unicode61"))
         limit = candidate_count(max_results, h.candidate_multiplier)
 
-        qvec = await self._query_vector(q, degraded)
+        qvec = await self._query_vector(q, degraded, embedding)
         vector = None
         if qvec is not None:
             try:
