@@ -25,7 +25,7 @@ READABLE_ROOT_FILES = ("MEMORY.md", "memory.md", "DREAMS.md")
 
 @dataclass(frozen=True)
 class MemoryFile:
-    abs_path: Path
+    abs_path: str  # a plain string: discovery makes one per file on every sync, and Path() is slow
     rel_path: str  # workspace-relative, "/" separators; may start with "../" for extra paths
     source: str = "memory"
     modality: str | None = None  # "image" / "audio" for multimodal files, None for Markdown
@@ -61,19 +61,17 @@ def _is_md(name: str) -> bool:
     return name.lower().endswith(".md")
 
 
-def _walk_md(
-    root: Path, skipped: list[Skipped], workspace: Path, extra_ext: tuple[str, ...] = ()
-) -> list[Path]:
+def _walk_md(root: Path, skipped: list[Skipped], workspace: Path, extra_ext: tuple[str, ...] = ()) -> list[str]:
     """Regular `.md` files (and `extra_ext` files) under `root`, recursively, never entering or
-    returning symlinks."""
-    out: list[Path] = []
-    stack = [root]
+    returning symlinks. Paths stay strings here: this runs over every file on every sync."""
+    out: list[str] = []
+    stack = [str(root)]
     while stack:
         d = stack.pop()
         try:
             entries = sorted(os.scandir(d), key=lambda e: e.name)
         except OSError as exc:
-            skipped.append(Skipped(_rel(workspace, d), f"cannot list directory: {exc.strerror}"))
+            skipped.append(Skipped(_rel(workspace, Path(d)), f"cannot list directory: {exc.strerror}"))
             continue
         for e in entries:
             try:
@@ -82,10 +80,10 @@ def _walk_md(
                         skipped.append(Skipped(_rel(workspace, Path(e.path)), "symlink (not followed)"))
                     continue
                 if e.is_dir(follow_symlinks=False):
-                    stack.append(Path(e.path))
+                    stack.append(e.path)
                 elif _is_md(e.name) or (extra_ext and e.name.lower().endswith(extra_ext)):
                     if e.is_file(follow_symlinks=False):
-                        out.append(Path(e.path))
+                        out.append(e.path)
                     else:
                         skipped.append(Skipped(_rel(workspace, Path(e.path)), "not a regular file"))
             except OSError as exc:
@@ -117,13 +115,19 @@ def discover_memory_files(
     `multimodal_ext` (image/audio extensions) applies to extra paths only: the memory folder
     never yields multimodal files."""
     skipped: list[Skipped] = []
-    # (path, real path): the walk never enters a symlink, so a file's real path is its root's
-    # real path plus the path below the root (no realpath() per file: 8 lstat calls each).
-    candidates: list[tuple[Path, str]] = []
+    # (path, real path, workspace-relative path). The walk never enters a symlink, so a file's
+    # real and relative paths are its root's plus the part below the root: no realpath() (8 lstat
+    # calls) and no relpath() per file.
+    candidates: list[tuple[str, str, str]] = []
+
+    def add_one(p: Path) -> None:
+        candidates.append((str(p), os.path.realpath(p), _rel(workspace, p)))
 
     def add_tree(root: Path, ext: tuple[str, ...] = ()) -> None:
-        real_root, prefix = os.path.realpath(root), len(str(root))
-        candidates.extend((p, real_root + str(p)[prefix:]) for p in _walk_md(root, skipped, workspace, ext))
+        real_root, rel_root, prefix = os.path.realpath(root), _rel(workspace, root), len(str(root))
+        for p in _walk_md(root, skipped, workspace, ext):
+            below = p[prefix:].replace(os.sep, "/")
+            candidates.append((p, real_root + p[prefix:], rel_root + below if rel_root != "." else below.lstrip("/")))
 
     for name in ROOT_FILES:
         p = workspace / name
@@ -133,7 +137,7 @@ def discover_memory_files(
         if stat.S_ISLNK(st.st_mode):
             skipped.append(Skipped(name, "symlink (not followed)"))
         elif stat.S_ISREG(st.st_mode):
-            candidates.append((p, os.path.realpath(p)))
+            add_one(p)
     mem_dir = workspace / "memory"
     st = _lstat(mem_dir)
     if st is not None:
@@ -150,14 +154,13 @@ def discover_memory_files(
         elif stat.S_ISDIR(st.st_mode):
             add_tree(root, multimodal_ext)
         elif stat.S_ISREG(st.st_mode) and (_is_md(root.name) or (multimodal_ext and root.name.lower().endswith(multimodal_ext))):
-            candidates.append((root, os.path.realpath(root)))
+            add_one(root)
         else:
             skipped.append(Skipped(_rel(workspace, root), "not a .md file or directory"))
 
     seen: set[str] = set()
     files: list[MemoryFile] = []
-    for p, key in candidates:
-        rel = _rel(workspace, p)
+    for p, key, rel in candidates:
         if not _utf8_name(rel):
             # SQLite, JSON and MCP all need UTF-8; such a name would break every sync.
             skipped.append(Skipped(rel, "file name is not valid UTF-8"))
@@ -165,7 +168,7 @@ def discover_memory_files(
         if key in seen:
             continue
         seen.add(key)
-        files.append(MemoryFile(p, rel, modality=None if _is_md(p.name) else modality_of(p.name)))
+        files.append(MemoryFile(p, rel, modality=None if _is_md(p) else modality_of(os.path.basename(p))))
     files.sort(key=lambda f: f.rel_path)
     return files, skipped
 

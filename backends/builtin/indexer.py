@@ -278,7 +278,7 @@ class Indexer:
         files, self.skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths, ext)
         scanned = ("memory", "sessions") if self.include_sessions else ("memory",)
         if self.include_sessions:
-            files += [MemoryFile(p, f"sessions/{p.name}", source="sessions") for p in list_transcripts(self.sessions_dir)]
+            files += [MemoryFile(str(p), f"sessions/{p.name}", source="sessions") for p in list_transcripts(self.sessions_dir)]
         known = {
             row[0]: row[1:]
             for row in conn.execute("SELECT path, hash, mtime_ns, size, source FROM files")
@@ -353,7 +353,7 @@ class Indexer:
     def _read_transcript(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
         """A JSONL transcript as User/Assistant text; chunk line ranges point at JSONL lines."""
         try:
-            raw = f.abs_path.read_text(encoding="utf-8", errors="replace")
+            raw = Path(f.abs_path).read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             self.skipped.append(Skipped(f.rel_path, f"cannot read: {exc.strerror}"))
             return None
