@@ -36,6 +36,7 @@ class FtsPlan:
     match: str | None  # FTS5 MATCH expression, or None when nothing can be matched
     like_terms: list[str] = field(default_factory=list)  # trigram mode: short CJK substrings
     terms: list[str] = field(default_factory=list)  # lowercase words/CJK runs, for snippets & boosts
+    match_terms: list[str] = field(default_factory=list)  # the quoted terms `match` ORs together
 
 
 def clean_query(query: str) -> str:
@@ -128,4 +129,4 @@ def plan_query(query: str, tokenizer: str = "unicode61") -> FtsPlan:
             match_terms.append(_phrase(words))
 
     match_terms = list(dict.fromkeys(match_terms))[:MAX_TERMS]
-    return FtsPlan(" OR ".join(match_terms) if match_terms else None, like_terms, terms)
+    return FtsPlan(" OR ".join(match_terms) if match_terms else None, like_terms, terms, match_terms)

@@ -191,3 +191,32 @@ def test_status_reports_counts_and_deep_probe(manager):
     assert st.deep["embedding"]["ok"] and st.deep["embedding"]["dimensions"] == 384
     assert st.deep["integrity"] == "ok"
 
+
+
+def test_words_in_half_the_chunks_leave_a_large_query_with_the_same_top_hits(tmp_path, monkeypatch):
+    from memsift.backends.builtin import search as search_mod
+    from memsift.backends.builtin.store import open_db
+    from memsift.engine.fts_query import plan_query
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for i in range(60):
+        extra = " Kafka consumer lag alert." if i % 20 == 0 else ""
+        (ws / "memory" / f"2026-01-{i:02d}.md").write_text(f"- 09:00 Standup number {i} about the ledger.{extra}\n")
+    m = BuiltinSearchManager(make_settings(tmp_path, ws), provider=FakeEmbeddingProvider())
+    run(m.sync)
+    conn, _ = open_db(m.db_path, readonly=True)
+    plan = plan_query("standup kafka lag")
+
+    monkeypatch.setattr(search_mod, "COMMON_TERM_MIN_CHUNKS", 10**9)  # never: the plain query
+    plain, plain_ranks = search_mod.keyword_candidates(conn, plan, 5)
+    monkeypatch.setattr(search_mod, "COMMON_TERM_MIN_CHUNKS", 10)
+    assert '"standup"' not in search_mod._without_weightless_terms(conn, plan)  # in all 60 chunks
+    assert '"kafka"' in search_mod._without_weightless_terms(conn, plan)
+    lean, lean_ranks = search_mod.keyword_candidates(conn, plan, 5)
+    top = [c.path for c in plain if plain_ranks[c.chunk_id] < -1e-3]  # the hits with real evidence
+    assert top and [c.path for c in lean][: len(top)] == top
+    # A query of nothing but common words keeps them (they are all it has).
+    assert search_mod._without_weightless_terms(conn, plan_query("standup ledger")) == plan_query("standup ledger").match
+    conn.close()
+    m._close_reader()
