@@ -143,7 +143,7 @@ def _ask(sock: Path, request: bytes) -> dict[str, Any] | None:
             if not data:
                 break
             chunks.append(data)
-    return json.loads(b"".join(chunks).decode("utf-8"))
+    return json.loads(b"".join(chunks).decode("ascii"))
 
 
 def try_resident(argv: list[str], env: Mapping[str, str] | None = None) -> int | None:
@@ -155,9 +155,8 @@ def try_resident(argv: list[str], env: Mapping[str, str] | None = None) -> int |
     folder = rendezvous_dir(env)
     if folder is None:
         return None
-    request = json.dumps(
-        {"protocol": PROTOCOL, "argv": argv, "cwd": os.getcwd(), "env": relevant_env(env)}, ensure_ascii=False
-    ).encode("utf-8", "surrogateescape")
+    # ASCII JSON: any string (an undecodable argv byte arrives as a lone surrogate) round-trips.
+    request = json.dumps({"protocol": PROTOCOL, "argv": argv, "cwd": os.getcwd(), "env": relevant_env(env)}).encode("ascii")
     for sock in _servers(folder, state_tag(env)):
         try:
             answer = _ask(sock, request)

@@ -115,6 +115,12 @@ class ResidentServer:
     # --- the socket -------------------------------------------------------------------------
 
     async def _handle(self, stream: Any) -> None:
+        try:
+            await self._exchange(stream)
+        except Exception as exc:  # one bad connection must never stop the server
+            log.warning("resident connection failed", error=f"{type(exc).__name__}: {exc}")
+
+    async def _exchange(self, stream: Any) -> None:
         async with stream:
             data = bytearray()
             try:
@@ -128,7 +134,7 @@ class ResidentServer:
                 reply = {"status": "decline", "reason": "request too large"}
             else:
                 try:
-                    request = json.loads(bytes(data).decode("utf-8", "surrogateescape"))
+                    request = json.loads(bytes(data).decode("ascii"))
                     reply = await self.answer(request if isinstance(request, dict) else {})
                 except ValueError:
                     reply = {"status": "decline", "reason": "not a request"}
@@ -136,7 +142,7 @@ class ResidentServer:
                     log.warning("resident request failed", error=f"{type(exc).__name__}: {exc}")
                     reply = {"status": "decline", "reason": "server error"}
             try:
-                await stream.send(json.dumps(reply, ensure_ascii=False).encode("utf-8", "surrogateescape"))
+                await stream.send(json.dumps(reply).encode("ascii"))  # ASCII JSON: lone surrogates survive
             except (anyio.BrokenResourceError, OSError):
                 pass
 

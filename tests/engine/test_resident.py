@@ -104,6 +104,24 @@ def test_a_running_watch_answers_searches_with_the_answer_the_cli_would_give(tmp
         fresh = _search(ws, env, "zeppelin hangar lease")
         watch.wait_for("answered")
         assert fresh["results"] and fresh["results"][0]["path"] == "memory/2026-11-21.md"
+
+        # Garbage, a huge request, a non-search, a query with an undecodable byte: declined or
+        # answered, and the server goes on serving.
+        for payload in (b"\xff\xfe not json", b"[1, 2]", b"x" * (5 * 2**20),
+                        json.dumps({"protocol": 1, "argv": ["status"], "cwd": str(ws), "env": {}}).encode()):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.connect(str(sockets[0]))
+                try:
+                    s.sendall(payload)
+                    s.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass  # the server stopped reading the oversized request: also fine
+                reply = s.recv(1 << 16)
+            assert json.loads(reply)["status"] == "decline"
+        odd = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "search",
+                              os.fsdecode(b"ledger \xff"), "--json"], env=env, capture_output=True, text=True, timeout=120)
+        assert odd.returncode == 0 and json.loads(odd.stdout)["results"]
+        assert _search(ws, env, "ledger database")["results"]
     finally:
         watch.stop()
     assert not list((runtime_dir / "memsift").glob("*.sock"))  # removed on the way out
