@@ -3,22 +3,22 @@
 Every call goes through the `qmd` launcher on PATH (what a user types), with `--index bench`, its
 own XDG_CONFIG_HOME / XDG_CACHE_HOME, a fixed working directory, and `PWD` and `CI` removed
 (spec/qmd.md pitfalls P4, P5, P9). Wall time and the peak RSS of the whole process tree (the
-launcher waits for its Node child, so wait4() reports the larger of the two) are measured.
+launcher waits for its Node child, so wait4() reports the larger of the two) are measured, for
+memsift's commands too (`run_measured`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
-import tempfile
-import threading
-import time
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["QmdHome", "Run", "run_measured", "qmd_available"]
+__all__ = ["QmdHome", "Run", "run_measured", "start_spawner", "qmd_available"]
 
 
 @dataclass
@@ -30,23 +30,51 @@ class Run:
     stderr: str
 
 
-def run_measured(argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 3600) -> Run:
-    """Run argv to completion: wall time, and peak RSS (MB) of it and its waited-for children."""
+# Peak RSS comes from wait4(), and a forked child starts with a copy of its parent's page counts:
+# forked from a benchmark process holding 500 MB, every command would "peak" at 500 MB. So the
+# commands are started by a small helper process, launched while this one is still small.
+_SPAWNER_CODE = r"""
+import json, os, signal, subprocess, sys, tempfile, threading, time
+for line in sys.stdin:
+    job = json.loads(line)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=err, start_new_session=True)
-        timer = threading.Timer(timeout, os.killpg, (proc.pid, signal.SIGKILL))
-        timer.start()
         try:
-            _pid, status, usage = os.wait4(proc.pid, 0)  # wait4, not wait(): it returns the rusage
-        finally:
-            timer.cancel()
+            proc = subprocess.Popen(job["argv"], env=job["env"], cwd=job["cwd"], stdout=out, stderr=err, start_new_session=True)
+        except OSError as exc:
+            print(json.dumps({"error": str(exc)}), flush=True)
+            continue
+        timer = threading.Timer(job["timeout"], os.killpg, (proc.pid, signal.SIGKILL))
+        timer.start()
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        timer.cancel()
         seconds = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        run = Run(seconds, usage.ru_maxrss / 1024, proc.returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace"))
-    if run.rc == -signal.SIGKILL and seconds >= timeout:
+        out.seek(0); err.seek(0)
+        print(json.dumps({"rc": proc.returncode, "seconds": seconds, "maxrss_kb": usage.ru_maxrss,
+                          "stdout": out.read().decode(errors="replace"), "stderr": err.read().decode(errors="replace")}), flush=True)
+"""
+_spawner: subprocess.Popen | None = None
+
+
+def start_spawner() -> None:
+    """Start the helper now (call it early, while this process is small)."""
+    global _spawner
+    if _spawner is None or _spawner.poll() is not None:
+        _spawner = subprocess.Popen([sys.executable, "-c", _SPAWNER_CODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+def run_measured(argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 3600) -> Run:
+    """Run argv to completion: wall time, and peak RSS (MB) of it and its waited-for children."""
+    start_spawner()
+    job = {"argv": argv, "env": dict(os.environ if env is None else env), "cwd": str(cwd) if cwd else None, "timeout": timeout}
+    _spawner.stdin.write(json.dumps(job) + "\n")
+    _spawner.stdin.flush()
+    reply = json.loads(_spawner.stdout.readline())
+    if "error" in reply:
+        raise OSError(f"cannot run {argv[0]}: {reply['error']}")
+    run = Run(reply["seconds"], reply["maxrss_kb"] / 1024, reply["rc"], reply["stdout"], reply["stderr"])
+    if run.rc == -signal.SIGKILL and run.seconds >= timeout:
         raise RuntimeError(f"{' '.join(argv[:4])} timed out after {timeout:.0f} s")
     return run
 

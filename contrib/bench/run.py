@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from datasets import load_longmemeval, load_scifact  # noqa: E402
-from qmdcli import qmd_available  # noqa: E402
+from qmdcli import qmd_available, start_spawner  # noqa: E402
 from quality import eval_longmemeval, eval_scifact, warm_index  # noqa: E402
 from report import check_targets, plot_all, tables  # noqa: E402
 from scale import run_scale  # noqa: E402
@@ -106,6 +106,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=HERE / "out", help="work files (default contrib/bench/out)")
     ap.add_argument("--results", type=Path, default=HERE / "results", help="figures, tables, plots (default contrib/bench/results)")
     args = ap.parse_args()
+    start_spawner()  # measured commands start from a small process (see qmdcli.run_measured)
     with_qmd = not args.no_qmd
     if with_qmd and not qmd_available():
         sys.exit("qmd is not on PATH: install QMD 2.8.3 (README, The QMD backend) or pass --no-qmd")
