@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-__all__ = ["rendezvous_dir", "state_tag", "relevant_env", "try_resident", "PROTOCOL", "CONNECT_TIMEOUT_S"]
+__all__ = ["rendezvous_dir", "state_tag", "relevant_env", "command_index", "try_resident", "PROTOCOL", "CONNECT_TIMEOUT_S"]
 
 PROTOCOL = 1
 CONNECT_TIMEOUT_S = 0.5
@@ -92,20 +92,19 @@ def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def _subcommand(argv: list[str]) -> str | None:
-    """The subcommand name in `memsift [group options] CMD …`, or None."""
+def command_index(argv: list[str]) -> int | None:
+    """Where the subcommand is in `memsift [group options] CMD …`, or None (none, or help)."""
     i = 0
     while i < len(argv):
         arg = argv[i]
         if arg in _GROUP_VALUE_OPTIONS:
             i += 2
-            continue
-        if arg.startswith("-"):
-            if arg in ("-h", "--help", "--version"):
-                return None
+        elif arg in ("-h", "--help", "--version"):
+            return None
+        elif arg.startswith("-"):
             i += 1
-            continue
-        return arg
+        else:
+            return i
     return None
 
 
@@ -150,7 +149,8 @@ def try_resident(argv: list[str], env: Mapping[str, str] | None = None) -> int |
     """Have a running memsift answer `memsift search …`: prints its output and returns the exit
     code, or returns None (nothing printed) when the CLI should run the command itself."""
     env = os.environ if env is None else env
-    if _subcommand(argv) != "search" or env.get("MEMSIFT_NO_RESIDENT"):
+    cut = command_index(argv)
+    if cut is None or argv[cut] != "search" or env.get("MEMSIFT_NO_RESIDENT"):
         return None
     folder = rendezvous_dir(env)
     if folder is None:

@@ -19,7 +19,7 @@ import click
 
 from ..errors import MemsiftError
 from ..logging import get_logger
-from .resident import PROTOCOL, relevant_env, rendezvous_dir, state_tag
+from .resident import PROTOCOL, command_index, relevant_env, rendezvous_dir, state_tag
 
 __all__ = ["serve_resident", "MAX_REQUEST_BYTES"]
 
@@ -56,15 +56,7 @@ class ResidentServer:
         from ..factory import resolve_config  # noqa: PLC0415
         from .main import cli  # noqa: PLC0415
 
-        i, cut = 0, None
-        while i < len(argv):  # the same scan as the client: group options, then the command
-            if argv[i] in ("-w", "--workspace", "-a", "--agent", "-c", "--config", "-b", "--backend"):
-                i += 2
-            elif argv[i].startswith("-"):
-                i += 1
-            else:
-                cut = i
-                break
+        cut = command_index(argv)
         if cut is None or argv[cut] != "search":
             raise _Decline("not a search")
         search_cmd = cli.commands["search"]
