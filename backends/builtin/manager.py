@@ -30,7 +30,14 @@ from memsift.engine.results import (
 from memsift.engine.snippets import make_snippet
 
 from .indexer import Indexer, IndexIdentity, fingerprint_diff, wanted_meta, write_lock
-from .search import PipelineParams, candidate_count, keyword_candidates, rank, vector_candidates
+from .search import (
+    PipelineParams,
+    candidate_count,
+    complete_vector_scores,
+    keyword_candidates,
+    rank,
+    vector_candidates,
+)
 from .store import CORRUPT_ERRORS, VectorState, open_db, quarantine, read_meta, read_skipped
 
 __all__ = ["BuiltinSearchManager"]
@@ -411,7 +418,10 @@ class BuiltinSearchManager:
         keyword, ranks = None, {}
         if vector is None or h.enabled:
             try:
-                keyword, ranks = keyword_candidates(conn, plan, limit)
+                # Each side scores the other side's finds too: no real evidence counts as 0.
+                keyword, ranks = keyword_candidates(conn, plan, limit, also=[c.chunk_id for c in vector or ()])
+                if vector is not None:
+                    complete_vector_scores(conn, keyword, vector, qvec)
             except apsw.Error as exc:
                 degraded.fts = f"keyword search failed: {exc}"
         if keyword is None and vector is None:

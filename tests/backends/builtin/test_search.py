@@ -220,3 +220,42 @@ def test_words_in_half_the_chunks_leave_a_large_query_with_the_same_top_hits(tmp
     assert search_mod._without_weightless_terms(conn, plan_query("standup ledger")) == plan_query("standup ledger").match
     conn.close()
     m._close_reader()
+
+
+def test_a_unique_token_in_a_long_daily_log_is_found_even_with_three_results(tmp_path, example_workspace, local_provider):
+    # 600 near-identical lines: ~40 chunks score ~0.5 cosine for any token. A keyword hit the
+    # vector side did not return used to count its vector score as 0 and lost to all of them.
+    tokens = [f"soaktoken{n:05d}x{(n * 7919) % 10**6:06d}" for n in range(600)]
+    log = example_workspace / "memory" / "2026-11-22.md"
+    log.write_text("# 2026-11-22\n\n" + "".join(f"- 21:{n % 60:02d} remember {t} for the soak run\n" for n, t in enumerate(tokens)))
+    m = BuiltinSearchManager(make_settings(tmp_path, example_workspace), provider=local_provider)
+    for t in tokens[::10]:
+        answer = run(m.search, t, max_results=3, min_score=0.0, explain=True)
+        top = answer.results[0]
+        assert t in top.snippet, (t, [h.snippet[:60] for h in answer.results])
+        # Both sides scored it: its real cosine, not 0, and its BM25.
+        assert top.explain.vector_score is not None and top.explain.vector_score > 0.2
+        assert top.explain.keyword_score is not None
+    m._close_reader()
+
+
+def test_chunks_the_vector_side_found_get_their_bm25_beyond_the_keyword_pool(tmp_path, example_workspace):
+    from memsift.backends.builtin.search import keyword_candidates
+    from memsift.backends.builtin.store import open_db
+    from memsift.engine.fts_query import plan_query
+
+    m = BuiltinSearchManager(make_settings(tmp_path, example_workspace), provider=FakeEmbeddingProvider())
+    run(m.sync)
+    conn, _ = open_db(m.db_path, readonly=True)
+    plan = plan_query("ledger postgres")
+    everything, ranks = keyword_candidates(conn, plan, 50)
+    assert len(everything) >= 3
+    top, _ = keyword_candidates(conn, plan, 1)
+    third = everything[2]
+    unrelated = conn.execute("SELECT id FROM chunks WHERE text NOT LIKE '%ledger%' AND text NOT LIKE '%postgres%' LIMIT 1").fetchone()[0]
+    with_also, also_ranks = keyword_candidates(conn, plan, 1, also=[third.chunk_id, unrelated])
+    assert [c.chunk_id for c in with_also] == [top[0].chunk_id, third.chunk_id]  # the non-match is not invented
+    assert also_ranks[third.chunk_id] == pytest.approx(ranks[third.chunk_id])
+    assert with_also[1].text_score == pytest.approx(third.text_score)  # scaled by the same best hit
+    conn.close()
+    m._close_reader()
