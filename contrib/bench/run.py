@@ -105,7 +105,15 @@ def main() -> None:
     ap.add_argument("--skip-scale", action="store_true")
     ap.add_argument("--work", type=Path, default=HERE / "out", help="work files (default contrib/bench/out)")
     ap.add_argument("--results", type=Path, default=HERE / "results", help="figures, tables, plots (default contrib/bench/results)")
+    ap.add_argument("--report-only", action="store_true", help="redraw tables and plots from results/figures.json")
     args = ap.parse_args()
+    if args.report_only:
+        figures = json.loads((args.results / "figures.json").read_text())
+        figures["targets"] = check_targets(figures)
+        (args.results / "tables.md").write_text(tables(figures))
+        plot_all(figures, args.results)
+        say(tables(figures))
+        return
     start_spawner()  # measured commands start from a small process (see qmdcli.run_measured)
     with_qmd = not args.no_qmd
     if with_qmd and not qmd_available():
