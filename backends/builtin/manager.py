@@ -464,7 +464,7 @@ class BuiltinSearchManager:
                     lexical_boost=facts["boosts"].get(c.chunk_id),
                     decay=c.decay,
                     mmr_penalty=c.mmr_penalty,
-                    final_score=c.score,
+                    final_score=hit.score,  # the same rounded value the hit shows
                     rescued=c.chunk_id in facts["rescued"],
                 )
             hits.append(hit)
