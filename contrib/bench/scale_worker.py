@@ -37,7 +37,7 @@ def manager(ws: Path, state: Path, kind: str, memory_search: dict | None = None)
 
 def index_size_mb(state: Path, kind: str) -> float:
     folder = state / kind / "memory"
-    return sum(p.stat().st_size for p in folder.glob("main.sqlite*")) / 2**20
+    return sum(p.stat().st_size for p in folder.glob("main-*.sqlite*")) / 2**20
 
 
 async def do_index(ws: Path, state: Path, kind: str) -> dict:

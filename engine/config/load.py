@@ -8,6 +8,7 @@ overrides from the caller (CLI flags). Within the file, an agent's `memorySearch
 from __future__ import annotations
 
 import difflib
+import hashlib
 import math
 import os
 import re
@@ -20,7 +21,7 @@ from ..errors import ConfigError
 from .models import MemoryConfig, MemorySearchConfig, MemsiftConfig
 from .sources import default_config_path, env_overrides, read_config_file
 
-__all__ = ["ResolvedConfig", "load_config", "resolve_agent", "normalise_memory_search", "SOURCE_ORDER"]
+__all__ = ["ResolvedConfig", "load_config", "resolve_agent", "normalise_memory_search", "default_index_name", "SOURCE_ORDER"]
 
 SOURCE_ORDER = ("file", "env", "overrides")
 DEFAULT_AGENT_ID = "main"
@@ -38,6 +39,17 @@ class ResolvedConfig(BaseModel):
     config_path: Path | None
     memory_search: MemorySearchConfig
     memory: MemoryConfig
+
+
+
+def default_index_name(agent: str, workspace: Path) -> str:
+    """`<agent>-<8 hex of the workspace path>.sqlite`: one index per agent and workspace.
+
+    The default workspace is the current folder, so one name per agent would make a search in
+    another folder answer from (or rebuild) the first folder's index.
+    """
+    tag = hashlib.sha256(os.fsencode(str(workspace))).hexdigest()[:8]
+    return f"{agent}-{tag}.sqlite"
 
 
 def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -257,7 +269,7 @@ def resolve_agent(
         store = Path(ms.store.path.replace("{agentId}", agent)).expanduser()
         store = store if store.is_absolute() else (ws / store)
     else:
-        store = state_dir / "memory" / f"{agent}.sqlite"
+        store = state_dir / "memory" / default_index_name(agent, ws)
     return ResolvedConfig(
         agent_id=agent,
         workspace=ws,

@@ -61,6 +61,23 @@ def test_index_search_get_status_end_to_end(tmp_path, example_workspace):
     assert "Provider" in r.stdout and "local" in r.stdout
 
 
+def test_two_workspaces_keep_their_own_indexes(tmp_path, example_workspace):
+    # The workspace defaults to the current folder: searching another folder must not answer from
+    # (or degrade to keyword-only on) the first folder's index, nor disturb it.
+    other = tmp_path / "other"
+    (other / "memory").mkdir(parents=True)
+    (other / "MEMORY.md").write_text("# Other\n\n- The staging cluster runs in Frankfurt.\n")
+    for ws, query, expect in ((example_workspace, "what is my sister allergic to?", "MEMORY.md"),
+                              (other, "where does the staging cluster run?", "MEMORY.md"),
+                              (example_workspace, "hotel shortlist for Lisbon", "memory/projects/travel.md")):
+        r = _memsift(tmp_path, "search", query, "--json", cwd=ws)
+        assert r.returncode == 0, r.stderr
+        answer = json.loads(r.stdout)
+        assert answer["mode"] == "hybrid" and not answer.get("degraded"), answer
+        assert answer["results"][0]["path"] == expect
+    assert len(list((tmp_path / "state" / "memory").glob("main-*.sqlite"))) == 2
+
+
 def test_stdout_is_only_results(tmp_path, example_workspace):
     r = _memsift(tmp_path, "-w", str(example_workspace), "-vv", "search", "ledger", "--json")
     assert r.returncode == 0
@@ -75,7 +92,7 @@ def test_config_show_prints_the_resolved_config(tmp_path, example_workspace):
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["memorySearch"]["query"]["hybrid"]["vectorWeight"] == pytest.approx(0.75)
-    assert data["agentId"] == "main" and data["storePath"].endswith("main.sqlite")
+    assert data["agentId"] == "main" and Path(data["storePath"]).name.startswith("main-")
     assert "sk-live-abc" not in r.stdout
 
 

@@ -29,7 +29,7 @@ def test_defaults_match_the_reference():
     assert ms.sync.watch_debounce_ms == 1500
     assert s.memory.backend == "builtin" and s.memory.citations == "auto"
     assert s.memory.qmd.limits.max_results == 6 and s.memory.qmd.search_mode == "search"
-    assert s.agent_id == "main" and s.store_path.name == "main.sqlite"
+    assert s.agent_id == "main" and s.store_path.name.startswith("main-") and s.store_path.suffix == ".sqlite"
 
 
 @pytest.mark.parametrize(
@@ -92,6 +92,16 @@ def test_agent_values_win_and_extra_paths_concatenate():
     assert _resolve(raw).agent_id == "other"  # the default agent
     with pytest.raises(ConfigError, match="agent 'nope' is not in agents.list"):
         _resolve(raw, agent_id="nope")
+
+
+def test_default_index_is_one_per_agent_and_workspace(tmp_path):
+    a = resolve_agent(MemsiftConfig(), environ={}, workspace=str(tmp_path / "a"))
+    a_again = resolve_agent(MemsiftConfig(), environ={}, workspace=str(tmp_path / "x" / ".." / "a"))
+    b = resolve_agent(MemsiftConfig(), environ={}, workspace=str(tmp_path / "b"))
+    other_agent = resolve_agent(MemsiftConfig(), environ={}, workspace=str(tmp_path / "a"), agent_id="ops")
+    assert a.store_path == a_again.store_path  # the resolved folder names the index
+    assert len({a.store_path, b.store_path, other_agent.store_path}) == 3
+    assert a.store_path.parent == b.store_path.parent == other_agent.store_path.parent
 
 
 def test_store_path_substitutes_agent_id(tmp_path):
