@@ -146,15 +146,15 @@ def complete_vector_scores(conn: apsw.Connection, keyword: list[Candidate], vect
     if not missing:
         return
     q = np.asarray(query, dtype="<f4")
-    qn = float(np.linalg.norm(q)) or 1.0
     marks = ",".join("?" * len(missing))
-    for cid, blob in conn.execute(f"SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL AND id IN ({marks})", list(missing)):
-        v = blob_to_vec(blob)
-        if v.shape == q.shape:
-            norm = float(np.linalg.norm(v))
-            c = missing[cid]
-            c.vector_score = float(v @ q) / (norm * qn) if norm else 0.0
-            c.vector_hit = True
+    rows = [(cid, blob) for cid, blob in conn.execute(
+        f"SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL AND id IN ({marks})", list(missing)
+    ) if len(blob) == q.nbytes]
+    if not rows:
+        return
+    for (cid, _blob), sim in zip(rows, _cosines([b for _c, b in rows], q / (np.linalg.norm(q) or 1.0)).tolist()):
+        missing[cid].vector_score = sim
+        missing[cid].vector_hit = True
 
 
 def vector_candidates(
@@ -179,6 +179,13 @@ def vector_candidates(
     return [_candidate(rows[r], vector_score=s, vector_hit=True) for r, s in hits if r in rows]
 
 
+def _cosines(blobs: list[bytes], unit_query: np.ndarray) -> np.ndarray:
+    """Cosine of each stored embedding with a unit-length query vector (0 for a zero vector)."""
+    m = np.stack([blob_to_vec(b) for b in blobs])
+    norms = np.linalg.norm(m, axis=1)
+    return np.divide(m @ unit_query, norms, out=np.zeros(len(blobs), dtype=np.float32), where=norms > 0)
+
+
 def _numpy_scan(conn: apsw.Connection, q: np.ndarray, limit: int) -> list[tuple[int, float]]:
     qn = q / (np.linalg.norm(q) or 1.0)
     best: list[tuple[float, int]] = []  # min-heap of (score, rowid)
@@ -187,13 +194,10 @@ def _numpy_scan(conn: apsw.Connection, q: np.ndarray, limit: int) -> list[tuple[
         batch = list(islice(cursor, SCAN_BATCH))
         if not batch:
             break
-        ids = [r for r, b in batch if len(b) == q.nbytes]
-        if not ids:
+        usable = [(r, b) for r, b in batch if len(b) == q.nbytes]
+        if not usable:
             continue
-        m = np.stack([blob_to_vec(b) for _r, b in batch if len(b) == q.nbytes])
-        norms = np.linalg.norm(m, axis=1)
-        sims = np.divide(m @ qn, norms, out=np.zeros(len(ids), dtype=np.float32), where=norms > 0)
-        for rowid, s in zip(ids, sims.tolist()):
+        for (rowid, _b), s in zip(usable, _cosines([b for _r, b in usable], qn).tolist()):
             if len(best) < limit:
                 heapq.heappush(best, (s, rowid))
             elif s > best[0][0]:

@@ -54,8 +54,12 @@ def _errors_to_exit() -> Iterator[None]:
         sys.exit(exit_code(exc))
 
 
+def _json_text(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=2)
+
+
 def _emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    click.echo(_json_text(data))
 
 
 class _Ctx:
@@ -173,7 +177,7 @@ def search_output(answer: Any, *, as_json: bool, explain: bool) -> tuple[str, st
     """What `memsift search` prints: (stdout, stderr, exit code). Shared with resident answers."""
     from .render import render_answer  # noqa: PLC0415
 
-    out = json.dumps(answer.to_json_dict(), ensure_ascii=False, indent=2) if as_json else render_answer(answer, explain=explain)
+    out = _json_text(answer.to_json_dict()) if as_json else render_answer(answer, explain=explain)
     if answer.unavailable:
         return out + "\n", f"memsift: {answer.unavailable}\n", EXIT_CODES["backend"]
     return out + "\n", "", EXIT_CODES["ok"]

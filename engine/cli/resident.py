@@ -5,8 +5,9 @@ the index: about 0.3–0.6 s before the first result. A long-running memsift alr
 loaded and keeps the index fresh, so while one runs it answers the CLI's searches over a Unix
 socket in a few milliseconds.
 
-This module is the client and the rendezvous, and imports nothing but the standard library
-(it runs before the rest of the CLI is imported). The server side is `resident_server.py`.
+This module is the client and the rendezvous, and imports nothing but the standard library (and
+`private_dirs`, which does the same): it runs before the rest of the CLI is imported. The server
+side is `resident_server.py`.
 
 Rendezvous: `$XDG_RUNTIME_DIR/memsift/`, else `/tmp/memsift-<uid>/` (short paths: a socket path
 must fit 107 bytes), created 0700 and used only when owned by this user. A server listens on
@@ -30,6 +31,8 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..private_dirs import default_state_dir
+
 __all__ = ["rendezvous_dir", "state_tag", "relevant_env", "command_index", "try_resident", "PROTOCOL", "CONNECT_TIMEOUT_S"]
 
 PROTOCOL = 1
@@ -41,17 +44,10 @@ _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 _NOT_RELEVANT = {"MEMSIFT_LOG_LEVEL", "MEMSIFT_NO_RESIDENT"}  # change no answer
 
 
-def _state_base(env: Mapping[str, str]) -> str:
-    """The state directory the environment selects (the config file's stateDir is not read here;
-    the server checks the full settings anyway)."""
-    if env.get("MEMSIFT_STATE_DIR"):
-        return os.path.abspath(os.path.expanduser(env["MEMSIFT_STATE_DIR"]))
-    base = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.abspath(os.path.join(os.path.expanduser(base), "memsift"))
-
-
 def state_tag(env: Mapping[str, str]) -> str:
-    return hashlib.sha256(_state_base(env).encode()).hexdigest()[:12]
+    """Names the state directory the environment selects (the config file's stateDir is not read
+    here; the server checks the full settings anyway)."""
+    return hashlib.sha256(os.path.abspath(default_state_dir(env)).encode()).hexdigest()[:12]
 
 
 def rendezvous_dir(env: Mapping[str, str], *, create: bool = False) -> Path | None:

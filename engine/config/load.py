@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError
+from ..private_dirs import default_state_dir
 from .models import MemoryConfig, MemorySearchConfig, MemsiftConfig
 from .sources import default_config_path, env_overrides, read_config_file
 
@@ -39,7 +40,6 @@ class ResolvedConfig(BaseModel):
     config_path: Path | None
     memory_search: MemorySearchConfig
     memory: MemoryConfig
-
 
 
 def default_index_name(agent: str, workspace: Path) -> str:
@@ -214,13 +214,6 @@ def normalise_memory_search(ms: MemorySearchConfig) -> MemorySearchConfig:
     )
 
 
-def _default_state_dir(env: Mapping[str, str]) -> Path:
-    if env.get("MEMSIFT_STATE_DIR"):
-        return Path(env["MEMSIFT_STATE_DIR"]).expanduser()
-    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base).expanduser() / "memsift"
-
-
 def resolve_agent(
     config: MemsiftConfig,
     *,
@@ -264,7 +257,7 @@ def resolve_agent(
     base = Path(cwd) if cwd is not None else Path.cwd()
     ws_raw = ws_raw or agents.defaults.workspace or base
     ws = (base / Path(ws_raw).expanduser()).resolve()
-    state_dir = Path(config.state_dir).expanduser() if config.state_dir else _default_state_dir(env)
+    state_dir = Path(config.state_dir).expanduser() if config.state_dir else default_state_dir(env)
     if ms.store.path:
         store = Path(ms.store.path.replace("{agentId}", agent)).expanduser()
         store = store if store.is_absolute() else (ws / store)
