@@ -9,8 +9,11 @@ letters and digits, so no user input can reach FTS5's query syntax.
 CJK text has no spaces between words:
 - `unicode61` mode indexes every CJK character as its own token, so a CJK run is searched as
   phrases of adjacent characters (bigrams, and the whole run): `数据` finds `数据库`.
-- `trigram` mode matches runs of 3+ characters through the trigram index (whole run + trigrams)
-  and 1–2 character terms through a LIKE substring scan.
+- `trigram` mode's index holds each chunk's text as it is (any substring of 3+ characters
+  matches) plus a copy of its CJK runs with the characters spaced apart, so that a CJK character
+  pair is itself a trigram (`索 靖`). A CJK run is searched as the whole run and its spaced
+  bigrams: a 2-character name inside a question (`索靖擅长什么？`) is searched like any other word,
+  through the index, ranked by BM25 (the trigrams of the whole run alone never contain it).
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ from dataclasses import dataclass, field
 from .stopwords import STOP_WORDS
 from .text import WORD_RE, is_cjk_char, space_cjk
 
-__all__ = ["FtsPlan", "plan_query", "index_text", "split_script_runs", "query_terms", "clean_query"]
+__all__ = ["FtsPlan", "plan_query", "index_text", "split_script_runs", "query_terms", "clean_query", "INDEX_TEXT_REVISION"]
 
 _IDENT_RE = re.compile(r"[^\W][\w]*(?:[._/:#@-][^\W][\w]*)+", re.UNICODE)
 _QUOTED_RE = re.compile(r'"([^"]+)"')
 # Control characters (a NUL would end FTS5's string early) and lone surrogates (not encodable).
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+INDEX_TEXT_REVISION = 2  # bump when `index_text` changes: indexes rebuild (2: trigram pairs and short words)
 MAX_TERMS = 64  # bounds the MATCH expression for huge queries
 MAX_QUERY_CHARS = 4096  # beyond this, the rest of the query is ignored
 
@@ -34,7 +38,6 @@ MAX_QUERY_CHARS = 4096  # beyond this, the rest of the query is ignored
 @dataclass
 class FtsPlan:
     match: str | None  # FTS5 MATCH expression, or None when nothing can be matched
-    like_terms: list[str] = field(default_factory=list)  # trigram mode: short CJK substrings
     terms: list[str] = field(default_factory=list)  # lowercase words/CJK runs, for snippets & boosts
     match_terms: list[str] = field(default_factory=list)  # the quoted terms `match` ORs together
 
@@ -69,11 +72,25 @@ def query_terms(query: str) -> list[str]:
     return content or toks
 
 
+def _spaced(run: str) -> str:
+    """` 索 靖 擅 ` : every CJK character between spaces, so pairs and single characters are trigrams."""
+    return " " + " ".join(run) + " "
+
+
 def index_text(text: str, tokenizer: str) -> str:
-    """The text the FTS table indexes for a chunk (unicode61: CJK characters spaced apart)."""
-    if tokenizer == "trigram":
-        return text
-    return space_cjk(text)
+    """The text the FTS table indexes for a chunk (unicode61: CJK characters spaced apart;
+    trigram: the text, then its CJK runs spaced apart and its 1–2 character words between
+    spaces, which a trigram index could not match otherwise)."""
+    if tokenizer != "trigram":
+        return space_cjk(text)
+    extra = []
+    for m in WORD_RE.finditer(text):
+        for run in split_script_runs(m.group(0)):
+            if is_cjk_char(run[0]):
+                extra.append(_spaced(run))
+            elif len(run) < 3:
+                extra.append(f" {run} ")
+    return text + "\n" + "".join(extra) if extra else text
 
 
 def _phrase(words: list[str]) -> str:
@@ -87,29 +104,27 @@ def _cjk_terms_unicode61(run: str) -> list[str]:
     return [_phrase(chars)] + [_phrase(chars[i : i + 2]) for i in range(len(chars) - 1)]
 
 
-def _cjk_terms_trigram(run: str) -> tuple[list[str], list[str]]:
-    if len(run) < 3:
-        return [], [run]
-    grams = [run[i : i + 3] for i in range(len(run) - 2)]
-    return [_phrase([run])] + [_phrase([g]) for g in grams], []
+def _cjk_terms_trigram(run: str) -> list[str]:
+    """The whole run (a substring of the text) and its spaced pairs (see `index_text`)."""
+    if len(run) == 1:
+        return [_phrase([_spaced(run)])]
+    pairs = [_phrase([_spaced(run[i : i + 2]).strip()]) for i in range(len(run) - 1)]
+    return ([_phrase([run])] if len(run) >= 3 else []) + pairs
 
 
 def plan_query(query: str, tokenizer: str = "unicode61") -> FtsPlan:
-    """Build the OR query (and LIKE terms) for `query`. Never raises on any input string."""
+    """Build the OR query for `query`. Never raises on any input string."""
     query = clean_query(query[:MAX_QUERY_CHARS])
     terms = query_terms(query)
     match_terms: list[str] = []
-    like_terms: list[str] = []
     for term in terms:
         if is_cjk_char(term[0]):
             if tokenizer == "trigram":
-                m, like = _cjk_terms_trigram(term)
-                match_terms += m
-                like_terms += like
+                match_terms += _cjk_terms_trigram(term)
             else:
                 match_terms += _cjk_terms_unicode61(term)
         elif tokenizer == "trigram" and len(term) < 3:
-            continue  # the trigram index cannot match fewer than 3 characters
+            match_terms.append(_phrase([f" {term} "]))  # indexed between spaces (see `index_text`)
         else:
             match_terms.append(_phrase([term]))
 
@@ -129,4 +144,4 @@ def plan_query(query: str, tokenizer: str = "unicode61") -> FtsPlan:
             match_terms.append(_phrase(words))
 
     match_terms = list(dict.fromkeys(match_terms))[:MAX_TERMS]
-    return FtsPlan(" OR ".join(match_terms) if match_terms else None, like_terms, terms, match_terms)
+    return FtsPlan(" OR ".join(match_terms) if match_terms else None, terms, match_terms)

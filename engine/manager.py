@@ -41,7 +41,11 @@ class SearchManager(Protocol):
         min_score: float | None = None,
         session_key: str | None = None,
         explain: bool = False,
-    ) -> SearchAnswer: ...
+        mode: str | None = None,
+    ) -> SearchAnswer:
+        """`mode`: None or "auto" runs what the config says; "keyword", "vector" or "hybrid" picks
+        the retrieval for this search (engine/search_modes.py)."""
+        ...
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None) -> ReadResult: ...
 

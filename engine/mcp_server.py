@@ -114,10 +114,10 @@ class MemoryServer:
         self.max_chars = int(max_chars or settings.memory.qmd.limits.max_injected_chars)
 
     async def search(self, query: str, max_results: int | None = None, min_score: float | None = None,
-                     session_key: str | None = None) -> SearchOutput:
+                     session_key: str | None = None, mode: str | None = None) -> SearchOutput:
         key, warning = self._key(session_key)
         try:
-            answer = await self.manager.search(query, max_results=max_results, min_score=min_score, session_key=key)
+            answer = await self.manager.search(query, max_results=max_results, min_score=min_score, session_key=key, mode=mode)
         except (MemsiftError, OSError) as exc:
             quota = bool(_QUOTA.search(str(exc)))
             return SearchOutput(
@@ -220,8 +220,11 @@ def build_server(memory: MemoryServer) -> Any:
         maxResults: Annotated[int | None, Field(ge=1, le=50, description="Most hits to return (default 6).")] = None,
         minScore: Annotated[float | None, Field(ge=0, le=1, description="Lowest score to keep (default 0.35).")] = None,
         sessionKey: Annotated[str | None, Field(description="The asking chat's session key, for scope rules and citations.")] = None,
+        mode: Annotated[Literal["auto", "hybrid", "keyword", "vector"] | None, Field(
+            description="Retrieval for this search: auto (the configured one, default), hybrid, keyword (exact words, "
+                        "names, identifiers) or vector (meaning).")] = None,
     ) -> SearchOutput:
-        return await memory.search(query, maxResults, minScore, sessionKey)
+        return await memory.search(query, maxResults, minScore, sessionKey, mode)
 
     async def memory_get(
         path: Annotated[str, Field(description="Workspace-relative memory file path, as memory_search returns it.")],

@@ -135,7 +135,7 @@ def _side(backend: str, answer: SearchAnswer | None, ms: float, error: str | Non
 
 
 async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int = 5, session_key: str | None = None,
-                     sync: bool = True) -> ParityReport:
+                     sync: bool = True, mode: str | None = None) -> ParityReport:
     """Sync both backends, warm each up with one untimed query, then time every query on each."""
     from .factory import open_manager  # noqa: PLC0415
 
@@ -145,14 +145,14 @@ async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int
             for manager in managers.values():
                 await manager.sync(reason="parity")
         for manager in managers.values():
-            await manager.search(queries[0], max_results=k, session_key=session_key)  # model load, first spawn
+            await manager.search(queries[0], max_results=k, session_key=session_key, mode=mode)  # model load, first spawn
         rows = []
         for query in queries:
             sides = {}
             for name, manager in managers.items():
                 started = time.perf_counter()
                 try:
-                    answer, error = await manager.search(query, max_results=k, session_key=session_key), None
+                    answer, error = await manager.search(query, max_results=k, session_key=session_key, mode=mode), None
                 except MemsiftError as exc:
                     answer, error = None, str(exc)
                 sides[name] = _side(name, answer, (time.perf_counter() - started) * 1000, error)

@@ -33,7 +33,7 @@ from memsift.engine.logging import get_logger
 from memsift.engine.chunking import Chunk, chunk_markdown, split_for_input_limit
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import IndexUnusableError
-from memsift.engine.fts_query import index_text
+from memsift.engine.fts_query import INDEX_TEXT_REVISION, index_text
 from memsift.engine.manager import SyncReport
 from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.memory_files import MemoryFile, Skipped, discover_memory_files
@@ -106,6 +106,7 @@ def wanted_meta(settings: ResolvedConfig, ident: IndexIdentity) -> dict[str, Any
         "chunkOverlap": ms.chunking.overlap,
         "chunker": CHUNKER_REVISION,
         "ftsTokenizer": ms.store.fts.tokenizer,
+        "ftsText": INDEX_TEXT_REVISION,
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import anyio
@@ -27,7 +28,9 @@ from memsift.engine.results import (
     SearchAnswer,
     SearchHit,
 )
-from memsift.engine.snippets import make_snippet
+from memsift.engine.scripts import coverage
+from memsift.engine.search_modes import parse_search_mode
+from memsift.engine.snippets import SNIPPET_MAX_CHARS, make_snippet
 
 from .indexer import Indexer, IndexIdentity, fingerprint_diff, wanted_meta, write_lock
 from .search import (
@@ -89,6 +92,16 @@ class _QueryEmbedding:
             self.done.set()
 
 
+@dataclass(frozen=True)
+class _Sides:
+    """The retrieval sides one search runs (see `BuiltinSearchManager._sides`)."""
+
+    requested: str  # auto, hybrid, keyword or vector
+    vector: bool
+    keyword: bool  # also when the vector side answers (a missing vector side always falls back to it)
+    set_aside: str | None = None  # why the vector side stepped aside
+
+
 class BuiltinSearchManager:
     """Owns one index database, its read connection, and the embedding provider."""
 
@@ -123,6 +136,7 @@ class BuiltinSearchManager:
         self._sync_lock = anyio.Lock()
         self._seen_sessions: set[str] = set()
         self.search_sync_budget_s = SEARCH_SYNC_BUDGET_S
+        self.snippet_chars = SNIPPET_MAX_CHARS  # the benchmarks raise it to see whole chunks
 
     # --- identity and connections -------------------------------------------------------------
 
@@ -322,19 +336,22 @@ class BuiltinSearchManager:
         session_key: str | None = None,
         explain: bool = False,
         now: float | None = None,
+        mode: str | None = None,
     ) -> SearchAnswer:
         started = time.perf_counter()
+        requested = parse_search_mode(mode)
         self._ensure_provider()
         q = clean_query(query or "").strip()
         max_results = max(1, int(max_results if max_results is not None else self.ms.query.max_results))
         min_score = min(1.0, max(0.0, float(min_score if min_score is not None else self.ms.query.min_score)))
         degraded = Degraded()
         hits: list[SearchHit] = []
-        mode = "none"
+        answered_mode = "none"
         relaxed = False
         syncing = False
         if q:
-            embedding = _QueryEmbedding(self.provider, q)
+            sides = self._sides(q, requested)
+            embedding = _QueryEmbedding(self.provider, q) if sides.vector else None
 
             async def answer() -> tuple[bool, list[SearchHit], str, bool]:
                 for attempt in (1, 2):
@@ -345,7 +362,7 @@ class BuiltinSearchManager:
                         if meta is None:
                             return syncing, [], "none", False
                         return (syncing, *await self._search_index(
-                            conn, meta, q, max_results, min_score, session_key, explain, now, degraded, embedding
+                            conn, meta, q, max_results, min_score, session_key, explain, now, degraded, sides, embedding
                         ))
                     except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
                         if attempt == 2:
@@ -355,12 +372,12 @@ class BuiltinSearchManager:
 
             # The query's vector is computed while the freshness check runs (both wait mostly in
             # native code), instead of after it.
-            syncing, hits, mode, relaxed = await _beside(embedding.run if self.provider else None, answer)
+            syncing, hits, answered_mode, relaxed = await _beside(embedding.run if embedding else None, answer)
         return SearchAnswer(
             query=query,
             results=hits,
             backend=self.backend,
-            mode=mode,
+            mode=answered_mode,
             provider=self.provider.id if self.provider else "none",
             model=self.provider.model if self.provider else None,
             citations=self.settings.memory.citations,
@@ -373,9 +390,26 @@ class BuiltinSearchManager:
             sync_pending=syncing or None,
         )
 
+    def _sides(self, q: str, requested: str) -> _Sides:
+        """Which sides a search runs: the mode asked for, what the config enables, and whether the
+        model covers the query's script (a query mostly in a script the model never learnt gets a
+        vector that is noise, so the keyword side answers alone)."""
+        if requested == "keyword":
+            return _Sides(requested, vector=False, keyword=True)
+        if requested == "vector":
+            return _Sides(requested, vector=True, keyword=False)
+        keyword = requested == "hybrid" or self.ms.query.hybrid.enabled
+        if self.provider is not None:
+            cov = coverage(q, getattr(self.provider, "scripts", None))
+            if cov.mostly_uncovered:
+                reason = f"{cov.describe()}, which {self.provider.id}/{self.provider.model} does not cover: keyword search only"
+                return _Sides(requested, vector=False, keyword=True, set_aside=reason)
+        return _Sides(requested, vector=True, keyword=keyword)
+
     async def _query_vector(self, q: str, degraded: Degraded, embedding: _QueryEmbedding | None = None) -> np.ndarray | None:
         if self.provider is None:
-            degraded.vector = f"no embedding provider: {self.selection.unavailable_reason or 'none configured'}"
+            if self.selection.requested != "none":  # provider "none" is a choice, not an outage
+                degraded.vector = f"no embedding provider: {self.selection.unavailable_reason or 'none configured'}"
             return None
         if self._stale_cause:
             degraded.vector = f"index was built for other settings ({self._stale_cause}); run `memsift index` to rebuild"
@@ -399,13 +433,16 @@ class BuiltinSearchManager:
         explain: bool,
         now: float | None,
         degraded: Degraded,
+        sides: _Sides,
         embedding: _QueryEmbedding | None = None,
     ) -> tuple[list[SearchHit], str, bool]:
         h = self.ms.query.hybrid
         plan = plan_query(q, meta.get("ftsTokenizer", "unicode61"))
         limit = candidate_count(max_results, h.candidate_multiplier)
 
-        qvec = await self._query_vector(q, degraded, embedding)
+        qvec = await self._query_vector(q, degraded, embedding) if sides.vector else None
+        if sides.set_aside:
+            degraded.vector = sides.set_aside
         vector = None
         if qvec is not None:
             try:
@@ -416,7 +453,7 @@ class BuiltinSearchManager:
             degraded.vector = f"{self._vec.load_error or 'sqlite-vec disabled'}; using an in-process scan"
 
         keyword, ranks = None, {}
-        if vector is None or h.enabled:
+        if sides.keyword or (vector is None and sides.requested != "vector"):
             try:
                 # Each side scores the other side's finds too: no real evidence counts as 0.
                 keyword, ranks = keyword_candidates(conn, plan, limit, also=[c.chunk_id for c in vector or ()])
@@ -442,7 +479,7 @@ class BuiltinSearchManager:
         cite = citations_enabled(self.settings.memory.citations, session_key)
         hits = []
         for c in ranked:
-            snip = make_snippet(c.text, c.start_line, plan.terms)
+            snip = make_snippet(c.text, c.start_line, plan.terms, self.snippet_chars)
             # Transcript chunk lines are JSONL line numbers, not contiguous: keep the chunk's range.
             start, end = (c.start_line, c.end_line) if c.source == "sessions" else (snip.start_line, snip.end_line)
             hit = SearchHit(

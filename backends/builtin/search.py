@@ -58,15 +58,6 @@ def _candidate(row: tuple, **scores: Any) -> Candidate:
     return Candidate(chunk_id=cid, path=path, source=source, start_line=start, end_line=end, text=text, **scores)
 
 
-def _like_score(text: str, terms: list[str]) -> float:
-    """Score of a LIKE-only (short CJK term) hit: term coverage damped by occurrences, below 1."""
-    matched = [t for t in terms if t in text]
-    if not matched:
-        return 0.0
-    occurrences = sum(text.count(t) for t in matched)
-    return (len(matched) / len(terms)) * (occurrences / (occurrences + 1))
-
-
 def _without_weightless_terms(conn: apsw.Connection, plan: FtsPlan) -> str:
     """The MATCH expression without single words found in half the chunks or more.
 
@@ -110,15 +101,6 @@ def keyword_candidates(
             rows += more
         for (rowid, rank), score in zip(rows, bm25_relative_scores([r for _, r in rows])):
             scored[rowid] = (score, rank)
-    if plan.like_terms:
-        clauses = " OR ".join("text LIKE ? ESCAPE '\\'" for _ in plan.like_terms)
-        args = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for t in plan.like_terms]
-        rows = conn.execute(f"SELECT rowid, text FROM chunks WHERE {clauses} LIMIT ?", (*args, limit * 4)).fetchall()
-        for rowid, text in rows:
-            s = _like_score(text.lower(), plan.like_terms)
-            prev = scored.get(rowid)
-            if prev is None or s > prev[0]:
-                scored[rowid] = (s, prev[1] if prev else None)
     top = heapq.nlargest(limit, ((r, v) for r, v in scored.items() if r not in extra), key=lambda kv: kv[1][0])
     top += [(r, scored[r]) for r in extra]
     rows = _load_chunks(conn, [r for r, _ in top])

@@ -32,6 +32,7 @@ from memsift.engine.fts_query import clean_query
 from memsift.engine.manager import SyncReport
 from memsift.engine.memory_files import read_memory_file
 from memsift.engine.private_dirs import make_private_dir
+from memsift.engine.search_modes import QMD_MODE_FOR, parse_search_mode
 from memsift.engine.results import ManagerStatus, ReadResult, SearchAnswer, SearchHit
 from memsift.engine.text import utf16_len, utf16_slice
 
@@ -344,6 +345,7 @@ class QmdSearchManager:
         session_key: str | None = None,
         explain: bool = False,
         now: float | None = None,
+        mode: str | None = None,
     ) -> SearchAnswer:
         started = time.perf_counter()
         q = clean_query(query or "").strip()
@@ -351,7 +353,8 @@ class QmdSearchManager:
         cap = max(1, int(limits.max_results))
         limit = min(cap, max_results) if max_results else cap
         threshold = 0.0 if min_score is None else min(1.0, max(0.0, min_score))
-        mode = self.qmd.search_mode
+        # A mode asked for per search picks QMD's command (keyword: search, vector: vsearch, hybrid: query).
+        mode = QMD_MODE_FOR.get(parse_search_mode(mode), self.qmd.search_mode)
         facts: dict[str, Any] = {"effective_mode": mode}
         hits: list[SearchHit] = []
         if q:

@@ -18,6 +18,9 @@ import anyio
 import click
 
 from ..errors import ConfigError, IndexUnusableError, MemsiftError, PathNotAllowedError, ProviderError
+from ..search_modes import SEARCH_MODES
+
+SEARCH_MODE_CHOICES = [m for m in SEARCH_MODES if m != "auto"] + ["auto", "fts"]
 
 __all__ = ["main", "cli", "EXIT_CODES", "exit_code", "search_output"]
 
@@ -149,19 +152,22 @@ def index(obj: _Ctx, force: bool, as_json: bool) -> None:
 @click.option("--min-score", type=click.FloatRange(0, 1), help="Minimum score (default query.minScore, 0.35).")
 @click.option("--session-key", help="Session key of the asking chat (decides citations in auto mode).")
 @click.option("--explain", is_flag=True, help="Show how each hit's score was made.")
+@click.option("--mode", "-m", type=click.Choice(SEARCH_MODE_CHOICES, case_sensitive=False),
+              help="Retrieval for this search: hybrid, keyword (BM25 only) or vector; default: as configured.")
 @click.option("--backend", "-b", "backend", type=click.Choice(["builtin", "qmd"]), help="Override memory.backend for this search.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def search(
     obj: _Ctx, query: str, max_results: int | None, min_score: float | None, session_key: str | None, explain: bool,
-    backend: str | None, as_json: bool,
+    mode: str | None, backend: str | None, as_json: bool,
 ) -> None:
     """Search memory for QUERY."""
     if backend:
         obj.backend = backend
 
     async def go(m: Any) -> Any:
-        return await m.search(query, max_results=max_results, min_score=min_score, session_key=session_key, explain=explain)
+        return await m.search(query, max_results=max_results, min_score=min_score, session_key=session_key, explain=explain,
+                              mode=mode)
 
     with _errors_to_exit():
         answer = obj.run(go)
@@ -306,10 +312,12 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
 @click.option("--session-key", help="Session key for both sides (scope rules, citations).")
 @click.option("--no-sync", is_flag=True, help="Search the indexes as they are (no sync first).")
 @click.option("--fail-under", type=click.FloatRange(0, 1), help="Exit 1 when the mean hit overlap is below this.")
+@click.option("--mode", "-m", type=click.Choice(SEARCH_MODE_CHOICES, case_sensitive=False),
+              help="Retrieval on both sides (keyword: builtin BM25 vs qmd search; vector: vsearch; hybrid: query).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_sync: bool, fail_under: float | None,
-           as_json: bool) -> None:
+           mode: str | None, as_json: bool) -> None:
     """Run the queries in QUERIES_FILE on builtin and QMD and compare the answers."""
     from ..parity import read_queries, run_parity  # noqa: PLC0415
     from .render import render_parity  # noqa: PLC0415
@@ -317,7 +325,7 @@ def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_syn
     with _errors_to_exit():
         queries = read_queries(queries_file)
         settings = obj.settings()
-        report = anyio.run(lambda: run_parity(settings, queries, k=k, session_key=session_key, sync=not no_sync))
+        report = anyio.run(lambda: run_parity(settings, queries, k=k, session_key=session_key, sync=not no_sync, mode=mode))
     if as_json:
         _emit_json(report.model_dump(by_alias=True, mode="json"))
     else:

@@ -94,7 +94,7 @@ class ResidentServer:
         try:
             answer = await self.manager.search(
                 opts["query"], max_results=opts.get("max_results"), min_score=opts.get("min_score"),
-                session_key=opts.get("session_key"), explain=bool(opts.get("explain")),
+                session_key=opts.get("session_key"), explain=bool(opts.get("explain")), mode=opts.get("mode"),
             )
             out, err, code = search_output(answer, as_json=bool(opts.get("as_json")), explain=bool(opts.get("explain")))
         except MemsiftError as exc:

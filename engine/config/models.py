@@ -24,7 +24,8 @@ __all__ = [
 ]
 
 PROVIDER_IDS = ("local", "openai", "gemini", "voyage", "mistral", "ollama")
-ProviderId = Literal["auto", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
+# "none": keyword search only (FTS5 BM25, no embeddings), what the reference falls back to without a provider.
+ProviderId = Literal["auto", "none", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
 FallbackId = Literal["none", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
 
 

@@ -120,6 +120,8 @@ def select_provider(ms: MemorySearchConfig, *, environ: Mapping[str, str] | None
     """
     env = os.environ if environ is None else environ
     requested = ms.provider
+    if requested == "none":
+        return ProviderSelection(None, requested, unavailable_reason='provider is "none": keyword search only')
     fb = ms.fallback if ms.fallback not in ("none", requested) else None
     if requested == "auto":
         order = (["local"] if _local_model_file(ms) else []) + list(AUTO_ORDER) + ["local"]

@@ -21,8 +21,11 @@ class FakeEmbeddingProvider:
     id = "fake"
     max_input_tokens = 8192
 
-    def __init__(self, dims: int = 64, *, model: str = "fake-bow", fail_after: int | None = None) -> None:
+    def __init__(
+        self, dims: int = 64, *, model: str = "fake-bow", fail_after: int | None = None, scripts: frozenset[str] | None = None
+    ) -> None:
         self.model = model
+        self.scripts = scripts
         self._dims = dims
         self.calls: list[int] = []  # batch sizes received, for assertions
         self.fail_after = fail_after  # raise on the call after this many calls (fault injection)

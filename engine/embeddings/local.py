@@ -94,6 +94,8 @@ class LocalMiniLMProvider:
         self._custom = model_path is not None
         self._model_file, self._tokenizer_file = self._locate(model_path)
         self.model = DEFAULT_MODEL_ID if not self._custom else f"onnx:{self._model_file.name}"
+        # all-MiniLM-L6-v2 learnt English only; another model file may cover anything.
+        self.scripts: frozenset[str] | None = frozenset({"Latin"}) if not self._custom else None
         self._threads = threads
         self._lock = threading.Lock()
         self._session = None  # optimised graph: loads in ~0.15 s, runs fast (documents, many queries)

@@ -8,6 +8,9 @@ from .remote import RemoteProvider
 
 __all__ = ["OllamaProvider"]
 
+# Popular Ollama embedding models trained on English text only (the rest: multilingual or unknown).
+ENGLISH_ONLY = ("nomic-embed-text", "all-minilm", "mxbai-embed-large", "snowflake-arctic-embed")
+
 
 class OllamaProvider(RemoteProvider):
     id = "ollama"
@@ -17,6 +20,11 @@ class OllamaProvider(RemoteProvider):
     max_input_tokens = 8192
     max_batch_items = 256
     normalise = True
+
+    @property
+    def scripts(self) -> frozenset[str] | None:
+        name = self.model.split(":", 1)[0]
+        return frozenset({"Latin"}) if name in ENGLISH_ONLY else None
 
     async def embed_batch(self, texts: list[str], *, query: bool) -> list[Any]:
         body = await self.request(

@@ -139,6 +139,7 @@ class RemoteProvider:
     max_batch_items = 2048
     normalise = False
     model_prefixes: tuple[str, ...] = ()  # accepted in front of a model name and stripped
+    scripts: frozenset[str] | None = None  # the hosted models are multilingual
 
     @classmethod
     def normalise_model(cls, model: str) -> str:

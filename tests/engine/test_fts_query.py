@@ -57,12 +57,21 @@ def test_exact_identifier_ranks_on_top():
 @pytest.mark.parametrize("tokenizer", ["unicode61", "trigram"])
 def test_short_cjk_terms_find_their_notes(tokenizer):
     conn = _fts(tokenizer, DOCS)
-    if tokenizer == "unicode61":
-        assert _hits(conn, "数据", tokenizer) == [6]
-        assert _hits(conn, "会议", tokenizer) == [7]
-    else:
-        plan = plan_query("数据", tokenizer)
-        assert plan.match is None and plan.like_terms == ["数据"]  # LIKE fallback for < 3 chars
+    assert _hits(conn, "数据", tokenizer) == [6]
+    assert _hits(conn, "会议", tokenizer) == [7]
+    assert _hits(conn, "伟", tokenizer) == [6]  # one character
+
+
+def test_trigram_index_holds_spaced_cjk_pairs_and_short_words():
+    assert index_text("与陈伟开会 in Go", "trigram") == "与陈伟开会 in Go\n 与 陈 伟 开 会  in  Go "
+    assert plan_query("陈伟开会", "trigram").match_terms == ['"陈伟开会"', '"陈 伟"', '"伟 开"', '"开 会"']
+    assert plan_query("Go", "trigram").match == '" go "'
+
+
+@pytest.mark.parametrize("tokenizer", ["unicode61", "trigram"])
+def test_a_name_inside_a_longer_cjk_question_is_found(tokenizer):
+    # The question's trigrams (陈伟是, 伟是谁) are not in doc 6; the pair 陈伟 is.
+    assert _hits(_fts(tokenizer, DOCS), "陈伟是谁？", tokenizer) == [6]
 
 
 def test_long_cjk_run_is_split_not_searched_as_one_phrase():
