@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-__all__ = ["BENCH_DATA", "SciFact", "LongMemEval", "load_scifact", "load_longmemeval"]
+__all__ = ["BENCH_DATA", "SciFact", "LongMemEval", "Chats", "load_scifact", "load_longmemeval", "load_chats"]
 
 BENCH_DATA = Path(__file__).resolve().parents[3] / "shared" / "bench-data"
 
@@ -41,6 +41,9 @@ class Question:
     text: str
     now: float  # the question's date, as a POSIX timestamp (UTC)
     answer_sessions: list[str]
+    # The turns marked `has_answer`, each as (path, its line numbers): the evidence an agent must see.
+    evidence: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+    workspace: Path | None = None  # set when the questions of a set span several workspaces
 
 
 @dataclass
@@ -109,6 +112,7 @@ def load_longmemeval(root: Path, path: Path = BENCH_DATA / "longmemeval_oracle.j
     for sid, (when, _turns) in sorted(sessions.items(), key=lambda kv: (kv[1][0], kv[0])):
         by_day[when.strftime("%Y-%m-%d")].append(sid)
     ranges: dict[str, tuple[str, int, int]] = {}
+    turn_line: dict[tuple[str, int], int] = {}
     for day, sids in by_day.items():
         rel = f"memory/{day}.md"
         lines = [f"# {day}", ""]
@@ -119,6 +123,7 @@ def load_longmemeval(root: Path, path: Path = BENCH_DATA / "longmemeval_oracle.j
             for i, turn in enumerate(turns):
                 content = " ".join(str(turn.get("content", "")).split())
                 lines.append(f"[{sid}#{i}] {turn.get('role', 'user')}: {content}")
+                turn_line[(sid, i)] = len(lines)
             ranges[sid] = (rel, first, len(lines))
             lines.append("")
         _write_if_changed(ws / rel, "\n".join(lines) + "\n")
@@ -129,8 +134,108 @@ def load_longmemeval(root: Path, path: Path = BENCH_DATA / "longmemeval_oracle.j
             text=item["question"],
             now=_lme_date(item["question_date"]).timestamp(),
             answer_sessions=list(item["answer_session_ids"]),
+            evidence=[
+                (ranges[sid][0], (turn_line[(sid, i)],))
+                for sid, turns in zip(item["haystack_session_ids"], item["haystack_sessions"])
+                for i, turn in enumerate(turns)
+                if turn.get("has_answer")
+            ],
         )
         for item in data
         if not item["question_id"].endswith("_abs")
     ]
     return LongMemEval(ws, questions, ranges)
+
+
+# --- a second conversational layout: chats between two named people ------------------------------
+
+PAIRS = [
+    ("Jordan", "Riley"), ("Priya", "Tomas"), ("Aiko", "Bruno"), ("Fatima", "Oskar"), ("Ines", "Ravi"),
+    ("Hana", "Diego"), ("Mei", "Lukas"), ("Sofia", "Kwame"), ("Elena", "Marcus"), ("Nadia", "Theo"),
+]
+_PRONOUNS = [  # first person → the asking person's name, so questions name people as chat questions do
+    (r"\bI'm\b", "{a} is"), (r"\bI've\b", "{a} has"), (r"\bI'd\b", "{a} would"), (r"\bI'll\b", "{a} will"),
+    (r"\bmyself\b", "{a}"), (r"\b[Mm]ine\b", "{a}'s"), (r"\b[Mm]y\b", "{a}'s"), (r"\bme\b", "{a}"), (r"\bI\b", "{a}"),
+]
+
+
+@dataclass
+class Chats:
+    """Questions over several workspaces (each question carries its own)."""
+
+    workspaces: list[Path]
+    questions: list[Question]
+
+
+def _third_person(question: str, name: str) -> str:
+    import re  # noqa: PLC0415
+
+    for pattern, repl in _PRONOUNS:
+        question = re.sub(pattern, repl.format(a=name), question)
+    return question
+
+
+def load_chats(root: Path, path: Path = BENCH_DATA / "longmemeval_oracle.json", groups: int = 10) -> Chats:
+    """LongMemEval's sessions as chats between two named people, the way a chat logger writes them.
+
+    The 470 questions are split into `groups` workspaces (by a hash of the question id); each holds
+    its questions' sessions as daily logs `memory/YYYY-MM-DD.md`, one `# Session N — date time
+    (A & B)` heading per session, one line per paragraph of a turn, each tagged `[DN:i] Name:`
+    (as a chat app sends a long answer in several messages), and a two-line MEMORY.md naming the
+    two people. Questions speak of the user
+    by name ("What is Jordan's cat called?"). Unlike `load_longmemeval`: short lines (median 128
+    characters, as in chat logs), a speaker name on every line, turns that span lines, smaller
+    workspaces with a near-empty MEMORY.md, and questions that name people. Evidence: the lines of the `has_answer` turns.
+    """
+    import hashlib  # noqa: PLC0415
+
+    data = [item for item in json.loads(path.read_text(encoding="utf-8")) if not item["question_id"].endswith("_abs")]
+    by_group: dict[int, list[dict]] = defaultdict(list)
+    for item in data:
+        by_group[int(hashlib.sha1(item["question_id"].encode()).hexdigest(), 16) % groups].append(item)
+    workspaces, questions = [], []
+    for g in sorted(by_group):
+        a, b = PAIRS[g % len(PAIRS)]
+        ws = root / "chats" / f"group-{g:02d}"
+        workspaces.append(ws)
+        sessions: dict[str, tuple[datetime, list[dict]]] = {}
+        for item in by_group[g]:
+            for sid, date, turns in zip(item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"]):
+                sessions.setdefault(sid, (_lme_date(date), turns))
+        order = sorted(sessions, key=lambda sid: (sessions[sid][0], sid))
+        files: dict[str, list[str]] = defaultdict(list)
+        turn_lines: dict[tuple[str, int], tuple[str, tuple[int, ...]]] = {}
+        for n, sid in enumerate(order, start=1):
+            when, turns = sessions[sid]
+            rel = f"memory/{when.strftime('%Y-%m-%d')}.md"
+            lines = files[rel]
+            if lines:
+                lines.append("")
+            lines.append(f"# Session {n} — {when.strftime('%Y-%m-%d %H:%M')} ({a} & {b})")
+            for i, turn in enumerate(turns):
+                speaker = a if turn.get("role") == "user" else b
+                paras = [p.strip() for p in str(turn.get("content", "")).split("\n") if p.strip()] or [""]
+                first = len(lines) + 1
+                lines.extend(f"[D{n}:{i + 1}] {speaker}: {p}" for p in paras)  # a chat app's one message per line
+                turn_lines[(sid, i)] = (rel, tuple(range(first, len(lines) + 1)))
+        for rel, lines in files.items():
+            _write_if_changed(ws / rel, "\n".join(lines) + "\n")
+        _write_if_changed(ws / "MEMORY.md", f"# Memory\n- {a} and {b} are long-term friends.\n")
+        for item in by_group[g]:
+            questions.append(
+                Question(
+                    qid=item["question_id"],
+                    qtype=item["question_type"],
+                    text=_third_person(item["question"], a),
+                    now=_lme_date(item["question_date"]).timestamp(),
+                    answer_sessions=list(item["answer_session_ids"]),
+                    evidence=[
+                        turn_lines[(sid, i)]
+                        for sid, turns in zip(item["haystack_session_ids"], item["haystack_sessions"])
+                        for i, turn in enumerate(turns)
+                        if turn.get("has_answer")
+                    ],
+                    workspace=ws,
+                )
+            )
+    return Chats(workspaces, questions)

@@ -97,9 +97,11 @@ def open_mode(mode: str, workspace: Path, state: Path, extra: dict[str, Any] | N
     return BuiltinSearchManager(settings, provider=local_provider())
 
 
-async def warm_index(mode: str, workspace: Path, state: Path, progress: Callable[[str], None] = print) -> dict[str, Any]:
+async def warm_index(
+    mode: str, workspace: Path, state: Path, progress: Callable[[str], None] = print, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Build (or bring up to date) the index a mode searches; report how long it took."""
-    manager = open_mode(mode, workspace, state)
+    manager = open_mode(mode, workspace, state, extra)
     try:
         t0 = time.perf_counter()
         report = await manager.sync(reason="bench")
