@@ -17,9 +17,23 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from .snippets import SNIPPET_MAX_CHARS
 from .text import utf16_len, utf16_slice, weighted_len
 
-__all__ = ["Chunk", "chunk_markdown", "sha256_text", "split_for_input_limit"]
+__all__ = [
+    "Chunk",
+    "chunk_markdown",
+    "chunk_evidence",
+    "chunk_text",
+    "sha256_text",
+    "split_for_input_limit",
+    "EVIDENCE_TOKENS",
+    "REFERENCE_TOKENS",
+    "REFERENCE_OVERLAP",
+]
+
+EVIDENCE_TOKENS = SNIPPET_MAX_CHARS // 4  # 175: a chunk is at most what a hit shows (4 characters a token)
+REFERENCE_TOKENS, REFERENCE_OVERLAP = 400, 80  # the reference's chunker defaults
 
 
 _HEADING_RE = re.compile(r"#{1,6}(?:[ \t]|$)")
@@ -39,20 +53,38 @@ class _Segment:
     line: int
     text: str
     weight: int
+    whole: bool = True  # the whole line, not a piece of a long one
 
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+# Where a long line may be cut: after a space or a sentence/clause mark (CJK ones too).
+_SOFT_BREAK_RE = re.compile(r"[\s.!?;,。！？；，、]")
+
+
+def _soft_cut(piece: str) -> int | None:
+    """The end of `piece` moved back to its last break in the final quarter, or None."""
+    floor = len(piece) * 3 // 4
+    for i in range(len(piece) - 1, floor - 1, -1):
+        if _SOFT_BREAK_RE.match(piece[i]):
+            return i + 1
+    return None
+
+
 def _slice_units(s: str, width: int) -> list[str]:
-    """Cut `s` into pieces of at most `width` UTF-16 units (a pair stays whole)."""
+    """Cut `s` into pieces of at most `width` UTF-16 units (a pair stays whole), at a word or
+    clause boundary when one is near the end, so no word is cut in two (a cut word is lost to
+    keyword search and shows broken in the snippet)."""
     pieces: list[str] = []
     rest = s
     while rest:
         piece = utf16_slice(rest, width)
         if not piece:  # width 1 and a non-BMP char first: take it whole rather than loop
             piece = rest[0]
+        if len(piece) < len(rest):
+            piece = piece[: _soft_cut(piece) or len(piece)]
         pieces.append(piece)
         rest = rest[len(piece) :]
     return pieces
@@ -134,6 +166,100 @@ def chunk_markdown(content: str, *, tokens: int = 400, overlap: int = 80) -> lis
     if current:
         flush()
     return chunks
+
+
+def _fill_pieces(line: str, room: int, width: int) -> list[str]:
+    """Cut a long line into a first piece of at most `room` weighted units, then pieces of at
+    most `width` of about equal size (no tiny tail), each ending at a word or clause boundary
+    when one is near its end."""
+    pieces: list[str] = []
+    rest, limit = line, room
+    while rest:
+        if pieces:  # after the head: spread the rest evenly over as few pieces as fit
+            total = weighted_len(rest)
+            limit = min(width, -(-total // -(-total // width)) + 16)
+        piece = utf16_slice(rest, limit) or rest[0]
+        if weighted_len(piece) > limit:  # CJK weighs 4: a quarter of the units always fits
+            piece = utf16_slice(rest, max(1, limit // 4)) or rest[0]
+        if len(piece) < len(rest):
+            piece = piece[: _soft_cut(piece) or len(piece)]
+        pieces.append(piece)
+        rest = rest[len(piece) :]
+    return pieces
+
+
+def chunk_evidence(content: str, *, tokens: int = 175) -> list[Chunk]:
+    """Chunks that are what a hit shows: at most `tokens` × 4 units (175 → the 700-character
+    snippet), whole lines, no overlap, so the lines a hit shows are the lines that earned its score.
+
+    - Lines are packed whole; a line that does not fit starts the next chunk.
+    - A long line (over half the budget: a long chat turn, an unwrapped paragraph) fills the rest
+      of the chunk and continues in chunk-sized pieces, cut between words.
+    - A short line right before a long one stays with it (a question and its long answer, a label
+      and its paragraph): when too little room is left for the long line's start, the short line
+      moves to the next chunk with it instead of ending this one cut off from its reply.
+    - A heading after a substantial section (a quarter of the budget) starts a new chunk, as in
+      `chunk_markdown`; headings in code fences do not count.
+    """
+    budget = max(32, 4 * max(1, int(tokens)))
+    chunks: list[Chunk] = []
+    current: list[_Segment] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal current, size
+        text = "\n".join(seg.text for seg in current)
+        if text.strip():
+            chunks.append(Chunk(current[0].line, current[-1].line, text, sha256_text(text)))
+        current, size = [], 0
+
+    def add(seg: _Segment) -> None:
+        nonlocal size
+        current.append(seg)
+        size += seg.weight + 1
+
+    section = 0
+    in_fence = False
+    for line_no, line in enumerate(content.split("\n"), start=1):
+        if _FENCE_RE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and _HEADING_RE.match(line):
+            if current and section >= budget // 4:
+                flush()  # a substantial section ends here
+            section = 0
+        weight = weighted_len(line)
+        section += weight + 1
+        if size + weight + 1 <= budget:
+            add(_Segment(line_no, line, weight))
+            continue
+        if weight <= budget // 2:  # a short line is never split: it starts the next chunk
+            flush()
+            add(_Segment(line_no, line, weight))
+            continue
+        if current and budget - size - 1 < budget // 4:
+            last = current[-1]
+            lead = last if len(current) > 1 and last.whole and last.weight <= budget // 3 else None
+            if lead is not None:
+                current.pop()
+                size -= lead.weight + 1
+            flush()
+            if lead is not None:
+                add(lead)
+        for piece in _fill_pieces(line, budget - size - 1 if current else budget, budget):
+            w = weighted_len(piece)
+            if current and size + w + 1 > budget:
+                flush()
+            add(_Segment(line_no, piece, w, whole=False))
+    if current:
+        flush()
+    return chunks
+
+
+def chunk_text(content: str, *, strategy: str, tokens: int, overlap: int = 0) -> list[Chunk]:
+    """The configured chunker (`chunking.strategy`): `evidence` or `reference`."""
+    if strategy == "evidence":
+        return chunk_evidence(content, tokens=tokens)
+    return chunk_markdown(content, tokens=tokens, overlap=overlap)
 
 
 def split_for_input_limit(chunks: list[Chunk], max_bytes: int) -> list[Chunk]:

@@ -30,7 +30,7 @@ import apsw
 import numpy as np
 
 from memsift.engine.logging import get_logger
-from memsift.engine.chunking import Chunk, chunk_markdown, split_for_input_limit
+from memsift.engine.chunking import Chunk, chunk_text, split_for_input_limit
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import IndexUnusableError
 from memsift.engine.fts_query import INDEX_TEXT_REVISION, index_text
@@ -57,7 +57,7 @@ __all__ = ["Indexer", "IndexIdentity", "fingerprint_diff", "CHUNKER_REVISION", "
 
 log = get_logger("memsift.builtin.indexer")
 
-CHUNKER_REVISION = "capped-overlap+sections-1"
+CHUNKER_REVISION = "capped-overlap+sections-2"  # 2: long lines cut between words
 GROUP_CHUNKS = 256  # chunks embedded and written per transaction
 # Markdown files over this size are skipped (with the reason in status): a memory note is never
 # this large, and chunking one would hold hundreds of MB of chunk text at once.
@@ -102,6 +102,7 @@ def wanted_meta(settings: ResolvedConfig, ident: IndexIdentity) -> dict[str, Any
         "providerKey": ident.provider_key,
         "sources": sorted(ms.sources),
         "scopeHash": _scope_hash(settings),
+        "chunkStrategy": ms.chunking.strategy,
         "chunkTokens": ms.chunking.tokens,
         "chunkOverlap": ms.chunking.overlap,
         "chunker": CHUNKER_REVISION,
@@ -325,10 +326,14 @@ class Indexer:
             self.skipped.append(Skipped(f.rel_path, "binary content (NUL bytes)"))
             return None
         text = data.decode("utf-8", errors="replace")
-        chunks = chunk_markdown(text, tokens=self.ms.chunking.tokens, overlap=self.ms.chunking.overlap)
+        chunks = self._chunk(text)
         if self.ident.max_input_bytes:
             chunks = split_for_input_limit(chunks, self.ident.max_input_bytes)
         return _Pending(f, hashlib.sha256(data).hexdigest(), st.st_mtime_ns, st.st_size, chunks)
+
+    def _chunk(self, text: str) -> list[Chunk]:
+        c = self.ms.chunking
+        return chunk_text(text, strategy=c.strategy, tokens=c.tokens, overlap=c.overlap)
 
     def _read_regular(self, f: MemoryFile, st: os.stat_result) -> bytes | None:
         """The file's bytes, read without following a symlink or blocking on a fifo or device
@@ -363,7 +368,7 @@ class Indexer:
             (t.text + "\n" + ",".join(map(str, t.line_map)) + "\n" + ",".join(map(str, t.timestamps))).encode()
         ).hexdigest()
         chunks = []
-        for c in chunk_markdown(t.text, tokens=self.ms.chunking.tokens, overlap=self.ms.chunking.overlap):
+        for c in self._chunk(t.text):
             start = t.line_map[min(c.start_line, len(t.line_map)) - 1]
             end = t.line_map[min(c.end_line, len(t.line_map)) - 1]
             chunks.append(Chunk(start, end, c.text, c.hash))

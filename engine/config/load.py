@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError
 from ..private_dirs import default_state_dir
-from .models import MemoryConfig, MemorySearchConfig, MemsiftConfig
+from ..chunking import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
+from .models import ChunkingConfig, MemoryConfig, MemorySearchConfig, MemsiftConfig
 from .sources import default_config_path, env_overrides, read_config_file
 
 __all__ = ["ResolvedConfig", "load_config", "resolve_agent", "normalise_memory_search", "default_index_name", "SOURCE_ORDER"]
@@ -165,12 +166,26 @@ def _clamp01(value: float) -> float:
     return min(1.0, max(0.0, value)) if math.isfinite(value) else 0.0
 
 
+def normalise_chunking(c: ChunkingConfig) -> ChunkingConfig:
+    """Pick the chunker and its sizes (see ChunkingConfig): evidence-sized chunks by default, the
+    reference's chunker (400 / 80 unless given, clamped as it clamps) once tokens or overlap is set."""
+    strategy = c.strategy or ("reference" if (c.tokens, c.overlap) != (None, None) else "evidence")
+    if strategy == "evidence":
+        if c.overlap:
+            raise ConfigError(
+                "chunking.overlap is not used by the evidence chunker (its chunks are shown whole, so overlap would show "
+                'lines twice); remove it, or set chunking.strategy: "reference"',
+                key_path="memorySearch.chunking.overlap",
+            )
+        return c.model_copy(update={"strategy": strategy, "tokens": max(1, c.tokens or EVIDENCE_TOKENS), "overlap": 0})
+    tokens = max(1, c.tokens if c.tokens is not None else REFERENCE_TOKENS)
+    overlap = c.overlap if c.overlap is not None else REFERENCE_OVERLAP
+    return c.model_copy(update={"strategy": strategy, "tokens": tokens, "overlap": min(max(0, overlap), tokens - 1)})
+
+
 def normalise_memory_search(ms: MemorySearchConfig) -> MemorySearchConfig:
     """Apply the reference's clamping and normalisation (spec 2.1) to a merged config."""
-    tokens = max(1, ms.chunking.tokens)
-    chunking = ms.chunking.model_copy(
-        update={"tokens": tokens, "overlap": min(max(0, ms.chunking.overlap), tokens - 1)}
-    )
+    chunking = normalise_chunking(ms.chunking)
     h = ms.query.hybrid
     vw, tw = _clamp01(h.vector_weight), _clamp01(h.text_weight)
     total = vw + tw

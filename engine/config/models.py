@@ -66,8 +66,14 @@ class StoreConfig(_Strict):
 
 
 class ChunkingConfig(_Strict):
-    tokens: int = 400
-    overlap: int = 80
+    """`tokens` / `overlap` are the reference's keys; `strategy` is memsift's. Unset, a chunk is
+    what a hit shows (`evidence`, 175 tokens = the 700-character snippet, no overlap); setting
+    `tokens` or `overlap` selects the reference's chunker (400 / 80 unless given), as configs
+    carried over expect. Normalised in load.py."""
+
+    tokens: int | None = None
+    overlap: int | None = None
+    strategy: Literal["evidence", "reference"] | None = None
 
 
 class SessionSyncConfig(_Strict):

@@ -3,7 +3,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsift.engine.chunking import chunk_markdown, sha256_text
+from memsift.engine.chunking import EVIDENCE_TOKENS, chunk_evidence, chunk_markdown, sha256_text
+from memsift.engine.snippets import SNIPPET_MAX_CHARS
 from memsift.engine.text import utf16_len, weighted_len
 
 
@@ -123,3 +124,71 @@ def test_headings_inside_code_fences_do_not_split():
     text = f"## Setup\n{body}\n```bash\n# install the tools\npip install x\n```\nmore text\n"
     chunks = chunk_markdown(text, tokens=400, overlap=80)
     assert len(chunks) == 1
+
+
+def test_a_long_line_is_cut_between_words_not_inside_one():
+    words = " ".join(f"w{i:04d}" for i in range(600))  # 3,599 characters on one line
+    chunks = chunk_markdown("intro\n" + words + "\n", tokens=100, overlap=0)
+    pieces = [c.text.split("\n")[0] for c in chunks if c.start_line == 2]  # the last one also holds empty line 3
+    assert len(pieces) >= 9 and "".join(pieces) == words
+    for piece in pieces[:-1]:
+        assert piece.endswith(" ") and utf16_len(piece) <= 400  # every cut falls after a space
+    cjk = "数据管道的延迟问题，我们下周讨论。" * 60
+    for c in chunk_markdown(cjk, tokens=100, overlap=0)[:-1]:
+        assert c.text[-1] in "，。"  # cut after a clause mark
+
+
+# --- the evidence chunker (the default): a chunk is what a hit shows ---------------------------
+
+
+def _chat(turns: int) -> str:
+    lines = ["# Session 3 — 2023-06-09 19:55 (Caroline & Melanie)"]
+    lines += [f"[D3:{i}] {'Caroline' if i % 2 else 'Melanie'}: message {i} " + "about painting " * 6 for i in range(1, turns + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def test_evidence_chunks_fit_the_snippet_and_keep_whole_lines():
+    assert EVIDENCE_TOKENS * 4 == SNIPPET_MAX_CHARS
+    text = _chat(40)
+    lines = text.split("\n")
+    chunks = chunk_evidence(text, tokens=EVIDENCE_TOKENS)
+    assert len(chunks) > 5
+    for c in chunks:
+        assert utf16_len(c.text) <= SNIPPET_MAX_CHARS  # shown whole
+        assert c.text == "\n".join(lines[c.start_line - 1 : c.end_line])  # whole lines, exact range
+    for a, b in zip(chunks, chunks[1:]):
+        assert b.start_line == a.end_line + 1  # no overlap: no two hits show the same line
+
+
+def test_a_short_line_stays_with_the_long_answer_after_it():
+    question = "user: which hotel did we book in Lisbon?"
+    answer = "assistant: " + "the hotel near the river with a view of the bridge " * 30  # 1,500+ characters
+    text = "\n".join(["filler line " * 10] * 4 + [question, answer])
+    chunks = chunk_evidence(text, tokens=EVIDENCE_TOKENS)
+    holder = next(c for c in chunks if question in c.text)
+    assert holder.text.startswith(question) and "assistant: the hotel" in holder.text
+    pieces = [c for c in chunks if c.end_line == 6]
+    assert "".join(c.text.split("\n")[-1] for c in pieces) == answer  # cut into pieces, nothing lost
+    sizes = [utf16_len(c.text) for c in pieces[1:]]
+    assert max(sizes) - min(sizes) < 100  # balanced: no tiny tail
+
+
+def test_evidence_chunker_keeps_sections_apart():
+    section = "\n".join(f"- note {i} " + "words " * 12 for i in range(4))
+    text = f"# One\n{section}\n# Two\n{section}\n"
+    chunks = chunk_evidence(text, tokens=EVIDENCE_TOKENS)
+    assert any(c.text.startswith("# Two") for c in chunks)
+    assert not any("# One" in c.text and "# Two" in c.text for c in chunks)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(max_size=900), max_size=40), st.integers(1, 300))
+def test_evidence_chunks_cover_every_line_within_budget(lines, tokens):
+    text = "\n".join(lines)
+    chunks = chunk_evidence(text, tokens=tokens)
+    for c in chunks:
+        assert 1 <= c.start_line <= c.end_line <= len(text.split("\n"))
+        assert weighted_len(c.text) <= max(32, 4 * tokens)
+    for i, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            assert any(c.start_line <= i <= c.end_line for c in chunks)

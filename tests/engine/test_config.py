@@ -17,7 +17,8 @@ def test_defaults_match_the_reference():
     ms = s.memory_search
     assert ms.enabled is True and ms.provider == "auto" and ms.fallback == "none"
     assert ms.sources == ["memory"]
-    assert (ms.chunking.tokens, ms.chunking.overlap) == (400, 80)
+    # memsift's one changed default: a chunk is what a hit shows (README, How a search works).
+    assert (ms.chunking.strategy, ms.chunking.tokens, ms.chunking.overlap) == ("evidence", 175, 0)
     assert (ms.query.max_results, ms.query.min_score) == (6, 0.35)
     h = ms.query.hybrid
     assert h.enabled and (h.vector_weight, h.text_weight) == pytest.approx((0.7, 0.3))
@@ -64,7 +65,7 @@ def test_clamping_of_numbers():
             }
         }
     ).memory_search
-    assert ms.chunking.overlap == 399
+    assert (ms.chunking.strategy, ms.chunking.overlap) == ("reference", 399)  # explicit sizes: the reference's chunker
     assert ms.query.min_score == 1.0
     assert ms.query.hybrid.candidate_multiplier == 20
     assert ms.query.hybrid.mmr.lambda_ == 1.0
@@ -224,3 +225,24 @@ def test_secrets_are_masked_when_dumped():
     s = _resolve({"agents": {"defaults": {"memorySearch": {"remote": {"apiKey": "sk-secret-123"}}}}})
     dumped = s.memory_search.model_dump_json(by_alias=True)
     assert "sk-secret-123" not in dumped
+
+
+@pytest.mark.parametrize(
+    "chunking,expect",
+    [
+        ({}, ("evidence", 175, 0)),
+        ({"tokens": 400, "overlap": 80}, ("reference", 400, 80)),  # a carried-over config means the same
+        ({"tokens": 300}, ("reference", 300, 80)),
+        ({"overlap": 0}, ("reference", 400, 0)),
+        ({"strategy": "reference"}, ("reference", 400, 80)),
+        ({"strategy": "evidence", "tokens": 250}, ("evidence", 250, 0)),
+    ],
+)
+def test_chunking_strategy_and_sizes(chunking, expect):
+    c = _resolve({"agents": {"defaults": {"memorySearch": {"chunking": chunking}}}}).memory_search.chunking
+    assert (c.strategy, c.tokens, c.overlap) == expect
+
+
+def test_overlap_with_the_evidence_chunker_is_refused_with_the_way_out():
+    with pytest.raises(ConfigError, match='chunking.overlap.*strategy: "reference"'):
+        _resolve({"agents": {"defaults": {"memorySearch": {"chunking": {"strategy": "evidence", "overlap": 40}}}}})

@@ -119,7 +119,7 @@ def test_fingerprint_change_rebuilds_atomically(tmp_path):
     run(m.aclose)
     m2 = _manager(tmp_path, ws, chunking={"tokens": 100, "overlap": 10})
     r = run(m2.sync)
-    assert r.full_reindex and "chunkTokens" in r.reindex_cause
+    assert r.full_reindex and "chunk" in r.reindex_cause.lower()
     assert os.stat(m2.db_path).st_ino != inode  # a new file was swapped in
     assert glob.glob(f"{m2.db_path}.tmp-*") == []
     meta = _rows(m2.db_path, "SELECT value FROM meta")[0][0]
