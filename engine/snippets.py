@@ -1,11 +1,17 @@
-"""Snippets: at most 700 UTF-16 units of a chunk, centred on the first query-term match.
+"""Snippets: at most 700 UTF-16 units of a chunk, the part that holds the query's evidence.
 
-The window is cut on line boundaries where it can, so the hit's line range narrows to the lines
-the snippet shows; a single over-long line is cut inside the line around the match.
+With the default evidence chunker a chunk is at most what a snippet shows, so the snippet is the
+whole chunk (the lines a hit shows are the lines that earned its score). A larger chunk (the
+reference's chunker, `chunking.tokens` set) is windowed: the window of whole lines that contains
+the most distinct query terms wins, where a term counts only in a line's content, not in a
+heading or a speaker tag (`[D3:8] Caroline:`, `## Session 3 (Caroline & Melanie)`), which name the
+same people in every chunk. The hit's line range narrows to the lines shown; a single line longer
+than the window is cut around its densest stretch of terms.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .text import utf16_len, utf16_slice
@@ -13,6 +19,10 @@ from .text import utf16_len, utf16_slice
 __all__ = ["Snippet", "make_snippet", "SNIPPET_MAX_CHARS"]
 
 SNIPPET_MAX_CHARS = 700
+
+_HEADING_RE = re.compile(r"\s*#{1,6}(?:\s|$)")
+# A line's structure before its content: bullets, bracketed ids or times, a speaker label.
+_PREFIX_RE = re.compile(r"\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:\[[^\]\n]{0,64}\]\s*)*(?:[^\s:]{1,24}(?:\s[^\s:]{1,24})?:\s)?")
 
 
 @dataclass(frozen=True)
@@ -22,42 +32,59 @@ class Snippet:
     end_line: int
 
 
-def _first_match_line(lines: list[str], terms: list[str]) -> tuple[int, int]:
-    """(line index, column) of the earliest match of the rarest-looking (longest) term."""
-    lowered = [ln.lower() for ln in lines]
-    for term in sorted(terms, key=len, reverse=True):
-        for i, ln in enumerate(lowered):
-            col = ln.find(term)
-            if col >= 0:
-                return i, col
-    return 0, 0
+def _content(line: str) -> str:
+    """The part of a line that can be evidence: nothing of a heading, no bullet/tag/speaker prefix."""
+    if _HEADING_RE.match(line):
+        return ""
+    return line[_PREFIX_RE.match(line).end() :].lower()
+
+
+def _terms_in(content: str, terms: list[str]) -> set[str]:
+    return {t for t in terms if t in content}
+
+
+def _best_line_window(lines: list[str], terms: list[str], max_chars: int) -> tuple[int, int]:
+    """(lo, hi) of the whole-line window within `max_chars` with the most distinct terms (then
+    the most matching lines, then the earliest)."""
+    found = [_terms_in(_content(ln), terms) for ln in lines]
+    sizes = [utf16_len(ln) + 1 for ln in lines]
+    best, best_key = (0, 0), None
+    for lo in range(len(lines)):
+        used, hi = sizes[lo], lo
+        while hi + 1 < len(lines) and used + sizes[hi + 1] <= max_chars + 1:
+            hi += 1
+            used += sizes[hi]
+        window = found[lo : hi + 1]
+        key = (len(set().union(*window)), sum(1 for f in window if f))
+        if best_key is None or key > best_key:
+            best, best_key = (lo, hi), key
+    return best
+
+
+def _cut_long_line(line: str, terms: list[str], max_chars: int) -> str:
+    """The stretch of an over-long line with the most distinct terms, starting at a word."""
+    lower = line.lower()
+    starts = sorted({m.start() for t in terms for m in re.finditer(re.escape(t), lower)}) or [0]
+    best, best_n = 0, -1
+    for pos in starts:
+        begin = max(0, pos - max_chars // 8)
+        n = len(_terms_in(lower[begin : begin + max_chars], terms))
+        if n > best_n:
+            best, best_n = begin, n
+    if best:
+        space = line.rfind(" ", max(0, best - 40), best + 1)
+        best = space + 1 if space >= 0 else best
+    return utf16_slice(line[best:], max_chars)
 
 
 def make_snippet(
     text: str, start_line: int, terms: list[str], max_chars: int = SNIPPET_MAX_CHARS
 ) -> Snippet:
     lines = text.split("\n")
-    end_line = start_line + len(lines) - 1
     if utf16_len(text) <= max_chars:
-        return Snippet(text, start_line, end_line)
-    idx, col = _first_match_line(lines, terms)
-    line = lines[idx]
-    if utf16_len(line) >= max_chars:
-        # Cut inside the line, starting a little before the match.
-        start = max(0, col - max_chars // 4)
-        return Snippet(utf16_slice(line[start:], max_chars), start_line + idx, start_line + idx)
-    lo = hi = idx
-    used = utf16_len(line)
-    # Grow the window one line at a time, alternating below and above the match.
-    while True:
-        grew = False
-        for nxt in (hi + 1, lo - 1):
-            if 0 <= nxt < len(lines) and (nxt > hi or nxt < lo):
-                cost = utf16_len(lines[nxt]) + 1
-                if used + cost <= max_chars:
-                    used += cost
-                    lo, hi = min(lo, nxt), max(hi, nxt)
-                    grew = True
-        if not grew:
-            break
+        return Snippet(text, start_line, start_line + len(lines) - 1)
+    terms = [t for t in terms if t]
+    lo, hi = _best_line_window(lines, terms, max_chars)
+    if lo == hi and utf16_len(lines[lo]) > max_chars:
+        return Snippet(_cut_long_line(lines[lo], terms, max_chars), start_line + lo, start_line + lo)
     return Snippet("\n".join(lines[lo : hi + 1]), start_line + lo, start_line + hi)

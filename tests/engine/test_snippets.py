@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from memsift.engine.snippets import make_snippet
+from memsift.engine.text import utf16_len
+
+PAINTING = [
+    "the watercolor landscape I started last week is coming along nicely, the sky needs another wash.",
+    "I bought a new set of sable brushes and they hold so much more pigment than my old synthetic ones.",
+    "the art class on Thursday covered layering techniques with acrylics over a textured gesso base.",
+    "my sunflower painting got a lot of compliments at the community gallery opening on Saturday night.",
+    "I am thinking about trying oil paints next, although the drying time and the solvents worry me.",
+    "the local craft store has a sale on canvas panels so I stocked up on a dozen of the larger sizes.",
+    "painting outdoors at the lake this morning was peaceful, the light changed every ten minutes or so.",
+]
+SESSION = (
+    ["# Session 3 — 2023-06-09 19:55 (Caroline & Melanie)"]
+    + [f"[D3:{i}] Melanie: {t}" for i, t in enumerate(PAINTING, start=1)]
+    + ["[D3:8] Caroline: I finally adopted a rescue greyhound last Tuesday, her name is Pixel."]
+    + [f"[D3:{i}] Melanie: that sounds lovely, we should meet again next month, I will bring snacks." for i in (9, 10, 11)]
+)
+
+
+def test_a_chunk_that_fits_is_shown_whole():
+    text = "\n".join(SESSION[:4])
+    s = make_snippet(text, 10, ["caroline"])
+    assert (s.text, s.start_line, s.end_line) == (text, 10, 13)
+
+
+def test_the_window_holds_the_evidence_not_the_heading_or_speaker_tags():
+    text = "\n".join(SESSION)  # about 1,400 characters: a reference-sized chunk
+    s = make_snippet(text, 1, ["caroline", "adopt"])
+    assert utf16_len(s.text) <= 700
+    assert "adopted a rescue greyhound" in s.text and s.start_line <= 9 <= s.end_line
+    assert s.text == "\n".join(SESSION[s.start_line - 1 : s.end_line])
+
+
+def test_an_over_long_line_is_cut_around_its_densest_terms():
+    line = " ".join(["filler words about nothing"] * 60) + " the ledger moved to PostgreSQL 16 for the ledger team " + "x " * 200
+    s = make_snippet(line, 7, ["ledger", "postgresql"])
+    assert (s.start_line, s.end_line) == (7, 7) and utf16_len(s.text) <= 700
+    assert "ledger moved to PostgreSQL 16" in s.text and not s.text.startswith(("ords", "ds "))
