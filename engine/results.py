@@ -57,6 +57,7 @@ class HitExplain(_Out):
     lexical_boost: float | None = None  # FTS-only mode's overlap/path/length boost
     decay: float = 1.0
     mmr_penalty: float = 0.0
+    brevity: float = 1.0  # share of the vector score a near-empty chunk keeps
     final_score: float
     rescued: bool = False  # kept by the keyword-only rescue under minScore
 

@@ -501,6 +501,7 @@ class BuiltinSearchManager:
                     lexical_boost=facts["boosts"].get(c.chunk_id),
                     decay=c.decay,
                     mmr_penalty=c.mmr_penalty,
+                    brevity=c.brevity,
                     final_score=hit.score,  # the same rounded value the hit shows
                     rescued=c.chunk_id in facts["rescued"],
                 )

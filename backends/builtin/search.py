@@ -23,6 +23,7 @@ from memsift.engine.fts_query import FtsPlan
 from memsift.engine.ranking import (
     Candidate,
     bm25_relative_scores,
+    brevity_factor,
     dated_file_timestamp,
     decay_multiplier,
     is_evergreen,
@@ -268,7 +269,8 @@ def rank(
             facts["boosts"][c.chunk_id] = boost
             c.score = min(1.0, c.text_score + boost)
         _apply_decay(conn, items, params)
-        items.sort(key=lambda c: -c.score)
+        # Hits at the 1.0 clamp keep the order of their unclamped evidence.
+        items.sort(key=lambda c: (-c.score, -(c.text_score + facts["boosts"][c.chunk_id]) * c.decay))
         passing = [c for c in items if c.score >= params.min_score]
         if not passing and items:
             passing, facts["relaxed"] = items, True
@@ -277,7 +279,8 @@ def rank(
     if keyword is None:  # vector-only mode
         facts["mode"] = "vector-only"
         for c in vector:
-            c.score = c.vector_score
+            c.brevity = brevity_factor(c.text)
+            c.score = c.vector_score * c.brevity
         _apply_decay(conn, vector, params)
         vector.sort(key=lambda c: -c.score)
         if params.mmr_enabled:

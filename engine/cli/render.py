@@ -28,6 +28,8 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
             ]
             if e.lexical_boost is not None:
                 parts.append(f"boost={e.lexical_boost:.3f}")
+            if e.brevity < 1:
+                parts.append(f"near-empty={e.brevity:.2f}")
             parts += [f"decay={e.decay:.3f}", f"mmr-penalty={e.mmr_penalty:.3f}", f"final={e.final_score:.3f}"]
             if e.rescued:
                 parts.append("rescued")

@@ -44,9 +44,12 @@ def _c(cid: str, text: str = "", **kw) -> Candidate:
     return Candidate(chunk_id=cid, path=f"memory/{cid}.md", source="memory", start_line=1, end_line=2, text=text, **kw)
 
 
+FULL = " ".join(["word"] * 40)  # enough words that brevity leaves the vector score whole
+
+
 def test_hybrid_merge_is_a_weighted_union():
-    keyword = [_c("a", text_score=0.8), _c("b", text_score=0.4)]
-    vector = [_c("b", vector_score=0.9), _c("c", vector_score=0.5)]
+    keyword = [_c("a", FULL, text_score=0.8), _c("b", FULL, text_score=0.4)]
+    vector = [_c("b", FULL, vector_score=0.9), _c("c", FULL, vector_score=0.5)]
     merged = {c.chunk_id: c for c in merge_hybrid(keyword, vector, vector_weight=0.7, text_weight=0.3)}
     assert merged["a"].score == pytest.approx(0.3 * 0.8)
     assert merged["b"].score == pytest.approx(0.7 * 0.9 + 0.3 * 0.4)
@@ -55,6 +58,15 @@ def test_hybrid_merge_is_a_weighted_union():
     assert not merged["c"].keyword_hit
     order = [c.chunk_id for c in merge_hybrid(keyword, vector, vector_weight=0.7, text_weight=0.3)]
     assert order == ["b", "c", "a"]
+
+
+def test_a_near_empty_chunk_keeps_only_part_of_its_similarity():
+    short = _c("m", "Caroline and Melanie are friends.", vector_score=0.5)
+    evidence = _c("e", FULL, text_score=0.3, vector_score=0.25)
+    merged = {c.chunk_id: c for c in merge_hybrid([evidence], [short, evidence], vector_weight=0.7, text_weight=0.3)}
+    assert merged["m"].brevity == pytest.approx(5 / 20)
+    assert merged["m"].score == pytest.approx(0.7 * 0.5 * 5 / 20)
+    assert merged["e"].score > merged["m"].score  # without brevity: 0.265 < 0.35
 
 
 def test_decay_halves_at_the_half_life_and_ignores_the_future():
