@@ -16,6 +16,31 @@ def _get(d: Any, *keys: Any) -> Any:
     return d
 
 
+# Evidence shown before issue 15 (commit 3681ed4: 400-token chunks, a 700-character window on the
+# longest query term), hybrid turn recall@10: as shown, and the same ranking shown as whole chunks.
+EVIDENCE_BEFORE = {"lme": {"shown": 0.476, "whole": 0.529}, "chats": {"shown": 0.692, "whole": 0.764}}
+
+
+def _conversation_targets(f: dict[str, Any], add: Any) -> None:
+    ev = _get(f, "conversation", "evidence") or {}
+    for name, before in EVIDENCE_BEFORE.items():
+        tr = _get(ev, name, "hybrid", "turn_recall@10")
+        if tr is not None:
+            bar = max(before["shown"] + 0.15, before["whole"])
+            add(f"{name}: hybrid turn recall@10 ≥ {before['shown']:.3f} + 0.15 and ≥ whole chunks before ({before['whole']:.3f})",
+                tr, tr >= bar, f"{tr:.3f}")
+    hyb = _get(f, "quality", "scifact", "hybrid", "ndcg@10")
+    if hyb is not None:
+        add("SciFact hybrid nDCG@10 stays ≥ 0.745", hyb, hyb >= 0.745, f"{hyb:.3f}")
+    for name, modes in (_get(f, "conversation", "cjk") or {}).items():
+        h, k = _get(modes, "hybrid", "hit@1"), _get(modes, "bm25", "hit@1")
+        if h is not None and k is not None:
+            add(f"CJK {name}: hybrid hit@1 ≥ keyword-only", h, h >= k, f"{h:.3f} vs {k:.3f}")
+        t = _get(modes, "bm25-trigram", "hit@1")
+        if t is not None and k is not None:
+            add(f"CJK {name}: keyword hit@1, trigram ≥ unicode61", t, t >= k, f"{t:.3f} vs {k:.3f}")
+
+
 def check_targets(f: dict[str, Any]) -> list[dict[str, Any]]:
     """Each target of the benchmark issue with the measured figure beside it."""
     out: list[dict[str, Any]] = []
@@ -33,6 +58,7 @@ def check_targets(f: dict[str, Any]) -> list[dict[str, Any]]:
     r10 = _get(f, "quality", "longmemeval", "hybrid", "recall_any@10")
     if r10 is not None:
         add("LongMemEval shared pool, hybrid recall_any@10 ≥ 0.75", r10, r10 >= 0.75, f"{r10:.3f}")
+    _conversation_targets(f, add)
     sc = _get(f, "scale") or {}
     for size, limit in (("10000", 50.0), ("100000", 150.0)):
         p95 = _get(sc, size, "memsift", "search_in_process", "hybrid", "p95_ms")
@@ -83,6 +109,27 @@ MODE_NAMES = {
 }
 
 
+def _conversation_tables(f: dict[str, Any]) -> list[str]:
+    parts = []
+    ev = _get(f, "conversation", "evidence") or {}
+    if ev:
+        rows = []
+        for name, modes in ev.items():
+            before = EVIDENCE_BEFORE.get(name)
+            if before:
+                rows.append([name, "hybrid before (400-token chunks)", _n(before["shown"]), "–", "–", "–", "–"])
+            rows += [[name, MODE_NAMES[m], _n(v["turn_recall@10"]), _n(v["turn_recall@5"]), _n(v["hit@10"]), _n(v["mrr@10"]),
+                      f"{v['chars@10']:,.0f}"] for m, v in modes.items()]
+        parts.append("**Evidence shown** (conversational dev sets: the answer turns among the lines the top hits show)\n\n" + _table(
+            ["set", "mode", "turn recall@10", "turn recall@5", "hit@10", "MRR@10", "characters shown (top 10)"], rows))
+    cjk = _get(f, "conversation", "cjk") or {}
+    if cjk:
+        modes = list(next(iter(cjk.values())))
+        parts.append("**CJK questions** (cjk-dev, hit@1; the local model is English-only)\n\n" + _table(
+            ["set", *modes], [[name, *[_n(_get(v, m, "hit@1")) for m in modes]] for name, v in cjk.items()]))
+    return parts
+
+
 def tables(f: dict[str, Any]) -> str:
     parts: list[str] = []
     m = f.get("machine", {})
@@ -105,6 +152,7 @@ def tables(f: dict[str, Any]) -> str:
         parts.append("recall_any@10 by question type\n\n" + _table(
             ["question type", *[MODE_NAMES[k].split(" (")[0] for k in lme]],
             [[t, *[_n(lme[k]["recall_any@10_by_type"].get(t)) for k in lme]] for t in types]))
+    parts += _conversation_tables(f)
     sc = {k: v for k, v in (_get(f, "scale") or {}).items() if k.isdigit()}
     if sc:
         sizes = sorted(sc, key=int)

@@ -26,7 +26,9 @@ import anyio
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from cjk import CJK_MODES, CJK_SETS, eval_cjk  # noqa: E402
 from datasets import load_longmemeval, load_scifact  # noqa: E402
+from evidence import EVIDENCE_SETS, eval_evidence, load_set, warm  # noqa: E402
 from qmdcli import qmd_available, start_spawner  # noqa: E402
 from quality import eval_longmemeval, eval_scifact, warm_index  # noqa: E402
 from report import check_targets, plot_all, tables  # noqa: E402
@@ -34,6 +36,7 @@ from scale import run_scale  # noqa: E402
 
 SCIFACT_MODES = ["bm25", "vector", "hybrid", "hybrid+mmr", "qmd"]
 LME_MODES = ["bm25", "vector", "hybrid", "hybrid+mmr", "hybrid+decay", "qmd"]
+EVIDENCE_MODES = ["bm25", "vector", "hybrid", "qmd"]
 
 
 def say(text: str) -> None:
@@ -96,6 +99,28 @@ async def quality(work: Path, with_qmd: bool) -> dict[str, Any]:
     return out
 
 
+async def conversation(work: Path, with_qmd: bool) -> dict[str, Any]:
+    """Evidence shown on the two conversational dev sets; CJK questions per mode and tokenizer."""
+    out: dict[str, Any] = {"evidence": {}, "cjk": {}}
+    for name in EVIDENCE_SETS:
+        say(f"Evidence shown ({name})")
+        questions = load_set(name, work / "data")
+        state = work / "state" / f"evidence-{name}"
+        out["evidence"][name] = {}
+        for mode in [m for m in EVIDENCE_MODES if with_qmd or m != "qmd"]:
+            await warm(questions, mode, state)
+            r = out["evidence"][name][mode] = await eval_evidence(questions, mode, state)
+            say(f"  {mode:13} turn_recall@10 {r['turn_recall@10']:.3f}  hit@10 {r['hit@10']:.3f}  "
+                f"MRR@10 {r['mrr@10']:.3f}  chars@10 {r['chars@10']:.0f}")
+    for name in CJK_SETS:
+        say(f"CJK questions ({name})")
+        out["cjk"][name] = {}
+        for mode in CJK_MODES:
+            r = out["cjk"][name][mode] = await eval_cjk(name, mode, work / "data", work / "state" / f"cjk-{name}")
+            say(f"  {mode:15} hit@1 {r['hit@1']:.3f}  hit@10 {r['hit@10']:.3f}  vector set aside {r['vector_set_aside']}/{r['queries']}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="scale runs at 1k and 10k only")
@@ -103,6 +128,7 @@ def main() -> None:
     ap.add_argument("--no-qmd", action="store_true", help="skip the QMD side (no qmd on PATH)")
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--skip-scale", action="store_true")
+    ap.add_argument("--skip-conversation", action="store_true", help="skip evidence shown and the CJK sets")
     ap.add_argument("--work", type=Path, default=HERE / "out", help="work files (default contrib/bench/out)")
     ap.add_argument("--results", type=Path, default=HERE / "results", help="figures, tables, plots (default contrib/bench/results)")
     ap.add_argument("--report-only", action="store_true", help="redraw tables and plots from results/figures.json")
@@ -126,15 +152,17 @@ def main() -> None:
     say(f"memsift benchmarks on {figures['machine']['cpu']} ({figures['machine']['cores']} cores), QMD: {figures['machine']['qmd']}")
     if not args.skip_quality:
         figures["quality"] = anyio.run(quality, args.work, with_qmd)
+    if not args.skip_conversation:
+        figures["conversation"] = anyio.run(conversation, args.work, with_qmd)
     if not args.skip_scale:
         say("Speed and scale (synthetic daily logs)")
         figures["scale"] = run_scale(args.work, sizes, model_sizes=set(sizes), with_qmd=with_qmd, say=say)
     figures["targets"] = check_targets(figures)
     figures["seconds"] = round(time.time() - started)
     previous = args.results / "figures.json"
-    if previous.exists() and (args.skip_quality or args.skip_scale):  # a partial run keeps the other half
+    if previous.exists() and (args.skip_quality or args.skip_scale or args.skip_conversation):  # a partial run keeps the rest
         old = json.loads(previous.read_text())
-        for part in ("quality", "scale"):
+        for part in ("quality", "scale", "conversation"):
             figures.setdefault(part, old.get(part))
         figures["targets"] = check_targets(figures)
     previous.write_text(json.dumps(figures, indent=1, default=float))
