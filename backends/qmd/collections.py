@@ -2,7 +2,8 @@
 
 - `memory-root-<agent>`: the workspace with pattern `MEMORY.md`; `memory-dir-<agent>`: `memory/`
   with `**/*.md` (when `includeDefaultMemory`).
-- `memory.qmd.paths[]` then `memorySearch.extraPaths`: names lowercased, runs outside
+- `memory.qmd.paths[]`, then `memorySearch.extraPaths`, then `memorySearch.qmd.extraCollections`
+  (the defaults' then the agent's): names lowercased, runs outside
   `[a-z0-9-]` → `-`; an explicit name is kept verbatim only for a path outside the workspace,
   otherwise `<name>-<agent>`; unnamed ones are `custom-<n>-<agent>`; collisions get `-2`, `-3`.
 - `sessions-<agent>` for exported session transcripts.
@@ -55,6 +56,7 @@ def resolve_collections(settings: ResolvedConfig, sessions_dir: Path | None = No
         out.append(ManagedCollection(f"memory-dir-{agent}", ws / "memory", "**/*.md", "memory"))
     custom: list[tuple[str, str | None, str]] = [(p.path, p.name, p.pattern) for p in qmd.paths]
     custom += [(p, None, "**/*.md") for p in settings.memory_search.extra_paths]
+    custom += [(p.path, p.name, p.pattern) for p in settings.memory_search.qmd.extra_collections]
     seen = {(c.path, c.pattern) for c in out}
     names = {c.name for c in out}
     for index, (raw, name, pattern) in enumerate(custom):

@@ -47,7 +47,8 @@ log = get_logger("memsift.qmd")
 
 INDEX_NAME = "memsift"
 _UNSUPPORTED_FLAG = ("unknown flag", "unknown option", "unrecognized option", "flag provided but not defined", "unexpected argument")
-_NOT_FOUND = ("collection not found", "collection does not exist")
+# "Collection not found: x", "Collection 'x' not found", "collection "x" does not exist", "No such collection".
+_NOT_FOUND = re.compile(r"collection\b.{0,200}?\b(?:not found|does not exist|doesn't exist|is missing)|no such collection|unknown collection", re.I | re.S)
 _BUSY = ("sqlite_busy", "database is locked", "timed out")
 EMBED_BACKOFF_BASE_S = 60.0
 EMBED_BACKOFF_CAP_S = 3600.0
@@ -313,7 +314,7 @@ class QmdSearchManager:
             if mode != "query" and any(f in text for f in _UNSUPPORTED_FLAG):
                 facts["effective_mode"], facts["mode_fallback"] = "query", "unsupported-search-flags"
                 return await self._search_collection("query", q, limit, c, facts)
-            if any(f in text for f in _NOT_FOUND) and not facts.get("repaired"):
+            if _NOT_FOUND.search(text) and not facts.get("repaired"):
                 facts["repaired"] = True
                 async with self._write_lock():
                     await self._reconcile()
