@@ -74,4 +74,5 @@ def open_manager(
         name="qmd",
         scope=qmd.scope,
         fail_closed=qmd.fallback == "none",
+        primary_budget_s=qmd.limits.timeout_ms / 1000,  # a search answers within it (or falls back)
     )
