@@ -6,6 +6,7 @@
   answers from the fallback backend, recording `fallback: {from, reason}` on the answer and in
   status. The primary is tried again after `retry_after_s`, so it recovers by itself (it is kept,
   not rebuilt: a long-running host's updates and schedule belong to it).
+- `not_covered`: what the primary indexes that the fallback cannot, stated on every fallback.
 - `primary_budget_s`: however the primary spends its time (processes, locks, updates), a search
   that has not answered by then is stopped and the fallback answers, saying so.
 - `fail_closed` (`memory.qmd.fallback: "none"`): no second index; the answer carries
@@ -43,6 +44,7 @@ class FallbackSearchManager:
         fail_closed: bool = False,
         retry_after_s: float = 60.0,
         primary_budget_s: float | None = None,
+        not_covered: list[str] | None = None,
     ) -> None:
         self._primary_factory = primary_factory
         self._fallback_factory = fallback_factory
@@ -51,6 +53,7 @@ class FallbackSearchManager:
         self.fail_closed = fail_closed
         self.retry_after_s = retry_after_s
         self.primary_budget_s = primary_budget_s
+        self.not_covered = not_covered or None  # stated on every fallback answer and status
         self._primary: SearchManager | None = None
         self._fallback: SearchManager | None = None
         self._failure: tuple[str, float] | None = None  # (reason, when)
@@ -129,7 +132,7 @@ class FallbackSearchManager:
             return SearchAnswer(query=query, results=[], backend=self.backend, mode="none", min_score=min_score or 0.0,
                                 max_results=max_results or 0, took_ms=0.0, unavailable=f"{self.backend} unavailable: {reason}")
         answer = await self.fallback().search(query, **args)
-        answer.fallback = Fallback(**{"from": self.backend, "reason": reason or "unknown"})
+        answer.fallback = Fallback(**{"from": self.backend, "reason": reason or "unknown"}, not_covered=self.not_covered)
         return answer
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None) -> ReadResult:
@@ -146,7 +149,8 @@ class FallbackSearchManager:
         if self._primary_usable() or self.fail_closed:
             return primary
         st = await self.fallback().status(deep=deep)
-        return st.model_copy(update={"fallback": Fallback(**{"from": self.backend, "reason": self.failure_reason or ""}),
+        return st.model_copy(update={"fallback": Fallback(**{"from": self.backend, "reason": self.failure_reason or ""},
+                                                          not_covered=self.not_covered),
                                      "qmd": primary.qmd})
 
     async def sync(self, *, force: bool = False, reason: str = "manual", **_ignored: Any) -> SyncReport:

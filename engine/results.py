@@ -77,6 +77,7 @@ class SearchHit(_Out):
 class Fallback(_Out):
     from_: str = Field(alias="from")
     reason: str
+    not_covered: list[str] | None = None  # what the failed backend indexes that the answering one does not
 
 
 class Degraded(_Out):

@@ -51,6 +51,7 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         out.append(f"keyword search unavailable: {answer.degraded.fts}")
     if answer.fallback and answer.fallback.from_ in BACKENDS:
         out.append(f"{answer.fallback.reason}; answered from the {answer.backend} index")
+        out += [f"not covered by the {answer.backend} index: {gap}" for gap in answer.fallback.not_covered or []]
     elif answer.fallback:
         out.append(f"fallback from {answer.fallback.from_}: {answer.fallback.reason}")
     out += answer.notes or []
@@ -165,6 +166,7 @@ def render_status(s: ManagerStatus) -> str:
         rows.append(("No provider", s.provider_unavailable_reason))
     if s.fallback:
         rows.append(("Fallback", f"from {s.fallback.from_}: {s.fallback.reason}"))
+        rows += [("  not covered", gap) for gap in s.fallback.not_covered or []]
     if s.qmd:
         q = s.qmd
         rows.append(("QMD", f"{q.get('version') or '?'} · {q.get('command')} · home {q.get('home')}"))
