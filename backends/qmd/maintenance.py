@@ -295,7 +295,8 @@ class QmdMaintenance:
             job.done.set()
             return
         try:
-            await self._update_locked("search", embed=False)
+            if self.needs_reconcile() or self._update_due():  # another search's update may have just done it
+                await self._update_locked("search", embed=False)
         except QmdError as exc:
             job.error = exc
             log.warning("qmd update before a search failed", error=str(exc))

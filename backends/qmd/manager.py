@@ -254,9 +254,15 @@ class QmdSearchManager:
             fresh = await self.maint.before_search(self.search_budget)
             notes, pending, facts["waited"] = fresh.notes, fresh.pending, fresh.waited
             live = self._live_collections()
-            if not live:
-                why = "; ".join(fresh.waited) or "none of its collections is registered (run `memsift -b qmd index`)"
-                raise QmdError(self._over_budget(f"it has no collections to search yet: {why}"))
+            if not live and not any(c.path.is_dir() for c in self.collections):
+                log.warning("qmd has no collection to search: none of its folders exists")
+                notes.append("QMD has no collection to search: none of its folders exists "
+                             "(memory.qmd.paths, memory.qmd.includeDefaultMemory)")
+            elif not live:
+                if fresh.waited:
+                    raise QmdError(self._over_budget(f"it has no collections to search yet: {'; '.join(fresh.waited)}"))
+                why = "; ".join(fresh.notes) or "run `memsift -b qmd index`"
+                raise QmdError(f"qmd has no collections to search: none is registered ({why})")
             log.info(f"qmd: searching {len(live)} collection(s)", mode=mode, left=f"{facts['deadline'] - time.monotonic():.1f} s")
             best: dict[str, tuple[QmdHit, ManagedCollection]] = {}
             for c in live:

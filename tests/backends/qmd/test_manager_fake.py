@@ -304,3 +304,10 @@ def test_sessions_are_exported_into_their_own_collection(tmp_path, ws, env):
     assert ["--index", "memsift", "collection", "add", str(export), "--name", "sessions-main", "--glob", "**/*.md"] in adds
     st = run(m.status)
     assert st.sources == ["memory", "sessions"]
+
+
+def test_no_collection_folder_is_an_empty_answer_that_says_so(tmp_path, ws, env):
+    m = _wrapped(_settings(tmp_path, ws, paths=[{"path": "no-such-folder", "name": "gone"}]), env)
+    answer = run(m.search, "aurora")
+    assert answer.backend == "qmd" and answer.results == [] and answer.fallback is None
+    assert answer.notes == ["QMD has no collection to search: none of its folders exists (memory.qmd.paths, memory.qmd.includeDefaultMemory)"]
