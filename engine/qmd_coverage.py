@@ -15,21 +15,23 @@ from pathlib import Path
 
 from .config import ResolvedConfig
 
-__all__ = ["with_qmd_coverage", "qmd_not_covered"]
+__all__ = ["with_qmd_coverage", "qmd_not_covered", "collection_root"]
 
 _GLOB_CHARS = set("*?[]{}!")
 _SESSIONS_GAP = ("QMD's exported session transcripts (memory.qmd.sessions): the builtin index searches transcripts only with "
                  "experimental.sessionMemory and sources [\"memory\", \"sessions\"]")
 
 
+def collection_root(workspace: Path, raw: str) -> Path:
+    """A collection's folder (or file) as QMD gets it: `~` expanded, relative to the workspace, normalised."""
+    path = Path(raw).expanduser()
+    return Path(os.path.normpath(path if path.is_absolute() else workspace / path))
+
+
 def _collections(settings: ResolvedConfig) -> list[tuple[Path, str]]:
     """(absolute path, pattern) of QMD's custom collections other than `extraPaths` (already covered)."""
-    out = []
     entries = [*settings.memory.qmd.paths, *settings.memory_search.qmd.extra_collections]
-    for entry in entries:
-        path = Path(entry.path).expanduser()
-        out.append((Path(os.path.normpath(path if path.is_absolute() else settings.workspace / path)), entry.pattern))
-    return out
+    return [(collection_root(settings.workspace, entry.path), entry.pattern) for entry in entries]
 
 
 def _as_extra_path(path: Path, pattern: str) -> tuple[Path | None, str | None]:

@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from memsift.engine.config import ResolvedConfig
+from memsift.engine.qmd_coverage import collection_root
 
 __all__ = ["ManagedCollection", "resolve_collections", "read_index_yml", "slug_name"]
 
@@ -60,8 +61,7 @@ def resolve_collections(settings: ResolvedConfig, sessions_dir: Path | None = No
     seen = {(c.path, c.pattern) for c in out}
     names = {c.name for c in out}
     for index, (raw, name, pattern) in enumerate(custom):
-        path = Path(raw).expanduser()
-        path = Path(os.path.normpath(path if path.is_absolute() else ws / path))
+        path = collection_root(ws, raw)
         if path.is_file() and pattern == "**/*.md":  # a single file as a collection
             path, pattern = path.parent, path.name
         if (path, pattern) in seen:
