@@ -404,10 +404,11 @@ class QmdSearchManager:
 def _collection_state(c: ManagedCollection, registered: dict[str, tuple[str, str]], qmd_error: str | None) -> str:
     if not c.path.is_dir():
         return "folder missing"
+    fix = "qmd is failing" if qmd_error else "run `memsift -b qmd index`"
     if c.name not in registered:
-        return "not registered (run `memsift -b qmd index`)"
+        return f"not registered ({fix})"
     if registered[c.name] != (str(c.path), c.pattern):
-        return "registered for another folder or pattern (run `memsift -b qmd index`)"
+        return f"registered for another folder or pattern ({fix})"
     return "registered, but qmd is failing" if qmd_error else "ok"
 
 

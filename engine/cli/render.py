@@ -170,15 +170,17 @@ def render_status(s: ManagerStatus) -> str:
     if s.qmd:
         q = s.qmd
         rows.append(("QMD", f"{q.get('version') or '?'} · {q.get('command')} · home {q.get('home')}"))
-        if q.get("error"):
-            rows.append(("QMD failing", f"{q['error']} (searches answer from the builtin index)"))
+        said = {s.fallback.reason} if s.fallback else set()  # each reason once
+        if q.get("error") and q["error"] not in said:
+            rows.append(("QMD failing", q["error"] + ("" if s.fallback else " (searches fall back to the builtin index)")))
+            said.add(q["error"])
         for c in q.get("collections", []):
             rows.append(("  collection", f"{c['name']} · {c['path']} ({c['pattern']}) · {c.get('state')}"))
         if q.get("updating"):
             rows.append(("Updating", q["updating"]))
         rows.append(("Last update", _when(q.get("lastUpdateAt"))))
         rows.append(("Last embed", _when(q.get("lastEmbedAt")) + (f" · {q['embedSkipped']}" if q.get("embedSkipped") else "")))
-        if q.get("lastError"):
+        if q.get("lastError") and q["lastError"] not in said:
             rows.append(("Last error", q["lastError"]))
     if s.index.get("rebuildNeeded"):
         rows.append(("Rebuild needed", f"{s.index['rebuildNeeded']} — run `memsift index`"))

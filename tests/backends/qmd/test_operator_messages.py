@@ -93,7 +93,8 @@ def test_a_crashing_qmd_is_described_in_answers_and_status(cli):
     assert status.returncode == 0, status.stderr
     text = status.stdout
     assert "Backend" in text and "builtin" in text.splitlines()[0]  # what a search would use now
-    assert "QMD failing" in text and "crashed (SIGSEGV" in text
+    fallback_row = next(line for line in text.splitlines() if line.startswith("Fallback"))
+    assert "from qmd: qmd crashed (SIGSEGV" in fallback_row and text.count("crashed (SIGSEGV") == 1  # said once
     assert "notes-main" in text and "registered, but qmd is failing" in text and " · ok" not in text
     st = json.loads(run("status", "--json", qmd={"command": str(crashing)}).stdout)
     assert st["backend"] == "builtin" and st["fallback"]["from"] == "qmd"
