@@ -3,7 +3,8 @@ may wait for it.
 
 Every mutating call runs under the writer lock (lock.py): QMD crashes on concurrent writers. An
 explicit sync (`memsift index`) waits for the lock and runs to the end. A search never waits past
-its share of the budget (`UPDATE_WAIT_SHARE` of `limits.timeoutMs`): it joins the update already
+its share of the budget (half of `limits.timeoutMs`; 80 % while no collection is registered yet,
+since there is nothing to search before that): it joins the update already
 running, or starts one, waits at most that long, then searches what QMD has and says so. In a
 long-running host (`start`) the update goes on in the background; in a one-shot process (the CLI)
 an update that outlives the wait is stopped, and the answer says how to finish it. Embeds never
@@ -35,6 +36,7 @@ __all__ = ["QmdMaintenance", "Freshness", "UPDATE_WAIT_SHARE"]
 log = get_logger("memsift.qmd")
 
 UPDATE_WAIT_SHARE = 0.5  # of a search's budget, at most, spent waiting for an update first
+START_UP_WAIT_SHARE = 0.8  # ... or for the first `collection add`, when there is nothing to search before it
 EMBED_BACKOFF_BASE_S = 60.0
 EMBED_BACKOFF_CAP_S = 3600.0
 _BUSY = ("sqlite_busy", "database is locked", "timed out")
@@ -236,7 +238,9 @@ class QmdMaintenance:
         reconcile = self.needs_reconcile()
         if not (reconcile or self._update_due()):
             return fresh
-        share = budget_s * UPDATE_WAIT_SHARE
+        registered = read_index_yml(self.index_yml)
+        searchable = any(registered.get(c.name) == (str(c.path), c.pattern) and c.path.is_dir() for c in self.collections)
+        share = budget_s * (UPDATE_WAIT_SHARE if searchable else START_UP_WAIT_SHARE)
         wait_until = time.monotonic() + share
         if self.lock.held_here():  # this process is already changing the index (boot, interval, sync)
             what = self.step or self.lock.what or "qmd update"
@@ -281,7 +285,7 @@ class QmdMaintenance:
                     else "the update goes on in the background")
             fresh.notes.append(f"{what} was still running after {share:.1f} s; searched QMD's index as it was ({then})")
             fresh.pending = True
-            log.info(f"{what} still running after {share:.1f} s; searching QMD's index as it is")
+            log.info(f"{what} still running after {share:.1f} s; not waiting longer" + ("; it is stopped" if stopped else ""))
             if stopped:
                 self.save_state(lastError=f"{what} did not finish within a search's {share:.1f} s wait and was stopped; "
                                           "run `memsift -b qmd index` to finish it")
