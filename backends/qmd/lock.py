@@ -31,9 +31,10 @@ STILL_WAITING_EVERY_S = 10.0
 class LockBusy(QmdError):
     """Another writer held the QMD lock for longer than the caller could wait."""
 
-    def __init__(self, holder: str) -> None:
+    def __init__(self, holder: str, what: str | None = None) -> None:
         super().__init__(f"{holder} is changing QMD's index")
         self.holder = holder
+        self.what = what  # the holder's current step ("qmd update", "qmd embed"), when known
 
 
 class WriterLock:
@@ -62,17 +63,28 @@ class WriterLock:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 return None
             except BlockingIOError:
-                return self._read_holder(fd)
+                return self._read_holder(fd)[0]
         finally:
             os.close(fd)
 
-    def _read_holder(self, fd: int) -> str:
+    def _read_holder(self, fd: int) -> tuple[str, str | None]:
+        """('another memsift process (pid 42) running qmd update for 35 s', 'qmd update')."""
         try:
             info = json.loads(os.pread(fd, 4096, 0) or b"{}")
             age = time.time() - float(info["since"])
-            return f"another memsift process (pid {int(info['pid'])}) running {info['what']} for {age:.0f} s"
+            return f"another memsift process (pid {int(info['pid'])}) running {info['what']} for {age:.0f} s", str(info["what"])
         except (OSError, ValueError, KeyError, TypeError):
-            return "another memsift process"
+            return "another memsift process", None
+
+    def note(self, what: str) -> None:
+        """Record the holder's current step in the lock file (for other processes' messages)."""
+        if self._fd is not None:
+            self._write_holder(self._fd, what)
+
+    @staticmethod
+    def _write_holder(fd: int, what: str) -> None:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what, "since": time.time()}).encode(), 0)
 
     async def acquire(self, what: str, *, timeout: float | None = None) -> None:
         """Take the lock for `what`; with a timeout, raise LockBusy when it is not free in time."""
@@ -110,17 +122,16 @@ class WriterLock:
                     pass
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
-                    raise LockBusy(self._read_holder(fd))
+                    raise LockBusy(*self._read_holder(fd))
                 if now - told >= STILL_WAITING_EVERY_S or not told:
                     told = now
-                    log.info(f"waiting for the QMD lock before {what}: held by {self._read_holder(fd)}",
+                    log.info(f"waiting for the QMD lock before {what}: held by {self._read_holder(fd)[0]}",
                              waited=f"{now - waited_since:.1f} s")
                 await anyio.sleep(POLL_S)
         except BaseException:
             os.close(fd)
             raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what, "since": time.time()}).encode(), 0)
+        self._write_holder(fd, what)
         self._fd = fd
 
     def release(self) -> None:

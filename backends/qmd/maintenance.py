@@ -40,6 +40,7 @@ START_UP_WAIT_SHARE = 0.8  # ... or for the first `collection add`, when there i
 EMBED_BACKOFF_BASE_S = 60.0
 EMBED_BACKOFF_CAP_S = 3600.0
 _BUSY = ("sqlite_busy", "database is locked", "timed out")
+EMBED_STEP = "qmd embed"
 _INDEXED_RE = re.compile(r"Indexed:\s*(\d+) new,\s*(\d+) updated,\s*(\d+) unchanged,\s*(\d+) removed")
 
 RunQmd = Callable[..., Awaitable[QmdResult]]
@@ -101,6 +102,7 @@ class QmdMaintenance:
 
     async def _call(self, *args: str, timeout: float, doing: str, step: str, check: bool = True) -> QmdResult:
         self.step = step
+        self.lock.note(step)  # other processes' searches read what this one is doing
         return await self._run(*args, timeout=timeout, doing=doing, check=check)
 
     async def reconcile(self, report: SyncReport | None = None) -> None:
@@ -211,7 +213,7 @@ class QmdMaintenance:
             self.save_state(embedSkipped=skipped)
             return f"qmd embed: skipped ({skipped})"
         try:
-            res = await self._call("embed", timeout=self.embed_timeout, doing="embedding documents", step="qmd embed")
+            res = await self._call("embed", timeout=self.embed_timeout, doing="embedding documents", step=EMBED_STEP)
             if "already running" in res.stdout.lower():
                 return "qmd embed: already running in another process"
             self.save_state(lastEmbedAt=now, embedFailures=0, embedBackoffUntil=0, embedSkipped=None)
@@ -245,9 +247,10 @@ class QmdMaintenance:
         if self.lock.held_here():  # this process is already changing the index (boot, interval, sync)
             what = self.step or self.lock.what or "qmd update"
             log.info(f"waiting up to {share:.1f} s for {what} before searching (it is already running here)")
-            while self.lock.held_here() and time.monotonic() < wait_until:
+            # `qmd embed` comes after the update: QMD's text index is current by then, nothing to wait for.
+            while self.lock.held_here() and self.step != EMBED_STEP and time.monotonic() < wait_until:
                 await anyio.sleep(0.05)
-            if self.lock.held_here():
+            if self.lock.held_here() and self.step != EMBED_STEP:
                 what = self.step or what
                 fresh.waited.append(f"{what} was still running after {share:.1f} s")
                 fresh.notes.append(f"{what} was still running after {share:.1f} s; searched QMD's index as it was "
@@ -272,7 +275,9 @@ class QmdMaintenance:
                 if not job.done.is_set():
                     stopped = True
                     tg.cancel_scope.cancel()  # one-shot process: the update is stopped with its qmd process
-        if isinstance(job.error, LockBusy):
+        if isinstance(job.error, LockBusy) and job.error.what == EMBED_STEP:
+            log.info(f"{job.error.holder}: QMD's text index is current, searching it")
+        elif isinstance(job.error, LockBusy):
             log.info(f"not waiting for {job.error.holder}; searching QMD's index as it is")
             fresh.waited.append(f"{job.error.holder} was changing QMD's index")
             fresh.notes.append(f"{job.error.holder} is changing QMD's index; searched QMD's index as it was")

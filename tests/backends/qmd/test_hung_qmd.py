@@ -198,3 +198,33 @@ def test_mcp_search_and_status_answer_while_qmd_hangs(setup):
     st = status["status"]
     assert st["backend"] == "builtin" and st["fallback"]["from"] == "qmd"
     assert _all_gone(_hung_pids(tmp_path), wait_s=10)
+
+
+def test_a_long_embed_does_not_hold_a_search_back(setup, monkeypatch):
+    """`qmd embed` runs after the update: QMD's text index is current, so a search does not wait for it."""
+    from memsift.backends.qmd import QmdSearchManager
+    from memsift.engine import resolve_config
+
+    tmp_path, ws, config, env = setup
+    env["HANG_ON"] = "embed"
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    m = QmdSearchManager(resolve_config(config))
+    models = m.cache_dir / "qmd" / "models"
+    models.mkdir(parents=True)
+    (models / "hf_ggml-org_embeddinggemma-300M-Q8_0.gguf").write_bytes(b"GGUF")  # so an embed is attempted
+
+    async def go():
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: m.sync(force=True))  # holds QMD's lock, then hangs in `qmd embed`
+            with anyio.fail_after(60):
+                while m.maint.step != "qmd embed":
+                    await anyio.sleep(0.05)
+            answer = await m.search("aurora telemetry")
+            tg.cancel_scope.cancel()
+        return answer
+
+    answer = anyio.run(go)
+    assert answer.backend == "qmd" and len(answer.results) == 3
+    assert answer.notes is None and answer.sync_pending is None  # nothing was missing, nothing was waited for
+    assert _all_gone(_hung_pids(tmp_path))
