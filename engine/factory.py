@@ -58,8 +58,13 @@ def open_manager(
         raise ConfigError(f"unknown backend {chosen!r}; allowed: builtin, qmd", key_path="memory.backend")
     from memsift.backends.builtin import BuiltinSearchManager  # noqa: PLC0415
 
+    from .qmd_coverage import qmd_not_covered, with_qmd_coverage  # noqa: PLC0415
+
+    # The builtin index also covers QMD's own collections: a QMD fallback (and parity) searches the same files.
+    builtin_settings = with_qmd_coverage(settings)
+
     def builtin() -> SearchManager:
-        return BuiltinSearchManager(settings, progress=progress)  # selects its provider when first needed
+        return BuiltinSearchManager(builtin_settings, progress=progress)  # selects its provider when first needed
 
     if chosen == "builtin":
         return builtin()
@@ -74,4 +79,6 @@ def open_manager(
         name="qmd",
         scope=qmd.scope,
         fail_closed=qmd.fallback == "none",
+        primary_budget_s=qmd.limits.timeout_ms / 1000,  # a search answers within it (or falls back)
+        not_covered=qmd_not_covered(settings),
     )

@@ -18,6 +18,7 @@ import watchfiles
 from .logging import get_logger
 from .config import ResolvedConfig
 from .manager import SearchManager
+from .qmd_coverage import with_qmd_coverage
 from .watcher import MemoryWatcher
 
 __all__ = ["serve_freshness", "SessionDeltaTracker"]
@@ -104,7 +105,8 @@ async def serve_freshness(
                 await sync("watch", include_sessions=False) if _accepts_sessions(manager) else await sync("watch")
 
             mark_dirty = getattr(manager, "mark_dirty", None)
-            watcher = MemoryWatcher(settings, on_change, on_pending=mark_dirty)
+            # The files the builtin index covers, QMD's collections included (qmd_coverage.py).
+            watcher = MemoryWatcher(with_qmd_coverage(settings), on_change, on_pending=mark_dirty)
             await tg.start(lambda task_status: watcher.run(task_status=task_status))
         if ms.sync.interval_minutes and ms.sync.interval_minutes > 0:
             tg.start_soon(_every, ms.sync.interval_minutes * 60, lambda: sync("interval"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from .results import ManagerStatus, ReadResult, SearchAnswer
@@ -18,6 +18,7 @@ class SyncReport(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
     reason: str
+    backend: str = "builtin"
     full_reindex: bool = False
     reindex_cause: str | None = None
     files_seen: int = 0
@@ -29,6 +30,7 @@ class SyncReport(BaseModel):
     chunks_embedded: int = 0
     chunks_from_cache: int = 0
     took_ms: float = 0.0
+    notes: list[str] = Field(default_factory=list)  # what the backend did, in words (QMD: collections, update, embed)
 
 
 @runtime_checkable

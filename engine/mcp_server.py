@@ -83,6 +83,7 @@ class SearchOutput(_Out):
     action: str | None = None
     truncated: bool = False  # hits were cut to fit maxInjectedChars
     sync_pending: bool | None = None
+    notes: list[str] | None = None  # e.g. QMD's update was still running, so recent changes may be missing
     took_ms: float | None = None
 
 
@@ -178,7 +179,7 @@ def _from_answer(answer: SearchAnswer, budget: int) -> SearchOutput:
         degraded=answer.degraded if (answer.degraded.vector or answer.degraded.fts) else None,
         denied=answer.denied, disabled=answer.denied is not None or answer.unavailable is not None,
         unavailable=answer.unavailable is not None, error=answer.unavailable,
-        truncated=truncated, sync_pending=answer.sync_pending, took_ms=answer.took_ms,
+        truncated=truncated, sync_pending=answer.sync_pending, notes=answer.notes, took_ms=answer.took_ms,
     )
 
 

@@ -77,6 +77,7 @@ class SearchHit(_Out):
 class Fallback(_Out):
     from_: str = Field(alias="from")
     reason: str
+    not_covered: list[str] | None = None  # what the failed backend indexes that the answering one does not
 
 
 class Degraded(_Out):
@@ -117,6 +118,7 @@ class SearchAnswer(_Out):
     sync_pending: bool | None = None  # files changed and are still being indexed (hits may be stale)
     denied: ScopeDenial | None = None  # scope rules refused this session key
     unavailable: str | None = None  # the backend failed and no fallback is allowed
+    notes: list[str] | None = None  # what else the reader should know (QMD: an update still running, why nothing matched)
 
 
 class ReadResult(_Out):

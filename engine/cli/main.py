@@ -311,7 +311,8 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
 @click.option("-k", "k", default=5, show_default=True, type=click.IntRange(1, 50), help="Compare the top K hits.")
 @click.option("--session-key", help="Session key for both sides (scope rules, citations).")
 @click.option("--no-sync", is_flag=True, help="Search the indexes as they are (no sync first).")
-@click.option("--fail-under", type=click.FloatRange(0, 1), help="Exit 1 when the mean hit overlap is below this.")
+@click.option("--fail-under", type=click.FloatRange(0, 1),
+              help="Exit 1 when the mean hit overlap is below this, or when a side fell back or failed on any query.")
 @click.option("--mode", "-m", type=click.Choice(SEARCH_MODE_CHOICES, case_sensitive=False),
               help="Retrieval on both sides (keyword: builtin BM25 vs qmd search; vector: vsearch; hybrid: query).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
@@ -319,7 +320,7 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
 def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_sync: bool, fail_under: float | None,
            mode: str | None, as_json: bool) -> None:
     """Run the queries in QUERIES_FILE on builtin and QMD and compare the answers."""
-    from ..parity import read_queries, run_parity  # noqa: PLC0415
+    from ..parity import gate_failure, read_queries, run_parity  # noqa: PLC0415
     from .render import render_parity  # noqa: PLC0415
 
     with _errors_to_exit():
@@ -330,8 +331,9 @@ def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_syn
         _emit_json(report.model_dump(by_alias=True, mode="json"))
     else:
         click.echo(render_parity(report))
-    if fail_under is not None and report.summary["meanOverlap"] < fail_under:
-        click.echo(f"memsift: mean overlap {report.summary['meanOverlap']:.2f} is below {fail_under:.2f}", err=True)
+    failure = gate_failure(report, fail_under) if fail_under is not None else None
+    if failure:
+        click.echo(f"memsift: {failure}", err=True)
         sys.exit(EXIT_CODES["error"])
 
 

@@ -41,10 +41,7 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         )
     elif not answer.results:
         out.append("No results.")
-    summary = f"{len(answer.results)} result(s) · {answer.mode} · {answer.provider}"
-    if answer.model:
-        summary += f"/{answer.model}"
-    summary += f" · {answer.took_ms:.0f} ms"
+    summary = f"{len(answer.results)} result(s) · {_served_by(answer)} · {answer.took_ms:.0f} ms"
     if answer.relaxed:
         summary += " · threshold relaxed (nothing passed minScore)"
     out.append(summary)
@@ -52,9 +49,24 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         out.append(f"vector search unavailable: {answer.degraded.vector}")
     if answer.degraded.fts:
         out.append(f"keyword search unavailable: {answer.degraded.fts}")
-    if answer.fallback:
+    if answer.fallback and answer.fallback.from_ in BACKENDS:
+        out.append(f"{answer.fallback.reason}; answered from the {answer.backend} index")
+        out += [f"not covered by the {answer.backend} index: {gap}" for gap in answer.fallback.not_covered or []]
+    elif answer.fallback:
         out.append(f"fallback from {answer.fallback.from_}: {answer.fallback.reason}")
+    out += answer.notes or []
     return "\n".join(out)
+
+
+BACKENDS = ("builtin", "qmd")  # a fallback from one of these is a backend's, else an embedding provider's
+
+
+def _served_by(answer: SearchAnswer) -> str:
+    """'hybrid · local/all-MiniLM-L6-v2'; QMD: 'qmd search (BM25)', with its embedding model when it used one."""
+    if answer.backend == "qmd":
+        kind = {"search": "BM25", "vsearch": "vector", "query": "hybrid"}.get(answer.mode)
+        return f"qmd {answer.mode}" + (f" ({kind})" if kind else "") + (f" · {answer.model}" if answer.model else "")
+    return f"{answer.mode} · {answer.provider}" + (f"/{answer.model}" if answer.model else "")
 
 
 def _when(ts: float | None) -> str:
@@ -72,7 +84,9 @@ def _f(v: float | None) -> str:
 def render_parity(report: "ParityReport") -> str:  # noqa: F821  (imported lazily by the CLI)
     """One line per query, notes for fallbacks and errors, then the summary."""
     k = report.k
-    out = [f"{'overlap@' + str(k):>10} {'files@' + str(k):>8} {'tau':>6} {'builtin ms':>10} {'qmd ms':>8}  query"]
+    out = [f"NOT COMPARABLE: {w}" for w in report.warnings]  # first: the figures below cannot be trusted
+    out += [""] if out else []
+    out += [f"{'overlap@' + str(k):>10} {'files@' + str(k):>8} {'tau':>6} {'builtin ms':>10} {'qmd ms':>8}  query"]
     for r in report.queries:
         tau = "-" if r.rank_correlation is None else f"{r.rank_correlation:+.2f}"
         out.append(f"{r.overlap:>10.2f} {r.file_overlap:>8.2f} {tau:>6} {r.builtin.ms:>10.1f} {r.qmd.ms:>8.1f}  {_short(r.query)}")
@@ -89,6 +103,9 @@ def render_parity(report: "ParityReport") -> str:  # noqa: F821  (imported lazil
         f"latency p50/p95: builtin {s['builtinP50Ms']:.1f}/{s['builtinP95Ms']:.1f} ms, qmd {s['qmdP50Ms']:.1f}/{s['qmdP95Ms']:.1f} ms",
         f"fallbacks: builtin {s['builtinFallbacks']}, qmd {s['qmdFallbacks']}; errors: builtin {s['builtinErrors']}, qmd {s['qmdErrors']}",
     ]
+    if s.get("fellBackQueries"):
+        out.append(f"not comparable: {s['fellBackQueries']} of {s['queries']} queries; mean overlap counting them as 0: "
+                   f"{s['gateMeanOverlap']:.2f} (what --fail-under checks)")
     return "\n".join(out)
 
 
@@ -98,6 +115,12 @@ def _short(text: str, width: int = 60) -> str:
 
 
 def render_sync(report: SyncReport) -> str:
+    if report.backend == "qmd":  # what QMD did, in its own terms (it has no chunks or embeddings of ours)
+        return "\n".join([
+            f"qmd: {report.files_indexed} file(s) indexed, {report.files_unchanged} unchanged, {report.files_removed} removed "
+            f"· {report.took_ms / 1000:.2f} s",
+            *(f"  {note}" for note in report.notes),
+        ])
     kind = f"full reindex ({report.reindex_cause})" if report.full_reindex else "incremental sync"
     lines = [
         f"{kind}: {report.files_indexed} file(s) indexed, {report.files_unchanged} unchanged, "
@@ -131,8 +154,8 @@ def render_status(s: ManagerStatus) -> str:
         ),
         ("Embedding cache", f"{'on' if s.cache.get('enabled') else 'off'} · {s.cache.get('entries')} entries"),
     ]
-    if s.qmd:  # the QMD backend has no FTS table, vector table or embedding cache of ours
-        rows = [r for r in rows if r[0] not in ("FTS", "Vector", "Embedding cache", "Dirty", "Extra paths")]
+    if s.qmd and s.backend == "qmd":  # the QMD backend has no FTS table, vector table or embedding cache of ours
+        rows = [r for r in rows if r[0] not in ("FTS", "Vector", "Embedding cache", "Dirty", "Extra paths", "Provider", "Model")]
     if s.requests:
         r = s.requests
         rows.append(("Requests", f"{r['requests']} sent · {r['retries']} retries · {r['failures']} failed" + (f" · last error: {r['lastError']}" if r.get("lastError") else "")))
@@ -143,15 +166,21 @@ def render_status(s: ManagerStatus) -> str:
         rows.append(("No provider", s.provider_unavailable_reason))
     if s.fallback:
         rows.append(("Fallback", f"from {s.fallback.from_}: {s.fallback.reason}"))
+        rows += [("  not covered", gap) for gap in s.fallback.not_covered or []]
     if s.qmd:
         q = s.qmd
         rows.append(("QMD", f"{q.get('version') or '?'} · {q.get('command')} · home {q.get('home')}"))
+        said = {s.fallback.reason} if s.fallback else set()  # each reason once
+        if q.get("error") and q["error"] not in said:
+            rows.append(("QMD failing", q["error"] + ("" if s.fallback else " (searches fall back to the builtin index)")))
+            said.add(q["error"])
         for c in q.get("collections", []):
-            state = "ok" if c["registered"] and c["folderExists"] else ("folder missing" if not c["folderExists"] else "not registered")
-            rows.append(("  collection", f"{c['name']} · {c['path']} ({c['pattern']}) · {state}"))
+            rows.append(("  collection", f"{c['name']} · {c['path']} ({c['pattern']}) · {c.get('state')}"))
+        if q.get("updating"):
+            rows.append(("Updating", q["updating"]))
         rows.append(("Last update", _when(q.get("lastUpdateAt"))))
         rows.append(("Last embed", _when(q.get("lastEmbedAt")) + (f" · {q['embedSkipped']}" if q.get("embedSkipped") else "")))
-        if q.get("lastError"):
+        if q.get("lastError") and q["lastError"] not in said:
             rows.append(("Last error", q["lastError"]))
     if s.index.get("rebuildNeeded"):
         rows.append(("Rebuild needed", f"{s.index['rebuildNeeded']} — run `memsift index`"))

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError
 from ..private_dirs import default_state_dir
+from .memory_section import normalise_memory
 from .models import MemoryConfig, MemorySearchConfig, MemsiftConfig
 from .sources import default_config_path, env_overrides, read_config_file
 
@@ -198,7 +199,9 @@ def normalise_memory_search(ms: MemorySearchConfig) -> MemorySearchConfig:
         }
     )
     mm = ms.multimodal
-    modalities = ["image", "audio"] if mm.modalities == "all" else list(dict.fromkeys(mm.modalities))
+    # Unset, "all", or "all" in the list: image and audio (the reference's reading).
+    wanted = ["all"] if mm.modalities is None or mm.modalities == "all" else mm.modalities
+    modalities = ["image", "audio"] if "all" in wanted else list(dict.fromkeys(wanted))
     multimodal = mm.model_copy(update={"modalities": modalities if mm.enabled else []})
     extra = list(dict.fromkeys(p.strip() for p in ms.extra_paths if p and p.strip()))
     return ms.model_copy(
@@ -245,9 +248,13 @@ def resolve_agent(
     if entry is not None and entry.memory_search is not None:
         top = entry.memory_search.model_dump(by_alias=True, exclude_unset=True)
         extra = list(merged.get("extraPaths", [])) + list(top.get("extraPaths", []))
+        # QMD's extra collections are per agent too: the defaults' first, then the agent's (spec 3.17).
+        collections = [*merged.get("qmd", {}).get("extraCollections", []), *top.get("qmd", {}).get("extraCollections", [])]
         merged = _deep_merge(merged, top)
         if extra:
             merged["extraPaths"] = extra
+        if collections:
+            merged["qmd"]["extraCollections"] = collections
     index = agents.list_.index(entry) if entry is not None else None
     where = f"agents.list[{index}].memorySearch" if index is not None else "agents.defaults.memorySearch"
     ms = normalise_memory_search(_validate(MemorySearchConfig, merged, where))
@@ -270,7 +277,7 @@ def resolve_agent(
         store_path=store.resolve(),
         config_path=config_path,
         memory_search=ms,
-        memory=config.memory,
+        memory=normalise_memory(config.memory, ws),
     )
 
 

@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 __all__ = [
     "PROVIDER_IDS",
     "MemorySearchConfig",
+    "MemorySearchQmdConfig",
     "MemoryConfig",
     "QmdConfig",
     "AgentEntry",
@@ -124,7 +125,8 @@ class CacheConfig(_Strict):
 
 class MultimodalConfig(_Strict):
     enabled: bool = False
-    modalities: list[Literal["image", "audio"]] | Literal["all"] = Field(default_factory=list)
+    # None (unset) means both when enabled, as in the reference; "all" also inside the list.
+    modalities: list[Literal["image", "audio", "all"]] | Literal["all"] | None = None
     max_file_bytes: int = 10 * 1024 * 1024
 
 
@@ -135,6 +137,18 @@ class LocalConfig(_Strict):
 
 class ExperimentalConfig(_Strict):
     session_memory: bool = False
+
+
+class QmdPath(_Strict):
+    path: str
+    name: str | None = None
+    pattern: str = "**/*.md"
+
+
+class MemorySearchQmdConfig(_Strict):
+    """`memorySearch.qmd`: collections one agent (or every agent, under defaults) adds to QMD."""
+
+    extra_collections: list[QmdPath] = Field(default_factory=list)
 
 
 class MemorySearchConfig(_Strict):
@@ -154,15 +168,10 @@ class MemorySearchConfig(_Strict):
     multimodal: MultimodalConfig = Field(default_factory=MultimodalConfig)
     local: LocalConfig = Field(default_factory=LocalConfig)
     experimental: ExperimentalConfig = Field(default_factory=ExperimentalConfig)
+    qmd: MemorySearchQmdConfig = Field(default_factory=MemorySearchQmdConfig)
 
 
 # --- memory (global) -------------------------------------------------------------------------
-
-
-class QmdPath(_Strict):
-    path: str
-    name: str | None = None
-    pattern: str = "**/*.md"
 
 
 class QmdSessions(_Strict):
