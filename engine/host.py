@@ -89,6 +89,30 @@ async def serve_freshness(
             log.warning("sync failed", reason=reason, error=str(exc))
             emit("error", {"reason": reason, "error": str(exc)})
 
+    # Armed before the first sync, so no change slips between that sync's scan and the probe.
+    probe = _install_probe(manager, settings)
+    try:
+        await _serve(manager, settings, ms, sync, emit, task_status)
+    finally:
+        if probe is not None:
+            manager.watch_changes(None)
+            probe.close()
+
+
+def _install_probe(manager: SearchManager, settings: ResolvedConfig) -> Any:
+    """Give the manager an exact "did memory files change?" check for its searches."""
+    watch_changes = getattr(manager, "watch_changes", None)
+    if watch_changes is None or "memory" not in settings.memory_search.sources:
+        return None
+    from .change_probe import ChangeProbe  # noqa: PLC0415
+
+    probe = ChangeProbe(settings)
+    watch_changes(probe)
+    return probe
+
+
+async def _serve(manager: SearchManager, settings: ResolvedConfig, ms: Any, sync: Callable[..., Any],
+                 emit: Callable[[str, Any], None], task_status: anyio.abc.TaskStatus[None]) -> None:
     async with anyio.create_task_group() as tg:
         await sync("start")
         primary = getattr(manager, "primary", None)
@@ -103,8 +127,7 @@ async def serve_freshness(
                 emit("changed", {"files": len(paths)})
                 await sync("watch", include_sessions=False) if _accepts_sessions(manager) else await sync("watch")
 
-            mark_dirty = getattr(manager, "mark_dirty", None)
-            watcher = MemoryWatcher(settings, on_change, on_pending=mark_dirty)
+            watcher = MemoryWatcher(settings, on_change)
             await tg.start(lambda task_status: watcher.run(task_status=task_status))
         if ms.sync.interval_minutes and ms.sync.interval_minutes > 0:
             tg.start_soon(_every, ms.sync.interval_minutes * 60, lambda: sync("interval"))

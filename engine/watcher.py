@@ -3,8 +3,8 @@
 Two watches, whatever the number of files: a recursive one over `memory/` and the extra-path
 folders, and a flat one over the workspace root (for `MEMORY.md`, `memory.md`, extra files, and
 a `memory/` folder created later, which restarts the recursive watch). Changes are collected until
-they stay quiet for `sync.watchDebounceMs`, then handed over as one batch; the first change of a
-batch is reported at once (`on_pending`), so searches meanwhile know the index is behind.
+they stay quiet for `sync.watchDebounceMs`, then handed over as one batch. Searches in the
+meantime do not rely on it: they ask the exact `ChangeProbe` (change_probe.py) first.
 """
 
 from __future__ import annotations
@@ -35,14 +35,10 @@ class MemoryWatcher:
         on_change: Callable[[set[str]], Awaitable[None]],
         *,
         debounce_ms: int | None = None,
-        on_pending: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
         ms = settings.memory_search
         self.on_change = on_change
-        # Told as soon as a change arrives, before the debounce window: a search in that window
-        # then syncs first instead of missing a note written a moment ago.
-        self.on_pending = on_pending
         self.debounce_s = (debounce_ms if debounce_ms is not None else ms.sync.watch_debounce_ms) / 1000
         mm = ms.multimodal
         self.extensions = (".md",) + (extensions_for(mm.modalities) if mm.enabled else ())
@@ -112,8 +108,6 @@ class MemoryWatcher:
         async with self._receive:
             while True:
                 pending = set(await self._receive.receive())
-                if self.on_pending is not None:
-                    self.on_pending()
                 while True:
                     with anyio.move_on_after(self.debounce_s) as quiet:
                         pending |= await self._receive.receive()

@@ -129,6 +129,8 @@ class BuiltinSearchManager:
         self._conn_id: tuple[int, int] | None = None
         self._vec = VectorState(enabled=self.ms.store.vector.enabled)
         self._dirty = True  # a fresh manager has not compared the index with the files yet
+        self._changes = 0  # files-changed notices so far: a sync clears only those it saw
+        self._change_probe: Any = None  # a long-running host's exact "did files change?" check
         self._stale_cause: str | None = None  # the index was built for other settings
         self._embed_error: str | None = None
         self._last_sync: SyncReport | None = None
@@ -244,6 +246,7 @@ class BuiltinSearchManager:
         self._close_reader()
         # abandon_on_cancel: a search that stops waiting (its time budget) lets the sync finish in
         # its thread; it holds the cross-process write lock, so nothing else writes meanwhile.
+        seen = self._changes  # a change noticed while this sync runs may come after its scan
         report = await anyio.to_thread.run_sync(
             lambda: indexer.run(force=force, reason=reason, allow_full=allow_full), abandon_on_cancel=True
         )
@@ -251,7 +254,7 @@ class BuiltinSearchManager:
         self._embed_error = indexer.embed_error
         self._last_sync = report
         self._stale_cause = report.reindex_cause if not report.full_reindex else None
-        self._dirty = False
+        self._dirty = self._changes != seen
         log.info("sync done", **report.model_dump(exclude_none=True))
         return report
 
@@ -293,15 +296,25 @@ class BuiltinSearchManager:
             )
 
     def mark_dirty(self) -> None:
-        """Files changed (a watcher saw it): the next search syncs them first."""
+        """Files changed: the next search syncs them first."""
         self._dirty = True
+        self._changes += 1
+
+    def watch_changes(self, probe: Any) -> None:
+        """A long-running host (watch, MCP) hands over an exact change check (`ChangeProbe`, or
+        None to stop): every search asks it first, so a file written just before the search is
+        synced instead of waiting for the watcher to hear of it."""
+        self._change_probe = probe
+        self.mark_dirty()  # anything written before the probe existed is synced by the next search
 
     async def _ensure_fresh(self, session_key: str | None) -> bool:
         """Before a search: sync what changed (within a time budget), bootstrap an empty index,
         never rebuild on search. Returns True when the sync is still running."""
         if session_key and session_key not in self._seen_sessions and self.ms.sync.on_session_start:
             self._seen_sessions.add(session_key)
-            self._dirty = True  # a new session starts from fresh files
+            self.mark_dirty()  # a new session starts from fresh files
+        if self._change_probe is not None and self._change_probe.changed():
+            self.mark_dirty()
         if not self._dirty:
             return False
         empty = not self.db_path.exists()
@@ -323,7 +336,7 @@ class BuiltinSearchManager:
         with write_lock(self.db_path):
             moved = quarantine(self.db_path, str(exc))
         log.error("index damaged; moved aside and rebuilding from the Markdown files", error=str(exc), moved_to=str(moved))
-        self._dirty = True
+        self.mark_dirty()
 
     # --- search -------------------------------------------------------------------------------
 

@@ -270,3 +270,25 @@ def test_outages_come_back_as_values_through_the_client(tmp_path, example_worksp
             assert not st.is_error and st.structured_content["status"] is None and message in st.structured_content["error"]
 
     anyio.run(go)
+
+
+def test_a_note_written_just_before_memory_search_is_found(example_workspace, tmp_path):
+    # Issue 17: over MCP, 6 of 9 searches missed a note written a moment earlier, and no answer
+    # carried syncPending or stale. The server keeps the index fresh (its watcher runs).
+    from memsift.engine.notes import append_note
+
+    async def go():
+        misses = []
+        async with Client(_stdio(example_workspace, tmp_path / "state", "mcp")) as client:
+            await client.call_tool("memory_search", {"query": "warm up"})
+            for i in range(9):
+                word = f"heron{i}"
+                append_note(example_workspace, f"Order {word} supplies")
+                if i % 3 == 2:
+                    await anyio.sleep(0.3)  # inside the watcher's debounce window
+                found = (await client.call_tool("memory_search", {"query": word})).structured_content
+                if not any(word in h["snippet"] for h in found["results"]) and not found.get("syncPending"):
+                    misses.append(word)
+        return misses
+
+    assert anyio.run(go) == []

@@ -199,3 +199,24 @@ def test_memsift_watch_cli_syncs_changes_and_stops_cleanly_on_ctrl_c(tmp_path):
     assert event["report"]["filesIndexed"] == 1
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=20) == 0
+
+
+def test_a_search_sees_every_change_written_before_it_started(tmp_path):
+    # Fifteen notes back to back, each searched the moment it is written: the search must see it
+    # (the watcher's debounce window is long, so only the search-time check can make it visible).
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n")
+
+    async def body(manager, events):
+        missed = []
+        note = ws / "memory" / "2026-11-22.md"
+        for i in range(15):
+            with open(note, "a") as fh:
+                fh.write(f"- 10:{i:02d} Order heron{i} supplies\n")
+            answer = await manager.search(f"heron{i}", min_score=0)
+            if not any(f"heron{i}" in h.snippet for h in answer.results) and not answer.sync_pending:
+                missed.append(i)
+        return missed
+
+    assert _host_and(tmp_path, ws, body, sync={"watchDebounceMs": 1500}) == []
