@@ -53,7 +53,7 @@ from .store import (
     write_skipped,
 )
 
-__all__ = ["Indexer", "IndexIdentity", "fingerprint_diff", "CHUNKER_REVISION", "EmbedFn", "MAX_MARKDOWN_BYTES"]
+__all__ = ["Indexer", "IndexIdentity", "SyncAborted", "fingerprint_diff", "CHUNKER_REVISION", "EmbedFn", "MAX_MARKDOWN_BYTES"]
 
 log = get_logger("memsift.builtin.indexer")
 
@@ -65,6 +65,12 @@ MAX_MARKDOWN_BYTES = 16 * 2**20
 WRITE_LOCK_TIMEOUT_S = 600.0  # how long a writer waits for another process's sync or rebuild
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
 ProgressFn = Callable[[int, int], None]
+
+
+class SyncAborted(BaseException):
+    """The process is closing: the sync stops between two transactions (each group of files is
+    one), and the next sync goes on from there. A BaseException, so that no handler meant for
+    embedding failures stores the rest of the files without vectors on the way out."""
 
 
 @dataclass(frozen=True)
@@ -205,6 +211,8 @@ class Indexer:
         self.db_path = settings.store_path
         self.skipped: list[Skipped] = []
         self.embed_error: str | None = None
+        self.files_to_index = 0  # changed files found by the scan, and how many are written so far
+        self.files_done = 0
         self._live: apsw.Connection | None = None  # the connection being written
 
     # --- entry point ------------------------------------------------------------------------
@@ -542,6 +550,7 @@ class Indexer:
     ) -> None:
         total = len(pending)
         done = 0
+        self.files_to_index, self.files_done = total, 0
         self._live = conn
         for group in self._groups(pending):
             try:
@@ -557,6 +566,7 @@ class Indexer:
                 for p in group:
                     report.chunks_written += self._write_file(conn, vec, p, vectors)
             done += len(group)
+            self.files_done = done
             report.files_indexed += len(group)
             if self.progress:
                 self.progress(done, total)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -32,7 +33,7 @@ from memsift.engine.scripts import coverage
 from memsift.engine.search_modes import parse_search_mode
 from memsift.engine.snippets import SNIPPET_MAX_CHARS, make_snippet
 
-from .indexer import Indexer, IndexIdentity, fingerprint_diff, wanted_meta, write_lock
+from .indexer import Indexer, IndexIdentity, SyncAborted, fingerprint_diff, wanted_meta, write_lock
 from .search import (
     PipelineParams,
     candidate_count,
@@ -136,6 +137,10 @@ class BuiltinSearchManager:
         self._last_sync: SyncReport | None = None
         self._skipped: list[dict[str, str]] = []
         self._sync_lock = anyio.Lock()
+        # Syncs whose search stopped waiting go on in their threads; aclose() stops them cleanly.
+        self._running: dict[threading.Event, Indexer] = {}
+        self._embed_scopes: set[anyio.CancelScope] = set()
+        self._closing = False
         self._seen_sessions: set[str] = set()
         self.search_sync_budget_s = SEARCH_SYNC_BUDGET_S
         self.snippet_chars = SNIPPET_MAX_CHARS  # the benchmarks raise it to see whole chunks
@@ -188,12 +193,26 @@ class BuiltinSearchManager:
 
     # --- sync ---------------------------------------------------------------------------------
 
+    def _embed_from_thread(self, texts: Any) -> np.ndarray:
+        """The indexer thread's embed function (it hops back to the event loop)."""
+        if self._closing:
+            raise SyncAborted
+        return anyio.from_thread.run(self._embed_batch, list(texts))
+
     async def _embed_batch(self, texts: list[str]) -> np.ndarray:
         assert self.provider is not None
         # Shielded: the indexer thread calls this on behalf of a search that may have stopped
-        # waiting (its time budget); the sync must still be able to finish.
-        with anyio.CancelScope(shield=True):
-            return await self._embed_batch_now(texts)
+        # waiting (its time budget); the sync must still be able to finish. Only aclose()
+        # cancels it, to stop that sync when the process ends.
+        with anyio.CancelScope(shield=True) as scope:
+            self._embed_scopes.add(scope)
+            if self._closing:
+                scope.cancel()
+            try:
+                return await self._embed_batch_now(texts)
+            finally:
+                self._embed_scopes.discard(scope)
+        raise SyncAborted
 
     async def _embed_batch_now(self, texts: list[str]) -> np.ndarray:
         assert self.provider is not None
@@ -236,7 +255,7 @@ class BuiltinSearchManager:
         indexer = Indexer(
             self.settings,
             self.identity,
-            (lambda texts: anyio.from_thread.run(self._embed_batch, list(texts))) if self.provider else None,
+            self._embed_from_thread if self.provider else None,
             progress=self.progress,
             meta_extra=extra,
             tolerate_embed_errors=self._primary.fallback_id is None or bool(self.selection.fallback_from),
@@ -247,9 +266,21 @@ class BuiltinSearchManager:
         # abandon_on_cancel: a search that stops waiting (its time budget) lets the sync finish in
         # its thread; it holds the cross-process write lock, so nothing else writes meanwhile.
         seen = self._changes  # a change noticed while this sync runs may come after its scan
-        report = await anyio.to_thread.run_sync(
-            lambda: indexer.run(force=force, reason=reason, allow_full=allow_full), abandon_on_cancel=True
-        )
+        done = threading.Event()
+        self._running[done] = indexer
+
+        def work() -> SyncReport | None:
+            try:
+                return indexer.run(force=force, reason=reason, allow_full=allow_full)
+            except SyncAborted:  # the process is closing; whole groups are kept, the rest waits
+                return None
+            finally:
+                self._running.pop(done, None)
+                done.set()
+
+        report = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        if report is None:
+            raise SyncAborted
         self._skipped = [{"path": s.path, "reason": s.reason} for s in indexer.skipped]
         self._embed_error = indexer.embed_error
         self._last_sync = report
@@ -401,6 +432,7 @@ class BuiltinSearchManager:
             took_ms=round((time.perf_counter() - started) * 1000, 3),
             relaxed=relaxed,
             sync_pending=syncing or None,
+            pending_files=self.pending_files() if syncing else None,
         )
 
     def _sides(self, q: str, requested: str) -> _Sides:
@@ -687,7 +719,20 @@ class BuiltinSearchManager:
                 out["integrity"] = f"error: {exc}"
         return out
 
+    def pending_files(self) -> int | None:
+        """Changed files a running sync has not written yet (None when no sync runs)."""
+        if not self._running:
+            return None
+        return sum(max(0, i.files_to_index - i.files_done) for i in self._running.values())
+
     async def aclose(self) -> None:
+        # A sync a search stopped waiting for may still run in its thread: stop it between two
+        # transactions (cancelling its embedding request), rather than leave it to be killed at exit.
+        self._closing = True
+        for scope in list(self._embed_scopes):
+            scope.cancel()
+        for done in list(self._running):
+            await anyio.to_thread.run_sync(done.wait)
         self._close_reader()
         if self.provider is not None:
             await self.provider.aclose()

@@ -54,7 +54,15 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         out.append(f"keyword search unavailable: {answer.degraded.fts}")
     if answer.fallback:
         out.append(f"fallback from {answer.fallback.from_}: {answer.fallback.reason}")
+    if answer.sync_pending:
+        out.append(_catching_up(answer.pending_files))
     return "\n".join(out)
+
+
+def _catching_up(pending: int | None) -> str:
+    what = f"{pending} changed file(s) were" if pending else "changed files were"
+    return (f"The index is still catching up: {what} not indexed yet when this answer was made, so it may miss "
+            "them. Run `memsift index` to finish (it shows progress), then search again.")
 
 
 def _when(ts: float | None) -> str:

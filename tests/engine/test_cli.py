@@ -120,3 +120,30 @@ def test_exit_codes(tmp_path, example_workspace):
     off.write_text("{agents: {defaults: {memorySearch: {enabled: false}}}}")
     r = _memsift(tmp_path, "-c", str(off), "-w", ws, "search", "x")
     assert r.returncode == 3 and "disabled" in r.stderr
+
+
+def test_a_search_that_runs_out_of_its_sync_budget_says_the_index_is_catching_up(tmp_path, example_workspace):
+    # Issue 17: a cold search whose sync outran the 2 s budget printed "No results." and an
+    # asyncio CancelledError traceback; only --json said syncPending.
+    from provider_server import ProviderServer
+
+    with ProviderServer("gemini") as server:
+        cfg = tmp_path / "c.json"
+        cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {
+            "provider": "gemini", "remote": {"baseUrl": server.base_url, "apiKey": "test-key-123456789"}}}}}))
+        ws = str(example_workspace)
+        assert _memsift(tmp_path, "-c", str(cfg), "-w", ws, "index").returncode == 0
+        with open(example_workspace / "memory" / "2026-11-12.md", "a") as fh:
+            fh.write("- 18:00 The walrus lagoon permit arrived.\n")
+        server.batch_delay = 6.0  # indexing the change outlasts the search's budget; queries stay fast
+        r = _memsift(tmp_path, "-c", str(cfg), "-w", ws, "search", "walrus lagoon permit")
+        assert r.returncode == 0, r.stderr
+        assert "Traceback" not in r.stderr and "CancelledError" not in r.stderr, r.stderr
+        assert "still catching up" in r.stdout and "memsift index" in r.stdout, r.stdout
+        r = _memsift(tmp_path, "-c", str(cfg), "-w", ws, "search", "walrus lagoon permit", "--json")
+        assert r.returncode == 0 and json.loads(r.stdout)["syncPending"] is True
+        assert "Traceback" not in r.stderr, r.stderr
+        server.batch_delay = 0.0
+        r = _memsift(tmp_path, "-c", str(cfg), "-w", ws, "search", "walrus lagoon permit", "--json")
+        answer = json.loads(r.stdout)  # the interrupted sync left the index whole: the next one finishes
+        assert not answer.get("syncPending") and answer["results"][0]["path"] == "memory/2026-11-12.md"
