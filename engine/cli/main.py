@@ -74,6 +74,14 @@ class _Ctx:
 
         return resolve_config(self.config, workspace=self.workspace, agent=self.agent)
 
+    def warn_if_no_memory(self) -> None:
+        """Say so on stderr when the workspace holds no memory files (every search finds nothing)."""
+        from ..workspace import workspace_warning  # noqa: PLC0415
+
+        warning = workspace_warning(self.settings())
+        if warning:
+            click.echo(f"memsift: warning: {warning}", err=True)
+
     def run(self, fn: Callable[..., Awaitable[Any]], *, progress: bool = False) -> Any:
         """Open the manager, run `fn(manager)`, close it."""
         from ..factory import open_manager  # noqa: PLC0415
@@ -139,6 +147,7 @@ def index(obj: _Ctx, force: bool, as_json: bool) -> None:
     from .render import render_sync  # noqa: PLC0415
 
     with _errors_to_exit():
+        obj.warn_if_no_memory()
         report = obj.run(lambda m: m.sync(force=force, reason="cli"), progress=not as_json)
     if as_json:
         _emit_json(report.model_dump(by_alias=True, mode="json"))
@@ -170,6 +179,7 @@ def search(
                               mode=mode)
 
     with _errors_to_exit():
+        obj.warn_if_no_memory()
         answer = obj.run(go)
     out, err, code = search_output(answer, as_json=as_json, explain=explain)
     click.echo(out, nl=False)
@@ -225,6 +235,7 @@ def status(obj: _Ctx, deep: bool, as_json: bool) -> None:
     from .render import render_status  # noqa: PLC0415
 
     with _errors_to_exit():
+        obj.warn_if_no_memory()
         st = obj.run(lambda m: m.status(deep=deep))
     if as_json:
         _emit_json(st.to_json_dict())
@@ -239,9 +250,20 @@ def status(obj: _Ctx, deep: bool, as_json: bool) -> None:
 def note(obj: _Ctx, text: str, as_json: bool) -> None:
     """Append TEXT as a timestamped line to today's memory/YYYY-MM-DD.md (created if needed)."""
     from ..notes import append_note  # noqa: PLC0415
+    from ..workspace import is_workspace  # noqa: PLC0415
 
     with _errors_to_exit():
-        path, line = append_note(obj.settings().workspace, text)
+        settings = obj.settings()
+        new = not is_workspace(settings.workspace)
+        if new and settings.workspace_given_by is None:
+            raise ConfigError(
+                f"the current folder {settings.workspace} is not a memory workspace (no MEMORY.md, memory.md or "
+                "memory/ folder here or above it); run memsift from your agent's workspace, or pass -w DIR "
+                "(a new workspace is created there)"
+            )
+        path, line = append_note(settings.workspace, text)
+        if new:
+            click.echo(f"memsift: created {settings.workspace / 'memory'} (a new workspace)", err=True)
     if as_json:
         _emit_json({"path": path, "line": line})
     else:

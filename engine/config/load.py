@@ -15,10 +15,11 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
 from ..private_dirs import default_state_dir
+from ..workspace import find_workspace
 from .models import MemoryConfig, MemorySearchConfig, MemsiftConfig
 from .sources import default_config_path, env_overrides, read_config_file
 
@@ -40,6 +41,9 @@ class ResolvedConfig(BaseModel):
     config_path: Path | None
     memory_search: MemorySearchConfig
     memory: MemoryConfig
+    # Where the workspace came from ("--workspace", a config key), or None for the current folder.
+    # Not part of the settings' identity: the same folder reached two ways is the same workspace.
+    workspace_given_by: str | None = Field(default=None, exclude=True)
 
 
 def default_index_name(agent: str, workspace: Path) -> str:
@@ -253,10 +257,17 @@ def resolve_agent(
     ms = normalise_memory_search(_validate(MemorySearchConfig, merged, where))
     _check_multimodal(ms)
 
-    ws_raw = workspace or env.get("MEMSIFT_WORKSPACE") or (entry.workspace if entry else None)
     base = Path(cwd) if cwd is not None else Path.cwd()
-    ws_raw = ws_raw or agents.defaults.workspace or base
-    ws = (base / Path(ws_raw).expanduser()).resolve()
+    given_by, ws_raw = next(
+        ((by, raw) for by, raw in (
+            ("--workspace", workspace),
+            ("MEMSIFT_WORKSPACE", env.get("MEMSIFT_WORKSPACE")),
+            (f"agents.list[{index}].workspace", entry.workspace if entry else None),
+            ("agents.defaults.workspace", agents.defaults.workspace),
+        ) if raw),
+        (None, base),
+    )
+    ws = find_workspace((base / Path(ws_raw).expanduser()).resolve(), given_by=given_by)
     state_dir = Path(config.state_dir).expanduser() if config.state_dir else default_state_dir(env)
     if ms.store.path:
         store = Path(ms.store.path.replace("{agentId}", agent)).expanduser()
@@ -271,6 +282,7 @@ def resolve_agent(
         config_path=config_path,
         memory_search=ms,
         memory=config.memory,
+        workspace_given_by=given_by,
     )
 
 

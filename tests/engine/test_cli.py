@@ -147,3 +147,46 @@ def test_a_search_that_runs_out_of_its_sync_budget_says_the_index_is_catching_up
         r = _memsift(tmp_path, "-c", str(cfg), "-w", ws, "search", "walrus lagoon permit", "--json")
         answer = json.loads(r.stdout)  # the interrupted sync left the index whole: the next one finishes
         assert not answer.get("syncPending") and answer["results"][0]["path"] == "memory/2026-11-12.md"
+
+
+def test_a_wrong_workspace_is_never_silent(tmp_path, example_workspace):
+    # Issue 17: a missing folder, a config naming one, a folder with no memory files, and a run
+    # from inside memory/ all printed "No results.", exited 0 and created another index.
+    r = _memsift(tmp_path, "-w", str(tmp_path / "nonexistent" / "ws"), "search", "ledger")
+    assert r.returncode == 3 and "does not exist" in r.stderr and "nonexistent" in r.stderr, r.stderr
+    cfg = tmp_path / "c.json5"
+    cfg.write_text(json.dumps({"agents": {"defaults": {"workspace": str(tmp_path / "gone")}}}))
+    r = _memsift(tmp_path, "-c", str(cfg), "search", "ledger")
+    assert r.returncode == 3 and "agents.defaults.workspace" in r.stderr and "does not exist" in r.stderr, r.stderr
+    assert not list((tmp_path / "state").glob("memory/*.sqlite"))  # no index was made for them
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = _memsift(tmp_path, "-w", str(empty), "search", "ledger")
+    assert r.returncode == 0 and "no memory files" in r.stderr, r.stderr
+
+    # From inside a workspace's memory/ (or -w pointing there), the workspace is found upward.
+    inside = example_workspace / "memory" / "projects"
+    for args, cwd in ((("search", "Lisbon hotel shortlist", "--json"), inside),
+                      (("-w", str(example_workspace / "memory"), "search", "Lisbon hotel shortlist", "--json"), tmp_path)):
+        r = _memsift(tmp_path, *args, cwd=cwd)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["results"][0]["path"] == "memory/projects/travel.md"
+        assert "no memory files" not in r.stderr
+
+
+def test_note_from_a_folder_that_is_not_a_workspace_creates_nothing(tmp_path, example_workspace):
+    stray = tmp_path / "stray"
+    stray.mkdir()
+    r = _memsift(tmp_path, "note", "Order heron supplies", cwd=stray)
+    assert r.returncode == 3 and "not a memory workspace" in r.stderr and "-w" in r.stderr, r.stderr
+    assert not (stray / "memory").exists()
+    # From inside a workspace's memory/ folder, the note goes to that workspace.
+    r = _memsift(tmp_path, "note", "Order heron supplies", cwd=example_workspace / "memory")
+    assert r.returncode == 0 and r.stdout.startswith("memory/"), r.stderr
+    assert not (example_workspace / "memory" / "memory").exists()
+    # A new workspace named explicitly is created, and the CLI says so.
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    r = _memsift(tmp_path, "-w", str(fresh), "note", "First note")
+    assert r.returncode == 0 and (fresh / "memory").is_dir() and "created" in r.stderr, r.stderr

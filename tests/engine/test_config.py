@@ -95,6 +95,8 @@ def test_agent_values_win_and_extra_paths_concatenate():
 
 
 def test_default_index_is_one_per_agent_and_workspace(tmp_path):
+    for name in ("a", "b", "x"):
+        (tmp_path / name).mkdir()
     a = resolve_agent(MemsiftConfig(), environ={}, workspace=str(tmp_path / "a"))
     a_again = resolve_agent(MemsiftConfig(), environ={}, workspace=str(tmp_path / "x" / ".." / "a"))
     b = resolve_agent(MemsiftConfig(), environ={}, workspace=str(tmp_path / "b"))
