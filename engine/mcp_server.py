@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from .citations import decorate_snippet
+from .citations import decorate_snippet, parse_memory_ref
 from .config import ResolvedConfig
 from .errors import MemsiftError, PathNotAllowedError
 from .manager import SearchManager
@@ -39,8 +39,10 @@ SEARCH_DESCRIPTION = (
 )
 GET_DESCRIPTION = (
     "Read a memory file found by memory_search (e.g. `memory/2026-03-02.md`), or only a line range: "
-    "`from` is the first line (1-based), `lines` how many. Long files come back in pages: when "
-    "`truncated` is true, call again with `from` = `nextFrom`. Only memory files can be read."
+    "`from` is the first line (1-based), `lines` how many; a hit's citation (`memory/2026-03-02.md#L5-L8`) "
+    "or header (`memory/2026-03-02.md:5-8`) works as the path too. Long files come back in pages: when "
+    "`truncated` is true, call again with `from` = `nextFrom` (and `offset` = `nextOffset` when a long "
+    "line was cut). Only memory files can be read."
 )
 STATUS_DESCRIPTION = (
     "Show the memory index's health: backend, files and chunks indexed, embedding provider, search "
@@ -95,6 +97,7 @@ class GetOutput(_Out):
     missing: bool = False
     truncated: bool = False
     next_from: int | None = None  # call again from here for the rest
+    next_offset: int | None = None  # ... and skip this many characters of that line (a long line was cut)
     disabled: bool = False
     error: str | None = None
 
@@ -129,19 +132,33 @@ class MemoryServer:
         out.warning = warning
         return out
 
-    async def get(self, path: str, from_line: int | None = None, lines: int | None = None) -> GetOutput:
+    async def get(self, path: str, from_line: int | None = None, lines: int | None = None,
+                  offset: int | None = None) -> GetOutput:
+        """`path` may be a citation or a hit header (its range applies unless `from`/`lines` are
+        given); `offset` skips that many characters (UTF-16 units) of the first line."""
+        path, ref_from, ref_lines = parse_memory_ref(path)
+        from_line, lines = from_line or ref_from, lines or ref_lines
         try:
             result = await self.manager.read(path, from_line, lines)
         except (PathNotAllowedError, MemsiftError, OSError) as exc:
             return GetOutput(path=path, disabled=True, error=str(exc))
-        start = from_line or 1
-        text, taken, cut = _page(result.text, self.max_chars)
-        if not cut:
+        start, skip = from_line or 1, offset or 0
+        text = result.text
+        if skip:
+            first, nl, rest = text.partition("\n")
+            text = first[len(utf16_slice(first, skip)):] + nl + rest
+        page, taken, cut = _page(text, self.max_chars)
+        next_from = next_offset = None
+        if cut and taken == 0:  # the page ends inside its first line: continue in that line
+            next_from, next_offset = start, skip + utf16_len(page)
+        elif cut:
+            next_from = start + taken
+        else:
             available = max(0, result.total_lines - start + 1)
             taken = min(lines, available) if lines else available
         return GetOutput(
-            path=result.path, text=text, **{"from": start}, lines=taken, total_lines=result.total_lines,
-            missing=result.missing, truncated=cut, next_from=start + taken if cut else None,
+            path=result.path, text=page, **{"from": start}, lines=taken, total_lines=result.total_lines,
+            missing=result.missing, truncated=cut, next_from=next_from, next_offset=next_offset,
         )
 
     async def status(self, deep: bool = False) -> StatusOutput:
@@ -188,8 +205,8 @@ def _hit(h: Any, snippet: str) -> MemoryHit:
 
 
 def _page(text: str, budget: int) -> tuple[str, int, bool]:
-    """Whole lines while they fit `budget`; (text, lines taken, cut). A first line longer than
-    the budget is itself cut, so a page is never empty."""
+    """Whole lines while they fit `budget`; (text, whole lines taken, cut). A first line longer
+    than the budget is itself cut (0 whole lines taken), so a page is never empty."""
     if utf16_len(text) <= budget:
         return text, 0, False
     out, used = [], 0
@@ -197,7 +214,7 @@ def _page(text: str, budget: int) -> tuple[str, int, bool]:
         size = utf16_len(line)
         if used + size > budget:
             if not out:
-                out.append(utf16_slice(line, budget))
+                return utf16_slice(line, budget), 0, True
             break
         out.append(line)
         used += size
@@ -227,11 +244,14 @@ def build_server(memory: MemoryServer) -> Any:
         return await memory.search(query, maxResults, minScore, sessionKey, mode)
 
     async def memory_get(
-        path: Annotated[str, Field(description="Workspace-relative memory file path, as memory_search returns it.")],
+        path: Annotated[str, Field(description="Workspace-relative memory file path, as memory_search returns it "
+                                               "(a citation such as memory/2026-03-02.md#L5-L8 works too).")],
         from_: Annotated[int | None, Field(alias="from", ge=1, description="First line, 1-based.")] = None,
         lines: Annotated[int | None, Field(ge=1, description="How many lines (default: to the end).")] = None,
+        offset: Annotated[int | None, Field(ge=0, description="Characters of line `from` to skip: pass "
+                                                             "`nextOffset` to continue a long line a page cut.")] = None,
     ) -> GetOutput:
-        return await memory.get(path, from_, lines)
+        return await memory.get(path, from_, lines, offset)
 
     server.tool(description=GET_DESCRIPTION, annotations=read_only, title="Read memory lines")(
         _renamed_kwargs(memory_get, {"from": "from_"}))

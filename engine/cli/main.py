@@ -9,7 +9,6 @@ not allowed, 7 backend unavailable with no fallback allowed.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from contextlib import contextmanager
 from typing import Any, Awaitable, Callable, Iterator
@@ -199,31 +198,34 @@ def search_output(answer: Any, *, as_json: bool, explain: bool) -> tuple[str, st
     return out + "\n", "", EXIT_CODES["ok"]
 
 
-_GET_RE = re.compile(r"^(?P<path>.+?)(?::(?P<from>\d+)(?::(?P<count>\d+))?)?$")
-
-
 @cli.command()
-@click.argument("target", metavar="PATH[:FROM[:COUNT]]")
+@click.argument("target", metavar="PATH[:FROM-TO | #LFROM-LTO | :FROM[:COUNT]]")
 @click.option("--from", "from_line", type=click.IntRange(min=1), help="First line (1-based).")
 @click.option("--lines", type=click.IntRange(min=1), help="Number of lines.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, as_json: bool) -> None:
-    """Read a memory file, or a line range of it (memory_get)."""
-    m = _GET_RE.match(target)
-    path = m.group("path") if m else target
-    if m and m.group("from"):
-        from_line = from_line or int(m.group("from"))
-        if m.group("count"):
-            lines = lines or int(m.group("count"))
+    """Read a memory file, or a line range of it (memory_get). Takes what search prints: the hit
+    header (memory/2026-11-05.md:5-8) or the citation (memory/2026-11-05.md#L5-L8)."""
+    from ..citations import parse_memory_ref  # noqa: PLC0415
+
+    path, ref_from, ref_lines = parse_memory_ref(target)
+    from_line, lines = from_line or ref_from, lines or ref_lines
 
     with _errors_to_exit():
         result = obj.run(lambda m: m.read(path, from_line, lines))
     text = result.text
+    past_end = bool(from_line and from_line > result.total_lines)
     if as_json:
         _emit_json(result.to_json_dict())
-    else:
+    elif not (result.missing or past_end):
         click.echo(text, nl=not text.endswith("\n"))
+    if result.missing:
+        click.echo(f"memsift: {result.path} does not exist (search first, or check the path)", err=True)
+        sys.exit(EXIT_CODES["error"])
+    if past_end:
+        click.echo(f"memsift: {result.path} has {result.total_lines} lines; nothing from line {from_line}", err=True)
+        sys.exit(EXIT_CODES["error"])
 
 
 @cli.command()

@@ -190,3 +190,35 @@ def test_note_from_a_folder_that_is_not_a_workspace_creates_nothing(tmp_path, ex
     fresh.mkdir()
     r = _memsift(tmp_path, "-w", str(fresh), "note", "First note")
     assert r.returncode == 0 and (fresh / "memory").is_dir() and "created" in r.stderr, r.stderr
+
+
+def test_get_accepts_what_search_prints(tmp_path, example_workspace):
+    # Issue 17: the hit header (`path:5-8`) and the citation (`path#L1-L3`) were refused with
+    # "only .md memory files can be read".
+    ws = str(example_workspace)
+    day = (example_workspace / "memory" / "2026-11-05.md").read_text().split("\n")
+    r = _memsift(tmp_path, "-w", ws, "get", "memory/2026-11-05.md:4-6")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.rstrip("\n").split("\n") == day[3:6]
+    r = _memsift(tmp_path, "-w", ws, "get", "memory/2026-11-05.md#L1-L3", "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["path"] == "memory/2026-11-05.md" and got["text"].split("\n") == day[:3] and got["from"] == 1
+    r = _memsift(tmp_path, "-w", ws, "get", "memory/2026-11-05.md#L6")
+    assert r.stdout.rstrip("\n") == day[5]
+
+    # The header of a real hit, as printed, goes straight back in.
+    r = _memsift(tmp_path, "-w", ws, "search", "Lisbon trip with Lena", "-n", "1")
+    header = r.stdout.split("\n")[0].split()[1]
+    r = _memsift(tmp_path, "-w", ws, "get", header)
+    assert r.returncode == 0 and "Lisbon" in r.stdout, (header, r.stderr)
+
+
+def test_get_of_a_missing_file_or_past_the_end_says_so(tmp_path, example_workspace):
+    ws = str(example_workspace)
+    r = _memsift(tmp_path, "-w", ws, "get", "memory/2031-01-01.md")
+    assert r.returncode == 1 and "does not exist" in r.stderr and r.stdout == "", r.stderr
+    r = _memsift(tmp_path, "-w", ws, "get", "memory/2026-11-05.md:40-45")
+    assert r.returncode == 1 and "7 lines" in r.stderr and "40" in r.stderr, r.stderr
+    r = _memsift(tmp_path, "-w", ws, "get", "memory/2031-01-01.md", "--json")
+    assert r.returncode == 1 and json.loads(r.stdout)["missing"] is True

@@ -56,7 +56,7 @@ async def _exercise(client: Client, *, query: str, expect_path: str, backend: st
         assert t.annotations.read_only_hint is True and t.annotations.destructive_hint is False
         assert t.output_schema is not None  # structured output
     assert "decisions" in tools["memory_search"].description and "before answering" in tools["memory_search"].description
-    assert set(tools["memory_get"].input_schema["properties"]) == {"path", "from", "lines"}
+    assert set(tools["memory_get"].input_schema["properties"]) == {"path", "from", "lines", "offset"}
 
     found = await client.call_tool("memory_search", {"query": query, "maxResults": 5})
     assert not found.is_error
@@ -292,3 +292,32 @@ def test_a_note_written_just_before_memory_search_is_found(example_workspace, tm
         return misses
 
     assert anyio.run(go) == []
+
+
+def test_memory_get_takes_citations_and_continues_inside_a_long_line(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    long_line = "- " + " ".join(f"word{i}" for i in range(700))  # ~5,500 characters on one line
+    text = f"# 2026-11-01\n\n{long_line}\n- a short line\n"
+    (ws / "memory" / "2026-11-01.md").write_text(text, encoding="utf-8")
+    manager, memory = _server(tmp_path, ws, max_chars=1000)
+
+    async def go():
+        cited = await memory.get("memory/2026-11-01.md#L1-L2")
+        assert (cited.path, cited.text, cited.from_, cited.lines) == ("memory/2026-11-01.md", "# 2026-11-01\n", 1, 2)
+        header = await memory.get("memory/2026-11-01.md:4-4")
+        assert header.text == "- a short line" and header.from_ == 4
+
+        # Page through the whole file, continuing inside the long line where a page cut it.
+        pages, start, offset = [], 1, None
+        for _ in range(50):
+            page = await memory.get("memory/2026-11-01.md", start, None, offset)
+            assert len(page.text) <= 1000 and not page.disabled and page.text
+            pages.append(page.text)
+            if not page.truncated:
+                break
+            start, offset = page.next_from, page.next_offset
+        assert "".join(pages) == text
+        await manager.aclose()
+
+    anyio.run(go)
