@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import ConfigError
 from ..private_dirs import default_state_dir
 from ..workspace import find_workspace
-from .models import MemoryConfig, MemorySearchConfig, MemsiftConfig
+from .models import AgentDefaults, AgentEntry, MemoryConfig, MemorySearchConfig, MemsiftConfig
 from .sources import default_config_path, env_overrides, read_config_file
 
 __all__ = ["ResolvedConfig", "load_config", "resolve_agent", "normalise_memory_search", "default_index_name", "SOURCE_ORDER"]
@@ -122,7 +122,7 @@ def _describe_errors(exc: ValidationError, root: type[BaseModel], prefix: str) -
             if allowed:
                 msg += f"; allowed keys here: {', '.join(allowed)}"
         else:
-            msg = err["msg"]
+            msg = err["msg"].removeprefix("Value error, ")
             if "input" in err and not isinstance(err["input"], (dict, list)):
                 msg += f" (got {err['input']!r})"
         lines.append(f"{path}: {msg}")
@@ -154,8 +154,34 @@ def load_config(
     merged: dict[str, Any] = {}
     for name in SOURCE_ORDER:
         merged = _deep_merge(merged, layers[name])
+    _check_agent_typos(merged)
     config = _validate(MemsiftConfig, merged)
     return config, (path if path.exists() else None)
+
+
+def _check_agent_typos(raw: dict[str, Any]) -> None:
+    """Agent entries carry many reference keys memsift ignores, so unknown keys there are not
+    errors; but one that is a near miss of a key memsift reads (`memorySerch`) would silently run
+    the defaults. Those are errors, with the suggestion the strict sections give."""
+    agents = raw.get("agents")
+    if not isinstance(agents, dict):
+        return
+    entries = [("agents.defaults", agents.get("defaults"), AgentDefaults)]
+    if isinstance(agents.get("list"), list):
+        entries += [(f"agents.list[{i}]", e, AgentEntry) for i, e in enumerate(agents["list"])]
+    lines, first = [], None
+    for where, entry, model in entries:
+        if not isinstance(entry, dict):
+            continue
+        ours = [f.alias or n for n, f in model.model_fields.items()]
+        for key in entry:
+            hint = difflib.get_close_matches(str(key), ours, n=1, cutoff=0.8) if key not in ours else []
+            if hint:
+                first = first or f"{where}.{key}"
+                lines.append(f"{where}.{key}: unknown key (did you mean {hint[0]!r}?); memsift reads "
+                             f"{', '.join(ours)} here (other keys of the reference are ignored)")
+    if lines:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(lines), key_path=first)
 
 
 def _floor_clamp(value: float, lo: int, hi: int | None = None) -> int:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,30 @@ def test_secrets_are_masked_when_dumped():
     s = _resolve({"agents": {"defaults": {"memorySearch": {"remote": {"apiKey": "sk-secret-123"}}}}})
     dumped = s.memory_search.model_dump_json(by_alias=True)
     assert "sk-secret-123" not in dumped
+
+
+def test_a_misspelt_memory_search_block_is_an_error_with_a_suggestion(tmp_path):
+    # Issue 17: `memorySerch` in agents.list[] was silently ignored and the defaults ran.
+    for text, where in (("{agents: {list: [{id: 'main', memorySerch: {provider: 'local'}}]}}", "agents.list[0].memorySerch"),
+                        ("{agents: {defaults: {memorySerach: {}}}}", "agents.defaults.memorySerach")):
+        with pytest.raises(ConfigError) as err:
+            load_config(_write(tmp_path, text), environ={})
+        assert where in str(err.value) and "did you mean 'memorySearch'" in str(err.value), str(err.value)
+    # The reference's other agent keys still load (memsift ignores them).
+    load_config(_write(tmp_path, "{agents: {defaults: {model: 'x', heartbeat: {every: '30m'}, compaction: {}},"
+                                 " list: [{id: 'a', name: 'A', agentDir: '~/a', tools: {}, identity: {}}]}}"), environ={})
+
+
+@pytest.mark.parametrize("value,ms", [("5m", 300_000), ("1h30m", 5_400_000), ("0s", 0), (10, 600_000), ("250ms", 250), ("2d", 172_800_000)])
+def test_durations_in_the_reference_forms_load(tmp_path, value, ms):
+    from memsift.engine.durations import parse_duration_ms
+
+    config, _ = load_config(_write(tmp_path, json.dumps({"memory": {"qmd": {"update": {"interval": value}}}})), environ={})
+    assert parse_duration_ms(config.memory.qmd.update.interval, default_ms=1) == ms
+
+
+def test_an_unparseable_duration_names_the_key_and_the_forms(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_config(_write(tmp_path, "{memory: {qmd: {update: {interval: 'banana'}}}}"), environ={})
+    msg = str(err.value)
+    assert "memory.qmd.update.interval" in msg and "'banana'" in msg and "1h30m" in msg, msg
