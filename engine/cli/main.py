@@ -123,7 +123,7 @@ def _progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--workspace", "-w", envvar="MEMSIFT_WORKSPACE", help="Workspace folder holding MEMORY.md and memory/ (default: current folder).")
-@click.option("--agent", "-a", envvar="MEMSIFT_AGENT", help="Agent id from agents.list (default: the default agent, or 'main').")
+@click.option("--agent", "-a", envvar="MEMSIFT_AGENT", help="Agent id, case-insensitive; one not in agents.list runs on the defaults (default: the entry marked default, else the first, else 'main').")
 @click.option("--config", "-c", "config_path", envvar="MEMSIFT_CONFIG", help="Config file (JSON5). Default: ~/.config/memsift/config.json5.")
 @click.option("--backend", "-b", type=click.Choice(["builtin", "qmd"]), help="Override memory.backend for this call.")
 @click.option("--verbose", "-v", count=True, help="More logs on stderr (-v info, -vv debug).")

@@ -27,6 +27,7 @@ __all__ = ["ResolvedConfig", "load_config", "resolve_agent", "normalise_memory_s
 
 SOURCE_ORDER = ("file", "env", "overrides")
 DEFAULT_AGENT_ID = "main"
+_AGENT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
 class ResolvedConfig(BaseModel):
@@ -253,22 +254,28 @@ def resolve_agent(
     environ: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
 ) -> ResolvedConfig:
-    """Merge defaults with one agent's overrides and normalise. Unknown agent ids are errors.
+    """Merge defaults with one agent's overrides and normalise. As in the reference, the defaults
+    apply to any agent id, an id missing from `agents.list` runs on the defaults alone, and ids
+    match case-insensitively (they are lower-cased). Without an id: the `default: true` entry,
+    else the first entry, else "main".
 
     `cwd` is the folder relative workspace paths start from (and the default workspace): the
     process's own unless given (a resident server answers for a client elsewhere)."""
     env = os.environ if environ is None else environ
     agents = config.agents
-    wanted = agent_id or env.get("MEMSIFT_AGENT")
+    wanted = agent_id if agent_id is not None else env.get("MEMSIFT_AGENT")
     entry = None
-    if wanted:
-        entry = next((a for a in agents.list_ if a.id == wanted), None)
-        if entry is None and agents.list_:
-            known = ", ".join(a.id for a in agents.list_)
-            raise ConfigError(f"agent {wanted!r} is not in agents.list (known: {known})", key_path="agents.list")
+    if wanted is not None and wanted != "":
+        wanted = wanted.strip().lower()
+        if not _AGENT_ID_RE.match(wanted):
+            # It names files (the index, the QMD home): never a path.
+            raise ConfigError(f"agent id {agent_id or env.get('MEMSIFT_AGENT')!r} is not valid: use letters, digits, "
+                              "'_', '.' and '-', starting with a letter or digit", key_path="agents.list")
+        entry = next((a for a in agents.list_ if a.id.lower() == wanted), None)
     else:
+        wanted = None
         entry = next((a for a in agents.list_ if a.default), agents.list_[0] if agents.list_ else None)
-    agent = wanted or (entry.id if entry else DEFAULT_AGENT_ID)
+    agent = wanted or (entry.id.lower() if entry else DEFAULT_AGENT_ID)
 
     base = agents.defaults.memory_search
     merged: dict[str, Any] = base.model_dump(by_alias=True, exclude_unset=True) if base else {}

@@ -91,8 +91,6 @@ def test_agent_values_win_and_extra_paths_concatenate():
     assert ops.extra_paths == ["notes", "docs", "runbooks"]
     assert ops.query.max_results == 9 and ops.query.min_score == 0.2
     assert _resolve(raw).agent_id == "other"  # the default agent
-    with pytest.raises(ConfigError, match="agent 'nope' is not in agents.list"):
-        _resolve(raw, agent_id="nope")
 
 
 def test_default_index_is_one_per_agent_and_workspace(tmp_path):
@@ -254,3 +252,32 @@ def test_an_unparseable_duration_names_the_key_and_the_forms(tmp_path):
         load_config(_write(tmp_path, "{memory: {qmd: {update: {interval: 'banana'}}}}"), environ={})
     msg = str(err.value)
     assert "memory.qmd.update.interval" in msg and "'banana'" in msg and "1h30m" in msg, msg
+
+
+def test_any_agent_id_gets_the_defaults_and_ids_match_case_insensitively():
+    # Issue 17 (as the reference): defaults apply to any agent id; an id missing from agents.list
+    # uses the defaults; ids match case-insensitively; a list of one agent does not make -a main fail.
+    raw = {"agents": {"defaults": {"memorySearch": {"extraPaths": ["notes"]}},
+                      "list": [{"id": "Ops", "memorySearch": {"extraPaths": ["runbooks"]}}]}}
+    main = _resolve(raw, agent_id="main")
+    assert main.agent_id == "main" and main.memory_search.extra_paths == ["notes"]
+    nope = _resolve(raw, agent_id="nope")
+    assert nope.agent_id == "nope" and nope.memory_search.extra_paths == ["notes"]
+    for given in ("ops", "OPS", "Ops"):
+        ops = _resolve(raw, agent_id=given)
+        assert ops.agent_id == "ops" and ops.memory_search.extra_paths == ["notes", "runbooks"]
+    assert _resolve(raw, agent_id="MAIN").store_path == main.store_path  # one agent, one index
+    for bad in ("../x", "a/b", "", " "):
+        if bad.strip():
+            with pytest.raises(ConfigError, match="agent id"):
+                _resolve(raw, agent_id=bad)
+
+
+def test_the_readme_config_example_keeps_main_as_the_default_agent(tmp_path):
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Configuration", 1)[1].split("```json5", 1)[1].split("```", 1)[0]
+    (tmp_path / "ws").mkdir()
+    config, _ = load_config(_write(tmp_path, block.replace("~/agent-workspace", str(tmp_path / "ws"))), environ={})
+    default = resolve_agent(config, environ={})
+    assert default.agent_id == "main"
+    assert resolve_agent(config, environ={}, agent_id="ops").memory_search.extra_paths[-1] == "runbooks"
