@@ -39,7 +39,7 @@ def open_manager(
     workspace: str | os.PathLike[str] | None = None,
     agent: str | None = None,
     backend: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> SearchManager:
     """Build the manager the config asks for (`backend` overrides `memory.backend`).
 

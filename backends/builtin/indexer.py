@@ -63,8 +63,11 @@ GROUP_CHUNKS = 256  # chunks embedded and written per transaction
 # this large, and chunking one would hold hundreds of MB of chunk text at once.
 MAX_MARKDOWN_BYTES = 16 * 2**20
 WRITE_LOCK_TIMEOUT_S = 600.0  # how long a writer waits for another process's sync or rebuild
+SCAN_REPORT_EVERY = 100  # files checked between two progress reports
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
-ProgressFn = Callable[[int, int], None]
+# progress(stage, done, total): "files" (files checked), then "embed" (chunks embedded, reused or
+# written) or "write" (chunks written, keyword-only index).
+ProgressFn = Callable[[str, int, int], None]
 
 
 class SyncAborted(BaseException):
@@ -194,8 +197,12 @@ class Indexer:
         meta_extra: dict[str, Any] | None = None,
         tolerate_embed_errors: bool = True,
         include_sessions: bool = True,
+        embed_step: int | None = None,
     ) -> None:
         self.settings = settings
+        # Texts per embed call (None: a whole group at once). Smaller steps report progress more
+        # often and let a closing process stop sooner, at no cost for the local model.
+        self.embed_step = embed_step
         # Session transcripts are synced by full rebuilds, explicit syncs and the session-delta
         # watcher; searches and file-watch syncs leave them alone so they never wait on them.
         self.include_sessions = include_sessions and "sessions" in settings.memory_search.sources
@@ -213,6 +220,7 @@ class Indexer:
         self.embed_error: str | None = None
         self.files_to_index = 0  # changed files found by the scan, and how many are written so far
         self.files_done = 0
+        self._chunks_total = self._chunks_done = 0
         self._live: apsw.Connection | None = None  # the connection being written
 
     # --- entry point ------------------------------------------------------------------------
@@ -296,7 +304,9 @@ class Indexer:
         changed: list[_Pending] = []
         touched: list[tuple[MemoryFile, int, int]] = []
         unchanged = 0
-        for f in files:
+        for n, f in enumerate(files):
+            if self.progress and n % SCAN_REPORT_EVERY == 0:
+                self.progress("files", n, len(files))
             try:
                 st = os.lstat(f.abs_path)
             except OSError as exc:
@@ -314,6 +324,8 @@ class Indexer:
                 unchanged += 1
                 continue
             changed.append(pending)
+        if self.progress:
+            self.progress("files", len(files), len(files))
         on_disk = {f.rel_path for f in files} - {s.path for s in self.skipped}
         removed = set(known) - on_disk
         return changed, touched, removed, unchanged
@@ -444,7 +456,9 @@ class Indexer:
             return {}
         hashes = {c.hash for p in group for c in p.chunks}
         vectors = self._known_vectors(sources, hashes)
-        report.chunks_from_cache += sum(1 for p in group for c in p.chunks if c.hash in vectors)
+        cached = sum(1 for p in group for c in p.chunks if c.hash in vectors)
+        report.chunks_from_cache += cached
+        self._advance(cached)
         missing: dict[str, Any] = {}
         for p in group:
             if p.inputs:
@@ -455,9 +469,15 @@ class Indexer:
                     missing.setdefault(c.hash, c.text)
         if missing:
             texts = list(missing.values())
-            matrix = self.embed(texts)
-            if matrix.shape[0] != len(texts):
-                raise IndexUnusableError(f"provider returned {matrix.shape[0]} vectors for {len(texts)} texts")
+            step = self.embed_step or len(texts)
+            parts = []
+            for i in range(0, len(texts), step):
+                part = self.embed(texts[i : i + step])
+                if part.shape[0] != len(texts[i : i + step]):
+                    raise IndexUnusableError(f"provider returned {part.shape[0]} vectors for {len(texts[i : i + step])} texts")
+                parts.append(part)
+                self._advance(part.shape[0])
+            matrix = parts[0] if len(parts) == 1 else np.vstack(parts)
             now = time.time()
             rows = []
             for h, vec in zip(missing, matrix):
@@ -551,6 +571,8 @@ class Indexer:
         total = len(pending)
         done = 0
         self.files_to_index, self.files_done = total, 0
+        self._chunks_total, self._chunks_done = sum(len(p.chunks) for p in pending), 0
+        chunks_written_before = 0  # chunks of the groups written so far
         self._live = conn
         for group in self._groups(pending):
             try:
@@ -568,8 +590,20 @@ class Indexer:
             done += len(group)
             self.files_done = done
             report.files_indexed += len(group)
-            if self.progress:
-                self.progress(done, total)
+            chunks_written_before += sum(len(p.chunks) for p in group)
+            self._report_chunks(chunks_written_before)  # exact after each group, whatever was embedded
+
+    def _advance(self, chunks: int) -> None:
+        """Count `chunks` more as done (embedded or reused) and report it."""
+        self._report_chunks(self._chunks_done + chunks)
+
+    def _report_chunks(self, done: int) -> None:
+        done = min(self._chunks_total, done)
+        if done == self._chunks_done:
+            return
+        self._chunks_done = done
+        if self.progress:
+            self.progress("embed" if self.embed else "write", done, self._chunks_total)
 
     def _backfill_vectors(self, conn: apsw.Connection, vec: VectorState, report: SyncReport) -> None:
         """Embed chunks stored without vectors (a provider failed earlier), and fill chunks_vec."""

@@ -53,6 +53,7 @@ log = get_logger("memsift.builtin")
 QUERY_TIMEOUT_S = {"local": 300.0}
 BATCH_TIMEOUT_S = {"local": 600.0}
 SEARCH_SYNC_BUDGET_S = 2.0  # a search waits this long for files changed since the last sync
+EMBED_STEP = 64  # texts per embed call for the local model and when progress is shown
 
 
 async def _beside(side: Callable[[], Any] | None, main: Callable[[], Any]) -> Any:
@@ -114,7 +115,7 @@ class BuiltinSearchManager:
         *,
         selection: ProviderSelection | None = None,
         provider: EmbeddingProvider | None = None,
-        progress: Callable[[int, int], None] | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> None:
         self.settings = settings
         self.ms = settings.memory_search
@@ -260,6 +261,7 @@ class BuiltinSearchManager:
             meta_extra=extra,
             tolerate_embed_errors=self._primary.fallback_id is None or bool(self.selection.fallback_from),
             include_sessions=include_sessions,
+            embed_step=self._embed_step(),
         )
         # A rebuild swaps the database file: no connection of ours stays open across that.
         self._close_reader()
@@ -288,6 +290,15 @@ class BuiltinSearchManager:
         self._dirty = self._changes != seen
         log.info("sync done", **report.model_dump(exclude_none=True))
         return report
+
+    def _embed_step(self) -> int | None:
+        """Texts per embed call: small for the local model (one call runs on a CPU thread that
+        cannot be interrupted; the model batches by length inside anyway) and whenever progress
+        is shown; a provider batch job keeps whole groups (one job each)."""
+        p = self.provider
+        if p is None or getattr(p, "batch_api", None):
+            return None
+        return EMBED_STEP if (p.id == "local" or self.progress) else None
 
     def _switch_to_fallback(self, reason: str) -> EmbeddingProvider | None:
         """Use the configured fallback provider after the current one failed (once)."""
@@ -350,6 +361,8 @@ class BuiltinSearchManager:
             return False
         empty = not self.db_path.exists()
         if empty:
+            if self.progress:
+                self.progress("build", 0, 0)  # the CLI says the search builds the index first
             await self.sync(reason="bootstrap", allow_full=True)
             return False
         conn = self._reader()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Awaitable, Callable, Iterator
 
 import anyio
@@ -81,44 +81,24 @@ class _Ctx:
         if warning:
             click.echo(f"memsift: warning: {warning}", err=True)
 
-    def run(self, fn: Callable[..., Awaitable[Any]], *, progress: bool = False) -> Any:
-        """Open the manager, run `fn(manager)`, close it."""
+    def run(self, fn: Callable[..., Awaitable[Any]], *, progress: bool | None = False) -> Any:
+        """Open the manager, run `fn(manager)`, close it. `progress`: True shows the progress of
+        long work on a terminal, None only once the manager says it builds the index first."""
         from ..factory import open_manager  # noqa: PLC0415
+        from .progress import progress_display  # noqa: PLC0415
+
+        settings = self.settings()
 
         async def go() -> Any:
-            with _progress_bar(progress) as cb:
-                manager = open_manager(self.settings(), backend=self.backend, progress=cb)
+            with progress_display(always=bool(progress), workspace=settings.workspace) if progress is not False \
+                    else nullcontext() as cb:
+                manager = open_manager(settings, backend=self.backend, progress=cb)
                 try:
                     return await fn(manager)
                 finally:
                     await manager.aclose()
 
         return anyio.run(go)
-
-
-@contextmanager
-def _progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar on stderr, only when stderr is a terminal."""
-    if not (enabled and sys.stderr.isatty()):
-        yield None
-        return
-    from rich.console import Console  # noqa: PLC0415
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn  # noqa: PLC0415
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("indexing files", total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -179,7 +159,7 @@ def search(
 
     with _errors_to_exit():
         obj.warn_if_no_memory()
-        answer = obj.run(go)
+        answer = obj.run(go, progress=None if not as_json else False)
     out, err, code = search_output(answer, as_json=as_json, explain=explain)
     click.echo(out, nl=False)
     if err:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -222,3 +223,50 @@ def test_get_of_a_missing_file_or_past_the_end_says_so(tmp_path, example_workspa
     assert r.returncode == 1 and "7 lines" in r.stderr and "40" in r.stderr, r.stderr
     r = _memsift(tmp_path, "-w", ws, "get", "memory/2031-01-01.md", "--json")
     assert r.returncode == 1 and json.loads(r.stdout)["missing"] is True
+
+
+def _on_a_terminal(tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    """Run memsift with stderr on a pseudo-terminal (as in a shell); returns (exit, stdout, terminal output)."""
+    import pty
+
+    master, slave = pty.openpty()
+    e = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    e.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "COLUMNS": "120",
+              "TERM": "xterm"})
+    proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", *args], stdout=subprocess.PIPE,
+                            stderr=slave, env=e, cwd=tmp_path)
+    os.close(slave)
+    seen = bytearray()
+    while True:
+        try:
+            data = os.read(master, 1 << 16)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not data:
+            break
+        seen += data
+    out = proc.stdout.read().decode()
+    proc.wait(timeout=300)
+    os.close(master)
+    return proc.returncode, out, seen.decode(errors="replace")
+
+
+def test_long_work_shows_progress_on_a_terminal(tmp_path, example_workspace):
+    # Issue 17: `memsift index` showed "0/?" then jumps of 256 with no rate or ETA, and a first
+    # search that had to build the index printed nothing meanwhile.
+    for i in range(30):
+        body = "\n".join(f"- {i}.{j} " + "notes about the quarterly planning offsite agenda " * 8 for j in range(8))
+        (example_workspace / "memory" / f"2026-09-{i % 28 + 1:02d}-{i}.md").write_text(body + "\n")
+    code, _out, term = _on_a_terminal(tmp_path, "-w", str(example_workspace), "index")
+    assert code == 0, term
+    assert "checking files" in term and "embedding chunks" in term and "chunks/s" in term, term
+    assert "0/?" not in term
+
+    other = tmp_path / "other"
+    shutil.copytree(example_workspace, other)
+    code, out, term = _on_a_terminal(tmp_path, "-w", str(other), "search", "quarterly planning offsite")
+    assert code == 0 and "memory/2026-09-" in out
+    assert "building the index" in term, term
+    # Not on a terminal: nothing but the results (and nothing at all once the index exists).
+    r = _memsift(tmp_path, "-w", str(other), "search", "quarterly planning offsite")
+    assert r.returncode == 0 and r.stderr == ""
