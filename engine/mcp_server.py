@@ -64,6 +64,8 @@ class MemoryHit(_Out):
     snippet: str
     source: str = "memory"
     citation: str | None = None
+    rescued: bool | None = None  # under minScore, kept for its keyword match
+    stale: bool | None = None  # the file changed after it was indexed
 
 
 class SearchOutput(_Out):
@@ -201,7 +203,7 @@ def _from_answer(answer: SearchAnswer, budget: int) -> SearchOutput:
 
 def _hit(h: Any, snippet: str) -> MemoryHit:
     return MemoryHit(path=h.path, start_line=h.start_line, end_line=h.end_line, score=h.score, snippet=snippet,
-                     source=h.source, citation=h.citation)
+                     source=h.source, citation=h.citation, rescued=h.rescued, stale=h.stale)
 
 
 def _page(text: str, budget: int) -> tuple[str, int, bool]:

@@ -70,6 +70,7 @@ class SearchHit(_Out):
     source: Literal["memory", "sessions"] = "memory"
     citation: str | None = None
     stale: bool | None = None
+    rescued: bool | None = None  # under minScore, kept by the keyword rescue (all query terms, or strong BM25)
     explain: HitExplain | None = None
     qmd: dict[str, Any] | None = None  # --explain on the QMD backend: mode, raw score, docid, collection
 

@@ -418,9 +418,15 @@ class BuiltinSearchManager:
                         meta = read_meta(conn) if conn is not None else None
                         if meta is None:
                             return syncing, [], "none", False
-                        return (syncing, *await self._search_index(
-                            conn, meta, q, max_results, min_score, session_key, explain, now, degraded, sides, embedding
-                        ))
+                        # Explained always: whether a hit was rescued under minScore is shown on every hit.
+                        found, how, was_relaxed = await self._search_index(
+                            conn, meta, q, max_results, min_score, session_key, True, now, degraded, sides, embedding
+                        )
+                        for hit in found:
+                            hit.rescued = True if hit.explain and hit.explain.rescued else None
+                            if not explain:
+                                hit.explain = None
+                        return syncing, found, how, was_relaxed
                     except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
                         if attempt == 2:
                             raise IndexCorruptError(f"index {self.db_path} is damaged again after a rebuild: {exc}") from None

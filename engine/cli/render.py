@@ -13,7 +13,9 @@ __all__ = ["render_answer", "render_parity", "render_status", "render_sync", "Wa
 def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
     out: list[str] = []
     for hit in answer.results:
-        out.append(f"{hit.score:.3f} {hit.path}:{hit.start_line}-{hit.end_line}")
+        marks = [m for m, on in ((f"rescued: under minScore {answer.min_score:g}, kept for its keyword match", hit.rescued),
+                                 ("stale: the file changed after it was indexed", hit.stale)) if on]
+        out.append(f"{hit.score:.3f} {hit.path}:{hit.start_line}-{hit.end_line}" + "".join(f"  [{m}]" for m in marks))
         out.append(textwrap.indent(hit.snippet.rstrip(), "    "))
         if hit.citation:
             out.append(f"    Source: {hit.citation}")

@@ -270,3 +270,16 @@ def test_long_work_shows_progress_on_a_terminal(tmp_path, example_workspace):
     # Not on a terminal: nothing but the results (and nothing at all once the index exists).
     r = _memsift(tmp_path, "-w", str(other), "search", "quarterly planning offsite")
     assert r.returncode == 0 and r.stderr == ""
+
+
+def test_rescued_hits_are_marked_in_plain_and_json_output(tmp_path, example_workspace):
+    # Issue 17: `--min-score 0.9` returned hits scoring 0.27-0.49 with nothing saying why.
+    ws = str(example_workspace)
+    r = _memsift(tmp_path, "-w", ws, "search", "a828e60", "--min-score", "0.9", "--json")
+    hits = json.loads(r.stdout)["results"]
+    assert hits and all(h["score"] < 0.9 and h["rescued"] is True for h in hits), hits
+    r = _memsift(tmp_path, "-w", ws, "search", "a828e60", "--min-score", "0.9")
+    first = r.stdout.split("\n")[0]
+    assert first.startswith(f"{hits[0]['score']:.3f} memory/2026-11-02.md") and "rescued" in first, r.stdout
+    r = _memsift(tmp_path, "-w", ws, "search", "Lisbon trip with Lena", "--json", "-n", "1")
+    assert "rescued" not in json.loads(r.stdout)["results"][0]  # a hit over the threshold carries no mark
