@@ -147,7 +147,8 @@ class ManagerStatus(_Out):
     sources: list[str] = Field(default_factory=list)
     extra_paths: list[str] = Field(default_factory=list)
     source_counts: dict[str, dict[str, int]] = Field(default_factory=dict)
-    search_mode: str = "hybrid"
+    search_mode: str = "hybrid"  # what a search answers in right now (fts-only while a rebuild is needed)
+    search_now: str | None = None  # what a search would do right now, and why, in one sentence
     provider_unavailable_reason: str | None = None
     fallback: Fallback | None = None
     fts: dict[str, Any] = Field(default_factory=dict)

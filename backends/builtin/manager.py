@@ -34,6 +34,7 @@ from memsift.engine.search_modes import parse_search_mode
 from memsift.engine.snippets import SNIPPET_MAX_CHARS, make_snippet
 
 from .indexer import Indexer, IndexIdentity, SyncAborted, fingerprint_diff, wanted_meta, write_lock
+from .outlook import Outlook, search_outlook
 from .search import (
     PipelineParams,
     candidate_count,
@@ -591,7 +592,7 @@ class BuiltinSearchManager:
 
     def _fallback(self) -> Fallback | None:
         s = self.selection
-        if s.fallback_from:
+        if s is not None and s.fallback_from:
             return Fallback(**{"from": s.fallback_from, "reason": s.fallback_reason or ""})
         return None
 
@@ -636,7 +637,12 @@ class BuiltinSearchManager:
         return changed + len(known), [{"path": p, "reason": r} for p, r in reasons.items()]
 
     async def status(self, *, deep: bool = False) -> ManagerStatus:
-        self._ensure_provider()
+        provider_error = None
+        try:
+            self._ensure_provider()
+        except ProviderError as exc:  # status still reports, and says searches fail and why
+            provider_error = str(exc)
+        sel = self.selection or ProviderSelection(None, self.ms.provider, unavailable_reason=provider_error)
         try:
             conn = self._reader()
             if conn is not None:
@@ -646,7 +652,8 @@ class BuiltinSearchManager:
             await self.sync(reason="recovery")
             conn = self._reader()
         meta = read_meta(conn) if conn is not None else None
-        self._adopt_index_provider(meta)
+        if provider_error is None:
+            self._adopt_index_provider(meta)
         ident = self.identity
         counts: dict[str, dict[str, int]] = {}
         files = chunks = 0
@@ -664,8 +671,16 @@ class BuiltinSearchManager:
             if meta:
                 fts["tokenizer"] = meta.get("ftsTokenizer", fts["tokenizer"])
         pending, skipped = self._pending_changes(conn)
-        deep_facts = await self._deep_probe(conn) if deep else None
+        deep_facts = await self._deep_probe(conn, sel.unavailable_reason) if deep else None
         stale = fingerprint_diff(meta, wanted_meta(self.settings, ident)) if meta else None
+        fallback = self._fallback()
+        mode, search_now = search_outlook(Outlook(
+            index_exists=meta is not None, provider_error=provider_error,
+            provider=f"{ident.provider}/{ident.model}" if self.provider else None, requested=sel.requested,
+            unavailable_reason=sel.unavailable_reason, stale=stale, vectors_by_scan=conn is not None and not self._vec.available,
+            pending=pending, sync_on_search=self.ms.sync.on_search,
+            fallback=f"{fallback.from_} failed: {fallback.reason}" if fallback else None,
+        ))
         vec_rows = None
         if conn is not None and self._vec.available:
             if conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchone():
@@ -679,15 +694,16 @@ class BuiltinSearchManager:
             chunks=chunks,
             dirty=bool(pending) or meta is None or stale is not None,
             provider=ident.provider,
-            requested_provider=self.selection.requested,
+            requested_provider=sel.requested,
             model=ident.model,
             dimensions=(meta or {}).get("dims") or ident.dims,
             sources=list(self.ms.sources),
             extra_paths=list(self.ms.extra_paths),
             source_counts=counts,
-            search_mode="hybrid" if self.provider else "fts-only",
-            provider_unavailable_reason=self.selection.unavailable_reason,
-            fallback=self._fallback(),
+            search_mode=mode,
+            search_now=search_now,
+            provider_unavailable_reason=sel.unavailable_reason,
+            fallback=fallback,
             fts=fts,
             vector={
                 "enabled": self._vec.enabled,
@@ -713,10 +729,10 @@ class BuiltinSearchManager:
         status.deep = deep_facts
         return status
 
-    async def _deep_probe(self, conn: apsw.Connection | None) -> dict[str, Any]:
+    async def _deep_probe(self, conn: apsw.Connection | None, unavailable_reason: str | None) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.provider is None:
-            out["embedding"] = {"ok": False, "error": self.selection.unavailable_reason}
+            out["embedding"] = {"ok": False, "error": unavailable_reason}
         else:
             t0 = time.perf_counter()
             try:

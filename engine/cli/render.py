@@ -120,8 +120,19 @@ def render_sync(report: SyncReport) -> str:
     return "\n".join(lines)
 
 
+def _changes(s: ManagerStatus) -> str:
+    pending = s.index.get("pendingChanges", 0)
+    if not s.index.get("exists", True):
+        return "no index yet"
+    if pending:
+        return f"{pending} file(s) changed since the last sync"
+    return "none" + (" (settings changed: see Rebuild needed)" if s.index.get("rebuildNeeded") else "")
+
+
 def render_status(s: ManagerStatus) -> str:
-    rows = [
+    built = s.index.get("exists", True)
+    rows = [("Searches", s.search_now)] if s.search_now else []
+    rows += [
         ("Backend", s.backend),
         ("Agent", s.agent_id),
         ("Provider", f"{s.provider} (requested {s.requested_provider})"),
@@ -130,26 +141,27 @@ def render_status(s: ManagerStatus) -> str:
         ("Sources", ", ".join(s.sources)),
         ("Extra paths", ", ".join(s.extra_paths) or "-"),
         ("Indexed", f"{s.files} files · {s.chunks} chunks"),
-        ("Dirty", f"{'yes' if s.dirty else 'no'} ({s.index.get('pendingChanges', 0)} file(s) changed)"),
+        ("Changes", _changes(s)),
         ("Store", s.db_path or "-"),
         ("Workspace", s.workspace_dir),
-        ("FTS", f"{'available' if s.fts.get('available') else 'unavailable'} · {s.fts.get('tokenizer')}"),
+        ("FTS", f"{'available' if s.fts.get('available') else 'unavailable'} · {s.fts.get('tokenizer')}"
+                if built else f"not built yet · {s.fts.get('tokenizer')}"),
         (
             "Vector",
-            f"{'available' if s.vector.get('available') else 'unavailable'} · {s.vector.get('search')}"
-            + (f" · {s.vector.get('loadError')}" if s.vector.get("loadError") else ""),
+            (f"{'available' if s.vector.get('available') else 'unavailable'} · {s.vector.get('search')}"
+             + (f" · {s.vector.get('loadError')}" if s.vector.get("loadError") else "")) if built else "not built yet",
         ),
         ("Embedding cache", f"{'on' if s.cache.get('enabled') else 'off'} · {s.cache.get('entries')} entries"),
     ]
     if s.qmd:  # the QMD backend has no FTS table, vector table or embedding cache of ours
-        rows = [r for r in rows if r[0] not in ("FTS", "Vector", "Embedding cache", "Dirty", "Extra paths")]
+        rows = [r for r in rows if r[0] not in ("FTS", "Vector", "Embedding cache", "Changes", "Extra paths")]
     if s.requests:
         r = s.requests
         rows.append(("Requests", f"{r['requests']} sent · {r['retries']} retries · {r['failures']} failed" + (f" · last error: {r['lastError']}" if r.get("lastError") else "")))
     if s.batch.get("enabled"):
         b = s.batch
         rows.append(("Batch API", f"{'usable' if b['usable'] else 'disabled'} · {b['jobs']} job(s) · {b['failures']}/{b['limit']} failures"))
-    if s.provider_unavailable_reason:
+    if s.provider_unavailable_reason and not s.search_now:  # otherwise it is in the first row
         rows.append(("No provider", s.provider_unavailable_reason))
     if s.fallback:
         rows.append(("Fallback", f"from {s.fallback.from_}: {s.fallback.reason}"))

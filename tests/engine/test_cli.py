@@ -283,3 +283,46 @@ def test_rescued_hits_are_marked_in_plain_and_json_output(tmp_path, example_work
     assert first.startswith(f"{hits[0]['score']:.3f} memory/2026-11-02.md") and "rescued" in first, r.stdout
     r = _memsift(tmp_path, "-w", ws, "search", "Lisbon trip with Lena", "--json", "-n", "1")
     assert "rescued" not in json.loads(r.stdout)["results"][0]  # a hit over the threshold carries no mark
+
+
+def _status(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    r = _memsift(tmp_path, *args, "status")
+    return r, r.stdout.split("\n")
+
+
+def test_status_says_what_a_search_would_do_right_now(tmp_path, example_workspace):
+    # Issue 17: status said "FTS unavailable" before the first index, "hybrid" while searches were
+    # keyword-only, "Dirty yes (0 file(s) changed)", buried why search went keyword-only at the end
+    # of a long list, and failed with exit 5 when the local model path was wrong.
+    ws = str(example_workspace)
+    r, lines = _status(tmp_path, "-w", ws)
+    assert r.returncode == 0 and lines[0].startswith("Searches") and "build the index first" in lines[0], r.stdout
+    assert "FTS" not in r.stdout or "not built yet" in r.stdout
+    assert "unavailable" not in r.stdout
+
+    auto_bad = tmp_path / "auto-bad.json5"
+    auto_bad.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"local": {"modelPath": "/nope/model.onnx"}}}}}))
+    assert _memsift(tmp_path, "-c", str(auto_bad), "-w", ws, "index").returncode == 0
+    r, lines = _status(tmp_path, "-c", str(auto_bad), "-w", ws)
+    assert r.returncode == 0 and lines[0].startswith("Searches") and "keyword only" in lines[0], r.stdout
+    assert "/nope/model.onnx" in lines[0] and lines[0].index("/nope/model.onnx") < lines[0].find("API key") or "API key" not in lines[0]
+
+    local_bad = tmp_path / "local-bad.json5"
+    local_bad.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"provider": "local", "local": {"modelPath": "/nope/model.onnx"}}}}}))
+    r, lines = _status(tmp_path, "-c", str(local_bad), "-w", ws)
+    assert r.returncode == 0 and "fail" in lines[0] and "/nope/model.onnx" in lines[0], (r.stdout, r.stderr)
+
+    # The index was built keyword-only (the bad path above); with the default provider a search
+    # answers keyword-only until `memsift index` rebuilds, and status says exactly that.
+    r, lines = _status(tmp_path, "-w", ws)
+    assert "keyword only until `memsift index`" in lines[0] and "embedding provider changed" in lines[0], r.stdout
+    mode = next(line for line in lines if line.startswith("Search mode"))
+    assert "fts-only" in mode
+    assert "(0 file(s) changed)" not in r.stdout
+    answer = json.loads(_memsift(tmp_path, "-w", ws, "search", "Lisbon trip", "--json").stdout)
+    assert answer["mode"] == "fts-only"  # what status said
+
+    assert _memsift(tmp_path, "-w", ws, "index").returncode == 0
+    (example_workspace / "MEMORY.md").write_text((example_workspace / "MEMORY.md").read_text() + "- one more fact\n")
+    r, lines = _status(tmp_path, "-w", ws)
+    assert lines[0].startswith("Searches") and "hybrid" in lines[0] and "first syncs 1 changed file" in lines[0], r.stdout
