@@ -120,6 +120,9 @@ class MemoryServer:
 
     async def search(self, query: str, max_results: int | None = None, min_score: float | None = None,
                      session_key: str | None = None, mode: str | None = None) -> SearchOutput:
+        if not (query or "").strip():
+            return SearchOutput(mode="none", warning="the query is empty: nothing was searched",
+                                action="Pass what to recall: a name, a date, a decision or a few keywords")
         key, warning = self._key(session_key)
         try:
             answer = await self.manager.search(query, max_results=max_results, min_score=min_score, session_key=key, mode=mode)
@@ -230,7 +233,7 @@ def build_server(memory: MemoryServer) -> Any:
 
     from importlib.metadata import version  # noqa: PLC0415
 
-    server = MCPServer("memsift", instructions=INSTRUCTIONS, version=version("memsift"))
+    server = _plain_errors(MCPServer)("memsift", instructions=INSTRUCTIONS, version=version("memsift"))
     read_only = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
     @server.tool(description=SEARCH_DESCRIPTION, annotations=read_only, title="Search memory")
@@ -265,6 +268,30 @@ def build_server(memory: MemoryServer) -> Any:
         return await memory.status(deep)
 
     return server
+
+
+def _plain_errors(base: Any) -> Any:
+    """`base` (MCPServer) whose argument errors read `maxResults: Input should be greater than or
+    equal to 1 (got 0)`, without pydantic's type codes and documentation URL."""
+    from mcp.server.mcpserver.exceptions import ToolError  # noqa: PLC0415
+    from pydantic import ValidationError  # noqa: PLC0415
+
+    class Server(base):  # type: ignore[misc, valid-type]
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if not isinstance(cause, ValidationError):
+                    raise
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                    + (f" (got {e['input']!r})" if not isinstance(e.get("input"), (dict, list)) else "")
+                    for e in cause.errors()
+                )
+                raise ToolError(f"Error executing tool {name}: invalid arguments: {problems}") from cause
+
+    return Server
 
 
 def _renamed_kwargs(fn: Any, renames: dict[str, str]) -> Any:

@@ -359,6 +359,7 @@ class BuiltinSearchManager:
         if self._change_probe is not None and self._change_probe.changed():
             self.mark_dirty()
         if not self._dirty:
+            log.debug("index is fresh: no sync before this search")
             return False
         empty = not self.db_path.exists()
         if empty:
@@ -437,6 +438,8 @@ class BuiltinSearchManager:
             # The query's vector is computed while the freshness check runs (both wait mostly in
             # native code), instead of after it.
             syncing, hits, answered_mode, relaxed = await _beside(embedding.run if embedding else None, answer)
+        log.debug("search done", mode=answered_mode, hits=len(hits), took_ms=round((time.perf_counter() - started) * 1000, 1),
+                  sync_pending=syncing, degraded=degraded.model_dump(exclude_none=True) or None)
         return SearchAnswer(
             query=query,
             results=hits,

@@ -234,6 +234,8 @@ def note(obj: _Ctx, text: str, as_json: bool) -> None:
     from ..notes import append_note  # noqa: PLC0415
     from ..workspace import is_workspace  # noqa: PLC0415
 
+    if not text.strip():
+        raise click.UsageError('a note needs some text, e.g. memsift note "Call the dentist on Monday"')
     with _errors_to_exit():
         settings = obj.settings()
         new = not is_workspace(settings.workspace)
@@ -359,7 +361,18 @@ def config_show(obj: _Ctx) -> None:
         "memorySearch": s.memory_search.model_dump(by_alias=True, mode="json"),
         "memory": s.memory.model_dump(by_alias=True, mode="json"),
     }
-    _emit_json(data)
+    _emit_json(_whole_numbers(data))
+
+
+def _whole_numbers(value: Any) -> Any:
+    """Keys typed as numbers hold floats (`maxResults: 6.0`); show whole numbers as the user wrote them."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(v) for v in value]
+    return value
 
 
 def main() -> None:

@@ -41,12 +41,20 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
             f"Denied by scope ({d.rule}): channel={d.channel or 'unknown'}, chatType={d.chat_type}, "
             f"session={d.session_key or '<none>'}"
         )
+    elif not answer.query.strip():
+        out.append('Empty query: nothing to search. Pass the words to look for, e.g. memsift search "ledger database".')
     elif not answer.results:
         out.append("No results.")
-    summary = f"{len(answer.results)} result(s) · {answer.mode} · {answer.provider}"
-    if answer.model:
-        summary += f"/{answer.model}"
-    summary += f" · {answer.took_ms:.0f} ms"
+    parts = [f"{len(answer.results)} result(s)"]
+    if answer.denied:
+        parts.append("denied")
+    elif answer.mode != "none":
+        parts.append(answer.mode)
+    if answer.provider and not answer.denied:
+        parts.append(answer.provider + (f"/{answer.model}" if answer.model and answer.model != answer.provider else ""))
+    if answer.took_ms:
+        parts.append(f"{answer.took_ms:.0f} ms")
+    summary = " · ".join(parts)
     if answer.relaxed:
         summary += " · threshold relaxed (nothing passed minScore)"
     out.append(summary)

@@ -326,3 +326,26 @@ def test_status_says_what_a_search_would_do_right_now(tmp_path, example_workspac
     (example_workspace / "MEMORY.md").write_text((example_workspace / "MEMORY.md").read_text() + "- one more fact\n")
     r, lines = _status(tmp_path, "-w", ws)
     assert lines[0].startswith("Searches") and "hybrid" in lines[0] and "first syncs 1 changed file" in lines[0], r.stdout
+
+
+def test_small_outputs_say_what_happened(tmp_path, example_workspace):
+    ws = str(example_workspace)
+    # An empty query: not "0 result(s) · none · None · 0 ms".
+    r = _memsift(tmp_path, "-w", ws, "search", "   ")
+    assert r.returncode == 0 and "None" not in r.stdout and "empty query" in r.stdout.lower(), r.stdout
+    # A scope denial (no QMD process is started for it).
+    r = _memsift(tmp_path, "-w", ws, "-b", "qmd", "search", "hotels", "--session-key", "agent:main:discord:group:42")
+    assert r.returncode == 0 and "Denied by scope" in r.stdout and "None" not in r.stdout, r.stdout
+    # `note ""` is a usage error, not "path not allowed".
+    r = _memsift(tmp_path, "-w", ws, "note", "")
+    assert r.returncode == 2 and "needs some text" in r.stderr and "path not allowed" not in r.stderr, r.stderr
+    # config show prints integers as integers.
+    data = json.loads(_memsift(tmp_path, "-w", ws, "config", "show").stdout)
+    assert data["memorySearch"]["query"]["hybrid"]["candidateMultiplier"] == 4
+    assert "4.0" not in json.dumps(data["memorySearch"]["query"]) and '"maxInjectedChars": 4000,' in json.dumps(data, indent=1).replace("\n", "")
+    assert isinstance(data["memory"]["qmd"]["limits"]["maxResults"], int)
+    # -vv shows more than -v: how the config resolved and how the search went.
+    v = _memsift(tmp_path, "-w", ws, "-v", "search", "ledger")
+    vv = _memsift(tmp_path, "-w", ws, "-vv", "search", "ledger")
+    assert "config resolved" in vv.stderr and "search done" in vv.stderr
+    assert "config resolved" not in v.stderr and len(vv.stderr.splitlines()) > len(v.stderr.splitlines())

@@ -321,3 +321,21 @@ def test_memory_get_takes_citations_and_continues_inside_a_long_line(tmp_path):
         await manager.aclose()
 
     anyio.run(go)
+
+
+def test_bad_arguments_and_an_empty_query_are_explained_plainly(tmp_path, example_workspace):
+    manager, memory = _server(tmp_path, example_workspace)
+
+    async def go():
+        async with Client(build_server(memory)) as client:
+            bad = await client.call_tool("memory_search", {"query": "x", "maxResults": 0})
+            text = bad.content[0].text
+            assert bad.is_error and "maxResults" in text and "greater than or equal to 1" in text and "(got 0)" in text
+            assert "pydantic" not in text and "http" not in text and "type=" not in text, text
+            bad = await client.call_tool("memory_get", {"path": "MEMORY.md", "from": "abc"})
+            assert bad.is_error and "from" in bad.content[0].text and "pydantic" not in bad.content[0].text
+            empty = (await client.call_tool("memory_search", {"query": "  "})).structured_content
+            assert empty["results"] == [] and "empty" in empty["warning"] and empty["action"]
+        await manager.aclose()
+
+    anyio.run(go)
