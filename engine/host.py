@@ -80,11 +80,20 @@ async def serve_freshness(
     ms = settings.memory_search
     emit = on_event or (lambda *_: None)
 
+    search_syncs = [_search_syncs(manager)]
+
     async def sync(reason: str, **kw: Any) -> None:
         started = time.perf_counter()
         try:
             report = await manager.sync(reason=reason, **kw)
-            emit("synced", {"reason": reason, "report": report, "seconds": time.perf_counter() - started})
+            payload = {"reason": reason, "report": report, "seconds": time.perf_counter() - started}
+            if reason == "watch":
+                # A search in the debounce window synced the change first: say so, not "0 indexed".
+                by_search = _search_syncs(manager) > search_syncs[0]
+                search_syncs[0] = _search_syncs(manager)
+                if by_search and not (report.files_indexed or report.files_removed):
+                    payload["alreadyIndexed"] = True
+            emit("synced", payload)
         except Exception as exc:  # logged and reported; the next trigger retries
             log.warning("sync failed", reason=reason, error=str(exc))
             emit("error", {"reason": reason, "error": str(exc)})
@@ -136,6 +145,14 @@ async def _serve(manager: SearchManager, settings: ResolvedConfig, ms: Any, sync
         task_status.started()
         emit("ready", {})
         await anyio.sleep_forever()
+
+
+def _search_syncs(manager: SearchManager) -> int:
+    """How many syncs searches have run (the builtin index counts them; 0 for other backends)."""
+    for m in (manager, getattr(manager, "_fallback", None)):
+        if m is not None and hasattr(m, "search_syncs"):
+            return m.search_syncs
+    return 0
 
 
 def _accepts_sessions(manager: SearchManager) -> bool:

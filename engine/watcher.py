@@ -46,6 +46,7 @@ class MemoryWatcher:
         self._extra = [Path(os.path.normpath(p if Path(p).is_absolute() else ws / p)) for p in ms.extra_paths]
         self._send, self._receive = anyio.create_memory_object_stream[set[str]](100)
         self._restart = anyio.Event()
+        self._stop = anyio.Event()
         self.batches = 0  # handed-over batches, for status lines
 
     # --- what to watch --------------------------------------------------------------------------
@@ -77,14 +78,20 @@ class MemoryWatcher:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._flat_loop)
             tg.start_soon(self._recursive_loop)
-            # watchfiles registers its inotify watches when its generator first runs, in a worker
-            # thread: give both a moment before reporting "armed".
-            await anyio.sleep(ARM_DELAY_S)
-            task_status.started()
-            await self._debounce_loop()
+            try:
+                # watchfiles registers its inotify watches when its generator first runs, in a
+                # worker thread: give both a moment before reporting "armed".
+                await anyio.sleep(ARM_DELAY_S)
+                task_status.started()
+                await self._debounce_loop()
+            finally:
+                # Cancelling cannot interrupt a watch thread: it would run to its timeout (5 s)
+                # before the task group could end. Their stop events end them within a step.
+                self._stop.set()
+                self._restart.set()
 
     async def _recursive_loop(self) -> None:
-        while True:
+        while not self._stop.is_set():
             roots = self.recursive_roots()
             self._restart = anyio.Event()
             if not roots:
@@ -97,7 +104,8 @@ class MemoryWatcher:
 
     async def _flat_loop(self) -> None:
         roots = self.flat_roots()
-        async for changes in watchfiles.awatch(*roots, watch_filter=lambda _c, p: self._flat_relevant(p), recursive=False, step=50, debounce=1600):
+        async for changes in watchfiles.awatch(*roots, watch_filter=lambda _c, p: self._flat_relevant(p), recursive=False,
+                                               stop_event=self._stop, step=50, debounce=1600):
             paths = {p for _c, p in changes}
             if any(Path(p).is_dir() or not Path(p).exists() for p in paths):
                 self._restart.set()  # memory/ (or an extra folder) appeared or went away

@@ -134,6 +134,7 @@ class BuiltinSearchManager:
         self._dirty = True  # a fresh manager has not compared the index with the files yet
         self._changes = 0  # files-changed notices so far: a sync clears only those it saw
         self._change_probe: Any = None  # a long-running host's exact "did files change?" check
+        self.search_syncs = 0  # syncs run by searches (a watcher's own sync then finds nothing new)
         self._stale_cause: str | None = None  # the index was built for other settings
         self._embed_error: str | None = None
         self._last_sync: SyncReport | None = None
@@ -372,6 +373,7 @@ class BuiltinSearchManager:
         if not self.ms.sync.on_search:
             self._dirty = False
             return False
+        self.search_syncs += 1
         with anyio.move_on_after(self.search_sync_budget_s) as scope:
             await self.sync(reason="search", allow_full=False, include_sessions=False)
         return scope.cancelled_caught

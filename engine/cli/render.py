@@ -251,6 +251,8 @@ class WatchStatus:
             data = {"event": kind, "time": now}
             if kind == "synced":
                 data.update(reason=payload["reason"], seconds=round(payload["seconds"], 3), report=payload["report"].model_dump(by_alias=True))
+                if payload.get("alreadyIndexed"):
+                    data["alreadyIndexed"] = True
             else:
                 data.update({k: v for k, v in payload.items()})
             print(json.dumps(data), flush=True)
@@ -259,6 +261,9 @@ class WatchStatus:
             r = payload["report"]
             self.syncs += 1
             self.last = f"last sync {now} ({payload['reason']})"
+            if payload.get("alreadyIndexed"):
+                self._say(f"{now} already indexed: a search synced the change first")
+                return
             self._say(f"{now} synced ({payload['reason']}): {r.files_indexed} indexed, {r.files_removed} removed, "
                       f"{r.chunks_embedded} chunk(s) embedded in {payload['seconds']:.2f} s")
         elif kind == "changed":
