@@ -252,7 +252,7 @@ class BuiltinSearchManager:
                 return await self._run_indexer(allow_full=True, **kw)
 
     async def _run_indexer(self, *, force: bool, reason: str, allow_full: bool, include_sessions: bool) -> SyncReport:
-        extra = {}
+        extra = {"workspace": str(self.settings.workspace)}  # the index name is a hash: `index --list` reads it here
         if self.selection.fallback_from:
             extra["fallback"] = {"from": self.selection.fallback_from, "reason": self.selection.fallback_reason}
         indexer = Indexer(

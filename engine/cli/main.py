@@ -119,12 +119,20 @@ def cli(ctx: click.Context, workspace: str | None, agent: str | None, config_pat
 
 @cli.command()
 @click.option("--force", is_flag=True, help="Rebuild the whole index (atomically) even if nothing changed.")
-@click.option("--json", "as_json", is_flag=True, help="Print the sync report as JSON.")
+@click.option("--list", "list_", is_flag=True, help="List the indexes in the state folder, with their workspaces.")
+@click.option("--prune", is_flag=True, help="Remove the indexes whose workspace no longer exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print the sync report (or the list) as JSON.")
 @click.pass_obj
-def index(obj: _Ctx, force: bool, as_json: bool) -> None:
+def index(obj: _Ctx, force: bool, list_: bool, prune: bool, as_json: bool) -> None:
     """Index the memory files (incremental; a full rebuild when settings changed)."""
     from .render import render_sync  # noqa: PLC0415
 
+    if list_ or prune:
+        if force or (list_ and prune):
+            raise click.UsageError("--list, --prune and --force go one at a time")
+        with _errors_to_exit():
+            _index_catalog(obj.settings().state_dir / "memory", prune=prune, as_json=as_json)
+        return
     with _errors_to_exit():
         obj.warn_if_no_memory()
         report = obj.run(lambda m: m.sync(force=force, reason="cli"), progress=not as_json)
@@ -132,6 +140,33 @@ def index(obj: _Ctx, force: bool, as_json: bool) -> None:
         _emit_json(report.model_dump(by_alias=True, mode="json"))
     else:
         click.echo(render_sync(report))
+
+
+def _index_catalog(folder: Any, *, prune: bool, as_json: bool) -> None:
+    """`memsift index --list` / `--prune` over the state folder's indexes."""
+    from memsift.backends.builtin.catalog import list_indexes, prune_indexes  # noqa: PLC0415
+
+    from .render import render_indexes  # noqa: PLC0415
+
+    if not prune:
+        found = list_indexes(folder)
+        if as_json:
+            _emit_json({"folder": str(folder), "indexes": [i.to_json_dict() for i in found]})
+        else:
+            click.echo(render_indexes(folder, found))
+        return
+    removed, kept = prune_indexes(folder)
+    if as_json:
+        _emit_json({"folder": str(folder), "removed": [i.to_json_dict() for i in removed],
+                    "kept": [{**i.to_json_dict(), "reason": why} for i, why in kept]})
+        return
+    for i in removed:
+        click.echo(f"removed {i.path} (workspace {i.workspace} no longer exists; {i.bytes / 2**20:.1f} MB freed)")
+    for i, why in kept:
+        click.echo(f"kept {i.path}: {why}")
+    if not removed and not kept:
+        click.echo(f"Nothing to remove: every index in {folder} belongs to a workspace that exists "
+                   "(or to one memsift did not record yet).")
 
 
 @cli.command()

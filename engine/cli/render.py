@@ -7,7 +7,7 @@ import textwrap
 from ..results import ManagerStatus, SearchAnswer
 from ..manager import SyncReport
 
-__all__ = ["render_answer", "render_parity", "render_status", "render_sync", "WatchStatus"]
+__all__ = ["render_answer", "render_indexes", "render_parity", "render_status", "render_sync", "WatchStatus"]
 
 
 def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
@@ -113,6 +113,19 @@ def render_parity(report: "ParityReport") -> str:  # noqa: F821  (imported lazil
 def _short(text: str, width: int = 60) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_indexes(folder: object, indexes: list) -> str:
+    """`memsift index --list`: one line per index, with its workspace and whether that still exists."""
+    if not indexes:
+        return f"No memsift indexes in {folder}."
+    out = []
+    for i in indexes:
+        where = (i.workspace or "workspace not recorded (indexed by an older memsift)") + (
+            "  [workspace missing: memsift index --prune removes it]" if i.workspace_exists is False else "")
+        out.append(f"{i.path}\n    {where}\n    {i.files} files · {i.chunks} chunks · {i.provider}/{i.model} · "
+                   f"{i.bytes / 2**20:.1f} MB · last written {_when(i.modified)}")
+    return "\n".join(out)
 
 
 def render_sync(report: SyncReport) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import math
 import os
 import re
@@ -47,14 +48,35 @@ class ResolvedConfig(BaseModel):
     workspace_given_by: str | None = Field(default=None, exclude=True)
 
 
-def default_index_name(agent: str, workspace: Path) -> str:
-    """`<agent>-<8 hex of the workspace path>.sqlite`: one index per agent and workspace.
+def default_index_name(agent: str, workspace: Path, ms: MemorySearchConfig | None = None) -> str:
+    """`<agent>-<8 hex>.sqlite`: one index per agent, workspace and set of files covered.
 
     The default workspace is the current folder, so one name per agent would make a search in
-    another folder answer from (or rebuild) the first folder's index.
+    another folder answer from (or rebuild) the first folder's index. Settings that change which
+    files are indexed (extraPaths, sources, multimodal) are part of the name too: one index that
+    flips between them would need a rebuild at every switch and answer keyword-only meanwhile.
+    Without such settings the name is the workspace's alone, as before.
     """
-    tag = hashlib.sha256(os.fsencode(str(workspace))).hexdigest()[:8]
+    key = str(workspace)
+    coverage = _coverage(workspace, ms) if ms is not None else None
+    if coverage:
+        key += "\n" + json.dumps(coverage, sort_keys=True)
+    tag = hashlib.sha256(os.fsencode(key)).hexdigest()[:8]
     return f"{agent}-{tag}.sqlite"
+
+
+def _coverage(workspace: Path, ms: MemorySearchConfig) -> dict[str, Any] | None:
+    """What decides the files an index covers, when it differs from the defaults."""
+    extra = sorted({os.path.normpath(workspace / Path(p).expanduser()) for p in ms.extra_paths})
+    mm = ms.multimodal
+    out: dict[str, Any] = {}
+    if extra:
+        out["extraPaths"] = extra
+    if sorted(ms.sources) != ["memory"]:
+        out["sources"] = sorted(ms.sources)
+    if mm.enabled and mm.modalities:
+        out["multimodal"] = {"modalities": sorted(mm.modalities), "maxFileBytes": mm.max_file_bytes}
+    return out or None
 
 
 def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -306,7 +328,7 @@ def resolve_agent(
         store = Path(ms.store.path.replace("{agentId}", agent)).expanduser()
         store = store if store.is_absolute() else (ws / store)
     else:
-        store = state_dir / "memory" / default_index_name(agent, ws)
+        store = state_dir / "memory" / default_index_name(agent, ws, ms)
     return ResolvedConfig(
         agent_id=agent,
         workspace=ws,

@@ -349,3 +349,47 @@ def test_small_outputs_say_what_happened(tmp_path, example_workspace):
     vv = _memsift(tmp_path, "-w", ws, "-vv", "search", "ledger")
     assert "config resolved" in vv.stderr and "search done" in vv.stderr
     assert "config resolved" not in v.stderr and len(vv.stderr.splitlines()) > len(v.stderr.splitlines())
+
+
+def test_coverage_settings_get_their_own_index(tmp_path, example_workspace):
+    # Issue 17: running with and without a config that adds extraPaths flipped one index between
+    # "rebuild needed" states, and searches dropped to keyword-only.
+    ws = str(example_workspace)
+    (tmp_path / "runbooks").mkdir()
+    (tmp_path / "runbooks" / "deploy.md").write_text("# Deploy\n\n- Canary first, then the zebra cluster.\n")
+    cfg = tmp_path / "extra.json5"
+    cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"extraPaths": [str(tmp_path / "runbooks")]}}}}))
+    for args, query, expect in (((), "Lisbon trip with Lena", "memory/projects/travel.md"),
+                                (("-c", str(cfg)), "zebra cluster canary", "../runbooks/deploy.md"),
+                                ((), "Lisbon trip with Lena", "memory/projects/travel.md"),
+                                (("-c", str(cfg)), "zebra cluster canary", "../runbooks/deploy.md")):
+        r = _memsift(tmp_path, *args, "-w", ws, "search", query, "--json")
+        answer = json.loads(r.stdout)
+        assert answer["mode"] == "hybrid" and not answer.get("degraded"), answer
+        assert answer["results"][0]["path"] == expect
+    assert len(list((tmp_path / "state" / "memory").glob("main-*.sqlite"))) == 2
+
+
+def test_index_list_and_prune(tmp_path, example_workspace):
+    gone = tmp_path / "gone"
+    shutil.copytree(example_workspace, gone)
+    for ws in (example_workspace, gone):
+        assert _memsift(tmp_path, "-w", str(ws), "index").returncode == 0
+    folder = tmp_path / "state" / "memory"
+    (folder / "notes.sqlite").write_bytes(b"not memsift's")  # something else in the folder: never touched
+    shutil.rmtree(gone)
+
+    r = _memsift(tmp_path, "-w", str(example_workspace), "index", "--list", "--json")
+    assert r.returncode == 0, r.stderr
+    listed = {Path(i["workspace"]).name: i for i in json.loads(r.stdout)["indexes"]}
+    assert set(listed) == {example_workspace.name, "gone"}
+    assert listed["gone"]["workspaceExists"] is False and listed[example_workspace.name]["workspaceExists"] is True
+    r = _memsift(tmp_path, "-w", str(example_workspace), "index", "--list")
+    assert "workspace missing" in r.stdout and str(gone) in r.stdout
+
+    r = _memsift(tmp_path, "-w", str(example_workspace), "index", "--prune")
+    assert r.returncode == 0 and "removed" in r.stdout and str(gone) in r.stdout, r.stdout
+    assert not Path(listed["gone"]["path"]).exists() and not list(folder.glob(Path(listed["gone"]["path"]).name + "*"))
+    assert Path(listed[example_workspace.name]["path"]).exists() and (folder / "notes.sqlite").read_bytes() == b"not memsift's"
+    r = _memsift(tmp_path, "-w", str(example_workspace), "index", "--prune")
+    assert r.returncode == 0 and "nothing to remove" in r.stdout.lower()

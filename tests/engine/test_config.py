@@ -281,3 +281,17 @@ def test_the_readme_config_example_keeps_main_as_the_default_agent(tmp_path):
     default = resolve_agent(config, environ={})
     assert default.agent_id == "main"
     assert resolve_agent(config, environ={}, agent_id="ops").memory_search.extra_paths[-1] == "runbooks"
+
+
+def test_the_default_index_name_follows_the_files_covered(tmp_path):
+    import hashlib
+
+    (tmp_path / "ws").mkdir()
+    plain = resolve_agent(MemsiftConfig(), environ={}, workspace=str(tmp_path / "ws"))
+    # Without coverage settings the name is the workspace's alone, as before (existing indexes keep theirs).
+    assert plain.store_path.name == f"main-{hashlib.sha256(str(tmp_path / 'ws').encode()).hexdigest()[:8]}.sqlite"
+    extra = {"agents": {"defaults": {"memorySearch": {"extraPaths": ["notes"]}}}}
+    same = {"agents": {"defaults": {"memorySearch": {"extraPaths": ["./notes/", str(tmp_path / "ws" / "notes")]}}}}
+    a = resolve_agent(MemsiftConfig.model_validate(extra), environ={}, workspace=str(tmp_path / "ws"))
+    b = resolve_agent(MemsiftConfig.model_validate(same), environ={}, workspace=str(tmp_path / "ws"))
+    assert a.store_path != plain.store_path and a.store_path == b.store_path

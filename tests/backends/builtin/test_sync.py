@@ -281,3 +281,15 @@ def test_progress_reports_files_then_chunks_in_small_steps(tmp_path):
     dones = [d for _s, d, _t in chunks]
     assert dones == sorted(dones) and max(b - a for a, b in zip([0] + dones, dones)) <= 64  # never a jump of 256
     run(m.aclose)
+
+
+def test_a_rebuild_cause_says_what_changed_in_words(tmp_path):
+    # Issue 17: "scopeHash changed ('8ff9…' → '8823…')" told the user nothing.
+    ws = _ws(tmp_path)
+    (ws / "notes").mkdir()
+    store = {"store": {"path": str(tmp_path / "shared.sqlite")}}  # one index shared by both settings
+    run(_manager(tmp_path, ws, **store).sync)
+    st = run(_manager(tmp_path, ws, extraPaths=["notes"], **store).status)
+    cause = st.index["rebuildNeeded"]
+    assert cause == "the files it covers changed (workspace, extraPaths or multimodal settings)", cause
+    assert "memsift index" in st.search_now and "scopeHash" not in st.search_now
