@@ -362,14 +362,16 @@ class BuiltinSearchManager:
         if not self._dirty:
             log.debug("index is fresh: no sync before this search")
             return False
-        empty = not self.db_path.exists()
-        if empty:
+        conn = self._reader()
+        meta = read_meta(conn) if conn is not None else None
+        if meta is None:
+            # No index yet, or its first build is still running (the file exists before its meta
+            # does): wait for it, as the reference does, rather than answer from nothing.
             if self.progress:
                 self.progress("build", 0, 0)  # the CLI says the search builds the index first
             await self.sync(reason="bootstrap", allow_full=True)
             return False
-        conn = self._reader()
-        self._adopt_index_provider(read_meta(conn) if conn is not None else None)
+        self._adopt_index_provider(meta)
         if not self.ms.sync.on_search:
             self._dirty = False
             return False

@@ -63,7 +63,7 @@ async def _exercise(client: Client, *, query: str, expect_path: str, backend: st
     payload = found.structured_content
     assert payload["backend"] == backend and not payload["disabled"]
     paths = [h["path"] for h in payload["results"]]
-    assert expect_path in paths, payload
+    assert expect_path in paths, json.dumps(payload)
     hit = payload["results"][paths.index(expect_path)]
     assert hit["citation"].startswith(f"{expect_path}#L") and hit["snippet"].endswith(f"Source: {hit['citation']}")
 
