@@ -248,6 +248,14 @@ def test_a_note_written_just_before_a_resident_search_is_always_found(tmp_path, 
             found = any(word in h["snippet"] for h in answer["results"])
             if not found and not answer.get("syncPending"):
                 misses.append(word)
+        # Fifteen notes back to back, then a search for each.
+        words = [f"egret{i}" for i in range(15)]
+        for word in words:
+            _note(ws, env, f"Order {word} supplies")
+        for word in words:
+            answer = _search(ws, env, word)
+            if not any(word in h["snippet"] for h in answer["results"]) and not answer.get("syncPending"):
+                misses.append(word)
         assert misses == []
     finally:
         watch.stop()
