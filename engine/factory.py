@@ -39,7 +39,7 @@ def open_manager(
     workspace: str | os.PathLike[str] | None = None,
     agent: str | None = None,
     backend: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> SearchManager:
     """Build the manager the config asks for (`backend` overrides `memory.backend`).
 
@@ -54,6 +54,9 @@ def open_manager(
             key_path="memorySearch.enabled",
         )
     chosen = backend or settings.memory.backend
+    log.debug("config resolved", config=str(settings.config_path or "-"), agent=settings.agent_id,
+              workspace=str(settings.workspace), store=str(settings.store_path), backend=chosen,
+              provider=settings.memory_search.provider)
     if chosen not in ("builtin", "qmd"):
         raise ConfigError(f"unknown backend {chosen!r}; allowed: builtin, qmd", key_path="memory.backend")
     from memsift.backends.builtin import BuiltinSearchManager  # noqa: PLC0415

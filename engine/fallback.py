@@ -57,6 +57,7 @@ class FallbackSearchManager:
         self._primary: SearchManager | None = None
         self._fallback: SearchManager | None = None
         self._failure: tuple[str, float] | None = None  # (reason, when)
+        self._change_probe: Any = None  # handed to each backend that checks freshness itself
 
     # --- plumbing -------------------------------------------------------------------------------
 
@@ -69,13 +70,25 @@ class FallbackSearchManager:
 
     def primary(self) -> SearchManager:
         if self._primary is None:
-            self._primary = self._primary_factory()
+            self._primary = self._with_probe(self._primary_factory())
         return self._primary
 
     def fallback(self) -> SearchManager:
         if self._fallback is None:
-            self._fallback = self._fallback_factory()
+            self._fallback = self._with_probe(self._fallback_factory())
         return self._fallback
+
+    def _with_probe(self, manager: SearchManager) -> SearchManager:
+        if self._change_probe is not None and hasattr(manager, "watch_changes"):
+            manager.watch_changes(self._change_probe)
+        return manager
+
+    def watch_changes(self, probe: Any) -> None:
+        """The host's exact change check, for the backends that use one (the builtin index)."""
+        self._change_probe = probe
+        for m in (self._primary, self._fallback):
+            if m is not None and hasattr(m, "watch_changes"):
+                m.watch_changes(probe)
 
     def mark_dirty(self) -> None:
         """Files changed: tell the managers that keep their own freshness state."""

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from .citations import decorate_snippet
+from .citations import decorate_snippet, parse_memory_ref
 from .config import ResolvedConfig
 from .errors import MemsiftError, PathNotAllowedError
 from .manager import SearchManager
@@ -39,8 +39,10 @@ SEARCH_DESCRIPTION = (
 )
 GET_DESCRIPTION = (
     "Read a memory file found by memory_search (e.g. `memory/2026-03-02.md`), or only a line range: "
-    "`from` is the first line (1-based), `lines` how many. Long files come back in pages: when "
-    "`truncated` is true, call again with `from` = `nextFrom`. Only memory files can be read."
+    "`from` is the first line (1-based), `lines` how many; a hit's citation (`memory/2026-03-02.md#L5-L8`) "
+    "or header (`memory/2026-03-02.md:5-8`) works as the path too. Long files come back in pages: when "
+    "`truncated` is true, call again with `from` = `nextFrom` (and `offset` = `nextOffset` when a long "
+    "line was cut). Only memory files can be read."
 )
 STATUS_DESCRIPTION = (
     "Show the memory index's health: backend, files and chunks indexed, embedding provider, search "
@@ -62,6 +64,8 @@ class MemoryHit(_Out):
     snippet: str
     source: str = "memory"
     citation: str | None = None
+    rescued: bool | None = None  # under minScore, kept for its keyword match
+    stale: bool | None = None  # the file changed after it was indexed
 
 
 class SearchOutput(_Out):
@@ -96,6 +100,7 @@ class GetOutput(_Out):
     missing: bool = False
     truncated: bool = False
     next_from: int | None = None  # call again from here for the rest
+    next_offset: int | None = None  # ... and skip this many characters of that line (a long line was cut)
     disabled: bool = False
     error: str | None = None
 
@@ -116,6 +121,9 @@ class MemoryServer:
 
     async def search(self, query: str, max_results: int | None = None, min_score: float | None = None,
                      session_key: str | None = None, mode: str | None = None) -> SearchOutput:
+        if not (query or "").strip():
+            return SearchOutput(mode="none", warning="the query is empty: nothing was searched",
+                                action="Pass what to recall: a name, a date, a decision or a few keywords")
         key, warning = self._key(session_key)
         try:
             answer = await self.manager.search(query, max_results=max_results, min_score=min_score, session_key=key, mode=mode)
@@ -130,19 +138,33 @@ class MemoryServer:
         out.warning = warning
         return out
 
-    async def get(self, path: str, from_line: int | None = None, lines: int | None = None) -> GetOutput:
+    async def get(self, path: str, from_line: int | None = None, lines: int | None = None,
+                  offset: int | None = None) -> GetOutput:
+        """`path` may be a citation or a hit header (its range applies unless `from`/`lines` are
+        given); `offset` skips that many characters (UTF-16 units) of the first line."""
+        path, ref_from, ref_lines = parse_memory_ref(path)
+        from_line, lines = from_line or ref_from, lines or ref_lines
         try:
             result = await self.manager.read(path, from_line, lines)
         except (PathNotAllowedError, MemsiftError, OSError) as exc:
             return GetOutput(path=path, disabled=True, error=str(exc))
-        start = from_line or 1
-        text, taken, cut = _page(result.text, self.max_chars)
-        if not cut:
+        start, skip = from_line or 1, offset or 0
+        text = result.text
+        if skip:
+            first, nl, rest = text.partition("\n")
+            text = first[len(utf16_slice(first, skip)):] + nl + rest
+        page, taken, cut = _page(text, self.max_chars)
+        next_from = next_offset = None
+        if cut and taken == 0:  # the page ends inside its first line: continue in that line
+            next_from, next_offset = start, skip + utf16_len(page)
+        elif cut:
+            next_from = start + taken
+        else:
             available = max(0, result.total_lines - start + 1)
             taken = min(lines, available) if lines else available
         return GetOutput(
-            path=result.path, text=text, **{"from": start}, lines=taken, total_lines=result.total_lines,
-            missing=result.missing, truncated=cut, next_from=start + taken if cut else None,
+            path=result.path, text=page, **{"from": start}, lines=taken, total_lines=result.total_lines,
+            missing=result.missing, truncated=cut, next_from=next_from, next_offset=next_offset,
         )
 
     async def status(self, deep: bool = False) -> StatusOutput:
@@ -185,12 +207,12 @@ def _from_answer(answer: SearchAnswer, budget: int) -> SearchOutput:
 
 def _hit(h: Any, snippet: str) -> MemoryHit:
     return MemoryHit(path=h.path, start_line=h.start_line, end_line=h.end_line, score=h.score, snippet=snippet,
-                     source=h.source, citation=h.citation)
+                     source=h.source, citation=h.citation, rescued=h.rescued, stale=h.stale)
 
 
 def _page(text: str, budget: int) -> tuple[str, int, bool]:
-    """Whole lines while they fit `budget`; (text, lines taken, cut). A first line longer than
-    the budget is itself cut, so a page is never empty."""
+    """Whole lines while they fit `budget`; (text, whole lines taken, cut). A first line longer
+    than the budget is itself cut (0 whole lines taken), so a page is never empty."""
     if utf16_len(text) <= budget:
         return text, 0, False
     out, used = [], 0
@@ -198,7 +220,7 @@ def _page(text: str, budget: int) -> tuple[str, int, bool]:
         size = utf16_len(line)
         if used + size > budget:
             if not out:
-                out.append(utf16_slice(line, budget))
+                return utf16_slice(line, budget), 0, True
             break
         out.append(line)
         used += size
@@ -212,7 +234,7 @@ def build_server(memory: MemoryServer) -> Any:
 
     from importlib.metadata import version  # noqa: PLC0415
 
-    server = MCPServer("memsift", instructions=INSTRUCTIONS, version=version("memsift"))
+    server = _plain_errors(MCPServer)("memsift", instructions=INSTRUCTIONS, version=version("memsift"))
     read_only = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
     @server.tool(description=SEARCH_DESCRIPTION, annotations=read_only, title="Search memory")
@@ -228,11 +250,14 @@ def build_server(memory: MemoryServer) -> Any:
         return await memory.search(query, maxResults, minScore, sessionKey, mode)
 
     async def memory_get(
-        path: Annotated[str, Field(description="Workspace-relative memory file path, as memory_search returns it.")],
+        path: Annotated[str, Field(description="Workspace-relative memory file path, as memory_search returns it "
+                                               "(a citation such as memory/2026-03-02.md#L5-L8 works too).")],
         from_: Annotated[int | None, Field(alias="from", ge=1, description="First line, 1-based.")] = None,
         lines: Annotated[int | None, Field(ge=1, description="How many lines (default: to the end).")] = None,
+        offset: Annotated[int | None, Field(ge=0, description="Characters of line `from` to skip: pass "
+                                                             "`nextOffset` to continue a long line a page cut.")] = None,
     ) -> GetOutput:
-        return await memory.get(path, from_, lines)
+        return await memory.get(path, from_, lines, offset)
 
     server.tool(description=GET_DESCRIPTION, annotations=read_only, title="Read memory lines")(
         _renamed_kwargs(memory_get, {"from": "from_"}))
@@ -244,6 +269,30 @@ def build_server(memory: MemoryServer) -> Any:
         return await memory.status(deep)
 
     return server
+
+
+def _plain_errors(base: Any) -> Any:
+    """`base` (MCPServer) whose argument errors read `maxResults: Input should be greater than or
+    equal to 1 (got 0)`, without pydantic's type codes and documentation URL."""
+    from mcp.server.mcpserver.exceptions import ToolError  # noqa: PLC0415
+    from pydantic import ValidationError  # noqa: PLC0415
+
+    class Server(base):  # type: ignore[misc, valid-type]
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if not isinstance(cause, ValidationError):
+                    raise
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                    + (f" (got {e['input']!r})" if not isinstance(e.get("input"), (dict, list)) else "")
+                    for e in cause.errors()
+                )
+                raise ToolError(f"Error executing tool {name}: invalid arguments: {problems}") from cause
+
+    return Server
 
 
 def _renamed_kwargs(fn: Any, renames: dict[str, str]) -> Any:

@@ -246,7 +246,7 @@ def read_memory_file(
         data = fh.read()
     text = data.decode("utf-8", errors="replace")
     all_lines = text.split("\n")
-    total = len(all_lines)
+    total = len(all_lines) - (1 if text.endswith("\n") else 0) if text else 0  # a final newline ends a line
     if from_line is None and lines is None:
         return rel, text, total, False
     start = max(1, int(from_line or 1))

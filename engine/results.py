@@ -70,6 +70,7 @@ class SearchHit(_Out):
     source: Literal["memory", "sessions"] = "memory"
     citation: str | None = None
     stale: bool | None = None
+    rescued: bool | None = None  # under minScore, kept by the keyword rescue (all query terms, or strong BM25)
     explain: HitExplain | None = None
     qmd: dict[str, Any] | None = None  # --explain on the QMD backend: mode, raw score, docid, collection
 
@@ -116,6 +117,7 @@ class SearchAnswer(_Out):
     took_ms: float
     relaxed: bool = False  # FTS-only: nothing passed minScore, so the threshold was relaxed
     sync_pending: bool | None = None  # files changed and are still being indexed (hits may be stale)
+    pending_files: int | None = None  # with sync_pending: changed files not indexed yet when answered
     denied: ScopeDenial | None = None  # scope rules refused this session key
     unavailable: str | None = None  # the backend failed and no fallback is allowed
     notes: list[str] | None = None  # what else the reader should know (QMD: an update still running, why nothing matched)
@@ -147,7 +149,8 @@ class ManagerStatus(_Out):
     sources: list[str] = Field(default_factory=list)
     extra_paths: list[str] = Field(default_factory=list)
     source_counts: dict[str, dict[str, int]] = Field(default_factory=dict)
-    search_mode: str = "hybrid"
+    search_mode: str = "hybrid"  # what a search answers in right now (fts-only while a rebuild is needed)
+    search_now: str | None = None  # what a search would do right now, and why, in one sentence
     provider_unavailable_reason: str | None = None
     fallback: Fallback | None = None
     fts: dict[str, Any] = Field(default_factory=dict)

@@ -53,7 +53,7 @@ from .store import (
     write_skipped,
 )
 
-__all__ = ["Indexer", "IndexIdentity", "fingerprint_diff", "CHUNKER_REVISION", "EmbedFn", "MAX_MARKDOWN_BYTES"]
+__all__ = ["Indexer", "IndexIdentity", "SyncAborted", "fingerprint_diff", "CHUNKER_REVISION", "EmbedFn", "MAX_MARKDOWN_BYTES"]
 
 log = get_logger("memsift.builtin.indexer")
 
@@ -63,8 +63,17 @@ GROUP_CHUNKS = 256  # chunks embedded and written per transaction
 # this large, and chunking one would hold hundreds of MB of chunk text at once.
 MAX_MARKDOWN_BYTES = 16 * 2**20
 WRITE_LOCK_TIMEOUT_S = 600.0  # how long a writer waits for another process's sync or rebuild
+SCAN_REPORT_EVERY = 100  # files checked between two progress reports
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
-ProgressFn = Callable[[int, int], None]
+# progress(stage, done, total): "files" (files checked), then "embed" (chunks embedded, reused or
+# written) or "write" (chunks written, keyword-only index).
+ProgressFn = Callable[[str, int, int], None]
+
+
+class SyncAborted(BaseException):
+    """The process is closing: the sync stops between two transactions (each group of files is
+    one), and the next sync goes on from there. A BaseException, so that no handler meant for
+    embedding failures stores the rest of the files without vectors on the way out."""
 
 
 @dataclass(frozen=True)
@@ -110,13 +119,36 @@ def wanted_meta(settings: ResolvedConfig, ident: IndexIdentity) -> dict[str, Any
     }
 
 
+# What a changed fingerprint key means to the person reading status. `{0}` and `{1}` are the old
+# and new values, shown only where they are readable (never hashes).
+_CHANGES = {
+    "schema": "the index format changed with this version of memsift",
+    "provider": "the embedding provider changed ({0} → {1})",
+    "model": "the embedding model changed ({0} → {1})",
+    "providerKey": "the embedding provider's settings changed (endpoint, headers or dimensions)",
+    "sources": "the sources changed ({0} → {1})",
+    "scopeHash": "the files it covers changed (workspace, extraPaths or multimodal settings)",
+    "chunkTokens": "the chunk size changed (chunkTokens {0} → {1})",
+    "chunkOverlap": "the chunk overlap changed (chunkOverlap {0} → {1})",
+    "chunker": "memsift's chunker changed with this version",
+    "ftsTokenizer": "the keyword tokenizer changed ({0} → {1})",
+    "ftsText": "memsift's keyword index changed with this version",
+}
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
 def fingerprint_diff(current: dict[str, Any] | None, wanted: dict[str, Any]) -> str | None:
-    """Why a full reindex is needed, or None. `dims` is learned during the build, not compared."""
+    """Why a full reindex is needed, in words, or None. `dims` is learned during the build, not compared."""
     if current is None:
         return "no index yet"
     for key, value in wanted.items():
         if current.get(key) != value:
-            return f"{key} changed ({current.get(key)!r} → {value!r})"
+            return _CHANGES.get(key, f"{key} changed").format(_shown(current.get(key)), _shown(value))
     return None
 
 
@@ -188,8 +220,12 @@ class Indexer:
         meta_extra: dict[str, Any] | None = None,
         tolerate_embed_errors: bool = True,
         include_sessions: bool = True,
+        embed_step: int | None = None,
     ) -> None:
         self.settings = settings
+        # Texts per embed call (None: a whole group at once). Smaller steps report progress more
+        # often and let a closing process stop sooner, at no cost for the local model.
+        self.embed_step = embed_step
         # Session transcripts are synced by full rebuilds, explicit syncs and the session-delta
         # watcher; searches and file-watch syncs leave them alone so they never wait on them.
         self.include_sessions = include_sessions and "sessions" in settings.memory_search.sources
@@ -205,6 +241,9 @@ class Indexer:
         self.db_path = settings.store_path
         self.skipped: list[Skipped] = []
         self.embed_error: str | None = None
+        self.files_to_index = 0  # changed files found by the scan, and how many are written so far
+        self.files_done = 0
+        self._chunks_total = self._chunks_done = 0
         self._live: apsw.Connection | None = None  # the connection being written
 
     # --- entry point ------------------------------------------------------------------------
@@ -288,7 +327,9 @@ class Indexer:
         changed: list[_Pending] = []
         touched: list[tuple[MemoryFile, int, int]] = []
         unchanged = 0
-        for f in files:
+        for n, f in enumerate(files):
+            if self.progress and n % SCAN_REPORT_EVERY == 0:
+                self.progress("files", n, len(files))
             try:
                 st = os.lstat(f.abs_path)
             except OSError as exc:
@@ -306,6 +347,8 @@ class Indexer:
                 unchanged += 1
                 continue
             changed.append(pending)
+        if self.progress:
+            self.progress("files", len(files), len(files))
         on_disk = {f.rel_path for f in files} - {s.path for s in self.skipped}
         removed = set(known) - on_disk
         return changed, touched, removed, unchanged
@@ -436,7 +479,9 @@ class Indexer:
             return {}
         hashes = {c.hash for p in group for c in p.chunks}
         vectors = self._known_vectors(sources, hashes)
-        report.chunks_from_cache += sum(1 for p in group for c in p.chunks if c.hash in vectors)
+        cached = sum(1 for p in group for c in p.chunks if c.hash in vectors)
+        report.chunks_from_cache += cached
+        self._advance(cached)
         missing: dict[str, Any] = {}
         for p in group:
             if p.inputs:
@@ -447,9 +492,15 @@ class Indexer:
                     missing.setdefault(c.hash, c.text)
         if missing:
             texts = list(missing.values())
-            matrix = self.embed(texts)
-            if matrix.shape[0] != len(texts):
-                raise IndexUnusableError(f"provider returned {matrix.shape[0]} vectors for {len(texts)} texts")
+            step = self.embed_step or len(texts)
+            parts = []
+            for i in range(0, len(texts), step):
+                part = self.embed(texts[i : i + step])
+                if part.shape[0] != len(texts[i : i + step]):
+                    raise IndexUnusableError(f"provider returned {part.shape[0]} vectors for {len(texts[i : i + step])} texts")
+                parts.append(part)
+                self._advance(part.shape[0])
+            matrix = parts[0] if len(parts) == 1 else np.vstack(parts)
             now = time.time()
             rows = []
             for h, vec in zip(missing, matrix):
@@ -542,6 +593,9 @@ class Indexer:
     ) -> None:
         total = len(pending)
         done = 0
+        self.files_to_index, self.files_done = total, 0
+        self._chunks_total, self._chunks_done = sum(len(p.chunks) for p in pending), 0
+        chunks_written_before = 0  # chunks of the groups written so far
         self._live = conn
         for group in self._groups(pending):
             try:
@@ -557,9 +611,22 @@ class Indexer:
                 for p in group:
                     report.chunks_written += self._write_file(conn, vec, p, vectors)
             done += len(group)
+            self.files_done = done
             report.files_indexed += len(group)
-            if self.progress:
-                self.progress(done, total)
+            chunks_written_before += sum(len(p.chunks) for p in group)
+            self._report_chunks(chunks_written_before)  # exact after each group, whatever was embedded
+
+    def _advance(self, chunks: int) -> None:
+        """Count `chunks` more as done (embedded or reused) and report it."""
+        self._report_chunks(self._chunks_done + chunks)
+
+    def _report_chunks(self, done: int) -> None:
+        done = min(self._chunks_total, done)
+        if done == self._chunks_done:
+            return
+        self._chunks_done = done
+        if self.progress:
+            self.progress("embed" if self.embed else "write", done, self._chunks_total)
 
     def _backfill_vectors(self, conn: apsw.Connection, vec: VectorState, report: SyncReport) -> None:
         """Embed chunks stored without vectors (a provider failed earlier), and fill chunks_vec."""

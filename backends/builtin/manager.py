@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -32,7 +33,8 @@ from memsift.engine.scripts import coverage
 from memsift.engine.search_modes import parse_search_mode
 from memsift.engine.snippets import SNIPPET_MAX_CHARS, make_snippet
 
-from .indexer import Indexer, IndexIdentity, fingerprint_diff, wanted_meta, write_lock
+from .indexer import Indexer, IndexIdentity, SyncAborted, fingerprint_diff, wanted_meta, write_lock
+from .outlook import Outlook, search_outlook
 from .search import (
     PipelineParams,
     candidate_count,
@@ -52,6 +54,7 @@ log = get_logger("memsift.builtin")
 QUERY_TIMEOUT_S = {"local": 300.0}
 BATCH_TIMEOUT_S = {"local": 600.0}
 SEARCH_SYNC_BUDGET_S = 2.0  # a search waits this long for files changed since the last sync
+EMBED_STEP = 64  # texts per embed call for the local model and when progress is shown
 
 
 async def _beside(side: Callable[[], Any] | None, main: Callable[[], Any]) -> Any:
@@ -113,7 +116,7 @@ class BuiltinSearchManager:
         *,
         selection: ProviderSelection | None = None,
         provider: EmbeddingProvider | None = None,
-        progress: Callable[[int, int], None] | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> None:
         self.settings = settings
         self.ms = settings.memory_search
@@ -129,11 +132,18 @@ class BuiltinSearchManager:
         self._conn_id: tuple[int, int] | None = None
         self._vec = VectorState(enabled=self.ms.store.vector.enabled)
         self._dirty = True  # a fresh manager has not compared the index with the files yet
+        self._changes = 0  # files-changed notices so far: a sync clears only those it saw
+        self._change_probe: Any = None  # a long-running host's exact "did files change?" check
+        self.search_syncs = 0  # syncs run by searches (a watcher's own sync then finds nothing new)
         self._stale_cause: str | None = None  # the index was built for other settings
         self._embed_error: str | None = None
         self._last_sync: SyncReport | None = None
         self._skipped: list[dict[str, str]] = []
         self._sync_lock = anyio.Lock()
+        # Syncs whose search stopped waiting go on in their threads; aclose() stops them cleanly.
+        self._running: dict[threading.Event, Indexer] = {}
+        self._embed_scopes: set[anyio.CancelScope] = set()
+        self._closing = False
         self._seen_sessions: set[str] = set()
         self.search_sync_budget_s = SEARCH_SYNC_BUDGET_S
         self.snippet_chars = SNIPPET_MAX_CHARS  # the benchmarks raise it to see whole chunks
@@ -186,12 +196,26 @@ class BuiltinSearchManager:
 
     # --- sync ---------------------------------------------------------------------------------
 
+    def _embed_from_thread(self, texts: Any) -> np.ndarray:
+        """The indexer thread's embed function (it hops back to the event loop)."""
+        if self._closing:
+            raise SyncAborted
+        return anyio.from_thread.run(self._embed_batch, list(texts))
+
     async def _embed_batch(self, texts: list[str]) -> np.ndarray:
         assert self.provider is not None
         # Shielded: the indexer thread calls this on behalf of a search that may have stopped
-        # waiting (its time budget); the sync must still be able to finish.
-        with anyio.CancelScope(shield=True):
-            return await self._embed_batch_now(texts)
+        # waiting (its time budget); the sync must still be able to finish. Only aclose()
+        # cancels it, to stop that sync when the process ends.
+        with anyio.CancelScope(shield=True) as scope:
+            self._embed_scopes.add(scope)
+            if self._closing:
+                scope.cancel()
+            try:
+                return await self._embed_batch_now(texts)
+            finally:
+                self._embed_scopes.discard(scope)
+        raise SyncAborted
 
     async def _embed_batch_now(self, texts: list[str]) -> np.ndarray:
         assert self.provider is not None
@@ -228,32 +252,55 @@ class BuiltinSearchManager:
                 return await self._run_indexer(allow_full=True, **kw)
 
     async def _run_indexer(self, *, force: bool, reason: str, allow_full: bool, include_sessions: bool) -> SyncReport:
-        extra = {}
+        extra = {"workspace": str(self.settings.workspace)}  # the index name is a hash: `index --list` reads it here
         if self.selection.fallback_from:
             extra["fallback"] = {"from": self.selection.fallback_from, "reason": self.selection.fallback_reason}
         indexer = Indexer(
             self.settings,
             self.identity,
-            (lambda texts: anyio.from_thread.run(self._embed_batch, list(texts))) if self.provider else None,
+            self._embed_from_thread if self.provider else None,
             progress=self.progress,
             meta_extra=extra,
             tolerate_embed_errors=self._primary.fallback_id is None or bool(self.selection.fallback_from),
             include_sessions=include_sessions,
+            embed_step=self._embed_step(),
         )
         # A rebuild swaps the database file: no connection of ours stays open across that.
         self._close_reader()
         # abandon_on_cancel: a search that stops waiting (its time budget) lets the sync finish in
         # its thread; it holds the cross-process write lock, so nothing else writes meanwhile.
-        report = await anyio.to_thread.run_sync(
-            lambda: indexer.run(force=force, reason=reason, allow_full=allow_full), abandon_on_cancel=True
-        )
+        seen = self._changes  # a change noticed while this sync runs may come after its scan
+        done = threading.Event()
+        self._running[done] = indexer
+
+        def work() -> SyncReport | None:
+            try:
+                return indexer.run(force=force, reason=reason, allow_full=allow_full)
+            except SyncAborted:  # the process is closing; whole groups are kept, the rest waits
+                return None
+            finally:
+                self._running.pop(done, None)
+                done.set()
+
+        report = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        if report is None:
+            raise SyncAborted
         self._skipped = [{"path": s.path, "reason": s.reason} for s in indexer.skipped]
         self._embed_error = indexer.embed_error
         self._last_sync = report
         self._stale_cause = report.reindex_cause if not report.full_reindex else None
-        self._dirty = False
+        self._dirty = self._changes != seen
         log.info("sync done", **report.model_dump(exclude_none=True))
         return report
+
+    def _embed_step(self) -> int | None:
+        """Texts per embed call: small for the local model (one call runs on a CPU thread that
+        cannot be interrupted; the model batches by length inside anyway) and whenever progress
+        is shown; a provider batch job keeps whole groups (one job each)."""
+        p = self.provider
+        if p is None or getattr(p, "batch_api", None):
+            return None
+        return EMBED_STEP if (p.id == "local" or self.progress) else None
 
     def _switch_to_fallback(self, reason: str) -> EmbeddingProvider | None:
         """Use the configured fallback provider after the current one failed (once)."""
@@ -293,26 +340,42 @@ class BuiltinSearchManager:
             )
 
     def mark_dirty(self) -> None:
-        """Files changed (a watcher saw it): the next search syncs them first."""
+        """Files changed: the next search syncs them first."""
         self._dirty = True
+        self._changes += 1
+
+    def watch_changes(self, probe: Any) -> None:
+        """A long-running host (watch, MCP) hands over an exact change check (`ChangeProbe`, or
+        None to stop): every search asks it first, so a file written just before the search is
+        synced instead of waiting for the watcher to hear of it."""
+        self._change_probe = probe
+        self.mark_dirty()  # anything written before the probe existed is synced by the next search
 
     async def _ensure_fresh(self, session_key: str | None) -> bool:
         """Before a search: sync what changed (within a time budget), bootstrap an empty index,
         never rebuild on search. Returns True when the sync is still running."""
         if session_key and session_key not in self._seen_sessions and self.ms.sync.on_session_start:
             self._seen_sessions.add(session_key)
-            self._dirty = True  # a new session starts from fresh files
+            self.mark_dirty()  # a new session starts from fresh files
+        if self._change_probe is not None and self._change_probe.changed():
+            self.mark_dirty()
         if not self._dirty:
-            return False
-        empty = not self.db_path.exists()
-        if empty:
-            await self.sync(reason="bootstrap", allow_full=True)
+            log.debug("index is fresh: no sync before this search")
             return False
         conn = self._reader()
-        self._adopt_index_provider(read_meta(conn) if conn is not None else None)
+        meta = read_meta(conn) if conn is not None else None
+        if meta is None:
+            # No index yet, or its first build is still running (the file exists before its meta
+            # does): wait for it, as the reference does, rather than answer from nothing.
+            if self.progress:
+                self.progress("build", 0, 0)  # the CLI says the search builds the index first
+            await self.sync(reason="bootstrap", allow_full=True)
+            return False
+        self._adopt_index_provider(meta)
         if not self.ms.sync.on_search:
             self._dirty = False
             return False
+        self.search_syncs += 1
         with anyio.move_on_after(self.search_sync_budget_s) as scope:
             await self.sync(reason="search", allow_full=False, include_sessions=False)
         return scope.cancelled_caught
@@ -323,7 +386,7 @@ class BuiltinSearchManager:
         with write_lock(self.db_path):
             moved = quarantine(self.db_path, str(exc))
         log.error("index damaged; moved aside and rebuilding from the Markdown files", error=str(exc), moved_to=str(moved))
-        self._dirty = True
+        self.mark_dirty()
 
     # --- search -------------------------------------------------------------------------------
 
@@ -361,9 +424,15 @@ class BuiltinSearchManager:
                         meta = read_meta(conn) if conn is not None else None
                         if meta is None:
                             return syncing, [], "none", False
-                        return (syncing, *await self._search_index(
-                            conn, meta, q, max_results, min_score, session_key, explain, now, degraded, sides, embedding
-                        ))
+                        # Explained always: whether a hit was rescued under minScore is shown on every hit.
+                        found, how, was_relaxed = await self._search_index(
+                            conn, meta, q, max_results, min_score, session_key, True, now, degraded, sides, embedding
+                        )
+                        for hit in found:
+                            hit.rescued = True if hit.explain and hit.explain.rescued else None
+                            if not explain:
+                                hit.explain = None
+                        return syncing, found, how, was_relaxed
                     except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
                         if attempt == 2:
                             raise IndexCorruptError(f"index {self.db_path} is damaged again after a rebuild: {exc}") from None
@@ -373,6 +442,8 @@ class BuiltinSearchManager:
             # The query's vector is computed while the freshness check runs (both wait mostly in
             # native code), instead of after it.
             syncing, hits, answered_mode, relaxed = await _beside(embedding.run if embedding else None, answer)
+        log.debug("search done", mode=answered_mode, hits=len(hits), took_ms=round((time.perf_counter() - started) * 1000, 1),
+                  sync_pending=syncing, degraded=degraded.model_dump(exclude_none=True) or None)
         return SearchAnswer(
             query=query,
             results=hits,
@@ -388,6 +459,7 @@ class BuiltinSearchManager:
             took_ms=round((time.perf_counter() - started) * 1000, 3),
             relaxed=relaxed,
             sync_pending=syncing or None,
+            pending_files=self.pending_files() if syncing else None,
         )
 
     def _sides(self, q: str, requested: str) -> _Sides:
@@ -527,7 +599,7 @@ class BuiltinSearchManager:
 
     def _fallback(self) -> Fallback | None:
         s = self.selection
-        if s.fallback_from:
+        if s is not None and s.fallback_from:
             return Fallback(**{"from": s.fallback_from, "reason": s.fallback_reason or ""})
         return None
 
@@ -572,7 +644,12 @@ class BuiltinSearchManager:
         return changed + len(known), [{"path": p, "reason": r} for p, r in reasons.items()]
 
     async def status(self, *, deep: bool = False) -> ManagerStatus:
-        self._ensure_provider()
+        provider_error = None
+        try:
+            self._ensure_provider()
+        except ProviderError as exc:  # status still reports, and says searches fail and why
+            provider_error = str(exc)
+        sel = self.selection or ProviderSelection(None, self.ms.provider, unavailable_reason=provider_error)
         try:
             conn = self._reader()
             if conn is not None:
@@ -582,7 +659,8 @@ class BuiltinSearchManager:
             await self.sync(reason="recovery")
             conn = self._reader()
         meta = read_meta(conn) if conn is not None else None
-        self._adopt_index_provider(meta)
+        if provider_error is None:
+            self._adopt_index_provider(meta)
         ident = self.identity
         counts: dict[str, dict[str, int]] = {}
         files = chunks = 0
@@ -600,8 +678,16 @@ class BuiltinSearchManager:
             if meta:
                 fts["tokenizer"] = meta.get("ftsTokenizer", fts["tokenizer"])
         pending, skipped = self._pending_changes(conn)
-        deep_facts = await self._deep_probe(conn) if deep else None
+        deep_facts = await self._deep_probe(conn, sel.unavailable_reason) if deep else None
         stale = fingerprint_diff(meta, wanted_meta(self.settings, ident)) if meta else None
+        fallback = self._fallback()
+        mode, search_now = search_outlook(Outlook(
+            index_exists=meta is not None, provider_error=provider_error,
+            provider=f"{ident.provider}/{ident.model}" if self.provider else None, requested=sel.requested,
+            unavailable_reason=sel.unavailable_reason, stale=stale, vectors_by_scan=conn is not None and not self._vec.available,
+            pending=pending, sync_on_search=self.ms.sync.on_search,
+            fallback=f"{fallback.from_} failed: {fallback.reason}" if fallback else None,
+        ))
         vec_rows = None
         if conn is not None and self._vec.available:
             if conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchone():
@@ -615,15 +701,16 @@ class BuiltinSearchManager:
             chunks=chunks,
             dirty=bool(pending) or meta is None or stale is not None,
             provider=ident.provider,
-            requested_provider=self.selection.requested,
+            requested_provider=sel.requested,
             model=ident.model,
             dimensions=(meta or {}).get("dims") or ident.dims,
             sources=list(self.ms.sources),
             extra_paths=list(self.ms.extra_paths),
             source_counts=counts,
-            search_mode="hybrid" if self.provider else "fts-only",
-            provider_unavailable_reason=self.selection.unavailable_reason,
-            fallback=self._fallback(),
+            search_mode=mode,
+            search_now=search_now,
+            provider_unavailable_reason=sel.unavailable_reason,
+            fallback=fallback,
             fts=fts,
             vector={
                 "enabled": self._vec.enabled,
@@ -649,10 +736,10 @@ class BuiltinSearchManager:
         status.deep = deep_facts
         return status
 
-    async def _deep_probe(self, conn: apsw.Connection | None) -> dict[str, Any]:
+    async def _deep_probe(self, conn: apsw.Connection | None, unavailable_reason: str | None) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.provider is None:
-            out["embedding"] = {"ok": False, "error": self.selection.unavailable_reason}
+            out["embedding"] = {"ok": False, "error": unavailable_reason}
         else:
             t0 = time.perf_counter()
             try:
@@ -674,7 +761,20 @@ class BuiltinSearchManager:
                 out["integrity"] = f"error: {exc}"
         return out
 
+    def pending_files(self) -> int | None:
+        """Changed files a running sync has not written yet (None when no sync runs)."""
+        if not self._running:
+            return None
+        return sum(max(0, i.files_to_index - i.files_done) for i in self._running.values())
+
     async def aclose(self) -> None:
+        # A sync a search stopped waiting for may still run in its thread: stop it between two
+        # transactions (cancelling its embedding request), rather than leave it to be killed at exit.
+        self._closing = True
+        for scope in list(self._embed_scopes):
+            scope.cancel()
+        for done in list(self._running):
+            await anyio.to_thread.run_sync(done.wait)
         self._close_reader()
         if self.provider is not None:
             await self.provider.aclose()

@@ -19,6 +19,7 @@ import click
 
 from ..errors import MemsiftError
 from ..logging import get_logger
+from ..workspace import workspace_warning
 from .resident import PROTOCOL, command_index, relevant_env, rendezvous_dir, state_tag
 
 __all__ = ["serve_resident", "MAX_REQUEST_BYTES"]
@@ -99,6 +100,9 @@ class ResidentServer:
             out, err, code = search_output(answer, as_json=bool(opts.get("as_json")), explain=bool(opts.get("explain")))
         except MemsiftError as exc:
             out, err, code = "", f"memsift: {exc}\n", exit_code(exc)
+        warning = workspace_warning(settings)  # what the cold CLI prints first
+        if warning:
+            err = f"memsift: warning: {warning}\n" + err
         self.answered += 1
         log.info("answered a CLI search", exit=code)
         self.on_answer({"command": "search", "exit": code})

@@ -12,6 +12,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic.alias_generators import to_camel
 
+from ..durations import check_duration
+
 __all__ = [
     "PROVIDER_IDS",
     "MemorySearchConfig",
@@ -189,6 +191,15 @@ class QmdUpdate(_Strict):
     command_timeout_ms: float = 30_000
     update_timeout_ms: float = 120_000
     embed_timeout_ms: float = 120_000
+
+    @field_validator("interval", "embed_interval", mode="before")
+    @classmethod
+    def _duration(cls, v: object) -> object:
+        # The reference silently uses the default for an unparseable duration; memsift refuses it,
+        # so a typo such as "banana" or "1h 30m" is seen at once instead of a schedule it did not mean.
+        if isinstance(v, (str, int, float)):
+            check_duration(v)
+        return v
 
 
 class QmdLimits(_Strict):

@@ -219,3 +219,43 @@ def test_the_server_declines_what_it_cannot_answer_exactly(tmp_path):
         reply = anyio.run(lambda: ask(**request))
         assert reply["status"] == "decline" and reason in reply["reason"], (request, reply)
     assert server.answered == 0
+
+
+def _note(ws: Path, env: dict[str, str], text: str) -> None:
+    r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "note", text],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_note_written_just_before_a_resident_search_is_always_found(tmp_path, runtime_dir):
+    # Reproduces issue 17: with `memsift watch` running, `memsift note` then `memsift search` missed
+    # the note whenever a search had synced inside the watcher's debounce window (the watcher
+    # announced only the first change of a batch), or searched before the change was announced.
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, ws)
+    env = _env(tmp_path, runtime_dir)
+    watch = Watch(ws, env)
+    try:
+        watch.wait_for("resident")
+        misses = []
+        for i in range(8):
+            word = f"heron{i}"
+            _note(ws, env, f"Order {word} supplies")
+            if i % 2:
+                time.sleep(0.3)  # inside the debounce window that follows the previous search's sync
+            answer = _search(ws, env, word)
+            watch.wait_for("answered")
+            found = any(word in h["snippet"] for h in answer["results"])
+            if not found and not answer.get("syncPending"):
+                misses.append(word)
+        # Fifteen notes back to back, then a search for each.
+        words = [f"egret{i}" for i in range(15)]
+        for word in words:
+            _note(ws, env, f"Order {word} supplies")
+        for word in words:
+            answer = _search(ws, env, word)
+            if not any(word in h["snippet"] for h in answer["results"]) and not answer.get("syncPending"):
+                misses.append(word)
+        assert misses == []
+    finally:
+        watch.stop()
