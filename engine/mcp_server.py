@@ -1,7 +1,8 @@
 """The MCP server (`memsift mcp`): memory_search, memory_get and memory_status as read-only tools.
 
 One manager serves every call; a background task keeps its index fresh (as `memsift watch`
-does). Expected outages (provider down, QMD fallen back or down, scope denial, a path that is not
+does). The scope rules judge every call, memory_get and memory_status as memory_search, by the
+server's `--session-key` or else the call's `sessionKey`. Expected outages (provider down, QMD fallen back or down, scope denial, a path that is not
 a memory file) come back as values the model can read, never as exceptions. Every answer is
 bounded by `memory.qmd.limits.maxInjectedChars` (or `--max-chars`).
 
@@ -40,7 +41,8 @@ SEARCH_DESCRIPTION = (
 GET_DESCRIPTION = (
     "Read a memory file found by memory_search (e.g. `memory/2026-03-02.md`), or only a line range: "
     "`from` is the first line (1-based), `lines` how many. Long files come back in pages: when "
-    "`truncated` is true, call again with `from` = `nextFrom`. Only memory files can be read."
+    "`truncated` is true, call again with `from` = `nextFrom`. Only memory files can be read. Pass "
+    "the chat's `sessionKey` as for memory_search."
 )
 STATUS_DESCRIPTION = (
     "Show the memory index's health: backend, files and chunks indexed, embedding provider, search "
@@ -97,11 +99,15 @@ class GetOutput(_Out):
     next_from: int | None = None  # call again from here for the rest
     disabled: bool = False
     error: str | None = None
+    denied: ScopeDenial | None = None  # scope rules refused this chat: nothing was read
+    warning: str | None = None
 
 
 class StatusOutput(_Out):
     status: ManagerStatus | None = None
     error: str | None = None
+    denied: ScopeDenial | None = None  # scope rules refused this chat: nothing is shown
+    warning: str | None = None
 
 
 class MemoryServer:
@@ -109,7 +115,10 @@ class MemoryServer:
 
     def __init__(self, manager: SearchManager, settings: ResolvedConfig, *, session_key: str | None = None,
                  max_chars: int | None = None) -> None:
-        self.manager, self.settings = manager, settings
+        from .scoped import scoped  # noqa: PLC0415
+
+        # Whatever manager it is given, every tool call goes through the scope rules.
+        self.manager, self.settings = scoped(manager, settings), settings
         self.session_key = session_key  # fixed by the operator: wins over a per-call key
         self.max_chars = int(max_chars or settings.memory.qmd.limits.max_injected_chars)
 
@@ -129,11 +138,16 @@ class MemoryServer:
         out.warning = warning
         return out
 
-    async def get(self, path: str, from_line: int | None = None, lines: int | None = None) -> GetOutput:
+    async def get(self, path: str, from_line: int | None = None, lines: int | None = None,
+                  session_key: str | None = None) -> GetOutput:
+        key, warning = self._key(session_key)
         try:
-            result = await self.manager.read(path, from_line, lines)
+            result = await self.manager.read(path, from_line, lines, session_key=key)
         except (PathNotAllowedError, MemsiftError, OSError) as exc:
-            return GetOutput(path=path, disabled=True, error=str(exc))
+            return GetOutput(path=path, disabled=True, error=str(exc), warning=warning)
+        if result.denied:
+            return GetOutput(path=result.path, disabled=True, denied=result.denied, warning=warning,
+                             error=f"denied by scope ({result.denied.rule})")
         start = from_line or 1
         text, taken, cut = _page(result.text, self.max_chars)
         if not cut:
@@ -141,14 +155,18 @@ class MemoryServer:
             taken = min(lines, available) if lines else available
         return GetOutput(
             path=result.path, text=text, **{"from": start}, lines=taken, total_lines=result.total_lines,
-            missing=result.missing, truncated=cut, next_from=start + taken if cut else None,
+            missing=result.missing, truncated=cut, next_from=start + taken if cut else None, warning=warning,
         )
 
-    async def status(self, deep: bool = False) -> StatusOutput:
+    async def status(self, deep: bool = False, session_key: str | None = None) -> StatusOutput:
+        key, warning = self._key(session_key)
         try:
-            return StatusOutput(status=await self.manager.status(deep=deep))
+            st = await self.manager.status(deep=deep, session_key=key)
         except (MemsiftError, OSError) as exc:
-            return StatusOutput(error=str(exc))
+            return StatusOutput(error=str(exc), warning=warning)
+        if st.denied:
+            return StatusOutput(denied=st.denied, error=f"denied by scope ({st.denied.rule})", warning=warning)
+        return StatusOutput(status=st, warning=warning)
 
     def _key(self, per_call: str | None) -> tuple[str | None, str | None]:
         if self.session_key is None:
@@ -230,8 +248,9 @@ def build_server(memory: MemoryServer) -> Any:
         path: Annotated[str, Field(description="Workspace-relative memory file path, as memory_search returns it.")],
         from_: Annotated[int | None, Field(alias="from", ge=1, description="First line, 1-based.")] = None,
         lines: Annotated[int | None, Field(ge=1, description="How many lines (default: to the end).")] = None,
+        sessionKey: Annotated[str | None, Field(description="The asking chat's session key, for scope rules.")] = None,
     ) -> GetOutput:
-        return await memory.get(path, from_, lines)
+        return await memory.get(path, from_, lines, sessionKey)
 
     server.tool(description=GET_DESCRIPTION, annotations=read_only, title="Read memory lines")(
         _renamed_kwargs(memory_get, {"from": "from_"}))
@@ -239,8 +258,9 @@ def build_server(memory: MemoryServer) -> Any:
     @server.tool(description=STATUS_DESCRIPTION, annotations=read_only, title="Memory index status")
     async def memory_status(
         deep: Annotated[bool, Field(description="Also probe the embedding provider (slower).")] = False,
+        sessionKey: Annotated[str | None, Field(description="The asking chat's session key, for scope rules.")] = None,
     ) -> StatusOutput:
-        return await memory.status(deep)
+        return await memory.status(deep, sessionKey)
 
     return server
 

@@ -126,6 +126,7 @@ class ReadResult(_Out):
     lines: int | None = None
     total_lines: int = 0
     missing: bool = False
+    denied: ScopeDenial | None = None  # scope rules refused this session key: nothing was read
 
 
 class ManagerStatus(_Out):
@@ -158,3 +159,4 @@ class ManagerStatus(_Out):
     batch: dict[str, Any] = Field(default_factory=dict)  # provider batch API state
     qmd: dict[str, Any] | None = None  # QMD backend: version, collections, last update/embed, errors
     deep: dict[str, Any] | None = None
+    denied: ScopeDenial | None = None  # scope rules refused this session key: nothing is shown

@@ -128,6 +128,15 @@ def parse_session_key(key: str | None) -> SessionScope:
     return SessionScope(raw, normalised, None, _chat_of(rest))
 
 
+def _shown(key: str | None) -> str | None:
+    """The key as a denial shows it: bounded, and with invisible characters written as escapes
+    (a key may carry terminal control sequences or zero-width characters)."""
+    if not isinstance(key, str) or not key.strip():
+        return None
+    key = shorten(key.strip(), SHOWN_KEY_CHARS)
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in key)
+
+
 def _norm_chat(value: str | None) -> str | None:
     if value is None:
         return None
@@ -168,7 +177,7 @@ def decide_scope(scope: ScopeConfig | None, session_key: str | None) -> ScopeDec
     """A malformed key is denied; otherwise the first matching rule wins, then the default
     (allow when not given)."""
     s = parse_session_key(session_key)
-    shown = shorten(session_key.strip(), SHOWN_KEY_CHARS) if isinstance(session_key, str) and session_key.strip() else None
+    shown = _shown(session_key)
     if s.malformed:
         return ScopeDecision(False, f"malformed session key ({s.malformed})", s.channel, s.chat_type, shown)
     if scope is None:

@@ -150,7 +150,7 @@ def index(obj: _Ctx, force: bool, as_json: bool) -> None:
 @click.argument("query")
 @click.option("--max-results", "-n", type=click.IntRange(min=1), help="Maximum hits (default query.maxResults, 6).")
 @click.option("--min-score", type=click.FloatRange(0, 1), help="Minimum score (default query.minScore, 0.35).")
-@click.option("--session-key", help="Session key of the asking chat (decides citations in auto mode).")
+@click.option("--session-key", help="Session key of the asking chat (scope rules; citations in auto mode).")
 @click.option("--explain", is_flag=True, help="Show how each hit's score was made.")
 @click.option("--mode", "-m", type=click.Choice(SEARCH_MODE_CHOICES, case_sensitive=False),
               help="Retrieval for this search: hybrid, keyword (BM25 only) or vector; default: as configured.")
@@ -196,9 +196,10 @@ _GET_RE = re.compile(r"^(?P<path>.+?)(?::(?P<from>\d+)(?::(?P<count>\d+))?)?$")
 @click.argument("target", metavar="PATH[:FROM[:COUNT]]")
 @click.option("--from", "from_line", type=click.IntRange(min=1), help="First line (1-based).")
 @click.option("--lines", type=click.IntRange(min=1), help="Number of lines.")
+@click.option("--session-key", help="Session key of the asking chat (scope rules).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
-def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, as_json: bool) -> None:
+def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, session_key: str | None, as_json: bool) -> None:
     """Read a memory file, or a line range of it (memory_get)."""
     m = _GET_RE.match(target)
     path = m.group("path") if m else target
@@ -208,24 +209,29 @@ def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, as_jso
             lines = lines or int(m.group("count"))
 
     with _errors_to_exit():
-        result = obj.run(lambda m: m.read(path, from_line, lines))
+        result = obj.run(lambda m: m.read(path, from_line, lines, session_key=session_key))
     text = result.text
     if as_json:
         _emit_json(result.to_json_dict())
+    elif result.denied:
+        from .render import render_denial  # noqa: PLC0415
+
+        click.echo(render_denial(result.denied))
     else:
         click.echo(text, nl=not text.endswith("\n"))
 
 
 @cli.command()
 @click.option("--deep", is_flag=True, help="Also probe the embedding provider and check the database.")
+@click.option("--session-key", help="Session key of the asking chat (scope rules).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
-def status(obj: _Ctx, deep: bool, as_json: bool) -> None:
+def status(obj: _Ctx, deep: bool, session_key: str | None, as_json: bool) -> None:
     """Show what is indexed, with which provider, and what is degraded."""
     from .render import render_status  # noqa: PLC0415
 
     with _errors_to_exit():
-        st = obj.run(lambda m: m.status(deep=deep))
+        st = obj.run(lambda m: m.status(deep=deep, session_key=session_key))
     if as_json:
         _emit_json(st.to_json_dict())
     else:

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import textwrap
 
-from ..results import ManagerStatus, SearchAnswer
+from ..results import ManagerStatus, ScopeDenial, SearchAnswer
 from ..manager import SyncReport
 
-__all__ = ["render_answer", "render_parity", "render_status", "render_sync", "WatchStatus"]
+__all__ = ["render_answer", "render_denial", "render_parity", "render_status", "render_sync", "WatchStatus"]
+
+
+def render_denial(d: ScopeDenial) -> str:
+    """The one line that says a chat was denied by the scope rules (search, get and status alike)."""
+    return f"Denied by scope ({d.rule}): channel={d.channel or 'unknown'}, chatType={d.chat_type}, session={d.session_key or '<none>'}"
 
 
 def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
@@ -34,11 +39,7 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
             out.append("    explain: " + " ".join(parts))
         out.append("")
     if answer.denied:
-        d = answer.denied
-        out.append(
-            f"Denied by scope ({d.rule}): channel={d.channel or 'unknown'}, chatType={d.chat_type}, "
-            f"session={d.session_key or '<none>'}"
-        )
+        out.append(render_denial(answer.denied))
     elif not answer.results:
         out.append("No results.")
     summary = f"{len(answer.results)} result(s) · {answer.mode} · {answer.provider}"
@@ -111,6 +112,8 @@ def render_sync(report: SyncReport) -> str:
 
 
 def render_status(s: ManagerStatus) -> str:
+    if s.denied:
+        return render_denial(s.denied)
     rows = [
         ("Backend", s.backend),
         ("Agent", s.agent_id),

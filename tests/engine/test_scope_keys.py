@@ -79,3 +79,8 @@ def test_a_denial_echoes_a_bounded_key():
     key = "agent:main:discord:group:" + "9" * 200_000
     d = decide_scope(DEFAULT, key)
     assert not d.allowed and len(d.session_key) < 200 and "200,025 characters" in d.session_key
+
+
+def test_a_denial_shows_invisible_characters_as_escapes():
+    d = decide_scope(DEFAULT, "agent:main:discord:gr\u200boup:42\x1b[2J")
+    assert not d.allowed and d.session_key == "agent:main:discord:gr\\u200boup:42\\x1b[2J"

@@ -21,6 +21,7 @@ from memsift.backends.qmd import QmdSearchManager
 from memsift.engine.config.models import QmdConfig, ScopeConfig
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.fallback import FallbackSearchManager
+from memsift.engine.scoped import scoped
 from memsift.engine.scope import decide_scope, parse_session_key
 
 FAKEBIN = Path(__file__).resolve().parents[1] / "backends" / "qmd" / "fakebin"
@@ -145,7 +146,7 @@ def test_a_denied_search_spawns_nothing_and_returns_no_hit(tmp_path, qmd_env):
         built["builtin"] += 1
         return BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())
 
-    m = FallbackSearchManager(qmd, builtin, name="qmd", scope=settings.memory.qmd.scope)
+    m = scoped(FallbackSearchManager(qmd, builtin, name="qmd"), settings)
     log = Path(qmd_env["FAKE_QMD_LOG"])
     denied_keys = [k for k, _c, kind in TABLE if kind == "group"][::7] + [k for k, a in MALFORMED if not a]
 
