@@ -41,6 +41,7 @@ from memsift.engine.private_dirs import make_private_dir
 from memsift.engine.multimodal import extensions_for, label_for, multimodal_hash, sniff_mime
 from memsift.engine.transcripts import flatten_transcript, list_transcripts
 
+from .index_file import inspect_index_file, is_memsift_database, temp_name_re
 from .store import (
     MAX_SKIPPED_RECORDED,
     SCHEMA_VERSION,
@@ -130,9 +131,19 @@ def write_lock(db_path: Path) -> Iterator[None]:
     """Exclusive cross-process lock for everything that writes the index.
 
     Waits up to WRITE_LOCK_TIMEOUT_S (another process may be rebuilding), then fails clearly
-    instead of hanging forever behind a stuck writer."""
-    make_private_dir(db_path.parent)
-    fd = os.open(f"{db_path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    instead of hanging forever behind a stuck writer. The lock file is never followed if it is a
+    symlink."""
+    lock = f"{db_path}.lock"
+    try:
+        make_private_dir(db_path.parent)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        if os.path.islink(lock):
+            raise IndexUnusableError(f"lock file {lock} is a symlink; memsift does not follow it. Remove the link") from None
+        raise IndexUnusableError(
+            f"cannot create the lock file {lock}: {exc.strerror} (is the state folder read-only?); "
+            "the index can be searched but not updated"
+        ) from None
     try:
         deadline = time.monotonic() + WRITE_LOCK_TIMEOUT_S
         while True:
@@ -206,6 +217,7 @@ class Indexer:
         self.skipped: list[Skipped] = []
         self.embed_error: str | None = None
         self._live: apsw.Connection | None = None  # the connection being written
+        self._kind = "missing"  # what is at the index path (index_file.inspect_index_file)
 
     # --- entry point ------------------------------------------------------------------------
 
@@ -226,16 +238,22 @@ class Indexer:
         report = SyncReport(reason=reason)
         with write_lock(self.db_path):
             self._cleanup_orphans()
-            conn, vec = self._open(self.db_path)
-            try:
-                want = wanted_meta(self.settings, self.ident)
-                current = read_meta(conn)
-                cause = "forced" if force else fingerprint_diff(current, want)
-                if not cause:
-                    self._incremental(conn, vec, report, want, current or want)
-                    self._record_skipped(conn)
-            finally:
-                conn.close()  # closed before any rebuild swaps the file
+            want = wanted_meta(self.settings, self.ident)
+            # Missing or zero-byte: no index yet (a rebuild makes it); anything not memsift's: refused.
+            self._kind = inspect_index_file(self.db_path, self.settings.state_dir)
+            current = cause = None
+            if self._kind == "ours":
+                conn, vec = self._open(self.db_path)
+                try:
+                    current = read_meta(conn)
+                    cause = "forced" if force else fingerprint_diff(current, want)
+                    if not cause:
+                        self._incremental(conn, vec, report, want, current or want)
+                        self._record_skipped(conn)
+                finally:
+                    conn.close()  # closed before any rebuild swaps the file
+            else:
+                cause = "no index yet"
             if cause and not allow_full and current is not None:
                 report.reindex_cause = cause
                 report.took_ms = (time.perf_counter() - started) * 1000
@@ -259,9 +277,11 @@ class Indexer:
         )
 
     def _cleanup_orphans(self) -> None:
-        """Temp databases left by a crashed rebuild (we hold the write lock, so none is live)."""
+        """Temp databases left by a crashed rebuild (we hold the write lock, so none is live): only
+        files with memsift's temp names that carry memsift's mark (or are empty)."""
+        pattern = temp_name_re(self.db_path)
         for orphan in glob.glob(f"{glob.escape(str(self.db_path))}.tmp-*"):
-            if orphan.endswith(("-wal", "-shm", "-journal")):
+            if not pattern.fullmatch(os.path.basename(orphan)) or not is_memsift_database(Path(orphan)):
                 continue
             log.warning("removing leftover temporary index", path=orphan)
             _remove_db_files(orphan)
@@ -642,7 +662,7 @@ class Indexer:
         conn, vec = self._open(tmp)
         old: apsw.Connection | None = None
         try:
-            if self.db_path.exists():
+            if self._kind == "ours":
                 try:
                     old, _ = open_db(self.db_path, vector_enabled=False)
                 except IndexUnusableError as exc:

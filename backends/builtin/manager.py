@@ -32,6 +32,7 @@ from memsift.engine.scripts import coverage
 from memsift.engine.search_modes import parse_search_mode
 from memsift.engine.snippets import SNIPPET_MAX_CHARS, make_snippet
 
+from .index_file import inspect_index_file
 from .indexer import Indexer, IndexIdentity, fingerprint_diff, wanted_meta, write_lock
 from .search import (
     PipelineParams,
@@ -160,7 +161,11 @@ class BuiltinSearchManager:
         )
 
     def _reader(self) -> apsw.Connection | None:
-        """The read connection, reopened when the file was swapped by a rebuild."""
+        """The read connection, reopened when the file was swapped by a rebuild. None when there is
+        no index yet (no file, or a zero-byte one); a file that is not memsift's is refused."""
+        if inspect_index_file(self.db_path, self.settings.state_dir) != "ours":
+            self._close_reader()
+            return None
         try:
             st = os.stat(self.db_path)
         except FileNotFoundError:
@@ -304,12 +309,15 @@ class BuiltinSearchManager:
             self._dirty = True  # a new session starts from fresh files
         if not self._dirty:
             return False
-        empty = not self.db_path.exists()
-        if empty:
+        conn = self._reader()
+        meta = read_meta(conn) if conn is not None else None
+        if meta is None:
+            # No index yet: no file, a zero-byte file, or a first build that never finished (or
+            # is running in another process). The search waits for the build instead of
+            # answering "no results" from nothing.
             await self.sync(reason="bootstrap", allow_full=True)
             return False
-        conn = self._reader()
-        self._adopt_index_provider(read_meta(conn) if conn is not None else None)
+        self._adopt_index_provider(meta)
         if not self.ms.sync.on_search:
             self._dirty = False
             return False
@@ -318,9 +326,11 @@ class BuiltinSearchManager:
         return scope.cancelled_caught
 
     async def _recover_corrupt(self, exc: Exception) -> None:
-        """The files are the truth: move the damaged index aside and rebuild it from them."""
+        """The files are the truth: move the damaged index aside and rebuild it from them (only
+        when the file is memsift's: anything else is refused, untouched)."""
         self._close_reader()
         with write_lock(self.db_path):
+            inspect_index_file(self.db_path, self.settings.state_dir)
             moved = quarantine(self.db_path, str(exc))
         log.error("index damaged; moved aside and rebuilding from the Markdown files", error=str(exc), moved_to=str(moved))
         self._dirty = True

@@ -25,6 +25,8 @@ import numpy as np
 from memsift.engine.errors import IndexCorruptError, IndexUnusableError
 from memsift.engine.private_dirs import make_private_dir
 
+from .index_file import APPLICATION_ID, quarantine_name_re
+
 __all__ = [
     "VectorState",
     "open_db",
@@ -150,17 +152,27 @@ def open_db(
     extension_path: str | None = None,
     readonly: bool = False,
 ) -> tuple[apsw.Connection, VectorState]:
-    """Open (creating if needed) an index database with the schema migrated and sqlite-vec loaded."""
+    """Open (creating if needed) an index database with the schema migrated and sqlite-vec loaded.
+
+    Never follows a symlink at `path`. A database memsift writes carries its mark
+    (`PRAGMA application_id`); one marked by another program is refused."""
     state = VectorState(enabled=vector_enabled, extension_path=extension_path)
     try:
         if not readonly:
             make_private_dir(path.parent)
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-        conn = apsw.Connection(str(path), flags=flags)
+        conn = apsw.Connection(str(path), flags=flags | apsw.SQLITE_OPEN_NOFOLLOW)
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         _load_vec(conn, state)
         if not readonly:
             _restrict_permissions(path)
+            mark = conn.execute("PRAGMA application_id").fetchone()[0]
+            if mark not in (0, APPLICATION_ID):
+                conn.close()
+                raise IndexUnusableError(f"{path} is not a memsift index (another program's SQLite database); "
+                                         "memsift never overwrites files it did not make")
+            if mark == 0:  # before WAL mode, so a new file has the mark in its header at once
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -249,19 +261,27 @@ def blob_to_vec(blob: bytes) -> np.ndarray:
 
 
 def quarantine(path: Path, reason: str, *, keep: int = 3) -> Path | None:
-    """Move a damaged index (and its -wal/-shm) aside as `<db>.corrupt-<time>`; keep a few."""
+    """Move a damaged index (and its -wal/-shm) aside as `<db>.corrupt-<time>-<pid>`; keep the
+    last `keep`. The caller has checked that the file is memsift's (`inspect_index_file`); only
+    files with memsift's quarantine names are ever pruned, and symlinks never."""
     import time as _time  # noqa: PLC0415
 
-    if not path.exists():
+    if not os.path.lexists(path):
         return None
     target = path.with_name(f"{path.name}.corrupt-{_time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
     os.replace(path, target)
     for suffix in ("-wal", "-shm"):
         side = Path(f"{path}{suffix}")
-        if side.exists():
+        if side.is_file() and not side.is_symlink():
             os.replace(side, Path(f"{target}{suffix}"))
-    old = sorted(path.parent.glob(f"{path.name}.corrupt-*"), key=lambda p: p.stat().st_mtime)
-    for stale in [p for p in old if not p.name.endswith(("-wal", "-shm"))][:-keep]:
+    pattern = quarantine_name_re(path)
+    ours = []
+    for p in path.parent.iterdir():
+        if pattern.fullmatch(p.name):
+            st = os.lstat(p)
+            if stat.S_ISREG(st.st_mode):
+                ours.append((st.st_mtime, p.name, p))
+    for _mtime, _name, stale in sorted(ours)[:-keep]:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{stale}{suffix}").unlink(missing_ok=True)
     return target

@@ -263,15 +263,51 @@ def resolve_agent(
         store = store if store.is_absolute() else (ws / store)
     else:
         store = state_dir / "memory" / default_index_name(agent, ws)
+    # The folder is resolved, never the file itself: a symlink there is refused, not followed.
+    store = Path(os.path.realpath(store.parent)) / store.name
+    _check_index_path(store, ws, ms.extra_paths, f"{where}.store.path" if ms.store.path else "stateDir")
     return ResolvedConfig(
         agent_id=agent,
         workspace=ws,
         state_dir=state_dir.resolve(),
-        store_path=store.resolve(),
+        store_path=store,
         config_path=config_path,
         memory_search=ms,
         memory=config.memory,
     )
+
+
+def _index_path_clash(store: Path, workspace: Path, extra_paths: list[str]) -> str | None:
+    """Why `store` (its folder already resolved) may not hold the index: it is a memory file, or
+    inside the memory files."""
+    real = store
+    if real.name.lower().endswith(".md"):
+        return "a Markdown file"
+    files = [workspace / n for n in ("MEMORY.md", "memory.md", "DREAMS.md")]
+    folders = [workspace / "memory"]
+    for raw in extra_paths:
+        p = Path(raw).expanduser()
+        p = p if p.is_absolute() else workspace / p
+        (files if p.name.lower().endswith(".md") else folders).append(p)
+    for f in files:
+        if real == Path(os.path.realpath(f)):
+            return f"the memory file {f}"
+    for d in folders:
+        root = Path(os.path.realpath(d))
+        if real == root or root in real.parents:
+            return f"inside the memory folder {d}"
+    return None
+
+
+def _check_index_path(store: Path, workspace: Path, extra_paths: list[str], key: str) -> None:
+    """memsift writes, renames and deletes files at the index path: never among the memory files."""
+    clash = _index_path_clash(store, workspace, extra_paths)
+    if clash:
+        raise ConfigError(
+            f"{key}: the index path {store} is {clash}; memsift never writes among the memory files. "
+            f"Set {key} to a place outside MEMORY.md, memory/ and the extra paths (or leave it unset)",
+            key_path=key,
+        )
 
 
 def _check_multimodal(ms: MemorySearchConfig) -> None:

@@ -111,7 +111,7 @@ def test_exit_codes(tmp_path, example_workspace):
     cfg = tmp_path / "store.json5"
     cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"store": {"path": str(store)}}}}}))
     r = _memsift(tmp_path, "-c", str(cfg), "-w", ws, "search", "ledger")
-    assert r.returncode == 4 and "cannot open index" in r.stderr
+    assert r.returncode == 4 and "not a regular file" in r.stderr
 
     r = _memsift(tmp_path, "-w", ws, "search")
     assert r.returncode == 2  # usage
