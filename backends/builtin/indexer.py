@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import stat
+import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -54,7 +55,15 @@ from .store import (
     write_skipped,
 )
 
-__all__ = ["Indexer", "IndexIdentity", "fingerprint_diff", "CHUNKER_REVISION", "EmbedFn", "MAX_MARKDOWN_BYTES"]
+__all__ = [
+    "Indexer",
+    "IndexIdentity",
+    "fingerprint_diff",
+    "CHUNKER_REVISION",
+    "EmbedFn",
+    "MAX_MARKDOWN_BYTES",
+    "SyncCancelled",
+]
 
 log = get_logger("memsift.builtin.indexer")
 
@@ -66,6 +75,17 @@ MAX_MARKDOWN_BYTES = 16 * 2**20
 WRITE_LOCK_TIMEOUT_S = 600.0  # how long a writer waits for another process's sync or rebuild
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
 ProgressFn = Callable[[int, int], None]
+
+
+class SyncCancelled(BaseException):
+    """The sync was asked to stop (its process is closing). Raised between transactions, so
+    what was committed is whole files; a BaseException, so no `except Exception` (the tolerated
+    embedding failures) can turn it into chunks stored without vectors."""
+
+
+def _check(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise SyncCancelled()
 
 
 @dataclass(frozen=True)
@@ -127,12 +147,12 @@ def _chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, mod
 
 
 @contextmanager
-def write_lock(db_path: Path) -> Iterator[None]:
+def write_lock(db_path: Path, cancel: threading.Event | None = None) -> Iterator[None]:
     """Exclusive cross-process lock for everything that writes the index.
 
     Waits up to WRITE_LOCK_TIMEOUT_S (another process may be rebuilding), then fails clearly
     instead of hanging forever behind a stuck writer. The lock file is never followed if it is a
-    symlink."""
+    symlink. `cancel` stops the wait (SyncCancelled)."""
     lock = f"{db_path}.lock"
     try:
         make_private_dir(db_path.parent)
@@ -151,6 +171,7 @@ def write_lock(db_path: Path) -> Iterator[None]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                _check(cancel)
                 if time.monotonic() >= deadline:
                     raise IndexUnusableError(
                         f"index {db_path} is locked by another memsift process (waited {WRITE_LOCK_TIMEOUT_S:.0f} s); "
@@ -199,8 +220,12 @@ class Indexer:
         meta_extra: dict[str, Any] | None = None,
         tolerate_embed_errors: bool = True,
         include_sessions: bool = True,
+        cancel: threading.Event | None = None,
     ) -> None:
         self.settings = settings
+        # Set when the sync must stop (its process is closing): checked while waiting for the
+        # write lock, between files and before each group is embedded and written.
+        self.cancel = cancel
         # Session transcripts are synced by full rebuilds, explicit syncs and the session-delta
         # watcher; searches and file-watch syncs leave them alone so they never wait on them.
         self.include_sessions = include_sessions and "sessions" in settings.memory_search.sources
@@ -236,7 +261,7 @@ class Indexer:
     def _run(self, *, force: bool, reason: str, allow_full: bool) -> SyncReport:
         started = time.perf_counter()
         report = SyncReport(reason=reason)
-        with write_lock(self.db_path):
+        with write_lock(self.db_path, self.cancel):
             self._cleanup_orphans()
             want = wanted_meta(self.settings, self.ident)
             # Missing or zero-byte: no index yet (a rebuild makes it); anything not memsift's: refused.
@@ -308,7 +333,9 @@ class Indexer:
         changed: list[_Pending] = []
         touched: list[tuple[MemoryFile, int, int]] = []
         unchanged = 0
-        for f in files:
+        for i, f in enumerate(files):
+            if i % 256 == 0:
+                _check(self.cancel)
             try:
                 st = os.lstat(f.abs_path)
             except OSError as exc:
@@ -564,6 +591,7 @@ class Indexer:
         done = 0
         self._live = conn
         for group in self._groups(pending):
+            _check(self.cancel)
             try:
                 vectors = self._embed_group(conn, sources, group, report)
             except Exception as exc:
@@ -588,6 +616,7 @@ class Indexer:
         rows = conn.execute("SELECT rowid, hash, text FROM chunks WHERE embedding IS NULL").fetchall()
         for i in range(0, len(rows), GROUP_CHUNKS):
             part = rows[i : i + GROUP_CHUNKS]
+            _check(self.cancel)
             try:
                 matrix = self.embed([r[2] for r in part])
             except Exception as exc:

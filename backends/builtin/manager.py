@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -15,7 +16,7 @@ from memsift.engine.logging import get_logger
 from memsift.engine.citations import citation_for, citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, create_provider, select_provider
-from memsift.engine.errors import IndexCorruptError, ProviderError
+from memsift.engine.errors import IndexCorruptError, IndexUnusableError, ProviderError
 from memsift.engine.fts_query import clean_query, plan_query
 from memsift.engine.manager import SyncReport
 from memsift.engine.memory_files import discover_memory_files, read_memory_file
@@ -33,7 +34,7 @@ from memsift.engine.search_modes import parse_search_mode
 from memsift.engine.snippets import SNIPPET_MAX_CHARS, make_snippet
 
 from .index_file import inspect_index_file
-from .indexer import Indexer, IndexIdentity, fingerprint_diff, wanted_meta, write_lock
+from .indexer import Indexer, IndexIdentity, SyncCancelled, fingerprint_diff, wanted_meta, write_lock
 from .search import (
     PipelineParams,
     candidate_count,
@@ -53,6 +54,7 @@ log = get_logger("memsift.builtin")
 QUERY_TIMEOUT_S = {"local": 300.0}
 BATCH_TIMEOUT_S = {"local": 600.0}
 SEARCH_SYNC_BUDGET_S = 2.0  # a search waits this long for files changed since the last sync
+SYNC_STOP_TIMEOUT_S = 30.0  # aclose waits this long for a sync it asked to stop
 
 
 async def _beside(side: Callable[[], Any] | None, main: Callable[[], Any]) -> Any:
@@ -135,6 +137,10 @@ class BuiltinSearchManager:
         self._last_sync: SyncReport | None = None
         self._skipped: list[dict[str, str]] = []
         self._sync_lock = anyio.Lock()
+        # A sync a search stopped waiting for goes on in its thread; `aclose` stops it cleanly.
+        self._closing = threading.Event()
+        self._sync_threads: set[threading.Event] = set()  # one "finished" event per running sync
+        self._embed_scopes: set[anyio.CancelScope] = set()
         self._seen_sessions: set[str] = set()
         self.search_sync_budget_s = SEARCH_SYNC_BUDGET_S
         self.snippet_chars = SNIPPET_MAX_CHARS  # the benchmarks raise it to see whole chunks
@@ -191,12 +197,37 @@ class BuiltinSearchManager:
 
     # --- sync ---------------------------------------------------------------------------------
 
-    async def _embed_batch(self, texts: list[str]) -> np.ndarray:
+    async def _embed_batch(self, texts: list[str]) -> np.ndarray | None:
+        """Embeds for the indexer thread; None when `aclose` stopped it."""
         assert self.provider is not None
         # Shielded: the indexer thread calls this on behalf of a search that may have stopped
-        # waiting (its time budget); the sync must still be able to finish.
+        # waiting (its time budget); the sync must still be able to finish. Only `aclose`
+        # cancels it (the inner scope).
         with anyio.CancelScope(shield=True):
-            return await self._embed_batch_now(texts)
+            with anyio.CancelScope() as stop:
+                self._embed_scopes.add(stop)
+                try:
+                    return await self._embed_batch_now(texts)
+                finally:
+                    self._embed_scopes.discard(stop)
+        return None
+
+    def _embed_from_thread(self, texts: Any) -> np.ndarray:
+        """The indexer's embed function: a hop to the event loop, or SyncCancelled when the
+        manager is closing (never a failure that would store chunks without vectors)."""
+        if self._closing.is_set():
+            raise SyncCancelled()
+        try:
+            matrix = anyio.from_thread.run(self._embed_batch, list(texts))
+        except anyio.RunFinishedError:  # the event loop that started the sync is gone
+            raise SyncCancelled() from None
+        except Exception:
+            if self._closing.is_set():
+                raise SyncCancelled() from None
+            raise
+        if matrix is None:
+            raise SyncCancelled()
+        return matrix
 
     async def _embed_batch_now(self, texts: list[str]) -> np.ndarray:
         assert self.provider is not None
@@ -239,19 +270,32 @@ class BuiltinSearchManager:
         indexer = Indexer(
             self.settings,
             self.identity,
-            (lambda texts: anyio.from_thread.run(self._embed_batch, list(texts))) if self.provider else None,
+            self._embed_from_thread if self.provider else None,
             progress=self.progress,
             meta_extra=extra,
             tolerate_embed_errors=self._primary.fallback_id is None or bool(self.selection.fallback_from),
             include_sessions=include_sessions,
+            cancel=self._closing,
         )
         # A rebuild swaps the database file: no connection of ours stays open across that.
         self._close_reader()
+        finished = threading.Event()
+
+        def work() -> SyncReport:
+            try:
+                return indexer.run(force=force, reason=reason, allow_full=allow_full)
+            finally:
+                finished.set()
+                self._sync_threads.discard(finished)
+
+        self._sync_threads.add(finished)
         # abandon_on_cancel: a search that stops waiting (its time budget) lets the sync finish in
         # its thread; it holds the cross-process write lock, so nothing else writes meanwhile.
-        report = await anyio.to_thread.run_sync(
-            lambda: indexer.run(force=force, reason=reason, allow_full=allow_full), abandon_on_cancel=True
-        )
+        # `aclose` stops it (between transactions) and waits for it.
+        try:
+            report = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except SyncCancelled:
+            raise IndexUnusableError("the sync was stopped because memsift is closing") from None
         self._skipped = [{"path": s.path, "reason": s.reason} for s in indexer.skipped]
         self._embed_error = indexer.embed_error
         self._last_sync = report
@@ -685,9 +729,30 @@ class BuiltinSearchManager:
         return out
 
     async def aclose(self) -> None:
+        await self._stop_syncs()
         self._close_reader()
         if self.provider is not None:
             await self.provider.aclose()
+
+    async def _stop_syncs(self) -> None:
+        """Stop syncs still running for searches that stopped waiting for them (the CLI answers
+        within its budget, then exits): they end between transactions, so the index holds whole
+        files, and no chunk is stored without its vector."""
+        running = list(self._sync_threads)
+        if not running:
+            return
+        self._closing.set()
+        for scope in list(self._embed_scopes):
+            scope.cancel()
+        deadline = time.monotonic() + SYNC_STOP_TIMEOUT_S
+
+        def wait() -> bool:
+            return all(done.wait(max(0.0, deadline - time.monotonic())) for done in running)
+
+        if await anyio.to_thread.run_sync(wait):
+            self._closing.clear()  # all stopped: the manager may be used again
+        else:
+            log.warning("a sync did not stop in time; leaving it", seconds=SYNC_STOP_TIMEOUT_S)
 
     async def __aenter__(self) -> BuiltinSearchManager:
         return self
