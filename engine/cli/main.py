@@ -18,6 +18,7 @@ import anyio
 import click
 
 from ..errors import ConfigError, IndexUnusableError, MemsiftError, PathNotAllowedError, ProviderError
+from ..secrets import redact
 from ..search_modes import SEARCH_MODES
 
 SEARCH_MODE_CHOICES = [m for m in SEARCH_MODES if m != "auto"] + ["auto", "fts"]
@@ -53,12 +54,13 @@ def _errors_to_exit() -> Iterator[None]:
     try:
         yield
     except MemsiftError as exc:
-        click.echo(f"memsift: {exc}", err=True)
+        click.echo(redact(f"memsift: {exc}"), err=True)
         sys.exit(exit_code(exc))
 
 
 def _json_text(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, indent=2)
+    """Every document the CLI prints; masked once more on the way out (keys, header values)."""
+    return redact(json.dumps(data, ensure_ascii=False, indent=2))
 
 
 def _emit_json(data: Any) -> None:
@@ -183,9 +185,9 @@ def search_output(answer: Any, *, as_json: bool, explain: bool) -> tuple[str, st
     """What `memsift search` prints: (stdout, stderr, exit code). Shared with resident answers."""
     from .render import render_answer  # noqa: PLC0415
 
-    out = _json_text(answer.to_json_dict()) if as_json else render_answer(answer, explain=explain)
+    out = _json_text(answer.to_json_dict()) if as_json else redact(render_answer(answer, explain=explain))
     if answer.unavailable:
-        return out + "\n", f"memsift: {answer.unavailable}\n", EXIT_CODES["backend"]
+        return out + "\n", redact(f"memsift: {answer.unavailable}\n"), EXIT_CODES["backend"]
     return out + "\n", "", EXIT_CODES["ok"]
 
 
@@ -235,7 +237,7 @@ def status(obj: _Ctx, deep: bool, session_key: str | None, as_json: bool) -> Non
     if as_json:
         _emit_json(st.to_json_dict())
     else:
-        click.echo(render_status(st))
+        click.echo(redact(render_status(st)))
 
 
 @cli.command()
@@ -352,13 +354,15 @@ def config_show(obj: _Ctx) -> None:
     """Print the resolved config for the agent (defaults, file, environment merged; secrets masked)."""
     with _errors_to_exit():
         s = obj.settings()
+    ms = s.memory_search.model_dump(by_alias=True, mode="json")  # the API key prints as **********
+    ms["remote"]["headers"] = {name: "**********" for name in ms["remote"]["headers"]}  # header values are secrets too
     data = {
         "configPath": str(s.config_path) if s.config_path else None,
         "agentId": s.agent_id,
         "workspace": str(s.workspace),
         "stateDir": str(s.state_dir),
         "storePath": str(s.store_path),
-        "memorySearch": s.memory_search.model_dump(by_alias=True, mode="json"),
+        "memorySearch": ms,
         "memory": s.memory.model_dump(by_alias=True, mode="json"),
     }
     _emit_json(data)

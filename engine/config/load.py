@@ -19,12 +19,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError
 from ..private_dirs import default_state_dir
+from ..secrets import register_header_secrets, register_secret
 from .models import MemoryConfig, MemorySearchConfig, MemsiftConfig
 from .sources import default_config_path, env_overrides, read_config_file
 
 __all__ = ["ResolvedConfig", "load_config", "resolve_agent", "normalise_memory_search", "default_index_name", "SOURCE_ORDER"]
 
 SOURCE_ORDER = ("file", "env", "overrides")
+_ENV_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")  # an apiKey naming an environment variable
 DEFAULT_AGENT_ID = "main"
 
 
@@ -252,6 +254,7 @@ def resolve_agent(
     where = f"agents.list[{index}].memorySearch" if index is not None else "agents.defaults.memorySearch"
     ms = normalise_memory_search(_validate(MemorySearchConfig, merged, where))
     _check_multimodal(ms)
+    _register_secrets(ms)
 
     ws_raw = workspace or env.get("MEMSIFT_WORKSPACE") or (entry.workspace if entry else None)
     base = Path(cwd) if cwd is not None else Path.cwd()
@@ -308,6 +311,15 @@ def _check_index_path(store: Path, workspace: Path, extra_paths: list[str], key:
             f"Set {key} to a place outside MEMORY.md, memory/ and the extra paths (or leave it unset)",
             key_path=key,
         )
+
+
+def _register_secrets(ms: MemorySearchConfig) -> None:
+    """Header values, and a literal API key (not the name of a variable), are masked in every
+    output from the moment the config is known."""
+    register_header_secrets(ms.remote.headers)
+    key = ms.remote.api_key.get_secret_value() if ms.remote.api_key else None
+    if key and not _ENV_NAME_RE.match(key):
+        register_secret(key)
 
 
 def _check_multimodal(ms: MemorySearchConfig) -> None:
