@@ -6,6 +6,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import anyio
@@ -16,6 +17,7 @@ from memsift.engine.logging import get_logger
 from memsift.engine.citations import citation_for, citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, create_provider, select_provider
+from memsift.engine.embeddings.circuit import QueryCircuit
 from memsift.engine.errors import IndexCorruptError, IndexUnusableError, ProviderError
 from memsift.engine.fts_query import clean_query, plan_query
 from memsift.engine.manager import SyncReport
@@ -49,9 +51,11 @@ __all__ = ["BuiltinSearchManager"]
 
 log = get_logger("memsift.builtin")
 
-# Whole-call limits (spec: query 5 min local / 60 s remote; batch 10 min local / 2 min remote per
-# request). Remote calls carry their own per-request timeouts and retries inside these.
-QUERY_TIMEOUT_S = {"local": 300.0}
+# A search's query embedding has a short budget of its own (the local model may first have to
+# load); past it the search answers by keyword and says so. Batches (indexing) keep the long
+# limits (10 min local; remote calls carry their own per-request timeouts and retries).
+QUERY_BUDGET_S = {"local": 60.0}
+REMOTE_QUERY_BUDGET_S = 5.0
 BATCH_TIMEOUT_S = {"local": 600.0}
 SEARCH_SYNC_BUDGET_S = 2.0  # a search waits this long for files changed since the last sync
 SYNC_STOP_TIMEOUT_S = 30.0  # aclose waits this long for a sync it asked to stop
@@ -75,22 +79,34 @@ async def _beside(side: Callable[[], Any] | None, main: Callable[[], Any]) -> An
 
 
 class _QueryEmbedding:
-    """One query's vector, computed once; a provider failure becomes the reason vectors are missing."""
+    """One query's vector, computed once within its budget; a provider failure (or an open
+    circuit) becomes the reason vectors are missing."""
 
-    def __init__(self, provider: EmbeddingProvider | None, text: str) -> None:
-        self.provider, self.text = provider, text
+    def __init__(self, provider: EmbeddingProvider | None, text: str, circuit: QueryCircuit | None = None) -> None:
+        self.provider, self.text, self.circuit = provider, text, circuit
         self.vector: np.ndarray | None = None
         self.error: str | None = None
         self.done = anyio.Event()
 
     async def run(self) -> None:
+        budget = QUERY_BUDGET_S.get(self.provider.id, REMOTE_QUERY_BUDGET_S)
         try:
-            with anyio.fail_after(QUERY_TIMEOUT_S.get(self.provider.id, 4 * 60.0)):
+            paused = self.circuit.open_reason(self.provider.id) if self.circuit else None
+            if paused:
+                self.error = paused
+                return
+            with anyio.fail_after(budget):
                 self.vector = await self.provider.embed_query(self.text)
+            if self.circuit:
+                self.circuit.record_success()
         except TimeoutError:
-            self.error = "query embedding timed out"
+            self.error = f"query embedding timed out after {budget:g} s (the provider did not answer): keyword results only"
+            if self.circuit:
+                self.circuit.record_failure(f"timed out after {budget:g} s")
         except Exception as exc:  # a provider failure degrades to keyword search, visibly
             self.error = f"query embedding failed: {exc}"
+            if self.circuit:
+                self.circuit.record_failure(str(exc)[:200])
         finally:
             self.done.set()
 
@@ -142,6 +158,7 @@ class BuiltinSearchManager:
         self._sync_threads: set[threading.Event] = set()  # one "finished" event per running sync
         self._embed_scopes: set[anyio.CancelScope] = set()
         self._seen_sessions: set[str] = set()
+        self._query_circuit: QueryCircuit | None = None
         self.search_sync_budget_s = SEARCH_SYNC_BUDGET_S
         self.snippet_chars = SNIPPET_MAX_CHARS  # the benchmarks raise it to see whole chunks
 
@@ -405,7 +422,7 @@ class BuiltinSearchManager:
         syncing = False
         if q:
             sides = self._sides(q, requested)
-            embedding = _QueryEmbedding(self.provider, q) if sides.vector else None
+            embedding = self._query_embedding(q) if sides.vector and self.provider is not None else None
 
             async def answer() -> tuple[bool, list[SearchHit], str, bool]:
                 for attempt in (1, 2):
@@ -460,6 +477,18 @@ class BuiltinSearchManager:
                 return _Sides(requested, vector=False, keyword=True, set_aside=reason)
         return _Sides(requested, vector=True, keyword=keyword)
 
+    @property
+    def _circuit(self) -> QueryCircuit | None:
+        """The query circuit of the provider in use, shared through a file beside the index."""
+        if self.provider is None:
+            return None
+        if self._query_circuit is None or self._query_circuit.fingerprint != self.provider.fingerprint:
+            self._query_circuit = QueryCircuit(self.provider.fingerprint, Path(f"{self.db_path}.query-circuit"))
+        return self._query_circuit
+
+    def _query_embedding(self, q: str) -> _QueryEmbedding:
+        return _QueryEmbedding(self.provider, q, self._circuit)
+
     async def _query_vector(self, q: str, degraded: Degraded, embedding: _QueryEmbedding | None = None) -> np.ndarray | None:
         if self.provider is None:
             if self.selection.requested != "none":  # provider "none" is a choice, not an outage
@@ -469,7 +498,7 @@ class BuiltinSearchManager:
             degraded.vector = f"index was built for other settings ({self._stale_cause}); run `memsift index` to rebuild"
             return None
         if embedding is None or embedding.provider is not self.provider:  # none started, or the provider changed
-            embedding = _QueryEmbedding(self.provider, q)
+            embedding = self._query_embedding(q)
             await embedding.run()
         await embedding.done.wait()
         if embedding.error:
