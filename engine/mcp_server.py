@@ -85,6 +85,7 @@ class SearchOutput(_Out):
     action: str | None = None
     truncated: bool = False  # hits were cut to fit maxInjectedChars
     sync_pending: bool | None = None
+    sync_error: str | None = None  # the index could not be updated (disk full, read-only): answered as it is
     took_ms: float | None = None
 
 
@@ -196,7 +197,7 @@ def _from_answer(answer: SearchAnswer, budget: int) -> SearchOutput:
         degraded=answer.degraded if (answer.degraded.vector or answer.degraded.fts) else None,
         denied=answer.denied, disabled=answer.denied is not None or answer.unavailable is not None,
         unavailable=answer.unavailable is not None, error=answer.unavailable,
-        truncated=truncated, sync_pending=answer.sync_pending, took_ms=answer.took_ms,
+        truncated=truncated, sync_pending=answer.sync_pending, sync_error=answer.sync_error, took_ms=answer.took_ms,
     )
 
 

@@ -115,6 +115,7 @@ class SearchAnswer(_Out):
     took_ms: float
     relaxed: bool = False  # FTS-only: nothing passed minScore, so the threshold was relaxed
     sync_pending: bool | None = None  # files changed and are still being indexed (hits may be stale)
+    sync_error: str | None = None  # the index could not be updated (disk full, read-only): answered as it is
     denied: ScopeDenial | None = None  # scope rules refused this session key
     unavailable: str | None = None  # the backend failed and no fallback is allowed
 

@@ -50,6 +50,7 @@ from .store import (
     ensure_vec_table,
     open_db,
     read_meta,
+    storage_hint,
     vec_to_blob,
     write_meta,
     write_skipped,
@@ -63,6 +64,7 @@ __all__ = [
     "EmbedFn",
     "MAX_MARKDOWN_BYTES",
     "SyncCancelled",
+    "storage_failure",
 ]
 
 log = get_logger("memsift.builtin.indexer")
@@ -81,6 +83,23 @@ class SyncCancelled(BaseException):
     """The sync was asked to stop (its process is closing). Raised between transactions, so
     what was committed is whole files; a BaseException, so no `except Exception` (the tolerated
     embedding failures) can turn it into chunks stored without vectors."""
+
+
+_STORAGE_ERRORS = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError)
+
+
+def storage_failure(exc: BaseException) -> apsw.Error | None:
+    """The storage error behind `exc` (disk full, read-only, I/O), also when SQLite rolled the
+    transaction back by itself and the rollback apsw then tried failed with "no transaction is
+    active" (which used to hide the real error)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, _STORAGE_ERRORS):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _check(cancel: threading.Event | None) -> None:
@@ -251,12 +270,13 @@ class Indexer:
             return self._run(force=force, reason=reason, allow_full=allow_full)
         except apsw.BusyError as exc:  # another process holds a write transaction on the database
             raise IndexUnusableError(f"index {self.db_path} is locked by another process: {exc}") from None
-        except (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError) as exc:
-            # Disk full, file size limit, quota, I/O error: a failed rebuild left the old index in
-            # place, a failed incremental sync rolled back its last transaction.
-            raise IndexUnusableError(
-                f"cannot write index {self.db_path}: {exc} (disk full, file size limit or I/O error?)"
-            ) from None
+        except apsw.Error as exc:
+            # Disk full, file size limit, quota, read-only, I/O error: a failed rebuild left the old
+            # index in place, a failed incremental sync rolled back its last transaction.
+            failure = storage_failure(exc)
+            if failure is None:
+                raise
+            raise IndexUnusableError(f"cannot write index {self.db_path}: {failure} ({storage_hint(self.db_path)})") from None
 
     def _run(self, *, force: bool, reason: str, allow_full: bool) -> SyncReport:
         started = time.perf_counter()
@@ -688,7 +708,11 @@ class Indexer:
 
     def _full_rebuild(self, report: SyncReport, want: dict[str, Any]) -> None:
         tmp = Path(f"{self.db_path}.tmp-{uuid.uuid4().hex[:12]}")
-        conn, vec = self._open(tmp)
+        try:
+            conn, vec = self._open(tmp)
+        except BaseException:
+            _remove_db_files(str(tmp))  # e.g. the disk was too full to create it
+            raise
         old: apsw.Connection | None = None
         try:
             if self._kind == "ours":

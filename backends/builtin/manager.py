@@ -362,14 +362,16 @@ class BuiltinSearchManager:
         """Files changed (a watcher saw it): the next search syncs them first."""
         self._dirty = True
 
-    async def _ensure_fresh(self, session_key: str | None) -> bool:
+    async def _ensure_fresh(self, session_key: str | None) -> tuple[bool, str | None]:
         """Before a search: sync what changed (within a time budget), bootstrap an empty index,
-        never rebuild on search. Returns True when the sync is still running."""
+        never rebuild on search. Returns (the sync is still running, why the index could not be
+        updated): a full disk, a read-only mount or an immutable file leaves the intact index to
+        answer from, read-only."""
         if session_key and session_key not in self._seen_sessions and self.ms.sync.on_session_start:
             self._seen_sessions.add(session_key)
             self._dirty = True  # a new session starts from fresh files
         if not self._dirty:
-            return False
+            return False, None
         conn = self._reader()
         meta = read_meta(conn) if conn is not None else None
         if meta is None:
@@ -377,14 +379,20 @@ class BuiltinSearchManager:
             # is running in another process). The search waits for the build instead of
             # answering "no results" from nothing.
             await self.sync(reason="bootstrap", allow_full=True)
-            return False
+            return False, None
         self._adopt_index_provider(meta)
         if not self.ms.sync.on_search:
             self._dirty = False
-            return False
-        with anyio.move_on_after(self.search_sync_budget_s) as scope:
-            await self.sync(reason="search", allow_full=False, include_sessions=False)
-        return scope.cancelled_caught
+            return False, None
+        try:
+            with anyio.move_on_after(self.search_sync_budget_s) as scope:
+                await self.sync(reason="search", allow_full=False, include_sessions=False)
+        except IndexCorruptError:
+            raise  # damage: moved aside and rebuilt by the caller
+        except IndexUnusableError as exc:  # cannot write: the next search tries again
+            log.warning("index not updated; answering from it as it is", error=str(exc))
+            return False, f"the index could not be updated ({exc}); answering from the index as it is"
+        return scope.cancelled_caught, None
 
     async def _recover_corrupt(self, exc: Exception) -> None:
         """The files are the truth: move the damaged index aside and rebuild it from them (only
@@ -420,19 +428,20 @@ class BuiltinSearchManager:
         answered_mode = "none"
         relaxed = False
         syncing = False
+        sync_error: str | None = None
         if q:
             sides = self._sides(q, requested)
             embedding = self._query_embedding(q) if sides.vector and self.provider is not None else None
 
-            async def answer() -> tuple[bool, list[SearchHit], str, bool]:
+            async def answer() -> tuple[tuple[bool, str | None], list[SearchHit], str, bool]:
                 for attempt in (1, 2):
                     try:
-                        syncing = await self._ensure_fresh(session_key)
+                        fresh = await self._ensure_fresh(session_key)
                         conn = self._reader()
                         meta = read_meta(conn) if conn is not None else None
                         if meta is None:
-                            return syncing, [], "none", False
-                        return (syncing, *await self._search_index(
+                            return fresh, [], "none", False
+                        return (fresh, *await self._search_index(
                             conn, meta, q, max_results, min_score, session_key, explain, now, degraded, sides, embedding
                         ))
                     except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
@@ -443,7 +452,7 @@ class BuiltinSearchManager:
 
             # The query's vector is computed while the freshness check runs (both wait mostly in
             # native code), instead of after it.
-            syncing, hits, answered_mode, relaxed = await _beside(embedding.run if embedding else None, answer)
+            (syncing, sync_error), hits, answered_mode, relaxed = await _beside(embedding.run if embedding else None, answer)
         return SearchAnswer(
             query=query,
             results=hits,
@@ -459,6 +468,7 @@ class BuiltinSearchManager:
             took_ms=round((time.perf_counter() - started) * 1000, 3),
             relaxed=relaxed,
             sync_pending=syncing or None,
+            sync_error=sync_error,
         )
 
     def _sides(self, q: str, requested: str) -> _Sides:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -28,6 +29,7 @@ from memsift.engine.private_dirs import make_private_dir
 from .index_file import APPLICATION_ID, quarantine_name_re
 
 __all__ = [
+    "storage_hint",
     "VectorState",
     "open_db",
     "fts_tokenizer_clause",
@@ -144,6 +146,28 @@ def _restrict_permissions(path: Path) -> None:
         pass
 
 
+def storage_hint(path: Path) -> str:
+    """What is likely wrong with the folder of `path` when SQLite cannot write there."""
+    try:
+        st = os.statvfs(path.parent)
+    except OSError:
+        return "disk full, read-only or I/O error?"
+    if st.f_flag & os.ST_RDONLY:
+        return "the filesystem is read-only"
+    if st.f_bavail * st.f_frsize < 256 * 1024:
+        return "the disk is full"
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return "the index or its folder is read-only (or immutable)"
+    return "disk full, file size limit, read-only file or I/O error?"
+
+
+def _open_immutable(path: Path) -> apsw.Connection:
+    """A read-only connection that needs nothing written beside the file (no -shm): for an index
+    on a read-only mount or a full disk. It reads the database file alone, as it is."""
+    uri = "file:" + urllib.parse.quote(str(path)) + "?immutable=1"
+    return apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI | apsw.SQLITE_OPEN_NOFOLLOW)
+
+
 def open_db(
     path: Path,
     *,
@@ -162,6 +186,12 @@ def open_db(
             make_private_dir(path.parent)
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
         conn = apsw.Connection(str(path), flags=flags | apsw.SQLITE_OPEN_NOFOLLOW)
+        if readonly:
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            except (apsw.CantOpenError, apsw.IOError, apsw.ReadOnlyError, apsw.FullError):
+                conn.close()  # cannot make its -shm (read-only mount, full disk): read the file alone
+                conn = _open_immutable(path)
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         _load_vec(conn, state)
         if not readonly:
@@ -190,6 +220,8 @@ def open_db(
         return conn, state
     except CORRUPT_ERRORS as exc:
         raise IndexCorruptError(f"index {path} is damaged: {exc}") from None
+    except (apsw.CantOpenError, apsw.IOError, apsw.ReadOnlyError, apsw.FullError) as exc:
+        raise IndexUnusableError(f"cannot open index {path}: {exc} ({storage_hint(path)})") from None
     except apsw.Error as exc:
         raise IndexUnusableError(f"cannot open index {path}: {exc}") from None
 

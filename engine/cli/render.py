@@ -55,6 +55,8 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         out.append(f"keyword search unavailable: {answer.degraded.fts}")
     if answer.fallback:
         out.append(f"fallback from {answer.fallback.from_}: {answer.fallback.reason}")
+    if answer.sync_error:
+        out.append(f"index not updated: {answer.sync_error}")
     return "\n".join(out)
 
 
