@@ -98,9 +98,9 @@ class FallbackSearchManager:
         answer.fallback = Fallback(**{"from": self.backend, "reason": reason or "unknown"})
         return answer
 
-    async def read(self, path: str, from_line: int | None = None, lines: int | None = None) -> ReadResult:
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, **kw: Any) -> ReadResult:
         # Reading a file needs no QMD process, so the primary's (path-mapping) reader always serves.
-        return await self.primary().read(path, from_line, lines)
+        return await self.primary().read(path, from_line, lines, **kw)
 
     async def status(self, *, deep: bool = False) -> ManagerStatus:
         if self._primary_usable():

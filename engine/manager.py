@@ -48,8 +48,9 @@ class SearchManager(Protocol):
         ...
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
-                   session_key: str | None = None) -> ReadResult:
-        """`session_key`: the asking chat, judged by the scope rules (as for `search`)."""
+                   session_key: str | None = None, max_chars: int | None = None) -> ReadResult:
+        """`session_key`: the asking chat, judged by the scope rules (as for `search`).
+        `max_chars`: return about this much text at most (the file is streamed)."""
         ...
 
     async def status(self, *, deep: bool = False, session_key: str | None = None) -> ManagerStatus: ...

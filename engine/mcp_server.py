@@ -22,7 +22,7 @@ from .config import ResolvedConfig
 from .errors import MemsiftError, PathNotAllowedError
 from .manager import SearchManager
 from .results import Degraded, Fallback, ManagerStatus, ScopeDenial, SearchAnswer
-from .text import utf16_len, utf16_slice
+from .text import shorten, utf16_len, utf16_slice
 
 __all__ = ["build_server", "MemoryServer", "SearchOutput", "GetOutput", "StatusOutput", "INSTRUCTIONS"]
 
@@ -143,9 +143,10 @@ class MemoryServer:
                   session_key: str | None = None) -> GetOutput:
         key, warning = self._key(session_key)
         try:
-            result = await self.manager.read(path, from_line, lines, session_key=key)
-        except (PathNotAllowedError, MemsiftError, OSError) as exc:
-            return GetOutput(path=path, disabled=True, error=str(exc), warning=warning)
+            # Just over the bound: enough to tell that a page is cut, never a whole huge file.
+            result = await self.manager.read(path, from_line, lines, session_key=key, max_chars=self.max_chars + 1)
+        except (PathNotAllowedError, MemsiftError, OSError) as exc:  # the error names the path (shortened)
+            return GetOutput(path=shorten(path, 200), disabled=True, error=str(exc), warning=warning)
         if result.denied:
             return GetOutput(path=result.path, disabled=True, denied=result.denied, warning=warning,
                              error=f"denied by scope ({result.denied.rule})")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config.models import ScopeConfig
+from .fts_query import MAX_QUERY_CHARS
 from .logging import get_logger
 from .manager import SearchManager
 from .results import ManagerStatus, ReadResult, ScopeDenial, SearchAnswer
@@ -68,7 +69,7 @@ class ScopedSearchManager:
         decision = self.decide(session_key, "search")
         if not decision.allowed:
             return SearchAnswer(
-                query=query, results=[], backend=self._inner.backend, mode="none", min_score=min_score or 0.0,
+                query=query[:MAX_QUERY_CHARS], results=[], backend=self._inner.backend, mode="none", min_score=min_score or 0.0,
                 max_results=max_results or 0, took_ms=0.0, denied=_denial(decision),
             )
         return await self._inner.search(query, max_results=max_results, min_score=min_score, session_key=session_key,

@@ -19,9 +19,10 @@ from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, create_provider, select_provider
 from memsift.engine.embeddings.circuit import QueryCircuit
 from memsift.engine.errors import IndexCorruptError, IndexUnusableError, ProviderError
-from memsift.engine.fts_query import clean_query, plan_query
+from memsift.engine.fts_query import MAX_QUERY_CHARS, clean_query, plan_query
 from memsift.engine.manager import SyncReport
 from memsift.engine.memory_files import discover_memory_files, read_memory_file
+from memsift.engine.recent_keys import RecentKeys
 from memsift.engine.results import (
     Degraded,
     Fallback,
@@ -157,7 +158,7 @@ class BuiltinSearchManager:
         self._closing = threading.Event()
         self._sync_threads: set[threading.Event] = set()  # one "finished" event per running sync
         self._embed_scopes: set[anyio.CancelScope] = set()
-        self._seen_sessions: set[str] = set()
+        self._seen_sessions = RecentKeys()  # bounded: a server sees any number of chats
         self._query_circuit: QueryCircuit | None = None
         self.search_sync_budget_s = SEARCH_SYNC_BUDGET_S
         self.snippet_chars = SNIPPET_MAX_CHARS  # the benchmarks raise it to see whole chunks
@@ -367,8 +368,7 @@ class BuiltinSearchManager:
         never rebuild on search. Returns (the sync is still running, why the index could not be
         updated): a full disk, a read-only mount or an immutable file leaves the intact index to
         answer from, read-only."""
-        if session_key and session_key not in self._seen_sessions and self.ms.sync.on_session_start:
-            self._seen_sessions.add(session_key)
+        if session_key and self.ms.sync.on_session_start and self._seen_sessions.is_new(session_key):
             self._dirty = True  # a new session starts from fresh files
         if not self._dirty:
             return False, None
@@ -420,7 +420,8 @@ class BuiltinSearchManager:
         started = time.perf_counter()
         requested = parse_search_mode(mode)
         self._ensure_provider()
-        q = clean_query(query or "").strip()
+        query = (query or "")[:MAX_QUERY_CHARS]  # once, for both sides (and the answer's echo)
+        q = clean_query(query).strip()
         max_results = max(1, int(max_results if max_results is not None else self.ms.query.max_results))
         min_score = min(1.0, max(0.0, float(min_score if min_score is not None else self.ms.query.min_score)))
         degraded = Degraded()
@@ -626,9 +627,11 @@ class BuiltinSearchManager:
 
     # --- read ---------------------------------------------------------------------------------
 
-    async def read(self, path: str, from_line: int | None = None, lines: int | None = None) -> ReadResult:
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
+                   max_chars: int | None = None) -> ReadResult:
         rel, text, total, missing = await anyio.to_thread.run_sync(
-            read_memory_file, self.settings.workspace, tuple(self.ms.extra_paths), path, from_line, lines
+            lambda: read_memory_file(self.settings.workspace, tuple(self.ms.extra_paths), path, from_line, lines,
+                                     max_chars=max_chars)
         )
         return ReadResult(
             path=rel,

@@ -259,10 +259,12 @@ def resolve_agent(
     ws_raw = workspace or env.get("MEMSIFT_WORKSPACE") or (entry.workspace if entry else None)
     base = Path(cwd) if cwd is not None else Path.cwd()
     ws_raw = ws_raw or agents.defaults.workspace or base
-    ws = (base / Path(ws_raw).expanduser()).resolve()
-    state_dir = Path(config.state_dir).expanduser() if config.state_dir else default_state_dir(env)
+    ws = (base / _expand(ws_raw, "workspace")).resolve()
+    state_dir = _expand(config.state_dir, "stateDir") if config.state_dir else default_state_dir(env)
+    for raw in ms.extra_paths:
+        _expand(raw, f"{where}.extraPaths")
     if ms.store.path:
-        store = Path(ms.store.path.replace("{agentId}", agent)).expanduser()
+        store = _expand(ms.store.path.replace("{agentId}", agent), f"{where}.store.path")
         store = store if store.is_absolute() else (ws / store)
     else:
         store = state_dir / "memory" / default_index_name(agent, ws)
@@ -278,6 +280,14 @@ def resolve_agent(
         memory_search=ms,
         memory=config.memory,
     )
+
+
+def _expand(raw: str | os.PathLike[str], key: str) -> Path:
+    """`~` expanded; `~nosuchuser/…` (a user without a known home) is a config error, not a crash."""
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:
+        raise ConfigError(f"{key}: {str(raw)[:200]!r} names a user whose home folder is unknown", key_path=key) from None
 
 
 def _index_path_clash(store: Path, workspace: Path, extra_paths: list[str]) -> str | None:

@@ -242,7 +242,7 @@ class _FailingManager:
     async def search(self, query, **kw):
         raise ProviderError(self.message)
 
-    async def read(self, path, from_line=None, lines=None):
+    async def read(self, path, from_line=None, lines=None, **kw):
         raise OSError("disk gone")
 
     async def status(self, *, deep=False):
