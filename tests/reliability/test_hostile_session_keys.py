@@ -19,6 +19,7 @@ import pytest
 
 from figures import FIGURES
 from helpers import QMD_SAMPLES, make_settings
+from memory_guard import assert_untouched, snapshot
 from memsift.engine.factory import open_manager
 from memsift.engine.mcp_server import MemoryServer
 
@@ -114,6 +115,7 @@ def test_no_hostile_key_is_allowed_by_any_tool(tmp_path, fake_qmd, backend):
     ws = tmp_path / "ws"
     shutil.copytree(QMD_SAMPLES / "corpus", ws)
     settings = _settings(tmp_path, ws, backend)
+    before = snapshot(ws)
     manager = open_manager(settings)
     memory = MemoryServer(manager, settings)
     wrongly = {"memory_search": [], "memory_get": [], "memory_status": []}
@@ -142,6 +144,7 @@ def test_no_hostile_key_is_allowed_by_any_tool(tmp_path, fake_qmd, backend):
         FIGURES[f"hostile session keys wrongly allowed ({tool}, {backend})"] += len(keys)
         assert not keys, (tool, [repr(k) for k in keys[:10]])
     assert not (tmp_path / "qmd-calls.jsonl").exists()  # no denied call ran qmd
+    assert_untouched(before, ws)
 
 
 def test_the_cli_denies_hostile_keys_too(tmp_path):

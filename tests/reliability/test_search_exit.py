@@ -19,6 +19,7 @@ import apsw
 
 from figures import FIGURES
 from helpers import EXAMPLE_WORKSPACE, make_settings
+from memory_guard import assert_untouched, snapshot
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 
@@ -98,6 +99,7 @@ def test_a_cold_cli_search_exits_while_another_process_holds_the_lock(tmp_path):
     assert subprocess.run([*base, "index"], env=env, capture_output=True, timeout=300).returncode == 0
     store = Path(json.loads(subprocess.run([*base, "config", "show"], env=env, capture_output=True, text=True).stdout)["storePath"])
     (ws / "memory" / "2026-11-21.md").write_text("- 10:00 The zeppelin hangar lease was signed.\n" * 40)
+    notes = snapshot(ws)
     held = _HeldLock(store)
     try:
         started = time.monotonic()
@@ -115,3 +117,4 @@ def test_a_cold_cli_search_exits_while_another_process_holds_the_lock(tmp_path):
     assert _null_vectors(store) == 0 and not _indexed(store, "memory/2026-11-21.md")
     assert subprocess.run([*base, "index"], env=env, capture_output=True, timeout=300).returncode == 0
     assert _indexed(store, "memory/2026-11-21.md") and _null_vectors(store) == 0
+    assert_untouched(notes, ws)

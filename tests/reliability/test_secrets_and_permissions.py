@@ -16,6 +16,7 @@ import pytest
 
 from figures import FIGURES
 from helpers import QMD_SAMPLES, make_settings
+from memory_guard import assert_untouched, snapshot
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.backends.qmd import QmdSearchManager
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
@@ -133,6 +134,7 @@ def test_header_values_and_keys_echoed_late_in_an_error_never_leak(tmp_path, ws,
     """`remote.headers` values are secrets too, and error text is masked before it is cut (a key
     echoed after 290 characters used to leak its first 10)."""
     token = KEY if auth == "apiKey" else GATEWAY_TOKEN
+    notes = snapshot(ws)
     with ProviderServer("openai", key=token) as server:
         headers = dict(HEADER_CANARIES)
         remote = {"baseUrl": server.base_url, "headers": headers}
@@ -167,3 +169,4 @@ def test_header_values_and_keys_echoed_late_in_an_error_never_leak(tmp_path, ws,
     for f in (tmp_path / "state").rglob("*"):
         if f.is_file():
             assert not _canary_leaks(f.read_bytes()), f
+    assert_untouched(notes, ws, new_files_allowed=True)  # the test adds notes itself

@@ -18,6 +18,7 @@ import pytest
 
 from figures import FIGURES
 from helpers import EXAMPLE_WORKSPACE, QMD_SAMPLES, make_settings
+from memory_guard import assert_untouched, snapshot
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.factory import open_manager
@@ -44,6 +45,7 @@ def test_a_huge_query_is_cut_once_for_both_sides_and_in_the_answer(tmp_path):
     ws = tmp_path / "ws"
     shutil.copytree(EXAMPLE_WORKSPACE, ws)
     provider = _RecordingProvider()
+    notes = snapshot(ws)
     m = BuiltinSearchManager(make_settings(tmp_path, ws), provider=provider)
 
     async def go():
@@ -56,6 +58,7 @@ def test_a_huge_query_is_cut_once_for_both_sides_and_in_the_answer(tmp_path):
 
     anyio.run(go)
     assert provider.query_lengths and max(provider.query_lengths) <= MAX_QUERY_CHARS
+    assert_untouched(notes, ws)
 
 
 def test_a_huge_query_reaches_qmd_cut_too(tmp_path, monkeypatch):
