@@ -2,9 +2,10 @@
 
 One manager serves every call; a background task keeps its index fresh (as `memsift watch`
 does). The scope rules judge every call, memory_get and memory_status as memory_search, by the
-server's `--session-key` or else the call's `sessionKey`. Expected outages (provider down, QMD fallen back or down, scope denial, a path that is not
-a memory file) come back as values the model can read, never as exceptions. Every answer is
-bounded by `memory.qmd.limits.maxInjectedChars` (or `--max-chars`).
+server's `--session-key` or else the call's `sessionKey`. Expected outages (provider down, QMD
+fallen back or down, scope denial, a path that is not a memory file) come back as values the
+model can read, never as exceptions. Every answer is bounded by
+`memory.qmd.limits.maxInjectedChars` (or `--max-chars`).
 
 Needs the optional extra: `pip install 'memsift[mcp]'`.
 """

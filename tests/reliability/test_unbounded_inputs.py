@@ -105,7 +105,7 @@ def test_session_keys_leave_bounded_state(tmp_path):
     seen = RecentKeys(limit=100)
     for i in range(10_000):
         assert seen.is_new(f"agent:main:telegram:direct:{i}:" + "k" * 400)
-    assert len(seen) == 100 and not seen.is_new(f"agent:main:telegram:direct:9999:" + "k" * 400)
+    assert len(seen) == 100 and not seen.is_new("agent:main:telegram:direct:9999:" + "k" * 400)
     FIGURES["session keys of 1 MB sent to the MCP tools (memory kept: bounded)"] += 300
 
 
