@@ -46,10 +46,16 @@ def _header(path: Path) -> bytes:
         os.close(fd)
 
 
+def _read_only(path: Path) -> apsw.Connection:
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_NOFOLLOW)
+    conn.set_busy_timeout(5000)  # a writer may be checkpointing
+    return conn
+
+
 def _older_memsift_index(path: Path) -> bool:
     """A readable database with memsift's tables (made before databases carried the mark)."""
     try:
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_NOFOLLOW)
+        conn = _read_only(path)
     except apsw.Error:
         return False
     try:
@@ -123,7 +129,7 @@ def inspect_index_file(path: Path, state_dir: Path | None) -> IndexFileKind:
 
 def _readable_database(path: Path) -> bool:
     try:
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_NOFOLLOW)
+        conn = _read_only(path)
     except apsw.Error:
         return False
     try:

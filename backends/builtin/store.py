@@ -186,13 +186,14 @@ def open_db(
             make_private_dir(path.parent)
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
         conn = apsw.Connection(str(path), flags=flags | apsw.SQLITE_OPEN_NOFOLLOW)
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         if readonly:
             try:
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             except (apsw.CantOpenError, apsw.IOError, apsw.ReadOnlyError, apsw.FullError):
                 conn.close()  # cannot make its -shm (read-only mount, full disk): read the file alone
                 conn = _open_immutable(path)
-        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+                conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         _load_vec(conn, state)
         if not readonly:
             _restrict_permissions(path)
