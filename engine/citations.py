@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from .scope import parse_session_key
+
 __all__ = ["citation_for", "citations_enabled", "chat_type_for_citations", "decorate_snippet", "parse_memory_ref"]
 
 # What search prints, so it can be passed back to get/memory_get: the citation `path#L5-L7`
@@ -17,10 +19,11 @@ def citation_for(path: str, start_line: int, end_line: int) -> str:
 
 
 def chat_type_for_citations(session_key: str | None) -> str:
-    """Chat type as the reference's citation helper sees it: channel before group, else direct."""
+    """Chat type as the reference's citation helper sees it: channel before group, else direct.
+    Segments are read as the scope rules read them (`scope.parse_session_key`)."""
     if not session_key or not session_key.strip():
         return "direct"
-    parts = [p for p in session_key.strip().lower().split(":") if p]
+    parts = [p for p in parse_session_key(session_key).raw.split(":") if p]
     if len(parts) >= 3 and parts[0] == "agent":
         parts = parts[2:]
     if "channel" in parts:

@@ -44,7 +44,8 @@ def open_manager(
     """Build the manager the config asks for (`backend` overrides `memory.backend`).
 
     Raises ConfigError when memory search is disabled. For `qmd`, the QMD sidecar is wrapped with
-    the scope rules and a lazily built builtin fallback (unless `memory.qmd.fallback` is "none").
+    a lazily built builtin fallback (unless `memory.qmd.fallback` is "none"). Every backend is
+    wrapped with the scope rules (`memory.qmd.scope`), which then hold for search, read and status.
     """
     if settings is None:
         settings = resolve_config(config_path, workspace=workspace, agent=agent)
@@ -69,19 +70,20 @@ def open_manager(
     def builtin() -> SearchManager:
         return BuiltinSearchManager(builtin_settings, progress=progress)  # selects its provider when first needed
 
+    from .scoped import scoped  # noqa: PLC0415
+
     if chosen == "builtin":
-        return builtin()
+        return scoped(builtin(), settings)
     from memsift.backends.qmd import QmdSearchManager  # noqa: PLC0415
 
     from .fallback import FallbackSearchManager  # noqa: PLC0415
 
     qmd = settings.memory.qmd
-    return FallbackSearchManager(
+    return scoped(FallbackSearchManager(
         lambda: QmdSearchManager(settings),
         builtin,
         name="qmd",
-        scope=qmd.scope,
         fail_closed=qmd.fallback == "none",
         primary_budget_s=qmd.limits.timeout_ms / 1000,  # a search answers within it (or falls back)
         not_covered=qmd_not_covered(settings),
-    )
+    ), settings)

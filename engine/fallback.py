@@ -1,7 +1,7 @@
-"""`FallbackSearchManager`: a primary backend (QMD) with scope rules and a lazily built fallback.
+"""`FallbackSearchManager`: a primary backend (QMD) with a lazily built fallback.
 
-- Scope rules run first: a denied session key gets an answer that says so (`denied`: the rule,
-  channel and chat type) and a warning in the log; no backend runs, no process is spawned.
+- Scope rules are not applied here but above every backend (`scoped.py`), so a denied chat never
+  reaches the primary or the fallback.
 - A primary failure (missing binary, spawn failure, non-zero exit, timeout, unparseable output)
   answers from the fallback backend, recording `fallback: {from, reason}` on the answer and in
   status. The primary is tried again after `retry_after_s`, so it recovers by itself (it is kept,
@@ -23,8 +23,7 @@ import anyio
 from .logging import get_logger
 from .errors import BackendError
 from .manager import SearchManager, SyncReport
-from .results import Fallback, ManagerStatus, ReadResult, ScopeDenial, SearchAnswer
-from .scope import decide_scope
+from .results import Fallback, ManagerStatus, ReadResult, SearchAnswer
 
 __all__ = ["FallbackSearchManager"]
 
@@ -40,7 +39,6 @@ class FallbackSearchManager:
         fallback_factory: Callable[[], SearchManager],
         *,
         name: str,
-        scope: Any = None,
         fail_closed: bool = False,
         retry_after_s: float = 60.0,
         primary_budget_s: float | None = None,
@@ -49,7 +47,6 @@ class FallbackSearchManager:
         self._primary_factory = primary_factory
         self._fallback_factory = fallback_factory
         self.backend = name
-        self.scope = scope
         self.fail_closed = fail_closed
         self.retry_after_s = retry_after_s
         self.primary_budget_s = primary_budget_s
@@ -117,20 +114,6 @@ class FallbackSearchManager:
 
     async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
                      session_key: str | None = None, explain: bool = False, **kw: Any) -> SearchAnswer:
-        decision = decide_scope(self.scope, session_key)
-        if not decision.allowed:
-            log.warning(
-                "memory search denied by scope",
-                rule=decision.rule,
-                channel=decision.channel or "unknown",
-                chat_type=decision.chat_type,
-                session=decision.session_key or "<none>",
-            )
-            return SearchAnswer(
-                query=query, results=[], backend=self.backend, mode="none", min_score=min_score or 0.0,
-                max_results=max_results or 0, took_ms=0.0,
-                denied=ScopeDenial(rule=decision.rule, channel=decision.channel, chat_type=decision.chat_type, session_key=decision.session_key),
-            )
         args = dict(max_results=max_results, min_score=min_score, session_key=session_key, explain=explain, **kw)
         if self._primary_usable():
             try:
@@ -148,9 +131,9 @@ class FallbackSearchManager:
         answer.fallback = Fallback(**{"from": self.backend, "reason": reason or "unknown"}, not_covered=self.not_covered)
         return answer
 
-    async def read(self, path: str, from_line: int | None = None, lines: int | None = None) -> ReadResult:
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, **kw: Any) -> ReadResult:
         # Reading a file needs no QMD process, so the primary's (path-mapping) reader always serves.
-        return await self.primary().read(path, from_line, lines)
+        return await self.primary().read(path, from_line, lines, **kw)
 
     async def status(self, *, deep: bool = False) -> ManagerStatus:
         """What a search would do right now: the primary's status while it works; the fallback's

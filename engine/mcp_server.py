@@ -1,9 +1,11 @@
 """The MCP server (`memsift mcp`): memory_search, memory_get and memory_status as read-only tools.
 
 One manager serves every call; a background task keeps its index fresh (as `memsift watch`
-does). Expected outages (provider down, QMD fallen back or down, scope denial, a path that is not
-a memory file) come back as values the model can read, never as exceptions. Every answer is
-bounded by `memory.qmd.limits.maxInjectedChars` (or `--max-chars`).
+does). The scope rules judge every call, memory_get and memory_status as memory_search, by the
+server's `--session-key` or else the call's `sessionKey`. Expected outages (provider down, QMD
+fallen back or down, scope denial, a path that is not a memory file) come back as values the
+model can read, never as exceptions. Every answer is bounded by
+`memory.qmd.limits.maxInjectedChars` (or `--max-chars`).
 
 Needs the optional extra: `pip install 'memsift[mcp]'`.
 """
@@ -21,7 +23,7 @@ from .config import ResolvedConfig
 from .errors import MemsiftError, PathNotAllowedError
 from .manager import SearchManager
 from .results import Degraded, Fallback, ManagerStatus, ScopeDenial, SearchAnswer
-from .text import utf16_len, utf16_slice
+from .text import shorten, utf16_len, utf16_slice
 
 __all__ = ["build_server", "MemoryServer", "SearchOutput", "GetOutput", "StatusOutput", "INSTRUCTIONS"]
 
@@ -42,7 +44,7 @@ GET_DESCRIPTION = (
     "`from` is the first line (1-based), `lines` how many; a hit's citation (`memory/2026-03-02.md#L5-L8`) "
     "or header (`memory/2026-03-02.md:5-8`) works as the path too. Long files come back in pages: when "
     "`truncated` is true, call again with `from` = `nextFrom` (and `offset` = `nextOffset` when a long "
-    "line was cut). Only memory files can be read."
+    "line was cut). Only memory files can be read. Pass the chat's `sessionKey` as for memory_search."
 )
 STATUS_DESCRIPTION = (
     "Show the memory index's health: backend, files and chunks indexed, embedding provider, search "
@@ -88,6 +90,7 @@ class SearchOutput(_Out):
     truncated: bool = False  # hits were cut to fit maxInjectedChars
     sync_pending: bool | None = None
     notes: list[str] | None = None  # e.g. QMD's update was still running, so recent changes may be missing
+    sync_error: str | None = None  # the index could not be updated (disk full, read-only): answered as it is
     took_ms: float | None = None
 
 
@@ -103,11 +106,15 @@ class GetOutput(_Out):
     next_offset: int | None = None  # ... and skip this many characters of that line (a long line was cut)
     disabled: bool = False
     error: str | None = None
+    denied: ScopeDenial | None = None  # scope rules refused this chat: nothing was read
+    warning: str | None = None
 
 
 class StatusOutput(_Out):
     status: ManagerStatus | None = None
     error: str | None = None
+    denied: ScopeDenial | None = None  # scope rules refused this chat: nothing is shown
+    warning: str | None = None
 
 
 class MemoryServer:
@@ -115,7 +122,10 @@ class MemoryServer:
 
     def __init__(self, manager: SearchManager, settings: ResolvedConfig, *, session_key: str | None = None,
                  max_chars: int | None = None) -> None:
-        self.manager, self.settings = manager, settings
+        from .scoped import scoped  # noqa: PLC0415
+
+        # Whatever manager it is given, every tool call goes through the scope rules.
+        self.manager, self.settings = scoped(manager, settings), settings
         self.session_key = session_key  # fixed by the operator: wins over a per-call key
         self.max_chars = int(max_chars or settings.memory.qmd.limits.max_injected_chars)
 
@@ -139,16 +149,22 @@ class MemoryServer:
         return out
 
     async def get(self, path: str, from_line: int | None = None, lines: int | None = None,
-                  offset: int | None = None) -> GetOutput:
+                  offset: int | None = None, session_key: str | None = None) -> GetOutput:
         """`path` may be a citation or a hit header (its range applies unless `from`/`lines` are
         given); `offset` skips that many characters (UTF-16 units) of the first line."""
+        key, warning = self._key(session_key)
         path, ref_from, ref_lines = parse_memory_ref(path)
         from_line, lines = from_line or ref_from, lines or ref_lines
-        try:
-            result = await self.manager.read(path, from_line, lines)
-        except (PathNotAllowedError, MemsiftError, OSError) as exc:
-            return GetOutput(path=path, disabled=True, error=str(exc))
         start, skip = from_line or 1, offset or 0
+        try:
+            # Just over the bound (past the characters skipped): enough to tell that a page is cut,
+            # never a whole huge file.
+            result = await self.manager.read(path, from_line, lines, session_key=key, max_chars=skip + self.max_chars + 1)
+        except (PathNotAllowedError, MemsiftError, OSError) as exc:  # the error names the path (shortened)
+            return GetOutput(path=shorten(path, 200), disabled=True, error=str(exc), warning=warning)
+        if result.denied:
+            return GetOutput(path=result.path, disabled=True, denied=result.denied, warning=warning,
+                             error=f"denied by scope ({result.denied.rule})")
         text = result.text
         if skip:
             first, nl, rest = text.partition("\n")
@@ -164,14 +180,18 @@ class MemoryServer:
             taken = min(lines, available) if lines else available
         return GetOutput(
             path=result.path, text=page, **{"from": start}, lines=taken, total_lines=result.total_lines,
-            missing=result.missing, truncated=cut, next_from=next_from, next_offset=next_offset,
+            missing=result.missing, truncated=cut, next_from=next_from, next_offset=next_offset, warning=warning,
         )
 
-    async def status(self, deep: bool = False) -> StatusOutput:
+    async def status(self, deep: bool = False, session_key: str | None = None) -> StatusOutput:
+        key, warning = self._key(session_key)
         try:
-            return StatusOutput(status=await self.manager.status(deep=deep))
+            st = await self.manager.status(deep=deep, session_key=key)
         except (MemsiftError, OSError) as exc:
-            return StatusOutput(error=str(exc))
+            return StatusOutput(error=str(exc), warning=warning)
+        if st.denied:
+            return StatusOutput(denied=st.denied, error=f"denied by scope ({st.denied.rule})", warning=warning)
+        return StatusOutput(status=st, warning=warning)
 
     def _key(self, per_call: str | None) -> tuple[str | None, str | None]:
         if self.session_key is None:
@@ -201,7 +221,8 @@ def _from_answer(answer: SearchAnswer, budget: int) -> SearchOutput:
         degraded=answer.degraded if (answer.degraded.vector or answer.degraded.fts) else None,
         denied=answer.denied, disabled=answer.denied is not None or answer.unavailable is not None,
         unavailable=answer.unavailable is not None, error=answer.unavailable,
-        truncated=truncated, sync_pending=answer.sync_pending, notes=answer.notes, took_ms=answer.took_ms,
+        truncated=truncated, sync_pending=answer.sync_pending, notes=answer.notes, sync_error=answer.sync_error,
+        took_ms=answer.took_ms,
     )
 
 
@@ -256,8 +277,9 @@ def build_server(memory: MemoryServer) -> Any:
         lines: Annotated[int | None, Field(ge=1, description="How many lines (default: to the end).")] = None,
         offset: Annotated[int | None, Field(ge=0, description="Characters of line `from` to skip: pass "
                                                              "`nextOffset` to continue a long line a page cut.")] = None,
+        sessionKey: Annotated[str | None, Field(description="The asking chat's session key, for scope rules.")] = None,
     ) -> GetOutput:
-        return await memory.get(path, from_, lines, offset)
+        return await memory.get(path, from_, lines, offset, sessionKey)
 
     server.tool(description=GET_DESCRIPTION, annotations=read_only, title="Read memory lines")(
         _renamed_kwargs(memory_get, {"from": "from_"}))
@@ -265,8 +287,9 @@ def build_server(memory: MemoryServer) -> Any:
     @server.tool(description=STATUS_DESCRIPTION, annotations=read_only, title="Memory index status")
     async def memory_status(
         deep: Annotated[bool, Field(description="Also probe the embedding provider (slower).")] = False,
+        sessionKey: Annotated[str | None, Field(description="The asking chat's session key, for scope rules.")] = None,
     ) -> StatusOutput:
-        return await memory.status(deep)
+        return await memory.status(deep, sessionKey)
 
     return server
 

@@ -118,6 +118,7 @@ class SearchAnswer(_Out):
     relaxed: bool = False  # FTS-only: nothing passed minScore, so the threshold was relaxed
     sync_pending: bool | None = None  # files changed and are still being indexed (hits may be stale)
     pending_files: int | None = None  # with sync_pending: changed files not indexed yet when answered
+    sync_error: str | None = None  # the index could not be updated (disk full, read-only): answered as it is
     denied: ScopeDenial | None = None  # scope rules refused this session key
     unavailable: str | None = None  # the backend failed and no fallback is allowed
     notes: list[str] | None = None  # what else the reader should know (QMD: an update still running, why nothing matched)
@@ -130,6 +131,7 @@ class ReadResult(_Out):
     lines: int | None = None
     total_lines: int = 0
     missing: bool = False
+    denied: ScopeDenial | None = None  # scope rules refused this session key: nothing was read
 
 
 class ManagerStatus(_Out):
@@ -163,3 +165,4 @@ class ManagerStatus(_Out):
     batch: dict[str, Any] = Field(default_factory=dict)  # provider batch API state
     qmd: dict[str, Any] | None = None  # QMD backend: version, collections, last update/embed, errors
     deep: dict[str, Any] | None = None
+    denied: ScopeDenial | None = None  # scope rules refused this session key: nothing is shown

@@ -2,8 +2,9 @@
 
 The default index name holds a hash, not the workspace, so every index records its workspace in
 its meta. Only files that open as SQLite and carry memsift's meta count as indexes; anything
-else in the folder is never listed or removed. An index another process is writing (its lock is
-held) is left alone.
+else in the folder is never listed or removed, and of an index's companions only those with
+memsift's own names (its quarantined copies `<db>.corrupt-<time>-<pid>`) go with it. An index
+another process is writing (its lock is held) is left alone; a symlink at its lock is never followed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from memsift.engine.errors import IndexUnusableError
 
+from .index_file import quarantine_name_re
 from .store import open_db, read_meta
 
 __all__ = ["IndexInfo", "list_indexes", "prune_indexes"]
@@ -41,9 +43,12 @@ class IndexInfo:
 
 
 def _companions(db: Path) -> list[str]:
-    """The files that belong to index `db`: WAL, shared memory, lock, moved-aside damaged copies."""
-    base = glob.escape(str(db))
-    return [f"{db}{s}" for s in ("-wal", "-shm", ".lock") if os.path.exists(f"{db}{s}")] + glob.glob(f"{base}.corrupt-*")
+    """The files that belong to index `db`: WAL, shared memory, lock, and the damaged copies memsift
+    moved aside (by their names only: `<db>.corrupt-notes` is someone else's)."""
+    quarantined = quarantine_name_re(db)
+    moved = [p for p in glob.glob(f"{glob.escape(str(db))}.corrupt-*")
+             if quarantined.fullmatch(os.path.basename(p).removesuffix("-wal").removesuffix("-shm"))]
+    return [f"{db}{s}" for s in ("-wal", "-shm", ".lock") if os.path.exists(f"{db}{s}")] + moved
 
 
 def _describe(db: Path) -> IndexInfo | None:
@@ -82,7 +87,11 @@ def prune_indexes(folder: Path) -> tuple[list[IndexInfo], list[tuple[IndexInfo, 
         if info.workspace_exists is not False:
             continue
         db = Path(info.path)
-        fd = os.open(f"{db}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(f"{db}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError:  # a symlink (or something else) at the lock: never followed
+            kept.append((info, f"its lock {db}.lock is not a regular file"))
+            continue
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import stat
+import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ from memsift.engine.private_dirs import make_private_dir
 from memsift.engine.multimodal import extensions_for, label_for, multimodal_hash, sniff_mime
 from memsift.engine.transcripts import flatten_transcript, list_transcripts
 
+from .index_file import inspect_index_file, is_memsift_database, temp_name_re
 from .store import (
     MAX_SKIPPED_RECORDED,
     SCHEMA_VERSION,
@@ -48,12 +50,22 @@ from .store import (
     ensure_vec_table,
     open_db,
     read_meta,
+    storage_hint,
     vec_to_blob,
     write_meta,
     write_skipped,
 )
 
-__all__ = ["Indexer", "IndexIdentity", "SyncAborted", "fingerprint_diff", "CHUNKER_REVISION", "EmbedFn", "MAX_MARKDOWN_BYTES"]
+__all__ = [
+    "Indexer",
+    "IndexIdentity",
+    "fingerprint_diff",
+    "CHUNKER_REVISION",
+    "EmbedFn",
+    "MAX_MARKDOWN_BYTES",
+    "SyncCancelled",
+    "storage_failure",
+]
 
 log = get_logger("memsift.builtin.indexer")
 
@@ -70,10 +82,32 @@ EmbedFn = Callable[[Sequence[str]], np.ndarray]
 ProgressFn = Callable[[str, int, int], None]
 
 
-class SyncAborted(BaseException):
-    """The process is closing: the sync stops between two transactions (each group of files is
-    one), and the next sync goes on from there. A BaseException, so that no handler meant for
-    embedding failures stores the rest of the files without vectors on the way out."""
+class SyncCancelled(BaseException):
+    """The sync was asked to stop (its process is closing). Raised between transactions, so
+    what was committed is whole files; a BaseException, so no `except Exception` (the tolerated
+    embedding failures) can turn it into chunks stored without vectors."""
+
+
+_STORAGE_ERRORS = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError)
+
+
+def storage_failure(exc: BaseException) -> apsw.Error | None:
+    """The storage error behind `exc` (disk full, read-only, I/O), also when SQLite rolled the
+    transaction back by itself and the rollback apsw then tried failed with "no transaction is
+    active" (which used to hide the real error)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, _STORAGE_ERRORS):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _check(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise SyncCancelled()
 
 
 @dataclass(frozen=True)
@@ -158,13 +192,23 @@ def _chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, mod
 
 
 @contextmanager
-def write_lock(db_path: Path) -> Iterator[None]:
+def write_lock(db_path: Path, cancel: threading.Event | None = None) -> Iterator[None]:
     """Exclusive cross-process lock for everything that writes the index.
 
     Waits up to WRITE_LOCK_TIMEOUT_S (another process may be rebuilding), then fails clearly
-    instead of hanging forever behind a stuck writer."""
-    make_private_dir(db_path.parent)
-    fd = os.open(f"{db_path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    instead of hanging forever behind a stuck writer. The lock file is never followed if it is a
+    symlink. `cancel` stops the wait (SyncCancelled)."""
+    lock = f"{db_path}.lock"
+    try:
+        make_private_dir(db_path.parent)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        if os.path.islink(lock):
+            raise IndexUnusableError(f"lock file {lock} is a symlink; memsift does not follow it. Remove the link") from None
+        raise IndexUnusableError(
+            f"cannot create the lock file {lock}: {exc.strerror} (is the state folder read-only?); "
+            "the index can be searched but not updated"
+        ) from None
     try:
         deadline = time.monotonic() + WRITE_LOCK_TIMEOUT_S
         while True:
@@ -172,6 +216,7 @@ def write_lock(db_path: Path) -> Iterator[None]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                _check(cancel)
                 if time.monotonic() >= deadline:
                     raise IndexUnusableError(
                         f"index {db_path} is locked by another memsift process (waited {WRITE_LOCK_TIMEOUT_S:.0f} s); "
@@ -221,11 +266,15 @@ class Indexer:
         tolerate_embed_errors: bool = True,
         include_sessions: bool = True,
         embed_step: int | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
         self.settings = settings
         # Texts per embed call (None: a whole group at once). Smaller steps report progress more
         # often and let a closing process stop sooner, at no cost for the local model.
         self.embed_step = embed_step
+        # Set when the sync must stop (its process is closing): checked while waiting for the
+        # write lock, between files and before each group (and each embed call) is written.
+        self.cancel = cancel
         # Session transcripts are synced by full rebuilds, explicit syncs and the session-delta
         # watcher; searches and file-watch syncs leave them alone so they never wait on them.
         self.include_sessions = include_sessions and "sessions" in settings.memory_search.sources
@@ -245,6 +294,7 @@ class Indexer:
         self.files_done = 0
         self._chunks_total = self._chunks_done = 0
         self._live: apsw.Connection | None = None  # the connection being written
+        self._kind = "missing"  # what is at the index path (index_file.inspect_index_file)
 
     # --- entry point ------------------------------------------------------------------------
 
@@ -253,28 +303,35 @@ class Indexer:
             return self._run(force=force, reason=reason, allow_full=allow_full)
         except apsw.BusyError as exc:  # another process holds a write transaction on the database
             raise IndexUnusableError(f"index {self.db_path} is locked by another process: {exc}") from None
-        except (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError) as exc:
-            # Disk full, file size limit, quota, I/O error: a failed rebuild left the old index in
-            # place, a failed incremental sync rolled back its last transaction.
-            raise IndexUnusableError(
-                f"cannot write index {self.db_path}: {exc} (disk full, file size limit or I/O error?)"
-            ) from None
+        except apsw.Error as exc:
+            # Disk full, file size limit, quota, read-only, I/O error: a failed rebuild left the old
+            # index in place, a failed incremental sync rolled back its last transaction.
+            failure = storage_failure(exc)
+            if failure is None:
+                raise
+            raise IndexUnusableError(f"cannot write index {self.db_path}: {failure} ({storage_hint(self.db_path)})") from None
 
     def _run(self, *, force: bool, reason: str, allow_full: bool) -> SyncReport:
         started = time.perf_counter()
         report = SyncReport(reason=reason)
-        with write_lock(self.db_path):
+        with write_lock(self.db_path, self.cancel):
             self._cleanup_orphans()
-            conn, vec = self._open(self.db_path)
-            try:
-                want = wanted_meta(self.settings, self.ident)
-                current = read_meta(conn)
-                cause = "forced" if force else fingerprint_diff(current, want)
-                if not cause:
-                    self._incremental(conn, vec, report, want, current or want)
-                    self._record_skipped(conn)
-            finally:
-                conn.close()  # closed before any rebuild swaps the file
+            want = wanted_meta(self.settings, self.ident)
+            # Missing or zero-byte: no index yet (a rebuild makes it); anything not memsift's: refused.
+            self._kind = inspect_index_file(self.db_path, self.settings.state_dir)
+            current = cause = None
+            if self._kind == "ours":
+                conn, vec = self._open(self.db_path)
+                try:
+                    current = read_meta(conn)
+                    cause = "forced" if force else fingerprint_diff(current, want)
+                    if not cause:
+                        self._incremental(conn, vec, report, want, current or want)
+                        self._record_skipped(conn)
+                finally:
+                    conn.close()  # closed before any rebuild swaps the file
+            else:
+                cause = "no index yet"
             if cause and not allow_full and current is not None:
                 report.reindex_cause = cause
                 report.took_ms = (time.perf_counter() - started) * 1000
@@ -298,9 +355,11 @@ class Indexer:
         )
 
     def _cleanup_orphans(self) -> None:
-        """Temp databases left by a crashed rebuild (we hold the write lock, so none is live)."""
+        """Temp databases left by a crashed rebuild (we hold the write lock, so none is live): only
+        files with memsift's temp names that carry memsift's mark (or are empty)."""
+        pattern = temp_name_re(self.db_path)
         for orphan in glob.glob(f"{glob.escape(str(self.db_path))}.tmp-*"):
-            if orphan.endswith(("-wal", "-shm", "-journal")):
+            if not pattern.fullmatch(os.path.basename(orphan)) or not is_memsift_database(Path(orphan)):
                 continue
             log.warning("removing leftover temporary index", path=orphan)
             _remove_db_files(orphan)
@@ -330,6 +389,8 @@ class Indexer:
         for n, f in enumerate(files):
             if self.progress and n % SCAN_REPORT_EVERY == 0:
                 self.progress("files", n, len(files))
+            if n % 256 == 0:
+                _check(self.cancel)
             try:
                 st = os.lstat(f.abs_path)
             except OSError as exc:
@@ -598,6 +659,7 @@ class Indexer:
         chunks_written_before = 0  # chunks of the groups written so far
         self._live = conn
         for group in self._groups(pending):
+            _check(self.cancel)
             try:
                 vectors = self._embed_group(conn, sources, group, report)
             except Exception as exc:
@@ -635,6 +697,7 @@ class Indexer:
         rows = conn.execute("SELECT rowid, hash, text FROM chunks WHERE embedding IS NULL").fetchall()
         for i in range(0, len(rows), GROUP_CHUNKS):
             part = rows[i : i + GROUP_CHUNKS]
+            _check(self.cancel)
             try:
                 matrix = self.embed([r[2] for r in part])
             except Exception as exc:
@@ -706,10 +769,14 @@ class Indexer:
 
     def _full_rebuild(self, report: SyncReport, want: dict[str, Any]) -> None:
         tmp = Path(f"{self.db_path}.tmp-{uuid.uuid4().hex[:12]}")
-        conn, vec = self._open(tmp)
+        try:
+            conn, vec = self._open(tmp)
+        except BaseException:
+            _remove_db_files(str(tmp))  # e.g. the disk was too full to create it
+            raise
         old: apsw.Connection | None = None
         try:
-            if self.db_path.exists():
+            if self._kind == "ours":
                 try:
                     old, _ = open_db(self.db_path, vector_enabled=False)
                 except IndexUnusableError as exc:

@@ -6,6 +6,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import anyio
@@ -16,10 +17,12 @@ from memsift.engine.logging import get_logger
 from memsift.engine.citations import citation_for, citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, create_provider, select_provider
-from memsift.engine.errors import IndexCorruptError, ProviderError
-from memsift.engine.fts_query import clean_query, plan_query
+from memsift.engine.embeddings.circuit import QueryCircuit
+from memsift.engine.errors import IndexCorruptError, IndexUnusableError, ProviderError
+from memsift.engine.fts_query import MAX_QUERY_CHARS, clean_query, plan_query
 from memsift.engine.manager import SyncReport
 from memsift.engine.memory_files import discover_memory_files, read_memory_file
+from memsift.engine.recent_keys import RecentKeys
 from memsift.engine.results import (
     Degraded,
     Fallback,
@@ -33,7 +36,8 @@ from memsift.engine.scripts import coverage
 from memsift.engine.search_modes import parse_search_mode
 from memsift.engine.snippets import SNIPPET_MAX_CHARS, make_snippet
 
-from .indexer import Indexer, IndexIdentity, SyncAborted, fingerprint_diff, wanted_meta, write_lock
+from .index_file import inspect_index_file
+from .indexer import Indexer, IndexIdentity, SyncCancelled, fingerprint_diff, wanted_meta, write_lock
 from .outlook import Outlook, search_outlook
 from .search import (
     PipelineParams,
@@ -49,12 +53,15 @@ __all__ = ["BuiltinSearchManager"]
 
 log = get_logger("memsift.builtin")
 
-# Whole-call limits (spec: query 5 min local / 60 s remote; batch 10 min local / 2 min remote per
-# request). Remote calls carry their own per-request timeouts and retries inside these.
-QUERY_TIMEOUT_S = {"local": 300.0}
+# A search's query embedding has a short budget of its own (the local model may first have to
+# load); past it the search answers by keyword and says so. Batches (indexing) keep the long
+# limits (10 min local; remote calls carry their own per-request timeouts and retries).
+QUERY_BUDGET_S = {"local": 60.0}
+REMOTE_QUERY_BUDGET_S = 5.0
 BATCH_TIMEOUT_S = {"local": 600.0}
 SEARCH_SYNC_BUDGET_S = 2.0  # a search waits this long for files changed since the last sync
 EMBED_STEP = 64  # texts per embed call for the local model and when progress is shown
+SYNC_STOP_TIMEOUT_S = 30.0  # aclose waits this long for a sync it asked to stop
 
 
 async def _beside(side: Callable[[], Any] | None, main: Callable[[], Any]) -> Any:
@@ -75,22 +82,34 @@ async def _beside(side: Callable[[], Any] | None, main: Callable[[], Any]) -> An
 
 
 class _QueryEmbedding:
-    """One query's vector, computed once; a provider failure becomes the reason vectors are missing."""
+    """One query's vector, computed once within its budget; a provider failure (or an open
+    circuit) becomes the reason vectors are missing."""
 
-    def __init__(self, provider: EmbeddingProvider | None, text: str) -> None:
-        self.provider, self.text = provider, text
+    def __init__(self, provider: EmbeddingProvider | None, text: str, circuit: QueryCircuit | None = None) -> None:
+        self.provider, self.text, self.circuit = provider, text, circuit
         self.vector: np.ndarray | None = None
         self.error: str | None = None
         self.done = anyio.Event()
 
     async def run(self) -> None:
+        budget = QUERY_BUDGET_S.get(self.provider.id, REMOTE_QUERY_BUDGET_S)
         try:
-            with anyio.fail_after(QUERY_TIMEOUT_S.get(self.provider.id, 4 * 60.0)):
+            paused = self.circuit.open_reason(self.provider.id) if self.circuit else None
+            if paused:
+                self.error = paused
+                return
+            with anyio.fail_after(budget):
                 self.vector = await self.provider.embed_query(self.text)
+            if self.circuit:
+                self.circuit.record_success()
         except TimeoutError:
-            self.error = "query embedding timed out"
+            self.error = f"query embedding timed out after {budget:g} s (the provider did not answer): keyword results only"
+            if self.circuit:
+                self.circuit.record_failure(f"timed out after {budget:g} s")
         except Exception as exc:  # a provider failure degrades to keyword search, visibly
             self.error = f"query embedding failed: {exc}"
+            if self.circuit:
+                self.circuit.record_failure(str(exc)[:200])
         finally:
             self.done.set()
 
@@ -140,11 +159,13 @@ class BuiltinSearchManager:
         self._last_sync: SyncReport | None = None
         self._skipped: list[dict[str, str]] = []
         self._sync_lock = anyio.Lock()
-        # Syncs whose search stopped waiting go on in their threads; aclose() stops them cleanly.
+        # A sync a search stopped waiting for goes on in its thread; `aclose` stops it cleanly.
+        self._closing = threading.Event()
+        # Each running sync's "finished" event and its indexer (whose counts say what is pending).
         self._running: dict[threading.Event, Indexer] = {}
         self._embed_scopes: set[anyio.CancelScope] = set()
-        self._closing = False
-        self._seen_sessions: set[str] = set()
+        self._seen_sessions = RecentKeys()  # bounded: a server sees any number of chats
+        self._query_circuit: QueryCircuit | None = None
         self.search_sync_budget_s = SEARCH_SYNC_BUDGET_S
         self.snippet_chars = SNIPPET_MAX_CHARS  # the benchmarks raise it to see whole chunks
 
@@ -170,7 +191,11 @@ class BuiltinSearchManager:
         )
 
     def _reader(self) -> apsw.Connection | None:
-        """The read connection, reopened when the file was swapped by a rebuild."""
+        """The read connection, reopened when the file was swapped by a rebuild. None when there is
+        no index yet (no file, or a zero-byte one); a file that is not memsift's is refused."""
+        if inspect_index_file(self.db_path, self.settings.state_dir) != "ours":
+            self._close_reader()
+            return None
         try:
             st = os.stat(self.db_path)
         except FileNotFoundError:
@@ -196,26 +221,37 @@ class BuiltinSearchManager:
 
     # --- sync ---------------------------------------------------------------------------------
 
-    def _embed_from_thread(self, texts: Any) -> np.ndarray:
-        """The indexer thread's embed function (it hops back to the event loop)."""
-        if self._closing:
-            raise SyncAborted
-        return anyio.from_thread.run(self._embed_batch, list(texts))
-
-    async def _embed_batch(self, texts: list[str]) -> np.ndarray:
+    async def _embed_batch(self, texts: list[str]) -> np.ndarray | None:
+        """Embeds for the indexer thread; None when `aclose` stopped it."""
         assert self.provider is not None
         # Shielded: the indexer thread calls this on behalf of a search that may have stopped
-        # waiting (its time budget); the sync must still be able to finish. Only aclose()
-        # cancels it, to stop that sync when the process ends.
-        with anyio.CancelScope(shield=True) as scope:
-            self._embed_scopes.add(scope)
-            if self._closing:
-                scope.cancel()
-            try:
-                return await self._embed_batch_now(texts)
-            finally:
-                self._embed_scopes.discard(scope)
-        raise SyncAborted
+        # waiting (its time budget); the sync must still be able to finish. Only `aclose`
+        # cancels it (the inner scope).
+        with anyio.CancelScope(shield=True):
+            with anyio.CancelScope() as stop:
+                self._embed_scopes.add(stop)
+                try:
+                    return await self._embed_batch_now(texts)
+                finally:
+                    self._embed_scopes.discard(stop)
+        return None
+
+    def _embed_from_thread(self, texts: Any) -> np.ndarray:
+        """The indexer's embed function: a hop to the event loop, or SyncCancelled when the
+        manager is closing (never a failure that would store chunks without vectors)."""
+        if self._closing.is_set():
+            raise SyncCancelled()
+        try:
+            matrix = anyio.from_thread.run(self._embed_batch, list(texts))
+        except anyio.RunFinishedError:  # the event loop that started the sync is gone
+            raise SyncCancelled() from None
+        except Exception:
+            if self._closing.is_set():
+                raise SyncCancelled() from None
+            raise
+        if matrix is None:
+            raise SyncCancelled()
+        return matrix
 
     async def _embed_batch_now(self, texts: list[str]) -> np.ndarray:
         assert self.provider is not None
@@ -264,27 +300,28 @@ class BuiltinSearchManager:
             tolerate_embed_errors=self._primary.fallback_id is None or bool(self.selection.fallback_from),
             include_sessions=include_sessions,
             embed_step=self._embed_step(),
+            cancel=self._closing,
         )
         # A rebuild swaps the database file: no connection of ours stays open across that.
         self._close_reader()
-        # abandon_on_cancel: a search that stops waiting (its time budget) lets the sync finish in
-        # its thread; it holds the cross-process write lock, so nothing else writes meanwhile.
         seen = self._changes  # a change noticed while this sync runs may come after its scan
-        done = threading.Event()
-        self._running[done] = indexer
+        finished = threading.Event()
 
-        def work() -> SyncReport | None:
+        def work() -> SyncReport:
             try:
                 return indexer.run(force=force, reason=reason, allow_full=allow_full)
-            except SyncAborted:  # the process is closing; whole groups are kept, the rest waits
-                return None
             finally:
-                self._running.pop(done, None)
-                done.set()
+                self._running.pop(finished, None)
+                finished.set()
 
-        report = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-        if report is None:
-            raise SyncAborted
+        self._running[finished] = indexer
+        # abandon_on_cancel: a search that stops waiting (its time budget) lets the sync finish in
+        # its thread; it holds the cross-process write lock, so nothing else writes meanwhile.
+        # `aclose` stops it (between transactions) and waits for it.
+        try:
+            report = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except SyncCancelled:
+            raise IndexUnusableError("the sync was stopped because memsift is closing") from None
         self._skipped = [{"path": s.path, "reason": s.reason} for s in indexer.skipped]
         self._embed_error = indexer.embed_error
         self._last_sync = report
@@ -351,39 +388,49 @@ class BuiltinSearchManager:
         self._change_probe = probe
         self.mark_dirty()  # anything written before the probe existed is synced by the next search
 
-    async def _ensure_fresh(self, session_key: str | None) -> bool:
+    async def _ensure_fresh(self, session_key: str | None) -> tuple[bool, str | None]:
         """Before a search: sync what changed (within a time budget), bootstrap an empty index,
-        never rebuild on search. Returns True when the sync is still running."""
-        if session_key and session_key not in self._seen_sessions and self.ms.sync.on_session_start:
-            self._seen_sessions.add(session_key)
+        never rebuild on search. Returns (the sync is still running, why the index could not be
+        updated): a full disk, a read-only mount or an immutable file leaves the intact index to
+        answer from, read-only."""
+        if session_key and self.ms.sync.on_session_start and self._seen_sessions.is_new(session_key):
             self.mark_dirty()  # a new session starts from fresh files
         if self._change_probe is not None and self._change_probe.changed():
             self.mark_dirty()
         if not self._dirty:
             log.debug("index is fresh: no sync before this search")
-            return False
+            return False, None
         conn = self._reader()
         meta = read_meta(conn) if conn is not None else None
         if meta is None:
-            # No index yet, or its first build is still running (the file exists before its meta
-            # does): wait for it, as the reference does, rather than answer from nothing.
+            # No index yet: no file, a zero-byte file, or a first build that never finished or is
+            # still running (here or in another process: the file exists before its meta does).
+            # The search waits for the build instead of answering "no results" from nothing.
             if self.progress:
                 self.progress("build", 0, 0)  # the CLI says the search builds the index first
             await self.sync(reason="bootstrap", allow_full=True)
-            return False
+            return False, None
         self._adopt_index_provider(meta)
         if not self.ms.sync.on_search:
             self._dirty = False
-            return False
+            return False, None
         self.search_syncs += 1
-        with anyio.move_on_after(self.search_sync_budget_s) as scope:
-            await self.sync(reason="search", allow_full=False, include_sessions=False)
-        return scope.cancelled_caught
+        try:
+            with anyio.move_on_after(self.search_sync_budget_s) as scope:
+                await self.sync(reason="search", allow_full=False, include_sessions=False)
+        except IndexCorruptError:
+            raise  # damage: moved aside and rebuilt by the caller
+        except IndexUnusableError as exc:  # cannot write: the next search tries again
+            log.warning("index not updated; answering from it as it is", error=str(exc))
+            return False, f"the index could not be updated ({exc}); answering from the index as it is"
+        return scope.cancelled_caught, None
 
     async def _recover_corrupt(self, exc: Exception) -> None:
-        """The files are the truth: move the damaged index aside and rebuild it from them."""
+        """The files are the truth: move the damaged index aside and rebuild it from them (only
+        when the file is memsift's: anything else is refused, untouched)."""
         self._close_reader()
         with write_lock(self.db_path):
+            inspect_index_file(self.db_path, self.settings.state_dir)
             moved = quarantine(self.db_path, str(exc))
         log.error("index damaged; moved aside and rebuilding from the Markdown files", error=str(exc), moved_to=str(moved))
         self.mark_dirty()
@@ -404,7 +451,8 @@ class BuiltinSearchManager:
         started = time.perf_counter()
         requested = parse_search_mode(mode)
         self._ensure_provider()
-        q = clean_query(query or "").strip()
+        query = (query or "")[:MAX_QUERY_CHARS]  # once, for both sides (and the answer's echo)
+        q = clean_query(query).strip()
         max_results = max(1, int(max_results if max_results is not None else self.ms.query.max_results))
         min_score = min(1.0, max(0.0, float(min_score if min_score is not None else self.ms.query.min_score)))
         degraded = Degraded()
@@ -412,18 +460,19 @@ class BuiltinSearchManager:
         answered_mode = "none"
         relaxed = False
         syncing = False
+        sync_error: str | None = None
         if q:
             sides = self._sides(q, requested)
-            embedding = _QueryEmbedding(self.provider, q) if sides.vector else None
+            embedding = self._query_embedding(q) if sides.vector and self.provider is not None else None
 
-            async def answer() -> tuple[bool, list[SearchHit], str, bool]:
+            async def answer() -> tuple[tuple[bool, str | None], list[SearchHit], str, bool]:
                 for attempt in (1, 2):
                     try:
-                        syncing = await self._ensure_fresh(session_key)
+                        fresh = await self._ensure_fresh(session_key)
                         conn = self._reader()
                         meta = read_meta(conn) if conn is not None else None
                         if meta is None:
-                            return syncing, [], "none", False
+                            return fresh, [], "none", False
                         # Explained always: whether a hit was rescued under minScore is shown on every hit.
                         found, how, was_relaxed = await self._search_index(
                             conn, meta, q, max_results, min_score, session_key, True, now, degraded, sides, embedding
@@ -432,7 +481,7 @@ class BuiltinSearchManager:
                             hit.rescued = True if hit.explain and hit.explain.rescued else None
                             if not explain:
                                 hit.explain = None
-                        return syncing, found, how, was_relaxed
+                        return fresh, found, how, was_relaxed
                     except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
                         if attempt == 2:
                             raise IndexCorruptError(f"index {self.db_path} is damaged again after a rebuild: {exc}") from None
@@ -441,7 +490,7 @@ class BuiltinSearchManager:
 
             # The query's vector is computed while the freshness check runs (both wait mostly in
             # native code), instead of after it.
-            syncing, hits, answered_mode, relaxed = await _beside(embedding.run if embedding else None, answer)
+            (syncing, sync_error), hits, answered_mode, relaxed = await _beside(embedding.run if embedding else None, answer)
         log.debug("search done", mode=answered_mode, hits=len(hits), took_ms=round((time.perf_counter() - started) * 1000, 1),
                   sync_pending=syncing, degraded=degraded.model_dump(exclude_none=True) or None)
         return SearchAnswer(
@@ -460,6 +509,7 @@ class BuiltinSearchManager:
             relaxed=relaxed,
             sync_pending=syncing or None,
             pending_files=self.pending_files() if syncing else None,
+            sync_error=sync_error,
         )
 
     def _sides(self, q: str, requested: str) -> _Sides:
@@ -478,6 +528,18 @@ class BuiltinSearchManager:
                 return _Sides(requested, vector=False, keyword=True, set_aside=reason)
         return _Sides(requested, vector=True, keyword=keyword)
 
+    @property
+    def _circuit(self) -> QueryCircuit | None:
+        """The query circuit of the provider in use, shared through a file beside the index."""
+        if self.provider is None:
+            return None
+        if self._query_circuit is None or self._query_circuit.fingerprint != self.provider.fingerprint:
+            self._query_circuit = QueryCircuit(self.provider.fingerprint, Path(f"{self.db_path}.query-circuit"))
+        return self._query_circuit
+
+    def _query_embedding(self, q: str) -> _QueryEmbedding:
+        return _QueryEmbedding(self.provider, q, self._circuit)
+
     async def _query_vector(self, q: str, degraded: Degraded, embedding: _QueryEmbedding | None = None) -> np.ndarray | None:
         if self.provider is None:
             if self.selection.requested != "none":  # provider "none" is a choice, not an outage
@@ -487,7 +549,7 @@ class BuiltinSearchManager:
             degraded.vector = f"index was built for other settings ({self._stale_cause}); run `memsift index` to rebuild"
             return None
         if embedding is None or embedding.provider is not self.provider:  # none started, or the provider changed
-            embedding = _QueryEmbedding(self.provider, q)
+            embedding = self._query_embedding(q)
             await embedding.run()
         await embedding.done.wait()
         if embedding.error:
@@ -605,9 +667,11 @@ class BuiltinSearchManager:
 
     # --- read ---------------------------------------------------------------------------------
 
-    async def read(self, path: str, from_line: int | None = None, lines: int | None = None) -> ReadResult:
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
+                   max_chars: int | None = None) -> ReadResult:
         rel, text, total, missing = await anyio.to_thread.run_sync(
-            read_memory_file, self.settings.workspace, tuple(self.ms.extra_paths), path, from_line, lines
+            lambda: read_memory_file(self.settings.workspace, tuple(self.ms.extra_paths), path, from_line, lines,
+                                     max_chars=max_chars)
         )
         return ReadResult(
             path=rel,
@@ -768,16 +832,30 @@ class BuiltinSearchManager:
         return sum(max(0, i.files_to_index - i.files_done) for i in self._running.values())
 
     async def aclose(self) -> None:
-        # A sync a search stopped waiting for may still run in its thread: stop it between two
-        # transactions (cancelling its embedding request), rather than leave it to be killed at exit.
-        self._closing = True
-        for scope in list(self._embed_scopes):
-            scope.cancel()
-        for done in list(self._running):
-            await anyio.to_thread.run_sync(done.wait)
+        await self._stop_syncs()
         self._close_reader()
         if self.provider is not None:
             await self.provider.aclose()
+
+    async def _stop_syncs(self) -> None:
+        """Stop syncs still running for searches that stopped waiting for them (the CLI answers
+        within its budget, then exits): they end between transactions, so the index holds whole
+        files, and no chunk is stored without its vector."""
+        running = list(self._running)
+        if not running:
+            return
+        self._closing.set()
+        for scope in list(self._embed_scopes):
+            scope.cancel()
+        deadline = time.monotonic() + SYNC_STOP_TIMEOUT_S
+
+        def wait() -> bool:
+            return all(done.wait(max(0.0, deadline - time.monotonic())) for done in running)
+
+        if await anyio.to_thread.run_sync(wait):
+            self._closing.clear()  # all stopped: the manager may be used again
+        else:
+            log.warning("a sync did not stop in time; leaving it", seconds=SYNC_STOP_TIMEOUT_S)
 
     async def __aenter__(self) -> BuiltinSearchManager:
         return self

@@ -28,7 +28,7 @@ from memsift.engine.citations import citation_for, citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.durations import parse_duration_ms
 from memsift.engine.errors import PathNotAllowedError
-from memsift.engine.fts_query import clean_query
+from memsift.engine.fts_query import MAX_QUERY_CHARS, clean_query
 from memsift.engine.manager import SyncReport
 from memsift.engine.memory_files import read_memory_file
 from memsift.engine.private_dirs import make_private_dir
@@ -238,7 +238,8 @@ class QmdSearchManager:
         mode: str | None = None,
     ) -> SearchAnswer:
         started = time.perf_counter()
-        q = clean_query(query or "").strip()
+        query = (query or "")[:MAX_QUERY_CHARS]  # an argv of megabytes cannot even start qmd
+        q = clean_query(query).strip()
         limits = self.qmd.limits
         cap = max(1, int(limits.max_results))
         limit = min(cap, max_results) if max_results else cap
@@ -325,7 +326,8 @@ class QmdSearchManager:
 
     # --- read -----------------------------------------------------------------------------------
 
-    async def read(self, path: str, from_line: int | None = None, lines: int | None = None) -> ReadResult:
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
+                   max_chars: int | None = None) -> ReadResult:
         def go() -> tuple[str, str, int, bool]:
             raw = (path or "").strip().replace("\\", "/")
             if raw.startswith("qmd/"):
@@ -333,10 +335,10 @@ class QmdSearchManager:
                 c = next((x for x in self.collections if x.name == coll), None)
                 if c is None or not rest or not rest[0]:
                     raise PathNotAllowedError(path, f"no QMD collection named {coll!r}")
-                rel, text, total, missing = read_memory_file(c.path, (str(c.path),), rest[0], from_line, lines)
+                rel, text, total, missing = read_memory_file(c.path, (str(c.path),), rest[0], from_line, lines, max_chars=max_chars)
                 return raw, text, total, missing
             extra = tuple(self.settings.memory_search.extra_paths) + tuple(str(c.path) for c in self.collections if c.kind == "custom")
-            return read_memory_file(self.settings.workspace, extra, path, from_line, lines)
+            return read_memory_file(self.settings.workspace, extra, path, from_line, lines, max_chars=max_chars)
 
         rel, text, total, missing = await anyio.to_thread.run_sync(go)
         return ReadResult(path=rel, text=text, **{"from": max(1, int(from_line or 1))}, lines=lines, total_lines=total, missing=missing)

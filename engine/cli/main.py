@@ -17,6 +17,7 @@ import anyio
 import click
 
 from ..errors import ConfigError, IndexUnusableError, MemsiftError, PathNotAllowedError, ProviderError
+from ..secrets import redact
 from ..search_modes import SEARCH_MODES
 
 SEARCH_MODE_CHOICES = [m for m in SEARCH_MODES if m != "auto"] + ["auto", "fts"]
@@ -52,12 +53,13 @@ def _errors_to_exit() -> Iterator[None]:
     try:
         yield
     except MemsiftError as exc:
-        click.echo(f"memsift: {exc}", err=True)
+        click.echo(redact(f"memsift: {exc}"), err=True)
         sys.exit(exit_code(exc))
 
 
 def _json_text(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, indent=2)
+    """Every document the CLI prints; masked once more on the way out (keys, header values)."""
+    return redact(json.dumps(data, ensure_ascii=False, indent=2))
 
 
 def _emit_json(data: Any) -> None:
@@ -173,7 +175,7 @@ def _index_catalog(folder: Any, *, prune: bool, as_json: bool) -> None:
 @click.argument("query")
 @click.option("--max-results", "-n", type=click.IntRange(min=1), help="Maximum hits (default query.maxResults, 6).")
 @click.option("--min-score", type=click.FloatRange(0, 1), help="Minimum score (default query.minScore, 0.35).")
-@click.option("--session-key", help="Session key of the asking chat (decides citations in auto mode).")
+@click.option("--session-key", help="Session key of the asking chat (scope rules; citations in auto mode).")
 @click.option("--explain", is_flag=True, help="Show how each hit's score was made.")
 @click.option("--mode", "-m", type=click.Choice(SEARCH_MODE_CHOICES, case_sensitive=False),
               help="Retrieval for this search: hybrid, keyword (BM25 only) or vector; default: as configured.")
@@ -207,9 +209,9 @@ def search_output(answer: Any, *, as_json: bool, explain: bool) -> tuple[str, st
     """What `memsift search` prints: (stdout, stderr, exit code). Shared with resident answers."""
     from .render import render_answer  # noqa: PLC0415
 
-    out = _json_text(answer.to_json_dict()) if as_json else render_answer(answer, explain=explain)
+    out = _json_text(answer.to_json_dict()) if as_json else redact(render_answer(answer, explain=explain))
     if answer.unavailable:
-        return out + "\n", f"memsift: {answer.unavailable}\n", EXIT_CODES["backend"]
+        return out + "\n", redact(f"memsift: {answer.unavailable}\n"), EXIT_CODES["backend"]
     return out + "\n", "", EXIT_CODES["ok"]
 
 
@@ -217,9 +219,10 @@ def search_output(answer: Any, *, as_json: bool, explain: bool) -> tuple[str, st
 @click.argument("target", metavar="PATH[:FROM-TO | #LFROM-LTO | :FROM[:COUNT]]")
 @click.option("--from", "from_line", type=click.IntRange(min=1), help="First line (1-based).")
 @click.option("--lines", type=click.IntRange(min=1), help="Number of lines.")
+@click.option("--session-key", help="Session key of the asking chat (scope rules).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
-def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, as_json: bool) -> None:
+def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, session_key: str | None, as_json: bool) -> None:
     """Read a memory file, or a line range of it (memory_get). Takes what search prints: the hit
     header (memory/2026-11-05.md:5-8) or the citation (memory/2026-11-05.md#L5-L8)."""
     from ..citations import parse_memory_ref  # noqa: PLC0415
@@ -228,11 +231,15 @@ def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, as_jso
     from_line, lines = from_line or ref_from, lines or ref_lines
 
     with _errors_to_exit():
-        result = obj.run(lambda m: m.read(path, from_line, lines))
+        result = obj.run(lambda m: m.read(path, from_line, lines, session_key=session_key))
     text = result.text
-    past_end = bool(from_line and from_line > result.total_lines)
+    past_end = bool(from_line and from_line > result.total_lines and not result.denied)
     if as_json:
         _emit_json(result.to_json_dict())
+    elif result.denied:
+        from .render import render_denial  # noqa: PLC0415
+
+        click.echo(render_denial(result.denied))
     elif not (result.missing or past_end):
         click.echo(text, nl=not text.endswith("\n"))
     if result.missing:
@@ -245,19 +252,20 @@ def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, as_jso
 
 @cli.command()
 @click.option("--deep", is_flag=True, help="Also probe the embedding provider and check the database.")
+@click.option("--session-key", help="Session key of the asking chat (scope rules).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
-def status(obj: _Ctx, deep: bool, as_json: bool) -> None:
+def status(obj: _Ctx, deep: bool, session_key: str | None, as_json: bool) -> None:
     """Show what is indexed, with which provider, and what is degraded."""
     from .render import render_status  # noqa: PLC0415
 
     with _errors_to_exit():
         obj.warn_if_no_memory()
-        st = obj.run(lambda m: m.status(deep=deep))
+        st = obj.run(lambda m: m.status(deep=deep, session_key=session_key))
     if as_json:
         _emit_json(st.to_json_dict())
     else:
-        click.echo(render_status(st))
+        click.echo(redact(render_status(st)))
 
 
 @cli.command()
@@ -389,13 +397,15 @@ def config_show(obj: _Ctx) -> None:
     """Print the resolved config for the agent (defaults, file, environment merged; secrets masked)."""
     with _errors_to_exit():
         s = obj.settings()
+    ms = s.memory_search.model_dump(by_alias=True, mode="json")  # the API key prints as **********
+    ms["remote"]["headers"] = {name: "**********" for name in ms["remote"]["headers"]}  # header values are secrets too
     data = {
         "configPath": str(s.config_path) if s.config_path else None,
         "agentId": s.agent_id,
         "workspace": str(s.workspace),
         "stateDir": str(s.state_dir),
         "storePath": str(s.store_path),
-        "memorySearch": s.memory_search.model_dump(by_alias=True, mode="json"),
+        "memorySearch": ms,
         "memory": s.memory.model_dump(by_alias=True, mode="json"),
     }
     _emit_json(_whole_numbers(data))

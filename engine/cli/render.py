@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import textwrap
 
-from ..results import ManagerStatus, SearchAnswer
+from ..results import ManagerStatus, ScopeDenial, SearchAnswer
 from ..manager import SyncReport
 
-__all__ = ["render_answer", "render_indexes", "render_parity", "render_status", "render_sync", "WatchStatus"]
+__all__ = ["render_answer", "render_denial", "render_indexes", "render_parity", "render_status", "render_sync", "WatchStatus"]
+
+
+def render_denial(d: ScopeDenial) -> str:
+    """The one line that says a chat was denied by the scope rules (search, get and status alike)."""
+    return f"Denied by scope ({d.rule}): channel={d.channel or 'unknown'}, chatType={d.chat_type}, session={d.session_key or '<none>'}"
 
 
 def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
@@ -36,11 +41,7 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
             out.append("    explain: " + " ".join(parts))
         out.append("")
     if answer.denied:
-        d = answer.denied
-        out.append(
-            f"Denied by scope ({d.rule}): channel={d.channel or 'unknown'}, chatType={d.chat_type}, "
-            f"session={d.session_key or '<none>'}"
-        )
+        out.append(render_denial(answer.denied))
     elif not answer.query.strip():
         out.append('Empty query: nothing to search. Pass the words to look for, e.g. memsift search "ledger database".')
     elif not answer.results:
@@ -68,6 +69,8 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
     out += answer.notes or []
     if answer.sync_pending:
         out.append(_catching_up(answer.pending_files))
+    if answer.sync_error:
+        out.append(f"index not updated: {answer.sync_error}")
     return "\n".join(out)
 
 
@@ -179,6 +182,8 @@ def _changes(s: ManagerStatus) -> str:
 
 
 def render_status(s: ManagerStatus) -> str:
+    if s.denied:
+        return render_denial(s.denied)
     built = s.index.get("exists", True)
     rows = [("Searches", s.search_now)] if s.search_now else []
     rows += [

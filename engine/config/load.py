@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
 from ..private_dirs import default_state_dir
+from ..secrets import register_header_secrets, register_secret
 from ..workspace import find_workspace
 from .memory_section import normalise_memory
 from .models import AgentDefaults, AgentEntry, MemoryConfig, MemorySearchConfig, MemsiftConfig
@@ -28,6 +29,7 @@ from .sources import default_config_path, env_overrides, read_config_file
 __all__ = ["ResolvedConfig", "load_config", "resolve_agent", "normalise_memory_search", "default_index_name", "SOURCE_ORDER"]
 
 SOURCE_ORDER = ("file", "env", "overrides")
+_ENV_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")  # an apiKey naming an environment variable
 DEFAULT_AGENT_ID = "main"
 _AGENT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
@@ -318,6 +320,7 @@ def resolve_agent(
     where = f"agents.list[{index}].memorySearch" if index is not None else "agents.defaults.memorySearch"
     ms = normalise_memory_search(_validate(MemorySearchConfig, merged, where))
     _check_multimodal(ms)
+    _register_secrets(ms)
 
     base = Path(cwd) if cwd is not None else Path.cwd()
     given_by, ws_raw = next(
@@ -329,23 +332,78 @@ def resolve_agent(
         ) if raw),
         (None, base),
     )
-    ws = find_workspace((base / Path(ws_raw).expanduser()).resolve(), given_by=given_by)
-    state_dir = Path(config.state_dir).expanduser() if config.state_dir else default_state_dir(env)
+    ws = find_workspace((base / _expand(ws_raw, given_by or "workspace")).resolve(), given_by=given_by)
+    state_dir = _expand(config.state_dir, "stateDir") if config.state_dir else default_state_dir(env)
+    for raw in ms.extra_paths:
+        _expand(raw, f"{where}.extraPaths")
     if ms.store.path:
-        store = Path(ms.store.path.replace("{agentId}", agent)).expanduser()
+        store = _expand(ms.store.path.replace("{agentId}", agent), f"{where}.store.path")
         store = store if store.is_absolute() else (ws / store)
     else:
         store = state_dir / "memory" / default_index_name(agent, ws, ms)
+    # The folder is resolved, never the file itself: a symlink there is refused, not followed.
+    store = Path(os.path.realpath(store.parent)) / store.name
+    _check_index_path(store, ws, ms.extra_paths, f"{where}.store.path" if ms.store.path else "stateDir")
     return ResolvedConfig(
         agent_id=agent,
         workspace=ws,
         state_dir=state_dir.resolve(),
-        store_path=store.resolve(),
+        store_path=store,
         config_path=config_path,
         memory_search=ms,
         memory=normalise_memory(config.memory, ws),
         workspace_given_by=given_by,
     )
+
+
+def _expand(raw: str | os.PathLike[str], key: str) -> Path:
+    """`~` expanded; `~nosuchuser/…` (a user without a known home) is a config error, not a crash."""
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:
+        raise ConfigError(f"{key}: {str(raw)[:200]!r} names a user whose home folder is unknown", key_path=key) from None
+
+
+def _index_path_clash(store: Path, workspace: Path, extra_paths: list[str]) -> str | None:
+    """Why `store` (its folder already resolved) may not hold the index: it is a memory file, or
+    inside the memory files."""
+    real = store
+    if real.name.lower().endswith(".md"):
+        return "a Markdown file"
+    files = [workspace / n for n in ("MEMORY.md", "memory.md", "DREAMS.md")]
+    folders = [workspace / "memory"]
+    for raw in extra_paths:
+        p = Path(raw).expanduser()
+        p = p if p.is_absolute() else workspace / p
+        (files if p.name.lower().endswith(".md") else folders).append(p)
+    for f in files:
+        if real == Path(os.path.realpath(f)):
+            return f"the memory file {f}"
+    for d in folders:
+        root = Path(os.path.realpath(d))
+        if real == root or root in real.parents:
+            return f"inside the memory folder {d}"
+    return None
+
+
+def _check_index_path(store: Path, workspace: Path, extra_paths: list[str], key: str) -> None:
+    """memsift writes, renames and deletes files at the index path: never among the memory files."""
+    clash = _index_path_clash(store, workspace, extra_paths)
+    if clash:
+        raise ConfigError(
+            f"{key}: the index path {store} is {clash}; memsift never writes among the memory files. "
+            f"Set {key} to a place outside MEMORY.md, memory/ and the extra paths (or leave it unset)",
+            key_path=key,
+        )
+
+
+def _register_secrets(ms: MemorySearchConfig) -> None:
+    """Header values, and a literal API key (not the name of a variable), are masked in every
+    output from the moment the config is known."""
+    register_header_secrets(ms.remote.headers)
+    key = ms.remote.api_key.get_secret_value() if ms.remote.api_key else None
+    if key and not _ENV_NAME_RE.match(key):
+        register_secret(key)
 
 
 def _check_multimodal(ms: MemorySearchConfig) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from ..logging import get_logger
 from ..config.models import MemorySearchConfig
 from ..errors import ProviderError, ProviderUnavailableError
+from ..secrets import register_header_secrets
 from .base import EmbeddingProvider, MultimodalInput, l2_normalise
 from .keys import MissingKeyError, resolve_api_key
 
@@ -75,6 +76,8 @@ def create_provider(
     configured_key = remote.api_key.get_secret_value() if (primary and remote.api_key) else None
     # The key first: `auto` with no keys moves on without importing the adapter (and httpx).
     key = resolve_api_key(provider_id, configured_key, required=provider_id != "ollama", environ=environ)
+    if primary:
+        register_header_secrets(remote.headers)
     module, name = _ADAPTERS[provider_id]
     cls = getattr(importlib.import_module(f".{module}", __name__), name)
     model = cls.normalise_model((ms.model if primary else "") or cls.default_model)

@@ -112,7 +112,7 @@ def test_exit_codes(tmp_path, example_workspace):
     cfg = tmp_path / "store.json5"
     cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"store": {"path": str(store)}}}}}))
     r = _memsift(tmp_path, "-c", str(cfg), "-w", ws, "search", "ledger")
-    assert r.returncode == 4 and "cannot open index" in r.stderr
+    assert r.returncode == 4 and "not a regular file" in r.stderr
 
     r = _memsift(tmp_path, "-w", ws, "search")
     assert r.returncode == 2  # usage
@@ -393,3 +393,21 @@ def test_index_list_and_prune(tmp_path, example_workspace):
     assert Path(listed[example_workspace.name]["path"]).exists() and (folder / "notes.sqlite").read_bytes() == b"not memsift's"
     r = _memsift(tmp_path, "-w", str(example_workspace), "index", "--prune")
     assert r.returncode == 0 and "nothing to remove" in r.stdout.lower()
+
+
+def test_prune_removes_only_memsifts_own_files(tmp_path, example_workspace):
+    """--prune deletes an index's quarantined copies by memsift's own names only, and never
+    follows a symlink at its lock (as every other clean-up of memsift's)."""
+    gone = tmp_path / "gone"
+    shutil.copytree(example_workspace, gone)
+    assert _memsift(tmp_path, "-w", str(gone), "index").returncode == 0
+    db = next((tmp_path / "state" / "memory").glob("main-*.sqlite"))
+    theirs = db.with_name(f"{db.name}.corrupt-notes")  # not a name memsift gives
+    theirs.write_text("someone else's file\n")
+    outside = tmp_path / "outside.txt"  # a symlink at the lock must not be followed (nor created)
+    Path(f"{db}.lock").unlink(missing_ok=True)
+    Path(f"{db}.lock").symlink_to(outside)
+    shutil.rmtree(gone)
+    r = _memsift(tmp_path, "index", "--prune")
+    assert r.returncode == 0, r.stderr
+    assert theirs.read_text() == "someone else's file\n" and not outside.exists()

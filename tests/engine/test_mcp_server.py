@@ -56,7 +56,7 @@ async def _exercise(client: Client, *, query: str, expect_path: str, backend: st
         assert t.annotations.read_only_hint is True and t.annotations.destructive_hint is False
         assert t.output_schema is not None  # structured output
     assert "decisions" in tools["memory_search"].description and "before answering" in tools["memory_search"].description
-    assert set(tools["memory_get"].input_schema["properties"]) == {"path", "from", "lines", "offset"}
+    assert set(tools["memory_get"].input_schema["properties"]) == {"path", "from", "lines", "offset", "sessionKey"}
 
     found = await client.call_tool("memory_search", {"query": query, "maxResults": 5})
     assert not found.is_error
@@ -242,7 +242,7 @@ class _FailingManager:
     async def search(self, query, **kw):
         raise ProviderError(self.message)
 
-    async def read(self, path, from_line=None, lines=None):
+    async def read(self, path, from_line=None, lines=None, **kw):
         raise OSError("disk gone")
 
     async def status(self, *, deep=False):

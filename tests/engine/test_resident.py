@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from helpers import EXAMPLE_WORKSPACE, make_settings
-from memsift.engine.cli.resident import relevant_env, rendezvous_dir, state_tag
+from memsift.engine.cli.resident import PROTOCOL, relevant_env, rendezvous_dir, state_tag
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ def test_a_running_watch_answers_searches_with_the_answer_the_cli_would_give(tmp
         # Garbage, a huge request, a non-search, a query with an undecodable byte: declined or
         # answered, and the server goes on serving.
         for payload in (b"\xff\xfe not json", b"[1, 2]", b"x" * (5 * 2**20),
-                        json.dumps({"protocol": 1, "argv": ["status"], "cwd": str(ws), "env": {}}).encode()):
+                        json.dumps({"protocol": PROTOCOL, "argv": ["status"], "cwd": str(ws), "env": {}}).encode()):
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
                 s.connect(str(sockets[0]))
                 try:
@@ -116,8 +116,10 @@ def test_a_running_watch_answers_searches_with_the_answer_the_cli_would_give(tmp
                     s.shutdown(socket.SHUT_WR)
                 except OSError:
                     pass  # the server stopped reading the oversized request: also fine
-                reply = s.recv(1 << 16)
-            assert json.loads(reply)["status"] == "decline"
+                reply = b""
+                while chunk := s.recv(1 << 16):
+                    reply += chunk
+            assert json.loads(reply.splitlines()[-1])["status"] == "decline"  # after "working", if any
         odd = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "search",
                               os.fsdecode(b"ledger \xff"), "--json"], env=env, capture_output=True, text=True, timeout=120)
         assert odd.returncode == 0 and json.loads(odd.stdout)["results"]
@@ -201,7 +203,7 @@ def test_the_server_declines_what_it_cannot_answer_exactly(tmp_path):
     shutil.copytree(EXAMPLE_WORKSPACE, ws)
     settings = make_settings(tmp_path, ws)
     server = ResidentServer(BuiltinSearchManager(settings, provider=FakeEmbeddingProvider()), settings, backend=None)
-    base = {"protocol": 1, "cwd": str(ws), "env": server.env}
+    base = {"protocol": PROTOCOL, "cwd": str(ws), "env": server.env}
 
     async def ask(**request):
         return await server.answer({**base, **request})
@@ -212,6 +214,7 @@ def test_the_server_declines_what_it_cannot_answer_exactly(tmp_path):
         ({"argv": ["search"]}, "arguments"),  # no query: click's own error, printed by the cold CLI
         ({"argv": ["search", "x", "-n", "0"]}, "arguments"),
         ({"argv": ["-v", "search", "x"]}, "logs"),
+        ({"argv": ["search", "x", "--help"]}, "help"),  # click would print it into the server's output
         ({"argv": ["search", "x"], "env": {**server.env, "OPENAI_API_KEY": "sha256:00"}}, "environment"),
         ({"argv": ["-w", str(tmp_path), "search", "x"]}, "other settings"),
         ({"argv": ["search", "x", "-b", "qmd"]}, "other settings"),

@@ -155,7 +155,7 @@ def test_qmd_crashes_and_hangs_fall_back_and_recover(tmp_path):
             # The manager reads FAKE_QMD_MODE at every call; after a failure the wrapper tries it
             # again (retry_after_s=0), and it then finds QMD healthy again.
             m = FallbackSearchManager(lambda: QmdSearchManager(settings, environ=env), lambda: builtin,
-                                      name="qmd", scope=None, retry_after_s=0)
+                                      name="qmd", retry_after_s=0)
             env["FAKE_QMD_MODE"] = mode
             answer = await m.search("aurora telemetry", min_score=0)
             FIGURES[f"faults injected: qmd {mode}"] += 1

@@ -194,10 +194,12 @@ def test_leftover_temp_databases_are_cleaned_up(tmp_path):
     m = _manager(tmp_path, ws)
     run(m.sync)
     orphan = Path(f"{m.db_path}.tmp-deadbeef0000")
-    orphan.write_bytes(b"half-built index")
+    open_db(orphan)[0].close()  # a rebuild killed half-way: memsift's mark is in its header
     Path(f"{orphan}-wal").write_bytes(b"")
+    empty = Path(f"{m.db_path}.tmp-deadbeef0001")
+    empty.write_bytes(b"")  # killed before its first write
     run(m.sync)
-    assert not orphan.exists() and not Path(f"{orphan}-wal").exists()
+    assert not orphan.exists() and not Path(f"{orphan}-wal").exists() and not empty.exists()
     run(m.aclose)
 
 

@@ -18,6 +18,7 @@ from memsift.backends.qmd.process import QmdError
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.errors import PathNotAllowedError
 from memsift.engine.fallback import FallbackSearchManager
+from memsift.engine.scoped import scoped
 
 FAKEBIN = Path(__file__).with_name("fakebin")
 
@@ -58,7 +59,7 @@ def _calls(tmp_path) -> list[dict]:
 
 def _wrapped(settings, env, **kw):
     builtin = lambda: BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())  # noqa: E731
-    return FallbackSearchManager(lambda: QmdSearchManager(settings, environ=env), builtin, name="qmd", scope=settings.memory.qmd.scope, **kw)
+    return scoped(FallbackSearchManager(lambda: QmdSearchManager(settings, environ=env), builtin, name="qmd", **kw), settings)
 
 
 def test_isolated_home_collections_and_search_mapping(tmp_path, ws, env):

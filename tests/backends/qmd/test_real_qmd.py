@@ -18,6 +18,7 @@ from memsift.backends.builtin import BuiltinSearchManager
 from memsift.backends.qmd import QmdSearchManager
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.fallback import FallbackSearchManager
+from memsift.engine.scoped import scoped
 
 
 def _real_qmd() -> str | None:
@@ -44,12 +45,11 @@ def _settings(tmp_path, ws, **qmd):
 
 
 def _wrapped(settings):
-    return FallbackSearchManager(
+    return scoped(FallbackSearchManager(
         lambda: QmdSearchManager(settings),
         lambda: BuiltinSearchManager(settings, provider=FakeEmbeddingProvider()),
         name="qmd",
-        scope=settings.memory.qmd.scope,
-    )
+    ), settings)
 
 
 def _qmd_processes(home: Path) -> list[int]:
