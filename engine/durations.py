@@ -4,29 +4,47 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parse_duration_ms"]
+__all__ = ["parse_duration_ms", "check_duration", "DURATION_FORMS"]
 
 _PART_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+DURATION_FORMS = "a number with a unit (ms, s, m, h, d) such as 30s, 5m or 1h30m, 0s to turn it off, or a bare number of minutes"
+
+
+def check_duration(value: str | float | int, *, bare_unit: str = "m") -> int:
+    """Milliseconds, or ValueError for anything that is not a duration (spaces inside, a negative
+    number, an unknown unit). Config loading uses it, so a typo is an error, not the default."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a duration: use {DURATION_FORMS}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError(f"a duration cannot be negative: use {DURATION_FORMS}")
+        return int(value * _UNIT_MS[bare_unit])
+    text = value.strip().lower()
+    if text and " " not in text:
+        try:
+            number = float(text)
+        except ValueError:
+            pos, total = 0, 0.0
+            for m in _PART_RE.finditer(text):
+                if m.start() != pos:
+                    break
+                total += float(m.group(1)) * _UNIT_MS[m.group(2)]
+                pos = m.end()
+            if pos == len(text):
+                return int(total)
+        else:
+            if number >= 0:
+                return int(number * _UNIT_MS[bare_unit])
+    raise ValueError(f"not a duration: use {DURATION_FORMS}")
 
 
 def parse_duration_ms(value: str | float | int | None, *, default_ms: int, bare_unit: str = "m") -> int:
-    """Milliseconds. A bare number takes `bare_unit`; anything unparseable gives the default."""
+    """Milliseconds. A bare number takes `bare_unit`; anything unparseable gives the default (the
+    reference's rule; memsift's config loading has already refused such values)."""
     if value is None:
         return default_ms
-    if isinstance(value, (int, float)):
-        return int(value * _UNIT_MS[bare_unit]) if value >= 0 else default_ms
-    text = value.strip().lower()
-    if not text or " " in text:
-        return default_ms
     try:
-        return int(float(text) * _UNIT_MS[bare_unit])
+        return check_duration(value, bare_unit=bare_unit)
     except ValueError:
-        pass
-    pos, total = 0, 0.0
-    for m in _PART_RE.finditer(text):
-        if m.start() != pos:
-            return default_ms
-        total += float(m.group(1)) * _UNIT_MS[m.group(2)]
-        pos = m.end()
-    return int(total) if pos == len(text) and pos > 0 else default_ms
+        return default_ms

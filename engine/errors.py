@@ -15,6 +15,8 @@ and status, not exceptions; these classes are for bugs and bad input.
 
 from __future__ import annotations
 
+from .text import shorten
+
 __all__ = [
     "MemsiftError",
     "ConfigError",
@@ -43,8 +45,9 @@ class PathNotAllowedError(MemsiftError):
     """A read asked for a path that is not an allowed memory file."""
 
     def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"path not allowed: {path!r}: {reason}")
-        self.path = path
+        shown = shorten(path, 200)  # never echo unbounded input
+        super().__init__(f"path not allowed: {shown!r}: {reason}")
+        self.path = shown
         self.reason = reason
 
 

@@ -39,12 +39,13 @@ def open_manager(
     workspace: str | os.PathLike[str] | None = None,
     agent: str | None = None,
     backend: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> SearchManager:
     """Build the manager the config asks for (`backend` overrides `memory.backend`).
 
     Raises ConfigError when memory search is disabled. For `qmd`, the QMD sidecar is wrapped with
-    the scope rules and a lazily built builtin fallback (unless `memory.qmd.fallback` is "none").
+    a lazily built builtin fallback (unless `memory.qmd.fallback` is "none"). Every backend is
+    wrapped with the scope rules (`memory.qmd.scope`), which then hold for search, read and status.
     """
     if settings is None:
         settings = resolve_config(config_path, workspace=workspace, agent=agent)
@@ -54,24 +55,35 @@ def open_manager(
             key_path="memorySearch.enabled",
         )
     chosen = backend or settings.memory.backend
+    log.debug("config resolved", config=str(settings.config_path or "-"), agent=settings.agent_id,
+              workspace=str(settings.workspace), store=str(settings.store_path), backend=chosen,
+              provider=settings.memory_search.provider)
     if chosen not in ("builtin", "qmd"):
         raise ConfigError(f"unknown backend {chosen!r}; allowed: builtin, qmd", key_path="memory.backend")
     from memsift.backends.builtin import BuiltinSearchManager  # noqa: PLC0415
 
+    from .qmd_coverage import qmd_not_covered, with_qmd_coverage  # noqa: PLC0415
+
+    # The builtin index also covers QMD's own collections: a QMD fallback (and parity) searches the same files.
+    builtin_settings = with_qmd_coverage(settings)
+
     def builtin() -> SearchManager:
-        return BuiltinSearchManager(settings, progress=progress)  # selects its provider when first needed
+        return BuiltinSearchManager(builtin_settings, progress=progress)  # selects its provider when first needed
+
+    from .scoped import scoped  # noqa: PLC0415
 
     if chosen == "builtin":
-        return builtin()
+        return scoped(builtin(), settings)
     from memsift.backends.qmd import QmdSearchManager  # noqa: PLC0415
 
     from .fallback import FallbackSearchManager  # noqa: PLC0415
 
     qmd = settings.memory.qmd
-    return FallbackSearchManager(
+    return scoped(FallbackSearchManager(
         lambda: QmdSearchManager(settings),
         builtin,
         name="qmd",
-        scope=qmd.scope,
         fail_closed=qmd.fallback == "none",
-    )
+        primary_budget_s=qmd.limits.timeout_ms / 1000,  # a search answers within it (or falls back)
+        not_covered=qmd_not_covered(settings),
+    ), settings)

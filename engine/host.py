@@ -18,6 +18,7 @@ import watchfiles
 from .logging import get_logger
 from .config import ResolvedConfig
 from .manager import SearchManager
+from .qmd_coverage import with_qmd_coverage
 from .watcher import MemoryWatcher
 
 __all__ = ["serve_freshness", "SessionDeltaTracker"]
@@ -80,15 +81,48 @@ async def serve_freshness(
     ms = settings.memory_search
     emit = on_event or (lambda *_: None)
 
+    search_syncs = [_search_syncs(manager)]
+
     async def sync(reason: str, **kw: Any) -> None:
         started = time.perf_counter()
         try:
             report = await manager.sync(reason=reason, **kw)
-            emit("synced", {"reason": reason, "report": report, "seconds": time.perf_counter() - started})
+            payload = {"reason": reason, "report": report, "seconds": time.perf_counter() - started}
+            if reason == "watch":
+                # A search in the debounce window synced the change first: say so, not "0 indexed".
+                by_search = _search_syncs(manager) > search_syncs[0]
+                search_syncs[0] = _search_syncs(manager)
+                if by_search and not (report.files_indexed or report.files_removed):
+                    payload["alreadyIndexed"] = True
+            emit("synced", payload)
         except Exception as exc:  # logged and reported; the next trigger retries
             log.warning("sync failed", reason=reason, error=str(exc))
             emit("error", {"reason": reason, "error": str(exc)})
 
+    # Armed before the first sync, so no change slips between that sync's scan and the probe.
+    probe = _install_probe(manager, settings)
+    try:
+        await _serve(manager, settings, ms, sync, emit, task_status)
+    finally:
+        if probe is not None:
+            manager.watch_changes(None)
+            probe.close()
+
+
+def _install_probe(manager: SearchManager, settings: ResolvedConfig) -> Any:
+    """Give the manager an exact "did memory files change?" check for its searches."""
+    watch_changes = getattr(manager, "watch_changes", None)
+    if watch_changes is None or "memory" not in settings.memory_search.sources:
+        return None
+    from .change_probe import ChangeProbe  # noqa: PLC0415
+
+    probe = ChangeProbe(with_qmd_coverage(settings))  # the same files as the index and the watcher
+    watch_changes(probe)
+    return probe
+
+
+async def _serve(manager: SearchManager, settings: ResolvedConfig, ms: Any, sync: Callable[..., Any],
+                 emit: Callable[[str, Any], None], task_status: anyio.abc.TaskStatus[None]) -> None:
     async with anyio.create_task_group() as tg:
         await sync("start")
         primary = getattr(manager, "primary", None)
@@ -103,8 +137,8 @@ async def serve_freshness(
                 emit("changed", {"files": len(paths)})
                 await sync("watch", include_sessions=False) if _accepts_sessions(manager) else await sync("watch")
 
-            mark_dirty = getattr(manager, "mark_dirty", None)
-            watcher = MemoryWatcher(settings, on_change, on_pending=mark_dirty)
+            # The files the builtin index covers, QMD's collections included (qmd_coverage.py).
+            watcher = MemoryWatcher(with_qmd_coverage(settings), on_change)
             await tg.start(lambda task_status: watcher.run(task_status=task_status))
         if ms.sync.interval_minutes and ms.sync.interval_minutes > 0:
             tg.start_soon(_every, ms.sync.interval_minutes * 60, lambda: sync("interval"))
@@ -113,6 +147,14 @@ async def serve_freshness(
         task_status.started()
         emit("ready", {})
         await anyio.sleep_forever()
+
+
+def _search_syncs(manager: SearchManager) -> int:
+    """How many syncs searches have run (the builtin index counts them; 0 for other backends)."""
+    for m in (manager, getattr(manager, "_fallback", None)):
+        if m is not None and hasattr(m, "search_syncs"):
+            return m.search_syncs
+    return 0
 
 
 def _accepts_sessions(manager: SearchManager) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from .results import ManagerStatus, ReadResult, SearchAnswer
@@ -18,6 +18,7 @@ class SyncReport(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
     reason: str
+    backend: str = "builtin"
     full_reindex: bool = False
     reindex_cause: str | None = None
     files_seen: int = 0
@@ -29,6 +30,7 @@ class SyncReport(BaseModel):
     chunks_embedded: int = 0
     chunks_from_cache: int = 0
     took_ms: float = 0.0
+    notes: list[str] = Field(default_factory=list)  # what the backend did, in words (QMD: collections, update, embed)
 
 
 @runtime_checkable
@@ -47,9 +49,13 @@ class SearchManager(Protocol):
         the retrieval for this search (engine/search_modes.py)."""
         ...
 
-    async def read(self, path: str, from_line: int | None = None, lines: int | None = None) -> ReadResult: ...
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
+                   session_key: str | None = None, max_chars: int | None = None) -> ReadResult:
+        """`session_key`: the asking chat, judged by the scope rules (as for `search`).
+        `max_chars`: return about this much text at most (the file is streamed)."""
+        ...
 
-    async def status(self, *, deep: bool = False) -> ManagerStatus: ...
+    async def status(self, *, deep: bool = False, session_key: str | None = None) -> ManagerStatus: ...
 
     async def sync(self, *, force: bool = False, reason: str = "manual") -> SyncReport: ...
 

@@ -1,9 +1,11 @@
 """The MCP server (`memsift mcp`): memory_search, memory_get and memory_status as read-only tools.
 
 One manager serves every call; a background task keeps its index fresh (as `memsift watch`
-does). Expected outages (provider down, QMD fallen back or down, scope denial, a path that is not
-a memory file) come back as values the model can read, never as exceptions. Every answer is
-bounded by `memory.qmd.limits.maxInjectedChars` (or `--max-chars`).
+does). The scope rules judge every call, memory_get and memory_status as memory_search, by the
+server's `--session-key` or else the call's `sessionKey`. Expected outages (provider down, QMD
+fallen back or down, scope denial, a path that is not a memory file) come back as values the
+model can read, never as exceptions. Every answer is bounded by
+`memory.qmd.limits.maxInjectedChars` (or `--max-chars`).
 
 Needs the optional extra: `pip install 'memsift[mcp]'`.
 """
@@ -16,12 +18,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from .citations import decorate_snippet
+from .citations import decorate_snippet, parse_memory_ref
 from .config import ResolvedConfig
 from .errors import MemsiftError, PathNotAllowedError
 from .manager import SearchManager
 from .results import Degraded, Fallback, ManagerStatus, ScopeDenial, SearchAnswer
-from .text import utf16_len, utf16_slice
+from .text import shorten, utf16_len, utf16_slice
 
 __all__ = ["build_server", "MemoryServer", "SearchOutput", "GetOutput", "StatusOutput", "INSTRUCTIONS"]
 
@@ -39,8 +41,10 @@ SEARCH_DESCRIPTION = (
 )
 GET_DESCRIPTION = (
     "Read a memory file found by memory_search (e.g. `memory/2026-03-02.md`), or only a line range: "
-    "`from` is the first line (1-based), `lines` how many. Long files come back in pages: when "
-    "`truncated` is true, call again with `from` = `nextFrom`. Only memory files can be read."
+    "`from` is the first line (1-based), `lines` how many; a hit's citation (`memory/2026-03-02.md#L5-L8`) "
+    "or header (`memory/2026-03-02.md:5-8`) works as the path too. Long files come back in pages: when "
+    "`truncated` is true, call again with `from` = `nextFrom` (and `offset` = `nextOffset` when a long "
+    "line was cut). Only memory files can be read. Pass the chat's `sessionKey` as for memory_search."
 )
 STATUS_DESCRIPTION = (
     "Show the memory index's health: backend, files and chunks indexed, embedding provider, search "
@@ -62,6 +66,8 @@ class MemoryHit(_Out):
     snippet: str
     source: str = "memory"
     citation: str | None = None
+    rescued: bool | None = None  # under minScore, kept for its keyword match
+    stale: bool | None = None  # the file changed after it was indexed
 
 
 class SearchOutput(_Out):
@@ -83,6 +89,8 @@ class SearchOutput(_Out):
     action: str | None = None
     truncated: bool = False  # hits were cut to fit maxInjectedChars
     sync_pending: bool | None = None
+    notes: list[str] | None = None  # e.g. QMD's update was still running, so recent changes may be missing
+    sync_error: str | None = None  # the index could not be updated (disk full, read-only): answered as it is
     took_ms: float | None = None
 
 
@@ -95,13 +103,18 @@ class GetOutput(_Out):
     missing: bool = False
     truncated: bool = False
     next_from: int | None = None  # call again from here for the rest
+    next_offset: int | None = None  # ... and skip this many characters of that line (a long line was cut)
     disabled: bool = False
     error: str | None = None
+    denied: ScopeDenial | None = None  # scope rules refused this chat: nothing was read
+    warning: str | None = None
 
 
 class StatusOutput(_Out):
     status: ManagerStatus | None = None
     error: str | None = None
+    denied: ScopeDenial | None = None  # scope rules refused this chat: nothing is shown
+    warning: str | None = None
 
 
 class MemoryServer:
@@ -109,12 +122,18 @@ class MemoryServer:
 
     def __init__(self, manager: SearchManager, settings: ResolvedConfig, *, session_key: str | None = None,
                  max_chars: int | None = None) -> None:
-        self.manager, self.settings = manager, settings
+        from .scoped import scoped  # noqa: PLC0415
+
+        # Whatever manager it is given, every tool call goes through the scope rules.
+        self.manager, self.settings = scoped(manager, settings), settings
         self.session_key = session_key  # fixed by the operator: wins over a per-call key
         self.max_chars = int(max_chars or settings.memory.qmd.limits.max_injected_chars)
 
     async def search(self, query: str, max_results: int | None = None, min_score: float | None = None,
                      session_key: str | None = None, mode: str | None = None) -> SearchOutput:
+        if not (query or "").strip():
+            return SearchOutput(mode="none", warning="the query is empty: nothing was searched",
+                                action="Pass what to recall: a name, a date, a decision or a few keywords")
         key, warning = self._key(session_key)
         try:
             answer = await self.manager.search(query, max_results=max_results, min_score=min_score, session_key=key, mode=mode)
@@ -129,26 +148,50 @@ class MemoryServer:
         out.warning = warning
         return out
 
-    async def get(self, path: str, from_line: int | None = None, lines: int | None = None) -> GetOutput:
+    async def get(self, path: str, from_line: int | None = None, lines: int | None = None,
+                  offset: int | None = None, session_key: str | None = None) -> GetOutput:
+        """`path` may be a citation or a hit header (its range applies unless `from`/`lines` are
+        given); `offset` skips that many characters (UTF-16 units) of the first line."""
+        key, warning = self._key(session_key)
+        path, ref_from, ref_lines = parse_memory_ref(path)
+        from_line, lines = from_line or ref_from, lines or ref_lines
+        start, skip = from_line or 1, offset or 0
         try:
-            result = await self.manager.read(path, from_line, lines)
-        except (PathNotAllowedError, MemsiftError, OSError) as exc:
-            return GetOutput(path=path, disabled=True, error=str(exc))
-        start = from_line or 1
-        text, taken, cut = _page(result.text, self.max_chars)
-        if not cut:
+            # Just over the bound (past the characters skipped): enough to tell that a page is cut,
+            # never a whole huge file.
+            result = await self.manager.read(path, from_line, lines, session_key=key, max_chars=skip + self.max_chars + 1)
+        except (PathNotAllowedError, MemsiftError, OSError) as exc:  # the error names the path (shortened)
+            return GetOutput(path=shorten(path, 200), disabled=True, error=str(exc), warning=warning)
+        if result.denied:
+            return GetOutput(path=result.path, disabled=True, denied=result.denied, warning=warning,
+                             error=f"denied by scope ({result.denied.rule})")
+        text = result.text
+        if skip:
+            first, nl, rest = text.partition("\n")
+            text = first[len(utf16_slice(first, skip)):] + nl + rest
+        page, taken, cut = _page(text, self.max_chars)
+        next_from = next_offset = None
+        if cut and taken == 0:  # the page ends inside its first line: continue in that line
+            next_from, next_offset = start, skip + utf16_len(page)
+        elif cut:
+            next_from = start + taken
+        else:
             available = max(0, result.total_lines - start + 1)
             taken = min(lines, available) if lines else available
         return GetOutput(
-            path=result.path, text=text, **{"from": start}, lines=taken, total_lines=result.total_lines,
-            missing=result.missing, truncated=cut, next_from=start + taken if cut else None,
+            path=result.path, text=page, **{"from": start}, lines=taken, total_lines=result.total_lines,
+            missing=result.missing, truncated=cut, next_from=next_from, next_offset=next_offset, warning=warning,
         )
 
-    async def status(self, deep: bool = False) -> StatusOutput:
+    async def status(self, deep: bool = False, session_key: str | None = None) -> StatusOutput:
+        key, warning = self._key(session_key)
         try:
-            return StatusOutput(status=await self.manager.status(deep=deep))
+            st = await self.manager.status(deep=deep, session_key=key)
         except (MemsiftError, OSError) as exc:
-            return StatusOutput(error=str(exc))
+            return StatusOutput(error=str(exc), warning=warning)
+        if st.denied:
+            return StatusOutput(denied=st.denied, error=f"denied by scope ({st.denied.rule})", warning=warning)
+        return StatusOutput(status=st, warning=warning)
 
     def _key(self, per_call: str | None) -> tuple[str | None, str | None]:
         if self.session_key is None:
@@ -178,18 +221,19 @@ def _from_answer(answer: SearchAnswer, budget: int) -> SearchOutput:
         degraded=answer.degraded if (answer.degraded.vector or answer.degraded.fts) else None,
         denied=answer.denied, disabled=answer.denied is not None or answer.unavailable is not None,
         unavailable=answer.unavailable is not None, error=answer.unavailable,
-        truncated=truncated, sync_pending=answer.sync_pending, took_ms=answer.took_ms,
+        truncated=truncated, sync_pending=answer.sync_pending, notes=answer.notes, sync_error=answer.sync_error,
+        took_ms=answer.took_ms,
     )
 
 
 def _hit(h: Any, snippet: str) -> MemoryHit:
     return MemoryHit(path=h.path, start_line=h.start_line, end_line=h.end_line, score=h.score, snippet=snippet,
-                     source=h.source, citation=h.citation)
+                     source=h.source, citation=h.citation, rescued=h.rescued, stale=h.stale)
 
 
 def _page(text: str, budget: int) -> tuple[str, int, bool]:
-    """Whole lines while they fit `budget`; (text, lines taken, cut). A first line longer than
-    the budget is itself cut, so a page is never empty."""
+    """Whole lines while they fit `budget`; (text, whole lines taken, cut). A first line longer
+    than the budget is itself cut (0 whole lines taken), so a page is never empty."""
     if utf16_len(text) <= budget:
         return text, 0, False
     out, used = [], 0
@@ -197,7 +241,7 @@ def _page(text: str, budget: int) -> tuple[str, int, bool]:
         size = utf16_len(line)
         if used + size > budget:
             if not out:
-                out.append(utf16_slice(line, budget))
+                return utf16_slice(line, budget), 0, True
             break
         out.append(line)
         used += size
@@ -211,7 +255,7 @@ def build_server(memory: MemoryServer) -> Any:
 
     from importlib.metadata import version  # noqa: PLC0415
 
-    server = MCPServer("memsift", instructions=INSTRUCTIONS, version=version("memsift"))
+    server = _plain_errors(MCPServer)("memsift", instructions=INSTRUCTIONS, version=version("memsift"))
     read_only = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
     @server.tool(description=SEARCH_DESCRIPTION, annotations=read_only, title="Search memory")
@@ -227,11 +271,15 @@ def build_server(memory: MemoryServer) -> Any:
         return await memory.search(query, maxResults, minScore, sessionKey, mode)
 
     async def memory_get(
-        path: Annotated[str, Field(description="Workspace-relative memory file path, as memory_search returns it.")],
+        path: Annotated[str, Field(description="Workspace-relative memory file path, as memory_search returns it "
+                                               "(a citation such as memory/2026-03-02.md#L5-L8 works too).")],
         from_: Annotated[int | None, Field(alias="from", ge=1, description="First line, 1-based.")] = None,
         lines: Annotated[int | None, Field(ge=1, description="How many lines (default: to the end).")] = None,
+        offset: Annotated[int | None, Field(ge=0, description="Characters of line `from` to skip: pass "
+                                                             "`nextOffset` to continue a long line a page cut.")] = None,
+        sessionKey: Annotated[str | None, Field(description="The asking chat's session key, for scope rules.")] = None,
     ) -> GetOutput:
-        return await memory.get(path, from_, lines)
+        return await memory.get(path, from_, lines, offset, sessionKey)
 
     server.tool(description=GET_DESCRIPTION, annotations=read_only, title="Read memory lines")(
         _renamed_kwargs(memory_get, {"from": "from_"}))
@@ -239,10 +287,35 @@ def build_server(memory: MemoryServer) -> Any:
     @server.tool(description=STATUS_DESCRIPTION, annotations=read_only, title="Memory index status")
     async def memory_status(
         deep: Annotated[bool, Field(description="Also probe the embedding provider (slower).")] = False,
+        sessionKey: Annotated[str | None, Field(description="The asking chat's session key, for scope rules.")] = None,
     ) -> StatusOutput:
-        return await memory.status(deep)
+        return await memory.status(deep, sessionKey)
 
     return server
+
+
+def _plain_errors(base: Any) -> Any:
+    """`base` (MCPServer) whose argument errors read `maxResults: Input should be greater than or
+    equal to 1 (got 0)`, without pydantic's type codes and documentation URL."""
+    from mcp.server.mcpserver.exceptions import ToolError  # noqa: PLC0415
+    from pydantic import ValidationError  # noqa: PLC0415
+
+    class Server(base):  # type: ignore[misc, valid-type]
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if not isinstance(cause, ValidationError):
+                    raise
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                    + (f" (got {e['input']!r})" if not isinstance(e.get("input"), (dict, list)) else "")
+                    for e in cause.errors()
+                )
+                raise ToolError(f"Error executing tool {name}: invalid arguments: {problems}") from cause
+
+    return Server
 
 
 def _renamed_kwargs(fn: Any, renames: dict[str, str]) -> Any:

@@ -13,6 +13,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from .errors import PathNotAllowedError
 from .multimodal import modality_of
@@ -200,7 +201,10 @@ def resolve_memory_path(
     if "\x00" in path:
         raise PathNotAllowedError(path, "path contains a NUL byte")
     raw = path.strip().replace("\\", "/")
-    candidate = Path(raw).expanduser()
+    try:
+        candidate = Path(raw).expanduser()
+    except RuntimeError:  # `~nosuchuser/…`
+        raise PathNotAllowedError(path, "`~` names a user whose home folder is unknown") from None
     candidate = candidate if candidate.is_absolute() else workspace / candidate
     candidate = Path(os.path.normpath(candidate))  # lexical: `..` cannot hide behind a symlink
     if not _is_md(candidate.name):
@@ -225,8 +229,13 @@ def read_memory_file(
     path: str,
     from_line: int | None = None,
     lines: int | None = None,
+    *,
+    max_chars: int | None = None,
 ) -> tuple[str, str, int, bool]:
-    """Read a memory file or a line range. Returns (relative path, text, total lines, missing)."""
+    """Read a memory file or a line range. Returns (relative path, text, total lines, missing).
+
+    The file is streamed: only the lines asked for are kept (and at most about `max_chars`
+    characters of them), so one line of a 200 MB file costs one line of memory."""
     abs_path, rel = resolve_memory_path(workspace, extra_paths, path)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
@@ -242,13 +251,39 @@ def read_memory_file(
     if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses directories
         os.close(fd)
         raise PathNotAllowedError(path, "not a regular file")
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read()
-    text = data.decode("utf-8", errors="replace")
-    all_lines = text.split("\n")
-    total = len(all_lines)
-    if from_line is None and lines is None:
-        return rel, text, total, False
     start = max(1, int(from_line or 1))
-    count = max(1, int(lines)) if lines is not None else total
-    return rel, "\n".join(all_lines[start - 1 : start - 1 + count]), total, False
+    count = max(1, int(lines)) if lines is not None else None
+    with os.fdopen(fd, "rb") as fh:
+        data, total = _read_lines(fh, start, count, None if max_chars is None else (max_chars + 1) * 4)
+    return rel, data.decode("utf-8", errors="replace"), total, False
+
+
+_BLOCK = 2**20
+
+
+def _read_lines(fh: Any, start: int, count: int | None, max_bytes: int | None) -> tuple[bytes, int]:
+    """Lines `start`..`start+count-1` (1-based, joined by "\n", as `text.split("\n")` numbers
+    them) and the total number of lines (a final newline ends the last line, it does not start
+    another; an empty file has none), reading the file in blocks and keeping at most `max_bytes`
+    of the lines asked for."""
+    end = None if count is None else start + count  # first line not wanted
+    line = 1  # number of the line the next byte belongs to
+    kept = bytearray()
+    last = b""  # the file's last byte
+    while block := fh.read(_BLOCK):
+        last = block[-1:]
+        pos = 0
+        while pos < len(block):
+            nl = block.find(b"\n", pos)
+            stop = len(block) if nl < 0 else nl
+            if line >= start and (end is None or line < end) and (max_bytes is None or len(kept) < max_bytes):
+                room = len(block) if max_bytes is None else pos + max_bytes - len(kept)
+                kept += block[pos : min(stop, room)]
+                if nl >= 0 and (end is None or line + 1 < end) and (max_bytes is None or len(kept) < max_bytes):
+                    kept += b"\n"
+            if nl < 0:
+                break
+            line += 1
+            pos = nl + 1
+    total = 0 if not last else line - 1 if last == b"\n" else line
+    return bytes(kept), total

@@ -4,6 +4,10 @@ Two hits are the same memory when they name the same file and their line ranges 
 backends chunk differently, so exact ranges rarely match). Per query: overlap@k of hits and of
 files, Kendall's tau over the ranks of the hits both sides found, each side's latency, and what
 each side degraded to. The point is to know, before switching backends, how much the answers move.
+
+A side that fell back to another backend (QMD down, so builtin answered) or failed outright makes
+its query not comparable: builtin would be compared with itself. Such queries lead the report
+(`comparable: false`, `warnings`), count as 0 in the gate's mean overlap, and fail the gate.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from .config import ResolvedConfig
 from .errors import ConfigError, MemsiftError
 from .results import SearchAnswer
 
-__all__ = ["read_queries", "match_hits", "overlap_at_k", "kendall_tau", "run_parity", "ParityReport"]
+__all__ = ["read_queries", "match_hits", "overlap_at_k", "kendall_tau", "run_parity", "gate_failure", "ParityReport"]
 
 Hit = tuple[str, int, int]  # path, start line, end line
 
@@ -32,12 +36,22 @@ class _Out(BaseModel):
 
 class SideResult(_Out):
     backend: str
+    answered_by: str | None = None  # the backend that really answered (another one when it fell back)
     mode: str | None = None
     hits: list[Hit] = Field(default_factory=list)
     ms: float = 0.0
     fallback: str | None = None  # why this side was served by another backend (or provider)
     degraded: str | None = None
     error: str | None = None  # the search failed outright (unavailable, denied or raised)
+
+    @property
+    def not_comparable(self) -> str | None:
+        """Why this side's hits say nothing about its backend: it fell back to another, or failed."""
+        if self.error:
+            return "failed"
+        if self.answered_by and self.answered_by != self.backend:
+            return f"fell back to {self.answered_by}"
+        return None
 
 
 class QueryParity(_Out):
@@ -51,6 +65,8 @@ class QueryParity(_Out):
 
 
 class ParityReport(_Out):
+    comparable: bool = True  # False when a side fell back or failed on some query (first, so it is read first)
+    warnings: list[str] = Field(default_factory=list)
     k: int
     queries: list[QueryParity]
     summary: dict[str, float | int | None]
@@ -127,7 +143,7 @@ def _side(backend: str, answer: SearchAnswer | None, ms: float, error: str | Non
     degraded = "; ".join(f"{k}: {v}" for k, v in (("vector", answer.degraded.vector), ("fts", answer.degraded.fts)) if v)
     denied = f"denied by scope ({answer.denied.rule})" if answer.denied else None
     return SideResult(
-        backend=backend, mode=answer.mode, ms=round(ms, 2),
+        backend=backend, answered_by=answer.backend, mode=answer.mode, ms=round(ms, 2),
         hits=[(h.path, h.start_line, h.end_line) for h in answer.results],
         fallback=f"{answer.fallback.from_} → {answer.backend}: {answer.fallback.reason}" if answer.fallback else None,
         degraded=degraded or None, error=answer.unavailable or denied,
@@ -160,7 +176,38 @@ async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int
     finally:
         for manager in managers.values():
             await manager.aclose()
-    return ParityReport(k=k, queries=rows, summary=_summary(rows))
+    warnings = _warnings(rows)
+    return ParityReport(comparable=not warnings, warnings=warnings, k=k, queries=rows, summary=_summary(rows))
+
+
+def _warnings(rows: list[QueryParity]) -> list[str]:
+    """One line per side whose answers were not its own: how often, and the first reason."""
+    out = []
+    for name in ("builtin", "qmd"):
+        sides = [getattr(r, name) for r in rows]
+        for kind in sorted({s.not_comparable for s in sides if s.not_comparable}):
+            hit = [s for s in sides if s.not_comparable == kind]
+            reason = hit[0].error or hit[0].fallback or ""
+            reason = reason.split(": ", 1)[-1] if hit[0].fallback else reason
+            if kind.startswith("fell back"):
+                out.append(f"{name} {kind} on {len(hit)} of {len(rows)} queries ({reason}): "
+                           f"{hit[0].answered_by} was compared with itself there")
+            else:
+                out.append(f"{name} failed on {len(hit)} of {len(rows)} queries ({reason}): nothing to compare there")
+    return out
+
+
+def gate_failure(report: ParityReport, fail_under: float) -> str | None:
+    """Why `--fail-under` fails, or None: a side fell back or failed on any query (those count as
+    overlap 0), or the mean overlap is below the threshold."""
+    s = report.summary
+    gate = float(s["gateMeanOverlap"] or 0.0)
+    if not report.comparable:
+        return (f"parity gate failed: {'; '.join(report.warnings)}; mean overlap counting them as 0 is {gate:.2f} "
+                f"(threshold {fail_under:.2f})")
+    if gate < fail_under:
+        return f"mean overlap {gate:.2f} is below {fail_under:.2f}"
+    return None
 
 
 def _summary(rows: list[QueryParity]) -> dict[str, float | int | None]:
@@ -173,6 +220,9 @@ def _summary(rows: list[QueryParity]) -> dict[str, float | int | None]:
     out: dict[str, float | int | None] = {
         "queries": len(rows),
         "meanOverlap": round(statistics.fmean(r.overlap for r in rows), 4),
+        # The gate's figure: a query where a side fell back or failed counts as 0.
+        "gateMeanOverlap": round(statistics.fmean(0.0 if _not_comparable(r) else r.overlap for r in rows), 4),
+        "fellBackQueries": sum(1 for r in rows if _not_comparable(r)),
         "meanFileOverlap": round(statistics.fmean(r.file_overlap for r in rows), 4),
         "meanRankCorrelation": round(statistics.fmean(taus), 4) if taus else None,
         "rankCorrelationQueries": len(taus),
@@ -183,3 +233,7 @@ def _summary(rows: list[QueryParity]) -> dict[str, float | int | None]:
         out[f"{side}Fallbacks"] = sum(1 for r in rows if getattr(r, side).fallback)
         out[f"{side}Errors"] = sum(1 for r in rows if getattr(r, side).error)
     return out
+
+
+def _not_comparable(row: QueryParity) -> bool:
+    return bool(row.builtin.not_comparable or row.qmd.not_comparable)

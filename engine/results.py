@@ -71,6 +71,7 @@ class SearchHit(_Out):
     source: Literal["memory", "sessions"] = "memory"
     citation: str | None = None
     stale: bool | None = None
+    rescued: bool | None = None  # under minScore, kept by the keyword rescue (all query terms, or strong BM25)
     explain: HitExplain | None = None
     qmd: dict[str, Any] | None = None  # --explain on the QMD backend: mode, raw score, docid, collection
 
@@ -78,6 +79,7 @@ class SearchHit(_Out):
 class Fallback(_Out):
     from_: str = Field(alias="from")
     reason: str
+    not_covered: list[str] | None = None  # what the failed backend indexes that the answering one does not
 
 
 class Degraded(_Out):
@@ -116,8 +118,11 @@ class SearchAnswer(_Out):
     took_ms: float
     relaxed: bool = False  # FTS-only: nothing passed minScore, so the threshold was relaxed
     sync_pending: bool | None = None  # files changed and are still being indexed (hits may be stale)
+    pending_files: int | None = None  # with sync_pending: changed files not indexed yet when answered
+    sync_error: str | None = None  # the index could not be updated (disk full, read-only): answered as it is
     denied: ScopeDenial | None = None  # scope rules refused this session key
     unavailable: str | None = None  # the backend failed and no fallback is allowed
+    notes: list[str] | None = None  # what else the reader should know (QMD: an update still running, why nothing matched)
 
 
 class ReadResult(_Out):
@@ -127,6 +132,7 @@ class ReadResult(_Out):
     lines: int | None = None
     total_lines: int = 0
     missing: bool = False
+    denied: ScopeDenial | None = None  # scope rules refused this session key: nothing was read
 
 
 class ManagerStatus(_Out):
@@ -146,7 +152,8 @@ class ManagerStatus(_Out):
     sources: list[str] = Field(default_factory=list)
     extra_paths: list[str] = Field(default_factory=list)
     source_counts: dict[str, dict[str, int]] = Field(default_factory=dict)
-    search_mode: str = "hybrid"
+    search_mode: str = "hybrid"  # what a search answers in right now (fts-only while a rebuild is needed)
+    search_now: str | None = None  # what a search would do right now, and why, in one sentence
     provider_unavailable_reason: str | None = None
     fallback: Fallback | None = None
     fts: dict[str, Any] = Field(default_factory=dict)
@@ -159,3 +166,4 @@ class ManagerStatus(_Out):
     batch: dict[str, Any] = Field(default_factory=dict)  # provider batch API state
     qmd: dict[str, Any] | None = None  # QMD backend: version, collections, last update/embed, errors
     deep: dict[str, Any] | None = None
+    denied: ScopeDenial | None = None  # scope rules refused this session key: nothing is shown

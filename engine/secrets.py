@@ -1,7 +1,10 @@
-"""Keeping API keys out of every log line, error message, status and --json output.
+"""Keeping API keys and header values out of every log line, error message, status and --json output.
 
-Providers register the keys they hold; `redact` masks them in any text, and the structlog
-processor applies it to every log event. Registration is process-wide because logging is.
+Providers register the keys they hold, and the config registers `remote.headers` values and a
+literal `remote.apiKey` as soon as it is resolved; `redact` masks them in any text, and the
+structlog processor applies it to every log event. Text is masked before it is cut (`masked_cut`),
+so a secret straddling the cut cannot leave as a prefix. Registration is process-wide because
+logging is.
 """
 
 from __future__ import annotations
@@ -9,18 +12,36 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["register_secret", "redact", "redact_processor"]
+__all__ = ["register_secret", "register_header_secrets", "redact", "masked_cut", "redact_processor"]
 
 _SECRETS: set[str] = set()
 _BEARER_RE = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
+_SCHEME_RE = re.compile(r"(?i)^(bearer|basic|token|apikey|api-key)\s+")
 
 
 def register_secret(value: str | None) -> None:
     """Remember a secret (and its long prefix, which some APIs echo back) for redaction."""
-    if value and len(value) >= 4:
-        _SECRETS.add(value)
-        if len(value) >= 16:
-            _SECRETS.add(value[:12])
+    if not value:
+        return
+    value = value.strip()
+    bare = _SCHEME_RE.sub("", value)  # "Bearer abc…": the token alone is the secret too
+    for v in {value, bare}:
+        if len(v) >= 4:
+            _SECRETS.add(v)
+            if len(v) >= 16:
+                _SECRETS.add(v[:12])
+
+
+def register_header_secrets(headers: dict[str, str] | None) -> None:
+    """Every configured header value is treated as a secret (Authorization, api-key, tokens…)."""
+    for value in (headers or {}).values():
+        if isinstance(value, str):
+            register_secret(value)
+
+
+def masked_cut(text: str, limit: int) -> str:
+    """`text` with secrets masked, then cut to `limit` characters (never the other way round)."""
+    return redact(text)[:limit]
 
 
 def redact(text: str) -> str:

@@ -13,6 +13,7 @@ __all__ = [
     "space_cjk",
     "WORD_RE",
     "word_tokens",
+    "shorten",
 ]
 
 # Unicode letters, numbers and underscore: the reference's token definition ([\p{L}\p{N}_]).
@@ -100,3 +101,11 @@ def weighted_len(s: str) -> int:
 def word_tokens(s: str) -> list[str]:
     """Lowercased runs of letters, digits and underscore."""
     return [m.group(0).lower() for m in WORD_RE.finditer(s)]
+
+
+def shorten(s: str, limit: int) -> str:
+    """`s` cut to `limit` characters with the full length said, so an answer never echoes
+    unbounded input (a 200 KB session key, a 6 KB path)."""
+    if len(s) <= limit:
+        return s
+    return f"{s[:limit]}… ({len(s):,} characters)"

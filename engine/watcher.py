@@ -3,8 +3,8 @@
 Two watches, whatever the number of files: a recursive one over `memory/` and the extra-path
 folders, and a flat one over the workspace root (for `MEMORY.md`, `memory.md`, extra files, and
 a `memory/` folder created later, which restarts the recursive watch). Changes are collected until
-they stay quiet for `sync.watchDebounceMs`, then handed over as one batch; the first change of a
-batch is reported at once (`on_pending`), so searches meanwhile know the index is behind.
+they stay quiet for `sync.watchDebounceMs`, then handed over as one batch. Searches in the
+meantime do not rely on it: they ask the exact `ChangeProbe` (change_probe.py) first.
 """
 
 from __future__ import annotations
@@ -35,14 +35,10 @@ class MemoryWatcher:
         on_change: Callable[[set[str]], Awaitable[None]],
         *,
         debounce_ms: int | None = None,
-        on_pending: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
         ms = settings.memory_search
         self.on_change = on_change
-        # Told as soon as a change arrives, before the debounce window: a search in that window
-        # then syncs first instead of missing a note written a moment ago.
-        self.on_pending = on_pending
         self.debounce_s = (debounce_ms if debounce_ms is not None else ms.sync.watch_debounce_ms) / 1000
         mm = ms.multimodal
         self.extensions = (".md",) + (extensions_for(mm.modalities) if mm.enabled else ())
@@ -50,6 +46,7 @@ class MemoryWatcher:
         self._extra = [Path(os.path.normpath(p if Path(p).is_absolute() else ws / p)) for p in ms.extra_paths]
         self._send, self._receive = anyio.create_memory_object_stream[set[str]](100)
         self._restart = anyio.Event()
+        self._stop = anyio.Event()
         self.batches = 0  # handed-over batches, for status lines
 
     # --- what to watch --------------------------------------------------------------------------
@@ -81,14 +78,20 @@ class MemoryWatcher:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._flat_loop)
             tg.start_soon(self._recursive_loop)
-            # watchfiles registers its inotify watches when its generator first runs, in a worker
-            # thread: give both a moment before reporting "armed".
-            await anyio.sleep(ARM_DELAY_S)
-            task_status.started()
-            await self._debounce_loop()
+            try:
+                # watchfiles registers its inotify watches when its generator first runs, in a
+                # worker thread: give both a moment before reporting "armed".
+                await anyio.sleep(ARM_DELAY_S)
+                task_status.started()
+                await self._debounce_loop()
+            finally:
+                # Cancelling cannot interrupt a watch thread: it would run to its timeout (5 s)
+                # before the task group could end. Their stop events end them within a step.
+                self._stop.set()
+                self._restart.set()
 
     async def _recursive_loop(self) -> None:
-        while True:
+        while not self._stop.is_set():
             roots = self.recursive_roots()
             self._restart = anyio.Event()
             if not roots:
@@ -101,7 +104,8 @@ class MemoryWatcher:
 
     async def _flat_loop(self) -> None:
         roots = self.flat_roots()
-        async for changes in watchfiles.awatch(*roots, watch_filter=lambda _c, p: self._flat_relevant(p), recursive=False, step=50, debounce=1600):
+        async for changes in watchfiles.awatch(*roots, watch_filter=lambda _c, p: self._flat_relevant(p), recursive=False,
+                                               stop_event=self._stop, step=50, debounce=1600):
             paths = {p for _c, p in changes}
             if any(Path(p).is_dir() or not Path(p).exists() for p in paths):
                 self._restart.set()  # memory/ (or an extra folder) appeared or went away
@@ -112,8 +116,6 @@ class MemoryWatcher:
         async with self._receive:
             while True:
                 pending = set(await self._receive.receive())
-                if self.on_pending is not None:
-                    self.on_pending()
                 while True:
                     with anyio.move_on_after(self.debounce_s) as quiet:
                         pending |= await self._receive.receive()

@@ -10,8 +10,7 @@ from memsift.engine.config.load import ResolvedConfig
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_WORKSPACE = REPO / "contrib" / "example-workspace"
-SHARED = REPO.parent / "shared"  # ../shared beside the checkout, in CI too
-QMD_SAMPLES = SHARED / "qmd-samples"
+QMD_SAMPLES = REPO / "tests" / "qmd-samples"  # real QMD 2.8.3 captures, vendored (see its README)
 
 
 def make_settings(tmp_path: Path, workspace: Path, memory_search: dict[str, Any] | None = None, **top: Any) -> ResolvedConfig:

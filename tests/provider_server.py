@@ -60,6 +60,7 @@ class ProviderServer:
         self.rate_limit_rate = 0.0  # each embedding request gets a 429 (Retry-After: 0) with this probability
         self._rng = __import__("random").Random(1234)
         self.delay = 0.0
+        self.batch_delay = 0.0  # gemini: only document batches (batchEmbedContents) are slow, not queries
         self.wrong_dims = False
         self.wrong_count = False
         self.reject_inline_over: int | None = None  # gemini: 413 for inline data over N bytes
@@ -179,6 +180,8 @@ class ProviderServer:
                 return h._send(fault.status, fault.body if fault.body is not None else {"error": {"message": "injected"}}, fault.headers, fault.raw)
             if self.delay:
                 time.sleep(self.delay)
+            if self.batch_delay and rec.path.endswith(":batchEmbedContents"):
+                time.sleep(self.batch_delay)
         path = rec.path
         if self.flavour in ("openai", "mistral", "voyage") and path.endswith("/embeddings"):
             texts = rec.body["input"]

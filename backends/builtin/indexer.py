@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import stat
+import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ from memsift.engine.private_dirs import make_private_dir
 from memsift.engine.multimodal import extensions_for, label_for, multimodal_hash, sniff_mime
 from memsift.engine.transcripts import flatten_transcript, list_transcripts
 
+from .index_file import inspect_index_file, is_memsift_database, temp_name_re
 from .store import (
     MAX_SKIPPED_RECORDED,
     SCHEMA_VERSION,
@@ -48,12 +50,22 @@ from .store import (
     ensure_vec_table,
     open_db,
     read_meta,
+    storage_hint,
     vec_to_blob,
     write_meta,
     write_skipped,
 )
 
-__all__ = ["Indexer", "IndexIdentity", "fingerprint_diff", "CHUNKER_REVISION", "EmbedFn", "MAX_MARKDOWN_BYTES"]
+__all__ = [
+    "Indexer",
+    "IndexIdentity",
+    "fingerprint_diff",
+    "CHUNKER_REVISION",
+    "EmbedFn",
+    "MAX_MARKDOWN_BYTES",
+    "SyncCancelled",
+    "storage_failure",
+]
 
 log = get_logger("memsift.builtin.indexer")
 
@@ -63,8 +75,39 @@ GROUP_CHUNKS = 256  # chunks embedded and written per transaction
 # this large, and chunking one would hold hundreds of MB of chunk text at once.
 MAX_MARKDOWN_BYTES = 16 * 2**20
 WRITE_LOCK_TIMEOUT_S = 600.0  # how long a writer waits for another process's sync or rebuild
+SCAN_REPORT_EVERY = 100  # files checked between two progress reports
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
-ProgressFn = Callable[[int, int], None]
+# progress(stage, done, total): "files" (files checked), then "embed" (chunks embedded, reused or
+# written) or "write" (chunks written, keyword-only index).
+ProgressFn = Callable[[str, int, int], None]
+
+
+class SyncCancelled(BaseException):
+    """The sync was asked to stop (its process is closing). Raised between transactions, so
+    what was committed is whole files; a BaseException, so no `except Exception` (the tolerated
+    embedding failures) can turn it into chunks stored without vectors."""
+
+
+_STORAGE_ERRORS = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError)
+
+
+def storage_failure(exc: BaseException) -> apsw.Error | None:
+    """The storage error behind `exc` (disk full, read-only, I/O), also when SQLite rolled the
+    transaction back by itself and the rollback apsw then tried failed with "no transaction is
+    active" (which used to hide the real error)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, _STORAGE_ERRORS):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _check(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise SyncCancelled()
 
 
 @dataclass(frozen=True)
@@ -111,13 +154,37 @@ def wanted_meta(settings: ResolvedConfig, ident: IndexIdentity) -> dict[str, Any
     }
 
 
+# What a changed fingerprint key means to the person reading status. `{0}` and `{1}` are the old
+# and new values, shown only where they are readable (never hashes).
+_CHANGES = {
+    "schema": "the index format changed with this version of memsift",
+    "provider": "the embedding provider changed ({0} → {1})",
+    "model": "the embedding model changed ({0} → {1})",
+    "providerKey": "the embedding provider's settings changed (endpoint, headers or dimensions)",
+    "sources": "the sources changed ({0} → {1})",
+    "scopeHash": "the files it covers changed (workspace, extraPaths or multimodal settings)",
+    "chunkStrategy": "the chunking changed (strategy {0} → {1}; evidence: a chunk is what a hit shows)",
+    "chunkTokens": "the chunk size changed (chunkTokens {0} → {1})",
+    "chunkOverlap": "the chunk overlap changed (chunkOverlap {0} → {1})",
+    "chunker": "memsift's chunker changed with this version",
+    "ftsTokenizer": "the keyword tokenizer changed ({0} → {1})",
+    "ftsText": "memsift's keyword index changed with this version",
+}
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
 def fingerprint_diff(current: dict[str, Any] | None, wanted: dict[str, Any]) -> str | None:
-    """Why a full reindex is needed, or None. `dims` is learned during the build, not compared."""
+    """Why a full reindex is needed, in words, or None. `dims` is learned during the build, not compared."""
     if current is None:
         return "no index yet"
     for key, value in wanted.items():
         if current.get(key) != value:
-            return f"{key} changed ({current.get(key)!r} → {value!r})"
+            return _CHANGES.get(key, f"{key} changed").format(_shown(current.get(key)), _shown(value))
     return None
 
 
@@ -127,13 +194,23 @@ def _chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, mod
 
 
 @contextmanager
-def write_lock(db_path: Path) -> Iterator[None]:
+def write_lock(db_path: Path, cancel: threading.Event | None = None) -> Iterator[None]:
     """Exclusive cross-process lock for everything that writes the index.
 
     Waits up to WRITE_LOCK_TIMEOUT_S (another process may be rebuilding), then fails clearly
-    instead of hanging forever behind a stuck writer."""
-    make_private_dir(db_path.parent)
-    fd = os.open(f"{db_path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    instead of hanging forever behind a stuck writer. The lock file is never followed if it is a
+    symlink. `cancel` stops the wait (SyncCancelled)."""
+    lock = f"{db_path}.lock"
+    try:
+        make_private_dir(db_path.parent)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        if os.path.islink(lock):
+            raise IndexUnusableError(f"lock file {lock} is a symlink; memsift does not follow it. Remove the link") from None
+        raise IndexUnusableError(
+            f"cannot create the lock file {lock}: {exc.strerror} (is the state folder read-only?); "
+            "the index can be searched but not updated"
+        ) from None
     try:
         deadline = time.monotonic() + WRITE_LOCK_TIMEOUT_S
         while True:
@@ -141,6 +218,7 @@ def write_lock(db_path: Path) -> Iterator[None]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                _check(cancel)
                 if time.monotonic() >= deadline:
                     raise IndexUnusableError(
                         f"index {db_path} is locked by another memsift process (waited {WRITE_LOCK_TIMEOUT_S:.0f} s); "
@@ -189,8 +267,16 @@ class Indexer:
         meta_extra: dict[str, Any] | None = None,
         tolerate_embed_errors: bool = True,
         include_sessions: bool = True,
+        embed_step: int | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
         self.settings = settings
+        # Texts per embed call (None: a whole group at once). Smaller steps report progress more
+        # often and let a closing process stop sooner, at no cost for the local model.
+        self.embed_step = embed_step
+        # Set when the sync must stop (its process is closing): checked while waiting for the
+        # write lock, between files and before each group (and each embed call) is written.
+        self.cancel = cancel
         # Session transcripts are synced by full rebuilds, explicit syncs and the session-delta
         # watcher; searches and file-watch syncs leave them alone so they never wait on them.
         self.include_sessions = include_sessions and "sessions" in settings.memory_search.sources
@@ -206,7 +292,11 @@ class Indexer:
         self.db_path = settings.store_path
         self.skipped: list[Skipped] = []
         self.embed_error: str | None = None
+        self.files_to_index = 0  # changed files found by the scan, and how many are written so far
+        self.files_done = 0
+        self._chunks_total = self._chunks_done = 0
         self._live: apsw.Connection | None = None  # the connection being written
+        self._kind = "missing"  # what is at the index path (index_file.inspect_index_file)
 
     # --- entry point ------------------------------------------------------------------------
 
@@ -215,28 +305,35 @@ class Indexer:
             return self._run(force=force, reason=reason, allow_full=allow_full)
         except apsw.BusyError as exc:  # another process holds a write transaction on the database
             raise IndexUnusableError(f"index {self.db_path} is locked by another process: {exc}") from None
-        except (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError) as exc:
-            # Disk full, file size limit, quota, I/O error: a failed rebuild left the old index in
-            # place, a failed incremental sync rolled back its last transaction.
-            raise IndexUnusableError(
-                f"cannot write index {self.db_path}: {exc} (disk full, file size limit or I/O error?)"
-            ) from None
+        except apsw.Error as exc:
+            # Disk full, file size limit, quota, read-only, I/O error: a failed rebuild left the old
+            # index in place, a failed incremental sync rolled back its last transaction.
+            failure = storage_failure(exc)
+            if failure is None:
+                raise
+            raise IndexUnusableError(f"cannot write index {self.db_path}: {failure} ({storage_hint(self.db_path)})") from None
 
     def _run(self, *, force: bool, reason: str, allow_full: bool) -> SyncReport:
         started = time.perf_counter()
         report = SyncReport(reason=reason)
-        with write_lock(self.db_path):
+        with write_lock(self.db_path, self.cancel):
             self._cleanup_orphans()
-            conn, vec = self._open(self.db_path)
-            try:
-                want = wanted_meta(self.settings, self.ident)
-                current = read_meta(conn)
-                cause = "forced" if force else fingerprint_diff(current, want)
-                if not cause:
-                    self._incremental(conn, vec, report, want, current or want)
-                    self._record_skipped(conn)
-            finally:
-                conn.close()  # closed before any rebuild swaps the file
+            want = wanted_meta(self.settings, self.ident)
+            # Missing or zero-byte: no index yet (a rebuild makes it); anything not memsift's: refused.
+            self._kind = inspect_index_file(self.db_path, self.settings.state_dir)
+            current = cause = None
+            if self._kind == "ours":
+                conn, vec = self._open(self.db_path)
+                try:
+                    current = read_meta(conn)
+                    cause = "forced" if force else fingerprint_diff(current, want)
+                    if not cause:
+                        self._incremental(conn, vec, report, want, current or want)
+                        self._record_skipped(conn)
+                finally:
+                    conn.close()  # closed before any rebuild swaps the file
+            else:
+                cause = "no index yet"
             if cause and not allow_full and current is not None:
                 report.reindex_cause = cause
                 report.took_ms = (time.perf_counter() - started) * 1000
@@ -260,9 +357,11 @@ class Indexer:
         )
 
     def _cleanup_orphans(self) -> None:
-        """Temp databases left by a crashed rebuild (we hold the write lock, so none is live)."""
+        """Temp databases left by a crashed rebuild (we hold the write lock, so none is live): only
+        files with memsift's temp names that carry memsift's mark (or are empty)."""
+        pattern = temp_name_re(self.db_path)
         for orphan in glob.glob(f"{glob.escape(str(self.db_path))}.tmp-*"):
-            if orphan.endswith(("-wal", "-shm", "-journal")):
+            if not pattern.fullmatch(os.path.basename(orphan)) or not is_memsift_database(Path(orphan)):
                 continue
             log.warning("removing leftover temporary index", path=orphan)
             _remove_db_files(orphan)
@@ -289,7 +388,11 @@ class Indexer:
         changed: list[_Pending] = []
         touched: list[tuple[MemoryFile, int, int]] = []
         unchanged = 0
-        for f in files:
+        for n, f in enumerate(files):
+            if self.progress and n % SCAN_REPORT_EVERY == 0:
+                self.progress("files", n, len(files))
+            if n % 256 == 0:
+                _check(self.cancel)
             try:
                 st = os.lstat(f.abs_path)
             except OSError as exc:
@@ -307,6 +410,8 @@ class Indexer:
                 unchanged += 1
                 continue
             changed.append(pending)
+        if self.progress:
+            self.progress("files", len(files), len(files))
         on_disk = {f.rel_path for f in files} - {s.path for s in self.skipped}
         removed = set(known) - on_disk
         return changed, touched, removed, unchanged
@@ -441,7 +546,9 @@ class Indexer:
             return {}
         hashes = {c.hash for p in group for c in p.chunks}
         vectors = self._known_vectors(sources, hashes)
-        report.chunks_from_cache += sum(1 for p in group for c in p.chunks if c.hash in vectors)
+        cached = sum(1 for p in group for c in p.chunks if c.hash in vectors)
+        report.chunks_from_cache += cached
+        self._advance(cached)
         missing: dict[str, Any] = {}
         for p in group:
             if p.inputs:
@@ -452,9 +559,15 @@ class Indexer:
                     missing.setdefault(c.hash, c.text)
         if missing:
             texts = list(missing.values())
-            matrix = self.embed(texts)
-            if matrix.shape[0] != len(texts):
-                raise IndexUnusableError(f"provider returned {matrix.shape[0]} vectors for {len(texts)} texts")
+            step = self.embed_step or len(texts)
+            parts = []
+            for i in range(0, len(texts), step):
+                part = self.embed(texts[i : i + step])
+                if part.shape[0] != len(texts[i : i + step]):
+                    raise IndexUnusableError(f"provider returned {part.shape[0]} vectors for {len(texts[i : i + step])} texts")
+                parts.append(part)
+                self._advance(part.shape[0])
+            matrix = parts[0] if len(parts) == 1 else np.vstack(parts)
             now = time.time()
             rows = []
             for h, vec in zip(missing, matrix):
@@ -547,8 +660,12 @@ class Indexer:
     ) -> None:
         total = len(pending)
         done = 0
+        self.files_to_index, self.files_done = total, 0
+        self._chunks_total, self._chunks_done = sum(len(p.chunks) for p in pending), 0
+        chunks_written_before = 0  # chunks of the groups written so far
         self._live = conn
         for group in self._groups(pending):
+            _check(self.cancel)
             try:
                 vectors = self._embed_group(conn, sources, group, report)
             except Exception as exc:
@@ -562,9 +679,22 @@ class Indexer:
                 for p in group:
                     report.chunks_written += self._write_file(conn, vec, p, vectors)
             done += len(group)
+            self.files_done = done
             report.files_indexed += len(group)
-            if self.progress:
-                self.progress(done, total)
+            chunks_written_before += sum(len(p.chunks) for p in group)
+            self._report_chunks(chunks_written_before)  # exact after each group, whatever was embedded
+
+    def _advance(self, chunks: int) -> None:
+        """Count `chunks` more as done (embedded or reused) and report it."""
+        self._report_chunks(self._chunks_done + chunks)
+
+    def _report_chunks(self, done: int) -> None:
+        done = min(self._chunks_total, done)
+        if done == self._chunks_done:
+            return
+        self._chunks_done = done
+        if self.progress:
+            self.progress("embed" if self.embed else "write", done, self._chunks_total)
 
     def _backfill_vectors(self, conn: apsw.Connection, vec: VectorState, report: SyncReport) -> None:
         """Embed chunks stored without vectors (a provider failed earlier), and fill chunks_vec."""
@@ -573,6 +703,7 @@ class Indexer:
         rows = conn.execute("SELECT rowid, hash, text FROM chunks WHERE embedding IS NULL").fetchall()
         for i in range(0, len(rows), GROUP_CHUNKS):
             part = rows[i : i + GROUP_CHUNKS]
+            _check(self.cancel)
             try:
                 matrix = self.embed([r[2] for r in part])
             except Exception as exc:
@@ -644,10 +775,14 @@ class Indexer:
 
     def _full_rebuild(self, report: SyncReport, want: dict[str, Any]) -> None:
         tmp = Path(f"{self.db_path}.tmp-{uuid.uuid4().hex[:12]}")
-        conn, vec = self._open(tmp)
+        try:
+            conn, vec = self._open(tmp)
+        except BaseException:
+            _remove_db_files(str(tmp))  # e.g. the disk was too full to create it
+            raise
         old: apsw.Connection | None = None
         try:
-            if self.db_path.exists():
+            if self._kind == "ours":
                 try:
                     old, _ = open_db(self.db_path, vector_enabled=False)
                 except IndexUnusableError as exc:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import anyio
@@ -15,10 +17,12 @@ from memsift.engine.logging import get_logger
 from memsift.engine.citations import citation_for, citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, create_provider, select_provider
-from memsift.engine.errors import IndexCorruptError, ProviderError
-from memsift.engine.fts_query import clean_query, plan_query
+from memsift.engine.embeddings.circuit import QueryCircuit
+from memsift.engine.errors import IndexCorruptError, IndexUnusableError, ProviderError
+from memsift.engine.fts_query import MAX_QUERY_CHARS, clean_query, plan_query
 from memsift.engine.manager import SyncReport
 from memsift.engine.memory_files import discover_memory_files, read_memory_file
+from memsift.engine.recent_keys import RecentKeys
 from memsift.engine.results import (
     Degraded,
     Fallback,
@@ -32,7 +36,9 @@ from memsift.engine.scripts import coverage
 from memsift.engine.search_modes import parse_search_mode
 from memsift.engine.snippets import SNIPPET_MAX_CHARS, make_snippet
 
-from .indexer import Indexer, IndexIdentity, fingerprint_diff, wanted_meta, write_lock
+from .index_file import inspect_index_file
+from .indexer import Indexer, IndexIdentity, SyncCancelled, fingerprint_diff, wanted_meta, write_lock
+from .outlook import Outlook, search_outlook
 from .search import (
     PipelineParams,
     candidate_count,
@@ -47,11 +53,15 @@ __all__ = ["BuiltinSearchManager"]
 
 log = get_logger("memsift.builtin")
 
-# Whole-call limits (spec: query 5 min local / 60 s remote; batch 10 min local / 2 min remote per
-# request). Remote calls carry their own per-request timeouts and retries inside these.
-QUERY_TIMEOUT_S = {"local": 300.0}
+# A search's query embedding has a short budget of its own (the local model may first have to
+# load); past it the search answers by keyword and says so. Batches (indexing) keep the long
+# limits (10 min local; remote calls carry their own per-request timeouts and retries).
+QUERY_BUDGET_S = {"local": 60.0}
+REMOTE_QUERY_BUDGET_S = 5.0
 BATCH_TIMEOUT_S = {"local": 600.0}
 SEARCH_SYNC_BUDGET_S = 2.0  # a search waits this long for files changed since the last sync
+EMBED_STEP = 64  # texts per embed call for the local model and when progress is shown
+SYNC_STOP_TIMEOUT_S = 30.0  # aclose waits this long for a sync it asked to stop
 
 
 async def _beside(side: Callable[[], Any] | None, main: Callable[[], Any]) -> Any:
@@ -72,22 +82,34 @@ async def _beside(side: Callable[[], Any] | None, main: Callable[[], Any]) -> An
 
 
 class _QueryEmbedding:
-    """One query's vector, computed once; a provider failure becomes the reason vectors are missing."""
+    """One query's vector, computed once within its budget; a provider failure (or an open
+    circuit) becomes the reason vectors are missing."""
 
-    def __init__(self, provider: EmbeddingProvider | None, text: str) -> None:
-        self.provider, self.text = provider, text
+    def __init__(self, provider: EmbeddingProvider | None, text: str, circuit: QueryCircuit | None = None) -> None:
+        self.provider, self.text, self.circuit = provider, text, circuit
         self.vector: np.ndarray | None = None
         self.error: str | None = None
         self.done = anyio.Event()
 
     async def run(self) -> None:
+        budget = QUERY_BUDGET_S.get(self.provider.id, REMOTE_QUERY_BUDGET_S)
         try:
-            with anyio.fail_after(QUERY_TIMEOUT_S.get(self.provider.id, 4 * 60.0)):
+            paused = self.circuit.open_reason(self.provider.id) if self.circuit else None
+            if paused:
+                self.error = paused
+                return
+            with anyio.fail_after(budget):
                 self.vector = await self.provider.embed_query(self.text)
+            if self.circuit:
+                self.circuit.record_success()
         except TimeoutError:
-            self.error = "query embedding timed out"
+            self.error = f"query embedding timed out after {budget:g} s (the provider did not answer): keyword results only"
+            if self.circuit:
+                self.circuit.record_failure(f"timed out after {budget:g} s")
         except Exception as exc:  # a provider failure degrades to keyword search, visibly
             self.error = f"query embedding failed: {exc}"
+            if self.circuit:
+                self.circuit.record_failure(str(exc)[:200])
         finally:
             self.done.set()
 
@@ -113,7 +135,7 @@ class BuiltinSearchManager:
         *,
         selection: ProviderSelection | None = None,
         provider: EmbeddingProvider | None = None,
-        progress: Callable[[int, int], None] | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> None:
         self.settings = settings
         self.ms = settings.memory_search
@@ -129,12 +151,21 @@ class BuiltinSearchManager:
         self._conn_id: tuple[int, int] | None = None
         self._vec = VectorState(enabled=self.ms.store.vector.enabled)
         self._dirty = True  # a fresh manager has not compared the index with the files yet
+        self._changes = 0  # files-changed notices so far: a sync clears only those it saw
+        self._change_probe: Any = None  # a long-running host's exact "did files change?" check
+        self.search_syncs = 0  # syncs run by searches (a watcher's own sync then finds nothing new)
         self._stale_cause: str | None = None  # the index was built for other settings
         self._embed_error: str | None = None
         self._last_sync: SyncReport | None = None
         self._skipped: list[dict[str, str]] = []
         self._sync_lock = anyio.Lock()
-        self._seen_sessions: set[str] = set()
+        # A sync a search stopped waiting for goes on in its thread; `aclose` stops it cleanly.
+        self._closing = threading.Event()
+        # Each running sync's "finished" event and its indexer (whose counts say what is pending).
+        self._running: dict[threading.Event, Indexer] = {}
+        self._embed_scopes: set[anyio.CancelScope] = set()
+        self._seen_sessions = RecentKeys()  # bounded: a server sees any number of chats
+        self._query_circuit: QueryCircuit | None = None
         self.search_sync_budget_s = SEARCH_SYNC_BUDGET_S
         self.snippet_chars = SNIPPET_MAX_CHARS  # the benchmarks raise it to see whole chunks
 
@@ -160,7 +191,11 @@ class BuiltinSearchManager:
         )
 
     def _reader(self) -> apsw.Connection | None:
-        """The read connection, reopened when the file was swapped by a rebuild."""
+        """The read connection, reopened when the file was swapped by a rebuild. None when there is
+        no index yet (no file, or a zero-byte one); a file that is not memsift's is refused."""
+        if inspect_index_file(self.db_path, self.settings.state_dir) != "ours":
+            self._close_reader()
+            return None
         try:
             st = os.stat(self.db_path)
         except FileNotFoundError:
@@ -186,12 +221,37 @@ class BuiltinSearchManager:
 
     # --- sync ---------------------------------------------------------------------------------
 
-    async def _embed_batch(self, texts: list[str]) -> np.ndarray:
+    async def _embed_batch(self, texts: list[str]) -> np.ndarray | None:
+        """Embeds for the indexer thread; None when `aclose` stopped it."""
         assert self.provider is not None
         # Shielded: the indexer thread calls this on behalf of a search that may have stopped
-        # waiting (its time budget); the sync must still be able to finish.
+        # waiting (its time budget); the sync must still be able to finish. Only `aclose`
+        # cancels it (the inner scope).
         with anyio.CancelScope(shield=True):
-            return await self._embed_batch_now(texts)
+            with anyio.CancelScope() as stop:
+                self._embed_scopes.add(stop)
+                try:
+                    return await self._embed_batch_now(texts)
+                finally:
+                    self._embed_scopes.discard(stop)
+        return None
+
+    def _embed_from_thread(self, texts: Any) -> np.ndarray:
+        """The indexer's embed function: a hop to the event loop, or SyncCancelled when the
+        manager is closing (never a failure that would store chunks without vectors)."""
+        if self._closing.is_set():
+            raise SyncCancelled()
+        try:
+            matrix = anyio.from_thread.run(self._embed_batch, list(texts))
+        except anyio.RunFinishedError:  # the event loop that started the sync is gone
+            raise SyncCancelled() from None
+        except Exception:
+            if self._closing.is_set():
+                raise SyncCancelled() from None
+            raise
+        if matrix is None:
+            raise SyncCancelled()
+        return matrix
 
     async def _embed_batch_now(self, texts: list[str]) -> np.ndarray:
         assert self.provider is not None
@@ -228,32 +288,56 @@ class BuiltinSearchManager:
                 return await self._run_indexer(allow_full=True, **kw)
 
     async def _run_indexer(self, *, force: bool, reason: str, allow_full: bool, include_sessions: bool) -> SyncReport:
-        extra = {}
+        extra = {"workspace": str(self.settings.workspace)}  # the index name is a hash: `index --list` reads it here
         if self.selection.fallback_from:
             extra["fallback"] = {"from": self.selection.fallback_from, "reason": self.selection.fallback_reason}
         indexer = Indexer(
             self.settings,
             self.identity,
-            (lambda texts: anyio.from_thread.run(self._embed_batch, list(texts))) if self.provider else None,
+            self._embed_from_thread if self.provider else None,
             progress=self.progress,
             meta_extra=extra,
             tolerate_embed_errors=self._primary.fallback_id is None or bool(self.selection.fallback_from),
             include_sessions=include_sessions,
+            embed_step=self._embed_step(),
+            cancel=self._closing,
         )
         # A rebuild swaps the database file: no connection of ours stays open across that.
         self._close_reader()
+        seen = self._changes  # a change noticed while this sync runs may come after its scan
+        finished = threading.Event()
+
+        def work() -> SyncReport:
+            try:
+                return indexer.run(force=force, reason=reason, allow_full=allow_full)
+            finally:
+                self._running.pop(finished, None)
+                finished.set()
+
+        self._running[finished] = indexer
         # abandon_on_cancel: a search that stops waiting (its time budget) lets the sync finish in
         # its thread; it holds the cross-process write lock, so nothing else writes meanwhile.
-        report = await anyio.to_thread.run_sync(
-            lambda: indexer.run(force=force, reason=reason, allow_full=allow_full), abandon_on_cancel=True
-        )
+        # `aclose` stops it (between transactions) and waits for it.
+        try:
+            report = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except SyncCancelled:
+            raise IndexUnusableError("the sync was stopped because memsift is closing") from None
         self._skipped = [{"path": s.path, "reason": s.reason} for s in indexer.skipped]
         self._embed_error = indexer.embed_error
         self._last_sync = report
         self._stale_cause = report.reindex_cause if not report.full_reindex else None
-        self._dirty = False
+        self._dirty = self._changes != seen
         log.info("sync done", **report.model_dump(exclude_none=True))
         return report
+
+    def _embed_step(self) -> int | None:
+        """Texts per embed call: small for the local model (one call runs on a CPU thread that
+        cannot be interrupted; the model batches by length inside anyway) and whenever progress
+        is shown; a provider batch job keeps whole groups (one job each)."""
+        p = self.provider
+        if p is None or getattr(p, "batch_api", None):
+            return None
+        return EMBED_STEP if (p.id == "local" or self.progress) else None
 
     def _switch_to_fallback(self, reason: str) -> EmbeddingProvider | None:
         """Use the configured fallback provider after the current one failed (once)."""
@@ -293,37 +377,63 @@ class BuiltinSearchManager:
             )
 
     def mark_dirty(self) -> None:
-        """Files changed (a watcher saw it): the next search syncs them first."""
+        """Files changed: the next search syncs them first."""
         self._dirty = True
+        self._changes += 1
 
-    async def _ensure_fresh(self, session_key: str | None) -> bool:
+    def watch_changes(self, probe: Any) -> None:
+        """A long-running host (watch, MCP) hands over an exact change check (`ChangeProbe`, or
+        None to stop): every search asks it first, so a file written just before the search is
+        synced instead of waiting for the watcher to hear of it."""
+        self._change_probe = probe
+        self.mark_dirty()  # anything written before the probe existed is synced by the next search
+
+    async def _ensure_fresh(self, session_key: str | None) -> tuple[bool, str | None]:
         """Before a search: sync what changed (within a time budget), bootstrap an empty index,
-        never rebuild on search. Returns True when the sync is still running."""
-        if session_key and session_key not in self._seen_sessions and self.ms.sync.on_session_start:
-            self._seen_sessions.add(session_key)
-            self._dirty = True  # a new session starts from fresh files
+        never rebuild on search. Returns (the sync is still running, why the index could not be
+        updated): a full disk, a read-only mount or an immutable file leaves the intact index to
+        answer from, read-only."""
+        if session_key and self.ms.sync.on_session_start and self._seen_sessions.is_new(session_key):
+            self.mark_dirty()  # a new session starts from fresh files
+        if self._change_probe is not None and self._change_probe.changed():
+            self.mark_dirty()
         if not self._dirty:
-            return False
-        empty = not self.db_path.exists()
-        if empty:
-            await self.sync(reason="bootstrap", allow_full=True)
-            return False
+            log.debug("index is fresh: no sync before this search")
+            return False, None
         conn = self._reader()
-        self._adopt_index_provider(read_meta(conn) if conn is not None else None)
+        meta = read_meta(conn) if conn is not None else None
+        if meta is None:
+            # No index yet: no file, a zero-byte file, or a first build that never finished or is
+            # still running (here or in another process: the file exists before its meta does).
+            # The search waits for the build instead of answering "no results" from nothing.
+            if self.progress:
+                self.progress("build", 0, 0)  # the CLI says the search builds the index first
+            await self.sync(reason="bootstrap", allow_full=True)
+            return False, None
+        self._adopt_index_provider(meta)
         if not self.ms.sync.on_search:
             self._dirty = False
-            return False
-        with anyio.move_on_after(self.search_sync_budget_s) as scope:
-            await self.sync(reason="search", allow_full=False, include_sessions=False)
-        return scope.cancelled_caught
+            return False, None
+        self.search_syncs += 1
+        try:
+            with anyio.move_on_after(self.search_sync_budget_s) as scope:
+                await self.sync(reason="search", allow_full=False, include_sessions=False)
+        except IndexCorruptError:
+            raise  # damage: moved aside and rebuilt by the caller
+        except IndexUnusableError as exc:  # cannot write: the next search tries again
+            log.warning("index not updated; answering from it as it is", error=str(exc))
+            return False, f"the index could not be updated ({exc}); answering from the index as it is"
+        return scope.cancelled_caught, None
 
     async def _recover_corrupt(self, exc: Exception) -> None:
-        """The files are the truth: move the damaged index aside and rebuild it from them."""
+        """The files are the truth: move the damaged index aside and rebuild it from them (only
+        when the file is memsift's: anything else is refused, untouched)."""
         self._close_reader()
         with write_lock(self.db_path):
+            inspect_index_file(self.db_path, self.settings.state_dir)
             moved = quarantine(self.db_path, str(exc))
         log.error("index damaged; moved aside and rebuilding from the Markdown files", error=str(exc), moved_to=str(moved))
-        self._dirty = True
+        self.mark_dirty()
 
     # --- search -------------------------------------------------------------------------------
 
@@ -341,7 +451,8 @@ class BuiltinSearchManager:
         started = time.perf_counter()
         requested = parse_search_mode(mode)
         self._ensure_provider()
-        q = clean_query(query or "").strip()
+        query = (query or "")[:MAX_QUERY_CHARS]  # once, for both sides (and the answer's echo)
+        q = clean_query(query).strip()
         max_results = max(1, int(max_results if max_results is not None else self.ms.query.max_results))
         min_score = min(1.0, max(0.0, float(min_score if min_score is not None else self.ms.query.min_score)))
         degraded = Degraded()
@@ -349,21 +460,28 @@ class BuiltinSearchManager:
         answered_mode = "none"
         relaxed = False
         syncing = False
+        sync_error: str | None = None
         if q:
             sides = self._sides(q, requested)
-            embedding = _QueryEmbedding(self.provider, q) if sides.vector else None
+            embedding = self._query_embedding(q) if sides.vector and self.provider is not None else None
 
-            async def answer() -> tuple[bool, list[SearchHit], str, bool]:
+            async def answer() -> tuple[tuple[bool, str | None], list[SearchHit], str, bool]:
                 for attempt in (1, 2):
                     try:
-                        syncing = await self._ensure_fresh(session_key)
+                        fresh = await self._ensure_fresh(session_key)
                         conn = self._reader()
                         meta = read_meta(conn) if conn is not None else None
                         if meta is None:
-                            return syncing, [], "none", False
-                        return (syncing, *await self._search_index(
-                            conn, meta, q, max_results, min_score, session_key, explain, now, degraded, sides, embedding
-                        ))
+                            return fresh, [], "none", False
+                        # Explained always: whether a hit was rescued under minScore is shown on every hit.
+                        found, how, was_relaxed = await self._search_index(
+                            conn, meta, q, max_results, min_score, session_key, True, now, degraded, sides, embedding
+                        )
+                        for hit in found:
+                            hit.rescued = True if hit.explain and hit.explain.rescued else None
+                            if not explain:
+                                hit.explain = None
+                        return fresh, found, how, was_relaxed
                     except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
                         if attempt == 2:
                             raise IndexCorruptError(f"index {self.db_path} is damaged again after a rebuild: {exc}") from None
@@ -372,7 +490,9 @@ class BuiltinSearchManager:
 
             # The query's vector is computed while the freshness check runs (both wait mostly in
             # native code), instead of after it.
-            syncing, hits, answered_mode, relaxed = await _beside(embedding.run if embedding else None, answer)
+            (syncing, sync_error), hits, answered_mode, relaxed = await _beside(embedding.run if embedding else None, answer)
+        log.debug("search done", mode=answered_mode, hits=len(hits), took_ms=round((time.perf_counter() - started) * 1000, 1),
+                  sync_pending=syncing, degraded=degraded.model_dump(exclude_none=True) or None)
         return SearchAnswer(
             query=query,
             results=hits,
@@ -388,6 +508,8 @@ class BuiltinSearchManager:
             took_ms=round((time.perf_counter() - started) * 1000, 3),
             relaxed=relaxed,
             sync_pending=syncing or None,
+            pending_files=self.pending_files() if syncing else None,
+            sync_error=sync_error,
         )
 
     def _sides(self, q: str, requested: str) -> _Sides:
@@ -406,6 +528,18 @@ class BuiltinSearchManager:
                 return _Sides(requested, vector=False, keyword=True, set_aside=reason)
         return _Sides(requested, vector=True, keyword=keyword)
 
+    @property
+    def _circuit(self) -> QueryCircuit | None:
+        """The query circuit of the provider in use, shared through a file beside the index."""
+        if self.provider is None:
+            return None
+        if self._query_circuit is None or self._query_circuit.fingerprint != self.provider.fingerprint:
+            self._query_circuit = QueryCircuit(self.provider.fingerprint, Path(f"{self.db_path}.query-circuit"))
+        return self._query_circuit
+
+    def _query_embedding(self, q: str) -> _QueryEmbedding:
+        return _QueryEmbedding(self.provider, q, self._circuit)
+
     async def _query_vector(self, q: str, degraded: Degraded, embedding: _QueryEmbedding | None = None) -> np.ndarray | None:
         if self.provider is None:
             if self.selection.requested != "none":  # provider "none" is a choice, not an outage
@@ -415,7 +549,7 @@ class BuiltinSearchManager:
             degraded.vector = f"index was built for other settings ({self._stale_cause}); run `memsift index` to rebuild"
             return None
         if embedding is None or embedding.provider is not self.provider:  # none started, or the provider changed
-            embedding = _QueryEmbedding(self.provider, q)
+            embedding = self._query_embedding(q)
             await embedding.run()
         await embedding.done.wait()
         if embedding.error:
@@ -528,15 +662,17 @@ class BuiltinSearchManager:
 
     def _fallback(self) -> Fallback | None:
         s = self.selection
-        if s.fallback_from:
+        if s is not None and s.fallback_from:
             return Fallback(**{"from": s.fallback_from, "reason": s.fallback_reason or ""})
         return None
 
     # --- read ---------------------------------------------------------------------------------
 
-    async def read(self, path: str, from_line: int | None = None, lines: int | None = None) -> ReadResult:
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
+                   max_chars: int | None = None) -> ReadResult:
         rel, text, total, missing = await anyio.to_thread.run_sync(
-            read_memory_file, self.settings.workspace, tuple(self.ms.extra_paths), path, from_line, lines
+            lambda: read_memory_file(self.settings.workspace, tuple(self.ms.extra_paths), path, from_line, lines,
+                                     max_chars=max_chars)
         )
         return ReadResult(
             path=rel,
@@ -573,7 +709,12 @@ class BuiltinSearchManager:
         return changed + len(known), [{"path": p, "reason": r} for p, r in reasons.items()]
 
     async def status(self, *, deep: bool = False) -> ManagerStatus:
-        self._ensure_provider()
+        provider_error = None
+        try:
+            self._ensure_provider()
+        except ProviderError as exc:  # status still reports, and says searches fail and why
+            provider_error = str(exc)
+        sel = self.selection or ProviderSelection(None, self.ms.provider, unavailable_reason=provider_error)
         try:
             conn = self._reader()
             if conn is not None:
@@ -583,7 +724,8 @@ class BuiltinSearchManager:
             await self.sync(reason="recovery")
             conn = self._reader()
         meta = read_meta(conn) if conn is not None else None
-        self._adopt_index_provider(meta)
+        if provider_error is None:
+            self._adopt_index_provider(meta)
         ident = self.identity
         counts: dict[str, dict[str, int]] = {}
         files = chunks = 0
@@ -601,8 +743,16 @@ class BuiltinSearchManager:
             if meta:
                 fts["tokenizer"] = meta.get("ftsTokenizer", fts["tokenizer"])
         pending, skipped = self._pending_changes(conn)
-        deep_facts = await self._deep_probe(conn) if deep else None
+        deep_facts = await self._deep_probe(conn, sel.unavailable_reason) if deep else None
         stale = fingerprint_diff(meta, wanted_meta(self.settings, ident)) if meta else None
+        fallback = self._fallback()
+        mode, search_now = search_outlook(Outlook(
+            index_exists=meta is not None, provider_error=provider_error,
+            provider=f"{ident.provider}/{ident.model}" if self.provider else None, requested=sel.requested,
+            unavailable_reason=sel.unavailable_reason, stale=stale, vectors_by_scan=conn is not None and not self._vec.available,
+            pending=pending, sync_on_search=self.ms.sync.on_search,
+            fallback=f"{fallback.from_} failed: {fallback.reason}" if fallback else None,
+        ))
         vec_rows = None
         if conn is not None and self._vec.available:
             if conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchone():
@@ -616,15 +766,16 @@ class BuiltinSearchManager:
             chunks=chunks,
             dirty=bool(pending) or meta is None or stale is not None,
             provider=ident.provider,
-            requested_provider=self.selection.requested,
+            requested_provider=sel.requested,
             model=ident.model,
             dimensions=(meta or {}).get("dims") or ident.dims,
             sources=list(self.ms.sources),
             extra_paths=list(self.ms.extra_paths),
             source_counts=counts,
-            search_mode="hybrid" if self.provider else "fts-only",
-            provider_unavailable_reason=self.selection.unavailable_reason,
-            fallback=self._fallback(),
+            search_mode=mode,
+            search_now=search_now,
+            provider_unavailable_reason=sel.unavailable_reason,
+            fallback=fallback,
             fts=fts,
             vector={
                 "enabled": self._vec.enabled,
@@ -650,10 +801,10 @@ class BuiltinSearchManager:
         status.deep = deep_facts
         return status
 
-    async def _deep_probe(self, conn: apsw.Connection | None) -> dict[str, Any]:
+    async def _deep_probe(self, conn: apsw.Connection | None, unavailable_reason: str | None) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.provider is None:
-            out["embedding"] = {"ok": False, "error": self.selection.unavailable_reason}
+            out["embedding"] = {"ok": False, "error": unavailable_reason}
         else:
             t0 = time.perf_counter()
             try:
@@ -675,10 +826,37 @@ class BuiltinSearchManager:
                 out["integrity"] = f"error: {exc}"
         return out
 
+    def pending_files(self) -> int | None:
+        """Changed files a running sync has not written yet (None when no sync runs)."""
+        if not self._running:
+            return None
+        return sum(max(0, i.files_to_index - i.files_done) for i in self._running.values())
+
     async def aclose(self) -> None:
+        await self._stop_syncs()
         self._close_reader()
         if self.provider is not None:
             await self.provider.aclose()
+
+    async def _stop_syncs(self) -> None:
+        """Stop syncs still running for searches that stopped waiting for them (the CLI answers
+        within its budget, then exits): they end between transactions, so the index holds whole
+        files, and no chunk is stored without its vector."""
+        running = list(self._running)
+        if not running:
+            return
+        self._closing.set()
+        for scope in list(self._embed_scopes):
+            scope.cancel()
+        deadline = time.monotonic() + SYNC_STOP_TIMEOUT_S
+
+        def wait() -> bool:
+            return all(done.wait(max(0.0, deadline - time.monotonic())) for done in running)
+
+        if await anyio.to_thread.run_sync(wait):
+            self._closing.clear()  # all stopped: the manager may be used again
+        else:
+            log.warning("a sync did not stop in time; leaving it", seconds=SYNC_STOP_TIMEOUT_S)
 
     async def __aenter__(self) -> BuiltinSearchManager:
         return self

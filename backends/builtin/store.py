@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -25,7 +26,10 @@ import numpy as np
 from memsift.engine.errors import IndexCorruptError, IndexUnusableError
 from memsift.engine.private_dirs import make_private_dir
 
+from .index_file import APPLICATION_ID, quarantine_name_re
+
 __all__ = [
+    "storage_hint",
     "VectorState",
     "open_db",
     "fts_tokenizer_clause",
@@ -142,6 +146,28 @@ def _restrict_permissions(path: Path) -> None:
         pass
 
 
+def storage_hint(path: Path) -> str:
+    """What is likely wrong with the folder of `path` when SQLite cannot write there."""
+    try:
+        st = os.statvfs(path.parent)
+    except OSError:
+        return "disk full, read-only or I/O error?"
+    if st.f_flag & os.ST_RDONLY:
+        return "the filesystem is read-only"
+    if st.f_bavail * st.f_frsize < 256 * 1024:
+        return "the disk is full"
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return "the index or its folder is read-only (or immutable)"
+    return "disk full, file size limit, read-only file or I/O error?"
+
+
+def _open_immutable(path: Path) -> apsw.Connection:
+    """A read-only connection that needs nothing written beside the file (no -shm): for an index
+    on a read-only mount or a full disk. It reads the database file alone, as it is."""
+    uri = "file:" + urllib.parse.quote(str(path)) + "?immutable=1"
+    return apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI | apsw.SQLITE_OPEN_NOFOLLOW)
+
+
 def open_db(
     path: Path,
     *,
@@ -150,17 +176,34 @@ def open_db(
     extension_path: str | None = None,
     readonly: bool = False,
 ) -> tuple[apsw.Connection, VectorState]:
-    """Open (creating if needed) an index database with the schema migrated and sqlite-vec loaded."""
+    """Open (creating if needed) an index database with the schema migrated and sqlite-vec loaded.
+
+    Never follows a symlink at `path`. A database memsift writes carries its mark
+    (`PRAGMA application_id`); one marked by another program is refused."""
     state = VectorState(enabled=vector_enabled, extension_path=extension_path)
     try:
         if not readonly:
             make_private_dir(path.parent)
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-        conn = apsw.Connection(str(path), flags=flags)
+        conn = apsw.Connection(str(path), flags=flags | apsw.SQLITE_OPEN_NOFOLLOW)
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        if readonly:
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            except (apsw.CantOpenError, apsw.IOError, apsw.ReadOnlyError, apsw.FullError):
+                conn.close()  # cannot make its -shm (read-only mount, full disk): read the file alone
+                conn = _open_immutable(path)
+                conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         _load_vec(conn, state)
         if not readonly:
             _restrict_permissions(path)
+            mark = conn.execute("PRAGMA application_id").fetchone()[0]
+            if mark not in (0, APPLICATION_ID):
+                conn.close()
+                raise IndexUnusableError(f"{path} is not a memsift index (another program's SQLite database); "
+                                         "memsift never overwrites files it did not make")
+            if mark == 0:  # before WAL mode, so a new file has the mark in its header at once
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -178,6 +221,8 @@ def open_db(
         return conn, state
     except CORRUPT_ERRORS as exc:
         raise IndexCorruptError(f"index {path} is damaged: {exc}") from None
+    except (apsw.CantOpenError, apsw.IOError, apsw.ReadOnlyError, apsw.FullError) as exc:
+        raise IndexUnusableError(f"cannot open index {path}: {exc} ({storage_hint(path)})") from None
     except apsw.Error as exc:
         raise IndexUnusableError(f"cannot open index {path}: {exc}") from None
 
@@ -249,19 +294,27 @@ def blob_to_vec(blob: bytes) -> np.ndarray:
 
 
 def quarantine(path: Path, reason: str, *, keep: int = 3) -> Path | None:
-    """Move a damaged index (and its -wal/-shm) aside as `<db>.corrupt-<time>`; keep a few."""
+    """Move a damaged index (and its -wal/-shm) aside as `<db>.corrupt-<time>-<pid>`; keep the
+    last `keep`. The caller has checked that the file is memsift's (`inspect_index_file`); only
+    files with memsift's quarantine names are ever pruned, and symlinks never."""
     import time as _time  # noqa: PLC0415
 
-    if not path.exists():
+    if not os.path.lexists(path):
         return None
     target = path.with_name(f"{path.name}.corrupt-{_time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
     os.replace(path, target)
     for suffix in ("-wal", "-shm"):
         side = Path(f"{path}{suffix}")
-        if side.exists():
+        if side.is_file() and not side.is_symlink():
             os.replace(side, Path(f"{target}{suffix}"))
-    old = sorted(path.parent.glob(f"{path.name}.corrupt-*"), key=lambda p: p.stat().st_mtime)
-    for stale in [p for p in old if not p.name.endswith(("-wal", "-shm"))][:-keep]:
+    pattern = quarantine_name_re(path)
+    ours = []
+    for p in path.parent.iterdir():
+        if pattern.fullmatch(p.name):
+            st = os.lstat(p)
+            if stat.S_ISREG(st.st_mode):
+                ours.append((st.st_mtime, p.name, p))
+    for _mtime, _name, stale in sorted(ours)[:-keep]:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{stale}{suffix}").unlink(missing_ok=True)
     return target

@@ -2,7 +2,8 @@
 
 - `memory-root-<agent>`: the workspace with pattern `MEMORY.md`; `memory-dir-<agent>`: `memory/`
   with `**/*.md` (when `includeDefaultMemory`).
-- `memory.qmd.paths[]` then `memorySearch.extraPaths`: names lowercased, runs outside
+- `memory.qmd.paths[]`, then `memorySearch.extraPaths`, then `memorySearch.qmd.extraCollections`
+  (the defaults' then the agent's): names lowercased, runs outside
   `[a-z0-9-]` → `-`; an explicit name is kept verbatim only for a path outside the workspace,
   otherwise `<name>-<agent>`; unnamed ones are `custom-<n>-<agent>`; collisions get `-2`, `-3`.
 - `sessions-<agent>` for exported session transcripts.
@@ -20,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from memsift.engine.config import ResolvedConfig
+from memsift.engine.qmd_coverage import collection_root
 
 __all__ = ["ManagedCollection", "resolve_collections", "read_index_yml", "slug_name"]
 
@@ -55,11 +57,11 @@ def resolve_collections(settings: ResolvedConfig, sessions_dir: Path | None = No
         out.append(ManagedCollection(f"memory-dir-{agent}", ws / "memory", "**/*.md", "memory"))
     custom: list[tuple[str, str | None, str]] = [(p.path, p.name, p.pattern) for p in qmd.paths]
     custom += [(p, None, "**/*.md") for p in settings.memory_search.extra_paths]
+    custom += [(p.path, p.name, p.pattern) for p in settings.memory_search.qmd.extra_collections]
     seen = {(c.path, c.pattern) for c in out}
     names = {c.name for c in out}
     for index, (raw, name, pattern) in enumerate(custom):
-        path = Path(raw).expanduser()
-        path = Path(os.path.normpath(path if path.is_absolute() else ws / path))
+        path = collection_root(ws, raw)
         if path.is_file() and pattern == "**/*.md":  # a single file as a collection
             path, pattern = path.parent, path.name
         if (path, pattern) in seen:

@@ -6,29 +6,29 @@ Each agent gets a private QMD home under memsift's state dir (`agents/<id>/qmd/`
 index is never touched and no project-local `.qmd/` can shadow it. The user's downloaded models
 are linked in, never downloaded.
 
-Every mutating call (collection add/remove, update, embed) runs under one lock (an flock shared by
-all memsift processes, plus an in-process lock): QMD crashes on concurrent writers.
+Every mutating call (collection add/remove, update, embed) lives in `maintenance.py`, under one
+writer lock shared by all memsift processes. A search never takes that lock for long: it has one
+budget (`limits.timeoutMs`) for waiting on an update (at most half of it) and for its `qmd search`
+processes, and a search that cannot finish in it fails (the fallback then answers).
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 import re
 import time
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator, Mapping
+from typing import Any, Mapping
 
 import anyio
+import yaml
 
 from memsift.engine.logging import get_logger
 from memsift.engine.citations import citation_for, citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.durations import parse_duration_ms
 from memsift.engine.errors import PathNotAllowedError
-from memsift.engine.fts_query import clean_query
+from memsift.engine.fts_query import MAX_QUERY_CHARS, clean_query
 from memsift.engine.manager import SyncReport
 from memsift.engine.memory_files import read_memory_file
 from memsift.engine.private_dirs import make_private_dir
@@ -37,20 +37,25 @@ from memsift.engine.results import ManagerStatus, ReadResult, SearchAnswer, Sear
 from memsift.engine.text import utf16_len, utf16_slice
 
 from .collections import ManagedCollection, read_index_yml, resolve_collections
+from .lock import LockBusy
+from .maintenance import QmdMaintenance
 from .parse import QmdHit, parse_search_output, parse_status, parse_version
-from .process import QmdError, QmdExitError, command_prefix, resolve_command, run_qmd
-from .sessions import export_sessions
+from .process import KILL_GRACE_S, QmdError, QmdExitError, QmdSpawnError, QmdTimeout, command_prefix, resolve_command, run_qmd
 
-__all__ = ["QmdSearchManager", "INDEX_NAME"]
+__all__ = ["QmdSearchManager", "INDEX_NAME", "EVERY_WORD_NOTE"]
 
 log = get_logger("memsift.qmd")
 
 INDEX_NAME = "memsift"
 _UNSUPPORTED_FLAG = ("unknown flag", "unknown option", "unrecognized option", "flag provided but not defined", "unexpected argument")
-_NOT_FOUND = ("collection not found", "collection does not exist")
-_BUSY = ("sqlite_busy", "database is locked", "timed out")
-EMBED_BACKOFF_BASE_S = 60.0
-EMBED_BACKOFF_CAP_S = 3600.0
+# "Collection not found: x", "Collection 'x' not found", "collection "x" does not exist", "No such collection".
+_NOT_FOUND = re.compile(r"collection\b.{0,200}?\b(?:not found|does not exist|doesn't exist|is missing)|no such collection|unknown collection", re.I | re.S)
+EVERY_WORD_NOTE = (
+    "QMD's `search` mode (BM25) finds only notes that contain every word of the query, and none does. "
+    "Try fewer words, `--mode hybrid` or `--mode vector` (QMD's `query` / `vsearch`, which need its local "
+    "embedding models), or set memory.qmd.searchMode."
+)
+STATUS_PROBE_S = 5.0  # `status` asks qmd at most this long per call (the reference's probe bound)
 
 
 def _ms(value: float, default: float) -> float:
@@ -66,13 +71,12 @@ class QmdSearchManager:
         self.home = settings.state_dir / "agents" / settings.agent_id / "qmd"
         self.config_dir = self.home / "xdg-config"
         self.cache_dir = self.home / "xdg-cache"
-        self.state_file = self.home / "memsift-state.json"
-        self._environ = dict(os.environ if environ is None else environ)
+        self._environ = os.environ if environ is None else environ  # read at each call: a fixed PATH is seen
         u = self.qmd.update
         self.command_timeout = _ms(u.command_timeout_ms, 30_000)
         self.update_timeout = _ms(u.update_timeout_ms, 120_000)
         self.embed_timeout = _ms(u.embed_timeout_ms, 120_000)
-        self.search_timeout = _ms(self.qmd.limits.timeout_ms, 4000)
+        self.search_budget = _ms(self.qmd.limits.timeout_ms, 4000)  # one budget for the whole search
         self.debounce_s = max(0.0, u.debounce_ms / 1000)
         self.interval_s = parse_duration_ms(u.interval, default_ms=300_000) / 1000
         self.embed_interval_s = parse_duration_ms(u.embed_interval, default_ms=3_600_000) / 1000
@@ -83,9 +87,14 @@ class QmdSearchManager:
         self._exe: str | None = None
         self._argv0: list[str] | None = None
         self._version: str | None = None
-        self._started = False
-        self._lock = anyio.Lock()
-        self._missing: list[str] = []
+        self._set_up = False
+        self.maint = QmdMaintenance(
+            home=self.home, index_yml=self.index_yml, collections=self.collections, run=self._qmd, settings=settings,
+            sessions_dir=self.sessions_dir, export_dir=self.export_dir, models_available=self.models_available,
+            models_dir=self.cache_dir / "qmd" / "models",
+            timeouts={"command": self.command_timeout, "update": self.update_timeout, "embed": self.embed_timeout},
+            debounce_s=self.debounce_s, interval_s=self.interval_s, embed_interval_s=self.embed_interval_s,
+        )
 
     # --- environment and processes --------------------------------------------------------------
 
@@ -110,24 +119,19 @@ class QmdSearchManager:
     def index_db(self) -> Path:
         return self.cache_dir / "qmd" / f"{INDEX_NAME}.sqlite"
 
-    async def _qmd(self, *args: str, timeout: float, check: bool = True):
+    async def _qmd(self, *args: str, timeout: float, check: bool = True, doing: str | None = None,
+                   kill_grace_s: float = KILL_GRACE_S):
         env = self.child_env()
         if self._argv0 is None:
             self._exe = self._exe or resolve_command(self.qmd.command, env)
             self._argv0 = command_prefix(self._exe, env)
-        return await run_qmd([*self._argv0, "--index", INDEX_NAME, *args], env=env, cwd=str(self.home), timeout_s=timeout, check=check)
-
-    @asynccontextmanager
-    async def _write_lock(self) -> AsyncIterator[None]:
-        """One writer per QMD index, across threads and processes."""
-        async with self._lock:
-            fd = os.open(self.home / "qmd.lock", os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                await anyio.to_thread.run_sync(fcntl.flock, fd, fcntl.LOCK_EX)
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
+        try:
+            return await run_qmd([*self._argv0, "--index", INDEX_NAME, *args], env=env, cwd=str(self.home), timeout_s=timeout,
+                                 check=check, doing=doing or f"running `qmd {args[0]}`", kill_grace_s=kill_grace_s)
+        except QmdSpawnError:
+            self._exe = self._argv0 = None  # found again next time (qmd reinstalled elsewhere)
+            self._set_up = False
+            raise
 
     def _link_models(self) -> None:
         """Share the user's downloaded QMD models (never download them here)."""
@@ -146,177 +150,63 @@ class QmdSearchManager:
         models = self.cache_dir / "qmd" / "models"
         return models.is_dir() and any(p.suffix == ".gguf" and "embed" in p.name.lower() for p in models.iterdir())
 
-    # --- persisted state ------------------------------------------------------------------------
+    # --- start-up -------------------------------------------------------------------------------
 
-    def _state(self) -> dict[str, Any]:
-        try:
-            return json.loads(self.state_file.read_text())
-        except (OSError, ValueError):
-            return {}
-
-    def _save_state(self, **updates: Any) -> None:
-        state = {**self._state(), **updates}
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state))
-        os.replace(tmp, self.state_file)
-
-    # --- start-up and collections ---------------------------------------------------------------
-
-    async def _ensure_started(self) -> None:
-        if self._started:
+    def _setup(self) -> None:
+        """Folders, the command and the shared models: no qmd process, no lock."""
+        if self._set_up:
             return
         for d in (self.config_dir / "qmd", self.cache_dir / "qmd"):
             make_private_dir(d)
         self._exe = resolve_command(self.qmd.command, self.child_env())
         self._link_models()
-        async with self._write_lock():
-            await self._reconcile()
-        self._started = True
-
-    async def _reconcile(self) -> None:
-        """Make QMD's collections match the managed ones (add, rebind, drop stale)."""
-        existing = read_index_yml(self.index_yml)
-        wanted = {c.name for c in self.collections}
-        self._missing = []
-        for c in self.collections:
-            if not c.path.is_dir():
-                self._missing.append(str(c.path))
-                continue
-            current = existing.get(c.name)
-            if current == (str(c.path), c.pattern):
-                continue
-            if current is not None:
-                await self._qmd("collection", "remove", c.name, timeout=self.command_timeout)
-            try:
-                await self._qmd("collection", "add", str(c.path), "--name", c.name, "--glob", c.pattern, timeout=self.update_timeout)
-            except QmdExitError as exc:
-                if "already" not in exc.stderr.lower() and "already" not in exc.stdout.lower():
-                    raise
-                holder = next((n for n, spec in existing.items() if spec == (str(c.path), c.pattern) and n != c.name), None)
-                if holder is None:
-                    raise
-                await self._qmd("collection", "remove", holder, timeout=self.command_timeout)
-                await self._qmd("collection", "add", str(c.path), "--name", c.name, "--glob", c.pattern, timeout=self.update_timeout)
-        agent_suffix = f"-{self.collections[0].name.rsplit('-', 1)[-1]}" if self.collections else None
-        for name in existing:
-            if name not in wanted and agent_suffix and name.endswith(agent_suffix):
-                await self._qmd("collection", "remove", name, timeout=self.command_timeout)
+        self._set_up = True
 
     def _live_collections(self) -> list[ManagedCollection]:
         registered = read_index_yml(self.index_yml)
-        return [c for c in self.collections if c.name in registered and c.path.is_dir()]
+        return [c for c in self.collections if registered.get(c.name) == (str(c.path), c.pattern) and c.path.is_dir()]
 
-    # --- update and embed -----------------------------------------------------------------------
-
-    async def _update(self, reason: str, *, force_embed: bool = False) -> SyncReport:
-        started = time.perf_counter()
-        report = SyncReport(reason=reason)
-        async with self._write_lock():
-            vanished = [str(c.path) for c in self.collections if c.name in read_index_yml(self.index_yml) and not c.path.is_dir()]
-            if vanished:
-                # QMD would mark every document of a vanished folder as removed: keep the index.
-                self._save_state(lastError=f"update skipped: folder missing: {', '.join(vanished)}")
-                log.warning("qmd update skipped: a collection folder is missing", folders=vanished)
-                raise QmdError(f"collection folder missing: {', '.join(vanished)}; update skipped to keep the index")
-            if self.qmd.sessions.enabled:
-                export_sessions(self.sessions_dir, self.export_dir, self.qmd.sessions.retention_days)
-            await self._reconcile()
-            for attempt in range(3):
-                try:
-                    res = await self._qmd("update", timeout=self.update_timeout)
-                    break
-                except QmdError as exc:
-                    if attempt == 2 or not any(b in str(exc).lower() for b in _BUSY):
-                        self._save_state(lastError=str(exc))
-                        raise
-                    await anyio.sleep(0.5 * (attempt + 1))
-            self._save_state(lastUpdateAt=time.time(), lastError=None)
-            report.files_indexed = sum(int(n) for n in _numbers(res.stdout, "new") + _numbers(res.stdout, "updated"))
-            report.files_removed = sum(int(n) for n in _numbers(res.stdout, "removed"))
-            report.files_unchanged = sum(int(n) for n in _numbers(res.stdout, "unchanged"))
-            await self._maybe_embed(force=force_embed)
-        report.took_ms = (time.perf_counter() - started) * 1000
-        return report
-
-    async def _maybe_embed(self, *, force: bool) -> None:
-        state = self._state()
-        now = time.time()
-        if not force and now < state.get("embedBackoffUntil", 0):
-            return
-        due = force or state.get("lastEmbedAt") is None or now - state.get("lastEmbedAt", 0) >= self.embed_interval_s
-        if not due:
-            return
-        if not self.models_available():
-            # Without local models `qmd embed` would try a download and hang for minutes.
-            self._save_state(embedSkipped=f"no local embedding model in {self.cache_dir / 'qmd' / 'models'}")
-            return
-        try:
-            res = await self._qmd("embed", timeout=self.embed_timeout)
-            if "already running" in res.stdout.lower():
-                return
-            self._save_state(lastEmbedAt=now, embedFailures=0, embedBackoffUntil=0, embedSkipped=None)
-        except QmdError as exc:
-            failures = state.get("embedFailures", 0) + 1
-            backoff = min(EMBED_BACKOFF_CAP_S, EMBED_BACKOFF_BASE_S * 2 ** (failures - 1))
-            self._save_state(embedFailures=failures, embedBackoffUntil=now + backoff, lastEmbedError=str(exc))
-            log.warning("qmd embed failed; backing off", seconds=backoff, error=str(exc))
+    # --- update and embed (maintenance.py) ------------------------------------------------------
 
     async def sync(self, *, force: bool = False, reason: str = "manual") -> SyncReport:
-        await self._ensure_started()
-        return await self._update(reason, force_embed=force)
+        self._setup()
+        return await self.maint.sync(reason, force_embed=force)
 
     async def start_background(self, task_group: anyio.abc.TaskGroup) -> None:
         """For long-running hosts (MCP server, watcher): the boot update (awaited when
         `waitForBootSync`, else in the background), then updates every `update.interval`; embeds
-        follow `embedInterval` with their back-off. Cancelling the task group stops it all."""
-        await self._ensure_started()
-        if self.qmd.update.on_boot and self.qmd.update.wait_for_boot_sync:
-            await self._safe_update("boot")
-            task_group.start_soon(self._interval_loop)
-        else:
-            task_group.start_soon(self._boot_then_interval)
-
-    async def _boot_then_interval(self) -> None:
-        if self.qmd.update.on_boot:
-            await self._safe_update("boot")
-        await self._interval_loop()
-
-    async def _interval_loop(self) -> None:
-        if self.interval_s <= 0:  # "0s" disables periodic updates
-            return
-        while True:
-            await anyio.sleep(self.interval_s)
-            await self._safe_update("interval")
-
-    async def _safe_update(self, reason: str) -> None:
-        try:
-            await self._update(reason)
-        except QmdError as exc:
-            log.warning("qmd update failed", reason=reason, error=str(exc))
-
-    async def _fresh_enough(self) -> None:
-        """Before a search: update when the last update is older than the debounce window."""
-        if not self.settings.memory_search.sync.on_search:
-            return
-        last = self._state().get("lastUpdateAt")
-        if last is None or time.time() - last > self.debounce_s:
-            await self._safe_update("search")
+        follow `embedInterval` with their back-off. Updates a search starts outlive it here.
+        Cancelling the task group stops it all."""
+        self._setup()
+        await self.maint.start(task_group)
 
     # --- search ---------------------------------------------------------------------------------
 
+    def _over_budget(self, detail: str) -> str:
+        return f"qmd did not answer within {self.search_budget:.1f} s (memory.qmd.limits.timeoutMs): {detail}"
+
     async def _search_collection(self, mode: str, q: str, limit: int, c: ManagedCollection, facts: dict[str, Any]) -> list[QmdHit]:
         args = [mode, "--json", "-n", str(limit), "-c", c.name, "--", q]
+        left = facts["deadline"] - time.monotonic()
+        if left <= 0:
+            raise QmdTimeout(self._over_budget("; ".join([*facts["waited"], f"no time was left to search collection {c.name}"])))
         try:
-            res = await self._qmd(*args, timeout=self.search_timeout)
+            # Read-only: a search that runs out of time is killed at once (no SIGTERM grace).
+            res = await self._qmd(*args, timeout=left, doing=f"searching collection {c.name}", kill_grace_s=0)
+        except QmdTimeout:
+            raise QmdTimeout(self._over_budget("; ".join([*facts["waited"], f"searching collection {c.name} was stopped after {left:.1f} s"]))) from None
         except QmdExitError as exc:
             text = (exc.stderr + exc.stdout).lower()
             if mode != "query" and any(f in text for f in _UNSUPPORTED_FLAG):
                 facts["effective_mode"], facts["mode_fallback"] = "query", "unsupported-search-flags"
                 return await self._search_collection("query", q, limit, c, facts)
-            if any(f in text for f in _NOT_FOUND) and not facts.get("repaired"):
+            if _NOT_FOUND.search(text) and not facts.get("repaired"):
                 facts["repaired"] = True
-                async with self._write_lock():
-                    await self._reconcile()
+                log.info(f"qmd says collection {c.name} is missing: registering it again")
+                try:
+                    await self.maint.repair(facts["deadline"])
+                except LockBusy as busy:
+                    raise QmdError(self._over_budget(f"collection {c.name} is missing and {busy.holder} holds QMD's lock")) from None
                 return await self._search_collection(mode, q, limit, c, facts)
             raise
         hits = parse_search_output(res.stdout, res.stderr)
@@ -348,37 +238,65 @@ class QmdSearchManager:
         mode: str | None = None,
     ) -> SearchAnswer:
         started = time.perf_counter()
-        q = clean_query(query or "").strip()
+        query = (query or "")[:MAX_QUERY_CHARS]  # an argv of megabytes cannot even start qmd
+        q = clean_query(query).strip()
         limits = self.qmd.limits
         cap = max(1, int(limits.max_results))
         limit = min(cap, max_results) if max_results else cap
         threshold = 0.0 if min_score is None else min(1.0, max(0.0, min_score))
         # A mode asked for per search picks QMD's command (keyword: search, vector: vsearch, hybrid: query).
         mode = QMD_MODE_FOR.get(parse_search_mode(mode), self.qmd.search_mode)
-        facts: dict[str, Any] = {"effective_mode": mode}
+        facts: dict[str, Any] = {"effective_mode": mode, "deadline": time.monotonic() + self.search_budget, "waited": []}
         hits: list[SearchHit] = []
+        notes: list[str] = []
+        pending = False
         if q:
-            await self._ensure_started()
-            await self._fresh_enough()
+            self._setup()
+            fresh = await self.maint.before_search(self.search_budget)
+            notes, pending, facts["waited"] = fresh.notes, fresh.pending, fresh.waited
+            live = self._live_collections()
+            if not live and not any(c.path.is_dir() for c in self.collections):
+                log.warning("qmd has no collection to search: none of its folders exists")
+                notes.append("QMD has no collection to search: none of its folders exists "
+                             "(memory.qmd.paths, memory.qmd.includeDefaultMemory)")
+            elif not live:
+                if fresh.waited:
+                    raise QmdError(self._over_budget(f"it has no collections to search yet: {'; '.join(fresh.waited)}"))
+                why = "; ".join(fresh.notes) or "run `memsift -b qmd index`"
+                raise QmdError(f"qmd has no collections to search: none is registered ({why})")
+            log.info(f"qmd: searching {len(live)} collection(s)", mode=mode, left=f"{facts['deadline'] - time.monotonic():.1f} s")
             best: dict[str, tuple[QmdHit, ManagedCollection]] = {}
-            for c in self._live_collections():
+            for c in live:
                 for h in await self._search_collection(facts["effective_mode"], q, limit, c, facts):
                     key = h.docid or f"{c.name}:{h.path}"
                     if key not in best or h.score > best[key][0].score:
                         best[key] = (h, c)
             hits = self._to_hits(best.values(), threshold, limit, session_key, explain, facts)
+            if not hits and facts["effective_mode"] == "search" and len(q.split()) > 1:
+                notes.append(EVERY_WORD_NOTE)
         return SearchAnswer(
             query=query,
             results=hits,
             backend=self.backend,
             mode=facts["effective_mode"],
             provider="qmd",
-            model=f"qmd {self._version}" if self._version else "qmd",
+            model=None if facts["effective_mode"] == "search" else self._embed_model(),
             citations=self.settings.memory.citations,
             min_score=threshold,
             max_results=limit,
             took_ms=round((time.perf_counter() - started) * 1000, 3),
+            sync_pending=pending or None,
+            notes=notes or None,
         )
+
+    def _embed_model(self) -> str | None:
+        """QMD's embedding model, as its config names it (`hf:…/embeddinggemma-300M-Q8_0.gguf` → the file stem)."""
+        try:
+            data = yaml.safe_load(self.index_yml.read_text(encoding="utf-8")) or {}
+            uri = str((data.get("models") or {}).get("embed") or "")
+        except (OSError, yaml.YAMLError, UnicodeDecodeError, AttributeError):
+            return None
+        return Path(uri).stem or None
 
     def _to_hits(self, found, threshold: float, limit: int, session_key: str | None, explain: bool, facts: dict) -> list[SearchHit]:
         max_snippet = max(1, int(self.qmd.limits.max_snippet_chars))
@@ -408,7 +326,8 @@ class QmdSearchManager:
 
     # --- read -----------------------------------------------------------------------------------
 
-    async def read(self, path: str, from_line: int | None = None, lines: int | None = None) -> ReadResult:
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
+                   max_chars: int | None = None) -> ReadResult:
         def go() -> tuple[str, str, int, bool]:
             raw = (path or "").strip().replace("\\", "/")
             if raw.startswith("qmd/"):
@@ -416,10 +335,10 @@ class QmdSearchManager:
                 c = next((x for x in self.collections if x.name == coll), None)
                 if c is None or not rest or not rest[0]:
                     raise PathNotAllowedError(path, f"no QMD collection named {coll!r}")
-                rel, text, total, missing = read_memory_file(c.path, (str(c.path),), rest[0], from_line, lines)
+                rel, text, total, missing = read_memory_file(c.path, (str(c.path),), rest[0], from_line, lines, max_chars=max_chars)
                 return raw, text, total, missing
             extra = tuple(self.settings.memory_search.extra_paths) + tuple(str(c.path) for c in self.collections if c.kind == "custom")
-            return read_memory_file(self.settings.workspace, extra, path, from_line, lines)
+            return read_memory_file(self.settings.workspace, extra, path, from_line, lines, max_chars=max_chars)
 
         rel, text, total, missing = await anyio.to_thread.run_sync(go)
         return ReadResult(path=rel, text=text, **{"from": max(1, int(from_line or 1))}, lines=lines, total_lines=total, missing=missing)
@@ -428,19 +347,22 @@ class QmdSearchManager:
 
     async def status(self, *, deep: bool = False) -> ManagerStatus:
         info: dict[str, Any] = {}
-        state = self._state()
+        state = self.maint.state()
+        probe = min(self.command_timeout, STATUS_PROBE_S)  # a hung qmd never holds status up for long
         try:
             self._exe = self._exe or resolve_command(self.qmd.command, self.child_env())
-            res = await self._qmd("--version", timeout=self.command_timeout)
+            res = await self._qmd("--version", timeout=probe, doing="reporting its version", kill_grace_s=0)
             self._version = parse_version(res.stdout)
             if self.index_yml.exists():
-                info.update(parse_status((await self._qmd("status", timeout=self.command_timeout)).stdout))
+                res = await self._qmd("status", timeout=probe, doing="reporting its status", kill_grace_s=0)
+                info.update(parse_status(res.stdout))
         except QmdError as exc:
             info["error"] = str(exc)
         registered = read_index_yml(self.index_yml)
         collections = [
             {"name": c.name, "path": str(c.path), "pattern": c.pattern, "kind": c.kind,
-             "registered": c.name in registered, "folderExists": c.path.is_dir()}
+             "registered": c.name in registered, "folderExists": c.path.is_dir(),
+             "state": _collection_state(c, registered, info.get("error"))}
             for c in self.collections
         ]
         docs = info.get("documents", 0)
@@ -453,7 +375,7 @@ class QmdSearchManager:
             chunks=docs,
             provider="qmd",
             requested_provider="qmd",
-            model=self.qmd.search_mode,
+            model=None if self.qmd.search_mode == "search" else self._embed_model(),
             sources=["memory"] + (["sessions"] if self.qmd.sessions.enabled else []),
             search_mode=self.qmd.search_mode,
             vector={"available": bool(info.get("vectors")), "rows": info.get("vectors")},
@@ -461,13 +383,15 @@ class QmdSearchManager:
                 "version": self._version,
                 "command": self._exe or self.qmd.command,
                 "home": str(self.home),
+                "error": info.get("error"),  # qmd did not answer status: searches would fall back
                 "collections": collections,
                 "documents": docs,
                 "vectors": info.get("vectors"),
                 "pendingEmbeddings": info.get("pending"),
+                "updating": self.maint.lock.describe_holder(),
                 "lastUpdateAt": state.get("lastUpdateAt"),
                 "lastEmbedAt": state.get("lastEmbedAt"),
-                "embedSkipped": state.get("embedSkipped"),
+                "embedSkipped": None if self.models_available() else f"no local embedding model in {self.cache_dir / 'qmd' / 'models'}",
                 "embedFailures": state.get("embedFailures", 0),
                 "embedBackoffUntil": state.get("embedBackoffUntil"),
                 "lastError": state.get("lastError") or info.get("error"),
@@ -479,8 +403,15 @@ class QmdSearchManager:
         return None  # every qmd process is awaited (and killed on timeout) by the call that started it
 
 
-def _numbers(text: str, word: str) -> list[str]:
-    return re.findall(rf"(\d+) {word}", text or "")
+def _collection_state(c: ManagedCollection, registered: dict[str, tuple[str, str]], qmd_error: str | None) -> str:
+    if not c.path.is_dir():
+        return "folder missing"
+    fix = "qmd is failing" if qmd_error else "run `memsift -b qmd index`"
+    if c.name not in registered:
+        return f"not registered ({fix})"
+    if registered[c.name] != (str(c.path), c.pattern):
+        return f"registered for another folder or pattern ({fix})"
+    return "registered, but qmd is failing" if qmd_error else "ok"
 
 
 def _diversify(hits: list[SearchHit]) -> list[SearchHit]:

@@ -83,7 +83,10 @@ def resolve_command(command: str, env: Mapping[str, str]) -> str:
     exe = "qmd" if words[0] in _REWRITES else words[0]
     found = shutil.which(exe, path=env.get("PATH"))
     if found is None:
-        raise QmdSpawnError(f"qmd executable {exe!r} not found (memory.qmd.command; PATH={env.get('PATH', '')[:200]})")
+        log.debug("qmd not found", command=command, path=env.get("PATH", ""))
+        if os.sep in exe:
+            raise QmdSpawnError(f"qmd is not installed at {exe} (memory.qmd.command; see README, The QMD backend)")
+        raise QmdSpawnError(f"{exe} is not installed or not on PATH (see README, The QMD backend)")
     return found
 
 
@@ -114,11 +117,12 @@ def _kill_group(proc: anyio.abc.Process, sig: int) -> None:
         pass
 
 
-async def _terminate(proc: anyio.abc.Process) -> None:
+async def _terminate(proc: anyio.abc.Process, grace_s: float = KILL_GRACE_S) -> None:
     """SIGTERM the whole group, then SIGKILL what is left after a grace period."""
-    _kill_group(proc, signal.SIGTERM)
-    with anyio.move_on_after(KILL_GRACE_S):
-        await proc.wait()
+    if grace_s > 0:
+        _kill_group(proc, signal.SIGTERM)
+        with anyio.move_on_after(grace_s):
+            await proc.wait()
     _kill_group(proc, signal.SIGKILL)  # also reaps a grandchild that ignored SIGTERM
     with anyio.move_on_after(KILL_GRACE_S):
         await proc.wait()
@@ -134,6 +138,20 @@ async def _drain(stream, sink: list[bytes], limit: int, overflow: list[bool]) ->
             overflow[0] = True
 
 
+def _crash_or_exit(rc: int) -> tuple[str, str]:
+    """('crashed (SIGSEGV, signal 11 / exit 139)', hint) for a signal (a negative code, or 128+n
+    from a shell in between), else ('exited with code 1', '')."""
+    sig = -rc if rc < 0 else rc - 128 if 128 < rc < 128 + 65 else None
+    if sig is None:
+        return f"exited with code {rc}", ""
+    try:
+        name = f"{signal.Signals(sig).name}, signal {sig}"
+    except ValueError:
+        name = f"signal {sig}"
+    hint = " (QMD 2.8.3 crashes like this on Node older than 22: check `node --version`)" if sig == signal.SIGSEGV else ""
+    return f"crashed ({name}" + (f" / exit {rc})" if rc > 0 else ")"), hint
+
+
 async def run_qmd(
     argv: list[str],
     *,
@@ -142,9 +160,17 @@ async def run_qmd(
     timeout_s: float,
     check: bool = True,
     max_output: int = MAX_OUTPUT_CHARS,
+    doing: str | None = None,
+    kill_grace_s: float = KILL_GRACE_S,
 ) -> QmdResult:
-    """Run qmd, return its output. Raises QmdError subclasses (never leaves a process behind)."""
+    """Run qmd, return its output. Raises QmdError subclasses (never leaves a process behind).
+
+    `doing` says what the call does, for messages ("searching collection notes-main");
+    `kill_grace_s` is how long a stopped process gets between SIGTERM and SIGKILL (0 for
+    read-only calls: they are killed at once)."""
     started = time.perf_counter()
+    doing = doing or "running qmd"
+    log.debug(f"qmd: {doing}", argv=argv, timeout=f"{timeout_s:.1f} s")
     try:
         proc = await anyio.open_process(
             argv,
@@ -156,7 +182,7 @@ async def run_qmd(
             start_new_session=True,
         )
     except OSError as exc:
-        raise QmdSpawnError(f"cannot start qmd ({argv[0]}): {exc.strerror or exc}") from None
+        raise QmdSpawnError(f"cannot start qmd ({argv[0]}) for {doing}: {exc.strerror or exc}") from None
     out: list[bytes] = []
     err: list[bytes] = []
     overflow = [False]
@@ -171,19 +197,21 @@ async def run_qmd(
     finally:
         if proc.returncode is None:
             with anyio.CancelScope(shield=True):
-                await _terminate(proc)
+                await _terminate(proc, kill_grace_s)
         else:
             _kill_group(proc, signal.SIGKILL)  # stray grandchildren of a finished launcher
         await proc.aclose() if hasattr(proc, "aclose") else None
     took = (time.perf_counter() - started) * 1000
     stdout = b"".join(out).decode("utf-8", "replace")
     stderr = b"".join(err).decode("utf-8", "replace")
-    name = " ".join(a for a in argv[1:4] if not a.startswith("/"))
+    log.debug(f"qmd: done {doing}", rc=proc.returncode, ms=round(took))
     if timed_out:
-        raise QmdTimeout(f"qmd {name} timed out after {timeout_s:.1f} s (process group killed)")
+        raise QmdTimeout(f"qmd did not finish {doing} within {timeout_s:.1f} s and was stopped")
     if overflow[0] or len(stdout) > max_output:
-        raise QmdOutputError(f"qmd {name} printed more than {max_output} characters")
+        raise QmdOutputError(f"qmd printed more than {max_output} characters while {doing}")
     if check and proc.returncode != 0:
         detail = (stderr.strip() or stdout.strip())[:300]
-        raise QmdExitError(f"qmd {name} failed (code {proc.returncode}): {detail}", rc=proc.returncode, stdout=stdout, stderr=stderr)
+        what, hint = _crash_or_exit(proc.returncode)
+        message = f"qmd {what} while {doing}" + (f": {detail}" if detail else "") + hint
+        raise QmdExitError(message, rc=proc.returncode, stdout=stdout, stderr=stderr)
     return QmdResult(proc.returncode, stdout, stderr, took)

@@ -9,15 +9,15 @@ not allowed, 7 backend unavailable with no fallback allowed.
 from __future__ import annotations
 
 import json
-import re
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Awaitable, Callable, Iterator
 
 import anyio
 import click
 
 from ..errors import ConfigError, IndexUnusableError, MemsiftError, PathNotAllowedError, ProviderError
+from ..secrets import redact
 from ..search_modes import SEARCH_MODES
 
 SEARCH_MODE_CHOICES = [m for m in SEARCH_MODES if m != "auto"] + ["auto", "fts"]
@@ -53,12 +53,13 @@ def _errors_to_exit() -> Iterator[None]:
     try:
         yield
     except MemsiftError as exc:
-        click.echo(f"memsift: {exc}", err=True)
+        click.echo(redact(f"memsift: {exc}"), err=True)
         sys.exit(exit_code(exc))
 
 
 def _json_text(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, indent=2)
+    """Every document the CLI prints; masked once more on the way out (keys, header values)."""
+    return redact(json.dumps(data, ensure_ascii=False, indent=2))
 
 
 def _emit_json(data: Any) -> None:
@@ -74,13 +75,26 @@ class _Ctx:
 
         return resolve_config(self.config, workspace=self.workspace, agent=self.agent)
 
-    def run(self, fn: Callable[..., Awaitable[Any]], *, progress: bool = False) -> Any:
-        """Open the manager, run `fn(manager)`, close it."""
+    def warn_if_no_memory(self) -> None:
+        """Say so on stderr when the workspace holds no memory files (every search finds nothing)."""
+        from ..workspace import workspace_warning  # noqa: PLC0415
+
+        warning = workspace_warning(self.settings())
+        if warning:
+            click.echo(f"memsift: warning: {warning}", err=True)
+
+    def run(self, fn: Callable[..., Awaitable[Any]], *, progress: bool | None = False) -> Any:
+        """Open the manager, run `fn(manager)`, close it. `progress`: True shows the progress of
+        long work on a terminal, None only once the manager says it builds the index first."""
         from ..factory import open_manager  # noqa: PLC0415
+        from .progress import progress_display  # noqa: PLC0415
+
+        settings = self.settings()
 
         async def go() -> Any:
-            with _progress_bar(progress) as cb:
-                manager = open_manager(self.settings(), backend=self.backend, progress=cb)
+            with progress_display(always=bool(progress), workspace=settings.workspace) if progress is not False \
+                    else nullcontext() as cb:
+                manager = open_manager(settings, backend=self.backend, progress=cb)
                 try:
                     return await fn(manager)
                 finally:
@@ -89,34 +103,9 @@ class _Ctx:
         return anyio.run(go)
 
 
-@contextmanager
-def _progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar on stderr, only when stderr is a terminal."""
-    if not (enabled and sys.stderr.isatty()):
-        yield None
-        return
-    from rich.console import Console  # noqa: PLC0415
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn  # noqa: PLC0415
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("indexing files", total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--workspace", "-w", envvar="MEMSIFT_WORKSPACE", help="Workspace folder holding MEMORY.md and memory/ (default: current folder).")
-@click.option("--agent", "-a", envvar="MEMSIFT_AGENT", help="Agent id from agents.list (default: the default agent, or 'main').")
+@click.option("--agent", "-a", envvar="MEMSIFT_AGENT", help="Agent id, case-insensitive; one not in agents.list runs on the defaults (default: the entry marked default, else the first, else 'main').")
 @click.option("--config", "-c", "config_path", envvar="MEMSIFT_CONFIG", help="Config file (JSON5). Default: ~/.config/memsift/config.json5.")
 @click.option("--backend", "-b", type=click.Choice(["builtin", "qmd"]), help="Override memory.backend for this call.")
 @click.option("--verbose", "-v", count=True, help="More logs on stderr (-v info, -vv debug).")
@@ -132,13 +121,22 @@ def cli(ctx: click.Context, workspace: str | None, agent: str | None, config_pat
 
 @cli.command()
 @click.option("--force", is_flag=True, help="Rebuild the whole index (atomically) even if nothing changed.")
-@click.option("--json", "as_json", is_flag=True, help="Print the sync report as JSON.")
+@click.option("--list", "list_", is_flag=True, help="List the indexes in the state folder, with their workspaces.")
+@click.option("--prune", is_flag=True, help="Remove the indexes whose workspace no longer exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print the sync report (or the list) as JSON.")
 @click.pass_obj
-def index(obj: _Ctx, force: bool, as_json: bool) -> None:
+def index(obj: _Ctx, force: bool, list_: bool, prune: bool, as_json: bool) -> None:
     """Index the memory files (incremental; a full rebuild when settings changed)."""
     from .render import render_sync  # noqa: PLC0415
 
+    if list_ or prune:
+        if force or (list_ and prune):
+            raise click.UsageError("--list, --prune and --force go one at a time")
+        with _errors_to_exit():
+            _index_catalog(obj.settings().state_dir / "memory", prune=prune, as_json=as_json)
+        return
     with _errors_to_exit():
+        obj.warn_if_no_memory()
         report = obj.run(lambda m: m.sync(force=force, reason="cli"), progress=not as_json)
     if as_json:
         _emit_json(report.model_dump(by_alias=True, mode="json"))
@@ -146,11 +144,38 @@ def index(obj: _Ctx, force: bool, as_json: bool) -> None:
         click.echo(render_sync(report))
 
 
+def _index_catalog(folder: Any, *, prune: bool, as_json: bool) -> None:
+    """`memsift index --list` / `--prune` over the state folder's indexes."""
+    from memsift.backends.builtin.catalog import list_indexes, prune_indexes  # noqa: PLC0415
+
+    from .render import render_indexes  # noqa: PLC0415
+
+    if not prune:
+        found = list_indexes(folder)
+        if as_json:
+            _emit_json({"folder": str(folder), "indexes": [i.to_json_dict() for i in found]})
+        else:
+            click.echo(render_indexes(folder, found))
+        return
+    removed, kept = prune_indexes(folder)
+    if as_json:
+        _emit_json({"folder": str(folder), "removed": [i.to_json_dict() for i in removed],
+                    "kept": [{**i.to_json_dict(), "reason": why} for i, why in kept]})
+        return
+    for i in removed:
+        click.echo(f"removed {i.path} (workspace {i.workspace} no longer exists; {i.bytes / 2**20:.1f} MB freed)")
+    for i, why in kept:
+        click.echo(f"kept {i.path}: {why}")
+    if not removed and not kept:
+        click.echo(f"Nothing to remove: every index in {folder} belongs to a workspace that exists "
+                   "(or to one memsift did not record yet).")
+
+
 @cli.command()
 @click.argument("query")
 @click.option("--max-results", "-n", type=click.IntRange(min=1), help="Maximum hits (default query.maxResults, 6).")
 @click.option("--min-score", type=click.FloatRange(0, 1), help="Minimum score (default query.minScore, 0.35).")
-@click.option("--session-key", help="Session key of the asking chat (decides citations in auto mode).")
+@click.option("--session-key", help="Session key of the asking chat (scope rules; citations in auto mode).")
 @click.option("--explain", is_flag=True, help="Show how each hit's score was made.")
 @click.option("--mode", "-m", type=click.Choice(SEARCH_MODE_CHOICES, case_sensitive=False),
               help="Retrieval for this search: hybrid, keyword (BM25 only) or vector; default: as configured.")
@@ -170,7 +195,8 @@ def search(
                               mode=mode)
 
     with _errors_to_exit():
-        answer = obj.run(go)
+        obj.warn_if_no_memory()
+        answer = obj.run(go, progress=None if not as_json else False)
     out, err, code = search_output(answer, as_json=as_json, explain=explain)
     click.echo(out, nl=False)
     if err:
@@ -183,53 +209,63 @@ def search_output(answer: Any, *, as_json: bool, explain: bool) -> tuple[str, st
     """What `memsift search` prints: (stdout, stderr, exit code). Shared with resident answers."""
     from .render import render_answer  # noqa: PLC0415
 
-    out = _json_text(answer.to_json_dict()) if as_json else render_answer(answer, explain=explain)
+    out = _json_text(answer.to_json_dict()) if as_json else redact(render_answer(answer, explain=explain))
     if answer.unavailable:
-        return out + "\n", f"memsift: {answer.unavailable}\n", EXIT_CODES["backend"]
+        return out + "\n", redact(f"memsift: {answer.unavailable}\n"), EXIT_CODES["backend"]
     return out + "\n", "", EXIT_CODES["ok"]
 
 
-_GET_RE = re.compile(r"^(?P<path>.+?)(?::(?P<from>\d+)(?::(?P<count>\d+))?)?$")
-
-
 @cli.command()
-@click.argument("target", metavar="PATH[:FROM[:COUNT]]")
+@click.argument("target", metavar="PATH[:FROM-TO | #LFROM-LTO | :FROM[:COUNT]]")
 @click.option("--from", "from_line", type=click.IntRange(min=1), help="First line (1-based).")
 @click.option("--lines", type=click.IntRange(min=1), help="Number of lines.")
+@click.option("--session-key", help="Session key of the asking chat (scope rules).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
-def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, as_json: bool) -> None:
-    """Read a memory file, or a line range of it (memory_get)."""
-    m = _GET_RE.match(target)
-    path = m.group("path") if m else target
-    if m and m.group("from"):
-        from_line = from_line or int(m.group("from"))
-        if m.group("count"):
-            lines = lines or int(m.group("count"))
+def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, session_key: str | None, as_json: bool) -> None:
+    """Read a memory file, or a line range of it (memory_get). Takes what search prints: the hit
+    header (memory/2026-11-05.md:5-8) or the citation (memory/2026-11-05.md#L5-L8)."""
+    from ..citations import parse_memory_ref  # noqa: PLC0415
+
+    path, ref_from, ref_lines = parse_memory_ref(target)
+    from_line, lines = from_line or ref_from, lines or ref_lines
 
     with _errors_to_exit():
-        result = obj.run(lambda m: m.read(path, from_line, lines))
+        result = obj.run(lambda m: m.read(path, from_line, lines, session_key=session_key))
     text = result.text
+    past_end = bool(from_line and from_line > result.total_lines and not result.denied)
     if as_json:
         _emit_json(result.to_json_dict())
-    else:
+    elif result.denied:
+        from .render import render_denial  # noqa: PLC0415
+
+        click.echo(render_denial(result.denied))
+    elif not (result.missing or past_end):
         click.echo(text, nl=not text.endswith("\n"))
+    if result.missing:
+        click.echo(f"memsift: {result.path} does not exist (search first, or check the path)", err=True)
+        sys.exit(EXIT_CODES["error"])
+    if past_end:
+        click.echo(f"memsift: {result.path} has {result.total_lines} lines; nothing from line {from_line}", err=True)
+        sys.exit(EXIT_CODES["error"])
 
 
 @cli.command()
 @click.option("--deep", is_flag=True, help="Also probe the embedding provider and check the database.")
+@click.option("--session-key", help="Session key of the asking chat (scope rules).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
-def status(obj: _Ctx, deep: bool, as_json: bool) -> None:
+def status(obj: _Ctx, deep: bool, session_key: str | None, as_json: bool) -> None:
     """Show what is indexed, with which provider, and what is degraded."""
     from .render import render_status  # noqa: PLC0415
 
     with _errors_to_exit():
-        st = obj.run(lambda m: m.status(deep=deep))
+        obj.warn_if_no_memory()
+        st = obj.run(lambda m: m.status(deep=deep, session_key=session_key))
     if as_json:
         _emit_json(st.to_json_dict())
     else:
-        click.echo(render_status(st))
+        click.echo(redact(render_status(st)))
 
 
 @cli.command()
@@ -239,9 +275,22 @@ def status(obj: _Ctx, deep: bool, as_json: bool) -> None:
 def note(obj: _Ctx, text: str, as_json: bool) -> None:
     """Append TEXT as a timestamped line to today's memory/YYYY-MM-DD.md (created if needed)."""
     from ..notes import append_note  # noqa: PLC0415
+    from ..workspace import is_workspace  # noqa: PLC0415
 
+    if not text.strip():
+        raise click.UsageError('a note needs some text, e.g. memsift note "Call the dentist on Monday"')
     with _errors_to_exit():
-        path, line = append_note(obj.settings().workspace, text)
+        settings = obj.settings()
+        new = not is_workspace(settings.workspace)
+        if new and settings.workspace_given_by is None:
+            raise ConfigError(
+                f"the current folder {settings.workspace} is not a memory workspace (no MEMORY.md, memory.md or "
+                "memory/ folder here or above it); run memsift from your agent's workspace, or pass -w DIR "
+                "(a new workspace is created there)"
+            )
+        path, line = append_note(settings.workspace, text)
+        if new:
+            click.echo(f"memsift: created {settings.workspace / 'memory'} (a new workspace)", err=True)
     if as_json:
         _emit_json({"path": path, "line": line})
     else:
@@ -311,7 +360,8 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
 @click.option("-k", "k", default=5, show_default=True, type=click.IntRange(1, 50), help="Compare the top K hits.")
 @click.option("--session-key", help="Session key for both sides (scope rules, citations).")
 @click.option("--no-sync", is_flag=True, help="Search the indexes as they are (no sync first).")
-@click.option("--fail-under", type=click.FloatRange(0, 1), help="Exit 1 when the mean hit overlap is below this.")
+@click.option("--fail-under", type=click.FloatRange(0, 1),
+              help="Exit 1 when the mean hit overlap is below this, or when a side fell back or failed on any query.")
 @click.option("--mode", "-m", type=click.Choice(SEARCH_MODE_CHOICES, case_sensitive=False),
               help="Retrieval on both sides (keyword: builtin BM25 vs qmd search; vector: vsearch; hybrid: query).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
@@ -319,7 +369,7 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
 def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_sync: bool, fail_under: float | None,
            mode: str | None, as_json: bool) -> None:
     """Run the queries in QUERIES_FILE on builtin and QMD and compare the answers."""
-    from ..parity import read_queries, run_parity  # noqa: PLC0415
+    from ..parity import gate_failure, read_queries, run_parity  # noqa: PLC0415
     from .render import render_parity  # noqa: PLC0415
 
     with _errors_to_exit():
@@ -330,8 +380,9 @@ def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_syn
         _emit_json(report.model_dump(by_alias=True, mode="json"))
     else:
         click.echo(render_parity(report))
-    if fail_under is not None and report.summary["meanOverlap"] < fail_under:
-        click.echo(f"memsift: mean overlap {report.summary['meanOverlap']:.2f} is below {fail_under:.2f}", err=True)
+    failure = gate_failure(report, fail_under) if fail_under is not None else None
+    if failure:
+        click.echo(f"memsift: {failure}", err=True)
         sys.exit(EXIT_CODES["error"])
 
 
@@ -346,16 +397,29 @@ def config_show(obj: _Ctx) -> None:
     """Print the resolved config for the agent (defaults, file, environment merged; secrets masked)."""
     with _errors_to_exit():
         s = obj.settings()
+    ms = s.memory_search.model_dump(by_alias=True, mode="json")  # the API key prints as **********
+    ms["remote"]["headers"] = {name: "**********" for name in ms["remote"]["headers"]}  # header values are secrets too
     data = {
         "configPath": str(s.config_path) if s.config_path else None,
         "agentId": s.agent_id,
         "workspace": str(s.workspace),
         "stateDir": str(s.state_dir),
         "storePath": str(s.store_path),
-        "memorySearch": s.memory_search.model_dump(by_alias=True, mode="json"),
+        "memorySearch": ms,
         "memory": s.memory.model_dump(by_alias=True, mode="json"),
     }
-    _emit_json(data)
+    _emit_json(_whole_numbers(data))
+
+
+def _whole_numbers(value: Any) -> Any:
+    """Keys typed as numbers hold floats (`maxResults: 6.0`); show whole numbers as the user wrote them."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(v) for v in value]
+    return value
 
 
 def main() -> None:

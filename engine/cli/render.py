@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import textwrap
 
-from ..results import ManagerStatus, SearchAnswer
+from ..results import ManagerStatus, ScopeDenial, SearchAnswer
 from ..manager import SyncReport
 
-__all__ = ["render_answer", "render_parity", "render_status", "render_sync", "WatchStatus"]
+__all__ = ["render_answer", "render_denial", "render_indexes", "render_parity", "render_status", "render_sync", "WatchStatus"]
+
+
+def render_denial(d: ScopeDenial) -> str:
+    """The one line that says a chat was denied by the scope rules (search, get and status alike)."""
+    return f"Denied by scope ({d.rule}): channel={d.channel or 'unknown'}, chatType={d.chat_type}, session={d.session_key or '<none>'}"
 
 
 def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
     out: list[str] = []
     for hit in answer.results:
-        out.append(f"{hit.score:.3f} {hit.path}:{hit.start_line}-{hit.end_line}")
+        marks = [m for m, on in ((f"rescued: under minScore {answer.min_score:g}, kept for its keyword match", hit.rescued),
+                                 ("stale: the file changed after it was indexed", hit.stale)) if on]
+        out.append(f"{hit.score:.3f} {hit.path}:{hit.start_line}-{hit.end_line}" + "".join(f"  [{m}]" for m in marks))
         out.append(textwrap.indent(hit.snippet.rstrip(), "    "))
         if hit.citation:
             out.append(f"    Source: {hit.citation}")
@@ -36,17 +43,19 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
             out.append("    explain: " + " ".join(parts))
         out.append("")
     if answer.denied:
-        d = answer.denied
-        out.append(
-            f"Denied by scope ({d.rule}): channel={d.channel or 'unknown'}, chatType={d.chat_type}, "
-            f"session={d.session_key or '<none>'}"
-        )
+        out.append(render_denial(answer.denied))
+    elif not answer.query.strip():
+        out.append('Empty query: nothing to search. Pass the words to look for, e.g. memsift search "ledger database".')
     elif not answer.results:
         out.append("No results.")
-    summary = f"{len(answer.results)} result(s) · {answer.mode} · {answer.provider}"
-    if answer.model:
-        summary += f"/{answer.model}"
-    summary += f" · {answer.took_ms:.0f} ms"
+    parts = [f"{len(answer.results)} result(s)"]
+    if answer.denied:
+        parts.append("denied")
+    elif answer.mode != "none" or answer.provider:
+        parts.append(_served_by(answer))
+    if answer.took_ms:
+        parts.append(f"{answer.took_ms:.0f} ms")
+    summary = " · ".join(parts)
     if answer.relaxed:
         summary += " · threshold relaxed (nothing passed minScore)"
     out.append(summary)
@@ -54,9 +63,38 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         out.append(f"vector search unavailable: {answer.degraded.vector}")
     if answer.degraded.fts:
         out.append(f"keyword search unavailable: {answer.degraded.fts}")
-    if answer.fallback:
+    if answer.fallback and answer.fallback.from_ in BACKENDS:
+        out.append(f"{answer.fallback.reason}; answered from the {answer.backend} index")
+        out += [f"not covered by the {answer.backend} index: {gap}" for gap in answer.fallback.not_covered or []]
+    elif answer.fallback:
         out.append(f"fallback from {answer.fallback.from_}: {answer.fallback.reason}")
+    out += answer.notes or []
+    if answer.sync_pending:
+        out.append(_catching_up(answer.pending_files))
+    if answer.sync_error:
+        out.append(f"index not updated: {answer.sync_error}")
     return "\n".join(out)
+
+
+BACKENDS = ("builtin", "qmd")  # a fallback from one of these is a backend's, else an embedding provider's
+
+
+def _served_by(answer: SearchAnswer) -> str:
+    """'hybrid · local/all-MiniLM-L6-v2' (no 'none', no 'None', no 'qmd/qmd'); QMD: 'qmd search (BM25)',
+    with its embedding model when it used one."""
+    if answer.backend == "qmd" and answer.mode != "none":
+        kind = {"search": "BM25", "vsearch": "vector", "query": "hybrid"}.get(answer.mode)
+        return f"qmd {answer.mode}" + (f" ({kind})" if kind else "") + (f" · {answer.model}" if answer.model else "")
+    parts = [answer.mode] if answer.mode != "none" else []
+    if answer.provider:
+        parts.append(answer.provider + (f"/{answer.model}" if answer.model and answer.model != answer.provider else ""))
+    return " · ".join(parts)
+
+
+def _catching_up(pending: int | None) -> str:
+    what = f"{pending} changed file(s) were" if pending else "changed files were"
+    return (f"The index is still catching up: {what} not indexed yet when this answer was made, so it may miss "
+            "them. Run `memsift index` to finish (it shows progress), then search again.")
 
 
 def _when(ts: float | None) -> str:
@@ -74,7 +112,9 @@ def _f(v: float | None) -> str:
 def render_parity(report: "ParityReport") -> str:  # noqa: F821  (imported lazily by the CLI)
     """One line per query, notes for fallbacks and errors, then the summary."""
     k = report.k
-    out = [f"{'overlap@' + str(k):>10} {'files@' + str(k):>8} {'tau':>6} {'builtin ms':>10} {'qmd ms':>8}  query"]
+    out = [f"NOT COMPARABLE: {w}" for w in report.warnings]  # first: the figures below cannot be trusted
+    out += [""] if out else []
+    out += [f"{'overlap@' + str(k):>10} {'files@' + str(k):>8} {'tau':>6} {'builtin ms':>10} {'qmd ms':>8}  query"]
     for r in report.queries:
         tau = "-" if r.rank_correlation is None else f"{r.rank_correlation:+.2f}"
         out.append(f"{r.overlap:>10.2f} {r.file_overlap:>8.2f} {tau:>6} {r.builtin.ms:>10.1f} {r.qmd.ms:>8.1f}  {_short(r.query)}")
@@ -91,6 +131,9 @@ def render_parity(report: "ParityReport") -> str:  # noqa: F821  (imported lazil
         f"latency p50/p95: builtin {s['builtinP50Ms']:.1f}/{s['builtinP95Ms']:.1f} ms, qmd {s['qmdP50Ms']:.1f}/{s['qmdP95Ms']:.1f} ms",
         f"fallbacks: builtin {s['builtinFallbacks']}, qmd {s['qmdFallbacks']}; errors: builtin {s['builtinErrors']}, qmd {s['qmdErrors']}",
     ]
+    if s.get("fellBackQueries"):
+        out.append(f"not comparable: {s['fellBackQueries']} of {s['queries']} queries; mean overlap counting them as 0: "
+                   f"{s['gateMeanOverlap']:.2f} (what --fail-under checks)")
     return "\n".join(out)
 
 
@@ -99,7 +142,26 @@ def _short(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def render_indexes(folder: object, indexes: list) -> str:
+    """`memsift index --list`: one line per index, with its workspace and whether that still exists."""
+    if not indexes:
+        return f"No memsift indexes in {folder}."
+    out = []
+    for i in indexes:
+        where = (i.workspace or "workspace not recorded (indexed by an older memsift)") + (
+            "  [workspace missing: memsift index --prune removes it]" if i.workspace_exists is False else "")
+        out.append(f"{i.path}\n    {where}\n    {i.files} files · {i.chunks} chunks · {i.provider}/{i.model} · "
+                   f"{i.bytes / 2**20:.1f} MB · last written {_when(i.modified)}")
+    return "\n".join(out)
+
+
 def render_sync(report: SyncReport) -> str:
+    if report.backend == "qmd":  # what QMD did, in its own terms (it has no chunks or embeddings of ours)
+        return "\n".join([
+            f"qmd: {report.files_indexed} file(s) indexed, {report.files_unchanged} unchanged, {report.files_removed} removed "
+            f"· {report.took_ms / 1000:.2f} s",
+            *(f"  {note}" for note in report.notes),
+        ])
     kind = f"full reindex ({report.reindex_cause})" if report.full_reindex else "incremental sync"
     lines = [
         f"{kind}: {report.files_indexed} file(s) indexed, {report.files_unchanged} unchanged, "
@@ -112,8 +174,21 @@ def render_sync(report: SyncReport) -> str:
     return "\n".join(lines)
 
 
+def _changes(s: ManagerStatus) -> str:
+    pending = s.index.get("pendingChanges", 0)
+    if not s.index.get("exists", True):
+        return "no index yet"
+    if pending:
+        return f"{pending} file(s) changed since the last sync"
+    return "none" + (" (settings changed: see Rebuild needed)" if s.index.get("rebuildNeeded") else "")
+
+
 def render_status(s: ManagerStatus) -> str:
-    rows = [
+    if s.denied:
+        return render_denial(s.denied)
+    built = s.index.get("exists", True)
+    rows = [("Searches", s.search_now)] if s.search_now else []
+    rows += [
         ("Backend", s.backend),
         ("Agent", s.agent_id),
         ("Provider", f"{s.provider} (requested {s.requested_provider})"),
@@ -122,38 +197,45 @@ def render_status(s: ManagerStatus) -> str:
         ("Sources", ", ".join(s.sources)),
         ("Extra paths", ", ".join(s.extra_paths) or "-"),
         ("Indexed", f"{s.files} files · {s.chunks} chunks"),
-        ("Dirty", f"{'yes' if s.dirty else 'no'} ({s.index.get('pendingChanges', 0)} file(s) changed)"),
+        ("Changes", _changes(s)),
         ("Store", s.db_path or "-"),
         ("Workspace", s.workspace_dir),
-        ("FTS", f"{'available' if s.fts.get('available') else 'unavailable'} · {s.fts.get('tokenizer')}"),
+        ("FTS", f"{'available' if s.fts.get('available') else 'unavailable'} · {s.fts.get('tokenizer')}"
+                if built else f"not built yet · {s.fts.get('tokenizer')}"),
         (
             "Vector",
-            f"{'available' if s.vector.get('available') else 'unavailable'} · {s.vector.get('search')}"
-            + (f" · {s.vector.get('loadError')}" if s.vector.get("loadError") else ""),
+            (f"{'available' if s.vector.get('available') else 'unavailable'} · {s.vector.get('search')}"
+             + (f" · {s.vector.get('loadError')}" if s.vector.get("loadError") else "")) if built else "not built yet",
         ),
         ("Embedding cache", f"{'on' if s.cache.get('enabled') else 'off'} · {s.cache.get('entries')} entries"),
     ]
-    if s.qmd:  # the QMD backend has no FTS table, vector table or embedding cache of ours
-        rows = [r for r in rows if r[0] not in ("FTS", "Vector", "Embedding cache", "Dirty", "Extra paths")]
+    if s.qmd and s.backend == "qmd":  # the QMD backend has no FTS table, vector table or embedding cache of ours
+        rows = [r for r in rows if r[0] not in ("FTS", "Vector", "Embedding cache", "Changes", "Extra paths", "Provider", "Model")]
     if s.requests:
         r = s.requests
         rows.append(("Requests", f"{r['requests']} sent · {r['retries']} retries · {r['failures']} failed" + (f" · last error: {r['lastError']}" if r.get("lastError") else "")))
     if s.batch.get("enabled"):
         b = s.batch
         rows.append(("Batch API", f"{'usable' if b['usable'] else 'disabled'} · {b['jobs']} job(s) · {b['failures']}/{b['limit']} failures"))
-    if s.provider_unavailable_reason:
+    if s.provider_unavailable_reason and not s.search_now:  # otherwise it is in the first row
         rows.append(("No provider", s.provider_unavailable_reason))
     if s.fallback:
         rows.append(("Fallback", f"from {s.fallback.from_}: {s.fallback.reason}"))
+        rows += [("  not covered", gap) for gap in s.fallback.not_covered or []]
     if s.qmd:
         q = s.qmd
         rows.append(("QMD", f"{q.get('version') or '?'} · {q.get('command')} · home {q.get('home')}"))
+        said = {s.fallback.reason} if s.fallback else set()  # each reason once
+        if q.get("error") and q["error"] not in said:
+            rows.append(("QMD failing", q["error"] + ("" if s.fallback else " (searches fall back to the builtin index)")))
+            said.add(q["error"])
         for c in q.get("collections", []):
-            state = "ok" if c["registered"] and c["folderExists"] else ("folder missing" if not c["folderExists"] else "not registered")
-            rows.append(("  collection", f"{c['name']} · {c['path']} ({c['pattern']}) · {state}"))
+            rows.append(("  collection", f"{c['name']} · {c['path']} ({c['pattern']}) · {c.get('state')}"))
+        if q.get("updating"):
+            rows.append(("Updating", q["updating"]))
         rows.append(("Last update", _when(q.get("lastUpdateAt"))))
         rows.append(("Last embed", _when(q.get("lastEmbedAt")) + (f" · {q['embedSkipped']}" if q.get("embedSkipped") else "")))
-        if q.get("lastError"):
+        if q.get("lastError") and q["lastError"] not in said:
             rows.append(("Last error", q["lastError"]))
     if s.index.get("rebuildNeeded"):
         rows.append(("Rebuild needed", f"{s.index['rebuildNeeded']} — run `memsift index`"))
@@ -223,6 +305,8 @@ class WatchStatus:
             data = {"event": kind, "time": now}
             if kind == "synced":
                 data.update(reason=payload["reason"], seconds=round(payload["seconds"], 3), report=payload["report"].model_dump(by_alias=True))
+                if payload.get("alreadyIndexed"):
+                    data["alreadyIndexed"] = True
             else:
                 data.update({k: v for k, v in payload.items()})
             print(json.dumps(data), flush=True)
@@ -231,6 +315,9 @@ class WatchStatus:
             r = payload["report"]
             self.syncs += 1
             self.last = f"last sync {now} ({payload['reason']})"
+            if payload.get("alreadyIndexed"):
+                self._say(f"{now} already indexed: a search synced the change first")
+                return
             self._say(f"{now} synced ({payload['reason']}): {r.files_indexed} indexed, {r.files_removed} removed, "
                       f"{r.chunks_embedded} chunk(s) embedded in {payload['seconds']:.2f} s")
         elif kind == "changed":

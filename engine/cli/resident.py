@@ -18,6 +18,11 @@ Safety: the server answers only when the request resolves to exactly its own set
 agent, config, backend, environment); otherwise it declines and the CLI runs the search itself.
 Secret-looking environment values are sent as hashes, never in clear. Any failure (no server, a
 stale socket, a timeout, a decline) falls back to the ordinary cold search.
+
+Protocol 2: the client sends one JSON request and closes its side; the server answers with
+newline-ended JSON lines: `{"status": "working"}` at once (it is alive and will answer), then the
+answer (or a decline). A server that does not connect and acknowledge within about a second (a
+stopped or overloaded one) is skipped, so a terminal search is never held up by it.
 """
 
 from __future__ import annotations
@@ -28,16 +33,31 @@ import os
 import socket
 import stat
 import sys
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..private_dirs import default_state_dir
 
-__all__ = ["rendezvous_dir", "state_tag", "relevant_env", "command_index", "try_resident", "PROTOCOL", "CONNECT_TIMEOUT_S"]
+__all__ = [
+    "rendezvous_dir",
+    "state_tag",
+    "relevant_env",
+    "command_index",
+    "asks_for_help",
+    "try_resident",
+    "PROTOCOL",
+    "CONNECT_TIMEOUT_S",
+    "ACK_TIMEOUT_S",
+    "ANSWER_TIMEOUT_S",
+]
 
-PROTOCOL = 1
-CONNECT_TIMEOUT_S = 0.5
-ANSWER_TIMEOUT_S = 120.0  # a search may first sync changed files
+PROTOCOL = 2
+CONNECT_TIMEOUT_S = 1.0
+ACK_TIMEOUT_S = 1.0  # the server says "working" as soon as it has read the request
+ASK_BUDGET_S = 1.5  # connecting and acknowledging, over every server tried, before searching here
+ANSWER_TIMEOUT_S = 30.0  # after the acknowledgement: the search (a sync first, within its budget)
+_HELP = ("-h", "--help")
 # Options of the `memsift` group that take a value (to find the subcommand in argv).
 _GROUP_VALUE_OPTIONS = {"-w", "--workspace", "-a", "--agent", "-c", "--config", "-b", "--backend"}
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
@@ -104,6 +124,12 @@ def command_index(argv: list[str]) -> int | None:
     return None
 
 
+def asks_for_help(argv: list[str], cut: int) -> bool:
+    """`memsift search … --help`: click prints help, which only the CLI itself may do (a server
+    printing it would write into its own output)."""
+    return any(a in _HELP for a in argv[cut + 1 :])
+
+
 def _servers(folder: Path, tag: str) -> list[Path]:
     return sorted(folder.glob(f"{tag}-*.sock"))
 
@@ -121,18 +147,30 @@ def _forget_if_dead(sock: Path) -> None:
         pass
 
 
-def _ask(sock: Path, request: bytes) -> dict[str, Any] | None:
+def _ask(sock: Path, request: bytes, deadline: float) -> dict[str, Any] | None:
+    """The server's answer, or None. Connecting and its acknowledgement must fit `deadline`."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(CONNECT_TIMEOUT_S)
+        s.settimeout(max(0.05, min(CONNECT_TIMEOUT_S, deadline - time.monotonic())))
         try:
             s.connect(str(sock))
         except (ConnectionRefusedError, FileNotFoundError):
             _forget_if_dead(sock)
             return None
-        s.settimeout(ANSWER_TIMEOUT_S)
         s.sendall(request)
         s.shutdown(socket.SHUT_WR)
-        chunks = []
+        buf = b""
+        s.settimeout(max(0.05, min(ACK_TIMEOUT_S, deadline - time.monotonic())))
+        while b"\n" not in buf:  # the first line: "working", or a decline
+            data = s.recv(1 << 16)
+            if not data:
+                break
+            buf += data
+        first, _, rest = buf.partition(b"\n")
+        reply = json.loads(first.decode("ascii"))
+        if reply.get("status") != "working":
+            return reply
+        s.settimeout(ANSWER_TIMEOUT_S)
+        chunks = [rest]
         while True:
             data = s.recv(1 << 16)
             if not data:
@@ -146,16 +184,19 @@ def try_resident(argv: list[str], env: Mapping[str, str] | None = None) -> int |
     code, or returns None (nothing printed) when the CLI should run the command itself."""
     env = os.environ if env is None else env
     cut = command_index(argv)
-    if cut is None or argv[cut] != "search" or env.get("MEMSIFT_NO_RESIDENT"):
+    if cut is None or argv[cut] != "search" or env.get("MEMSIFT_NO_RESIDENT") or asks_for_help(argv, cut):
         return None
     folder = rendezvous_dir(env)
     if folder is None:
         return None
     # ASCII JSON: any string (an undecodable argv byte arrives as a lone surrogate) round-trips.
     request = json.dumps({"protocol": PROTOCOL, "argv": argv, "cwd": os.getcwd(), "env": relevant_env(env)}).encode("ascii")
+    deadline = time.monotonic() + ASK_BUDGET_S
     for sock in _servers(folder, state_tag(env)):
+        if time.monotonic() >= deadline:
+            break
         try:
-            answer = _ask(sock, request)
+            answer = _ask(sock, request, deadline)
         except (OSError, ValueError):  # a timeout, a reset, garbage: run the search ourselves
             continue
         if not answer or answer.get("status") != "ok":

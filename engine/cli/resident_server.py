@@ -5,6 +5,14 @@ A request is answered only when it resolves to this server's own settings: the s
 environment, and the same resolved config (workspace, agent, state and store paths, every
 memorySearch and memory key, config file) and backend. Anything else is declined and the CLI
 searches by itself, so a resident answer is always the answer the cold CLI would have given.
+
+A local client must never freeze or stop the server it shares with MCP and the watcher: a
+request must arrive whole (at most 1 MiB) within 2 s; the config file it names is read in a worker
+thread (regular files only, at most 1 MiB: a fifo or /dev/zero is refused at once); at most 16
+connections are served at a time (more are closed at once, and the CLI searches by itself); a
+search that takes over 20 s is given up; running out of file descriptors pauses accepting
+instead of ending the server. `--help` is never parsed here (click would print it into the
+server's own output).
 """
 
 from __future__ import annotations
@@ -19,14 +27,20 @@ import click
 
 from ..errors import MemsiftError
 from ..logging import get_logger
-from .resident import PROTOCOL, command_index, relevant_env, rendezvous_dir, state_tag
+from ..workspace import workspace_warning
+from .resident import PROTOCOL, asks_for_help, command_index, relevant_env, rendezvous_dir, state_tag
 
-__all__ = ["serve_resident", "MAX_REQUEST_BYTES"]
+__all__ = ["serve_resident", "MAX_REQUEST_BYTES", "MAX_CONNECTIONS", "READ_TIMEOUT_S"]
 
 log = get_logger("memsift.resident")
 
-MAX_REQUEST_BYTES = 4 * 2**20  # a query is cut at 4,096 characters anyway; argv and env are small
+MAX_REQUEST_BYTES = 2**20  # a query is cut at 4,096 characters anyway; argv and env are small
 MAX_SOCKET_PATH = 100  # sun_path holds 107 bytes
+READ_TIMEOUT_S = 2.0  # a request must arrive whole (the client closes its side) within this
+PARSE_TIMEOUT_S = 5.0  # resolving the client's config, in a worker thread
+SEARCH_TIMEOUT_S = 20.0  # the client gives up 30 s after the acknowledgement
+MAX_CONNECTIONS = 16
+_WORKING = json.dumps({"status": "working"}).encode("ascii") + b"\n"
 _PATH_VARS = ("MEMSIFT_CONFIG", "MEMSIFT_WORKSPACE", "MEMSIFT_STATE_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME")
 
 
@@ -49,6 +63,8 @@ class ResidentServer:
         self.identity = _identity(settings, backend)
         self.env = relevant_env(os.environ)
         self.answered = 0
+        self.active = 0  # connections being served
+        self._parsers = anyio.CapacityLimiter(2)  # worker threads reading clients' configs
 
     # --- one request ------------------------------------------------------------------------
 
@@ -59,6 +75,8 @@ class ResidentServer:
         cut = command_index(argv)
         if cut is None or argv[cut] != "search":
             raise _Decline("not a search")
+        if asks_for_help(argv, cut):
+            raise _Decline("help was asked for")  # click would print it here, into our output
         search_cmd = cli.commands["search"]
         try:
             group = click.Command("memsift", params=cli.params).make_context("memsift", argv[:cut])
@@ -82,23 +100,35 @@ class ResidentServer:
                 raise _Decline("the environment differs")
             if cwd != os.getcwd() and any(v in env and not os.path.isabs(env[v]) for v in _PATH_VARS):
                 raise _Decline("relative paths in the environment")
+            argv = [str(a) for a in request.get("argv") or []]
             try:
-                settings, opts, backend = self._parse([str(a) for a in request.get("argv") or []], cwd)
+                # The client names the config file: read it off the event loop, bounded.
+                with anyio.fail_after(PARSE_TIMEOUT_S):
+                    settings, opts, backend = await anyio.to_thread.run_sync(
+                        self._parse, argv, cwd, limiter=self._parsers, abandon_on_cancel=True)
             except MemsiftError as exc:
                 raise _Decline(f"config: {exc}") from None  # the CLI reports it with its exit code
+            except TimeoutError:
+                raise _Decline("reading the config took too long") from None
             if _identity(settings, backend) != self.identity:
                 raise _Decline("other settings")
         except _Decline as exc:
             log.debug("resident request declined", reason=str(exc))
             return {"status": "decline", "reason": str(exc)}
         try:
-            answer = await self.manager.search(
-                opts["query"], max_results=opts.get("max_results"), min_score=opts.get("min_score"),
-                session_key=opts.get("session_key"), explain=bool(opts.get("explain")), mode=opts.get("mode"),
-            )
+            with anyio.fail_after(SEARCH_TIMEOUT_S):
+                answer = await self.manager.search(
+                    opts["query"], max_results=opts.get("max_results"), min_score=opts.get("min_score"),
+                    session_key=opts.get("session_key"), explain=bool(opts.get("explain")), mode=opts.get("mode"),
+                )
             out, err, code = search_output(answer, as_json=bool(opts.get("as_json")), explain=bool(opts.get("explain")))
+        except TimeoutError:
+            return {"status": "decline", "reason": "the search took too long"}
         except MemsiftError as exc:
             out, err, code = "", f"memsift: {exc}\n", exit_code(exc)
+        warning = workspace_warning(settings)  # what the cold CLI prints first
+        if warning:
+            err = f"memsift: warning: {warning}\n" + err
         self.answered += 1
         log.info("answered a CLI search", exit=code)
         self.on_answer({"command": "search", "exit": code})
@@ -107,36 +137,66 @@ class ResidentServer:
     # --- the socket -------------------------------------------------------------------------
 
     async def _handle(self, stream: Any) -> None:
+        self.active += 1
         try:
             await self._exchange(stream)
         except Exception as exc:  # one bad connection must never stop the server
             log.warning("resident connection failed", error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self.active -= 1
+
+    async def _read_request(self, stream: Any) -> bytes | None:
+        """The whole request (the client closes its side), or None when it is too large."""
+        data = bytearray()
+        try:
+            while len(data) <= MAX_REQUEST_BYTES:
+                data += await stream.receive()
+        except anyio.EndOfStream:
+            return bytes(data)
+        return None
 
     async def _exchange(self, stream: Any) -> None:
         async with stream:
-            data = bytearray()
             try:
-                while len(data) <= MAX_REQUEST_BYTES:
-                    data += await stream.receive()
-            except anyio.EndOfStream:
-                pass
+                with anyio.fail_after(READ_TIMEOUT_S):
+                    data = await self._read_request(stream)
+            except TimeoutError:  # half-open: the request never ended
+                return
             except (anyio.BrokenResourceError, OSError):
                 return
-            if len(data) > MAX_REQUEST_BYTES:
+            if data is None:
                 reply = {"status": "decline", "reason": "request too large"}
             else:
                 try:
-                    request = json.loads(bytes(data).decode("ascii"))
-                    reply = await self.answer(request if isinstance(request, dict) else {})
+                    request = json.loads(data.decode("ascii"))
                 except ValueError:
+                    request = None
+                if not isinstance(request, dict):
                     reply = {"status": "decline", "reason": "not a request"}
-                except Exception as exc:  # a bug must not stop the server; the CLI falls back
-                    log.warning("resident request failed", error=f"{type(exc).__name__}: {exc}")
-                    reply = {"status": "decline", "reason": "server error"}
+                else:
+                    try:
+                        await stream.send(_WORKING)  # alive: the client now waits for the answer
+                        reply = await self.answer(request)
+                    except (anyio.BrokenResourceError, OSError):
+                        return  # the client went away
+                    except Exception as exc:  # a bug must not stop the server; the CLI falls back
+                        log.warning("resident request failed", error=f"{type(exc).__name__}: {exc}")
+                        reply = {"status": "decline", "reason": "server error"}
             try:
-                await stream.send(json.dumps(reply).encode("ascii"))  # ASCII JSON: lone surrogates survive
-            except (anyio.BrokenResourceError, OSError):
+                with anyio.fail_after(READ_TIMEOUT_S):  # ASCII JSON: lone surrogates survive
+                    await stream.send(json.dumps(reply).encode("ascii") + b"\n")
+            except (TimeoutError, anyio.BrokenResourceError, OSError):
                 pass
+
+    async def _accept(self, listener: Any) -> Any:
+        """The next connection. Out of file descriptors (a flood), accepting pauses instead of
+        ending the server."""
+        while True:
+            try:
+                return await listener.accept()
+            except anyio.BrokenResourceError as exc:
+                log.warning("cannot accept a resident connection; pausing", error=str(exc.__cause__ or exc))
+                await anyio.sleep(0.2)
 
     async def serve(self, *, task_status: anyio.abc.TaskStatus[Path | None] = anyio.TASK_STATUS_IGNORED) -> None:
         folder = rendezvous_dir(os.environ, create=True)
@@ -148,9 +208,14 @@ class ResidentServer:
         sock.unlink(missing_ok=True)
         listener = await anyio.create_unix_listener(sock, mode=0o600)
         try:
-            async with listener:
+            async with listener, anyio.create_task_group() as tg:
                 task_status.started(sock)
-                await listener.serve(self._handle)
+                while True:
+                    stream = await self._accept(listener)
+                    if self.active >= MAX_CONNECTIONS:
+                        await anyio.aclose_forcefully(stream)  # the CLI searches by itself at once
+                        continue
+                    tg.start_soon(self._handle, stream)
         finally:
             sock.unlink(missing_ok=True)
 

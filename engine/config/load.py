@@ -9,24 +9,30 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import math
 import os
 import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..chunking import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
 from ..errors import ConfigError
 from ..private_dirs import default_state_dir
-from ..chunking import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
-from .models import ChunkingConfig, MemoryConfig, MemorySearchConfig, MemsiftConfig
+from ..secrets import register_header_secrets, register_secret
+from ..workspace import find_workspace
+from .memory_section import normalise_memory
+from .models import AgentDefaults, AgentEntry, ChunkingConfig, MemoryConfig, MemorySearchConfig, MemsiftConfig
 from .sources import default_config_path, env_overrides, read_config_file
 
 __all__ = ["ResolvedConfig", "load_config", "resolve_agent", "normalise_memory_search", "default_index_name", "SOURCE_ORDER"]
 
 SOURCE_ORDER = ("file", "env", "overrides")
+_ENV_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")  # an apiKey naming an environment variable
 DEFAULT_AGENT_ID = "main"
+_AGENT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
 class ResolvedConfig(BaseModel):
@@ -41,16 +47,40 @@ class ResolvedConfig(BaseModel):
     config_path: Path | None
     memory_search: MemorySearchConfig
     memory: MemoryConfig
+    # Where the workspace came from ("--workspace", a config key), or None for the current folder.
+    # Not part of the settings' identity: the same folder reached two ways is the same workspace.
+    workspace_given_by: str | None = Field(default=None, exclude=True)
 
 
-def default_index_name(agent: str, workspace: Path) -> str:
-    """`<agent>-<8 hex of the workspace path>.sqlite`: one index per agent and workspace.
+def default_index_name(agent: str, workspace: Path, ms: MemorySearchConfig | None = None) -> str:
+    """`<agent>-<8 hex>.sqlite`: one index per agent, workspace and set of files covered.
 
     The default workspace is the current folder, so one name per agent would make a search in
-    another folder answer from (or rebuild) the first folder's index.
+    another folder answer from (or rebuild) the first folder's index. Settings that change which
+    files are indexed (extraPaths, sources, multimodal) are part of the name too: one index that
+    flips between them would need a rebuild at every switch and answer keyword-only meanwhile.
+    Without such settings the name is the workspace's alone, as before.
     """
-    tag = hashlib.sha256(os.fsencode(str(workspace))).hexdigest()[:8]
+    key = str(workspace)
+    coverage = _coverage(workspace, ms) if ms is not None else None
+    if coverage:
+        key += "\n" + json.dumps(coverage, sort_keys=True)
+    tag = hashlib.sha256(os.fsencode(key)).hexdigest()[:8]
     return f"{agent}-{tag}.sqlite"
+
+
+def _coverage(workspace: Path, ms: MemorySearchConfig) -> dict[str, Any] | None:
+    """What decides the files an index covers, when it differs from the defaults."""
+    extra = sorted({os.path.normpath(workspace / Path(p).expanduser()) for p in ms.extra_paths})
+    mm = ms.multimodal
+    out: dict[str, Any] = {}
+    if extra:
+        out["extraPaths"] = extra
+    if sorted(ms.sources) != ["memory"]:
+        out["sources"] = sorted(ms.sources)
+    if mm.enabled and mm.modalities:
+        out["multimodal"] = {"modalities": sorted(mm.modalities), "maxFileBytes": mm.max_file_bytes}
+    return out or None
 
 
 def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -119,7 +149,7 @@ def _describe_errors(exc: ValidationError, root: type[BaseModel], prefix: str) -
             if allowed:
                 msg += f"; allowed keys here: {', '.join(allowed)}"
         else:
-            msg = err["msg"]
+            msg = err["msg"].removeprefix("Value error, ")
             if "input" in err and not isinstance(err["input"], (dict, list)):
                 msg += f" (got {err['input']!r})"
         lines.append(f"{path}: {msg}")
@@ -151,8 +181,34 @@ def load_config(
     merged: dict[str, Any] = {}
     for name in SOURCE_ORDER:
         merged = _deep_merge(merged, layers[name])
+    _check_agent_typos(merged)
     config = _validate(MemsiftConfig, merged)
     return config, (path if path.exists() else None)
+
+
+def _check_agent_typos(raw: dict[str, Any]) -> None:
+    """Agent entries carry many reference keys memsift ignores, so unknown keys there are not
+    errors; but one that is a near miss of a key memsift reads (`memorySerch`) would silently run
+    the defaults. Those are errors, with the suggestion the strict sections give."""
+    agents = raw.get("agents")
+    if not isinstance(agents, dict):
+        return
+    entries = [("agents.defaults", agents.get("defaults"), AgentDefaults)]
+    if isinstance(agents.get("list"), list):
+        entries += [(f"agents.list[{i}]", e, AgentEntry) for i, e in enumerate(agents["list"])]
+    lines, first = [], None
+    for where, entry, model in entries:
+        if not isinstance(entry, dict):
+            continue
+        ours = [f.alias or n for n, f in model.model_fields.items()]
+        for key in entry:
+            hint = difflib.get_close_matches(str(key), ours, n=1, cutoff=0.8) if key not in ours else []
+            if hint:
+                first = first or f"{where}.{key}"
+                lines.append(f"{where}.{key}: unknown key (did you mean {hint[0]!r}?); memsift reads "
+                             f"{', '.join(ours)} here (other keys of the reference are ignored)")
+    if lines:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(lines), key_path=first)
 
 
 def _floor_clamp(value: float, lo: int, hi: int | None = None) -> int:
@@ -213,7 +269,9 @@ def normalise_memory_search(ms: MemorySearchConfig) -> MemorySearchConfig:
         }
     )
     mm = ms.multimodal
-    modalities = ["image", "audio"] if mm.modalities == "all" else list(dict.fromkeys(mm.modalities))
+    # Unset, "all", or "all" in the list: image and audio (the reference's reading).
+    wanted = ["all"] if mm.modalities is None or mm.modalities == "all" else mm.modalities
+    modalities = ["image", "audio"] if "all" in wanted else list(dict.fromkeys(wanted))
     multimodal = mm.model_copy(update={"modalities": modalities if mm.enabled else []})
     extra = list(dict.fromkeys(p.strip() for p in ms.extra_paths if p and p.strip()))
     return ms.model_copy(
@@ -238,55 +296,129 @@ def resolve_agent(
     environ: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
 ) -> ResolvedConfig:
-    """Merge defaults with one agent's overrides and normalise. Unknown agent ids are errors.
+    """Merge defaults with one agent's overrides and normalise. As in the reference, the defaults
+    apply to any agent id, an id missing from `agents.list` runs on the defaults alone, and ids
+    match case-insensitively (they are lower-cased). Without an id: the `default: true` entry,
+    else the first entry, else "main".
 
     `cwd` is the folder relative workspace paths start from (and the default workspace): the
     process's own unless given (a resident server answers for a client elsewhere)."""
     env = os.environ if environ is None else environ
     agents = config.agents
-    wanted = agent_id or env.get("MEMSIFT_AGENT")
+    wanted = agent_id if agent_id is not None else env.get("MEMSIFT_AGENT")
     entry = None
-    if wanted:
-        entry = next((a for a in agents.list_ if a.id == wanted), None)
-        if entry is None and agents.list_:
-            known = ", ".join(a.id for a in agents.list_)
-            raise ConfigError(f"agent {wanted!r} is not in agents.list (known: {known})", key_path="agents.list")
+    if wanted is not None and wanted != "":
+        wanted = wanted.strip().lower()
+        if not _AGENT_ID_RE.match(wanted):
+            # It names files (the index, the QMD home): never a path.
+            raise ConfigError(f"agent id {agent_id or env.get('MEMSIFT_AGENT')!r} is not valid: use letters, digits, "
+                              "'_', '.' and '-', starting with a letter or digit", key_path="agents.list")
+        entry = next((a for a in agents.list_ if a.id.lower() == wanted), None)
     else:
+        wanted = None
         entry = next((a for a in agents.list_ if a.default), agents.list_[0] if agents.list_ else None)
-    agent = wanted or (entry.id if entry else DEFAULT_AGENT_ID)
+    agent = wanted or (entry.id.lower() if entry else DEFAULT_AGENT_ID)
 
     base = agents.defaults.memory_search
     merged: dict[str, Any] = base.model_dump(by_alias=True, exclude_unset=True) if base else {}
     if entry is not None and entry.memory_search is not None:
         top = entry.memory_search.model_dump(by_alias=True, exclude_unset=True)
         extra = list(merged.get("extraPaths", [])) + list(top.get("extraPaths", []))
+        # QMD's extra collections are per agent too: the defaults' first, then the agent's (spec 3.17).
+        collections = [*merged.get("qmd", {}).get("extraCollections", []), *top.get("qmd", {}).get("extraCollections", [])]
         merged = _deep_merge(merged, top)
         if extra:
             merged["extraPaths"] = extra
+        if collections:
+            merged["qmd"]["extraCollections"] = collections
     index = agents.list_.index(entry) if entry is not None else None
     where = f"agents.list[{index}].memorySearch" if index is not None else "agents.defaults.memorySearch"
     ms = normalise_memory_search(_validate(MemorySearchConfig, merged, where))
     _check_multimodal(ms)
+    _register_secrets(ms)
 
-    ws_raw = workspace or env.get("MEMSIFT_WORKSPACE") or (entry.workspace if entry else None)
     base = Path(cwd) if cwd is not None else Path.cwd()
-    ws_raw = ws_raw or agents.defaults.workspace or base
-    ws = (base / Path(ws_raw).expanduser()).resolve()
-    state_dir = Path(config.state_dir).expanduser() if config.state_dir else default_state_dir(env)
+    given_by, ws_raw = next(
+        ((by, raw) for by, raw in (
+            ("--workspace", workspace),
+            ("MEMSIFT_WORKSPACE", env.get("MEMSIFT_WORKSPACE")),
+            (f"agents.list[{index}].workspace", entry.workspace if entry else None),
+            ("agents.defaults.workspace", agents.defaults.workspace),
+        ) if raw),
+        (None, base),
+    )
+    ws = find_workspace((base / _expand(ws_raw, given_by or "workspace")).resolve(), given_by=given_by)
+    state_dir = _expand(config.state_dir, "stateDir") if config.state_dir else default_state_dir(env)
+    for raw in ms.extra_paths:
+        _expand(raw, f"{where}.extraPaths")
     if ms.store.path:
-        store = Path(ms.store.path.replace("{agentId}", agent)).expanduser()
+        store = _expand(ms.store.path.replace("{agentId}", agent), f"{where}.store.path")
         store = store if store.is_absolute() else (ws / store)
     else:
-        store = state_dir / "memory" / default_index_name(agent, ws)
+        store = state_dir / "memory" / default_index_name(agent, ws, ms)
+    # The folder is resolved, never the file itself: a symlink there is refused, not followed.
+    store = Path(os.path.realpath(store.parent)) / store.name
+    _check_index_path(store, ws, ms.extra_paths, f"{where}.store.path" if ms.store.path else "stateDir")
     return ResolvedConfig(
         agent_id=agent,
         workspace=ws,
         state_dir=state_dir.resolve(),
-        store_path=store.resolve(),
+        store_path=store,
         config_path=config_path,
         memory_search=ms,
-        memory=config.memory,
+        memory=normalise_memory(config.memory, ws),
+        workspace_given_by=given_by,
     )
+
+
+def _expand(raw: str | os.PathLike[str], key: str) -> Path:
+    """`~` expanded; `~nosuchuser/…` (a user without a known home) is a config error, not a crash."""
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:
+        raise ConfigError(f"{key}: {str(raw)[:200]!r} names a user whose home folder is unknown", key_path=key) from None
+
+
+def _index_path_clash(store: Path, workspace: Path, extra_paths: list[str]) -> str | None:
+    """Why `store` (its folder already resolved) may not hold the index: it is a memory file, or
+    inside the memory files."""
+    real = store
+    if real.name.lower().endswith(".md"):
+        return "a Markdown file"
+    files = [workspace / n for n in ("MEMORY.md", "memory.md", "DREAMS.md")]
+    folders = [workspace / "memory"]
+    for raw in extra_paths:
+        p = Path(raw).expanduser()
+        p = p if p.is_absolute() else workspace / p
+        (files if p.name.lower().endswith(".md") else folders).append(p)
+    for f in files:
+        if real == Path(os.path.realpath(f)):
+            return f"the memory file {f}"
+    for d in folders:
+        root = Path(os.path.realpath(d))
+        if real == root or root in real.parents:
+            return f"inside the memory folder {d}"
+    return None
+
+
+def _check_index_path(store: Path, workspace: Path, extra_paths: list[str], key: str) -> None:
+    """memsift writes, renames and deletes files at the index path: never among the memory files."""
+    clash = _index_path_clash(store, workspace, extra_paths)
+    if clash:
+        raise ConfigError(
+            f"{key}: the index path {store} is {clash}; memsift never writes among the memory files. "
+            f"Set {key} to a place outside MEMORY.md, memory/ and the extra paths (or leave it unset)",
+            key_path=key,
+        )
+
+
+def _register_secrets(ms: MemorySearchConfig) -> None:
+    """Header values, and a literal API key (not the name of a variable), are masked in every
+    output from the moment the config is known."""
+    register_header_secrets(ms.remote.headers)
+    key = ms.remote.api_key.get_secret_value() if ms.remote.api_key else None
+    if key and not _ENV_NAME_RE.match(key):
+        register_secret(key)
 
 
 def _check_multimodal(ms: MemorySearchConfig) -> None:

@@ -12,9 +12,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic.alias_generators import to_camel
 
+from ..durations import check_duration
+
 __all__ = [
     "PROVIDER_IDS",
     "MemorySearchConfig",
+    "MemorySearchQmdConfig",
     "MemoryConfig",
     "QmdConfig",
     "AgentEntry",
@@ -130,7 +133,8 @@ class CacheConfig(_Strict):
 
 class MultimodalConfig(_Strict):
     enabled: bool = False
-    modalities: list[Literal["image", "audio"]] | Literal["all"] = Field(default_factory=list)
+    # None (unset) means both when enabled, as in the reference; "all" also inside the list.
+    modalities: list[Literal["image", "audio", "all"]] | Literal["all"] | None = None
     max_file_bytes: int = 10 * 1024 * 1024
 
 
@@ -141,6 +145,18 @@ class LocalConfig(_Strict):
 
 class ExperimentalConfig(_Strict):
     session_memory: bool = False
+
+
+class QmdPath(_Strict):
+    path: str
+    name: str | None = None
+    pattern: str = "**/*.md"
+
+
+class MemorySearchQmdConfig(_Strict):
+    """`memorySearch.qmd`: collections one agent (or every agent, under defaults) adds to QMD."""
+
+    extra_collections: list[QmdPath] = Field(default_factory=list)
 
 
 class MemorySearchConfig(_Strict):
@@ -160,15 +176,10 @@ class MemorySearchConfig(_Strict):
     multimodal: MultimodalConfig = Field(default_factory=MultimodalConfig)
     local: LocalConfig = Field(default_factory=LocalConfig)
     experimental: ExperimentalConfig = Field(default_factory=ExperimentalConfig)
+    qmd: MemorySearchQmdConfig = Field(default_factory=MemorySearchQmdConfig)
 
 
 # --- memory (global) -------------------------------------------------------------------------
-
-
-class QmdPath(_Strict):
-    path: str
-    name: str | None = None
-    pattern: str = "**/*.md"
 
 
 class QmdSessions(_Strict):
@@ -186,6 +197,15 @@ class QmdUpdate(_Strict):
     command_timeout_ms: float = 30_000
     update_timeout_ms: float = 120_000
     embed_timeout_ms: float = 120_000
+
+    @field_validator("interval", "embed_interval", mode="before")
+    @classmethod
+    def _duration(cls, v: object) -> object:
+        # The reference silently uses the default for an unparseable duration; memsift refuses it,
+        # so a typo such as "banana" or "1h 30m" is seen at once instead of a schedule it did not mean.
+        if isinstance(v, (str, int, float)):
+            check_duration(v)
+        return v
 
 
 class QmdLimits(_Strict):

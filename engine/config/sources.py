@@ -7,6 +7,7 @@ the order given by `SOURCE_ORDER`; later sources win.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -16,9 +17,11 @@ from pydantic import BaseModel
 from ..errors import ConfigError
 from .models import MemsiftConfig
 
-__all__ = ["default_config_path", "read_config_file", "env_overrides", "ENV_PREFIX"]
+__all__ = ["default_config_path", "read_config_file", "env_overrides", "ENV_PREFIX", "MAX_CONFIG_BYTES"]
 
 ENV_PREFIX = "MEMSIFT__"  # MEMSIFT__MEMORY__BACKEND=qmd, MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__PROVIDER=local
+# A config file is a few KB; a whole reference (OpenClaw) config is well under this.
+MAX_CONFIG_BYTES = 2**20
 
 # Top-level sections of a reference (OpenClaw) config that memsift does not use: dropped quietly
 # so a whole reference config file can be pointed at; any other unknown top-level key is an error.
@@ -41,10 +44,35 @@ def default_config_path(environ: Mapping[str, str] | None = None) -> Path:
     return Path(base).expanduser() / "memsift" / "config.json5"
 
 
+def _read_bounded(path: Path) -> bytes:
+    """The file's bytes: a regular file only (a fifo, device or folder never blocks or streams
+    forever), at most MAX_CONFIG_BYTES."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # O_NONBLOCK: opening a fifo never waits
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"config file {path} is not a regular file (a fifo, device or folder); "
+                              "point --config at a JSON5 file")
+        if st.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config file {path} is {st.st_size:,} bytes; the limit is {MAX_CONFIG_BYTES:,}")
+        chunks, size = [], 0
+        while size <= MAX_CONFIG_BYTES:
+            data = os.read(fd, 65536)
+            if not data:
+                break
+            chunks.append(data)
+            size += len(data)
+        if size > MAX_CONFIG_BYTES:  # it grew while being read
+            raise ConfigError(f"config file {path} is over {MAX_CONFIG_BYTES:,} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_config_file(path: Path, *, required: bool) -> dict[str, Any]:
     """Parse a JSON5 file into a dict. A missing optional file is an empty config."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_bounded(path).decode("utf-8")
     except FileNotFoundError:
         if required:
             raise ConfigError(f"config file not found: {path}") from None

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from ..logging import get_logger
 from ..config.models import MemorySearchConfig
 from ..errors import ProviderError, ProviderUnavailableError
+from ..secrets import register_header_secrets
 from .base import EmbeddingProvider, MultimodalInput, l2_normalise
 from .keys import MissingKeyError, resolve_api_key
 
@@ -75,6 +76,8 @@ def create_provider(
     configured_key = remote.api_key.get_secret_value() if (primary and remote.api_key) else None
     # The key first: `auto` with no keys moves on without importing the adapter (and httpx).
     key = resolve_api_key(provider_id, configured_key, required=provider_id != "ollama", environ=environ)
+    if primary:
+        register_header_secrets(remote.headers)
     module, name = _ADAPTERS[provider_id]
     cls = getattr(importlib.import_module(f".{module}", __name__), name)
     model = cls.normalise_model((ms.model if primary else "") or cls.default_model)
@@ -106,6 +109,16 @@ class ProviderSelection:
     fallback_id: str | None = None  # the configured fallback, for a switch at run time
 
 
+def _auto_reason(failures: list[tuple[str, ProviderUnavailableError]]) -> str:
+    """Why `auto` found nothing, the fixable cause first (a broken local model), and the missing
+    keys in one clause rather than four sentences."""
+    missing = [pid for pid, exc in failures if isinstance(exc, MissingKeyError)]
+    parts = [f"{pid}: {exc}" for pid, exc in failures if not isinstance(exc, MissingKeyError)]
+    if missing:
+        parts.append(f"no API key for {', '.join(missing)} (e.g. set OPENAI_API_KEY)")
+    return "; ".join(parts)
+
+
 def _local_model_file(ms: MemorySearchConfig) -> bool:
     p = ms.local.model_path
     return bool(p) and not p.startswith(("hf:", "http:", "https:")) and Path(p).expanduser().exists()
@@ -125,15 +138,15 @@ def select_provider(ms: MemorySearchConfig, *, environ: Mapping[str, str] | None
     fb = ms.fallback if ms.fallback not in ("none", requested) else None
     if requested == "auto":
         order = (["local"] if _local_model_file(ms) else []) + list(AUTO_ORDER) + ["local"]
-        reasons: list[str] = []
+        failures: list[tuple[str, ProviderUnavailableError]] = []
         for pid in dict.fromkeys(order):
             try:
                 provider = create_provider(pid, ms, environ=env, **kw)
                 log.info("auto-selected embedding provider", provider=pid, model=provider.model)
                 return ProviderSelection(provider, requested, fallback_id=fb)
             except ProviderUnavailableError as exc:
-                reasons.append(str(exc) if isinstance(exc, MissingKeyError) else f"{pid}: {exc}")
-        return ProviderSelection(None, requested, unavailable_reason="; ".join(reasons))
+                failures.append((pid, exc))
+        return ProviderSelection(None, requested, unavailable_reason=_auto_reason(failures))
     try:
         return ProviderSelection(create_provider(requested, ms, environ=env, **kw), requested, fallback_id=fb)
     except ProviderError as primary_exc:

@@ -22,13 +22,15 @@ class FakeEmbeddingProvider:
     max_input_tokens = 8192
 
     def __init__(
-        self, dims: int = 64, *, model: str = "fake-bow", fail_after: int | None = None, scripts: frozenset[str] | None = None
+        self, dims: int = 64, *, model: str = "fake-bow", fail_after: int | None = None, scripts: frozenset[str] | None = None,
+        delay: float = 0.0,
     ) -> None:
         self.model = model
         self.scripts = scripts
         self._dims = dims
         self.calls: list[int] = []  # batch sizes received, for assertions
         self.fail_after = fail_after  # raise on the call after this many calls (fault injection)
+        self.delay = delay  # seconds each call takes (a slow model or endpoint)
 
     @property
     def dimensions(self) -> int:
@@ -50,6 +52,10 @@ class FakeEmbeddingProvider:
 
         if self.fail_after is not None and len(self.calls) >= self.fail_after:
             raise ProviderError("fake provider failure (injected)")
+        if self.delay:
+            import anyio  # noqa: PLC0415
+
+            await anyio.sleep(self.delay)
         self.calls.append(len(texts))
         if not texts:
             return np.zeros((0, self._dims), dtype=np.float32)

@@ -27,7 +27,7 @@ import numpy as np
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from ..errors import ProviderError
-from ..secrets import redact
+from ..secrets import masked_cut, redact
 from .base import input_bytes, l2_normalise
 
 __all__ = [
@@ -108,18 +108,22 @@ def _parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+ERROR_DETAIL_CHARS = 300
+
+
 def _error_detail(response: httpx.Response) -> str:
-    """The provider's own error message, short, from any of the usual error body shapes."""
+    """The provider's own error message, from any of the usual error body shapes: masked, then
+    cut (a key echoed at character 290 must not leave as its first 10 characters)."""
     try:
         body = response.json()
     except ValueError:
-        return response.text[:300]
+        return masked_cut(response.text[:65536], ERROR_DETAIL_CHARS)
     if isinstance(body, dict):
         err = body.get("error", body.get("detail", body.get("message", body)))
         if isinstance(err, dict):
-            err = err.get("message") or err.get("status") or json.dumps(err)[:300]
-        return str(err)[:300]
-    return str(body)[:300]
+            err = err.get("message") or err.get("status") or json.dumps(err)
+        return masked_cut(str(err)[:65536], ERROR_DETAIL_CHARS)
+    return masked_cut(str(body)[:65536], ERROR_DETAIL_CHARS)
 
 
 def _first_leaf(group: BaseExceptionGroup) -> BaseException:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -111,7 +112,7 @@ def test_exit_codes(tmp_path, example_workspace):
     cfg = tmp_path / "store.json5"
     cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"store": {"path": str(store)}}}}}))
     r = _memsift(tmp_path, "-c", str(cfg), "-w", ws, "search", "ledger")
-    assert r.returncode == 4 and "cannot open index" in r.stderr
+    assert r.returncode == 4 and "not a regular file" in r.stderr
 
     r = _memsift(tmp_path, "-w", ws, "search")
     assert r.returncode == 2  # usage
@@ -120,3 +121,293 @@ def test_exit_codes(tmp_path, example_workspace):
     off.write_text("{agents: {defaults: {memorySearch: {enabled: false}}}}")
     r = _memsift(tmp_path, "-c", str(off), "-w", ws, "search", "x")
     assert r.returncode == 3 and "disabled" in r.stderr
+
+
+def test_a_search_that_runs_out_of_its_sync_budget_says_the_index_is_catching_up(tmp_path, example_workspace):
+    # Issue 17: a cold search whose sync outran the 2 s budget printed "No results." and an
+    # asyncio CancelledError traceback; only --json said syncPending.
+    from provider_server import ProviderServer
+
+    with ProviderServer("gemini") as server:
+        cfg = tmp_path / "c.json"
+        cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {
+            "provider": "gemini", "remote": {"baseUrl": server.base_url, "apiKey": "test-key-123456789"}}}}}))
+        ws = str(example_workspace)
+        assert _memsift(tmp_path, "-c", str(cfg), "-w", ws, "index").returncode == 0
+        with open(example_workspace / "memory" / "2026-11-12.md", "a") as fh:
+            fh.write("- 18:00 The walrus lagoon permit arrived.\n")
+        server.batch_delay = 6.0  # indexing the change outlasts the search's budget; queries stay fast
+        r = _memsift(tmp_path, "-c", str(cfg), "-w", ws, "search", "walrus lagoon permit")
+        assert r.returncode == 0, r.stderr
+        assert "Traceback" not in r.stderr and "CancelledError" not in r.stderr, r.stderr
+        assert "still catching up" in r.stdout and "memsift index" in r.stdout, r.stdout
+        r = _memsift(tmp_path, "-c", str(cfg), "-w", ws, "search", "walrus lagoon permit", "--json")
+        assert r.returncode == 0 and json.loads(r.stdout)["syncPending"] is True
+        assert "Traceback" not in r.stderr, r.stderr
+        server.batch_delay = 0.0
+        r = _memsift(tmp_path, "-c", str(cfg), "-w", ws, "search", "walrus lagoon permit", "--json")
+        answer = json.loads(r.stdout)  # the interrupted sync left the index whole: the next one finishes
+        assert not answer.get("syncPending") and answer["results"][0]["path"] == "memory/2026-11-12.md"
+
+
+def test_a_wrong_workspace_is_never_silent(tmp_path, example_workspace):
+    # Issue 17: a missing folder, a config naming one, a folder with no memory files, and a run
+    # from inside memory/ all printed "No results.", exited 0 and created another index.
+    r = _memsift(tmp_path, "-w", str(tmp_path / "nonexistent" / "ws"), "search", "ledger")
+    assert r.returncode == 3 and "does not exist" in r.stderr and "nonexistent" in r.stderr, r.stderr
+    cfg = tmp_path / "c.json5"
+    cfg.write_text(json.dumps({"agents": {"defaults": {"workspace": str(tmp_path / "gone")}}}))
+    r = _memsift(tmp_path, "-c", str(cfg), "search", "ledger")
+    assert r.returncode == 3 and "agents.defaults.workspace" in r.stderr and "does not exist" in r.stderr, r.stderr
+    assert not list((tmp_path / "state").glob("memory/*.sqlite"))  # no index was made for them
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = _memsift(tmp_path, "-w", str(empty), "search", "ledger")
+    assert r.returncode == 0 and "no memory files" in r.stderr, r.stderr
+
+    # From inside a workspace's memory/ (or -w pointing there), the workspace is found upward.
+    inside = example_workspace / "memory" / "projects"
+    for args, cwd in ((("search", "Lisbon hotel shortlist", "--json"), inside),
+                      (("-w", str(example_workspace / "memory"), "search", "Lisbon hotel shortlist", "--json"), tmp_path)):
+        r = _memsift(tmp_path, *args, cwd=cwd)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["results"][0]["path"] == "memory/projects/travel.md"
+        assert "no memory files" not in r.stderr
+
+
+def test_note_from_a_folder_that_is_not_a_workspace_creates_nothing(tmp_path, example_workspace):
+    stray = tmp_path / "stray"
+    stray.mkdir()
+    r = _memsift(tmp_path, "note", "Order heron supplies", cwd=stray)
+    assert r.returncode == 3 and "not a memory workspace" in r.stderr and "-w" in r.stderr, r.stderr
+    assert not (stray / "memory").exists()
+    # From inside a workspace's memory/ folder, the note goes to that workspace.
+    r = _memsift(tmp_path, "note", "Order heron supplies", cwd=example_workspace / "memory")
+    assert r.returncode == 0 and r.stdout.startswith("memory/"), r.stderr
+    assert not (example_workspace / "memory" / "memory").exists()
+    # A new workspace named explicitly is created, and the CLI says so.
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    r = _memsift(tmp_path, "-w", str(fresh), "note", "First note")
+    assert r.returncode == 0 and (fresh / "memory").is_dir() and "created" in r.stderr, r.stderr
+
+
+def test_get_accepts_what_search_prints(tmp_path, example_workspace):
+    # Issue 17: the hit header (`path:5-8`) and the citation (`path#L1-L3`) were refused with
+    # "only .md memory files can be read".
+    ws = str(example_workspace)
+    day = (example_workspace / "memory" / "2026-11-05.md").read_text().split("\n")
+    r = _memsift(tmp_path, "-w", ws, "get", "memory/2026-11-05.md:4-6")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.rstrip("\n").split("\n") == day[3:6]
+    r = _memsift(tmp_path, "-w", ws, "get", "memory/2026-11-05.md#L1-L3", "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["path"] == "memory/2026-11-05.md" and got["text"].split("\n") == day[:3] and got["from"] == 1
+    r = _memsift(tmp_path, "-w", ws, "get", "memory/2026-11-05.md#L6")
+    assert r.stdout.rstrip("\n") == day[5]
+
+    # The header of a real hit, as printed, goes straight back in.
+    r = _memsift(tmp_path, "-w", ws, "search", "Lisbon trip with Lena", "-n", "1")
+    header = r.stdout.split("\n")[0].split()[1]
+    r = _memsift(tmp_path, "-w", ws, "get", header)
+    assert r.returncode == 0 and "Lisbon" in r.stdout, (header, r.stderr)
+
+
+def test_get_of_a_missing_file_or_past_the_end_says_so(tmp_path, example_workspace):
+    ws = str(example_workspace)
+    r = _memsift(tmp_path, "-w", ws, "get", "memory/2031-01-01.md")
+    assert r.returncode == 1 and "does not exist" in r.stderr and r.stdout == "", r.stderr
+    r = _memsift(tmp_path, "-w", ws, "get", "memory/2026-11-05.md:40-45")
+    assert r.returncode == 1 and "7 lines" in r.stderr and "40" in r.stderr, r.stderr
+    r = _memsift(tmp_path, "-w", ws, "get", "memory/2031-01-01.md", "--json")
+    assert r.returncode == 1 and json.loads(r.stdout)["missing"] is True
+
+
+def _on_a_terminal(tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    """Run memsift with stderr on a pseudo-terminal (as in a shell); returns (exit, stdout, terminal output)."""
+    import pty
+
+    master, slave = pty.openpty()
+    e = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    e.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "COLUMNS": "120",
+              "TERM": "xterm"})
+    proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", *args], stdout=subprocess.PIPE,
+                            stderr=slave, env=e, cwd=tmp_path)
+    os.close(slave)
+    seen = bytearray()
+    while True:
+        try:
+            data = os.read(master, 1 << 16)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not data:
+            break
+        seen += data
+    out = proc.stdout.read().decode()
+    proc.wait(timeout=300)
+    os.close(master)
+    return proc.returncode, out, seen.decode(errors="replace")
+
+
+def test_long_work_shows_progress_on_a_terminal(tmp_path, example_workspace):
+    # Issue 17: `memsift index` showed "0/?" then jumps of 256 with no rate or ETA, and a first
+    # search that had to build the index printed nothing meanwhile.
+    for i in range(30):
+        body = "\n".join(f"- {i}.{j} " + "notes about the quarterly planning offsite agenda " * 8 for j in range(8))
+        (example_workspace / "memory" / f"2026-09-{i % 28 + 1:02d}-{i}.md").write_text(body + "\n")
+    code, _out, term = _on_a_terminal(tmp_path, "-w", str(example_workspace), "index")
+    assert code == 0, term
+    assert "checking files" in term and "embedding chunks" in term and "chunks/s" in term, term
+    assert "0/?" not in term
+
+    other = tmp_path / "other"
+    shutil.copytree(example_workspace, other)
+    code, out, term = _on_a_terminal(tmp_path, "-w", str(other), "search", "quarterly planning offsite")
+    assert code == 0 and "memory/2026-09-" in out
+    assert "building the index" in term, term
+    # Not on a terminal: nothing but the results (and nothing at all once the index exists).
+    r = _memsift(tmp_path, "-w", str(other), "search", "quarterly planning offsite")
+    assert r.returncode == 0 and r.stderr == ""
+
+
+def test_rescued_hits_are_marked_in_plain_and_json_output(tmp_path, example_workspace):
+    # Issue 17: `--min-score 0.9` returned hits scoring 0.27-0.49 with nothing saying why.
+    ws = str(example_workspace)
+    r = _memsift(tmp_path, "-w", ws, "search", "a828e60", "--min-score", "0.9", "--json")
+    hits = json.loads(r.stdout)["results"]
+    assert hits and all(h["score"] < 0.9 and h["rescued"] is True for h in hits), hits
+    r = _memsift(tmp_path, "-w", ws, "search", "a828e60", "--min-score", "0.9")
+    first = r.stdout.split("\n")[0]
+    assert first.startswith(f"{hits[0]['score']:.3f} memory/2026-11-02.md") and "rescued" in first, r.stdout
+    r = _memsift(tmp_path, "-w", ws, "search", "Lisbon trip with Lena", "--json", "-n", "1")
+    assert "rescued" not in json.loads(r.stdout)["results"][0]  # a hit over the threshold carries no mark
+
+
+def _status(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    r = _memsift(tmp_path, *args, "status")
+    return r, r.stdout.split("\n")
+
+
+def test_status_says_what_a_search_would_do_right_now(tmp_path, example_workspace):
+    # Issue 17: status said "FTS unavailable" before the first index, "hybrid" while searches were
+    # keyword-only, "Dirty yes (0 file(s) changed)", buried why search went keyword-only at the end
+    # of a long list, and failed with exit 5 when the local model path was wrong.
+    ws = str(example_workspace)
+    r, lines = _status(tmp_path, "-w", ws)
+    assert r.returncode == 0 and lines[0].startswith("Searches") and "build the index first" in lines[0], r.stdout
+    assert "FTS" not in r.stdout or "not built yet" in r.stdout
+    assert "unavailable" not in r.stdout
+
+    auto_bad = tmp_path / "auto-bad.json5"
+    auto_bad.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"local": {"modelPath": "/nope/model.onnx"}}}}}))
+    assert _memsift(tmp_path, "-c", str(auto_bad), "-w", ws, "index").returncode == 0
+    r, lines = _status(tmp_path, "-c", str(auto_bad), "-w", ws)
+    assert r.returncode == 0 and lines[0].startswith("Searches") and "keyword only" in lines[0], r.stdout
+    assert "/nope/model.onnx" in lines[0] and lines[0].index("/nope/model.onnx") < lines[0].find("API key") or "API key" not in lines[0]
+
+    local_bad = tmp_path / "local-bad.json5"
+    local_bad.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"provider": "local", "local": {"modelPath": "/nope/model.onnx"}}}}}))
+    r, lines = _status(tmp_path, "-c", str(local_bad), "-w", ws)
+    assert r.returncode == 0 and "fail" in lines[0] and "/nope/model.onnx" in lines[0], (r.stdout, r.stderr)
+
+    # The index was built keyword-only (the bad path above); with the default provider a search
+    # answers keyword-only until `memsift index` rebuilds, and status says exactly that.
+    r, lines = _status(tmp_path, "-w", ws)
+    assert "keyword only until `memsift index`" in lines[0] and "embedding provider changed" in lines[0], r.stdout
+    mode = next(line for line in lines if line.startswith("Search mode"))
+    assert "fts-only" in mode
+    assert "(0 file(s) changed)" not in r.stdout
+    answer = json.loads(_memsift(tmp_path, "-w", ws, "search", "Lisbon trip", "--json").stdout)
+    assert answer["mode"] == "fts-only"  # what status said
+
+    assert _memsift(tmp_path, "-w", ws, "index").returncode == 0
+    (example_workspace / "MEMORY.md").write_text((example_workspace / "MEMORY.md").read_text() + "- one more fact\n")
+    r, lines = _status(tmp_path, "-w", ws)
+    assert lines[0].startswith("Searches") and "hybrid" in lines[0] and "first syncs 1 changed file" in lines[0], r.stdout
+
+
+def test_small_outputs_say_what_happened(tmp_path, example_workspace):
+    ws = str(example_workspace)
+    # An empty query: not "0 result(s) · none · None · 0 ms".
+    r = _memsift(tmp_path, "-w", ws, "search", "   ")
+    assert r.returncode == 0 and "None" not in r.stdout and "empty query" in r.stdout.lower(), r.stdout
+    # A scope denial (no QMD process is started for it).
+    r = _memsift(tmp_path, "-w", ws, "-b", "qmd", "search", "hotels", "--session-key", "agent:main:discord:group:42")
+    assert r.returncode == 0 and "Denied by scope" in r.stdout and "None" not in r.stdout, r.stdout
+    # `note ""` is a usage error, not "path not allowed".
+    r = _memsift(tmp_path, "-w", ws, "note", "")
+    assert r.returncode == 2 and "needs some text" in r.stderr and "path not allowed" not in r.stderr, r.stderr
+    # config show prints integers as integers.
+    data = json.loads(_memsift(tmp_path, "-w", ws, "config", "show").stdout)
+    assert data["memorySearch"]["query"]["hybrid"]["candidateMultiplier"] == 4
+    assert "4.0" not in json.dumps(data["memorySearch"]["query"]) and '"maxInjectedChars": 4000,' in json.dumps(data, indent=1).replace("\n", "")
+    assert isinstance(data["memory"]["qmd"]["limits"]["maxResults"], int)
+    # -vv shows more than -v: how the config resolved and how the search went.
+    v = _memsift(tmp_path, "-w", ws, "-v", "search", "ledger")
+    vv = _memsift(tmp_path, "-w", ws, "-vv", "search", "ledger")
+    assert "config resolved" in vv.stderr and "search done" in vv.stderr
+    assert "config resolved" not in v.stderr and len(vv.stderr.splitlines()) > len(v.stderr.splitlines())
+
+
+def test_coverage_settings_get_their_own_index(tmp_path, example_workspace):
+    # Issue 17: running with and without a config that adds extraPaths flipped one index between
+    # "rebuild needed" states, and searches dropped to keyword-only.
+    ws = str(example_workspace)
+    (tmp_path / "runbooks").mkdir()
+    (tmp_path / "runbooks" / "deploy.md").write_text("# Deploy\n\n- Canary first, then the zebra cluster.\n")
+    cfg = tmp_path / "extra.json5"
+    cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"extraPaths": [str(tmp_path / "runbooks")]}}}}))
+    for args, query, expect in (((), "Lisbon trip with Lena", "memory/projects/travel.md"),
+                                (("-c", str(cfg)), "zebra cluster canary", "../runbooks/deploy.md"),
+                                ((), "Lisbon trip with Lena", "memory/projects/travel.md"),
+                                (("-c", str(cfg)), "zebra cluster canary", "../runbooks/deploy.md")):
+        r = _memsift(tmp_path, *args, "-w", ws, "search", query, "--json")
+        answer = json.loads(r.stdout)
+        assert answer["mode"] == "hybrid" and not answer.get("degraded"), answer
+        assert answer["results"][0]["path"] == expect
+    assert len(list((tmp_path / "state" / "memory").glob("main-*.sqlite"))) == 2
+
+
+def test_index_list_and_prune(tmp_path, example_workspace):
+    gone = tmp_path / "gone"
+    shutil.copytree(example_workspace, gone)
+    for ws in (example_workspace, gone):
+        assert _memsift(tmp_path, "-w", str(ws), "index").returncode == 0
+    folder = tmp_path / "state" / "memory"
+    (folder / "notes.sqlite").write_bytes(b"not memsift's")  # something else in the folder: never touched
+    shutil.rmtree(gone)
+
+    r = _memsift(tmp_path, "-w", str(example_workspace), "index", "--list", "--json")
+    assert r.returncode == 0, r.stderr
+    listed = {Path(i["workspace"]).name: i for i in json.loads(r.stdout)["indexes"]}
+    assert set(listed) == {example_workspace.name, "gone"}
+    assert listed["gone"]["workspaceExists"] is False and listed[example_workspace.name]["workspaceExists"] is True
+    r = _memsift(tmp_path, "-w", str(example_workspace), "index", "--list")
+    assert "workspace missing" in r.stdout and str(gone) in r.stdout
+
+    r = _memsift(tmp_path, "-w", str(example_workspace), "index", "--prune")
+    assert r.returncode == 0 and "removed" in r.stdout and str(gone) in r.stdout, r.stdout
+    assert not Path(listed["gone"]["path"]).exists() and not list(folder.glob(Path(listed["gone"]["path"]).name + "*"))
+    assert Path(listed[example_workspace.name]["path"]).exists() and (folder / "notes.sqlite").read_bytes() == b"not memsift's"
+    r = _memsift(tmp_path, "-w", str(example_workspace), "index", "--prune")
+    assert r.returncode == 0 and "nothing to remove" in r.stdout.lower()
+
+
+def test_prune_removes_only_memsifts_own_files(tmp_path, example_workspace):
+    """--prune deletes an index's quarantined copies by memsift's own names only, and never
+    follows a symlink at its lock (as every other clean-up of memsift's)."""
+    gone = tmp_path / "gone"
+    shutil.copytree(example_workspace, gone)
+    assert _memsift(tmp_path, "-w", str(gone), "index").returncode == 0
+    db = next((tmp_path / "state" / "memory").glob("main-*.sqlite"))
+    theirs = db.with_name(f"{db.name}.corrupt-notes")  # not a name memsift gives
+    theirs.write_text("someone else's file\n")
+    outside = tmp_path / "outside.txt"  # a symlink at the lock must not be followed (nor created)
+    Path(f"{db}.lock").unlink(missing_ok=True)
+    Path(f"{db}.lock").symlink_to(outside)
+    shutil.rmtree(gone)
+    r = _memsift(tmp_path, "index", "--prune")
+    assert r.returncode == 0, r.stderr
+    assert theirs.read_text() == "someone else's file\n" and not outside.exists()

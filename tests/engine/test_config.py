@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -91,11 +92,11 @@ def test_agent_values_win_and_extra_paths_concatenate():
     assert ops.extra_paths == ["notes", "docs", "runbooks"]
     assert ops.query.max_results == 9 and ops.query.min_score == 0.2
     assert _resolve(raw).agent_id == "other"  # the default agent
-    with pytest.raises(ConfigError, match="agent 'nope' is not in agents.list"):
-        _resolve(raw, agent_id="nope")
 
 
 def test_default_index_is_one_per_agent_and_workspace(tmp_path):
+    for name in ("a", "b", "x"):
+        (tmp_path / name).mkdir()
     a = resolve_agent(MemsiftConfig(), environ={}, workspace=str(tmp_path / "a"))
     a_again = resolve_agent(MemsiftConfig(), environ={}, workspace=str(tmp_path / "x" / ".." / "a"))
     b = resolve_agent(MemsiftConfig(), environ={}, workspace=str(tmp_path / "b"))
@@ -246,3 +247,73 @@ def test_chunking_strategy_and_sizes(chunking, expect):
 def test_overlap_with_the_evidence_chunker_is_refused_with_the_way_out():
     with pytest.raises(ConfigError, match='chunking.overlap.*strategy: "reference"'):
         _resolve({"agents": {"defaults": {"memorySearch": {"chunking": {"strategy": "evidence", "overlap": 40}}}}})
+
+
+def test_a_misspelt_memory_search_block_is_an_error_with_a_suggestion(tmp_path):
+    # Issue 17: `memorySerch` in agents.list[] was silently ignored and the defaults ran.
+    for text, where in (("{agents: {list: [{id: 'main', memorySerch: {provider: 'local'}}]}}", "agents.list[0].memorySerch"),
+                        ("{agents: {defaults: {memorySerach: {}}}}", "agents.defaults.memorySerach")):
+        with pytest.raises(ConfigError) as err:
+            load_config(_write(tmp_path, text), environ={})
+        assert where in str(err.value) and "did you mean 'memorySearch'" in str(err.value), str(err.value)
+    # The reference's other agent keys still load (memsift ignores them).
+    load_config(_write(tmp_path, "{agents: {defaults: {model: 'x', heartbeat: {every: '30m'}, compaction: {}},"
+                                 " list: [{id: 'a', name: 'A', agentDir: '~/a', tools: {}, identity: {}}]}}"), environ={})
+
+
+@pytest.mark.parametrize("value,ms", [("5m", 300_000), ("1h30m", 5_400_000), ("0s", 0), (10, 600_000), ("250ms", 250), ("2d", 172_800_000)])
+def test_durations_in_the_reference_forms_load(tmp_path, value, ms):
+    from memsift.engine.durations import parse_duration_ms
+
+    config, _ = load_config(_write(tmp_path, json.dumps({"memory": {"qmd": {"update": {"interval": value}}}})), environ={})
+    assert parse_duration_ms(config.memory.qmd.update.interval, default_ms=1) == ms
+
+
+def test_an_unparseable_duration_names_the_key_and_the_forms(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_config(_write(tmp_path, "{memory: {qmd: {update: {interval: 'banana'}}}}"), environ={})
+    msg = str(err.value)
+    assert "memory.qmd.update.interval" in msg and "'banana'" in msg and "1h30m" in msg, msg
+
+
+def test_any_agent_id_gets_the_defaults_and_ids_match_case_insensitively():
+    # Issue 17 (as the reference): defaults apply to any agent id; an id missing from agents.list
+    # uses the defaults; ids match case-insensitively; a list of one agent does not make -a main fail.
+    raw = {"agents": {"defaults": {"memorySearch": {"extraPaths": ["notes"]}},
+                      "list": [{"id": "Ops", "memorySearch": {"extraPaths": ["runbooks"]}}]}}
+    main = _resolve(raw, agent_id="main")
+    assert main.agent_id == "main" and main.memory_search.extra_paths == ["notes"]
+    nope = _resolve(raw, agent_id="nope")
+    assert nope.agent_id == "nope" and nope.memory_search.extra_paths == ["notes"]
+    for given in ("ops", "OPS", "Ops"):
+        ops = _resolve(raw, agent_id=given)
+        assert ops.agent_id == "ops" and ops.memory_search.extra_paths == ["notes", "runbooks"]
+    assert _resolve(raw, agent_id="MAIN").store_path == main.store_path  # one agent, one index
+    for bad in ("../x", "a/b", "", " "):
+        if bad.strip():
+            with pytest.raises(ConfigError, match="agent id"):
+                _resolve(raw, agent_id=bad)
+
+
+def test_the_readme_config_example_keeps_main_as_the_default_agent(tmp_path):
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Configuration", 1)[1].split("```json5", 1)[1].split("```", 1)[0]
+    (tmp_path / "ws").mkdir()
+    config, _ = load_config(_write(tmp_path, block.replace("~/agent-workspace", str(tmp_path / "ws"))), environ={})
+    default = resolve_agent(config, environ={})
+    assert default.agent_id == "main"
+    assert resolve_agent(config, environ={}, agent_id="ops").memory_search.extra_paths[-1] == "runbooks"
+
+
+def test_the_default_index_name_follows_the_files_covered(tmp_path):
+    import hashlib
+
+    (tmp_path / "ws").mkdir()
+    plain = resolve_agent(MemsiftConfig(), environ={}, workspace=str(tmp_path / "ws"))
+    # Without coverage settings the name is the workspace's alone, as before (existing indexes keep theirs).
+    assert plain.store_path.name == f"main-{hashlib.sha256(str(tmp_path / 'ws').encode()).hexdigest()[:8]}.sqlite"
+    extra = {"agents": {"defaults": {"memorySearch": {"extraPaths": ["notes"]}}}}
+    same = {"agents": {"defaults": {"memorySearch": {"extraPaths": ["./notes/", str(tmp_path / "ws" / "notes")]}}}}
+    a = resolve_agent(MemsiftConfig.model_validate(extra), environ={}, workspace=str(tmp_path / "ws"))
+    b = resolve_agent(MemsiftConfig.model_validate(same), environ={}, workspace=str(tmp_path / "ws"))
+    assert a.store_path != plain.store_path and a.store_path == b.store_path

@@ -64,7 +64,7 @@ def _read(ws, path, *args, extra=()):
 
 
 def test_read_whole_file_and_ranges(ws):
-    assert _read(ws, "MEMORY.md") == ("MEMORY.md", "root fact\nsecond\nthird\n", 4, False)
+    assert _read(ws, "MEMORY.md") == ("MEMORY.md", "root fact\nsecond\nthird\n", 3, False)  # the final newline ends line 3
     assert _read(ws, "MEMORY.md", 2, 1)[1] == "second"
     assert _read(ws, "MEMORY.md", 2)[1] == "second\nthird\n"
     assert _read(ws, "MEMORY.md", 50, 3)[1] == ""  # past EOF

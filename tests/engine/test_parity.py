@@ -97,12 +97,32 @@ def test_parity_run_compares_builtin_with_qmd(tmp_path, corpus):
     assert report["summary"]["queries"] == 2 and report["summary"]["qmdFallbacks"] == 0
 
 
-def test_parity_reports_which_side_fell_back_and_can_fail_a_gate(tmp_path, corpus):
+def test_a_side_that_fell_back_fails_the_gate_and_leads_the_report(tmp_path, corpus):
+    # QMD missing: every QMD query is answered by builtin, so builtin is compared with itself.
     done = _run(tmp_path, corpus, {"command": str(tmp_path / "no-such-qmd")}, "--fail-under", "0.5")
-    # With QMD missing, both sides are the builtin index: full overlap, and the text says why.
+    assert done.returncode == 1, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("NOT COMPARABLE: qmd fell back to builtin on 2 of 2 queries")
+    assert "builtin was compared with itself" in first and "qmd is not installed at" in first
+    assert "qmd fell back: qmd → builtin" in done.stdout and "fallbacks: builtin 0, qmd 2" in done.stdout
+    assert "parity gate failed: qmd fell back to builtin on 2 of 2 queries" in done.stderr
+    assert "overlap counting them as 0 is 0.00" in done.stderr
+    report = json.loads(_run(tmp_path, corpus, {"command": str(tmp_path / "no-such-qmd")}, "--json", "--fail-under", "0.5").stdout)
+    assert list(report)[:2] == ["comparable", "warnings"]  # the JSON leads with it too
+    assert report["comparable"] is False and report["warnings"][0].startswith("qmd fell back to builtin on 2 of 2 queries")
+    assert report["summary"]["fellBackQueries"] == 2 and report["summary"]["gateMeanOverlap"] == 0.0
+    assert report["summary"]["meanOverlap"] == 1.0  # what was measured, for the record
+    # Without a gate the run still reports (exit 0), leading with the warning.
+    done = _run(tmp_path, corpus, {"command": str(tmp_path / "no-such-qmd")}, "--mode", "keyword")
+    assert done.returncode == 0 and done.stdout.startswith("NOT COMPARABLE: qmd fell back")
+
+
+def test_parity_keeps_its_search_modes(tmp_path, corpus):
+    done = _run(tmp_path, corpus, {}, "--json", "--mode", "keyword", "--fail-under", "0", path_prefix=f"{FAKEBIN}:")
     assert done.returncode == 0, done.stderr
-    assert "qmd fell back: qmd → builtin" in done.stdout
-    assert "fallbacks: builtin 0, qmd 2" in done.stdout and "mean overlap 1.00 (hits)" in done.stdout
+    report = json.loads(done.stdout)
+    assert report["comparable"] is True and report["warnings"] == []
+    assert report["queries"][0]["builtin"]["mode"] == "fts-only" and report["queries"][0]["qmd"]["mode"] == "search"
 
 
 def test_parity_gate_fails_below_the_threshold(tmp_path, corpus):

@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from helpers import EXAMPLE_WORKSPACE, make_settings
-from memsift.engine.cli.resident import relevant_env, rendezvous_dir, state_tag
+from memsift.engine.cli.resident import PROTOCOL, relevant_env, rendezvous_dir, state_tag
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ def test_a_running_watch_answers_searches_with_the_answer_the_cli_would_give(tmp
         # Garbage, a huge request, a non-search, a query with an undecodable byte: declined or
         # answered, and the server goes on serving.
         for payload in (b"\xff\xfe not json", b"[1, 2]", b"x" * (5 * 2**20),
-                        json.dumps({"protocol": 1, "argv": ["status"], "cwd": str(ws), "env": {}}).encode()):
+                        json.dumps({"protocol": PROTOCOL, "argv": ["status"], "cwd": str(ws), "env": {}}).encode()):
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
                 s.connect(str(sockets[0]))
                 try:
@@ -116,8 +116,10 @@ def test_a_running_watch_answers_searches_with_the_answer_the_cli_would_give(tmp
                     s.shutdown(socket.SHUT_WR)
                 except OSError:
                     pass  # the server stopped reading the oversized request: also fine
-                reply = s.recv(1 << 16)
-            assert json.loads(reply)["status"] == "decline"
+                reply = b""
+                while chunk := s.recv(1 << 16):
+                    reply += chunk
+            assert json.loads(reply.splitlines()[-1])["status"] == "decline"  # after "working", if any
         odd = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "search",
                               os.fsdecode(b"ledger \xff"), "--json"], env=env, capture_output=True, text=True, timeout=120)
         assert odd.returncode == 0 and json.loads(odd.stdout)["results"]
@@ -201,7 +203,7 @@ def test_the_server_declines_what_it_cannot_answer_exactly(tmp_path):
     shutil.copytree(EXAMPLE_WORKSPACE, ws)
     settings = make_settings(tmp_path, ws)
     server = ResidentServer(BuiltinSearchManager(settings, provider=FakeEmbeddingProvider()), settings, backend=None)
-    base = {"protocol": 1, "cwd": str(ws), "env": server.env}
+    base = {"protocol": PROTOCOL, "cwd": str(ws), "env": server.env}
 
     async def ask(**request):
         return await server.answer({**base, **request})
@@ -212,6 +214,7 @@ def test_the_server_declines_what_it_cannot_answer_exactly(tmp_path):
         ({"argv": ["search"]}, "arguments"),  # no query: click's own error, printed by the cold CLI
         ({"argv": ["search", "x", "-n", "0"]}, "arguments"),
         ({"argv": ["-v", "search", "x"]}, "logs"),
+        ({"argv": ["search", "x", "--help"]}, "help"),  # click would print it into the server's output
         ({"argv": ["search", "x"], "env": {**server.env, "OPENAI_API_KEY": "sha256:00"}}, "environment"),
         ({"argv": ["-w", str(tmp_path), "search", "x"]}, "other settings"),
         ({"argv": ["search", "x", "-b", "qmd"]}, "other settings"),
@@ -219,3 +222,43 @@ def test_the_server_declines_what_it_cannot_answer_exactly(tmp_path):
         reply = anyio.run(lambda: ask(**request))
         assert reply["status"] == "decline" and reason in reply["reason"], (request, reply)
     assert server.answered == 0
+
+
+def _note(ws: Path, env: dict[str, str], text: str) -> None:
+    r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "note", text],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_note_written_just_before_a_resident_search_is_always_found(tmp_path, runtime_dir):
+    # Reproduces issue 17: with `memsift watch` running, `memsift note` then `memsift search` missed
+    # the note whenever a search had synced inside the watcher's debounce window (the watcher
+    # announced only the first change of a batch), or searched before the change was announced.
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, ws)
+    env = _env(tmp_path, runtime_dir)
+    watch = Watch(ws, env)
+    try:
+        watch.wait_for("resident")
+        misses = []
+        for i in range(8):
+            word = f"heron{i}"
+            _note(ws, env, f"Order {word} supplies")
+            if i % 2:
+                time.sleep(0.3)  # inside the debounce window that follows the previous search's sync
+            answer = _search(ws, env, word)
+            watch.wait_for("answered")
+            found = any(word in h["snippet"] for h in answer["results"])
+            if not found and not answer.get("syncPending"):
+                misses.append(word)
+        # Fifteen notes back to back, then a search for each.
+        words = [f"egret{i}" for i in range(15)]
+        for word in words:
+            _note(ws, env, f"Order {word} supplies")
+        for word in words:
+            answer = _search(ws, env, word)
+            if not any(word in h["snippet"] for h in answer["results"]) and not answer.get("syncPending"):
+                misses.append(word)
+        assert misses == []
+    finally:
+        watch.stop()

@@ -199,3 +199,72 @@ def test_memsift_watch_cli_syncs_changes_and_stops_cleanly_on_ctrl_c(tmp_path):
     assert event["report"]["filesIndexed"] == 1
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=20) == 0
+
+
+def test_a_search_sees_every_change_written_before_it_started(tmp_path):
+    # Fifteen notes back to back, each searched the moment it is written: the search must see it
+    # (the watcher's debounce window is long, so only the search-time check can make it visible).
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n")
+
+    async def body(manager, events):
+        missed = []
+        note = ws / "memory" / "2026-11-22.md"
+        for i in range(15):
+            with open(note, "a") as fh:
+                fh.write(f"- 10:{i:02d} Order heron{i} supplies\n")
+            answer = await manager.search(f"heron{i}", min_score=0)
+            if not any(f"heron{i}" in h.snippet for h in answer.results) and not answer.sync_pending:
+                missed.append(i)
+        return missed
+
+    assert _host_and(tmp_path, ws, body, sync={"watchDebounceMs": 1500}) == []
+
+
+def test_sigterm_stops_watch_at_once_and_a_change_a_search_synced_is_reported_so(tmp_path):
+    # Issue 17: SIGTERM took 2.7 s (the watch threads were left to their 5 s timeout), and a change a
+    # search had already synced was logged as "1 file(s) changed" then "synced: 0 indexed".
+    import queue
+    import tempfile
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n")
+    runtime = tempfile.mkdtemp(prefix="msr")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "XDG_RUNTIME_DIR": runtime,
+                "MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__SYNC__WATCHDEBOUNCEMS": "1000"})
+    proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "watch", "--json"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    q: queue.Queue[dict] = queue.Queue()
+    threading.Thread(target=lambda: [q.put(json.loads(line)) for line in proc.stdout], daemon=True).start()
+
+    def wait_for(pred, timeout=90):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                event = q.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if pred(event):
+                return event
+        proc.kill()
+        raise AssertionError(f"no matching event; stderr: {proc.stderr.read()[-2000:]}")
+
+    try:
+        wait_for(lambda e: e["event"] == "resident")
+        (ws / "memory" / "n.md").write_text("- a note about walruses\n")
+        r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "search", "walruses", "--json"],
+                           env=env, capture_output=True, text=True, timeout=120)
+        assert json.loads(r.stdout)["results"]  # the search synced the note, within the debounce window
+        event = wait_for(lambda e: e["event"] == "synced" and e["reason"] == "watch")
+        assert event["alreadyIndexed"] is True and event["report"]["filesIndexed"] == 0
+        # The watch threads restarted a moment ago (after that change): stopping must not wait for them.
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        assert time.monotonic() - started < 2.5  # it used to wait for the watch threads' 5 s timeout
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -65,6 +65,15 @@ INVALID: list[tuple[dict, str]] = [
     ({"memory": {"qmd": {"scope": {"rules": [{"action": "allow", "match": {"chanel": "x"}}]}}}}, "memory.qmd.scope.rules[0].match.chanel"),
     ({"memory": {"qmd": {"fallback": "qmd"}}}, "memory.qmd.fallback"),
     ({"memory": {"bakend": "qmd"}}, "memory.bakend"),
+    # A misspelt memorySearch block was ignored (defaults ran); durations were not checked (issue 17).
+    ({"agents": {"list": [{"id": "main", "memorySerch": {"provider": "local"}}]}}, "agents.list[0].memorySerch"),
+    ({"agents": {"list": [{"id": "ops", "memorySerach": {}}]}}, "agents.list[0].memorySerach"),
+    ({"agents": {"defaults": {"memorySerch": {"provider": "local"}}}}, "agents.defaults.memorySerch"),
+    ({"agents": {"defaults": {"workspce": "~/agent"}}}, "agents.defaults.workspce"),
+    ({"memory": {"qmd": {"update": {"interval": "banana"}}}}, "memory.qmd.update.interval"),
+    ({"memory": {"qmd": {"update": {"interval": "1h 30m"}}}}, "memory.qmd.update.interval"),
+    ({"memory": {"qmd": {"update": {"interval": -5}}}}, "memory.qmd.update.interval"),
+    ({"memory": {"qmd": {"update": {"embedInterval": "often"}}}}, "memory.qmd.update.embedInterval"),
     ({"stateDir": ["a"]}, "stateDir"),
 ]
 

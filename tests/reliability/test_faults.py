@@ -152,10 +152,10 @@ def test_qmd_crashes_and_hangs_fall_back_and_recover(tmp_path):
 
     async def go():
         for mode in ["crash", "hang", "garbage", "crash", "garbage"]:
-            # A manager reads FAKE_QMD_MODE when it is built; after a failure the wrapper evicts it
-            # and builds a fresh one, which then sees QMD healthy again.
-            m = FallbackSearchManager(lambda: QmdSearchManager(settings, environ=dict(env)), lambda: builtin,
-                                      name="qmd", scope=None, retry_after_s=0)
+            # The manager reads FAKE_QMD_MODE at every call; after a failure the wrapper tries it
+            # again (retry_after_s=0), and it then finds QMD healthy again.
+            m = FallbackSearchManager(lambda: QmdSearchManager(settings, environ=env), lambda: builtin,
+                                      name="qmd", retry_after_s=0)
             env["FAKE_QMD_MODE"] = mode
             answer = await m.search("aurora telemetry", min_score=0)
             FIGURES[f"faults injected: qmd {mode}"] += 1

@@ -16,6 +16,7 @@ import pytest
 
 from figures import FIGURES
 from helpers import QMD_SAMPLES, make_settings
+from memory_guard import assert_untouched, snapshot
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.backends.qmd import QmdSearchManager
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
@@ -114,3 +115,58 @@ def test_index_files_and_state_dirs_are_user_only(tmp_path, ws):
         anyio.run(q.aclose)
     finally:
         os.umask(old)
+
+
+# Canaries: a key, header values (with an Authorization header of a gateway), each distinct from
+# its first 10 characters on, so a leaked prefix is found too.
+GATEWAY_TOKEN = "gwtok-Hq3ZpL8vXn2Rk7Ty5Bm9"
+HEADER_CANARIES = {"api-key": "hdrkey-Wc4Ns8Jd2Fq6Lp0Vz3", "X-Custom-Token": "hdrtok-Ym7Gb1Kx5Rt9Qe3Ua8"}
+CANARIES = [KEY, GATEWAY_TOKEN, *HEADER_CANARIES.values()]
+
+
+def _canary_leaks(text: str | bytes) -> list[str]:
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape")
+    return [c for c in CANARIES for needle in (c, c[:10], c[-10:]) if needle.encode() in data]
+
+
+@pytest.mark.parametrize("auth", ["apiKey", "Authorization header"])
+def test_header_values_and_keys_echoed_late_in_an_error_never_leak(tmp_path, ws, auth):
+    """`remote.headers` values are secrets too, and error text is masked before it is cut (a key
+    echoed after 290 characters used to leak its first 10)."""
+    token = KEY if auth == "apiKey" else GATEWAY_TOKEN
+    notes = snapshot(ws)
+    with ProviderServer("openai", key=token) as server:
+        headers = dict(HEADER_CANARIES)
+        remote = {"baseUrl": server.base_url, "headers": headers}
+        if auth == "apiKey":
+            remote["apiKey"] = KEY
+        else:  # a gateway's own token in the header (the openai adapter still wants a key)
+            headers["Authorization"] = f"Bearer {GATEWAY_TOKEN}"
+            remote["apiKey"] = "placeholder-key-unused"
+        cfg = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "openai", "remote": remote}}}}
+        outputs = [_cli(tmp_path, ws, cfg, *args) for args in (["config", "show"], ["index"], ["search", "--json", "coffee"])]
+        assert all(p.returncode == 0 for p in outputs), [p.stderr[-1500:] for p in outputs]
+        assert server.embedding_requests()[-1].headers["x-custom-token"] == HEADER_CANARIES["X-Custom-Token"]  # really sent
+        # A provider that echoes every header it got, and one secret again at character 290 (where
+        # error text is cut at 300).
+        echo = "headers: " + " ".join(f"{k}={v}" for k, v in [("Authorization", token), *HEADER_CANARIES.items()])
+        commands = (["search", "--json", "coffee"], ["status", "--json"], ["status", "--deep"], ["status", "--deep", "--json"],
+                    ["search", "coffee"], ["index", "--force"], ["search", "--json", "tea"], ["status", "--deep", "--json"])
+        for i, args in enumerate(commands):
+            late = [token, *HEADER_CANARIES.values()][i % 3]
+            body = {"error": {"message": echo.ljust(290, "x") + late}}
+            server.faults = [Fault(401, body)] * 8
+            (ws / "memory" / f"edit-{len(outputs)}.md").write_text(f"- a new note, number {len(outputs)}\n")
+            outputs.append(_cli(tmp_path, ws, cfg, *args))
+        shown = json.loads(outputs[0].stdout)["memorySearch"]["remote"]["headers"]
+        assert set(shown) == set(headers) and all(v == "**********" for v in shown.values())
+        assert any(b"HTTP 401" in p.stdout + p.stderr for p in outputs[3:])  # the errors were shown
+        for proc in outputs:
+            FIGURES["secret canaries (API key, header values) checked in outputs"] += len(CANARIES)
+            leaks = _canary_leaks(proc.stdout) + _canary_leaks(proc.stderr)
+            FIGURES["secret canaries leaked"] += len(leaks)
+            assert not leaks, (proc.args[-3:], leaks)
+    for f in (tmp_path / "state").rglob("*"):
+        if f.is_file():
+            assert not _canary_leaks(f.read_bytes()), f
+    assert_untouched(notes, ws, new_files_allowed=True)  # the test adds notes itself

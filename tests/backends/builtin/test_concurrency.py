@@ -9,13 +9,16 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import anyio
+import apsw
 
 from helpers import make_settings
 from memsift.backends.builtin import BuiltinSearchManager
+from memsift.backends.builtin.index_file import inspect_index_file
 from memsift.backends.builtin.store import open_db
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 
@@ -112,3 +115,44 @@ def test_sigkill_in_the_middle_of_a_sync_then_the_next_sync_catches_up(tmp_path)
     conn, _ = open_db(fresh.db_path, readonly=True)
     assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == 46
     conn.close()
+
+
+def _hold_briefly(db: Path) -> threading.Timer:
+    """Another connection holds the database exclusively for a moment, as a writer closing the
+    last connection does while it checkpoints and removes the WAL; readers see SQLITE_BUSY."""
+    holder = apsw.Connection(str(db))
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN IMMEDIATE; UPDATE meta SET value = value; COMMIT")
+    release = threading.Timer(0.5, holder.close)
+    release.start()
+    return release
+
+
+def test_a_read_waits_for_a_writer_that_holds_the_database_for_a_moment(tmp_path):
+    ws = _ws(tmp_path, 2)
+    m = _manager(tmp_path, ws)
+    anyio.run(m.sync)
+    release = _hold_briefly(m.db_path)
+    conn, _ = open_db(m.db_path, readonly=True)  # used to fail at once: 'database is locked'
+    assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == 3
+    conn.close()
+    release.join()
+
+
+def test_an_older_index_held_for_a_moment_is_still_recognised_as_memsifts(tmp_path):
+    ws = _ws(tmp_path, 2)
+    m = _manager(tmp_path, ws)
+    anyio.run(m.sync)
+    older = tmp_path / "elsewhere" / "index.sqlite"  # outside the state folder: judged by its tables
+    older.parent.mkdir()
+    conn = apsw.Connection(str(older))
+    conn.execute(f"ATTACH DATABASE '{m.db_path}' AS src")
+    for (sql,) in conn.execute("SELECT sql FROM src.sqlite_master WHERE type='table' AND name IN ('meta','files','chunks','embedding_cache')").fetchall():
+        conn.execute(sql)  # an index made before databases carried memsift's mark
+    conn.execute("INSERT INTO meta SELECT * FROM src.meta; DETACH DATABASE src; PRAGMA journal_mode=WAL")
+    conn.close()
+    assert inspect_index_file(older, None) == "ours"
+    release = _hold_briefly(older)
+    # Used to be refused as 'another program's SQLite database' while the writer held it.
+    assert inspect_index_file(older, None) == "ours"
+    release.join()

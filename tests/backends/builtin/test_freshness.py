@@ -154,3 +154,29 @@ def test_session_transcripts_are_searchable_with_jsonl_line_numbers(tmp_path):
     run(m.sync)
     assert run(m.search, "boat key mat", min_score=0).results[0].path == "sessions/abc.jsonl"
     run(m.aclose)
+
+
+def test_a_search_during_the_first_build_waits_for_it(tmp_path):
+    # The index file exists (schema, no meta) while its first build runs: a search then answered
+    # "none" with syncPending after its budget, as if there were nothing to find (seen over MCP,
+    # whose first search races the server's start sync).
+    ws = _ws(tmp_path, 3)
+
+    class SlowProvider(FakeEmbeddingProvider):
+        async def embed_documents(self, texts):
+            await anyio.sleep(1.5)
+            return await super().embed_documents(texts)
+
+    m = BuiltinSearchManager(make_settings(tmp_path, ws), provider=SlowProvider())
+    m.search_sync_budget_s = 0.3
+
+    async def go():
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: m.sync(reason="start"))
+            while not m.db_path.exists():
+                await anyio.sleep(0.02)
+            return await m.search("dark roast coffee", min_score=0)
+
+    answer = anyio.run(go)
+    assert answer.mode != "none" and answer.results and answer.results[0].path == "MEMORY.md"
+    run(m.aclose)

@@ -194,10 +194,12 @@ def test_leftover_temp_databases_are_cleaned_up(tmp_path):
     m = _manager(tmp_path, ws)
     run(m.sync)
     orphan = Path(f"{m.db_path}.tmp-deadbeef0000")
-    orphan.write_bytes(b"half-built index")
+    open_db(orphan)[0].close()  # a rebuild killed half-way: memsift's mark is in its header
     Path(f"{orphan}-wal").write_bytes(b"")
+    empty = Path(f"{m.db_path}.tmp-deadbeef0001")
+    empty.write_bytes(b"")  # killed before its first write
     run(m.sync)
-    assert not orphan.exists() and not Path(f"{orphan}-wal").exists()
+    assert not orphan.exists() and not Path(f"{orphan}-wal").exists() and not empty.exists()
     run(m.aclose)
 
 
@@ -259,3 +261,37 @@ def test_fts_only_mode_without_a_provider(tmp_path):
     meta = _rows(m.db_path, "SELECT value FROM meta")[0][0]
     assert '"model": "fts-only"' in meta
     run(m.aclose)
+
+
+def test_progress_reports_files_then_chunks_in_small_steps(tmp_path):
+    # Issue 17: `memsift index` showed "0/?" for minutes, then jumped by 256 chunks.
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for i in range(60):
+        body = "\n".join(f"- {i}.{j} " + "words about the weekly planning meeting " * 12 for j in range(12))
+        (ws / "memory" / f"2026-10-{i % 28 + 1:02d}-{i}.md").write_text(body + "\n")
+    events: list[tuple[str, int, int]] = []
+    m = BuiltinSearchManager(make_settings(tmp_path, ws), provider=FakeEmbeddingProvider(),
+                             progress=lambda stage, done, total: events.append((stage, done, total)))
+    report = run(m.sync)
+    files = [e for e in events if e[0] == "files"]
+    chunks = [e for e in events if e[0] == "embed"]
+    assert files and files[-1] == ("files", 60, 60)
+    assert events.index(files[-1]) < events.index(chunks[0])  # files first, then chunks
+    assert chunks[-1] == ("embed", report.chunks_written, report.chunks_written) and report.chunks_written > 256
+    assert all(total == report.chunks_written for _s, _d, total in chunks)
+    dones = [d for _s, d, _t in chunks]
+    assert dones == sorted(dones) and max(b - a for a, b in zip([0] + dones, dones)) <= 64  # never a jump of 256
+    run(m.aclose)
+
+
+def test_a_rebuild_cause_says_what_changed_in_words(tmp_path):
+    # Issue 17: "scopeHash changed ('8ff9…' → '8823…')" told the user nothing.
+    ws = _ws(tmp_path)
+    (ws / "notes").mkdir()
+    store = {"store": {"path": str(tmp_path / "shared.sqlite")}}  # one index shared by both settings
+    run(_manager(tmp_path, ws, **store).sync)
+    st = run(_manager(tmp_path, ws, extraPaths=["notes"], **store).status)
+    cause = st.index["rebuildNeeded"]
+    assert cause == "the files it covers changed (workspace, extraPaths or multimodal settings)", cause
+    assert "memsift index" in st.search_now and "scopeHash" not in st.search_now

@@ -18,6 +18,7 @@ from memsift.backends.qmd.process import QmdError
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.errors import PathNotAllowedError
 from memsift.engine.fallback import FallbackSearchManager
+from memsift.engine.scoped import scoped
 
 FAKEBIN = Path(__file__).with_name("fakebin")
 
@@ -58,7 +59,7 @@ def _calls(tmp_path) -> list[dict]:
 
 def _wrapped(settings, env, **kw):
     builtin = lambda: BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())  # noqa: E731
-    return FallbackSearchManager(lambda: QmdSearchManager(settings, environ=env), builtin, name="qmd", scope=settings.memory.qmd.scope, **kw)
+    return scoped(FallbackSearchManager(lambda: QmdSearchManager(settings, environ=env), builtin, name="qmd", **kw), settings)
 
 
 def test_isolated_home_collections_and_search_mapping(tmp_path, ws, env):
@@ -137,7 +138,8 @@ def test_a_hang_is_killed_with_its_whole_process_group_and_falls_back(tmp_path, 
     started = time.monotonic()
     answer = run(m.search, "Aurora telemetry", min_score=0)
     assert time.monotonic() - started < 10
-    assert answer.backend == "builtin" and answer.fallback.from_ == "qmd" and "timed out" in answer.fallback.reason
+    assert answer.backend == "builtin" and answer.fallback.from_ == "qmd"
+    assert answer.fallback.reason == "qmd did not answer within 1.5 s (memory.qmd.limits.timeoutMs): searching collection notes-main was stopped after 1.5 s"
     assert answer.results and answer.results[0].path in ("MEMORY.md", "projects/aurora.md", "memory/2026-02-10.md")
     pids = [int(p) for p in Path(env["FAKE_QMD_PIDS"]).read_text().split()]
     assert len(pids) == 2 and _no_process_left(pids)  # launcher and worker are both gone
@@ -145,7 +147,8 @@ def test_a_hang_is_killed_with_its_whole_process_group_and_falls_back(tmp_path, 
     assert st.backend == "builtin" and st.fallback.from_ == "qmd"
 
 
-@pytest.mark.parametrize("mode,reason", [("crash", "failed (code 1)"), ("garbage", "invalid JSON")])
+@pytest.mark.parametrize("mode,reason", [("crash", "qmd exited with code 1 while searching collection notes-main: TypeError: fetch failed"),
+                                         ("garbage", "qmd returned invalid JSON")])
 def test_crashes_and_garbage_fall_back_then_recover(tmp_path, ws, env, mode, reason):
     settings = _settings(tmp_path, ws)
     env["FAKE_QMD_MODE"] = mode
@@ -160,10 +163,14 @@ def test_crashes_and_garbage_fall_back_then_recover(tmp_path, ws, env, mode, rea
 def test_missing_binary_falls_back_and_fail_closed_refuses(tmp_path, ws, env):
     settings = _settings(tmp_path, ws, command="/nonexistent/qmd-binary --flag")
     answer = run(_wrapped(settings, env).search, "Aurora", min_score=0)
-    assert answer.backend == "builtin" and "not found" in answer.fallback.reason
+    assert answer.backend == "builtin"
+    assert answer.fallback.reason == "qmd is not installed at /nonexistent/qmd-binary (memory.qmd.command; see README, The QMD backend)"
     closed = _settings(tmp_path, ws, command="/nonexistent/qmd-binary", fallback="none")
     answer = run(_wrapped(closed, env, fail_closed=True).search, "Aurora")
-    assert answer.results == [] and "not found" in answer.unavailable and answer.fallback is None
+    assert answer.results == [] and "not installed" in answer.unavailable and answer.fallback is None
+    off_path = _settings(tmp_path, ws, command="qmd")
+    answer = run(_wrapped(off_path, {**env, "PATH": "/nonexistent"}).search, "Aurora", min_score=0)
+    assert answer.fallback.reason == "qmd is not installed or not on PATH (see README, The QMD backend)"  # no PATH dump
 
 
 def test_scope_denial_is_visible_and_spawns_nothing(tmp_path, ws, env):
@@ -298,3 +305,10 @@ def test_sessions_are_exported_into_their_own_collection(tmp_path, ws, env):
     assert ["--index", "memsift", "collection", "add", str(export), "--name", "sessions-main", "--glob", "**/*.md"] in adds
     st = run(m.status)
     assert st.sources == ["memory", "sessions"]
+
+
+def test_no_collection_folder_is_an_empty_answer_that_says_so(tmp_path, ws, env):
+    m = _wrapped(_settings(tmp_path, ws, paths=[{"path": "no-such-folder", "name": "gone"}]), env)
+    answer = run(m.search, "aurora")
+    assert answer.backend == "qmd" and answer.results == [] and answer.fallback is None
+    assert answer.notes == ["QMD has no collection to search: none of its folders exists (memory.qmd.paths, memory.qmd.includeDefaultMemory)"]

@@ -18,6 +18,7 @@ from memsift.backends.builtin import BuiltinSearchManager
 from memsift.backends.qmd import QmdSearchManager
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.fallback import FallbackSearchManager
+from memsift.engine.scoped import scoped
 
 
 def _real_qmd() -> str | None:
@@ -44,12 +45,11 @@ def _settings(tmp_path, ws, **qmd):
 
 
 def _wrapped(settings):
-    return FallbackSearchManager(
+    return scoped(FallbackSearchManager(
         lambda: QmdSearchManager(settings),
         lambda: BuiltinSearchManager(settings, provider=FakeEmbeddingProvider()),
         name="qmd",
-        scope=settings.memory.qmd.scope,
-    )
+    ), settings)
 
 
 def _qmd_processes(home: Path) -> list[int]:
@@ -103,7 +103,7 @@ def test_model_modes_time_out_cleanly_and_fall_back(tmp_path, example_workspace,
     assert time.monotonic() - started < 20
     assert answer.backend == "builtin" and answer.fallback.from_ == "qmd"
     # query waits for a model download (killed at the timeout); vsearch finds nothing embedded.
-    assert any(w in answer.fallback.reason for w in ("timed out", "failed", "no embeddings"))
+    assert any(w in answer.fallback.reason for w in ("did not answer within 2.5 s", "exited with code", "no embeddings"))
     assert answer.results and answer.results[0].path == "memory/projects/travel.md"
     home = tmp_path / "state" / "agents" / "main" / "qmd"
     deadline = time.monotonic() + 5
@@ -143,3 +143,15 @@ def test_cli_switches_backends(tmp_path, example_workspace):
     r = subprocess.run([*base, "status", "--json"], capture_output=True, text=True, env=env, timeout=120)
     assert json.loads(r.stdout)["qmd"]["version"] == "2.8.3"
 
+
+
+def test_index_reports_what_qmd_really_did(tmp_path, example_workspace):
+    m = QmdSearchManager(_settings(tmp_path, example_workspace))
+    first = run(m.sync)
+    assert (first.files_indexed, first.files_seen, first.files_unchanged) == (6, 6, 0)  # indexed by `collection add`
+    assert first.notes[:2] == ["collection memory-root-main added (1 new)", "collection memory-dir-main added (5 new)"]
+    with open(example_workspace / "memory" / "2026-11-02.md", "a") as fh:
+        fh.write("- 18:00 a line written after the first index\n")
+    again = run(m.sync)
+    assert (again.files_indexed, again.files_seen, again.files_unchanged) == (1, 6, 5)
+    assert "qmd update: 0 new, 1 updated, 5 unchanged, 0 removed" in again.notes

@@ -1,0 +1,174 @@
+"""Refresh the CLI examples in README.md from real runs, so they cannot drift from what memsift prints.
+
+    python contrib/readme_examples.py            # rewrite the example blocks in README.md
+    python contrib/readme_examples.py --check    # exit 1 if a block's commands are not the README's
+    python contrib/readme_examples.py --only watch parity
+
+Each example in README.md sits between two markers around a fenced block:
+
+    <!-- example: NAME -->
+    ```text
+    $ memsift -w contrib/example-workspace search "a828e60" --explain -n 1
+    (output)
+    ```
+    <!-- /example -->
+
+The lines starting with `$ ` are the commands; everything else in the block is output and is
+replaced. The commands run with bash, one after the other, in a temporary folder holding a copy
+of contrib/example-workspace (and contrib/parity-queries.txt) at the same relative paths (so they read as in a checkout), with a
+private state folder (indexed once beforehand, and restored before every block, so no block sees
+another's notes), no config file, no API keys and no running memsift answering
+(MEMSIFT_NO_RESIDENT=1). stdout and stderr are both shown, as a terminal would. The temporary
+folder's path is shown as the checkout, the state folder as `~/.local/state/memsift`.
+
+A block whose commands use QMD (`-b qmd`, `--backend qmd`, `parity`) runs only when `qmd` is on
+PATH; otherwise it is left as it is, and the script says so. A long-running command (`memsift
+watch`) takes the marker option `while="CMD"`: it runs in the background until it is ready, then
+CMD runs, and once the watch has synced it is stopped with Ctrl-C; its output is what is shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+EXAMPLE_WS = "contrib/example-workspace"
+SHIPPED = (EXAMPLE_WS, "contrib/parity-queries.txt")  # what the commands may name, copied as in a checkout
+BLOCK_RE = re.compile(
+    r"^(?P<indent>[ \t]*)<!-- example: (?P<name>[\w-]+)(?P<opts>[^>]*?)-->\n"
+    r"(?P=indent)```(?P<lang>\w*)\n(?P<body>.*?)^(?P=indent)```\n(?P=indent)<!-- /example -->$",
+    re.M | re.S,
+)
+OPT_RE = re.compile(r'(\w+)="([^"]*)"')
+QMD_RE = re.compile(r"(-b qmd|--backend qmd|\bparity\b)")
+STATE_SHOWN = "~/.local/state/memsift"
+
+
+class Sandbox:
+    """A temporary checkout-like folder with the example workspace and a private, pre-built state."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="memsift-readme-"))
+        self.state = self.root / ".state"
+        self.template = Path(tempfile.mkdtemp(prefix="memsift-readme-state-"))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+        (self.root / ".rt").mkdir(mode=0o700)  # a watch's resident socket stays in here
+        env.update(MEMSIFT_STATE_DIR=str(self.state), XDG_CONFIG_HOME=str(self.root / ".config"), MEMSIFT_NO_RESIDENT="1",
+                   XDG_RUNTIME_DIR=str(self.root / ".rt"),
+                   NO_COLOR="1", TERM="dumb", COLUMNS="100", PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+        self.env = env
+        self.reset(fresh_state=True)
+        subprocess.run(["memsift", "-w", EXAMPLE_WS, "index"], cwd=self.root, env=env, check=True, capture_output=True)
+        shutil.copytree(self.state, self.template, dirs_exist_ok=True)
+
+    def reset(self, *, fresh_state: bool = False) -> None:
+        """The workspace as shipped and the state as first indexed (same paths: the index stays valid)."""
+        for rel in SHIPPED:
+            target = self.root / rel
+            shutil.rmtree(target, ignore_errors=True) if target.is_dir() else target.unlink(missing_ok=True)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            (shutil.copytree if (REPO / rel).is_dir() else shutil.copy2)(REPO / rel, target)
+        for extra in self.root.iterdir():
+            if extra.name not in ("contrib", ".state", ".config", ".rt"):
+                shutil.rmtree(extra) if extra.is_dir() else extra.unlink()
+        shutil.rmtree(self.state, ignore_errors=True)
+        if not fresh_state:
+            shutil.copytree(self.template, self.state)
+
+    def shown(self, text: str) -> str:
+        return text.replace(str(self.state), STATE_SHOWN).replace(f"{self.root}/", "").replace(str(self.root), ".")
+
+    def run(self, command: str) -> str:
+        r = subprocess.run(["bash", "-c", f"{command} 2>&1"], cwd=self.root, env=self.env, capture_output=True, text=True,
+                           timeout=600)
+        return self.shown(r.stdout)
+
+    def run_while(self, command: str, meanwhile: str) -> str:
+        """Start `command` (a watch), run `meanwhile` once it is ready, stop it after its next sync."""
+        proc = subprocess.Popen(["bash", "-c", f"exec {command} 2>&1"], cwd=self.root, env=self.env,
+                                stdout=subprocess.PIPE, text=True)
+        lines: list[str] = []
+        ran = False
+        deadline = time.monotonic() + 300
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if not ran and "watching" in line:
+                self.run(meanwhile)
+                ran = True
+            elif (ran and "synced (watch)" in line) or time.monotonic() > deadline:
+                proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        return self.shown("".join(lines))
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+        shutil.rmtree(self.template, ignore_errors=True)
+
+
+def commands_of(body: str, indent: str) -> list[str]:
+    return [line[len(indent) + 2:] for line in body.splitlines() if line[len(indent):].startswith("$ ")]
+
+
+def render(commands: list[str], outputs: list[str], indent: str) -> str:
+    out = []
+    for cmd, text in zip(commands, outputs):
+        if out and out[-1] and not out[-1].startswith("$ "):
+            out.append("")  # a blank line after a command's output, not after a silent command
+        out.append(f"$ {cmd}")
+        out += text.rstrip("\n").split("\n") if text.strip() else []
+    return "".join(f"{indent}{line}".rstrip() + "\n" for line in out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", nargs="*", help="refresh only these examples")
+    parser.add_argument("--check", action="store_true", help="only list the examples and their commands")
+    args = parser.parse_args()
+    text = README.read_text(encoding="utf-8")
+    blocks = list(BLOCK_RE.finditer(text))
+    if args.check:
+        for m in blocks:
+            print(m.group("name"), commands_of(m.group("body"), m.group("indent")))
+        return 0 if blocks else 1
+    has_qmd = shutil.which("qmd") is not None
+    box = Sandbox()
+    try:
+        pieces, last = [], 0
+        for m in blocks:
+            name, indent, body = m.group("name"), m.group("indent"), m.group("body")
+            commands = commands_of(body, indent)
+            opts = dict(OPT_RE.findall(m.group("opts")))
+            keep = (args.only and name not in args.only) or (not has_qmd and any(QMD_RE.search(c) for c in commands))
+            if keep:
+                print(f"{name}: left as it is" + ("" if args.only else " (needs qmd on PATH)"))
+                continue
+            box.reset()
+            started = time.perf_counter()
+            if "while" in opts:
+                outputs = [box.run_while(commands[0], opts["while"])]
+            else:
+                outputs = [box.run(c) for c in commands]
+            new_body = render(commands, outputs, indent)
+            pieces += [text[last:m.start("body")], new_body]
+            last = m.end("body")
+            print(f"{name}: {len(commands)} command(s) run in {time.perf_counter() - started:.1f} s")
+        pieces.append(text[last:])
+        README.write_text("".join(pieces), encoding="utf-8")
+    finally:
+        box.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""Progress of long work on a terminal (stderr): files checked, then chunks embedded, with rate and ETA.
+
+`memsift index` shows it always; a search shows it only when it must build the index first (and
+says so in one line), since its ordinary freshness check takes a moment. Nothing is shown when
+stderr is not a terminal, so scripts and pipes see only results.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+__all__ = ["progress_display", "STAGE_LABELS"]
+
+STAGE_LABELS = {"files": ("checking files", "files"), "embed": ("embedding chunks", "chunks"),
+                "write": ("writing chunks", "chunks")}
+
+
+@contextmanager
+def progress_display(*, always: bool, workspace: Any = None) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A progress callback (stage, done, total) drawing on stderr, or None off a terminal.
+
+    `always`: show every stage (`memsift index`); otherwise stay silent until the manager reports
+    "build" (a search found no index and builds it first), then say so and show the rest."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console  # noqa: PLC0415
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text(f"{speed:.1f} {task.fields['unit']}/s" if speed else "", style="progress.data.speed")
+
+    console = Console(stderr=True)
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
+                   TimeRemainingColumn(), console=console, transient=True)
+    tasks: dict[str, Any] = {}
+    state = {"on": always, "started": False}
+
+    def update(stage: str, done: int, total: int) -> None:
+        if stage == "build":
+            console.print(f"memsift: building the index for {workspace} first (there is none yet); the search follows",
+                          markup=False, highlight=False)
+            state["on"] = True
+            return
+        if not state["on"] or stage not in STAGE_LABELS:
+            return
+        if not state["started"]:
+            bar.start()
+            state["started"] = True
+        if stage not in tasks:
+            label, unit = STAGE_LABELS[stage]
+            tasks[stage] = bar.add_task(label, total=total, unit=unit)
+        bar.update(tasks[stage], completed=done, total=total, refresh=True)
+
+    try:
+        yield update
+    finally:
+        if state["started"]:
+            bar.stop()

@@ -1,0 +1,106 @@
+"""`ScopedSearchManager`: the scope rules (`memory.qmd.scope`) for every backend, once, above them.
+
+The factory wraps every manager it builds in one, and so does the MCP server, so a chat the rules
+deny is denied by every call that reads memory: `search`, `read` (memory_get) and `status`, on
+the builtin backend as on QMD (and its fallback). A denial is an answer that says so (`denied`:
+the rule, channel and chat type), logged as a warning; no backend runs, no process is spawned.
+`sync` and `aclose` are the operator's and pass through, as does every other attribute.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config.models import ScopeConfig
+from .fts_query import MAX_QUERY_CHARS
+from .logging import get_logger
+from .manager import SearchManager
+from .results import ManagerStatus, ReadResult, ScopeDenial, SearchAnswer
+from .scope import ScopeDecision, decide_scope
+from .text import shorten
+
+__all__ = ["ScopedSearchManager", "scoped"]
+
+log = get_logger("memsift.scope")
+
+SHOWN_PATH_CHARS = 200  # a denied read echoes at most this much of the path
+
+
+class ScopedSearchManager:
+    """A `SearchManager` that answers only the session keys its scope rules allow."""
+
+    _OWN = frozenset({"_inner", "scope", "agent_id"})
+
+    def __init__(self, inner: SearchManager, scope: ScopeConfig | None, *, agent_id: str) -> None:
+        object.__setattr__(self, "_inner", inner)
+        object.__setattr__(self, "scope", scope)
+        object.__setattr__(self, "agent_id", agent_id)
+
+    # Everything else is the wrapped manager's (its backend, `primary`, `mark_dirty`, `sync`, …).
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._OWN:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._inner, name, value)
+
+    @property
+    def inner(self) -> SearchManager:
+        return self._inner
+
+    def decide(self, session_key: str | None, call: str) -> ScopeDecision:
+        decision = decide_scope(self.scope, session_key)
+        if not decision.allowed:
+            log.warning(
+                f"memory {call} denied by scope",
+                rule=decision.rule,
+                channel=decision.channel or "unknown",
+                chat_type=decision.chat_type,
+                session=decision.session_key or "<none>",
+            )
+        return decision
+
+    # --- SearchManager --------------------------------------------------------------------------
+
+    async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
+                     session_key: str | None = None, explain: bool = False, **kw: Any) -> SearchAnswer:
+        decision = self.decide(session_key, "search")
+        if not decision.allowed:
+            return SearchAnswer(
+                query=query[:MAX_QUERY_CHARS], results=[], backend=self._inner.backend, mode="none", min_score=min_score or 0.0,
+                max_results=max_results or 0, took_ms=0.0, denied=_denial(decision),
+            )
+        return await self._inner.search(query, max_results=max_results, min_score=min_score, session_key=session_key,
+                                        explain=explain, **kw)
+
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
+                   session_key: str | None = None, **kw: Any) -> ReadResult:
+        decision = self.decide(session_key, "read")
+        if not decision.allowed:
+            shown = shorten(path, SHOWN_PATH_CHARS) if isinstance(path, str) else ""
+            return ReadResult(path=shown, text="", denied=_denial(decision))
+        return await self._inner.read(path, from_line, lines, **kw)
+
+    async def status(self, *, deep: bool = False, session_key: str | None = None) -> ManagerStatus:
+        decision = self.decide(session_key, "status")
+        if not decision.allowed:  # not even the workspace folder is shown
+            return ManagerStatus(backend=self._inner.backend, agent_id=self.agent_id, workspace_dir="",
+                                 denied=_denial(decision))
+        return await self._inner.status(deep=deep)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _denial(decision: ScopeDecision) -> ScopeDenial:
+    return ScopeDenial(rule=decision.rule, channel=decision.channel, chat_type=decision.chat_type,
+                       session_key=decision.session_key)
+
+
+def scoped(manager: SearchManager, settings: Any) -> ScopedSearchManager:
+    """`manager` under the scope rules of `settings` (a manager already scoped is returned as is)."""
+    if isinstance(manager, ScopedSearchManager):
+        return manager
+    return ScopedSearchManager(manager, settings.memory.qmd.scope, agent_id=settings.agent_id)

@@ -1,0 +1,138 @@
+"""Scope rules hold for every call that reads memory (search, get, status), on every backend,
+in the Python API, over MCP and in the CLI: one policy above the backends."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from helpers import QMD_SAMPLES, make_settings
+from memsift.engine.factory import open_manager
+
+FAKEBIN = Path(__file__).parents[1] / "backends" / "qmd" / "fakebin"
+GROUP = "agent:main:discord:group:42"
+DIRECT = "agent:main:telegram:direct:7"
+SECRET_LINE = "aurora"  # a word of the corpus's MEMORY.md
+
+
+@pytest.fixture
+def ws(tmp_path):
+    w = tmp_path / "ws"
+    shutil.copytree(QMD_SAMPLES / "corpus", w)
+    return w
+
+
+@pytest.fixture
+def fake_qmd(tmp_path, monkeypatch):
+    env = {"PATH": f"{FAKEBIN}:{os.environ['PATH']}", "FAKE_QMD_SAMPLES": str(QMD_SAMPLES),
+           "FAKE_QMD_LOG": str(tmp_path / "qmd-calls.jsonl"), "FAKE_QMD_PIDS": str(tmp_path / "pids")}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return env
+
+
+def _config(tmp_path: Path, backend: str) -> dict:
+    return {
+        "stateDir": str(tmp_path / "state"),
+        "agents": {"defaults": {"memorySearch": {"provider": "none"}}},
+        "memory": {"backend": backend, "qmd": {"includeDefaultMemory": False, "paths": [{"path": ".", "name": "notes"}],
+                                               "update": {"onBoot": False}}},
+    }
+
+
+def _settings(tmp_path, ws, backend):
+    cfg = _config(tmp_path, backend)
+    return make_settings(tmp_path, ws, cfg["agents"]["defaults"]["memorySearch"], memory=cfg["memory"])
+
+
+@pytest.mark.parametrize("backend", ["builtin", "qmd"])
+def test_search_get_and_status_deny_alike_on_every_backend(tmp_path, ws, fake_qmd, backend):
+    manager = open_manager(_settings(tmp_path, ws, backend))
+
+    async def go():
+        try:
+            found = await manager.search("aurora telemetry", session_key=GROUP, min_score=0)
+            assert found.results == [] and found.denied.chat_type == "group"
+            got = await manager.read("MEMORY.md", session_key=GROUP)
+            assert got.text == "" and got.denied is not None and got.denied.rule == "default deny"
+            st = await manager.status(session_key=GROUP)
+            assert st.denied is not None and st.files == 0 and st.workspace_dir == ""
+            assert not (tmp_path / "qmd-calls.jsonl").exists()  # nothing ran for a denied chat
+            # The same calls for a direct chat (and for a local caller without a key) are answered.
+            assert SECRET_LINE in (await manager.read("MEMORY.md", session_key=DIRECT)).text.lower()
+            assert SECRET_LINE in (await manager.read("MEMORY.md")).text.lower()
+            assert (await manager.status(session_key=DIRECT)).denied is None
+            assert (await manager.search("aurora telemetry", session_key=DIRECT, min_score=0)).denied is None
+        finally:
+            await manager.aclose()
+
+    anyio.run(go)
+
+
+mcp = pytest.importorskip("mcp")
+
+
+@pytest.mark.parametrize("backend", ["builtin", "qmd"])
+def test_mcp_tools_deny_per_call_and_server_keys(tmp_path, ws, fake_qmd, backend):
+    from mcp import Client
+
+    from memsift.engine.mcp_server import MemoryServer, build_server
+
+    settings = _settings(tmp_path, ws, backend)
+
+    async def go():
+        # A gateway passing each chat's key per call.
+        manager = open_manager(settings)
+        try:
+            async with Client(build_server(MemoryServer(manager, settings))) as client:
+                tools = {t.name: t for t in (await client.list_tools()).tools}
+                assert "sessionKey" in tools["memory_get"].input_schema["properties"]
+                assert "sessionKey" in tools["memory_status"].input_schema["properties"]
+                got = (await client.call_tool("memory_get", {"path": "MEMORY.md", "sessionKey": GROUP})).structured_content
+                assert got["disabled"] and got["denied"]["chatType"] == "group" and got["text"] == ""
+                st = (await client.call_tool("memory_status", {"sessionKey": GROUP})).structured_content
+                assert st["status"] is None and st["denied"]["rule"] == "default deny"
+                ok = (await client.call_tool("memory_get", {"path": "MEMORY.md", "sessionKey": DIRECT})).structured_content
+                assert SECRET_LINE in ok["text"].lower()
+        finally:
+            await manager.aclose()
+        # A server fixed to a group chat: no call can read memory, whatever key it names.
+        manager = open_manager(settings)
+        try:
+            async with Client(build_server(MemoryServer(manager, settings, session_key=GROUP))) as client:
+                for tool, args in (("memory_search", {"query": "aurora"}), ("memory_get", {"path": "MEMORY.md"}),
+                                   ("memory_get", {"path": "MEMORY.md", "sessionKey": DIRECT}), ("memory_status", {})):
+                    body = (await client.call_tool(tool, args)).structured_content
+                    assert body["denied"]["chatType"] == "group", (tool, body)
+                    assert SECRET_LINE not in json.dumps(body).lower()
+        finally:
+            await manager.aclose()
+
+    anyio.run(go)
+
+
+@pytest.mark.parametrize("backend", ["builtin", "qmd"])
+def test_cli_get_and_status_deny_like_search(tmp_path, ws, fake_qmd, backend):
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps(_config(tmp_path, backend)))
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, **fake_qmd, "MEMSIFT_NO_RESIDENT": "1"}
+    base = [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws)]
+
+    def cli(*args):
+        return subprocess.run([*base, *args], capture_output=True, text=True, env=env, timeout=120)
+
+    for args in (["search", "aurora"], ["get", "MEMORY.md"], ["status"]):
+        human = cli(*args, "--session-key", GROUP)
+        assert human.returncode == 0, human.stderr[-2000:]
+        assert "Denied by scope (default deny)" in human.stdout and SECRET_LINE not in human.stdout.lower(), args
+        data = json.loads(cli(*args, "--session-key", GROUP, "--json").stdout)
+        assert data["denied"]["channel"] == "discord", (args, data)
+    assert SECRET_LINE in cli("get", "MEMORY.md", "--session-key", DIRECT).stdout.lower()
+    assert not (tmp_path / "qmd-calls.jsonl").exists()  # denied calls ran nothing (and a read needs no qmd)

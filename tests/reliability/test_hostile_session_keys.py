@@ -1,0 +1,168 @@
+"""Hostile session keys: over a thousand spellings of keys the scope rules deny (spaces, control,
+zero-width and bidi characters, fullwidth and mathematical letters, upper case, empty segments,
+colon look-alikes, and pairs of these) go through every tool that reads memory, memory_search,
+memory_get and memory_status, on both backends, and through the CLI; none may be allowed."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from figures import FIGURES
+from helpers import QMD_SAMPLES, make_settings
+from memory_guard import assert_untouched, snapshot
+from memsift.engine.factory import open_manager
+from memsift.engine.mcp_server import MemoryServer
+
+FAKEBIN = Path(__file__).resolve().parents[1] / "backends" / "qmd" / "fakebin"
+SCOPE = {
+    "default": "deny",
+    "rules": [
+        {"action": "deny", "match": {"rawKeyPrefix": "agent:main:discord"}},
+        {"action": "deny", "match": {"keyPrefix": "subagent:"}},
+        {"action": "allow", "match": {"chatType": "direct"}},
+        {"action": "allow", "match": {"chatType": "channel"}},
+    ],
+}
+CHANNELS = ["telegram", "slack", "whatsapp", "signal", "matrix", "msteams", "irc", "line"]
+DENIED_BASES = (
+    [f"agent:main:{ch}:group:{i}" for i, ch in enumerate(CHANNELS, 40)]
+    + [f"agent:main:{ch}:acct2:group:-100{i}" for i, ch in enumerate(CHANNELS[:4])]
+    + ["agent:main:slack:group:G1:thread:1700000000.0001", "agent:main:telegram:group:-100123:topic:42"]
+    + ["agent:main:discord:direct:1", "agent:main:discord:channel:C7", "agent:main:discord:group:42"]
+    + ["agent:main:subagent:task-1", "subagent:x", "agent:main:subagent:discord:direct:9"]
+)
+ALLOWED = ["agent:main:telegram:direct:7", "agent:main:slack:channel:C1", "agent:main:main", None]
+INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u202e", "\u2066", "\u180e", "\u034f", "\u3164"]
+CONTROL = ["\n", "\t", "\r", "\x00", "\x0b", "\x1f", "\x7f", "\x85", "\x1b"]
+LOOKALIKE_COLONS = ["\u2236", "\ua789", "\u02d0", "\ufe13", "\u05c3"]
+
+
+def _fullwidth(s: str) -> str:
+    return "".join(chr(ord(c) - 0x21 + 0xFF01) if "!" <= c <= "~" else c for c in s)
+
+
+def _math_bold(s: str) -> str:
+    return "".join(chr(0x1D41A + ord(c) - 97) if "a" <= c <= "z" else c for c in s)
+
+
+def _segment_mutations(seg: str) -> list[str]:
+    out = [f" {seg}", f"{seg} ", f"  {seg}\t", seg.upper(), seg.title(), _fullwidth(seg), _math_bold(seg)]
+    mid = max(1, len(seg) // 2)
+    for ch in INVISIBLE + CONTROL:
+        out += [ch + seg, seg + ch, seg[:mid] + ch + seg[mid:]]
+    out.append(seg[:mid] + " " + seg[mid:])  # a space inside: malformed
+    return out
+
+
+def _key_mutations(key: str) -> list[str]:
+    parts = key.split(":")
+    out = []
+    for i, seg in enumerate(parts):
+        for m in _segment_mutations(seg):
+            out.append(":".join(parts[:i] + [m] + parts[i + 1 :]))
+    for i in range(1, len(parts)):
+        out.append(":".join(parts[:i]) + "::" + ":".join(parts[i:]))  # an empty segment
+        out.append(":".join(parts[:i]) + "：" + ":".join(parts[i:]))  # a fullwidth colon
+        out += [":".join(parts[:i]) + c + ":".join(parts[i:]) for c in LOOKALIKE_COLONS]
+    out += [":" + key, key + ":", f"  {key.upper()}  ", "\u202e" + key, key + "\n" + "agent:main:main"]
+    return out
+
+
+def hostile_keys() -> list[str]:
+    keys: list[str] = []
+    for base in DENIED_BASES:
+        singles = _key_mutations(base)
+        keys += singles
+        rng = random.Random(base)
+        for _ in range(12):  # pairs of mutations: mutate an already mutated key again
+            keys.append(rng.choice(_key_mutations(rng.choice(singles))))
+    return list(dict.fromkeys(keys))
+
+
+KEYS = hostile_keys()
+
+
+def test_the_generator_makes_over_a_thousand_hostile_keys():
+    assert len(KEYS) >= 1000
+    kinds = " ".join(KEYS)
+    assert "\u200b" in kinds and "\x00" in kinds and "ｇｒｏｕｐ" in kinds and "::" in kinds and "\u2236" in kinds
+
+
+@pytest.fixture
+def fake_qmd(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{FAKEBIN}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_QMD_SAMPLES", str(QMD_SAMPLES))
+    monkeypatch.setenv("FAKE_QMD_LOG", str(tmp_path / "qmd-calls.jsonl"))
+
+
+def _settings(tmp_path, ws, backend):
+    return make_settings(tmp_path, ws, {"provider": "none"}, memory={"backend": backend, "qmd": {
+        "scope": SCOPE, "includeDefaultMemory": False, "paths": [{"path": ".", "name": "notes"}], "update": {"onBoot": False}}})
+
+
+@pytest.mark.parametrize("backend", ["builtin", "qmd"])
+def test_no_hostile_key_is_allowed_by_any_tool(tmp_path, fake_qmd, backend):
+    ws = tmp_path / "ws"
+    shutil.copytree(QMD_SAMPLES / "corpus", ws)
+    settings = _settings(tmp_path, ws, backend)
+    before = snapshot(ws)
+    manager = open_manager(settings)
+    memory = MemoryServer(manager, settings)
+    wrongly = {"memory_search": [], "memory_get": [], "memory_status": []}
+
+    async def go():
+        try:
+            for key in KEYS:
+                found = await memory.search("aurora telemetry", session_key=key, min_score=0)
+                if found.denied is None or found.results:
+                    wrongly["memory_search"].append(key)
+                got = await memory.get("MEMORY.md", session_key=key)
+                if got.denied is None or got.text:
+                    wrongly["memory_get"].append(key)
+                st = await memory.status(session_key=key)
+                if st.denied is None or st.status is not None:
+                    wrongly["memory_status"].append(key)
+            # The rules still let the chats they allow in (the test would pass on "deny all").
+            for key in ALLOWED:
+                assert (await memory.get("MEMORY.md", session_key=key)).text, key
+        finally:
+            await manager.aclose()
+
+    anyio.run(go)
+    for tool, keys in wrongly.items():
+        FIGURES[f"hostile session keys tried ({tool}, {backend})"] += len(KEYS)
+        FIGURES[f"hostile session keys wrongly allowed ({tool}, {backend})"] += len(keys)
+        assert not keys, (tool, [repr(k) for k in keys[:10]])
+    assert not (tmp_path / "qmd-calls.jsonl").exists()  # no denied call ran qmd
+    assert_untouched(before, ws)
+
+
+def test_the_cli_denies_hostile_keys_too(tmp_path):
+    ws = tmp_path / "ws"
+    shutil.copytree(QMD_SAMPLES / "corpus", ws)
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "none"}}},
+                               "memory": {"qmd": {"scope": SCOPE}}}))
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1"}
+    sample = [k for k in random.Random(7).sample(KEYS, 40) if "\x00" not in k][:8]  # argv cannot hold NUL
+    wrongly = []
+    for key, command in itertools.product(sample, (["search", "aurora"], ["get", "MEMORY.md"], ["status"])):
+        r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), *command,
+                            "--json", "--session-key", key], capture_output=True, text=True, env=env, timeout=120)
+        assert r.returncode == 0, r.stderr[-1000:]
+        body = json.loads(r.stdout)
+        if not body.get("denied") or body.get("results") or body.get("text") or body.get("files"):
+            wrongly.append((command[0], key))
+        FIGURES["hostile session keys tried (CLI search/get/status)"] += 1
+    FIGURES["hostile session keys wrongly allowed (CLI search/get/status)"] += len(wrongly)
+    assert not wrongly
