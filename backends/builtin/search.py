@@ -26,6 +26,7 @@ from memsift.engine.ranking import (
     brevity_factor,
     dated_file_timestamp,
     decay_multiplier,
+    drop_repeated_lines,
     is_evergreen,
     merge_hybrid,
     mmr_rerank,
@@ -271,6 +272,7 @@ def rank(
         _apply_decay(conn, items, params)
         # Hits at the 1.0 clamp keep the order of their unclamped evidence.
         items.sort(key=lambda c: (-c.score, -(c.text_score + facts["boosts"][c.chunk_id]) * c.decay))
+        items = drop_repeated_lines(items)
         passing = [c for c in items if c.score >= params.min_score]
         if not passing and items:
             passing, facts["relaxed"] = items, True
@@ -283,6 +285,7 @@ def rank(
             c.score = c.vector_score * c.brevity
         _apply_decay(conn, vector, params)
         vector.sort(key=lambda c: -c.score)
+        vector = drop_repeated_lines(vector)
         if params.mmr_enabled:
             vector = mmr_rerank(vector, params.mmr_lambda, limit=params.max_results, min_score=params.min_score)
         return [c for c in vector if c.score >= params.min_score][: params.max_results], facts
@@ -291,6 +294,7 @@ def rank(
     merged = merge_hybrid(keyword, vector, vector_weight=params.vector_weight, text_weight=params.text_weight)
     _apply_decay(conn, merged, params)
     merged.sort(key=lambda c: (-c.score, c.path, c.start_line))
+    merged = drop_repeated_lines(merged)
     if params.mmr_enabled:
         merged = mmr_rerank(merged, params.mmr_lambda, limit=params.max_results, min_score=params.min_score)
     strict = [c for c in merged if c.score >= params.min_score]

@@ -99,7 +99,7 @@ async def quality(work: Path, with_qmd: bool) -> dict[str, Any]:
     return out
 
 
-async def conversation(work: Path, with_qmd: bool) -> dict[str, Any]:
+async def conversation(work: Path, with_qmd: bool, with_cjk: bool = True) -> dict[str, Any]:
     """Evidence shown on the two conversational dev sets; CJK questions per mode and tokenizer."""
     out: dict[str, Any] = {"evidence": {}, "cjk": {}}
     for name in EVIDENCE_SETS:
@@ -112,7 +112,7 @@ async def conversation(work: Path, with_qmd: bool) -> dict[str, Any]:
             r = out["evidence"][name][mode] = await eval_evidence(questions, mode, state)
             say(f"  {mode:13} turn_recall@10 {r['turn_recall@10']:.3f}  hit@10 {r['hit@10']:.3f}  "
                 f"MRR@10 {r['mrr@10']:.3f}  chars@10 {r['chars@10']:.0f}")
-    for name in CJK_SETS:
+    for name in CJK_SETS if with_cjk else ():
         say(f"CJK questions ({name})")
         out["cjk"][name] = {}
         for mode in CJK_MODES:
@@ -129,6 +129,7 @@ def main() -> None:
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--skip-scale", action="store_true")
     ap.add_argument("--skip-conversation", action="store_true", help="skip evidence shown and the CJK sets")
+    ap.add_argument("--skip-cjk", action="store_true", help="skip the CJK sets (cjk.py runs them alone)")
     ap.add_argument("--work", type=Path, default=HERE / "out", help="work files (default contrib/bench/out)")
     ap.add_argument("--results", type=Path, default=HERE / "results", help="figures, tables, plots (default contrib/bench/results)")
     ap.add_argument("--report-only", action="store_true", help="redraw tables and plots from results/figures.json")
@@ -153,7 +154,7 @@ def main() -> None:
     if not args.skip_quality:
         figures["quality"] = anyio.run(quality, args.work, with_qmd)
     if not args.skip_conversation:
-        figures["conversation"] = anyio.run(conversation, args.work, with_qmd)
+        figures["conversation"] = anyio.run(conversation, args.work, with_qmd, not args.skip_cjk)
     if not args.skip_scale:
         say("Speed and scale (synthetic daily logs)")
         figures["scale"] = run_scale(args.work, sizes, model_sizes=set(sizes), with_qmd=with_qmd, say=say)

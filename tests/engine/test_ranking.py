@@ -12,6 +12,7 @@ from memsift.engine.ranking import (
     decay_multiplier,
     is_evergreen,
     jaccard,
+    drop_repeated_lines,
     merge_hybrid,
     mmr_rerank,
     mmr_tokens,
@@ -130,3 +131,17 @@ def test_mmr_tokens_include_cjk_unigrams_and_bigrams():
     assert jaccard(frozenset(), frozenset()) == 1.0
     assert jaccard(frozenset({"a"}), frozenset()) == 0.0
     assert jaccard(frozenset({"a", "b"}), frozenset({"b", "c"})) == pytest.approx(1 / 3)
+
+
+def test_pieces_of_a_line_already_shown_are_dropped():
+    def piece(cid, path, start, end, score):
+        return Candidate(chunk_id=cid, path=path, source="memory", start_line=start, end_line=end, text="x", score=score)
+
+    ranked = [
+        piece("a1", "memory/a.md", 7, 7, 0.9),  # the best piece of long line 7
+        piece("b", "memory/b.md", 7, 7, 0.8),  # the same line number in another file
+        piece("a2", "memory/a.md", 7, 7, 0.7),  # another piece of line 7: nothing new to show
+        piece("a3", "memory/a.md", 6, 8, 0.6),  # shows lines 6 and 8 too: kept
+        piece("a4", "memory/a.md", 8, 8, 0.5),  # line 8 is shown by a3 already
+    ]
+    assert [c.chunk_id for c in drop_repeated_lines(ranked)] == ["a1", "b", "a3"]
