@@ -23,6 +23,7 @@ from .config import ResolvedConfig
 from .errors import MemsiftError, PathNotAllowedError
 from .manager import SearchManager
 from .results import Degraded, Fallback, ManagerStatus, ScopeDenial, SearchAnswer
+from .scoped import SHOWN_PATH_CHARS, scoped
 from .text import shorten, utf16_len, utf16_slice
 
 __all__ = ["build_server", "MemoryServer", "SearchOutput", "GetOutput", "StatusOutput", "INSTRUCTIONS"]
@@ -122,8 +123,6 @@ class MemoryServer:
 
     def __init__(self, manager: SearchManager, settings: ResolvedConfig, *, session_key: str | None = None,
                  max_chars: int | None = None) -> None:
-        from .scoped import scoped  # noqa: PLC0415
-
         # Whatever manager it is given, every tool call goes through the scope rules.
         self.manager, self.settings = scoped(manager, settings), settings
         self.session_key = session_key  # fixed by the operator: wins over a per-call key
@@ -131,10 +130,15 @@ class MemoryServer:
 
     async def search(self, query: str, max_results: int | None = None, min_score: float | None = None,
                      session_key: str | None = None, mode: str | None = None) -> SearchOutput:
+        key, warning = self._key(session_key)
+        denied = self.manager.denial(key, "search")  # scope first: a denied chat's arguments change nothing
+        if denied is not None:
+            out = _from_answer(self.manager.denied_search(denied), self.max_chars)
+            out.warning = warning
+            return out
         if not (query or "").strip():
             return SearchOutput(mode="none", warning="the query is empty: nothing was searched",
                                 action="Pass what to recall: a name, a date, a decision or a few keywords")
-        key, warning = self._key(session_key)
         try:
             answer = await self.manager.search(query, max_results=max_results, min_score=min_score, session_key=key, mode=mode)
         except (MemsiftError, OSError) as exc:
@@ -153,6 +157,10 @@ class MemoryServer:
         """`path` may be a citation or a hit header (its range applies unless `from`/`lines` are
         given); `offset` skips that many characters (UTF-16 units) of the first line."""
         key, warning = self._key(session_key)
+        denied = self.manager.denial(key, "read")  # scope first, before the path is even parsed
+        if denied is not None:
+            return GetOutput(path=shorten(path, SHOWN_PATH_CHARS), disabled=True, denied=denied, warning=warning,
+                             error=f"denied by scope ({denied.rule})")
         path, ref_from, ref_lines = parse_memory_ref(path)
         from_line, lines = from_line or ref_from, lines or ref_lines
         start, skip = from_line or 1, offset or 0
@@ -162,7 +170,7 @@ class MemoryServer:
             result = await self.manager.read(path, from_line, lines, session_key=key, max_chars=skip + self.max_chars + 1)
         except (PathNotAllowedError, MemsiftError, OSError) as exc:  # the error names the path (shortened)
             return GetOutput(path=shorten(path, 200), disabled=True, error=str(exc), warning=warning)
-        if result.denied:
+        if result.denied:  # the scoped manager guards every caller too
             return GetOutput(path=result.path, disabled=True, denied=result.denied, warning=warning,
                              error=f"denied by scope ({result.denied.rule})")
         text = result.text
@@ -185,6 +193,9 @@ class MemoryServer:
 
     async def status(self, deep: bool = False, session_key: str | None = None) -> StatusOutput:
         key, warning = self._key(session_key)
+        denied = self.manager.denial(key, "status")  # scope first
+        if denied is not None:
+            return StatusOutput(denied=denied, error=f"denied by scope ({denied.rule})", warning=warning)
         try:
             st = await self.manager.status(deep=deep, session_key=key)
         except (MemsiftError, OSError) as exc:

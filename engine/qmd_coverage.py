@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .config import ResolvedConfig
+if TYPE_CHECKING:  # the config layer calls with_qmd_coverage itself (its index-path check)
+    from .config import ResolvedConfig
 
 __all__ = ["with_qmd_coverage", "qmd_not_covered", "collection_root"]
 

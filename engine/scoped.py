@@ -62,32 +62,42 @@ class ScopedSearchManager:
             )
         return decision
 
+    def denial(self, session_key: str | None, call: str) -> ScopeDenial | None:
+        """What the rules say to this chat's `call` when they deny it (logged), else None. Front
+        ends ask it first, before they look at the call's other arguments."""
+        decision = self.decide(session_key, call)
+        return None if decision.allowed else _denial(decision)
+
+    def denied_search(self, denied: ScopeDenial, query: str = "", *, max_results: int | None = None,
+                      min_score: float | None = None) -> SearchAnswer:
+        """The answer to a denied search: no hit, no backend run, the rule that decided."""
+        return SearchAnswer(
+            query=query[:MAX_QUERY_CHARS], results=[], backend=self._inner.backend, mode="none", min_score=min_score or 0.0,
+            max_results=max_results or 0, took_ms=0.0, denied=denied,
+        )
+
     # --- SearchManager --------------------------------------------------------------------------
 
     async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
                      session_key: str | None = None, explain: bool = False, **kw: Any) -> SearchAnswer:
-        decision = self.decide(session_key, "search")
-        if not decision.allowed:
-            return SearchAnswer(
-                query=query[:MAX_QUERY_CHARS], results=[], backend=self._inner.backend, mode="none", min_score=min_score or 0.0,
-                max_results=max_results or 0, took_ms=0.0, denied=_denial(decision),
-            )
+        denied = self.denial(session_key, "search")
+        if denied is not None:
+            return self.denied_search(denied, query, max_results=max_results, min_score=min_score)
         return await self._inner.search(query, max_results=max_results, min_score=min_score, session_key=session_key,
                                         explain=explain, **kw)
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
                    session_key: str | None = None, **kw: Any) -> ReadResult:
-        decision = self.decide(session_key, "read")
-        if not decision.allowed:
+        denied = self.denial(session_key, "read")
+        if denied is not None:
             shown = shorten(path, SHOWN_PATH_CHARS) if isinstance(path, str) else ""
-            return ReadResult(path=shown, text="", denied=_denial(decision))
+            return ReadResult(path=shown, text="", denied=denied)
         return await self._inner.read(path, from_line, lines, **kw)
 
     async def status(self, *, deep: bool = False, session_key: str | None = None) -> ManagerStatus:
-        decision = self.decide(session_key, "status")
-        if not decision.allowed:  # not even the workspace folder is shown
-            return ManagerStatus(backend=self._inner.backend, agent_id=self.agent_id, workspace_dir="",
-                                 denied=_denial(decision))
+        denied = self.denial(session_key, "status")
+        if denied is not None:  # not even the workspace folder is shown
+            return ManagerStatus(backend=self._inner.backend, agent_id=self.agent_id, workspace_dir="", denied=denied)
         return await self._inner.status(deep=deep)
 
     async def aclose(self) -> None:

@@ -84,6 +84,9 @@ def resolve_command(command: str, env: Mapping[str, str]) -> str:
     found = shutil.which(exe, path=env.get("PATH"))
     if found is None:
         log.debug("qmd not found", command=command, path=env.get("PATH", ""))
+        if os.sep in exe and os.path.isfile(exe):
+            raise QmdSpawnError(f"{exe} is not executable (memory.qmd.command): make it executable (chmod +x) "
+                                "or point memory.qmd.command at qmd")
         if os.sep in exe:
             raise QmdSpawnError(f"qmd is not installed at {exe} (memory.qmd.command; see README, The QMD backend)")
         raise QmdSpawnError(f"{exe} is not installed or not on PATH (see README, The QMD backend)")

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..chunking import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
 from ..errors import ConfigError
 from ..private_dirs import default_state_dir
+from ..qmd_coverage import with_qmd_coverage
 from ..secrets import register_header_secrets, register_secret
 from ..workspace import find_workspace
 from .memory_section import normalise_memory
@@ -351,6 +352,10 @@ def resolve_agent(
     state_dir = _expand(config.state_dir, "stateDir") if config.state_dir else default_state_dir(env)
     for raw in ms.extra_paths:
         _expand(raw, f"{where}.extraPaths")
+    for i, c in enumerate(config.memory.qmd.paths):
+        _expand(c.path, f"memory.qmd.paths[{i}].path")
+    for i, c in enumerate(ms.qmd.extra_collections):
+        _expand(c.path, f"{where}.qmd.extraCollections[{i}].path")
     if ms.store.path:
         store = _expand(ms.store.path.replace("{agentId}", agent), f"{where}.store.path")
         store = store if store.is_absolute() else (ws / store)
@@ -358,8 +363,7 @@ def resolve_agent(
         store = state_dir / "memory" / default_index_name(agent, ws, ms)
     # The folder is resolved, never the file itself: a symlink there is refused, not followed.
     store = Path(os.path.realpath(store.parent)) / store.name
-    _check_index_path(store, ws, ms.extra_paths, f"{where}.store.path" if ms.store.path else "stateDir")
-    return ResolvedConfig(
+    resolved = ResolvedConfig(
         agent_id=agent,
         workspace=ws,
         state_dir=state_dir.resolve(),
@@ -369,6 +373,10 @@ def resolve_agent(
         memory=normalise_memory(config.memory, ws),
         workspace_given_by=given_by,
     )
+    # Checked on what the index really covers: the extra paths and QMD's collections (qmd_coverage.py).
+    covered = with_qmd_coverage(resolved).memory_search.extra_paths
+    _check_index_path(store, ws, covered, f"{where}.store.path" if ms.store.path else "stateDir")
+    return resolved
 
 
 def _expand(raw: str | os.PathLike[str], key: str) -> Path:
@@ -407,7 +415,8 @@ def _check_index_path(store: Path, workspace: Path, extra_paths: list[str], key:
     if clash:
         raise ConfigError(
             f"{key}: the index path {store} is {clash}; memsift never writes among the memory files. "
-            f"Set {key} to a place outside MEMORY.md, memory/ and the extra paths (or leave it unset)",
+            f"Set {key} to a place outside MEMORY.md, memory/, the extra paths and the QMD collection folders "
+            f"(memory.qmd.paths), or leave it unset",
             key_path=key,
         )
 

@@ -1,11 +1,12 @@
 """The global `memory` section read as the reference reads it (spec 2.2): QMD limits and timeouts
 only when above 0 (floored), `debounceMs` only when 0 or more, a relative `sessions.exportDir`
-from the workspace, `retentionDays` floored and only when above 0."""
+and a relative `command` path from the workspace, `retentionDays` floored and only when above 0."""
 
 from __future__ import annotations
 
 import math
 import os
+import shlex
 from pathlib import Path
 
 from ..logging import get_logger
@@ -27,6 +28,21 @@ def _positive(value: float, default: float, key: str) -> float:
         return floored
     log.warning("config value ignored: only values above 0 are used; using the default", key=key, value=value, default=default)
     return default
+
+
+def _command(command: str, workspace: Path) -> str:
+    """`command` whose first word, when a relative path (`bin/qmd`, `./qmd`), is made absolute from
+    the workspace: the reference runs qmd with the workspace as its working folder, memsift from
+    QMD's own home (where a relative path finds nothing). A bare name is still looked up on PATH;
+    what cannot be split or expanded is left for the backend's own message."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    first = os.path.expanduser(words[0]) if words else ""
+    if os.sep not in first or first.startswith("~") or first == words[0] and os.path.isabs(first):
+        return command
+    return shlex.join([os.path.normpath(Path(workspace) / first), *words[1:]])
 
 
 def normalise_memory(memory: MemoryConfig, workspace: Path) -> MemoryConfig:
@@ -55,6 +71,7 @@ def normalise_memory(memory: MemoryConfig, workspace: Path) -> MemoryConfig:
     if retention is not None:
         retention = math.floor(retention) if math.isfinite(retention) and math.floor(retention) > 0 else None
     return memory.model_copy(update={"qmd": qmd.model_copy(update={
+        "command": _command(qmd.command, workspace),
         "limits": limits,
         "update": qmd.update.model_copy(update=update),
         "sessions": sessions.model_copy(update={"export_dir": export_dir or None, "retention_days": retention}),

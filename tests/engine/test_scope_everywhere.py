@@ -119,6 +119,49 @@ def test_mcp_tools_deny_per_call_and_server_keys(tmp_path, ws, fake_qmd, backend
 
 
 @pytest.mark.parametrize("backend", ["builtin", "qmd"])
+def test_mcp_checks_scope_before_anything_else_in_a_call(tmp_path, ws, fake_qmd, backend):
+    """A denied chat gets the same denial whatever its arguments: an empty query is not answered
+    "nothing to search", a malformed citation is not an error, before the scope rules are asked."""
+    from mcp import Client
+
+    from memsift.engine.mcp_server import MemoryServer, build_server
+
+    settings = _settings(tmp_path, ws, backend)
+    odd_paths = ("", "   ", "MEMORY.md#L" + "9" * 5000, "../../etc/passwd", "notes.txt")
+
+    async def go():
+        for server_key, per_call in ((None, {"sessionKey": GROUP}), (GROUP, {})):
+            manager = open_manager(settings)
+            try:
+                async with Client(build_server(MemoryServer(manager, settings, session_key=server_key))) as client:
+                    async def call(tool, args):
+                        result = await client.call_tool(tool, {**args, **per_call})
+                        assert not result.is_error, (tool, args, result.content)
+                        return result.structured_content
+
+                    denied = await call("memory_search", {"query": "aurora telemetry"})
+                    assert denied["denied"]["rule"] == "default deny" and denied["disabled"]
+                    for query in ("", "   ", "\n\t"):
+                        assert await call("memory_search", {"query": query}) == denied, query
+                    for path in odd_paths:
+                        got = await call("memory_get", {"path": path})
+                        assert got["denied"]["rule"] == "default deny" and got["text"] == "", (path, got)
+                    assert (await call("memory_status", {"deep": True}))["denied"]["rule"] == "default deny"
+            finally:
+                await manager.aclose()
+        assert not (tmp_path / "qmd-calls.jsonl").exists()  # nothing ran for the denied chat
+        # A chat the rules allow still learns that its query was empty.
+        manager = open_manager(settings)
+        try:
+            empty = await MemoryServer(manager, settings).search("  ", session_key=DIRECT)
+            assert empty.denied is None and empty.results == [] and "empty" in empty.warning and empty.action
+        finally:
+            await manager.aclose()
+
+    anyio.run(go)
+
+
+@pytest.mark.parametrize("backend", ["builtin", "qmd"])
 def test_cli_get_and_status_deny_like_search(tmp_path, ws, fake_qmd, backend):
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps(_config(tmp_path, backend)))

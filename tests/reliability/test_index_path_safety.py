@@ -75,6 +75,52 @@ def test_an_index_path_on_or_inside_the_memory_files_is_refused(tmp_path, ws, st
     assert sorted(p.name for p in ws.rglob("*")) == listing  # nothing created, renamed or moved aside
 
 
+@pytest.mark.parametrize("store", ["journal/index.sqlite", "journal/deep/index.sqlite", "journal",
+                                   "state-in-collection", "extra-collection"])
+def test_an_index_path_inside_a_qmd_collection_folder_is_refused(tmp_path, ws, store):
+    """The builtin index also covers QMD's collections (memory.qmd.paths, extraCollections), so its
+    path may not be inside them either, whichever backend runs."""
+    (ws / "journal" / "deep").mkdir(parents=True)
+    (ws / "journal" / "deep" / "2026-11-03.md").write_text("# Journal\n\n- the ledger audit moved to Friday\n")
+    cfg = _cfg(tmp_path)
+    cfg["memory"] = {"backend": "builtin", "qmd": {"paths": [{"path": "journal", "name": "journal"}]}}
+    key = "store.path"
+    if store == "state-in-collection":  # the default index path, under a state folder inside the collection
+        cfg["stateDir"] = str(ws / "journal" / ".state")
+        key = "stateDir"
+    elif store == "extra-collection":  # the same collection given as memorySearch.qmd.extraCollections
+        del cfg["memory"]
+        cfg["agents"]["defaults"]["memorySearch"].update(
+            qmd={"extraCollections": [{"path": "journal", "name": "journal"}]}, store={"path": "journal/index.sqlite"})
+    else:
+        cfg["agents"]["defaults"]["memorySearch"]["store"] = {"path": store}
+    before = snapshot(ws)
+    listing = sorted(p.name for p in ws.rglob("*"))
+    for args in COMMANDS:
+        r = _cli(tmp_path, ws, cfg, *args)
+        assert r.returncode == 3, (args, r.stdout, r.stderr[-1500:])
+        assert key in r.stderr and "memory files" in r.stderr and "journal" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr, r.stderr
+    assert_untouched(before, ws)
+    assert sorted(p.name for p in ws.rglob("*")) == listing  # nothing created, renamed or moved aside
+
+
+def test_an_index_path_beside_a_qmd_collection_is_accepted(tmp_path, ws):
+    """Only what the index covers is refused: a collection of .txt files is not indexed by the
+    builtin backend, and a folder next to a collection is not inside it."""
+    (ws / "journal").mkdir()
+    (ws / "journal" / "2026-11-03.md").write_text("# Journal\n\n- the ledger audit moved to Friday\n")
+    (ws / "logs").mkdir()
+    cfg = _cfg(tmp_path, store={"path": str(tmp_path / "journal-index" / "index.sqlite")})
+    cfg["memory"] = {"qmd": {"paths": [{"path": "journal", "name": "journal"},
+                                       {"path": "logs", "name": "logs", "pattern": "*.txt"}]}}
+    r = _cli(tmp_path, ws, cfg, "search", "ledger audit", "--json")
+    assert r.returncode == 0, r.stderr[-1500:]
+    assert "journal/2026-11-03.md" in {h["path"] for h in json.loads(r.stdout)["results"]}
+    cfg["agents"]["defaults"]["memorySearch"]["store"] = {"path": "logs/index.sqlite"}
+    assert _cli(tmp_path, ws, cfg, "index").returncode == 0
+
+
 def _foreign_sqlite(path: Path) -> None:
     conn = apsw.Connection(str(path))
     conn.execute("CREATE TABLE contacts(name TEXT, phone TEXT); INSERT INTO contacts VALUES ('Lena', '+351 555 0100')")

@@ -138,8 +138,10 @@ def test_an_unknown_users_home_is_a_refused_path_not_a_crash(tmp_path, where):
                        capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 6 and "Traceback" not in r.stderr and "nosuchuser" in r.stderr, r.stderr[-1500:]
     cfg = tmp_path / "cfg.json"
-    for key in ({"extraPaths": ["~nosuchuser/notes"]}, {"store": {"path": "~nosuchuser/index.sqlite"}}):
-        cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": key}}}))
+    collection = {"path": "~nosuchuser/notes", "name": "notes"}
+    for key, memory in (({"extraPaths": ["~nosuchuser/notes"]}, {}), ({"store": {"path": "~nosuchuser/index.sqlite"}}, {}),
+                        ({}, {"qmd": {"paths": [collection]}}), ({"qmd": {"extraCollections": [collection]}}, {})):
+        cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": key}}, "memory": memory}))
         r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "search", "x"],
                            capture_output=True, text=True, env=env, timeout=60)
         assert r.returncode == 3 and "Traceback" not in r.stderr and "nosuchuser" in r.stderr, r.stderr[-1500:]
