@@ -10,8 +10,8 @@ __all__ = ["citation_for", "citations_enabled", "chat_type_for_citations", "deco
 
 # What search prints, so it can be passed back to get/memory_get: the citation `path#L5-L7`
 # (or `#L5`), the hit header `path:5-7`, and the CLI's `path:FROM[:COUNT]`.
-_CITATION_RE = re.compile(r"^(?P<path>.+?)#L(?P<start>\d+)(?:-L?(?P<end>\d+))?$")
-_RANGE_RE = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:(?P<sep>[-:])(?P<n>\d+))?$")
+_CITATION_RE = re.compile(r"^(?P<path>.+?)#L(?P<start>\d{1,9})(?:-L?(?P<end>\d{1,9}))?$")
+_RANGE_RE = re.compile(r"^(?P<path>.+?):(?P<start>\d{1,9})(?:(?P<sep>[-:])(?P<n>\d{1,9}))?$")
 
 
 def citation_for(path: str, start_line: int, end_line: int) -> str:

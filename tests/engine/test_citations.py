@@ -30,3 +30,13 @@ def test_citation_modes(mode, key, on):
 def test_citation_chat_type_checks_channel_before_group():
     assert chat_type_for_citations("agent:main:x:group:channel:1") == "channel"
     assert chat_type_for_citations("   ") == "direct"
+
+
+def test_a_line_number_of_thousands_of_digits_is_not_a_range():
+    from memsift.engine.citations import parse_memory_ref
+
+    assert parse_memory_ref("memory/2026-11-05.md#L5-L8") == ("memory/2026-11-05.md", 5, 4)
+    huge = "9" * 5000  # int() refuses over 4,300 digits: this raised ValueError (a traceback in `get`)
+    for ref in (f"MEMORY.md#L{huge}", f"MEMORY.md:{huge}", f"MEMORY.md:1-{huge}"):
+        path, start, lines = parse_memory_ref(ref)
+        assert start is None and lines is None and path == ref  # a plain path, refused as not a .md file
