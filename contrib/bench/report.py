@@ -185,7 +185,7 @@ def tables(f: dict[str, Any]) -> str:
             ["peak RSS: CLI search cold / resident client / qmd", *cells(lambda r: f"{r['memsift']['cli_search']['peak_rss_mb']:.0f} / {r['memsift']['cli_search_resident']['peak_rss_mb']:.0f} / {r['qmd']['cli_search']['peak_rss_mb']:.0f} MB")],
             ["index on disk: keyword / with vectors / QMD", *cells(lambda r: f"{r['memsift']['index_fts']['index_mb']:.1f} / {r['memsift']['index_local']['index_mb']:.1f} / {r['qmd']['index_mb']:.1f} MB")],
         ]
-        parts.append("**Speed and scale** (synthetic daily logs, one file ≈ one chunk; every index built from nothing)\n\n" + _table(head, rows))
+        parts.append("**Speed and scale** (synthetic daily logs of 600–1,300 characters; every index built from nothing)\n\n" + _table(head, rows))
     targets = f.get("targets") or []
     if targets:
         parts.append("**Targets**\n\n" + _table(["target", "measured", "met"],
