@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,3 +18,13 @@ def make_settings(tmp_path: Path, workspace: Path, memory_search: dict[str, Any]
     """Resolve a config the way the CLI does, with the index under tmp_path."""
     raw = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": memory_search or {}}}, **top}
     return resolve_agent(MemsiftConfig.model_validate(raw), workspace=workspace, environ={})
+
+
+def process_alive(pid: int) -> bool:
+    """The process exists and is not a zombie waiting to be reaped."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.split(")")[-1].split()[0] != "Z"

@@ -52,17 +52,16 @@ def _read_only(path: Path) -> apsw.Connection:
     return conn
 
 
-def _older_memsift_index(path: Path) -> bool:
-    """A readable database with memsift's tables (made before databases carried the mark)."""
+def _table_names(path: Path) -> set[str] | None:
+    """The tables of a readable SQLite database, or None when it cannot be read."""
     try:
         conn = _read_only(path)
     except apsw.Error:
-        return False
+        return None
     try:
-        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        return _MEMSIFT_TABLES <= names
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except apsw.Error:
-        return False
+        return None
     finally:
         conn.close()
 
@@ -112,10 +111,14 @@ def inspect_index_file(path: Path, state_dir: Path | None) -> IndexFileKind:
         raise IndexUnusableError(f"cannot read index {path}: {exc.strerror}") from None
     if header.startswith(_SQLITE_MAGIC):
         mark = int.from_bytes(header[68:72], "big")
-        if mark == APPLICATION_ID or (mark == 0 and _older_memsift_index(path)):
+        if mark == APPLICATION_ID:
             return "ours"
-        if mark == 0 and _inside(path, state_dir) and not _readable_database(path):
-            return "ours"  # damaged beyond reading, in memsift's own folder
+        if mark == 0:
+            tables = _table_names(path)
+            if tables is not None and _MEMSIFT_TABLES <= tables:
+                return "ours"  # made before databases carried the mark
+            if tables is None and _inside(path, state_dir):
+                return "ours"  # damaged beyond reading, in memsift's own folder
         what = "another program's SQLite database"
     elif _inside(path, state_dir):
         return "ours"  # a damaged index in memsift's own state folder (header overwritten)
@@ -125,20 +128,6 @@ def inspect_index_file(path: Path, state_dir: Path | None) -> IndexFileKind:
         f"{path} is not a memsift index ({what}); memsift never moves or overwrites files it did not make. "
         "Move the file away, or set store.path to another file, then run `memsift index`"
     )
-
-
-def _readable_database(path: Path) -> bool:
-    try:
-        conn = _read_only(path)
-    except apsw.Error:
-        return False
-    try:
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return True
-    except apsw.Error:
-        return False
-    finally:
-        conn.close()
 
 
 def quarantine_name_re(db: Path) -> re.Pattern[str]:

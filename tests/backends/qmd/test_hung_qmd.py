@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from helpers import QMD_SAMPLES
+from helpers import QMD_SAMPLES, process_alive
 
 FAKEBIN = Path(__file__).with_name("fakebin")
 EVERYTHING = "--version,collection,update,embed,status,search,vsearch,query"
@@ -71,15 +71,7 @@ def _hung_pids(tmp_path: Path) -> list[int]:
 def _all_gone(pids: list[int], wait_s: float = 5.0) -> bool:
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
-        alive = []
-        for pid in pids:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                continue
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            if stat.split(")")[-1].split()[0] != "Z":
-                alive.append(pid)
+        alive = [pid for pid in pids if process_alive(pid)]
         if not alive:
             return True
         time.sleep(0.1)

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from helpers import QMD_SAMPLES, make_settings
+from helpers import QMD_SAMPLES, make_settings, process_alive
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.backends.qmd import QmdSearchManager
 from memsift.backends.qmd.process import QmdError
@@ -119,15 +119,7 @@ def test_missing_collection_is_repaired_once(tmp_path, ws, env):
 
 
 def _no_process_left(pids: list[int]) -> bool:
-    for pid in pids:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            continue
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.split(")")[-1].split()[0] != "Z":
-            return False
-    return True
+    return not any(process_alive(pid) for pid in pids)
 
 
 def test_a_hang_is_killed_with_its_whole_process_group_and_falls_back(tmp_path, ws, env):
