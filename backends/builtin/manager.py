@@ -33,6 +33,7 @@ from memsift.engine.results import (
     SearchHit,
 )
 from memsift.engine.scripts import coverage
+from memsift.engine.pipeline import PipelineParams, rank
 from memsift.engine.search_modes import parse_search_mode
 from memsift.engine.snippets import SNIPPET_MAX_CHARS, make_snippet
 
@@ -40,11 +41,10 @@ from .index_file import inspect_index_file
 from .indexer import Indexer, IndexIdentity, SyncCancelled, fingerprint_diff, wanted_meta, write_lock
 from .outlook import Outlook, search_outlook
 from .search import (
-    PipelineParams,
     candidate_count,
     complete_vector_scores,
+    indexed_file_time,
     keyword_candidates,
-    rank,
     vector_candidates,
 )
 from .store import CORRUPT_ERRORS, VectorState, open_db, quarantine, read_meta, read_skipped
@@ -609,7 +609,7 @@ class BuiltinSearchManager:
             half_life_days=h.temporal_decay.half_life_days,
             now=now,
         )
-        ranked, facts = rank(conn, keyword=keyword, vector=vector, terms=plan.terms, params=params)
+        ranked, facts = rank(indexed_file_time(conn), keyword=keyword, vector=vector, terms=plan.terms, params=params)
         cite = citations_enabled(self.settings.memory.citations, session_key)
         hits = []
         for c in ranked:

@@ -1,45 +1,25 @@
-"""Builtin retrieval: FTS5 BM25 keyword candidates, vector KNN candidates, and the full pipeline.
-
-Pipeline (spec 3.9, with the issue's OR-of-terms keyword query):
-  candidates = min(200, maxResults × candidateMultiplier)
-  keyword ∪ vector → weighted merge → temporal decay → sort → MMR → minScore → top-K
-with the keyword-only rescue (a pure keyword hit scores at most textWeight, so the threshold for
-those is min(minScore, textWeight)), and an FTS-only mode with the reference's lexical boost.
-"""
+"""Builtin retrieval: FTS5 BM25 keyword candidates and vector KNN candidates (candidates =
+min(200, maxResults × candidateMultiplier)); engine/pipeline.py ranks them."""
 
 from __future__ import annotations
 
 import heapq
 import math
 from itertools import islice
-import time
-from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import apsw
 import numpy as np
 
 from memsift.engine.fts_query import FtsPlan
-from memsift.engine.ranking import (
-    Candidate,
-    bm25_relative_scores,
-    brevity_factor,
-    dated_file_timestamp,
-    decay_multiplier,
-    drop_repeated_lines,
-    is_evergreen,
-    merge_hybrid,
-    mmr_rerank,
-)
-from memsift.engine.text import word_tokens
+from memsift.engine.ranking import Candidate, bm25_relative_scores
 
 from .store import VectorState, blob_to_vec
 
-__all__ = ["keyword_candidates", "vector_candidates", "complete_vector_scores", "PipelineParams", "rank", "candidate_count"]
+__all__ = ["keyword_candidates", "vector_candidates", "complete_vector_scores", "candidate_count", "indexed_file_time"]
 
 SCAN_BATCH = 4096  # rows per batch in the numpy fallback scan (bounded memory)
 MAX_CANDIDATES = 200
-RESCUE_TEXT_SCORE = 0.5  # mapped BM25 of 0.5 = a bm25 rank of -1: real keyword evidence
 COMMON_TERM_MIN_CHUNKS = 5000  # from this many chunks on, weightless common words leave the query
 
 
@@ -189,131 +169,11 @@ def _numpy_scan(conn: apsw.Connection, q: np.ndarray, limit: int) -> list[tuple[
     return [(r, s) for s, r in sorted(best, reverse=True)]
 
 
-# --- the pipeline -------------------------------------------------------------------------------
+def indexed_file_time(conn: apsw.Connection) -> Callable[[str], float | None]:
+    """The pipeline's `file_time`: a file's indexed mtime in seconds, or None."""
 
+    def file_time(path: str) -> float | None:
+        row = conn.execute("SELECT mtime_ns FROM files WHERE path=?", (path,)).fetchone()
+        return row[0] / 1e9 if row else None
 
-@dataclass
-class PipelineParams:
-    max_results: int
-    min_score: float
-    vector_weight: float
-    text_weight: float
-    mmr_enabled: bool
-    mmr_lambda: float
-    decay_enabled: bool
-    half_life_days: float
-    now: float | None = None
-
-
-def _apply_decay(conn: apsw.Connection, items: list[Candidate], p: PipelineParams) -> None:
-    if not p.decay_enabled:
-        return
-    now = p.now if p.now is not None else time.time()
-    mtimes: dict[str, float | None] = {}
-    for c in items:
-        ts = dated_file_timestamp(c.path)
-        if ts is None:
-            if is_evergreen(c.path, c.source):
-                continue
-            if c.path not in mtimes:
-                row = conn.execute("SELECT mtime_ns FROM files WHERE path=?", (c.path,)).fetchone()
-                mtimes[c.path] = row[0] / 1e9 if row else None
-            ts = mtimes[c.path]
-            if ts is None:
-                continue
-        c.decay = decay_multiplier((now - ts) / 86400.0, p.half_life_days)
-        c.score *= c.decay
-
-
-def covers_all_terms(text: str, terms: list[str]) -> bool:
-    """Every query term occurs in the text (case-insensitive substring; CJK has no word breaks)."""
-    if not terms:
-        return False
-    lower = text.lower()
-    return all(t in lower for t in terms)
-
-
-def lexical_boost(query_terms: list[str], c: Candidate) -> float:
-    """FTS-only mode's boost (spec 3.6): term overlap, density, path and length."""
-    q = set(query_terms)
-    if not q:
-        return 0.0
-    text_tokens = set(word_tokens(c.text))
-    overlap = len(q & text_tokens)
-    unique_overlap = overlap / len(q)
-    density = overlap / len(text_tokens) if text_tokens else 0.0
-    path = c.path.lower()
-    path_boost = 0.18 * sum(1 for t in q if t in path)
-    length_boost = min(len(c.text) / 160, 0.18)
-    return 0.45 * unique_overlap + 0.2 * density + path_boost + length_boost
-
-
-def rank(
-    conn: apsw.Connection,
-    *,
-    keyword: list[Candidate] | None,
-    vector: list[Candidate] | None,
-    terms: list[str],
-    params: PipelineParams,
-) -> tuple[list[Candidate], dict[str, Any]]:
-    """Merge and rank candidates. `None` for a side means that side is unavailable.
-
-    Returns the hits and facts for the answer: mode, whether the threshold was relaxed, which hits
-    were rescued, and each FTS-only boost.
-    """
-    facts: dict[str, Any] = {"relaxed": False, "rescued": set(), "boosts": {}}
-    if vector is None:  # FTS-only mode
-        facts["mode"] = "fts-only"
-        items = keyword or []
-        for c in items:
-            boost = lexical_boost(terms, c)
-            facts["boosts"][c.chunk_id] = boost
-            c.score = min(1.0, c.text_score + boost)
-        _apply_decay(conn, items, params)
-        # Hits at the 1.0 clamp keep the order of their unclamped evidence.
-        items.sort(key=lambda c: (-c.score, -(c.text_score + facts["boosts"][c.chunk_id]) * c.decay))
-        items = drop_repeated_lines(items)
-        passing = [c for c in items if c.score >= params.min_score]
-        if not passing and items:
-            passing, facts["relaxed"] = items, True
-        return passing[: params.max_results], facts
-
-    if keyword is None:  # vector-only mode
-        facts["mode"] = "vector-only"
-        for c in vector:
-            c.brevity = brevity_factor(c.text)
-            c.score = c.vector_score * c.brevity
-        _apply_decay(conn, vector, params)
-        vector.sort(key=lambda c: -c.score)
-        vector = drop_repeated_lines(vector)
-        if params.mmr_enabled:
-            vector = mmr_rerank(vector, params.mmr_lambda, limit=params.max_results, min_score=params.min_score)
-        return [c for c in vector if c.score >= params.min_score][: params.max_results], facts
-
-    facts["mode"] = "hybrid"
-    merged = merge_hybrid(keyword, vector, vector_weight=params.vector_weight, text_weight=params.text_weight)
-    _apply_decay(conn, merged, params)
-    merged.sort(key=lambda c: (-c.score, c.path, c.start_line))
-    merged = drop_repeated_lines(merged)
-    if params.mmr_enabled:
-        merged = mmr_rerank(merged, params.mmr_lambda, limit=params.max_results, min_score=params.min_score)
-    strict = [c for c in merged if c.score >= params.min_score]
-    if len(strict) < params.max_results and keyword:
-        # Keyword rescue. A pure BM25 hit scores at most textWeight (0.3), under the default
-        # minScore 0.35, so an exact identifier would vanish. Free slots (never displacing a strict
-        # hit) go to keyword hits with real evidence: the reference's bar min(minScore, textWeight),
-        # every query term present in the chunk, or a strong BM25 score on its own.
-        floor = min(params.min_score, params.text_weight)
-        text_bar = max(params.min_score, RESCUE_TEXT_SCORE)
-        taken = {c.chunk_id for c in strict}
-        rescued = [
-            c
-            for c in merged
-            if c.keyword_hit
-            and c.chunk_id not in taken
-            and (c.score >= floor or c.text_score >= text_bar or covers_all_terms(c.text, terms))
-        ]
-        rescued = rescued[: params.max_results - len(strict)]
-        facts["rescued"] = {c.chunk_id for c in rescued}
-        strict += rescued
-    return strict[: params.max_results], facts
+    return file_time
