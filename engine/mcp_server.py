@@ -25,6 +25,7 @@ from .manager import SearchManager
 from .results import Degraded, Fallback, ManagerStatus, ScopeDenial, SearchAnswer
 from .scoped import SHOWN_PATH_CHARS, scoped
 from .text import shorten, utf16_len, utf16_slice
+from .time_query import time_filter_for
 
 __all__ = ["build_server", "MemoryServer", "SearchOutput", "GetOutput", "StatusOutput", "INSTRUCTIONS"]
 
@@ -93,6 +94,8 @@ class SearchOutput(_Out):
     notes: list[str] | None = None  # e.g. QMD's update was still running, so recent changes may be missing
     sync_error: str | None = None  # the index could not be updated (disk full, read-only): answered as it is
     took_ms: float | None = None
+    time_windows: list[str] | None = None  # times the query names, as the day windows that favoured hits
+    time_filter: str | None = None  # the since/until filter applied
 
 
 class GetOutput(_Out):
@@ -129,7 +132,8 @@ class MemoryServer:
         self.max_chars = int(max_chars or settings.memory.qmd.limits.max_injected_chars)
 
     async def search(self, query: str, max_results: int | None = None, min_score: float | None = None,
-                     session_key: str | None = None, mode: str | None = None) -> SearchOutput:
+                     session_key: str | None = None, mode: str | None = None,
+                     since: str | None = None, until: str | None = None) -> SearchOutput:
         key, warning = self._key(session_key)
         denied = self.manager.denial(key, "search")  # scope first: a denied chat's arguments change nothing
         if denied is not None:
@@ -140,7 +144,13 @@ class MemoryServer:
             return SearchOutput(mode="none", warning="the query is empty: nothing was searched",
                                 action="Pass what to recall: a name, a date, a decision or a few keywords")
         try:
-            answer = await self.manager.search(query, max_results=max_results, min_score=min_score, session_key=key, mode=mode)
+            time_filter_for(since, until)
+        except ValueError as exc:
+            return SearchOutput(mode="none", error=str(exc), warning="since/until is not a date: nothing was searched",
+                                action="Pass since/until as YYYY-MM-DD or a phrase such as \"last week\"")
+        try:
+            answer = await self.manager.search(query, max_results=max_results, min_score=min_score, session_key=key, mode=mode,
+                                               since=since, until=until)
         except (MemsiftError, OSError) as exc:
             quota = bool(_QUOTA.search(str(exc)))
             return SearchOutput(
@@ -233,7 +243,7 @@ def _from_answer(answer: SearchAnswer, budget: int) -> SearchOutput:
         denied=answer.denied, disabled=answer.denied is not None or answer.unavailable is not None,
         unavailable=answer.unavailable is not None, error=answer.unavailable,
         truncated=truncated, sync_pending=answer.sync_pending, notes=answer.notes, sync_error=answer.sync_error,
-        took_ms=answer.took_ms,
+        took_ms=answer.took_ms, time_windows=answer.time_windows, time_filter=answer.time_filter,
     )
 
 
@@ -278,8 +288,11 @@ def build_server(memory: MemoryServer) -> Any:
         mode: Annotated[Literal["auto", "hybrid", "keyword", "vector"] | None, Field(
             description="Retrieval for this search: auto (the configured one, default), hybrid, keyword (exact words, "
                         "names, identifiers) or vector (meaning).")] = None,
+        since: Annotated[str | None, Field(description="Only memories of this day or later: YYYY-MM-DD or a phrase "
+                                                       "such as \"last week\" or \"3 days ago\".")] = None,
+        until: Annotated[str | None, Field(description="Only memories of this day or earlier (same forms as since).")] = None,
     ) -> SearchOutput:
-        return await memory.search(query, maxResults, minScore, sessionKey, mode)
+        return await memory.search(query, maxResults, minScore, sessionKey, mode, since, until)
 
     async def memory_get(
         path: Annotated[str, Field(description="Workspace-relative memory file path, as memory_search returns it "

@@ -1,7 +1,7 @@
 """The ranking pipeline every backend shares: weighted merge, temporal decay, MMR, minScore and
 the keyword rescue, over candidates a backend found (spec 3.9, with the issue's OR-of-terms query).
 
-  keyword ∪ vector → weighted merge → temporal decay → sort → MMR → minScore → top-K
+  keyword ∪ vector → weighted merge → time (since/until, question's windows, decay) → sort → MMR → minScore → top-K
 
 with the keyword-only rescue (a pure keyword hit scores at most textWeight, so the threshold for
 those is min(minScore, textWeight)), and an FTS-only mode with the reference's lexical boost.
@@ -11,27 +11,20 @@ file, for decay); nothing here touches a store.
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from .ranking import (
-    Candidate,
-    brevity_factor,
-    dated_file_timestamp,
-    decay_multiplier,
-    drop_repeated_lines,
-    is_evergreen,
-    merge_hybrid,
-    mmr_rerank,
-)
+from .ranking import Candidate, brevity_factor, drop_repeated_lines, merge_hybrid, mmr_rerank
 from .text import word_tokens
+from .time_query import TimeWindow
+from .time_rank import FileTime, TimeParams, apply_decay, apply_time_filter, apply_time_windows
 
-__all__ = ["PipelineParams", "rank", "lexical_boost", "covers_all_terms", "FileTime", "RESCUE_TEXT_SCORE"]
+if TYPE_CHECKING:
+    from .config.models import QueryConfig
+
+__all__ = ["PipelineParams", "TimeParams", "rank", "lexical_boost", "covers_all_terms", "FileTime", "RESCUE_TEXT_SCORE"]
 
 RESCUE_TEXT_SCORE = 0.5  # mapped BM25 of 0.5 = a bm25 rank of -1: real keyword evidence
-
-FileTime = Callable[[str], "float | None"]  # path → its indexed mtime (seconds), or None
 
 @dataclass
 class PipelineParams:
@@ -41,28 +34,47 @@ class PipelineParams:
     text_weight: float
     mmr_enabled: bool
     mmr_lambda: float
-    decay_enabled: bool
-    half_life_days: float
-    now: float | None = None
+    time: TimeParams = field(default_factory=TimeParams)
+
+    @classmethod
+    def from_query(
+        cls,
+        query: QueryConfig,
+        *,
+        max_results: int,
+        min_score: float,
+        now: float | None = None,
+        windows: list[TimeWindow] | None = None,
+        time_filter: TimeWindow | None = None,
+    ) -> PipelineParams:
+        """The settings of one search, as every backend builds them."""
+        h, decay = query.hybrid, query.hybrid.temporal_decay
+        return cls(
+            max_results=max_results,
+            min_score=min_score,
+            vector_weight=h.vector_weight,
+            text_weight=h.text_weight,
+            mmr_enabled=h.mmr.enabled,
+            mmr_lambda=h.mmr.lambda_,
+            time=TimeParams(
+                windows=list(windows or []) if query.time.enabled else [],
+                window_weight=query.time.weight,
+                filter=time_filter,
+                decay_enabled=decay.enabled,
+                decay_formula=decay.formula,
+                decay_weight=decay.weight,
+                half_life_days=decay.half_life_days,
+                now=now,
+            ),
+        )
 
 
-def _apply_decay(file_time: FileTime, items: list[Candidate], p: PipelineParams) -> None:
-    if not p.decay_enabled:
-        return
-    now = p.now if p.now is not None else time.time()
-    mtimes: dict[str, float | None] = {}
-    for c in items:
-        ts = dated_file_timestamp(c.path)
-        if ts is None:
-            if is_evergreen(c.path, c.source):
-                continue
-            if c.path not in mtimes:
-                mtimes[c.path] = file_time(c.path)
-            ts = mtimes[c.path]
-            if ts is None:
-                continue
-        c.decay = decay_multiplier((now - ts) / 86400.0, p.half_life_days)
-        c.score *= c.decay
+def _apply_time(file_time: FileTime, items: list[Candidate], p: PipelineParams) -> list[Candidate]:
+    """The since/until filter, the question's windows, then decay (engine/time_rank.py)."""
+    items = apply_time_filter(items, p.time.filter, file_time)
+    apply_time_windows(items, p.time.windows, p.time.window_weight)
+    apply_decay(items, p.time, file_time)
+    return items
 
 
 def covers_all_terms(text: str, terms: list[str]) -> bool:
@@ -109,9 +121,9 @@ def rank(
             boost = lexical_boost(terms, c)
             facts["boosts"][c.chunk_id] = boost
             c.score = min(1.0, c.text_score + boost)
-        _apply_decay(file_time, items, params)
+        items = _apply_time(file_time, items, params)
         # Hits at the 1.0 clamp keep the order of their unclamped evidence.
-        items.sort(key=lambda c: (-c.score, -(c.text_score + facts["boosts"][c.chunk_id]) * c.decay))
+        items.sort(key=lambda c: (-c.score, -(c.text_score + facts["boosts"][c.chunk_id]) * c.decay * c.time_factor))
         items = drop_repeated_lines(items)
         passing = [c for c in items if c.score >= params.min_score]
         if not passing and items:
@@ -123,7 +135,7 @@ def rank(
         for c in vector:
             c.brevity = brevity_factor(c.text)
             c.score = c.vector_score * c.brevity
-        _apply_decay(file_time, vector, params)
+        vector = _apply_time(file_time, vector, params)
         vector.sort(key=lambda c: -c.score)
         vector = drop_repeated_lines(vector)
         if params.mmr_enabled:
@@ -132,7 +144,7 @@ def rank(
 
     facts["mode"] = "hybrid"
     merged = merge_hybrid(keyword, vector, vector_weight=params.vector_weight, text_weight=params.text_weight)
-    _apply_decay(file_time, merged, params)
+    merged = _apply_time(file_time, merged, params)
     merged.sort(key=lambda c: (-c.score, c.path, c.start_line))
     merged = drop_repeated_lines(merged)
     if params.mmr_enabled:

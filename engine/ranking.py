@@ -72,6 +72,9 @@ class Candidate:
     decay: float = 1.0
     mmr_penalty: float = 0.0
     brevity: float = 1.0  # vector evidence kept for a near-empty chunk (brevity_factor)
+    day: str | None = None  # the day the chunk speaks of (engine/note_dates.py), ISO
+    day_source: str | None = None  # timestamp, heading, file name (or mtime, set by decay/filters)
+    time_factor: float = 1.0  # the question's time window (engine/pipeline.py)
     embedding: object | None = field(default=None, repr=False)
 
 

@@ -56,6 +56,9 @@ class HitExplain(_Out):
     text_weight: float
     lexical_boost: float | None = None  # FTS-only mode's overlap/path/length boost
     decay: float = 1.0
+    day: str | None = None  # the day the chunk speaks of (ISO), used by time windows, filters and decay
+    day_source: str | None = None  # timestamp, heading, file name, or modified (the file's mtime)
+    time_factor: float = 1.0  # share of the score kept for the time the question names
     mmr_penalty: float = 0.0
     brevity: float = 1.0  # share of the vector score a near-empty chunk keeps
     final_score: float
@@ -123,6 +126,8 @@ class SearchAnswer(_Out):
     denied: ScopeDenial | None = None  # scope rules refused this session key
     unavailable: str | None = None  # the backend failed and no fallback is allowed
     notes: list[str] | None = None  # what else the reader should know (QMD: an update still running, why nothing matched)
+    time_windows: list[str] | None = None  # the times the question names, as day windows ("2023-04-11 ('last Tuesday')")
+    time_filter: str | None = None  # the since/until filter applied
 
 
 class ReadResult(_Out):

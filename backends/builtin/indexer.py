@@ -23,7 +23,8 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
+from datetime import datetime
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -34,6 +35,7 @@ from memsift.engine.logging import get_logger
 from memsift.engine.chunking import Chunk, chunk_text, split_for_input_limit
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import IndexUnusableError
+from memsift.engine.note_dates import NOTE_DATES_REVISION, ChunkDay, chunk_days
 from memsift.engine.fts_query import INDEX_TEXT_REVISION, index_text
 from memsift.engine.manager import SyncReport
 from memsift.engine.embeddings.base import MultimodalInput
@@ -151,6 +153,7 @@ def wanted_meta(settings: ResolvedConfig, ident: IndexIdentity) -> dict[str, Any
         "chunker": CHUNKER_REVISION,
         "ftsTokenizer": ms.store.fts.tokenizer,
         "ftsText": INDEX_TEXT_REVISION,
+        "noteDates": NOTE_DATES_REVISION,
     }
 
 
@@ -169,6 +172,7 @@ _CHANGES = {
     "chunker": "memsift's chunker changed with this version",
     "ftsTokenizer": "the keyword tokenizer changed ({0} → {1})",
     "ftsText": "memsift's keyword index changed with this version",
+    "noteDates": "memsift's reading of the days notes speak of changed with this version",
 }
 
 
@@ -248,6 +252,7 @@ class _Pending:
     chunks: list[Chunk]
     inputs: dict[str, MultimodalInput] | None = None  # chunk hash → image/audio input
     rejected: str | None = None  # the provider refused the file (too large): stored with no chunks
+    days: list[ChunkDay] = field(default_factory=list)  # each chunk's day (engine/note_dates.py)
 
 
 # Provider messages meaning "this input is too large" (spec 3.1): the file is kept with no chunks.
@@ -434,7 +439,8 @@ class Indexer:
         chunks = self._chunk(text)
         if self.ident.max_input_bytes:
             chunks = split_for_input_limit(chunks, self.ident.max_input_bytes)
-        return _Pending(f, hashlib.sha256(data).hexdigest(), st.st_mtime_ns, st.st_size, chunks)
+        days = chunk_days(f.rel_path, text, chunks)
+        return _Pending(f, hashlib.sha256(data).hexdigest(), st.st_mtime_ns, st.st_size, chunks, days=days)
 
     def _chunk(self, text: str) -> list[Chunk]:
         c = self.ms.chunking
@@ -472,14 +478,18 @@ class Indexer:
         digest = hashlib.sha256(
             (t.text + "\n" + ",".join(map(str, t.line_map)) + "\n" + ",".join(map(str, t.timestamps))).encode()
         ).hexdigest()
-        chunks = []
+        chunks, days = [], []
         for c in self._chunk(t.text):
-            start = t.line_map[min(c.start_line, len(t.line_map)) - 1]
+            first = min(c.start_line, len(t.line_map)) - 1
+            start = t.line_map[first]
             end = t.line_map[min(c.end_line, len(t.line_map)) - 1]
             chunks.append(Chunk(start, end, c.text, c.hash))
+            stamp = t.timestamps[first] if first < len(t.timestamps) else 0.0
+            days.append(ChunkDay(datetime.fromtimestamp(stamp).date().isoformat(), "timestamp") if stamp > 0 else ChunkDay(None, None))
         if self.ident.max_input_bytes:
             chunks = split_for_input_limit(chunks, self.ident.max_input_bytes)
-        return _Pending(f, digest, st.st_mtime_ns, st.st_size, chunks)
+            days = []  # pieces no longer line up with the days; a transcript then reads as undated
+        return _Pending(f, digest, st.st_mtime_ns, st.st_size, chunks, days=days)
 
     def _read_multimodal(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
         limit = self.ms.multimodal.max_file_bytes
@@ -613,13 +623,14 @@ class Indexer:
         tokenizer = self.ms.store.fts.tokenizer
         now = time.time()
         written = 0
-        for c in ([] if p.rejected else p.chunks):
+        for i, c in enumerate([] if p.rejected else p.chunks):
             blob = vectors.get(c.hash)
             cid = _chunk_id(p.file.source, p.file.rel_path, c.start_line, c.end_line, c.hash, self.ident.model)
+            day = p.days[i] if i < len(p.days) else ChunkDay(None, None)
             conn.execute(
-                "INSERT OR IGNORE INTO chunks(id, path, source, start_line, end_line, hash, model, text, embedding, updated_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (cid, p.file.rel_path, p.file.source, c.start_line, c.end_line, c.hash, self.ident.model, c.text, blob, now),
+                "INSERT OR IGNORE INTO chunks(id, path, source, start_line, end_line, hash, model, text, embedding, updated_at, day, day_source)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (cid, p.file.rel_path, p.file.source, c.start_line, c.end_line, c.hash, self.ident.model, c.text, blob, now, day.day, day.source),
             )
             if conn.changes() == 0:
                 continue  # an identical chunk (same lines and text) already stored

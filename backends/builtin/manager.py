@@ -35,17 +35,21 @@ from memsift.engine.results import (
 from memsift.engine.scripts import coverage
 from memsift.engine.pipeline import PipelineParams, rank
 from memsift.engine.search_modes import parse_search_mode
+from memsift.engine.time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for
 from memsift.engine.snippets import SNIPPET_MAX_CHARS, make_snippet
 
 from .index_file import inspect_index_file
 from .indexer import Indexer, IndexIdentity, SyncCancelled, fingerprint_diff, wanted_meta, write_lock
 from .outlook import Outlook, search_outlook
 from .search import (
+    WINDOW_SCAN_MAX,
     candidate_count,
     complete_vector_scores,
+    day_rowids,
     indexed_file_time,
     keyword_candidates,
     vector_candidates,
+    vector_candidates_within,
 )
 from .store import CORRUPT_ERRORS, VectorState, open_db, quarantine, read_meta, read_skipped
 
@@ -447,9 +451,12 @@ class BuiltinSearchManager:
         explain: bool = False,
         now: float | None = None,
         mode: str | None = None,
+        since: TimeBound = None,
+        until: TimeBound = None,
     ) -> SearchAnswer:
         started = time.perf_counter()
         requested = parse_search_mode(mode)
+        time_filter = time_filter_for(since, until, now)
         self._ensure_provider()
         query = (query or "")[:MAX_QUERY_CHARS]  # once, for both sides (and the answer's echo)
         q = clean_query(query).strip()
@@ -461,6 +468,7 @@ class BuiltinSearchManager:
         relaxed = False
         syncing = False
         sync_error: str | None = None
+        windows = find_time_windows(q, now) if q and self.ms.query.time.enabled else []
         if q:
             sides = self._sides(q, requested)
             embedding = self._query_embedding(q) if sides.vector and self.provider is not None else None
@@ -475,7 +483,8 @@ class BuiltinSearchManager:
                             return fresh, [], "none", False
                         # Explained always: whether a hit was rescued under minScore is shown on every hit.
                         found, how, was_relaxed = await self._search_index(
-                            conn, meta, q, max_results, min_score, session_key, True, now, degraded, sides, embedding
+                            conn, meta, q, max_results, min_score, session_key, True, now, degraded, sides, embedding,
+                            time_filter=time_filter, windows=windows,
                         )
                         for hit in found:
                             hit.rescued = True if hit.explain and hit.explain.rescued else None
@@ -510,6 +519,8 @@ class BuiltinSearchManager:
             sync_pending=syncing or None,
             pending_files=self.pending_files() if syncing else None,
             sync_error=sync_error,
+            time_windows=[w.describe() for w in windows] or None,
+            time_filter=time_filter.describe() if time_filter else None,
         )
 
     def _sides(self, q: str, requested: str) -> _Sides:
@@ -569,10 +580,16 @@ class BuiltinSearchManager:
         degraded: Degraded,
         sides: _Sides,
         embedding: _QueryEmbedding | None = None,
+        *,
+        time_filter: TimeWindow | None = None,
+        windows: list[TimeWindow] | None = None,
     ) -> tuple[list[SearchHit], str, bool]:
         h = self.ms.query.hybrid
         plan = plan_query(q, meta.get("ftsTokenizer", "unicode61"))
         limit = candidate_count(max_results, h.candidate_multiplier)
+        # A since/until filter searches only its rows; a time the question names adds its rows' best.
+        within = day_rowids(conn, [time_filter], undated_by_mtime=True) if time_filter else None
+        prefer = day_rowids(conn, windows) if windows and within is None else None
 
         qvec = await self._query_vector(q, degraded, embedding) if sides.vector else None
         if sides.set_aside:
@@ -580,7 +597,13 @@ class BuiltinSearchManager:
         vector = None
         if qvec is not None:
             try:
-                vector = vector_candidates(conn, self._vec, qvec, limit)
+                if within is not None:
+                    vector = vector_candidates_within(conn, qvec, within, limit)
+                else:
+                    vector = vector_candidates(conn, self._vec, qvec, limit)
+                    if prefer and len(prefer) <= WINDOW_SCAN_MAX:
+                        seen = {c.chunk_id for c in vector}
+                        vector += [c for c in vector_candidates_within(conn, qvec, prefer, limit) if c.chunk_id not in seen]
             except (apsw.Error, ValueError) as exc:
                 degraded.vector = f"vector search failed: {exc}"
         if vector is not None and not self._vec.available:
@@ -590,7 +613,8 @@ class BuiltinSearchManager:
         if sides.keyword or (vector is None and sides.requested != "vector"):
             try:
                 # Each side scores the other side's finds too: no real evidence counts as 0.
-                keyword, ranks = keyword_candidates(conn, plan, limit, also=[c.chunk_id for c in vector or ()])
+                keyword, ranks = keyword_candidates(conn, plan, limit, also=[c.chunk_id for c in vector or ()],
+                                                    within=within, prefer=prefer)
                 if vector is not None:
                     complete_vector_scores(conn, keyword, vector, qvec)
             except apsw.Error as exc:
@@ -598,17 +622,8 @@ class BuiltinSearchManager:
         if keyword is None and vector is None:
             return [], "none", False
 
-        params = PipelineParams(
-            max_results=max_results,
-            min_score=min_score,
-            vector_weight=h.vector_weight,
-            text_weight=h.text_weight,
-            mmr_enabled=h.mmr.enabled,
-            mmr_lambda=h.mmr.lambda_,
-            decay_enabled=h.temporal_decay.enabled,
-            half_life_days=h.temporal_decay.half_life_days,
-            now=now,
-        )
+        params = PipelineParams.from_query(self.ms.query, max_results=max_results, min_score=min_score, now=now,
+                                           windows=windows, time_filter=time_filter)
         ranked, facts = rank(indexed_file_time(conn), keyword=keyword, vector=vector, terms=plan.terms, params=params)
         cite = citations_enabled(self.settings.memory.citations, session_key)
         hits = []
@@ -634,6 +649,9 @@ class BuiltinSearchManager:
                     text_weight=h.text_weight if facts["mode"] == "hybrid" else (1.0 if facts["mode"] == "fts-only" else 0.0),
                     lexical_boost=facts["boosts"].get(c.chunk_id),
                     decay=c.decay,
+                    day=c.day,
+                    day_source=c.day_source,
+                    time_factor=c.time_factor,
                     mmr_penalty=c.mmr_penalty,
                     brevity=c.brevity,
                     final_score=hit.score,  # the same rounded value the hit shows

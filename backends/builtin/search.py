@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from datetime import datetime, time as dtime
 from itertools import islice
 from typing import Any, Callable, Sequence
 
@@ -12,11 +13,13 @@ import apsw
 import numpy as np
 
 from memsift.engine.fts_query import FtsPlan
+from memsift.engine.time_query import TimeWindow
 from memsift.engine.ranking import Candidate, bm25_relative_scores
 
 from .store import VectorState, blob_to_vec
 
-__all__ = ["keyword_candidates", "vector_candidates", "complete_vector_scores", "candidate_count", "indexed_file_time"]
+__all__ = ["keyword_candidates", "vector_candidates", "vector_candidates_within", "day_rowids", "complete_vector_scores",
+           "candidate_count", "indexed_file_time", "WINDOW_SCAN_MAX"]
 
 SCAN_BATCH = 4096  # rows per batch in the numpy fallback scan (bounded memory)
 MAX_CANDIDATES = 200
@@ -31,13 +34,14 @@ def _load_chunks(conn: apsw.Connection, rowids: list[int]) -> dict[int, tuple]:
     if not rowids:
         return {}
     marks = ",".join("?" * len(rowids))
-    q = f"SELECT rowid, id, path, source, start_line, end_line, text FROM chunks WHERE rowid IN ({marks})"
+    q = f"SELECT rowid, id, path, source, start_line, end_line, text, day, day_source FROM chunks WHERE rowid IN ({marks})"
     return {row[0]: row for row in conn.execute(q, rowids)}
 
 
 def _candidate(row: tuple, **scores: Any) -> Candidate:
-    _rowid, cid, path, source, start, end, text = row
-    return Candidate(chunk_id=cid, path=path, source=source, start_line=start, end_line=end, text=text, **scores)
+    _rowid, cid, path, source, start, end, text, day, day_source = row
+    return Candidate(chunk_id=cid, path=path, source=source, start_line=start, end_line=end, text=text,
+                     day=day, day_source=day_source, **scores)
 
 
 def _without_weightless_terms(conn: apsw.Connection, plan: FtsPlan) -> str:
@@ -61,13 +65,16 @@ def _without_weightless_terms(conn: apsw.Connection, plan: FtsPlan) -> str:
 
 
 def keyword_candidates(
-    conn: apsw.Connection, plan: FtsPlan, limit: int, *, also: Sequence[str] = ()
+    conn: apsw.Connection, plan: FtsPlan, limit: int, *, also: Sequence[str] = (),
+    within: set[int] | None = None, prefer: set[int] | None = None,
 ) -> tuple[list[Candidate], dict[str, float]]:
     """BM25-ranked chunks for the plan. Returns candidates and raw bm25 ranks by chunk id.
 
     `also`: chunk ids found by the vector side. Those that match the query but fall outside the
     top `limit` get their BM25 score too (they follow the top ones), so the merge does not count
-    real keyword evidence as 0 just because the pool was small."""
+    real keyword evidence as 0 just because the pool was small. `within`: only these rows (a
+    since/until filter). `prefer`: the best `limit` of these rows join the top ones (the rows of
+    a time the question names), scored on the same scale."""
     scored: dict[int, tuple[float, float | None]] = {}  # rowid -> (text score, bm25 rank)
     extra: set[int] = set()
     if plan.match:
@@ -75,7 +82,13 @@ def keyword_candidates(
         # LIMIT (measured at 100k chunks), and it has the ranks of the vector side's chunks too
         # (FTS5 answers `rowid IN (…)` one full query per id: 0.3 ms each).
         found = conn.execute("SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?", (_without_weightless_terms(conn, plan),)).fetchall()
+        if within is not None:
+            found = [row for row in found if row[0] in within]
         rows = heapq.nsmallest(limit, found, key=lambda row: row[1])
+        if prefer:
+            taken = {r for r, _ in rows}
+            rows += heapq.nsmallest(limit, (row for row in found if row[0] in prefer and row[0] not in taken), key=lambda row: row[1])
+            rows.sort(key=lambda row: row[1])
         if rows and also:
             wanted = set(_rowids(conn, also)) - {r for r, _ in rows}
             more = [row for row in found if row[0] in wanted]
@@ -141,6 +154,46 @@ def vector_candidates(
         hits = _numpy_scan(conn, q, limit)
     rows = _load_chunks(conn, [r for r, _ in hits])
     return [_candidate(rows[r], vector_score=s, vector_hit=True) for r, s in hits if r in rows]
+
+
+WINDOW_SCAN_MAX = 50_000  # rows of a question's time window scanned exactly; past that the KNN pool serves
+
+
+def day_rowids(conn: apsw.Connection, windows: Sequence[TimeWindow], *, undated_by_mtime: bool = False) -> set[int]:
+    """Rows whose stated day lies in any window; with `undated_by_mtime` (a since/until filter),
+    also undated rows whose file was modified in it."""
+    out: set[int] = set()
+    for w in windows:
+        lo, hi = (w.start.isoformat() if w.start else "0000-00-00"), (w.end.isoformat() if w.end else "9999-99-99")
+        out.update(r for (r,) in conn.execute("SELECT rowid FROM chunks WHERE day BETWEEN ? AND ?", (lo, hi)))
+        if undated_by_mtime:
+            lo_ns = int(datetime.combine(w.start, dtime.min).timestamp() * 1e9) if w.start else -(2**63)
+            hi_ns = int(datetime.combine(w.end, dtime.max).timestamp() * 1e9) if w.end else 2**63 - 1
+            out.update(r for (r,) in conn.execute(
+                "SELECT c.rowid FROM chunks c JOIN files f ON f.path = c.path WHERE c.day IS NULL AND f.mtime_ns BETWEEN ? AND ?",
+                (lo_ns, hi_ns),
+            ))
+    return out
+
+
+def vector_candidates_within(conn: apsw.Connection, query: np.ndarray, rowids: set[int], limit: int) -> list[Candidate]:
+    """The nearest of the given rows by an exact cosine scan (a time window or filter)."""
+    q = np.asarray(query, dtype="<f4")
+    if not rowids or not np.any(q):
+        return []
+    qn = q / (np.linalg.norm(q) or 1.0)
+    ids = sorted(rowids)
+    scored: list[tuple[int, float]] = []
+    for i in range(0, len(ids), SCAN_BATCH):
+        part = ids[i : i + SCAN_BATCH]
+        marks = ",".join("?" * len(part))
+        rows = [(r, b) for r, b in conn.execute(
+            f"SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL AND rowid IN ({marks})", part) if len(b) == q.nbytes]
+        if rows:
+            scored += zip([r for r, _ in rows], _cosines([b for _, b in rows], qn).tolist())
+    best = heapq.nlargest(limit, scored, key=lambda rs: rs[1])
+    loaded = _load_chunks(conn, [r for r, _ in best])
+    return [_candidate(loaded[r], vector_score=s, vector_hit=True) for r, s in best if r in loaded]
 
 
 def _cosines(blobs: list[bytes], unit_query: np.ndarray) -> np.ndarray:

@@ -115,7 +115,18 @@ def _migration_1(conn: apsw.Connection, tokenizer: str) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[apsw.Connection, str], None]] = [_migration_1]
+def _migration_2(conn: apsw.Connection, tokenizer: str) -> None:
+    """Each chunk's day (engine/note_dates.py) and where it came from, for time windows and decay."""
+    conn.execute(
+        """
+        ALTER TABLE chunks ADD COLUMN day TEXT;
+        ALTER TABLE chunks ADD COLUMN day_source TEXT;
+        CREATE INDEX chunks_day ON chunks(day);
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[apsw.Connection, str], None]] = [_migration_1, _migration_2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

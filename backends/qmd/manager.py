@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -35,6 +36,10 @@ from memsift.engine.private_dirs import make_private_dir
 from memsift.engine.search_modes import QMD_MODE_FOR, parse_search_mode
 from memsift.engine.results import ManagerStatus, ReadResult, SearchAnswer, SearchHit
 from memsift.engine.text import utf16_len, utf16_slice
+from memsift.engine.note_dates import day_at
+from memsift.engine.ranking import Candidate
+from memsift.engine.time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for
+from memsift.engine.time_rank import apply_time_filter, apply_time_windows
 
 from .collections import ManagedCollection, read_index_yml, resolve_collections
 from .lock import LockBusy
@@ -47,6 +52,7 @@ __all__ = ["QmdSearchManager", "INDEX_NAME", "EVERY_WORD_NOTE"]
 log = get_logger("memsift.qmd")
 
 INDEX_NAME = "memsift"
+TIMED_FETCH_FACTOR, MAX_TIMED_FETCH = 4, 100  # hits fetched per collection when a time filter or window applies
 _UNSUPPORTED_FLAG = ("unknown flag", "unknown option", "unrecognized option", "flag provided but not defined", "unexpected argument")
 # "Collection not found: x", "Collection 'x' not found", "collection "x" does not exist", "No such collection".
 _NOT_FOUND = re.compile(r"collection\b.{0,200}?\b(?:not found|does not exist|doesn't exist|is missing)|no such collection|unknown collection", re.I | re.S)
@@ -236,13 +242,19 @@ class QmdSearchManager:
         explain: bool = False,
         now: float | None = None,
         mode: str | None = None,
+        since: TimeBound = None,
+        until: TimeBound = None,
     ) -> SearchAnswer:
         started = time.perf_counter()
+        time_filter = time_filter_for(since, until, now)
         query = (query or "")[:MAX_QUERY_CHARS]  # an argv of megabytes cannot even start qmd
         q = clean_query(query).strip()
+        windows = find_time_windows(q, now) if q and self.settings.memory_search.query.time.enabled else []
         limits = self.qmd.limits
         cap = max(1, int(limits.max_results))
         limit = min(cap, max_results) if max_results else cap
+        # QMD knows no dates: with a time to honour, fetch more and judge each hit by its note's day.
+        fetch = min(MAX_TIMED_FETCH, limit * TIMED_FETCH_FACTOR) if (time_filter or windows) else limit
         threshold = 0.0 if min_score is None else min(1.0, max(0.0, min_score))
         # A mode asked for per search picks QMD's command (keyword: search, vector: vsearch, hybrid: query).
         mode = QMD_MODE_FOR.get(parse_search_mode(mode), self.qmd.search_mode)
@@ -267,11 +279,14 @@ class QmdSearchManager:
             log.info(f"qmd: searching {len(live)} collection(s)", mode=mode, left=f"{facts['deadline'] - time.monotonic():.1f} s")
             best: dict[str, tuple[QmdHit, ManagedCollection]] = {}
             for c in live:
-                for h in await self._search_collection(facts["effective_mode"], q, limit, c, facts):
+                for h in await self._search_collection(facts["effective_mode"], q, fetch, c, facts):
                     key = h.docid or f"{c.name}:{h.path}"
                     if key not in best or h.score > best[key][0].score:
                         best[key] = (h, c)
-            hits = self._to_hits(best.values(), threshold, limit, session_key, explain, facts)
+            found = list(best.values())
+            if time_filter or windows:
+                found = self._timed(found, time_filter, windows)
+            hits = self._to_hits(found, threshold, limit, session_key, explain, facts)
             if not hits and facts["effective_mode"] == "search" and len(q.split()) > 1:
                 notes.append(EVERY_WORD_NOTE)
         return SearchAnswer(
@@ -287,7 +302,39 @@ class QmdSearchManager:
             took_ms=round((time.perf_counter() - started) * 1000, 3),
             sync_pending=pending or None,
             notes=notes or None,
+            time_windows=[w.describe() for w in windows] or None,
+            time_filter=time_filter.describe() if time_filter else None,
         )
+
+    def _timed(self, found: list, time_filter: TimeWindow | None, windows: list[TimeWindow]) -> list:
+        """QMD's hits judged by their notes' days: the since/until filter, then the question's windows
+        (the shared engine/time_rank.py rules), each hit's score scaled and the list re-sorted."""
+        texts: dict[Path, str] = {}
+        items: list[Candidate] = []
+        for i, (h, c) in enumerate(found):
+            abs_path = Path(os.path.normpath(c.path / (h.path or "")))
+            if abs_path not in texts:
+                try:
+                    texts[abs_path] = abs_path.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    texts[abs_path] = ""
+            day = day_at(h.path or "", texts[abs_path], h.start_line or 1, h.snippet or "")
+            items.append(Candidate(chunk_id=str(i), path=str(abs_path), source="memory", start_line=h.start_line or 1,
+                                   end_line=h.end_line or 1, text=h.snippet or "", score=h.score, day=day.day, day_source=day.source))
+
+        def mtime(path: str) -> float | None:
+            try:
+                return os.stat(path).st_mtime
+            except OSError:
+                return None
+
+        items = apply_time_filter(items, time_filter, mtime)
+        apply_time_windows(items, windows, self.settings.memory_search.query.time.weight)
+        out = []
+        for it in items:
+            h, c = found[int(it.chunk_id)]
+            out.append((replace(h, score=it.score), c))
+        return out
 
     def _embed_model(self) -> str | None:
         """QMD's embedding model, as its config names it (`hf:…/embeddinggemma-300M-Q8_0.gguf` → the file stem)."""

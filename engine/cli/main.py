@@ -179,20 +179,28 @@ def _index_catalog(folder: Any, *, prune: bool, as_json: bool) -> None:
 @click.option("--explain", is_flag=True, help="Show how each hit's score was made.")
 @click.option("--mode", "-m", type=click.Choice(SEARCH_MODE_CHOICES, case_sensitive=False),
               help="Retrieval for this search: hybrid, keyword (BM25 only) or vector; default: as configured.")
+@click.option("--since", help="Only hits of this day or later: YYYY-MM-DD or a phrase (\"last week\", \"3 days ago\").")
+@click.option("--until", help="Only hits of this day or earlier (same forms as --since).")
 @click.option("--backend", "-b", "backend", type=click.Choice(["builtin", "qmd"]), help="Override memory.backend for this search.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def search(
     obj: _Ctx, query: str, max_results: int | None, min_score: float | None, session_key: str | None, explain: bool,
-    mode: str | None, backend: str | None, as_json: bool,
+    mode: str | None, since: str | None, until: str | None, backend: str | None, as_json: bool,
 ) -> None:
     """Search memory for QUERY."""
     if backend:
         obj.backend = backend
+    from ..time_query import time_filter_for  # noqa: PLC0415
+
+    try:
+        time_filter_for(since, until)  # a bad date is a usage error, before any index is opened
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--since/--until") from None
 
     async def go(m: Any) -> Any:
         return await m.search(query, max_results=max_results, min_score=min_score, session_key=session_key, explain=explain,
-                              mode=mode)
+                              mode=mode, since=since, until=until)
 
     with _errors_to_exit():
         obj.warn_if_no_memory()

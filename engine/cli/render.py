@@ -37,6 +37,10 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
                 parts.append(f"boost={e.lexical_boost:.3f}")
             if e.brevity < 1:
                 parts.append(f"near-empty={e.brevity:.2f}")
+            if e.day:
+                parts.append(f"day={e.day} ({e.day_source})")
+            if e.time_factor != 1:
+                parts.append(f"time={e.time_factor:.3f}")
             parts += [f"decay={e.decay:.3f}", f"mmr-penalty={e.mmr_penalty:.3f}", f"final={e.final_score:.3f}"]
             if e.rescued:
                 parts.append("rescued")
@@ -68,6 +72,10 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         out += [f"not covered by the {answer.backend} index: {gap}" for gap in answer.fallback.not_covered or []]
     elif answer.fallback:
         out.append(f"fallback from {answer.fallback.from_}: {answer.fallback.reason}")
+    if explain and answer.time_windows:
+        out.append("time named in the question: " + "; ".join(answer.time_windows))
+    if answer.time_filter:
+        out.append(f"filtered to {answer.time_filter}")
     out += answer.notes or []
     if answer.sync_pending:
         out.append(_catching_up(answer.pending_files))

@@ -102,6 +102,17 @@ class MmrConfig(_Strict):
 class TemporalDecayConfig(_Strict):
     enabled: bool = False
     half_life_days: float = 30
+    # "bounded" (memsift): score × (1 − weight + weight · 0.5^(age/halfLife)), age counted from the
+    # newest dated hit of the search; "reference": score × 0.5^(age/halfLife), age from now.
+    formula: Literal["bounded", "reference"] = "bounded"
+    weight: float = 0.1
+
+    @field_validator("weight")
+    @classmethod
+    def _share(cls, v: float) -> float:
+        if not 0.0 <= v <= 1.0:
+            raise ValueError("must be between 0 and 1 (the share of a score decay may take)")
+        return v
 
 
 class HybridConfig(_Strict):
@@ -113,10 +124,25 @@ class HybridConfig(_Strict):
     temporal_decay: TemporalDecayConfig = Field(default_factory=TemporalDecayConfig)
 
 
+class TimeConfig(_Strict):
+    """Time expressions in a question ("last Tuesday", "in November 2022") favour hits of that time."""
+
+    enabled: bool = True
+    weight: float = 0.5  # a dated hit outside the window loses up to this share of its score
+
+    @field_validator("weight")
+    @classmethod
+    def _share(cls, v: float) -> float:
+        if not 0.0 <= v <= 1.0:
+            raise ValueError("must be between 0 and 1 (the share of a score a hit outside the window loses)")
+        return v
+
+
 class QueryConfig(_Strict):
     max_results: int = 6
     min_score: float = 0.35
     hybrid: HybridConfig = Field(default_factory=HybridConfig)
+    time: TimeConfig = Field(default_factory=TimeConfig)
 
     @field_validator("max_results")
     @classmethod

@@ -1,0 +1,247 @@
+"""Time expressions in a question ("last Tuesday", "in November 2022", "两周前") → day windows.
+
+Spotting is ours: a few patterns that only fire on what is plainly a time expression (a month
+name next to a day or year or after "in"/"since", a weekday, "N units ago", ISO dates, CJK date
+forms), so version numbers (`2.10`), ids and "how many weeks ago" never count. Resolving a spotted
+span against the search's `now` is dateparser's job (English, Chinese, Japanese); its answer's
+period (day, week, month, year) decides how wide the window is. Windows are calendar days in the
+machine's local time zone, the time zone daily-log file names are written in.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Union
+
+__all__ = ["TimeWindow", "TimeBound", "find_time_windows", "time_filter_for", "parse_day"]
+
+TimeBound = Union[str, date, datetime, float, None]  # a since/until value as the API takes it
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """Calendar days from `start` to `end`, both inclusive; None is open-ended."""
+
+    start: date | None
+    end: date | None
+    text: str  # the expression as the question wrote it
+
+    def distance_days(self, day: date) -> int:
+        """0 inside the window, else how many days outside it."""
+        if self.start is not None and day < self.start:
+            return (self.start - day).days
+        if self.end is not None and day > self.end:
+            return (day - self.end).days
+        return 0
+
+    @property
+    def length_days(self) -> int | None:
+        if self.start is None or self.end is None:
+            return None
+        return (self.end - self.start).days + 1
+
+    def describe(self) -> str:
+        start = self.start.isoformat() if self.start else "…"
+        end = self.end.isoformat() if self.end else "…"
+        span = start if self.start == self.end else f"{start}..{end}"
+        return f"{span} ({self.text!r})"
+
+
+# --- spotting ------------------------------------------------------------------------------------
+
+_MONTH = (r"(?:january|february|march|april|may|june|july|august|september|october|november|december"
+          r"|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?")
+_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_DAY = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
+_YEAR = r"(?:19|20)\d{2}"
+_NUMBER = (r"(?:\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+           r"a\s+couple\s+of|a\s+few|few|several)")
+_UNIT = r"(?:day|week|month|year)s?"
+# Words that turn a point into an open window, and words that introduce a bare month or year.
+_OPEN_BEFORE = r"(?:before|until|till|prior\s+to)"
+_OPEN_AFTER = r"(?:since|after)"
+_INTRO = r"(?:in|during|since|after|before|until|till|of|from|last|this|early|late|mid|end\s+of|beginning\s+of)"
+
+_ENGLISH = [
+    # ISO and slashed dates: 2023-05-08, 2023/05/08, 05/08/2023; a year-month 2023-05 alone.
+    rf"\b{_YEAR}[-/](?:1[0-2]|0?[1-9])[-/](?:[12]\d|3[01]|0?[1-9])\b(?![-/.\d])",
+    rf"(?<![\d./-])(?:1[0-2]|0?[1-9])/(?:[12]\d|3[01]|0?[1-9])/{_YEAR}\b(?![-/.\d])",
+    rf"(?<![\d./-]){_YEAR}-(?:1[0-2]|0[1-9])\b(?![-/.\d])",
+    # 8 May (2023), 8th of May, May 8(th)(, 2023), May 2023, November 2022.
+    rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b",
+    rf"\b{_MONTH}\s+{_DAY}(?:,?\s+{_YEAR})?\b(?![.:]\d)",
+    rf"\b{_MONTH},?\s+{_YEAR}\b",
+    # in May, since March, last December: a bare month needs a word that makes it a time.
+    rf"\b{_INTRO}\s+{_MONTH}(?:\s+{_DAY})?(?:,?\s+{_YEAR})?\b(?![.:]\d)",
+    # in 2022, since 2019: a bare year needs one too (and is not a version or an amount).
+    rf"\b(?:in|during|since|after|before|until|till|of|from)\s+{_YEAR}\b(?![-/.,]?\d)",
+    # last Tuesday, on Friday (a bare weekday is too often a name: Ash Wednesday, Sunday mass).
+    rf"\b(?:last|this|past|previous|on)\s+{_WEEKDAY}\b",
+    rf"\b{_NUMBER}\s+{_UNIT}\s+ago\b",
+    # the past few weeks, the last 3 days: from then until today.
+    rf"\bthe\s+(?:past|last)\s+(?:{_NUMBER}\s+)?{_UNIT}\b",
+    # Not "today"/"tonight": a question about now ("a film for tonight?") is not about notes of today.
+    r"\b(?:the\s+day\s+before\s+yesterday|yesterday|last\s+night)\b",
+    r"\b(?:last|this|past|previous)\s+(?:week|month|year)\b",
+]
+_CJK_NUM = "〇零一二两三四五六七八九十百"
+_CJK = [
+    rf"(?:\d{{4}}|[{_CJK_NUM}]{{4}})\s*年\s*(?:\d{{1,2}}|[{_CJK_NUM}]{{1,3}})\s*月(?:\s*(?:\d{{1,2}}|[{_CJK_NUM}]{{1,3}})\s*[日号號])?",
+    rf"(?<!\d)(?:\d{{1,2}}|[{_CJK_NUM}]{{1,3}})\s*月\s*(?:\d{{1,2}}|[{_CJK_NUM}]{{1,3}})\s*[日号號]",
+    r"(?<!\d)\d{4}\s*年(?!\s*\d)",
+    rf"(?<![\d{_CJK_NUM}])(?:\d{{1,2}}|[{_CJK_NUM}]{{1,3}})月份?(?!\s*\d)",
+    rf"(?:\d{{1,3}}|[{_CJK_NUM}]{{1,3}})\s*(?:天|日|周|週|星期|个月|個月|ヶ月|か月|カ月|年)\s*(?:前|以前)",
+    r"上上?(?:个|個)?(?:星期|礼拜|禮拜|周|週)[一二三四五六日天]?|上(?:个|個)?月|上一?年",
+    r"这(?:个|個)?(?:星期|周|週|月)|本(?:周|週|月)|今年|去年|前年|昨年|一昨年",
+    r"前天|昨天|今天|昨晚|一昨日|昨日|今日|先週|今週|先月|今月",
+]
+_SPOT = re.compile("|".join(f"(?:{p})" for p in _ENGLISH), re.IGNORECASE)
+_SPOT_CJK = re.compile("|".join(f"(?:{p})" for p in _CJK))
+_HAS_DIGIT_OR_WORD = re.compile(r"[0-9A-Za-z\u3000-\u30ff\u4e00-\u9fff]")
+# A quick gate: most questions name no time at all and leave after one search of this.
+_GATE = re.compile(
+    rf"\d|{_MONTH[:-3]}|{_WEEKDAY}|\b(?:ago|yesterday|today|tonight|last|this|past|previous)\b|[年月日天周週前昨今去先]",
+    re.IGNORECASE,
+)
+_HOW_MANY = re.compile(r"\bhow\s+(?:many|much|long)\s+$", re.IGNORECASE)
+_LEAD_OPEN = re.compile(rf"\b({_OPEN_BEFORE}|{_OPEN_AFTER})\s+$", re.IGNORECASE)
+_VAGUE = {"a couple of": "2", "a few": "3", "few": "3", "several": "3"}
+_WEEKDAY_ZH = {"一": "monday", "二": "tuesday", "三": "wednesday", "四": "thursday", "五": "friday",
+               "六": "saturday", "日": "sunday", "天": "sunday"}
+_DIGITS = {"〇": 0, "零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+
+
+def _cjk_number(s: str) -> str:
+    """Chinese numerals up to 99 → digits ("十二" → "12", "两" → "2"); a 4-digit 二〇二三 → 2023."""
+    if len(s) == 4 and all(ch in _DIGITS for ch in s):
+        return "".join(str(_DIGITS[ch]) for ch in s)
+    if "十" in s:
+        tens, _, ones = s.partition("十")
+        return str((_DIGITS.get(tens, 1) if tens else 1) * 10 + (_DIGITS.get(ones, 0) if ones else 0))
+    return "".join(str(_DIGITS[ch]) if ch in _DIGITS else ch for ch in s)
+
+
+def _normalise_cjk(span: str) -> str:
+    m = re.fullmatch(r"上(?:个|個)?(?:星期|礼拜|禮拜|周|週)([一二三四五六日天])", span)
+    if m:  # dateparser knows 上周 but not 上周二
+        return f"last {_WEEKDAY_ZH[m.group(1)]}"
+    return re.sub(rf"[{_CJK_NUM}]+", lambda m: _cjk_number(m.group(0)), span)
+
+
+# --- resolving (dateparser) ---------------------------------------------------------------------
+
+_LOCK = threading.Lock()
+
+
+def _parse(span: str, languages: tuple[str, ...], base: datetime) -> tuple[date, str] | None:
+    """dateparser's reading of one spotted span: the day and its period (day, week, month, year)."""
+    from dateparser.date import DateDataParser  # noqa: PLC0415  (imported only when a question names a time)
+
+    settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past", "RETURN_TIME_AS_PERIOD": True}
+    with _LOCK:  # dateparser loads its language data lazily, not thread-safely
+        data = DateDataParser(languages=list(languages), settings=settings).get_date_data(span)
+    if data is None or data.date_obj is None:
+        return None
+    return data.date_obj.date(), data.period or "day"
+
+
+def _window(day: date, period: str, text: str) -> TimeWindow:
+    if period == "week":
+        monday = day - timedelta(days=day.weekday())
+        return TimeWindow(monday, monday + timedelta(days=6), text)
+    if period == "month":
+        first = day.replace(day=1)
+        nxt = (first + timedelta(days=32)).replace(day=1)
+        return TimeWindow(first, nxt - timedelta(days=1), text)
+    if period == "year":
+        return TimeWindow(date(day.year, 1, 1), date(day.year, 12, 31), text)
+    return TimeWindow(day, day, text)  # day, time, part_of_day
+
+
+def find_time_windows(query: str, now: float | None = None) -> list[TimeWindow]:
+    """The day windows a question names, resolved against `now` (POSIX seconds; default: now)."""
+    if not query or not _GATE.search(query):
+        return []
+    base = datetime.fromtimestamp(now) if now is not None else datetime.now()
+    windows: list[TimeWindow] = []
+    for pattern, languages in ((_SPOT, ("en",)), (_SPOT_CJK, ("zh", "ja"))):
+        for m in pattern.finditer(query):
+            span = m.group(0).strip()
+            before = query[: m.start()]
+            if _HOW_MANY.search(before) or not _HAS_DIGIT_OR_WORD.search(span):
+                continue  # "how many weeks ago": a question about a duration, not a time
+            text = span
+            recent = re.match(r"(?i)the\s+(?:past|last)\s+", span)
+            if recent:  # "the past few weeks": from a few weeks ago until today
+                rest = span[recent.end():]
+                span = (rest if re.match(_NUMBER, rest, re.IGNORECASE) and not re.match(_UNIT, rest, re.IGNORECASE) else "1 " + rest) + " ago"
+            if languages == ("en",):
+                span = re.sub(r"^(?:in|during|of|from|since|after|before|until|till|prior\s+to|end\s+of|beginning\s+of|early|late|mid|on)\s+",
+                              "", span, flags=re.IGNORECASE)
+                lowered = span.lower()
+                for vague, digit in _VAGUE.items():
+                    if lowered.startswith(vague + " "):
+                        span = digit + span[len(vague):]
+                        break
+            else:
+                span = _normalise_cjk(span)
+                languages = ("en",) if span.startswith("last ") else languages
+            parsed = _parse(span, languages, base)
+            if parsed is None:
+                continue
+            window = _window(*parsed, text)
+            if recent:
+                window = TimeWindow(window.start, base.date(), text)
+            lead = _LEAD_OPEN.search(before) or re.match(rf"(?i){_OPEN_BEFORE}|{_OPEN_AFTER}", text)
+            if lead:
+                word = lead.group(0).strip().lower()
+                text = text if text.lower().startswith(word) else f"{word} {text}"
+                if re.match(_OPEN_BEFORE, word):
+                    window = TimeWindow(None, window.start - timedelta(days=1), text) if window.start else window
+                else:
+                    window = TimeWindow(window.start, None, text)
+            windows.append(window)
+    return windows
+
+
+# --- explicit filters ----------------------------------------------------------------------------
+
+
+def parse_day(value: str | date | datetime | float | int, *, now: float | None = None, what: str = "date") -> date:
+    """A `--since`/`--until` value: an ISO date, POSIX seconds, or a phrase ("last week", "2 days ago")."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, (int, float)):
+        return datetime.fromtimestamp(float(value)).date()
+    text = str(value).strip()
+    try:
+        return date.fromisoformat(text[:10]) if re.fullmatch(r"\d{4}-\d{2}-\d{2}(?:[T ].*)?", text) else _phrase_day(text, now)
+    except ValueError as exc:
+        raise ValueError(f"{what} {text!r} is not a date: use YYYY-MM-DD or a phrase like \"last week\" ({exc})") from None
+
+
+def _phrase_day(text: str, now: float | None) -> date:
+    base = datetime.fromtimestamp(now) if now is not None else datetime.now()
+    languages = ("zh", "ja") if re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", text) else ("en",)
+    parsed = _parse(_normalise_cjk(text) if languages != ("en",) else text, languages, base)
+    if parsed is None:
+        raise ValueError("not understood")
+    return _window(*parsed, text).start or parsed[0]
+
+
+def time_filter_for(since: TimeBound, until: TimeBound, now: float | None = None) -> TimeWindow | None:
+    """The since/until filter's window (both days inclusive), or None when neither is set.
+    ValueError says which value is not a date, or that the range is empty."""
+    if since in (None, "") and until in (None, ""):
+        return None
+    since = parse_day(since, now=now, what="since") if since not in (None, "") else None
+    until = parse_day(until, now=now, what="until") if until not in (None, "") else None
+    if since is not None and until is not None and since > until:
+        raise ValueError(f"since ({since}) is after until ({until}): nothing can match; swap them")
+    text = f"since {since}" if until is None else (f"until {until}" if since is None else f"{since}..{until}")
+    return TimeWindow(since, until, text)

@@ -1,0 +1,120 @@
+"""Time in search on the builtin backend: since/until filters, times named in questions, decay."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+
+import anyio
+import pytest
+
+from helpers import make_settings
+from memsift.backends.builtin import BuiltinSearchManager
+from memsift.engine.embeddings import ProviderSelection
+from memsift.engine.embeddings.fake import FakeEmbeddingProvider
+
+NOW = datetime(2023, 4, 18, 9, 0).timestamp()  # a Tuesday
+SAME = "Decided to ship the billing export with the ledger team.\n"
+
+
+def run(fn, *args, **kw):
+    return anyio.run(lambda: fn(*args, **kw))
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n- The ledger team owns billing.\n")
+    # The same decision on three days; nothing but the date tells them apart.
+    (ws / "memory" / "2023-03-02.md").write_text(f"# 2023-03-02\n{SAME}")
+    (ws / "memory" / "2023-04-11.md").write_text(f"# 2023-04-11\n{SAME}")
+    (ws / "memory" / "journal.md").write_text(f"# Journal\n## 2023-04-14 retro\n{SAME}")
+    undated = ws / "memory" / "ideas.md"
+    undated.write_text(SAME)
+    stamp = datetime(2023, 1, 20, 12, 0).timestamp()
+    os.utime(undated, (stamp, stamp))  # an undated note is judged by when it was last changed
+    return ws
+
+
+def _manager(tmp_path, ws, ms=None, *, keyword_only=True):
+    settings = make_settings(tmp_path, ws, ms or ({"provider": "none"} if keyword_only else {}))
+    if keyword_only:
+        m = BuiltinSearchManager(settings, selection=ProviderSelection(None, "none", unavailable_reason="test"))
+    else:
+        m = BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())
+    run(m.sync)
+    return m
+
+
+def _paths(answer):
+    return [h.path for h in answer.results]
+
+
+@pytest.mark.parametrize("keyword_only", [True, False])
+def test_since_and_until_keep_only_hits_of_those_days(tmp_path, workspace, keyword_only):
+    m = _manager(tmp_path, workspace, keyword_only=keyword_only)
+    answer = run(m.search, "billing export", min_score=0, since="2023-04-01", until="2023-04-12", now=NOW)
+    assert _paths(answer) == ["memory/2023-04-11.md"]
+    assert answer.time_filter == "2023-04-01..2023-04-12 ('2023-04-01..2023-04-12')"
+    answer = run(m.search, "billing export", min_score=0, until="2023-02-01", now=NOW)
+    assert _paths(answer) == ["memory/ideas.md"]  # undated: its modification day (2023-01-20)
+    answer = run(m.search, "billing export", min_score=0, since="last week", now=NOW)  # Monday 10 April on
+    # MEMORY.md states no day and was changed today: it is in an open-ended range.
+    assert sorted(_paths(answer)) == ["MEMORY.md", "memory/2023-04-11.md", "memory/journal.md"]
+    m._close_reader()
+
+
+def test_a_bad_filter_is_a_clear_error_before_searching(tmp_path, workspace):
+    m = _manager(tmp_path, workspace)
+    with pytest.raises(ValueError, match="since 'soon' is not a date"):
+        run(m.search, "billing", since="soon")
+    m._close_reader()
+
+
+@pytest.mark.parametrize("keyword_only", [True, False])
+def test_a_time_named_in_the_question_favours_notes_of_that_time(tmp_path, workspace, keyword_only):
+    m = _manager(tmp_path, workspace, keyword_only=keyword_only)
+    plain = run(m.search, "what did we decide about the billing export", min_score=0, now=NOW)
+    timed = run(m.search, "what did we decide about the billing export last Tuesday", min_score=0, now=NOW, explain=True)
+    assert plain.time_windows is None
+    assert timed.time_windows == ["2023-04-11 ('last Tuesday')"]
+    assert _paths(timed)[0] == "memory/2023-04-11.md"
+    top = timed.results[0].explain
+    assert (top.day, top.day_source, top.time_factor) == ("2023-04-11", "heading", 1.0)
+    journal = next(h for h in timed.results if h.path == "memory/journal.md").explain
+    assert journal.day == "2023-04-14" and journal.time_factor < 1.0  # three days off: a smaller share kept
+    m._close_reader()
+
+
+def test_time_windows_can_be_turned_off(tmp_path, workspace):
+    m = _manager(tmp_path, workspace, {"provider": "none", "query": {"time": {"enabled": False}}})
+    answer = run(m.search, "billing export last Tuesday", min_score=0, now=NOW, explain=True)
+    assert answer.time_windows is None
+    assert all(h.explain.time_factor == 1.0 for h in answer.results)
+    m._close_reader()
+
+
+def test_bounded_decay_orders_by_recency_without_pushing_to_zero(tmp_path, workspace):
+    ms = {"provider": "none", "query": {"hybrid": {"temporalDecay": {"enabled": True}}}}
+    m = _manager(tmp_path, workspace, ms)
+    answer = run(m.search, "billing export", min_score=0, now=datetime(2024, 6, 1).timestamp(), explain=True)
+    decay = {h.path: h.explain.decay for h in answer.results}
+    same_text = [h.path for h in answer.results if h.path in ("memory/2023-03-02.md", "memory/2023-04-11.md")]
+    assert same_text == ["memory/2023-04-11.md", "memory/2023-03-02.md"]  # equal evidence: the newer first
+    assert decay["memory/journal.md"] == 1.0  # the newest hit is the anchor, though a year before "now"
+    assert decay["MEMORY.md"] == decay["memory/ideas.md"] == 1.0  # evergreen: undated notes are judged on content
+    assert decay["memory/journal.md"] > decay["memory/2023-04-11.md"] > decay["memory/2023-03-02.md"]
+    assert min(decay.values()) >= 0.9  # weight 0.1: never more than a tenth off
+    m._close_reader()
+
+
+def test_the_reference_decay_formula_stays_selectable(tmp_path, workspace):
+    ms = {"provider": "none", "query": {"hybrid": {"temporalDecay": {"enabled": True, "formula": "reference"}}}}
+    m = _manager(tmp_path, workspace, ms)
+    answer = run(m.search, "billing export", min_score=0, now=datetime(2023, 4, 11).timestamp() + 30 * 86400, explain=True)
+    by_path = {h.path: h.explain.decay for h in answer.results}
+    assert by_path["memory/2023-04-11.md"] == pytest.approx(0.5, abs=0.01)  # 30 days, half-life 30
+    assert by_path["memory/2023-03-02.md"] == pytest.approx(0.5 ** (70 / 30), abs=0.01)
+    assert by_path["memory/journal.md"] == 1.0  # reference: an undated file under memory/ is evergreen (headings unread)
+    m._close_reader()

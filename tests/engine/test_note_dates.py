@@ -1,0 +1,56 @@
+"""The day a chunk speaks of: a line's timestamp, the nearest dated heading, the file name."""
+
+from __future__ import annotations
+
+from memsift.engine.chunking import Chunk, chunk_text
+from memsift.engine.note_dates import ChunkDay, chunk_days, date_in_text, day_at, file_name_day
+
+
+def _days(path: str, text: str) -> list[tuple[int, ChunkDay]]:
+    chunks = chunk_text(text, strategy="evidence", tokens=175, overlap=0)
+    return [(c.start_line, d) for c, d in zip(chunks, chunk_days(path, text, chunks))]
+
+
+def test_a_dated_heading_dates_its_section_and_its_subsections():
+    lines = [
+        "# Notes", "General things with no date.",
+        "## 2023-03-02 planning", "Discussed the ledger migration with Sam.",
+        "### Follow-ups", "Sam sends the schema draft.",
+        "## Ideas", "Try the new queue library.",
+    ]
+    text = "\n".join(lines) + "\n"
+    # One chunk per section, each opening with its heading (as the evidence chunker cuts bigger files).
+    chunks = [Chunk(n, n + 1, f"{lines[n - 1]}\n{lines[n]}", "h") for n in (1, 3, 5, 7)]
+    days = chunk_days("memory/notes.md", text, chunks)
+    assert [d.day for d in days] == [None, "2023-03-02", "2023-03-02", None]
+    assert [d.source for d in days] == [None, "heading", "heading", None]
+    # A chunk holding two sections is dated by its first line of content.
+    assert chunk_days("memory/notes.md", text, [Chunk(1, 4, "\n".join(lines[:4]), "h")])[0].day is None
+
+
+def test_a_timestamp_opening_a_line_wins_over_heading_and_file_name():
+    text = "# 2023-05-08\n\n[2023-05-07 23:50] late note about the deploy window and the rollback plan\n"
+    [(_, d)] = _days("memory/2023-05-08.md", text)
+    assert d == ChunkDay("2023-05-07", "timestamp")
+
+
+def test_the_file_name_dates_what_nothing_else_does():
+    [(_, d)] = _days("memory/2023-05-08.md", "- shipped the billing export\n")
+    assert d == ChunkDay("2023-05-08", "file name")
+    assert file_name_day("sessions/2023-05-08-standup.md") == "2023-05-08"
+    assert file_name_day("2023-05-08/notes.md") is None  # a folder's date is not the note's
+
+
+def test_what_is_not_a_date_dates_nothing():
+    assert date_in_text("Release 2.10 notes") is None
+    assert date_in_text("build 2023-02-30") is None  # no such day
+    assert date_in_text("Monday 8 May 2023 standup") == "2023-05-08"
+    assert date_in_text("Standup, May 8th, 2023") == "2023-05-08"
+    text = "```\n# 2023-01-01 not a heading, code\n```\nplain words in the note, no dates around\n"
+    assert [d.day for _, d in _days("memory/notes.md", text)] == [None]
+
+
+def test_a_hit_found_elsewhere_is_dated_by_its_line():
+    text = "# 2023-04-10\nfirst\n# 2023-04-11\nsecond\n"
+    assert day_at("memory/log.md", text, 4) == ChunkDay("2023-04-11", "heading")
+    assert day_at("memory/log.md", text, 2) == ChunkDay("2023-04-10", "heading")

@@ -1,0 +1,104 @@
+"""Time expressions in questions: what counts, what does not, and the day windows they resolve to."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+import pytest
+
+from memsift.engine.time_query import find_time_windows, parse_day, time_filter_for
+
+# Tuesday 18 April 2023, 02:06 local time.
+NOW = datetime(2023, 4, 18, 2, 6).timestamp()
+
+
+def _windows(q: str) -> list[tuple[date | None, date | None]]:
+    return [(w.start, w.end) for w in find_time_windows(q, NOW)]
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Who did I meet with during the lunch last Tuesday?", [(date(2023, 4, 11), date(2023, 4, 11))]),
+        ("what did we decide on Friday?", [(date(2023, 4, 14), date(2023, 4, 14))]),
+        ("what did we decide yesterday", [(date(2023, 4, 17), date(2023, 4, 17))]),
+        ("what happened the day before yesterday", [(date(2023, 4, 16), date(2023, 4, 16))]),
+        ("what was the plan in November 2022?", [(date(2022, 11, 1), date(2022, 11, 30))]),
+        ("what did we decide on 8 May?", [(date(2022, 5, 8), date(2022, 5, 8))]),  # the last 8 May before now
+        ("notes from May 8th, 2023", [(date(2023, 5, 8), date(2023, 5, 8))]),
+        ("the 2023-04-02 deploy", [(date(2023, 4, 2), date(2023, 4, 2))]),
+        ("meeting on 2023/03/09", [(date(2023, 3, 9), date(2023, 3, 9))]),
+        ("what did I do last week", [(date(2023, 4, 10), date(2023, 4, 16))]),
+        ("two weeks ago we talked about it", [(date(2023, 4, 3), date(2023, 4, 9))]),
+        ("What charity event did I join a month ago?", [(date(2023, 3, 1), date(2023, 3, 31))]),
+        ("3 days ago", [(date(2023, 4, 15), date(2023, 4, 15))]),
+        ("in the past few weeks", [(date(2023, 3, 27), date(2023, 4, 18))]),
+        ("what happened last year", [(date(2022, 1, 1), date(2022, 12, 31))]),
+        ("what changed since March", [(date(2023, 3, 1), None)]),
+        ("which laptop did I use before 2022", [(None, date(2021, 12, 31))]),
+        ("the plan from 2019", [(date(2019, 1, 1), date(2019, 12, 31))]),
+        ("2023年5月的计划是什么", [(date(2023, 5, 1), date(2023, 5, 31))]),
+        ("两周前我们讨论了什么", [(date(2023, 4, 3), date(2023, 4, 9))]),
+        ("上周二开会说了什么", [(date(2023, 4, 11), date(2023, 4, 11))]),
+        ("昨天吃了什么", [(date(2023, 4, 17), date(2023, 4, 17))]),
+        ("去年的目标", [(date(2022, 1, 1), date(2022, 12, 31))]),
+        ("先月の旅行はどうだった", [(date(2023, 3, 1), date(2023, 3, 31))]),
+        ("3日前に何を食べた", [(date(2023, 4, 15), date(2023, 4, 15))]),
+    ],
+)
+def test_time_expressions_resolve_to_day_windows(question: str, expected: list) -> None:
+    assert _windows(question) == expected
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "upgrade to version 2.10 of the api",
+        "Python 3.11 release notes",
+        "costs 3.14 dollars",
+        "ticket 2023-45 status",
+        "build 20230415 failed",
+        "PR #2022 review",
+        "May I ask which database we picked?",
+        "the team may march on",
+        "How many weeks ago did I meet up with my aunt?",
+        "How many days passed between the two trips?",
+        "which database did we pick for the ledger?",
+        "order 1234 shipped in 2022.5 units",
+        "10.0.0.1 is the gateway",
+        "How many days passed between the Sunday mass and the Ash Wednesday service?",
+        "Can you recommend a film for tonight?",
+    ],
+)
+def test_what_is_not_a_time_is_left_alone(question: str) -> None:
+    assert find_time_windows(question, NOW) == []
+
+
+def test_relative_expressions_follow_the_searchs_now() -> None:
+    later = datetime(2024, 1, 10, 12, 0).timestamp()
+    assert [(w.start, w.end) for w in find_time_windows("yesterday", later)] == [(date(2024, 1, 9), date(2024, 1, 9))]
+
+
+def test_a_window_says_what_it_was_read_from() -> None:
+    (w,) = find_time_windows("what was the plan in November 2022?", NOW)
+    assert w.describe() == "2022-11-01..2022-11-30 ('in November 2022')"
+
+
+def test_since_and_until_take_dates_and_phrases() -> None:
+    w = time_filter_for("2023-01-05", "last week", NOW)
+    assert (w.start, w.end) == (date(2023, 1, 5), date(2023, 4, 10))
+    assert time_filter_for(None, "", NOW) is None
+    assert parse_day(datetime(2023, 2, 3, 4, 5)) == date(2023, 2, 3)
+
+
+@pytest.mark.parametrize(
+    ("since", "until", "message"),
+    [
+        ("banana", None, "since 'banana' is not a date"),
+        (None, "2023-13-45", "until '2023-13-45' is not a date"),
+        ("2023-05-01", "2023-04-01", "since (2023-05-01) is after until (2023-04-01)"),
+    ],
+)
+def test_bad_filters_say_what_is_wrong(since, until, message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        time_filter_for(since, until, NOW)
