@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date, datetime
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,10 +44,15 @@ class SearchManager(Protocol):
         min_score: float | None = None,
         session_key: str | None = None,
         explain: bool = False,
+        now: float | None = None,
         mode: str | None = None,
+        since: str | date | datetime | float | None = None,
+        until: str | date | datetime | float | None = None,
     ) -> SearchAnswer:
         """`mode`: None or "auto" runs what the config says; "keyword", "vector" or "hybrid" picks
-        the retrieval for this search (engine/search_modes.py)."""
+        the retrieval for this search (engine/search_modes.py). `now` (POSIX seconds, default the
+        clock): what relative times in the query and decay count from. `since`/`until`: keep hits
+        of those days, inclusive (engine/time_query.py; ValueError for a value that is no date)."""
         ...
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Union
 
-__all__ = ["TimeWindow", "TimeBound", "find_time_windows", "time_filter_for", "parse_day"]
+__all__ = ["TimeWindow", "TimeBound", "find_time_windows", "without_time_expressions", "time_filter_for", "parse_day"]
 
 TimeBound = Union[str, date, datetime, float, None]  # a since/until value as the API takes it
 
@@ -205,6 +205,16 @@ def find_time_windows(query: str, now: float | None = None) -> list[TimeWindow]:
                     window = TimeWindow(window.start, None, text)
             windows.append(window)
     return windows
+
+
+def without_time_expressions(query: str, windows: list[TimeWindow]) -> str:
+    """The question without the time expressions its windows were read from (for a search tool
+    that wants every word to occur, such as QMD's BM25), or the question itself if nothing remains."""
+    out = query
+    for w in windows:
+        out = re.sub(re.escape(w.text), " ", out, flags=re.IGNORECASE)
+    out = " ".join(out.split())
+    return out if _HAS_DIGIT_OR_WORD.search(out) else query
 
 
 # --- explicit filters ----------------------------------------------------------------------------

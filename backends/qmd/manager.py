@@ -38,7 +38,7 @@ from memsift.engine.results import ManagerStatus, ReadResult, SearchAnswer, Sear
 from memsift.engine.text import utf16_len, utf16_slice
 from memsift.engine.note_dates import day_at
 from memsift.engine.ranking import Candidate
-from memsift.engine.time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for
+from memsift.engine.time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for, without_time_expressions
 from memsift.engine.time_rank import apply_time_filter, apply_time_windows
 
 from .collections import ManagedCollection, read_index_yml, resolve_collections
@@ -279,7 +279,7 @@ class QmdSearchManager:
             log.info(f"qmd: searching {len(live)} collection(s)", mode=mode, left=f"{facts['deadline'] - time.monotonic():.1f} s")
             best: dict[str, tuple[QmdHit, ManagedCollection]] = {}
             for c in live:
-                for h in await self._search_collection(facts["effective_mode"], q, fetch, c, facts):
+                for h in await self._search_collection(facts["effective_mode"], without_time_expressions(q, windows), fetch, c, facts):
                     key = h.docid or f"{c.name}:{h.path}"
                     if key not in best or h.score > best[key][0].score:
                         best[key] = (h, c)

@@ -411,3 +411,22 @@ def test_prune_removes_only_memsifts_own_files(tmp_path, example_workspace):
     r = _memsift(tmp_path, "index", "--prune")
     assert r.returncode == 0, r.stderr
     assert theirs.read_text() == "someone else's file\n" and not outside.exists()
+
+
+def test_search_since_until_and_the_time_a_question_names(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-10-01.md").write_text("- the deploy pipeline moved to canary releases\n")
+    (ws / "memory" / "2026-11-01.md").write_text("- the deploy pipeline gained a canary dashboard\n")
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
+    r = _memsift(tmp_path, "-c", str(cfg), "--workspace", str(ws), "search", "canary pipeline", "--until", "2026-10-31", "--json")
+    assert r.returncode == 0, r.stderr
+    assert [h["path"] for h in json.loads(r.stdout)["results"]] == ["memory/2026-10-01.md"]
+    r = _memsift(tmp_path, "-c", str(cfg), "--workspace", str(ws), "search", "canary pipeline in October 2026", "--explain",
+                 "--min-score", "0")
+    assert r.returncode == 0, r.stderr
+    assert "time named in the question: 2026-10-01..2026-10-31 ('in October 2026')" in r.stdout
+    assert "day=2026-10-01 (file name)" in r.stdout
+    r = _memsift(tmp_path, "--workspace", str(ws), "search", "canary", "--since", "someday")
+    assert r.returncode == 2 and "since 'someday' is not a date" in r.stderr and "Traceback" not in r.stderr

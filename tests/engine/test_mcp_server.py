@@ -339,3 +339,23 @@ def test_bad_arguments_and_an_empty_query_are_explained_plainly(tmp_path, exampl
         await manager.aclose()
 
     anyio.run(go)
+
+
+def test_since_and_until_filter_memory_search_and_a_bad_date_says_what_to_pass(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-10-01.md").write_text("- the deploy pipeline moved to canary releases\n")
+    (ws / "memory" / "2026-11-01.md").write_text("- the deploy pipeline gained a canary dashboard\n")
+    manager, memory = _server(tmp_path, ws)
+
+    async def go():
+        await manager.sync()
+        found = await memory.search("canary deploy pipeline", min_score=0.0, since="2026-10-15")
+        assert [h.path for h in found.results] == ["memory/2026-11-01.md"]
+        assert found.time_filter == "2026-10-15..… ('since 2026-10-15')"
+        bad = await memory.search("canary deploy pipeline", until="next blue moon")
+        assert bad.results == [] and "until 'next blue moon' is not a date" in bad.error
+        assert "YYYY-MM-DD" in bad.action
+        await manager.aclose()
+
+    anyio.run(go)

@@ -102,3 +102,11 @@ def test_since_and_until_take_dates_and_phrases() -> None:
 def test_bad_filters_say_what_is_wrong(since, until, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         time_filter_for(since, until, NOW)
+
+
+def test_a_question_without_its_time_expressions():
+    from memsift.engine.time_query import without_time_expressions
+
+    q = "canary pipeline in October"
+    assert without_time_expressions(q, find_time_windows(q, NOW)) == "canary pipeline"
+    assert without_time_expressions("yesterday", find_time_windows("yesterday", NOW)) == "yesterday"  # nothing else left

@@ -118,3 +118,19 @@ def test_the_reference_decay_formula_stays_selectable(tmp_path, workspace):
     assert by_path["memory/2023-03-02.md"] == pytest.approx(0.5 ** (70 / 30), abs=0.01)
     assert by_path["memory/journal.md"] == 1.0  # reference: an undated file under memory/ is evergreen (headings unread)
     m._close_reader()
+
+
+def test_a_time_no_note_can_match_leaves_scores_as_they_were(tmp_path):
+    ws = tmp_path / "undated"
+    (ws / "docs").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Facts\n- Pneumonia cases in young children worldwide were estimated at 30 million.\n")
+    (ws / "docs" / "b.md").write_text("Pneumonia in children: incidence and mortality estimates.\n")
+    q = "pneumonia cases in young children worldwide in 2010"
+    off = _manager(tmp_path / "off", ws, {"provider": "none", "extraPaths": ["docs"], "query": {"time": {"enabled": False}}})
+    plain = run(off.search, q, now=NOW)
+    off._close_reader()
+    m = _manager(tmp_path, ws, {"provider": "none", "extraPaths": ["docs"]})
+    timed = run(m.search, q, now=NOW)
+    assert timed.time_windows == ["2010-01-01..2010-12-31 ('in 2010')"] and plain.time_windows is None
+    assert [(h.path, h.score) for h in timed.results] == [(h.path, h.score) for h in plain.results] != []
+    m._close_reader()

@@ -155,3 +155,23 @@ def test_index_reports_what_qmd_really_did(tmp_path, example_workspace):
     again = run(m.sync)
     assert (again.files_indexed, again.files_seen, again.files_unchanged) == (1, 6, 5)
     assert "qmd update: 0 new, 1 updated, 5 unchanged, 0 removed" in again.notes
+
+
+def test_time_filters_and_windows_judge_qmds_hits_by_their_notes_days(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n- nothing about pipelines\n")
+    (ws / "memory" / "2026-10-01.md").write_text("# 2026-10-01\n- the deploy pipeline moved to canary releases\n")
+    (ws / "memory" / "2026-11-03.md").write_text("# 2026-11-03\n- the deploy pipeline gained a canary dashboard\n")
+    (ws / "memory" / "log.md").write_text("# Log\n## 2026-11-10 retro\n- the deploy pipeline canary review\n")
+    m = QmdSearchManager(_settings(tmp_path, ws))
+    now = time.mktime((2026, 11, 12, 9, 0, 0, 0, 0, -1))
+    answer = run(m.search, "canary pipeline", since="2026-11-01", now=now)
+    assert answer.backend == "qmd" and answer.time_filter == "2026-11-01..… ('since 2026-11-01')"
+    assert sorted(h.path for h in answer.results) == ["memory/2026-11-03.md", "memory/log.md"]  # a heading dates log.md
+    answer = run(m.search, "canary pipeline", until="2026-10-31", now=now)
+    assert [h.path for h in answer.results] == ["memory/2026-10-01.md"]
+    answer = run(m.search, "canary pipeline in October", now=now)
+    assert answer.time_windows == ["2026-10-01..2026-10-31 ('in October')"]
+    assert answer.results[0].path == "memory/2026-10-01.md"
+    run(m.aclose)
