@@ -41,6 +41,30 @@ def _conversation_targets(f: dict[str, Any], add: Any) -> None:
             add(f"CJK {name}: keyword hit@1, trigram ≥ unicode61", t, t >= k, f"{t:.3f} vs {k:.3f}")
 
 
+def _time_targets(f: dict[str, Any], add: Any) -> None:
+    lme = _get(f, "time", "longmemeval") or {}
+    on, off = lme.get("time on + decay") or lme.get("time on"), lme.get("time off")
+    if on:
+        by = on["recall_any@10_by_type"]
+        add("LongMemEval, time features on: temporal-reasoning recall_any@10 ≥ 0.85", by["temporal-reasoning"],
+            by["temporal-reasoning"] >= 0.85, f"{by['temporal-reasoning']:.3f}")
+        add("LongMemEval, time features on: knowledge-update recall_any@10 ≥ 0.97", by["knowledge-update"],
+            by["knowledge-update"] >= 0.97, f"{by['knowledge-update']:.3f}")
+        add("LongMemEval, time features on: hybrid recall_any@10 ≥ 0.85", on["recall_any@10"], on["recall_any@10"] >= 0.85,
+            f"{on['recall_any@10']:.3f}")
+    for with_decay, without in (("time on + decay", "time on"), ("decay (time off)", "time off")):
+        a, b = _get(lme, with_decay, "recall_any@10"), _get(lme, without, "recall_any@10")
+        if a is not None and b is not None:
+            add(f"LongMemEval: decay on never below decay off ({with_decay} vs {without})", a, a >= b, f"{a:.3f} vs {b:.3f}")
+    sf = _get(f, "time", "scifact")
+    if sf:
+        add("SciFact: no ranking changes with time features on", sf["rankings_changed"], sf["rankings_changed"] == 0,
+            f"{sf['rankings_changed']} of {sf['queries']} changed")
+    p95 = _get(f, "time", "parser", "p95_ms")
+    if p95 is not None:
+        add("time-expression parser adds < 2 ms p95", p95, p95 < 2, f"{p95:.3f} ms")
+
+
 def check_targets(f: dict[str, Any]) -> list[dict[str, Any]]:
     """Each target of the benchmark issue with the measured figure beside it."""
     out: list[dict[str, Any]] = []
@@ -59,6 +83,7 @@ def check_targets(f: dict[str, Any]) -> list[dict[str, Any]]:
     if r10 is not None:
         add("LongMemEval shared pool, hybrid recall_any@10 ≥ 0.75", r10, r10 >= 0.75, f"{r10:.3f}")
     _conversation_targets(f, add)
+    _time_targets(f, add)
     sc = _get(f, "scale") or {}
     for size, limit in (("10000", 50.0), ("100000", 150.0)):
         p95 = _get(sc, size, "memsift", "search_in_process", "hybrid", "p95_ms")
@@ -104,7 +129,7 @@ MODE_NAMES = {
     "vector": "vector only (local MiniLM)",
     "hybrid": "hybrid (default)",
     "hybrid+mmr": "hybrid + MMR",
-    "hybrid+decay": "hybrid + temporal decay",
+    "hybrid+decay": "hybrid + temporal decay",  # bounded (the default formula) since issue 18
     "qmd": "QMD 2.8.3 `search`",
 }
 
@@ -127,6 +152,32 @@ def _conversation_tables(f: dict[str, Any]) -> list[str]:
         modes = list(next(iter(cjk.values())))
         parts.append("**CJK questions** (cjk-dev, hit@1; the local model is English-only)\n\n" + _table(
             ["set", *modes], [[name, *[_n(_get(v, m, "hit@1")) for m in modes]] for name, v in cjk.items()]))
+    return parts
+
+
+def _time_tables(f: dict[str, Any]) -> list[str]:
+    t = f.get("time") or {}
+    parts = []
+    lme = t.get("longmemeval") or {}
+    if lme:
+        types = sorted(next(iter(lme.values()))["recall_any@10_by_type"])
+        parts.append("**Time-aware search** (LongMemEval, hybrid, recall_any@10, each question at its own date)\n\n" + _table(
+            ["question type", *lme], [["all", *[_n(v["recall_any@10"]) for v in lme.values()]]]
+            + [[ty, *[_n(v["recall_any@10_by_type"].get(ty)) for v in lme.values()]] for ty in types]))
+    ev = t.get("evidence") or {}
+    if ev:
+        variants = list(next(iter(ev.values())))
+        parts.append("Evidence shown with time features (hybrid turn recall@10; near-empty first hit)\n\n" + _table(
+            ["set", *variants], [[name, *[f"{_n(v[x]['turn_recall@10'])} ({_n(v[x]['tiny_first'], '{:.2f}')})" for x in variants]]
+                                 for name, v in ev.items()]))
+    if t.get("parser"):
+        p = t["parser"]
+        parts.append(f"Time-expression parser: p50 {p['p50_ms']:.3f} ms, p95 {p['p95_ms']:.3f} ms over {p['questions']} questions "
+                     f"({p['naming_a_time']} name a time); first call in a new process {p['first_call_ms']:.0f} ms (imports dateparser).")
+    if t.get("scifact"):
+        sf = t["scifact"]
+        parts.append(f"SciFact with time features on: {sf['rankings_changed']} of {sf['queries']} rankings changed "
+                     f"({sf['naming_a_time']} queries name a time; no abstract is dated).")
     return parts
 
 
@@ -153,6 +204,7 @@ def tables(f: dict[str, Any]) -> str:
             ["question type", *[MODE_NAMES[k].split(" (")[0] for k in lme]],
             [[t, *[_n(lme[k]["recall_any@10_by_type"].get(t)) for k in lme]] for t in types]))
     parts += _conversation_tables(f)
+    parts += _time_tables(f)
     sc = {k: v for k, v in (_get(f, "scale") or {}).items() if k.isdigit()}
     if sc:
         sizes = sorted(sc, key=int)

@@ -33,6 +33,7 @@ from qmdcli import qmd_available, start_spawner  # noqa: E402
 from quality import eval_longmemeval, eval_scifact, warm_index  # noqa: E402
 from report import check_targets, plot_all, tables  # noqa: E402
 from scale import run_scale  # noqa: E402
+from timebench import time_aware  # noqa: E402
 
 SCIFACT_MODES = ["bm25", "vector", "hybrid", "hybrid+mmr", "qmd"]
 LME_MODES = ["bm25", "vector", "hybrid", "hybrid+mmr", "hybrid+decay", "qmd"]
@@ -130,6 +131,7 @@ def main() -> None:
     ap.add_argument("--skip-scale", action="store_true")
     ap.add_argument("--skip-conversation", action="store_true", help="skip evidence shown and the CJK sets")
     ap.add_argument("--skip-cjk", action="store_true", help="skip the CJK sets (cjk.py runs them alone)")
+    ap.add_argument("--skip-time", action="store_true", help="skip time-aware search (timebench.py runs it alone)")
     ap.add_argument("--work", type=Path, default=HERE / "out", help="work files (default contrib/bench/out)")
     ap.add_argument("--results", type=Path, default=HERE / "results", help="figures, tables, plots (default contrib/bench/results)")
     ap.add_argument("--report-only", action="store_true", help="redraw tables and plots from results/figures.json")
@@ -155,15 +157,17 @@ def main() -> None:
         figures["quality"] = anyio.run(quality, args.work, with_qmd)
     if not args.skip_conversation:
         figures["conversation"] = anyio.run(conversation, args.work, with_qmd, not args.skip_cjk)
+    if not args.skip_time:
+        figures["time"] = anyio.run(time_aware, args.work)
     if not args.skip_scale:
         say("Speed and scale (synthetic daily logs)")
         figures["scale"] = run_scale(args.work, sizes, model_sizes=set(sizes), with_qmd=with_qmd, say=say)
     figures["targets"] = check_targets(figures)
     figures["seconds"] = round(time.time() - started)
     previous = args.results / "figures.json"
-    if previous.exists() and (args.skip_quality or args.skip_scale or args.skip_conversation):  # a partial run keeps the rest
+    if previous.exists() and (args.skip_quality or args.skip_scale or args.skip_conversation or args.skip_time):  # a partial run keeps the rest
         old = json.loads(previous.read_text())
-        for part in ("quality", "scale", "conversation"):
+        for part in ("quality", "scale", "conversation", "time"):
             figures.setdefault(part, old.get(part))
         figures["targets"] = check_targets(figures)
     previous.write_text(json.dumps(figures, indent=1, default=float))

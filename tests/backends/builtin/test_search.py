@@ -116,7 +116,8 @@ def test_temporal_decay_prefers_recent_notes_but_not_evergreen(tmp_path):
     (ws / "memory" / "2026-11-01.md").write_text(text)
     (ws / "MEMORY.md").write_text(text)
     now = datetime(2026, 11, 2, tzinfo=timezone.utc).timestamp()
-    settings = make_settings(tmp_path, ws, {"query": {"hybrid": {"temporalDecay": {"enabled": True}}}})
+    # The reference's formula (bounded decay: tests/backends/builtin/test_time_search.py).
+    settings = make_settings(tmp_path, ws, {"query": {"hybrid": {"temporalDecay": {"enabled": True, "formula": "reference"}}}})
     m = BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())
     answer = run(m.search, "deploy pipeline green", min_score=0, explain=True, now=now)
     by_path = {h.path: h for h in answer.results}
