@@ -140,7 +140,8 @@ def compare(query: str, builtin: SideResult, qmd: SideResult, k: int) -> QueryPa
 def _side(backend: str, answer: SearchAnswer | None, ms: float, error: str | None = None) -> SideResult:
     if answer is None:
         return SideResult(backend=backend, ms=round(ms, 2), error=error)
-    degraded = "; ".join(f"{k}: {v}" for k, v in (("vector", answer.degraded.vector), ("fts", answer.degraded.fts)) if v)
+    degraded = "; ".join(f"{k}: {v}" for k, v in (("vector", answer.degraded.vector), ("fts", answer.degraded.fts),
+                                                   ("rerank", answer.degraded.rerank)) if v)
     denied = f"denied by scope ({answer.denied.rule})" if answer.denied else None
     return SideResult(
         backend=backend, answered_by=answer.backend, mode=answer.mode, ms=round(ms, 2),
