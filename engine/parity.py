@@ -42,6 +42,7 @@ class SideResult(_Out):
     ms: float = 0.0
     fallback: str | None = None  # why this side was served by another backend (or provider)
     degraded: str | None = None
+    reranked: bool | None = None  # the rerank stage reordered this side's hits (query.rerank.enabled)
     error: str | None = None  # the search failed outright (unavailable, denied or raised)
 
     @property
@@ -148,6 +149,7 @@ def _side(backend: str, answer: SearchAnswer | None, ms: float, error: str | Non
         hits=[(h.path, h.start_line, h.end_line) for h in answer.results],
         fallback=f"{answer.fallback.from_} → {answer.backend}: {answer.fallback.reason}" if answer.fallback else None,
         degraded=degraded or None, error=answer.unavailable or denied,
+        reranked=answer.rerank.applied if answer.rerank else None,
     )
 
 

@@ -275,3 +275,37 @@ def test_mcp_memory_search_carries_the_stage(tmp_path, example_workspace):
         run(m.aclose)
     assert out.rerank.applied and out.results and out.degraded is None
     assert "HTTP 400" in degraded.degraded.rerank and degraded.rerank.applied is False
+
+
+def test_parity_compares_reranked_answers_of_both_backends(tmp_path):
+    ws = tmp_path / "ws"
+    shutil.copytree(QMD_SAMPLES / "corpus", ws)
+    queries = tmp_path / "queries.txt"
+    queries.write_text("aurora telemetry\n", encoding="utf-8")
+    with RerankServer("tei") as server:
+        config = {"agents": {"defaults": {"memorySearch": {"provider": "none", "query": {"rerank": _rerank(server)}}}},
+                  "memory": {"qmd": {"includeDefaultMemory": False, "paths": [{"path": ".", "name": "notes"}],
+                                     "update": {"debounceMs": 0}}}}
+        path = tmp_path / "memsift.json5"
+        path.write_text(json.dumps(config))
+        env = {**os.environ, "MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+               "PATH": f"{FAKEBIN}:{os.environ['PATH']}", "FAKE_QMD_SAMPLES": str(QMD_SAMPLES),
+               "FAKE_QMD_LOG": str(tmp_path / "qmd-calls.jsonl"), "FAKE_QMD_PIDS": str(tmp_path / "pids")}
+        done = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "-c", str(path), "parity",
+                               str(queries), "--json", "-k", "3"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    row = json.loads(done.stdout)["queries"][0]
+    assert row["builtin"]["reranked"] is True and row["qmd"]["reranked"] is True
+    assert row["qmd"]["fallback"] is None and row["qmd"]["hits"] and row["builtin"]["hits"]
+    asked = [r.body["texts"] for r in server.requests]
+    assert len(asked) >= 4  # both sides' warm-up query and timed query went through the reranker
+
+
+def test_config_show_masks_the_rerank_key_and_headers(tmp_path, example_workspace):
+    config = {"agents": {"defaults": {"memorySearch": {"query": {"rerank": {
+        "provider": "jina", "remote": {"apiKey": "jina-secret-0123456789", "headers": {"X-Gateway-Token": "gw-secret-abcdef"}}}}}}}}
+    done = _cli(tmp_path, example_workspace, config, "config", "show")
+    assert done.returncode == 0, done.stderr
+    assert "jina-secret" not in done.stdout and "gw-secret" not in done.stdout
+    shown = json.loads(done.stdout)["memorySearch"]["query"]["rerank"]["remote"]
+    assert shown["apiKey"] == "**********" and shown["headers"] == {"X-Gateway-Token": "**********"}
