@@ -113,7 +113,7 @@ class RerankingSearchManager:
         started = time.perf_counter()
         reranker = self.reranker()
         hits = answer.results
-        raw, reason = await self._scores(reranker, query, hits)
+        raw, reason = await self._scores(reranker, answer.query, hits)  # the query as the backend cut it
         if raw is None:
             answer.degraded.rerank = reason
             answer.results = hits[:wanted]
