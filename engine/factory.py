@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .logging import get_logger
@@ -10,7 +11,7 @@ from .config import ResolvedConfig, load_config, resolve_agent
 from .errors import ConfigError
 from .manager import SearchManager
 
-__all__ = ["open_manager", "resolve_config"]
+__all__ = ["open_manager", "resolve_config", "reranked"]
 
 log = get_logger("memsift.factory")
 
@@ -44,8 +45,10 @@ def open_manager(
     """Build the manager the config asks for (`backend` overrides `memory.backend`).
 
     Raises ConfigError when memory search is disabled. For `qmd`, the QMD sidecar is wrapped with
-    a lazily built builtin fallback (unless `memory.qmd.fallback` is "none"). Every backend is
-    wrapped with the scope rules (`memory.qmd.scope`), which then hold for search, read and status.
+    a lazily built builtin fallback (unless `memory.qmd.fallback` is "none"). With
+    `memorySearch.query.rerank.enabled`, the rerank stage wraps the backend (QMD with its fallback
+    as one). Every backend is wrapped with the scope rules (`memory.qmd.scope`), which then hold
+    for search, read and status.
     """
     if settings is None:
         settings = resolve_config(config_path, workspace=workspace, agent=agent)
@@ -73,17 +76,34 @@ def open_manager(
     from .scoped import scoped  # noqa: PLC0415
 
     if chosen == "builtin":
-        return scoped(builtin(), settings)
+        return scoped(reranked(builtin(), settings, chosen), settings)
     from memsift.backends.qmd import QmdSearchManager  # noqa: PLC0415
 
     from .fallback import FallbackSearchManager  # noqa: PLC0415
 
     qmd = settings.memory.qmd
-    return scoped(FallbackSearchManager(
+    return scoped(reranked(FallbackSearchManager(
         lambda: QmdSearchManager(settings),
         builtin,
         name="qmd",
         fail_closed=qmd.fallback == "none",
         primary_budget_s=qmd.limits.timeout_ms / 1000,  # a search answers within it (or falls back)
         not_covered=qmd_not_covered(settings),
-    ), settings)
+    ), settings, chosen), settings)
+
+
+def reranked(manager: SearchManager, settings: ResolvedConfig, backend: str) -> SearchManager:
+    """`manager` under the rerank stage when `memorySearch.query.rerank.enabled`, else as it is."""
+    config = settings.memory_search.query.rerank
+    if not config.enabled:
+        return manager
+    from .rerank import create_reranker  # noqa: PLC0415
+    from .rerank.stage import RerankingSearchManager  # noqa: PLC0415
+
+    query = settings.memory_search.query
+    # QMD answers at most memory.qmd.limits.maxResults hits: its default cut is that, not builtin's.
+    default_max = int(settings.memory.qmd.limits.max_results) if backend == "qmd" else query.max_results
+    return RerankingSearchManager(
+        manager, config, mmr=query.hybrid.mmr, default_max_results=default_max,
+        circuit_path=Path(f"{settings.store_path}.rerank-circuit"), reranker=lambda: create_reranker(config),
+    )

@@ -22,7 +22,7 @@ from .citations import decorate_snippet, parse_memory_ref
 from .config import ResolvedConfig
 from .errors import MemsiftError, PathNotAllowedError
 from .manager import SearchManager
-from .results import Degraded, Fallback, ManagerStatus, ScopeDenial, SearchAnswer
+from .results import Degraded, Fallback, ManagerStatus, RerankSummary, ScopeDenial, SearchAnswer
 from .scoped import SHOWN_PATH_CHARS, scoped
 from .text import shorten, utf16_len, utf16_slice
 from .time_query import time_filter_for
@@ -96,6 +96,7 @@ class SearchOutput(_Out):
     took_ms: float | None = None
     time_windows: list[str] | None = None  # times the query names, as the day windows that favoured hits
     time_filter: str | None = None  # the since/until filter applied
+    rerank: RerankSummary | None = None  # the rerank stage ran: reranker, candidates, cost, whether it applied
 
 
 class GetOutput(_Out):
@@ -239,7 +240,8 @@ def _from_answer(answer: SearchAnswer, budget: int) -> SearchOutput:
     return SearchOutput(
         results=hits, backend=answer.backend, mode=answer.mode, provider=answer.provider, model=answer.model,
         citations=answer.citations, fallback=answer.fallback,
-        degraded=answer.degraded if (answer.degraded.vector or answer.degraded.fts) else None,
+        degraded=answer.degraded if (answer.degraded.vector or answer.degraded.fts or answer.degraded.rerank) else None,
+        rerank=answer.rerank,
         denied=answer.denied, disabled=answer.denied is not None or answer.unavailable is not None,
         unavailable=answer.unavailable is not None, error=answer.unavailable,
         truncated=truncated, sync_pending=answer.sync_pending, notes=answer.notes, sync_error=answer.sync_error,

@@ -42,6 +42,7 @@ class SideResult(_Out):
     ms: float = 0.0
     fallback: str | None = None  # why this side was served by another backend (or provider)
     degraded: str | None = None
+    reranked: bool | None = None  # the rerank stage reordered this side's hits (query.rerank.enabled)
     error: str | None = None  # the search failed outright (unavailable, denied or raised)
 
     @property
@@ -140,13 +141,15 @@ def compare(query: str, builtin: SideResult, qmd: SideResult, k: int) -> QueryPa
 def _side(backend: str, answer: SearchAnswer | None, ms: float, error: str | None = None) -> SideResult:
     if answer is None:
         return SideResult(backend=backend, ms=round(ms, 2), error=error)
-    degraded = "; ".join(f"{k}: {v}" for k, v in (("vector", answer.degraded.vector), ("fts", answer.degraded.fts)) if v)
+    degraded = "; ".join(f"{k}: {v}" for k, v in (("vector", answer.degraded.vector), ("fts", answer.degraded.fts),
+                                                   ("rerank", answer.degraded.rerank)) if v)
     denied = f"denied by scope ({answer.denied.rule})" if answer.denied else None
     return SideResult(
         backend=backend, answered_by=answer.backend, mode=answer.mode, ms=round(ms, 2),
         hits=[(h.path, h.start_line, h.end_line) for h in answer.results],
         fallback=f"{answer.fallback.from_} → {answer.backend}: {answer.fallback.reason}" if answer.fallback else None,
         degraded=degraded or None, error=answer.unavailable or denied,
+        reranked=answer.rerank.applied if answer.rerank else None,
     )
 
 

@@ -13,6 +13,8 @@ from pydantic.alias_generators import to_camel
 
 __all__ = [
     "HitExplain",
+    "RerankExplain",
+    "RerankSummary",
     "SearchHit",
     "Fallback",
     "Degraded",
@@ -65,6 +67,17 @@ class HitExplain(_Out):
     rescued: bool = False  # kept by the keyword-only rescue under minScore
 
 
+class RerankExplain(_Out):
+    """How the rerank stage scored one hit (any backend): final = (1 - weight) * hybrid + weight * rerank."""
+
+    hybrid_score: float  # the backend's score, before the stage
+    rerank_score: float  # the reranker's relevance in 0..1 (a logit goes through a sigmoid)
+    raw_score: float  # what the reranker returned
+    weight: float
+    blended: float
+    hybrid_rank: int  # 1-based position in the backend's order
+
+
 class SearchHit(_Out):
     path: str
     start_line: int
@@ -77,6 +90,7 @@ class SearchHit(_Out):
     rescued: bool | None = None  # under minScore, kept by the keyword rescue (all query terms, or strong BM25)
     explain: HitExplain | None = None
     qmd: dict[str, Any] | None = None  # --explain on the QMD backend: mode, raw score, docid, collection
+    rerank: RerankExplain | None = None  # --explain with the rerank stage on: its score, the hybrid score, the blend
 
 
 class Fallback(_Out):
@@ -90,6 +104,18 @@ class Degraded(_Out):
 
     vector: str | None = None
     fts: str | None = None
+    rerank: str | None = None  # the rerank stage was skipped (error, budget, open circuit): the backend's order is kept
+
+
+class RerankSummary(_Out):
+    """The rerank stage on this answer: which reranker rescored how many candidates, and its cost."""
+
+    provider: str
+    model: str
+    candidates: int  # hits the backend handed to the stage
+    weight: float
+    took_ms: float
+    applied: bool  # False: skipped, see degraded.rerank
 
 
 class ScopeDenial(_Out):
@@ -128,6 +154,7 @@ class SearchAnswer(_Out):
     notes: list[str] | None = None  # what else the reader should know (QMD: an update still running, why nothing matched)
     time_windows: list[str] | None = None  # the times the question names, as day windows ("2023-04-11 ('last Tuesday')")
     time_filter: str | None = None  # the since/until filter applied
+    rerank: RerankSummary | None = None  # the rerank stage ran (query.rerank.enabled)
 
 
 class ReadResult(_Out):
@@ -172,3 +199,4 @@ class ManagerStatus(_Out):
     qmd: dict[str, Any] | None = None  # QMD backend: version, collections, last update/embed, errors
     deep: dict[str, Any] | None = None
     denied: ScopeDenial | None = None  # scope rules refused this session key: nothing is shown
+    rerank: dict[str, Any] | None = None  # the rerank stage: provider, model, candidates, circuit, requests

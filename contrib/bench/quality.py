@@ -90,11 +90,14 @@ def open_mode(mode: str, workspace: Path, state: Path, extra: dict[str, Any] | N
         return open_manager(settings_for(workspace, state / "qmd", {}, qmd), backend="qmd")
     ms = {k: v for k, v in overrides.items() if k != "provider"}
     ms = _deep_merge(ms, extra or {})
+    from memsift.engine.factory import reranked  # noqa: PLC0415  (the rerank stage, when `extra` turns it on)
+
     if overrides.get("provider") == "none":
         settings = settings_for(workspace, state / "fts", ms)
-        return BuiltinSearchManager(settings, selection=ProviderSelection(None, "none", unavailable_reason="benchmark: keyword only"))
+        manager = BuiltinSearchManager(settings, selection=ProviderSelection(None, "none", unavailable_reason="benchmark: keyword only"))
+        return reranked(manager, settings, "builtin")
     settings = settings_for(workspace, state / "local", {"provider": "local", **ms})
-    return BuiltinSearchManager(settings, provider=local_provider())
+    return reranked(BuiltinSearchManager(settings, provider=local_provider()), settings, "builtin")
 
 
 async def warm_index(

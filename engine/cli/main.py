@@ -406,7 +406,8 @@ def config_show(obj: _Ctx) -> None:
     with _errors_to_exit():
         s = obj.settings()
     ms = s.memory_search.model_dump(by_alias=True, mode="json")  # the API key prints as **********
-    ms["remote"]["headers"] = {name: "**********" for name in ms["remote"]["headers"]}  # header values are secrets too
+    for remote in (ms["remote"], ms["query"]["rerank"]["remote"]):  # header values are secrets too
+        remote["headers"] = {name: "**********" for name in remote["headers"]}
     data = {
         "configPath": str(s.config_path) if s.config_path else None,
         "agentId": s.agent_id,

@@ -45,6 +45,10 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
             if e.rescued:
                 parts.append("rescued")
             out.append("    explain: " + " ".join(parts))
+        if explain and hit.rerank:
+            r = hit.rerank
+            out.append(f"    rerank: hybrid={r.hybrid_score:.3f} (rank {r.hybrid_rank}) reranker={r.rerank_score:.3f} "
+                       f"(raw {r.raw_score:.3f}) weight={r.weight:.2f} blend={r.blended:.3f}")
         out.append("")
     if answer.denied:
         out.append(render_denial(answer.denied))
@@ -57,6 +61,9 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         parts.append("denied")
     elif answer.mode != "none" or answer.provider:
         parts.append(_served_by(answer))
+    if answer.rerank and answer.rerank.applied:
+        parts.append(f"reranked by {answer.rerank.provider}/{answer.rerank.model} ({answer.rerank.candidates} candidates, "
+                     f"{answer.rerank.took_ms:.0f} ms)")
     if answer.took_ms:
         parts.append(f"{answer.took_ms:.0f} ms")
     summary = " · ".join(parts)
@@ -67,6 +74,8 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         out.append(f"vector search unavailable: {answer.degraded.vector}")
     if answer.degraded.fts:
         out.append(f"keyword search unavailable: {answer.degraded.fts}")
+    if answer.degraded.rerank:
+        out.append(f"not reranked: {answer.degraded.rerank}")
     if answer.fallback and answer.fallback.from_ in BACKENDS:
         out.append(f"{answer.fallback.reason}; answered from the {answer.backend} index")
         out += [f"not covered by the {answer.backend} index: {gap}" for gap in answer.fallback.not_covered or []]
@@ -222,6 +231,12 @@ def render_status(s: ManagerStatus) -> str:
     if s.requests:
         r = s.requests
         rows.append(("Requests", f"{r['requests']} sent · {r['retries']} retries · {r['failures']} failed" + (f" · last error: {r['lastError']}" if r.get("lastError") else "")))
+    if s.rerank:
+        rr, circuit = s.rerank, s.rerank.get("circuit") or {}
+        state = (f"unavailable: {rr['error']}" if rr.get("error") else
+                 f"circuit open for {circuit.get('pausedForS')} s more (last error: {circuit.get('lastError')})" if circuit.get("open") else "on")
+        rows.append(("Rerank", f"{rr['provider']}/{rr.get('model') or '-'} · {rr['candidates']} candidates · weight "
+                               f"{rr['weight']:g} · budget {rr['timeoutMs']:g} ms · {state}"))
     if s.batch.get("enabled"):
         b = s.batch
         rows.append(("Batch API", f"{'usable' if b['usable'] else 'disabled'} · {b['jobs']} job(s) · {b['failures']}/{b['limit']} failures"))

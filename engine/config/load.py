@@ -336,6 +336,7 @@ def resolve_agent(
     where = f"agents.list[{index}].memorySearch" if index is not None else "agents.defaults.memorySearch"
     ms = normalise_memory_search(_validate(MemorySearchConfig, merged, where))
     _check_multimodal(ms)
+    _check_rerank(ms)
     _register_secrets(ms)
 
     base = Path(cwd) if cwd is not None else Path.cwd()
@@ -424,10 +425,30 @@ def _check_index_path(store: Path, workspace: Path, extra_paths: list[str], key:
 def _register_secrets(ms: MemorySearchConfig) -> None:
     """Header values, and a literal API key (not the name of a variable), are masked in every
     output from the moment the config is known."""
-    register_header_secrets(ms.remote.headers)
-    key = ms.remote.api_key.get_secret_value() if ms.remote.api_key else None
-    if key and not _ENV_NAME_RE.match(key):
-        register_secret(key)
+    for remote in (ms.remote, ms.query.rerank.remote):
+        register_header_secrets(remote.headers)
+        key = remote.api_key.get_secret_value() if remote.api_key else None
+        if key and not _ENV_NAME_RE.match(key):
+            register_secret(key)
+
+
+def _check_rerank(ms: MemorySearchConfig) -> None:
+    """A rerank stage that is on must say where its reranker is (nothing is downloaded)."""
+    rr = ms.query.rerank
+    if not rr.enabled:
+        return
+    if rr.provider == "local" and not rr.model_path:
+        raise ConfigError(
+            "memorySearch.query.rerank.modelPath: the local reranker needs a folder holding model.onnx and "
+            "tokenizer.json (a cross-encoder exported to ONNX); set it, choose a remote provider, or set enabled: false",
+            key_path="memorySearch.query.rerank.modelPath",
+        )
+    if rr.provider == "endpoint" and not rr.remote.base_url:
+        raise ConfigError(
+            "memorySearch.query.rerank.remote.baseUrl: the endpoint provider needs the server's base URL "
+            "(e.g. http://127.0.0.1:8080 for TEI; requests go to {baseUrl}/rerank)",
+            key_path="memorySearch.query.rerank.remote.baseUrl",
+        )
 
 
 def _check_multimodal(ms: MemorySearchConfig) -> None:

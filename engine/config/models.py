@@ -17,6 +17,7 @@ from ..durations import check_duration
 __all__ = [
     "PROVIDER_IDS",
     "MemorySearchConfig",
+    "RerankConfig",
     "MemorySearchQmdConfig",
     "MemoryConfig",
     "QmdConfig",
@@ -138,11 +139,38 @@ class TimeConfig(_Strict):
         return v
 
 
+class RerankRemoteConfig(_Strict):
+    """`query.rerank.remote`: the reranker's endpoint and key, read like `memorySearch.remote`."""
+
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+RerankProviderId = Literal["local", "voyage", "cohere", "jina", "endpoint"]
+
+
+class RerankConfig(_Strict):
+    """`query.rerank`: an optional stage that rescores the top `candidates` hits (engine/rerank/)."""
+
+    enabled: bool = False
+    provider: RerankProviderId = "local"
+    model: str = ""
+    model_path: str | None = None  # local: a folder holding model.onnx and tokenizer.json
+    candidates: int = Field(default=30, ge=1, le=200)
+    weight: float = Field(default=0.5, ge=0.0, le=1.0)  # final = (1 - weight) * hybrid + weight * rerank
+    timeout_ms: float = Field(default=3000, gt=0)  # the stage's budget per search; past it the order is kept
+    max_tokens: int = Field(default=256, ge=16, le=8192)  # local: query + chunk tokens; cohere: per document
+    batch_size: int = Field(default=16, ge=1, le=1000)  # local: pairs per onnxruntime call; remote: documents per request
+    remote: RerankRemoteConfig = Field(default_factory=RerankRemoteConfig)
+
+
 class QueryConfig(_Strict):
     max_results: int = 6
     min_score: float = 0.35
     hybrid: HybridConfig = Field(default_factory=HybridConfig)
     time: TimeConfig = Field(default_factory=TimeConfig)
+    rerank: RerankConfig = Field(default_factory=RerankConfig)
 
     @field_validator("max_results")
     @classmethod

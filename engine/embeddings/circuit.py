@@ -1,4 +1,4 @@
-"""A circuit breaker for query embeddings: after repeated failures, stop asking the provider for a
+"""A circuit breaker for query embeddings (and the rerank stage): after repeated failures, stop asking the provider for a
 while instead of paying its timeout on every search.
 
 Closed: every search embeds its query (within its budget). After `threshold` failures in a row
@@ -72,13 +72,18 @@ class QueryCircuit:
         extra = max(0, self.failures - self.threshold)  # each failed new try doubles the pause
         return min(self.max_cooldown_s, self.cooldown_s * 2**extra)
 
-    def open_reason(self, provider: str) -> str | None:
-        """Why the query must not be embedded now, or None (closed, or time for a new try)."""
+    def paused_for(self) -> float | None:
+        """Seconds the circuit stays open, or None (closed, or time for a new try)."""
         self._load()
         if self.failures < self.threshold:
             return None
         wait = self.opened_at + self._pause_s() - time.time()
-        if wait <= 0:
+        return wait if wait > 0 else None
+
+    def open_reason(self, provider: str) -> str | None:
+        """Why the query must not be embedded now, or None (closed, or time for a new try)."""
+        wait = self.paused_for()
+        if wait is None:
             return None
         return (f"embedding provider {provider} failed {self.failures} searches in a row (last: {self.last_error}); "
                 f"vector search paused for {wait:.0f} s more, keyword results only")

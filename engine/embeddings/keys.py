@@ -17,6 +17,9 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
     "voyage": ("VOYAGE_API_KEY",),
     "mistral": ("MISTRAL_API_KEY",),
     "ollama": ("OLLAMA_API_KEY",),
+    # rerank providers (memorySearch.query.rerank)
+    "cohere": ("COHERE_API_KEY", "CO_API_KEY"),
+    "jina": ("JINA_API_KEY",),
 }
 _ENV_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
@@ -26,7 +29,8 @@ class MissingKeyError(ProviderUnavailableError):
 
 
 def resolve_api_key(
-    provider: str, configured: str | None, *, required: bool = True, environ: Mapping[str, str] | None = None
+    provider: str, configured: str | None, *, required: bool = True, environ: Mapping[str, str] | None = None,
+    key_path: str = "memorySearch.remote.apiKey",
 ) -> str | None:
     """The key to use. A configured value that is the *name* of an environment variable
     (`"GEMINI_API_KEY"`, `"MY_TEAM_OPENAI_KEY"`) means: read that variable."""
@@ -38,7 +42,7 @@ def resolve_api_key(
             key = env[configured]
         elif _ENV_NAME_RE.match(configured) and configured.endswith("_KEY"):
             raise MissingKeyError(
-                f"No API key found for provider {provider}: memorySearch.remote.apiKey names the "
+                f"No API key found for provider {provider}: {key_path} names the "
                 f"environment variable {configured}, which is not set"
             )
         else:
@@ -50,7 +54,7 @@ def resolve_api_key(
         hint = " or ".join(names) if names else "an API key"
         raise MissingKeyError(
             f"No API key found for provider {provider}: set {hint} in the environment, "
-            "or memorySearch.remote.apiKey in the config"
+            f"or {key_path} in the config"
         )
     register_secret(key)
     return key
