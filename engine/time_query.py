@@ -99,6 +99,9 @@ _CJK = [
     r"前天|昨天|今天|昨晚|一昨日|昨日|今日|先週|今週|先月|今月",
 ]
 _SPOT = re.compile("|".join(f"(?:{p})" for p in _ENGLISH), re.IGNORECASE)
+# "from 2009 to 2014", "between March and May 2023", "from 2023-01-05 to 2023-02-01": one window.
+_POINT = rf"(?:{_YEAR}-\d{{2}}-\d{{2}}|(?:{_DAY}\s+)?{_MONTH}(?:\s+{_DAY})?(?:,?\s+{_YEAR})?|{_YEAR})"
+_RANGE = re.compile(rf"\b(?:from|between)\s+({_POINT})\s+(?:to|and|until|till|through)\s+({_POINT})\b(?![-/.]\d)", re.IGNORECASE)
 _SPOT_CJK = re.compile("|".join(f"(?:{p})" for p in _CJK))
 _HAS_DIGIT_OR_WORD = re.compile(r"[0-9A-Za-z\u3000-\u30ff\u4e00-\u9fff]")
 # A quick gate: most questions name no time at all and leave after one search of this.
@@ -169,8 +172,18 @@ def find_time_windows(query: str, now: float | None = None) -> list[TimeWindow]:
         return []
     base = datetime.fromtimestamp(now) if now is not None else datetime.now()
     windows: list[TimeWindow] = []
+    taken: list[tuple[int, int]] = []
+    for m in _RANGE.finditer(query):
+        first, last = (_parse(m.group(i), ("en",), base) for i in (1, 2))
+        if first and last:
+            start, end = _window(*first, "").start, _window(*last, "").end
+            if start and end and start <= end:
+                windows.append(TimeWindow(start, end, m.group(0)))
+                taken.append(m.span())
     for pattern, languages in ((_SPOT, ("en",)), (_SPOT_CJK, ("zh", "ja"))):
         for m in pattern.finditer(query):
+            if any(a <= m.start() < b for a, b in taken):
+                continue  # part of a range read above
             span = m.group(0).strip()
             before = query[: m.start()]
             if _HOW_MANY.search(before) or not _HAS_DIGIT_OR_WORD.search(span):
