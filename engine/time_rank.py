@@ -6,8 +6,10 @@ and temporal decay.
   modification day.
 - **Windows** (a time named in the question): a dated hit inside a window keeps its score; one
   outside loses up to `weight` of it, less the closer it is (within half the window's length, at
-  least 2 days); an undated hit loses half of `weight`. Factors are relative to the pool's best,
-  so when no hit is inside a window (or none is dated) nothing changes.
+  least 2 days); an undated hit loses `weight/2` times the share of dated hits in the pool (in
+  daily logs an undated note is unlikely the one meant; in an undated corpus a rare date-like
+  line must not cost every other note). Factors are relative to the pool's best, so
+  when no hit is inside a window (or none is dated) nothing changes.
 - **Decay**, `bounded` (default): score × (1 − w + w · 0.5^(age / halfLife)), the age counted
   from the newest dated hit of this search (never later than `now`), so decay orders notes by how
   recent they are without pushing any to zero; evergreen files (MEMORY.md, undated files under
@@ -75,18 +77,17 @@ def _closeness(day: date, window: TimeWindow) -> float:
 
 
 def apply_time_windows(items: list[Candidate], windows: list[TimeWindow], weight: float) -> None:
-    """Scale each candidate by how close its stated day is to the question's windows. The closest
-    keep their score (factors are relative to the best in the pool), so a window no note falls in,
-    or a pool of undated notes, leaves scores and the minScore cut as they were."""
+    """Scale each dated candidate by how close its stated day is to the question's windows. The
+    closest keep their score (factors are relative to the best in the pool), so a window no note
+    falls in, or a pool of undated notes, leaves scores and the minScore cut as they were."""
     if not windows or weight <= 0:
         return
-    factors: list[float] = []
-    for c in items:
-        if c.day and c.day_source != "modified":
-            close = max(_closeness(date.fromisoformat(c.day), w) for w in windows)
-            factors.append(1.0 - weight * (1.0 - close))
-        else:
-            factors.append(1.0 - weight / 2)
+    dated = [bool(c.day and c.day_source != "modified") for c in items]
+    # A note with no stated day may be of any time: the more of the pool is dated, the less likely
+    # it is the one meant (daily logs); in an undated corpus a rare date-like line changes next to nothing.
+    undated = 1.0 - weight / 2 * (sum(dated) / len(items) if items else 0.0)
+    factors = [1.0 - weight * (1.0 - max(_closeness(date.fromisoformat(c.day), w) for w in windows)) if d else undated
+               for c, d in zip(items, dated)]
     best = max(factors, default=1.0)
     for c, f in zip(items, factors):
         c.time_factor = f / best
