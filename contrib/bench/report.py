@@ -176,8 +176,8 @@ def _time_tables(f: dict[str, Any]) -> list[str]:
                      f"({p['naming_a_time']} name a time); first call in a new process {p['first_call_ms']:.0f} ms (imports dateparser).")
     if t.get("scifact"):
         sf = t["scifact"]
-        parts.append(f"SciFact with time features on: {sf['rankings_changed']} of {sf['queries']} rankings changed "
-                     f"({sf['naming_a_time']} queries name a time; no abstract is dated).")
+        parts.append(f"SciFact with time features on: {sf['rankings_changed']} of {sf['queries'] - sf['naming_a_time']} rankings of "
+                     f"queries naming no time changed; {sf.get('timed_rankings_changed', '–')} of {sf['naming_a_time']} naming one.")
     return parts
 
 
