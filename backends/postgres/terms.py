@@ -29,7 +29,8 @@ def _tokenizer() -> object:
 
 
 def _tokens(text: str, reason: int) -> list[str]:
-    return [t[0] for t in _tokenizer()(text.encode("utf-8"), reason, None, include_offsets=False, include_colocated=False)]
+    found = _tokenizer()(text.encode("utf-8"), reason, None, include_offsets=False, include_colocated=False)
+    return [t if isinstance(t, str) else t[0] for t in found]
 
 
 @dataclass
