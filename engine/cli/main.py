@@ -364,18 +364,21 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
               help="Exit 1 when the mean hit overlap is below this, or when a side fell back or failed on any query.")
 @click.option("--mode", "-m", type=click.Choice(SEARCH_MODE_CHOICES, case_sensitive=False),
               help="Retrieval on both sides (keyword: builtin BM25 vs qmd search; vector: vsearch; hybrid: query).")
+@click.option("--against", type=click.Choice(["qmd", "postgres"]), default="qmd", show_default=True,
+              help="The backend compared with builtin.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_sync: bool, fail_under: float | None,
-           mode: str | None, as_json: bool) -> None:
-    """Run the queries in QUERIES_FILE on builtin and QMD and compare the answers."""
+           mode: str | None, against: str, as_json: bool) -> None:
+    """Run the queries in QUERIES_FILE on builtin and QMD (or Postgres) and compare the answers."""
     from ..parity import gate_failure, read_queries, run_parity  # noqa: PLC0415
     from .render import render_parity  # noqa: PLC0415
 
     with _errors_to_exit():
         queries = read_queries(queries_file)
         settings = obj.settings()
-        report = anyio.run(lambda: run_parity(settings, queries, k=k, session_key=session_key, sync=not no_sync, mode=mode))
+        report = anyio.run(lambda: run_parity(settings, queries, k=k, session_key=session_key, sync=not no_sync, mode=mode,
+                                                 against=against))
     if as_json:
         _emit_json(report.model_dump(by_alias=True, mode="json"))
     else:
