@@ -107,7 +107,7 @@ class _Ctx:
 @click.option("--workspace", "-w", envvar="MEMSIFT_WORKSPACE", help="Workspace folder holding MEMORY.md and memory/ (default: current folder).")
 @click.option("--agent", "-a", envvar="MEMSIFT_AGENT", help="Agent id, case-insensitive; one not in agents.list runs on the defaults (default: the entry marked default, else the first, else 'main').")
 @click.option("--config", "-c", "config_path", envvar="MEMSIFT_CONFIG", help="Config file (JSON5). Default: ~/.config/memsift/config.json5.")
-@click.option("--backend", "-b", type=click.Choice(["builtin", "qmd"]), help="Override memory.backend for this call.")
+@click.option("--backend", "-b", type=click.Choice(["builtin", "qmd", "postgres"]), help="Override memory.backend for this call.")
 @click.option("--verbose", "-v", count=True, help="More logs on stderr (-v info, -vv debug).")
 @click.version_option(package_name="memsift")
 @click.pass_context
@@ -179,7 +179,7 @@ def _index_catalog(folder: Any, *, prune: bool, as_json: bool) -> None:
 @click.option("--explain", is_flag=True, help="Show how each hit's score was made.")
 @click.option("--mode", "-m", type=click.Choice(SEARCH_MODE_CHOICES, case_sensitive=False),
               help="Retrieval for this search: hybrid, keyword (BM25 only) or vector; default: as configured.")
-@click.option("--backend", "-b", "backend", type=click.Choice(["builtin", "qmd"]), help="Override memory.backend for this search.")
+@click.option("--backend", "-b", "backend", type=click.Choice(["builtin", "qmd", "postgres"]), help="Override memory.backend for this search.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def search(

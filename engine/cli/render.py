@@ -76,7 +76,7 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
     return "\n".join(out)
 
 
-BACKENDS = ("builtin", "qmd")  # a fallback from one of these is a backend's, else an embedding provider's
+BACKENDS = ("builtin", "qmd", "postgres")  # a fallback from one of these is a backend's, else an embedding provider's
 
 
 def _served_by(answer: SearchAnswer) -> str:

