@@ -40,7 +40,7 @@ __all__ = ["sync_agent", "wanted_meta", "fingerprint_diff", "agent_lock_key", "C
 log = get_logger("memsift.postgres.indexer")
 
 CHUNKER_REVISION = "capped-overlap+sections-2"  # the builtin's chunker revision: the same chunks
-GROUP_CHUNKS = 256  # chunks embedded and written per transaction
+GROUP_CHUNKS = 128  # chunks embedded and written per transaction
 MAX_MARKDOWN_BYTES = 16 * 2**20
 LOCK_POLL_S = 0.1
 EmbedFn = Callable[[list[str]], Awaitable[np.ndarray]]

