@@ -74,8 +74,8 @@ AGAINST = ("qmd", "postgres")  # what builtin can be compared with
 
 class ParityReport(_Out):
     comparable: bool = True  # False when a side fell back or failed on some query (first, so it is read first)
-    against: str = "qmd"  # the backend compared with builtin
     warnings: list[str] = Field(default_factory=list)
+    against: str = "qmd"  # the backend compared with builtin
     k: int
     queries: list[QueryParity]
     summary: dict[str, float | int | None]

@@ -43,6 +43,7 @@ CHUNKER_REVISION = "capped-overlap+sections-2"  # the builtin's chunker revision
 GROUP_CHUNKS = 128  # chunks embedded and written per transaction
 MAX_MARKDOWN_BYTES = 16 * 2**20
 LOCK_POLL_S = 0.1
+ANALYZE_AFTER_CHUNKS = 100
 EmbedFn = Callable[[list[str]], Awaitable[np.ndarray]]
 
 
@@ -393,6 +394,10 @@ async def sync_agent(
                 "WHERE agent_id = %s AND provider_key = %s ORDER BY updated_at DESC OFFSET %s) AND provider_key = %s",
                 (agent, agent, ident.provider_key, int(s.ms.cache.max_entries), ident.provider_key),
             )
+        if report.chunks_written >= ANALYZE_AFTER_CHUNKS:
+            # Fresh statistics: planned on an empty table's, the phrase and BM25 queries of a new
+            # agent took seconds (nested loops over postings) until autovacuum came by.
+            await conn.execute("ANALYZE memsift_chunks, memsift_postings")
         report.files_skipped = len(s.skipped)
         report.took_ms = (time.perf_counter() - started) * 1000
         return report, s.embed_error

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import anyio
+import numpy as np
 import pytest
 
 from helpers import EXAMPLE_WORKSPACE, make_settings
@@ -80,6 +81,25 @@ def _sample(root: Path) -> tuple[Path, list[tuple[str, dict[str, int]]]]:
     return ws, queries
 
 
+class _Remembering:
+    """The real local model, each text embedded once for both backends (the test's time budget)."""
+
+    def __init__(self, provider) -> None:
+        self._provider, self._seen = provider, {}
+
+    def __getattr__(self, name):
+        return getattr(self._provider, name)
+
+    async def embed_documents(self, texts):
+        todo = [t for t in dict.fromkeys(texts) if t not in self._seen]
+        if todo:
+            self._seen.update(zip(todo, await self._provider.embed_documents(todo)))
+        return np.stack([self._seen[t] for t in texts])
+
+    async def aclose(self) -> None:
+        pass
+
+
 def _ndcg10(ranked: list[str], relevant: dict[str, int]) -> float:
     docs = list(dict.fromkeys(ranked))[:10]
     dcg = sum(relevant.get(d, 0) / math.log2(i + 2) for i, d in enumerate(docs))
@@ -90,6 +110,7 @@ def _ndcg10(ranked: list[str], relevant: dict[str, int]) -> float:
 def test_scifact_sample_top10_and_ndcg(tmp_path, pg_dsn, local_provider):
     ws, queries = _sample(tmp_path)
     settings = _settings(tmp_path, ws, pg_dsn)
+    local_provider = _Remembering(local_provider)
 
     async def run():
         scores = {"builtin": {}, "postgres": {}}
