@@ -44,6 +44,7 @@ GROUP_CHUNKS = 128  # chunks embedded and written per transaction
 MAX_MARKDOWN_BYTES = 16 * 2**20
 LOCK_POLL_S = 0.1
 ANALYZE_AFTER_CHUNKS = 100
+SYNC_STATEMENT_TIMEOUT_MS = 600_000
 EmbedFn = Callable[[list[str]], Awaitable[np.ndarray]]
 
 
@@ -227,15 +228,19 @@ class _Sync:
 
     async def _delete_paths(self, gen: int, paths: list[str]) -> None:
         args = (self.agent, gen, paths)
-        await self.conn.execute(
-            "DELETE FROM memsift_postings p USING memsift_chunks c WHERE c.agent_id = %s AND c.generation = %s AND c.path = ANY(%s) "
-            "AND p.agent_id = c.agent_id AND p.generation = c.generation AND p.chunk = c.chunk",
-            args,
+        # By chunk number through the postings' (agent, generation, chunk) index: a DELETE … USING
+        # join was planned as repeated scans of the postings on a new table's empty statistics.
+        cur = await self.conn.execute(
+            "DELETE FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND path = ANY(%s) RETURNING chunk", args
         )
-        await self.conn.execute("DELETE FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND path = ANY(%s)", args)
+        chunks = [r for (r,) in await cur.fetchall()]
+        if chunks:
+            await self.conn.execute(
+                "DELETE FROM memsift_postings WHERE agent_id = %s AND generation = %s AND chunk = ANY(%s)", (self.agent, gen, chunks)
+            )
         await self.conn.execute("DELETE FROM memsift_files WHERE agent_id = %s AND generation = %s AND path = ANY(%s)", args)
 
-    async def _write_group(self, gen: int, group: list[_Pending], vectors: dict[str, np.ndarray]) -> None:
+    async def _write_group(self, gen: int, group: list[_Pending], vectors: dict[str, np.ndarray], *, replace: bool) -> None:
         now = time.time()
         chunk_rows, posting_rows, seen = [], [], set()
         for p in group:
@@ -250,7 +255,8 @@ class _Sync:
                                    c.hash, self.ident.model, c.text, length, vectors.get(c.hash), now))
                 posting_rows += [(self.agent, gen, po.term, number, po.tf, length, po.positions) for po in postings]
         async with self.conn.transaction():
-            await self._delete_paths(gen, [p.file.rel_path for p in group])
+            if replace:  # a new generation starts empty: nothing to replace
+                await self._delete_paths(gen, [p.file.rel_path for p in group])
             async with self.conn.cursor() as cur:
                 async with cur.copy(
                     "COPY memsift_chunks(agent_id, generation, chunk, id, path, source, start_line, end_line, hash, model, text, "
@@ -271,7 +277,7 @@ class _Sync:
         self.report.chunks_written += len(chunk_rows)
         self.report.files_indexed += len(group)
 
-    async def index(self, gen: int, pending: list[_Pending], reuse_gen: int | None, *, tolerate: bool) -> None:
+    async def index(self, gen: int, pending: list[_Pending], reuse_gen: int | None, *, tolerate: bool, replace: bool = True) -> None:
         group: list[_Pending] = []
         count = 0
         for p in pending + [None]:  # type: ignore[list-item]
@@ -282,7 +288,7 @@ class _Sync:
                     continue
             if group:
                 vectors = await self._vectors(group, reuse_gen, tolerate)
-                await self._write_group(gen, group, vectors)
+                await self._write_group(gen, group, vectors, replace=replace)
             group, count = [], 0
 
     async def backfill(self, gen: int) -> None:
@@ -342,6 +348,9 @@ async def sync_agent(
     started = time.perf_counter()
     report = SyncReport(reason=reason, backend="postgres")
     agent = settings.agent_id
+    # A sync's statements move whole generations (deletes of 100k+ postings): the search timeout
+    # (statementTimeoutMs) is for searches; a dropped connection still fails a sync at once.
+    await conn.execute(f"SET statement_timeout = {SYNC_STATEMENT_TIMEOUT_MS}")
     await _take_lock(conn, agent, lock_timeout_s)
     try:
         await conn.execute("INSERT INTO memsift_agents(agent_id) VALUES (%s) ON CONFLICT (agent_id) DO NOTHING", (agent,))
@@ -361,7 +370,7 @@ async def sync_agent(
             changed, _t, _r, _u = await s.scan(target)
             report.files_seen = len(changed)
             reuse = live if meta and meta.get("providerKey") == ident.provider_key else None
-            await s.index(target, changed, reuse, tolerate=False)
+            await s.index(target, changed, reuse, tolerate=False, replace=False)
             async with conn.transaction():  # the switch: readers see the old generation or the new one
                 await conn.execute(
                     "UPDATE memsift_agents SET generation = %s, meta = %s, skipped = %s, updated_at = now() WHERE agent_id = %s",
