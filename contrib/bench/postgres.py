@@ -10,6 +10,7 @@
   with the same provider (the deterministic in-tree fake, so storage is what is compared), then
   two processes indexing one Postgres agent at once: duplicates and lost files.
 - `index-local`: the same with the local model on both sides (what a user sees).
+- `scifact-bm25`: the keyword half of `scifact` with no embedding provider (no embedding at all).
 
     pip install -e ".[bench,postgres-test]"
     python contrib/bench/postgres.py [--parts index,index-local,scale,scifact] [--agents 100 --chunks 10000]
@@ -96,18 +97,22 @@ def _managers(ws: Path, state: Path, dsn: str, provider: Any, ms: dict | None = 
 # --- SciFact --------------------------------------------------------------------------------------
 
 
-async def scifact(work: Path, dsn: str) -> dict[str, Any]:
+async def scifact(work: Path, dsn: str, modes: tuple[str, ...] = ("keyword", "hybrid")) -> dict[str, Any]:
+    """`modes` ("keyword" alone: no embedding provider at all, BM25 only, minutes instead of an hour here)."""
     data = load_scifact(work / "data")
     queries, rels = data.split("test")
-    provider = Remembering(local_provider())
-    builtin, pg = _managers(data.workspace, work / "state-scifact", fresh_database(dsn, "bench_scifact"), provider)
-    out: dict[str, Any] = {"queries": len(queries)}
+    keyword_only = modes == ("keyword",)
+    provider = None if keyword_only else Remembering(local_provider())
+    db = fresh_database(dsn, "bench_scifact_bm25" if keyword_only else "bench_scifact")
+    builtin, pg = _managers(data.workspace, work / ("state-scifact-bm25" if keyword_only else "state-scifact"), db, provider,
+                            {"provider": "none"} if keyword_only else None)
+    out: dict[str, Any] = {"queries": len(queries), "provider": "none" if keyword_only else "local"}
     try:
         for m in (builtin, pg):
             t = time.perf_counter()
             report = await m.sync()
             say(f"  scifact {m.backend}: indexed {report.chunks_written} chunks in {time.perf_counter() - t:.0f} s")
-        for mode in ("keyword", "hybrid"):
+        for mode in modes:
             for m in (builtin, pg):
                 ndcg, recall, took = [], [], []
                 for qid, text in queries.items():
@@ -118,7 +123,7 @@ async def scifact(work: Path, dsn: str) -> dict[str, Any]:
                     ndcg.append(ndcg_at(docs, rels[qid], 10))
                     recall.append(recall_at(docs, rels[qid], 10))
                 out[f"{m.backend}/{mode}"] = {"ndcg@10": round(mean(ndcg), 4), "recall@10": round(mean(recall), 4),
-                                              "p50_ms": round(percentile(took, 50), 1), "p95_ms": round(percentile(took, 95), 1)}
+                                              "p50_ms": round(percentile(took, 0.5), 1), "p95_ms": round(percentile(took, 0.95), 1)}
                 say(f"  scifact {m.backend}/{mode}: {out[f'{m.backend}/{mode}']}")
     finally:
         await builtin.aclose()
@@ -146,7 +151,8 @@ ANALYZE;
 """
 
 
-async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int) -> dict[str, Any]:
+async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int, reuse: bool = False) -> dict[str, Any]:
+    """`reuse`: search the rows a previous run wrote (bench_scale) instead of writing them again."""
     import psycopg  # noqa: PLC0415
     from pgvector.psycopg import register_vector  # noqa: PLC0415
 
@@ -154,7 +160,7 @@ async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int) -
     from memsift.backends.postgres.indexer import Identity, wanted_meta  # noqa: PLC0415
     from memsift.engine.config import MemsiftConfig, resolve_agent  # noqa: PLC0415
 
-    db = fresh_database(dsn, "bench_scale")
+    db = psycopg.conninfo.make_conninfo(dsn, dbname="bench_scale") if reuse else fresh_database(dsn, "bench_scale")
     provider = Remembering(local_provider())  # one model for every agent's manager (their aclose leaves it)
     ws = work / "scale-ws"
     (ws / "memory").mkdir(parents=True, exist_ok=True)
@@ -169,7 +175,7 @@ async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int) -
     meta = wanted_meta(settings("agent-0"), Identity(provider.id, provider.model, provider.fingerprint))
     t = time.perf_counter()
     with psycopg.connect(db, autocommit=True) as conn:
-        for statement in filter(str.strip, _FILL.split(";")):
+        for statement in [] if reuse else filter(str.strip, _FILL.split(";")):
             conn.execute(statement, {"agents": agents, "chunks": chunks, "meta": json.dumps(meta)})
         rows = conn.execute("SELECT count(*) FROM memsift_chunks").fetchone()[0]
         postings = conn.execute("SELECT count(*) FROM memsift_postings").fetchone()[0]
@@ -200,7 +206,7 @@ async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int) -
                 await m.aclose()
             assert answer.mode == "hybrid"
     out = {"agents": agents, "chunks_per_agent": chunks, "rows": rows, "postings": postings, "db_size": size,
-           "searches": searches, "hybrid_p50_ms": round(percentile(took, 50), 1), "hybrid_p95_ms": round(percentile(took, 95), 1),
+           "searches": searches, "hybrid_p50_ms": round(percentile(took, 0.5), 1), "hybrid_p95_ms": round(percentile(took, 0.95), 1),
            "vector_recall@10": round(mean(recalls), 4)}
     say(f"  scale: {out}")
     return out
@@ -292,14 +298,16 @@ async def main() -> None:
     ap.add_argument("--searches", type=int, default=200)
     ap.add_argument("--files", type=int, default=1000)
     ap.add_argument("--local-files", type=int, default=200)
+    ap.add_argument("--reuse-scale", action="store_true", help="search the scale rows of a previous run (with $MEMSIFT_BENCH_PG_DSN)")
     ap.add_argument("--work", type=Path, default=HERE / "out" / "postgres")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     dsn, server = start_server(args.work)
     runs = {"index": lambda: index(args.work, dsn, args.files),
             "index-local": lambda: index_local(args.work, dsn, args.local_files),
-            "scale": lambda: scale(args.work, dsn, args.agents, args.chunks, args.searches),
-            "scifact": lambda: scifact(args.work, dsn)}
+            "scale": lambda: scale(args.work, dsn, args.agents, args.chunks, args.searches, args.reuse_scale),
+            "scifact": lambda: scifact(args.work, dsn),
+            "scifact-bm25": lambda: scifact(args.work, dsn, ("keyword",))}
     (HERE / "results").mkdir(exist_ok=True)
     path = HERE / "results" / "postgres.json"
     try:
