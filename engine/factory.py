@@ -45,10 +45,10 @@ def open_manager(
     """Build the manager the config asks for (`backend` overrides `memory.backend`).
 
     Raises ConfigError when memory search is disabled. For `qmd`, the QMD sidecar is wrapped with
-    a lazily built builtin fallback (unless `memory.qmd.fallback` is "none"). With
-    `memorySearch.query.rerank.enabled`, the rerank stage wraps the backend (QMD with its fallback
-    as one). Every backend is wrapped with the scope rules (`memory.qmd.scope`), which then hold
-    for search, read and status.
+    a lazily built builtin fallback (unless `memory.qmd.fallback` is "none"); for `postgres`, with
+    one when `memory.postgres.fallback` is "builtin". With `memorySearch.query.rerank.enabled`, the
+    rerank stage wraps the backend (with its fallback as one). Every backend is wrapped with the
+    scope rules (`memory.qmd.scope`), which then hold for search, read and status.
     """
     if settings is None:
         settings = resolve_config(config_path, workspace=workspace, agent=agent)
@@ -61,8 +61,8 @@ def open_manager(
     log.debug("config resolved", config=str(settings.config_path or "-"), agent=settings.agent_id,
               workspace=str(settings.workspace), store=str(settings.store_path), backend=chosen,
               provider=settings.memory_search.provider)
-    if chosen not in ("builtin", "qmd"):
-        raise ConfigError(f"unknown backend {chosen!r}; allowed: builtin, qmd", key_path="memory.backend")
+    if chosen not in ("builtin", "qmd", "postgres"):
+        raise ConfigError(f"unknown backend {chosen!r}; allowed: builtin, qmd, postgres", key_path="memory.backend")
     from memsift.backends.builtin import BuiltinSearchManager  # noqa: PLC0415
 
     from .qmd_coverage import qmd_not_covered, with_qmd_coverage  # noqa: PLC0415
@@ -77,9 +77,22 @@ def open_manager(
 
     if chosen == "builtin":
         return scoped(reranked(builtin(), settings, chosen), settings)
-    from memsift.backends.qmd import QmdSearchManager  # noqa: PLC0415
-
     from .fallback import FallbackSearchManager  # noqa: PLC0415
+
+    if chosen == "postgres":
+        from memsift.backends.postgres import PostgresSearchManager  # noqa: PLC0415
+
+        pg = settings.memory.postgres
+        primary = PostgresSearchManager(settings)  # checks the driver and the DSN now: a config error is told at once
+        return scoped(reranked(FallbackSearchManager(
+            lambda: primary,
+            builtin,
+            name="postgres",
+            fail_closed=pg.fallback == "none",
+            # connecting, then the statements of one search: past that the answer is an error or the fallback
+            primary_budget_s=(pg.connect_timeout_ms + pg.statement_timeout_ms) / 1000,
+        ), settings, chosen), settings)
+    from memsift.backends.qmd import QmdSearchManager  # noqa: PLC0415
 
     qmd = settings.memory.qmd
     return scoped(reranked(FallbackSearchManager(

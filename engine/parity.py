@@ -1,4 +1,4 @@
-"""Backend parity (`memsift parity`): the same queries on builtin and QMD, compared.
+"""Backend parity (`memsift parity`): the same queries on builtin and QMD (or Postgres), compared.
 
 Two hits are the same memory when they name the same file and their line ranges overlap (the
 backends chunk differently, so exact ranges rarely match). Per query: overlap@k of hits and of
@@ -58,16 +58,25 @@ class SideResult(_Out):
 class QueryParity(_Out):
     query: str
     builtin: SideResult
-    qmd: SideResult
+    qmd: SideResult | None = None  # the other side, under its backend's name (`--against`)
+    postgres: SideResult | None = None
     overlap: float  # hits in common / the longer top-k list (1.0 when both are empty)
     file_overlap: float  # the same over distinct files
     common: int
     rank_correlation: float | None  # Kendall's tau over the common hits; None with fewer than 2
 
+    @property
+    def other(self) -> SideResult:
+        return self.qmd if self.qmd is not None else self.postgres
+
+
+AGAINST = ("qmd", "postgres")  # what builtin can be compared with
+
 
 class ParityReport(_Out):
     comparable: bool = True  # False when a side fell back or failed on some query (first, so it is read first)
     warnings: list[str] = Field(default_factory=list)
+    against: str = "qmd"  # the backend compared with builtin
     k: int
     queries: list[QueryParity]
     summary: dict[str, float | int | None]
@@ -126,12 +135,13 @@ def kendall_tau(pairs: Sequence[tuple[int, int]]) -> float | None:
 
 
 def compare(query: str, builtin: SideResult, qmd: SideResult, k: int) -> QueryParity:
+    """`qmd`: the other side (QMD or Postgres, as its `backend` says)."""
     a, b = builtin.hits[:k], qmd.hits[:k]
     pairs = match_hits(a, b)
     files_a, files_b = list(dict.fromkeys(h[0] for h in a)), list(dict.fromkeys(h[0] for h in b))
     common_files = len(set(files_a) & set(files_b))
     return QueryParity(
-        query=query, builtin=builtin, qmd=qmd, common=len(pairs),
+        query=query, builtin=builtin, **{qmd.backend: qmd}, common=len(pairs),
         overlap=round(overlap_at_k(a, b, len(pairs)), 4),
         file_overlap=round(overlap_at_k(files_a, files_b, common_files), 4),
         rank_correlation=None if (tau := kendall_tau(pairs)) is None else round(tau, 4),
@@ -154,11 +164,13 @@ def _side(backend: str, answer: SearchAnswer | None, ms: float, error: str | Non
 
 
 async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int = 5, session_key: str | None = None,
-                     sync: bool = True, mode: str | None = None) -> ParityReport:
+                     sync: bool = True, mode: str | None = None, against: str = "qmd") -> ParityReport:
     """Sync both backends, warm each up with one untimed query, then time every query on each."""
     from .factory import open_manager  # noqa: PLC0415
 
-    managers = {name: open_manager(settings, backend=name) for name in ("builtin", "qmd")}
+    if against not in AGAINST:
+        raise ConfigError(f"parity compares builtin with one of {', '.join(AGAINST)}, not {against!r}")
+    managers = {name: open_manager(settings, backend=name) for name in ("builtin", against)}
     try:
         if sync:
             for manager in managers.values():
@@ -175,19 +187,21 @@ async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int
                 except MemsiftError as exc:
                     answer, error = None, str(exc)
                 sides[name] = _side(name, answer, (time.perf_counter() - started) * 1000, error)
-            rows.append(compare(query, sides["builtin"], sides["qmd"], k))
+            rows.append(compare(query, sides["builtin"], sides[against], k))
     finally:
         for manager in managers.values():
             await manager.aclose()
     warnings = _warnings(rows)
-    return ParityReport(comparable=not warnings, warnings=warnings, k=k, queries=rows, summary=_summary(rows))
+    return ParityReport(comparable=not warnings, against=against, warnings=warnings, k=k, queries=rows,
+                        summary=_summary(rows, against))
 
 
 def _warnings(rows: list[QueryParity]) -> list[str]:
     """One line per side whose answers were not its own: how often, and the first reason."""
     out = []
-    for name in ("builtin", "qmd"):
+    for name in ("builtin", "other"):
         sides = [getattr(r, name) for r in rows]
+        name = sides[0].backend if sides else name
         for kind in sorted({s.not_comparable for s in sides if s.not_comparable}):
             hit = [s for s in sides if s.not_comparable == kind]
             reason = hit[0].error or hit[0].fallback or ""
@@ -213,7 +227,7 @@ def gate_failure(report: ParityReport, fail_under: float) -> str | None:
     return None
 
 
-def _summary(rows: list[QueryParity]) -> dict[str, float | int | None]:
+def _summary(rows: list[QueryParity], against: str = "qmd") -> dict[str, float | int | None]:
     taus = [r.rank_correlation for r in rows if r.rank_correlation is not None]
 
     def pct(values: list[float], q: float) -> float:
@@ -230,13 +244,13 @@ def _summary(rows: list[QueryParity]) -> dict[str, float | int | None]:
         "meanRankCorrelation": round(statistics.fmean(taus), 4) if taus else None,
         "rankCorrelationQueries": len(taus),
     }
-    for side in ("builtin", "qmd"):
-        ms = [getattr(r, side).ms for r in rows]
+    for side, attr in (("builtin", "builtin"), (against, "other")):
+        ms = [getattr(r, attr).ms for r in rows]
         out[f"{side}P50Ms"], out[f"{side}P95Ms"] = pct(ms, 0.5), pct(ms, 0.95)
-        out[f"{side}Fallbacks"] = sum(1 for r in rows if getattr(r, side).fallback)
-        out[f"{side}Errors"] = sum(1 for r in rows if getattr(r, side).error)
+        out[f"{side}Fallbacks"] = sum(1 for r in rows if getattr(r, attr).fallback)
+        out[f"{side}Errors"] = sum(1 for r in rows if getattr(r, attr).error)
     return out
 
 
 def _not_comparable(row: QueryParity) -> bool:
-    return bool(row.builtin.not_comparable or row.qmd.not_comparable)
+    return bool(row.builtin.not_comparable or row.other.not_comparable)

@@ -14,7 +14,7 @@ import apsw
 import numpy as np
 
 from memsift.engine.logging import get_logger
-from memsift.engine.citations import citation_for, citations_enabled
+from memsift.engine.citations import citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, create_provider, select_provider
 from memsift.engine.embeddings.circuit import QueryCircuit
@@ -26,17 +26,18 @@ from memsift.engine.recent_keys import RecentKeys
 from memsift.engine.results import (
     Degraded,
     Fallback,
-    HitExplain,
     ManagerStatus,
     ReadResult,
     SearchAnswer,
     SearchHit,
 )
 from memsift.engine.scripts import coverage
+from memsift.engine.hits import hits_from_ranked
 from memsift.engine.pipeline import PipelineParams, rank
+from memsift.engine.query_embedding import QueryEmbedding, beside
 from memsift.engine.search_modes import parse_search_mode
 from memsift.engine.time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for
-from memsift.engine.snippets import SNIPPET_MAX_CHARS, make_snippet
+from memsift.engine.snippets import SNIPPET_MAX_CHARS
 
 from .index_file import inspect_index_file
 from .indexer import Indexer, IndexIdentity, SyncCancelled, fingerprint_diff, wanted_meta, write_lock
@@ -57,65 +58,12 @@ __all__ = ["BuiltinSearchManager"]
 
 log = get_logger("memsift.builtin")
 
-# A search's query embedding has a short budget of its own (the local model may first have to
-# load); past it the search answers by keyword and says so. Batches (indexing) keep the long
-# limits (10 min local; remote calls carry their own per-request timeouts and retries).
-QUERY_BUDGET_S = {"local": 60.0}
-REMOTE_QUERY_BUDGET_S = 5.0
+# Batches (indexing) keep long limits (10 min local; remote calls carry their own per-request
+# timeouts and retries); a query embedding has its own budget (engine/query_embedding.py).
 BATCH_TIMEOUT_S = {"local": 600.0}
 SEARCH_SYNC_BUDGET_S = 2.0  # a search waits this long for files changed since the last sync
 EMBED_STEP = 64  # texts per embed call for the local model and when progress is shown
 SYNC_STOP_TIMEOUT_S = 30.0  # aclose waits this long for a sync it asked to stop
-
-
-async def _beside(side: Callable[[], Any] | None, main: Callable[[], Any]) -> Any:
-    """`main()`'s result, with `side()` running meanwhile; `main`'s exception propagates as it is
-    (not wrapped in an exception group), and cancels `side`."""
-    failure: BaseException | None = None
-    async with anyio.create_task_group() as tg:
-        if side is not None:
-            tg.start_soon(side)
-        try:
-            result = await main()
-        except Exception as exc:
-            failure = exc
-            tg.cancel_scope.cancel()
-    if failure is not None:
-        raise failure
-    return result
-
-
-class _QueryEmbedding:
-    """One query's vector, computed once within its budget; a provider failure (or an open
-    circuit) becomes the reason vectors are missing."""
-
-    def __init__(self, provider: EmbeddingProvider | None, text: str, circuit: QueryCircuit | None = None) -> None:
-        self.provider, self.text, self.circuit = provider, text, circuit
-        self.vector: np.ndarray | None = None
-        self.error: str | None = None
-        self.done = anyio.Event()
-
-    async def run(self) -> None:
-        budget = QUERY_BUDGET_S.get(self.provider.id, REMOTE_QUERY_BUDGET_S)
-        try:
-            paused = self.circuit.open_reason(self.provider.id) if self.circuit else None
-            if paused:
-                self.error = paused
-                return
-            with anyio.fail_after(budget):
-                self.vector = await self.provider.embed_query(self.text)
-            if self.circuit:
-                self.circuit.record_success()
-        except TimeoutError:
-            self.error = f"query embedding timed out after {budget:g} s (the provider did not answer): keyword results only"
-            if self.circuit:
-                self.circuit.record_failure(f"timed out after {budget:g} s")
-        except Exception as exc:  # a provider failure degrades to keyword search, visibly
-            self.error = f"query embedding failed: {exc}"
-            if self.circuit:
-                self.circuit.record_failure(str(exc)[:200])
-        finally:
-            self.done.set()
 
 
 @dataclass(frozen=True)
@@ -499,7 +447,7 @@ class BuiltinSearchManager:
 
             # The query's vector is computed while the freshness check runs (both wait mostly in
             # native code), instead of after it.
-            (syncing, sync_error), hits, answered_mode, relaxed = await _beside(embedding.run if embedding else None, answer)
+            (syncing, sync_error), hits, answered_mode, relaxed = await beside(embedding.run if embedding else None, answer)
         log.debug("search done", mode=answered_mode, hits=len(hits), took_ms=round((time.perf_counter() - started) * 1000, 1),
                   sync_pending=syncing, degraded=degraded.model_dump(exclude_none=True) or None)
         return SearchAnswer(
@@ -548,10 +496,10 @@ class BuiltinSearchManager:
             self._query_circuit = QueryCircuit(self.provider.fingerprint, Path(f"{self.db_path}.query-circuit"))
         return self._query_circuit
 
-    def _query_embedding(self, q: str) -> _QueryEmbedding:
-        return _QueryEmbedding(self.provider, q, self._circuit)
+    def _query_embedding(self, q: str) -> QueryEmbedding:
+        return QueryEmbedding(self.provider, q, self._circuit)
 
-    async def _query_vector(self, q: str, degraded: Degraded, embedding: _QueryEmbedding | None = None) -> np.ndarray | None:
+    async def _query_vector(self, q: str, degraded: Degraded, embedding: QueryEmbedding | None = None) -> np.ndarray | None:
         if self.provider is None:
             if self.selection.requested != "none":  # provider "none" is a choice, not an outage
                 degraded.vector = f"no embedding provider: {self.selection.unavailable_reason or 'none configured'}"
@@ -579,7 +527,7 @@ class BuiltinSearchManager:
         now: float | None,
         degraded: Degraded,
         sides: _Sides,
-        embedding: _QueryEmbedding | None = None,
+        embedding: QueryEmbedding | None = None,
         *,
         time_filter: TimeWindow | None = None,
         windows: list[TimeWindow] | None = None,
@@ -626,38 +574,8 @@ class BuiltinSearchManager:
                                            windows=windows, time_filter=time_filter)
         ranked, facts = rank(indexed_file_time(conn), keyword=keyword, vector=vector, terms=plan.terms, params=params)
         cite = citations_enabled(self.settings.memory.citations, session_key)
-        hits = []
-        for c in ranked:
-            snip = make_snippet(c.text, c.start_line, plan.terms, self.snippet_chars)
-            # Transcript chunk lines are JSONL line numbers, not contiguous: keep the chunk's range.
-            start, end = (c.start_line, c.end_line) if c.source == "sessions" else (snip.start_line, snip.end_line)
-            hit = SearchHit(
-                path=c.path,
-                start_line=start,
-                end_line=end,
-                score=round(c.score, 6),
-                snippet=snip.text,
-                source=c.source,
-                citation=citation_for(c.path, start, end) if cite else None,
-            )
-            if explain:
-                hit.explain = HitExplain(
-                    keyword_score=c.text_score if c.keyword_hit else None,
-                    bm25_rank=ranks.get(c.chunk_id),
-                    vector_score=c.vector_score if c.vector_hit else None,
-                    vector_weight=h.vector_weight if facts["mode"] == "hybrid" else (1.0 if facts["mode"] == "vector-only" else 0.0),
-                    text_weight=h.text_weight if facts["mode"] == "hybrid" else (1.0 if facts["mode"] == "fts-only" else 0.0),
-                    lexical_boost=facts["boosts"].get(c.chunk_id),
-                    decay=c.decay,
-                    day=c.day,
-                    day_source=c.day_source,
-                    time_factor=c.time_factor,
-                    mmr_penalty=c.mmr_penalty,
-                    brevity=c.brevity,
-                    final_score=hit.score,  # the same rounded value the hit shows
-                    rescued=c.chunk_id in facts["rescued"],
-                )
-            hits.append(hit)
+        hits = hits_from_ranked(ranked, facts, terms=plan.terms, ranks=ranks, hybrid=h, cite=cite,
+                                snippet_chars=self.snippet_chars, explain=explain)
         self._flag_stale(conn, hits)
         return hits, facts["mode"], facts["relaxed"]
 

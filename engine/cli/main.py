@@ -107,7 +107,7 @@ class _Ctx:
 @click.option("--workspace", "-w", envvar="MEMSIFT_WORKSPACE", help="Workspace folder holding MEMORY.md and memory/ (default: current folder).")
 @click.option("--agent", "-a", envvar="MEMSIFT_AGENT", help="Agent id, case-insensitive; one not in agents.list runs on the defaults (default: the entry marked default, else the first, else 'main').")
 @click.option("--config", "-c", "config_path", envvar="MEMSIFT_CONFIG", help="Config file (JSON5). Default: ~/.config/memsift/config.json5.")
-@click.option("--backend", "-b", type=click.Choice(["builtin", "qmd"]), help="Override memory.backend for this call.")
+@click.option("--backend", "-b", type=click.Choice(["builtin", "qmd", "postgres"]), help="Override memory.backend for this call.")
 @click.option("--verbose", "-v", count=True, help="More logs on stderr (-v info, -vv debug).")
 @click.version_option(package_name="memsift")
 @click.pass_context
@@ -181,7 +181,7 @@ def _index_catalog(folder: Any, *, prune: bool, as_json: bool) -> None:
               help="Retrieval for this search: hybrid, keyword (BM25 only) or vector; default: as configured.")
 @click.option("--since", help="Only hits of this day or later: YYYY-MM-DD or a phrase (\"last week\", \"3 days ago\").")
 @click.option("--until", help="Only hits of this day or earlier (same forms as --since).")
-@click.option("--backend", "-b", "backend", type=click.Choice(["builtin", "qmd"]), help="Override memory.backend for this search.")
+@click.option("--backend", "-b", "backend", type=click.Choice(["builtin", "qmd", "postgres"]), help="Override memory.backend for this search.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def search(
@@ -372,18 +372,21 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
               help="Exit 1 when the mean hit overlap is below this, or when a side fell back or failed on any query.")
 @click.option("--mode", "-m", type=click.Choice(SEARCH_MODE_CHOICES, case_sensitive=False),
               help="Retrieval on both sides (keyword: builtin BM25 vs qmd search; vector: vsearch; hybrid: query).")
+@click.option("--against", type=click.Choice(["qmd", "postgres"]), default="qmd", show_default=True,
+              help="The backend compared with builtin.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_sync: bool, fail_under: float | None,
-           mode: str | None, as_json: bool) -> None:
-    """Run the queries in QUERIES_FILE on builtin and QMD and compare the answers."""
+           mode: str | None, against: str, as_json: bool) -> None:
+    """Run the queries in QUERIES_FILE on builtin and QMD (or Postgres) and compare the answers."""
     from ..parity import gate_failure, read_queries, run_parity  # noqa: PLC0415
     from .render import render_parity  # noqa: PLC0415
 
     with _errors_to_exit():
         queries = read_queries(queries_file)
         settings = obj.settings()
-        report = anyio.run(lambda: run_parity(settings, queries, k=k, session_key=session_key, sync=not no_sync, mode=mode))
+        report = anyio.run(lambda: run_parity(settings, queries, k=k, session_key=session_key, sync=not no_sync, mode=mode,
+                                                 against=against))
     if as_json:
         _emit_json(report.model_dump(by_alias=True, mode="json"))
     else:

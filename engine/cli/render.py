@@ -93,7 +93,7 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
     return "\n".join(out)
 
 
-BACKENDS = ("builtin", "qmd")  # a fallback from one of these is a backend's, else an embedding provider's
+BACKENDS = ("builtin", "qmd", "postgres")  # a fallback from one of these is a backend's, else an embedding provider's
 
 
 def _served_by(answer: SearchAnswer) -> str:
@@ -128,14 +128,14 @@ def _f(v: float | None) -> str:
 
 def render_parity(report: "ParityReport") -> str:  # noqa: F821  (imported lazily by the CLI)
     """One line per query, notes for fallbacks and errors, then the summary."""
-    k = report.k
+    k, o = report.k, report.against
     out = [f"NOT COMPARABLE: {w}" for w in report.warnings]  # first: the figures below cannot be trusted
     out += [""] if out else []
-    out += [f"{'overlap@' + str(k):>10} {'files@' + str(k):>8} {'tau':>6} {'builtin ms':>10} {'qmd ms':>8}  query"]
+    out += [f"{'overlap@' + str(k):>10} {'files@' + str(k):>8} {'tau':>6} {'builtin ms':>10} {o + ' ms':>8}  query"]
     for r in report.queries:
         tau = "-" if r.rank_correlation is None else f"{r.rank_correlation:+.2f}"
-        out.append(f"{r.overlap:>10.2f} {r.file_overlap:>8.2f} {tau:>6} {r.builtin.ms:>10.1f} {r.qmd.ms:>8.1f}  {_short(r.query)}")
-        for side in (r.builtin, r.qmd):
+        out.append(f"{r.overlap:>10.2f} {r.file_overlap:>8.2f} {tau:>6} {r.builtin.ms:>10.1f} {r.other.ms:>8.1f}  {_short(r.query)}")
+        for side in (r.builtin, r.other):
             for label, note in (("fell back", side.fallback), ("degraded", side.degraded), ("failed", side.error)):
                 if note:
                     out.append(f"{'':>39}{side.backend} {label}: {note}")
@@ -145,8 +145,8 @@ def render_parity(report: "ParityReport") -> str:  # noqa: F821  (imported lazil
         "",
         f"{s['queries']} queries, top {k}: mean overlap {s['meanOverlap']:.2f} (hits), {s['meanFileOverlap']:.2f} (files); "
         f"rank correlation {tau}",
-        f"latency p50/p95: builtin {s['builtinP50Ms']:.1f}/{s['builtinP95Ms']:.1f} ms, qmd {s['qmdP50Ms']:.1f}/{s['qmdP95Ms']:.1f} ms",
-        f"fallbacks: builtin {s['builtinFallbacks']}, qmd {s['qmdFallbacks']}; errors: builtin {s['builtinErrors']}, qmd {s['qmdErrors']}",
+        f"latency p50/p95: builtin {s['builtinP50Ms']:.1f}/{s['builtinP95Ms']:.1f} ms, {o} {s[o + 'P50Ms']:.1f}/{s[o + 'P95Ms']:.1f} ms",
+        f"fallbacks: builtin {s['builtinFallbacks']}, {o} {s[o + 'Fallbacks']}; errors: builtin {s['builtinErrors']}, {o} {s[o + 'Errors']}",
     ]
     if s.get("fellBackQueries"):
         out.append(f"not comparable: {s['fellBackQueries']} of {s['queries']} queries; mean overlap counting them as 0: "

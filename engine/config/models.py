@@ -21,6 +21,7 @@ __all__ = [
     "MemorySearchQmdConfig",
     "MemoryConfig",
     "QmdConfig",
+    "PostgresConfig",
     "AgentEntry",
     "AgentDefaults",
     "AgentsConfig",
@@ -317,10 +318,29 @@ class QmdConfig(_Strict):
     fallback: Literal["builtin", "none"] = "builtin"
 
 
+class PostgresPool(_Strict):
+    min_size: int = Field(default=1, ge=0, le=100)
+    max_size: int = Field(default=4, ge=1, le=100)
+
+
+class PostgresConfig(_Strict):
+    """`memory.postgres`: one shared database for many memsift processes (backends/postgres)."""
+
+    dsn: SecretStr | None = None  # else $MEMSIFT_POSTGRES_DSN
+    read_dsn: SecretStr | None = None  # a read replica for searches; writes and read-your-writes use `dsn`
+    pool: PostgresPool = Field(default_factory=PostgresPool)
+    connect_timeout_ms: int = Field(default=5000, ge=100)
+    statement_timeout_ms: int = Field(default=10000, ge=100)
+    lock_timeout_ms: int = Field(default=60000, ge=100)  # how long a sync waits for another writer of the agent
+    replica_wait_ms: int = Field(default=1000, ge=0)  # read-your-writes: wait this long for the replica, then read the primary
+    fallback: Literal["builtin", "none"] = "none"
+
+
 class MemoryConfig(_Strict):
-    backend: Literal["builtin", "qmd"] = "builtin"
+    backend: Literal["builtin", "qmd", "postgres"] = "builtin"
     citations: Literal["auto", "on", "off"] = "auto"
     qmd: QmdConfig = Field(default_factory=QmdConfig)
+    postgres: PostgresConfig = Field(default_factory=PostgresConfig)
 
 
 # --- agents ----------------------------------------------------------------------------------

@@ -1,0 +1,147 @@
+"""Postgres connections: the DSN (config or $MEMSIFT_POSTGRES_DSN) with its secrets kept out of
+every message, connection pools with timeouts, and driver errors turned into clear BackendErrors."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+from urllib.parse import urlsplit, urlunsplit
+
+from memsift.engine.config.models import PostgresConfig
+from memsift.engine.errors import BackendError, ConfigError
+from memsift.engine.secrets import redact, register_secret
+
+__all__ = ["Dsns", "resolve_dsns", "shown_dsn", "open_pool", "connect_once", "driver_error", "ENV_DSN", "import_driver"]
+
+ENV_DSN = "MEMSIFT_POSTGRES_DSN"
+INSTALL_HINT = 'the Postgres backend needs its extra: pip install "memsift[postgres]"'
+_KV_PASSWORD_RE = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.I)
+
+
+def import_driver() -> Any:
+    """psycopg, or a ConfigError with the install command (the default install is SQLite only)."""
+    try:
+        import psycopg  # noqa: PLC0415
+        import psycopg_pool  # noqa: F401, PLC0415
+        import pgvector.psycopg  # noqa: F401, PLC0415
+    except ImportError as exc:
+        raise ConfigError(f"{INSTALL_HINT} ({exc})", key_path="memory.backend") from None
+    return psycopg
+
+
+@dataclass(frozen=True)
+class Dsns:
+    write: str
+    read: str | None  # a replica; None: searches read the primary
+
+    @property
+    def shown(self) -> str:
+        return shown_dsn(self.write)
+
+
+def _register(dsn: str) -> None:
+    """The password counts as a secret (in a URL, its query string, or key=value form)."""
+    try:
+        parts = urlsplit(dsn)
+        if parts.password:
+            register_secret(parts.password)
+        for m in re.finditer(r"(?i)password=([^&]*)", parts.query):
+            register_secret(m.group(1))
+    except ValueError:
+        pass
+    for m in _KV_PASSWORD_RE.finditer(dsn):
+        register_secret(m.group(2).strip("'"))
+
+
+def shown_dsn(dsn: str) -> str:
+    """The DSN with any password masked: `postgresql://memsift:***@db:5432/memsift`."""
+    if "://" not in dsn:
+        return _KV_PASSWORD_RE.sub(r"\1***", dsn)
+    try:
+        parts = urlsplit(dsn)
+    except ValueError:
+        return "postgresql://***"
+    netloc = parts.netloc
+    if parts.password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.split(':', 1)[0]}:***@{host}"
+    query = re.sub(r"(?i)(password=)[^&]*", r"\1***", parts.query)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def resolve_dsns(cfg: PostgresConfig, environ: Mapping[str, str] | None = None) -> Dsns:
+    env = os.environ if environ is None else environ
+    dsn = cfg.dsn.get_secret_value() if cfg.dsn else env.get(ENV_DSN, "")
+    if not dsn.strip():
+        raise ConfigError(
+            f"memory.backend is \"postgres\" but no database is configured: set memory.postgres.dsn or ${ENV_DSN} "
+            "(postgresql://user:password@host:5432/dbname)",
+            key_path="memory.postgres.dsn",
+        )
+    read = cfg.read_dsn.get_secret_value() if cfg.read_dsn else None
+    for d in (dsn, read):
+        if d:
+            _register(d)
+    return Dsns(dsn.strip(), read.strip() if read and read.strip() else None)
+
+
+def _kwargs(cfg: PostgresConfig) -> dict[str, Any]:
+    # prepare_threshold None: no server-side prepared statements (psycopg prepares after 5 runs,
+    # which pins one plan per statement and breaks behind PgBouncer in transaction mode).
+    return {
+        "connect_timeout": max(1, round(cfg.connect_timeout_ms / 1000)),
+        "options": f"-c statement_timeout={cfg.statement_timeout_ms} -c idle_in_transaction_session_timeout=60000",
+        "prepare_threshold": None,
+        "application_name": "memsift",
+    }
+
+
+async def _configure(conn: Any) -> None:
+    from pgvector.psycopg import register_vector_async  # noqa: PLC0415
+
+    await register_vector_async(conn)
+    await conn.set_autocommit(True)
+
+
+async def open_pool(dsn: str, cfg: PostgresConfig, name: str) -> Any:
+    """An open async pool; connections have the pgvector adapter and autocommit (transactions are explicit)."""
+    import psycopg_pool  # noqa: PLC0415
+
+    pool = psycopg_pool.AsyncConnectionPool(
+        dsn,
+        kwargs=_kwargs(cfg),
+        min_size=min(cfg.pool.min_size, cfg.pool.max_size),
+        max_size=cfg.pool.max_size,
+        open=False,
+        configure=_configure,
+        check=psycopg_pool.AsyncConnectionPool.check_connection,  # a server restart drops idle connections
+        timeout=cfg.connect_timeout_ms / 1000,
+        reconnect_timeout=max(1.0, cfg.connect_timeout_ms / 1000),
+        name=name,
+    )
+    await pool.open(wait=False)
+    return pool
+
+
+async def connect_once(dsn: str, cfg: PostgresConfig, *, vectors: bool = True) -> Any:
+    """One connection outside the pools (migrations, a sync's lock-holding writer). `vectors`:
+    with the pgvector adapter (the extension must exist: not before the first migration)."""
+    psycopg = import_driver()
+    try:
+        conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True, **_kwargs(cfg))
+        if vectors:
+            await _configure(conn)
+    except psycopg.Error as exc:
+        raise driver_error(exc, dsn, "connecting") from None
+    return conn
+
+
+def driver_error(exc: BaseException, dsn: str, doing: str = "") -> BackendError:
+    """A BackendError that says what failed, where (DSN without its password) and what to do."""
+    what = f" while {doing}" if doing else ""
+    text = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+    outage = type(exc).__name__ in ("OperationalError", "PoolTimeout", "ConnectionTimeout") or isinstance(exc, OSError)
+    hint = " (is the server up and reachable? check memory.postgres.dsn / $MEMSIFT_POSTGRES_DSN)" if outage else ""
+    return BackendError(f"postgres at {shown_dsn(dsn)} failed{what}: {text}{hint}")

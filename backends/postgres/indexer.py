@@ -1,0 +1,422 @@
+"""Sync one agent's rows with its Markdown files: incremental by content hash, or a full rebuild
+into a new generation made visible in one transaction.
+
+- One writer per agent at a time: a session advisory lock on the connection that does every write
+  of the sync. Another process (any host) waits for it, then finds the files already indexed. A
+  killed writer's connection drops, the server rolls back its open transaction and frees the lock.
+- Incremental: each group of files is one transaction (delete the file's rows, insert the new
+  ones), so readers see whole files. A rebuild writes generation+1 beside the live one; the switch
+  of `memsift_agents.generation` is one transaction; leftovers of a killed rebuild are removed by
+  the next writer (it holds the lock, so no generation but the live one is in use).
+- Embeddings come from the embedding cache table, or chunks of the same hash already stored with
+  the same provider, before the provider is asked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+import anyio
+import numpy as np
+
+from memsift.engine.chunking import Chunk, chunk_text, split_for_input_limit
+from memsift.engine.note_dates import NOTE_DATES_REVISION, ChunkDay, chunk_days
+from memsift.engine.config import ResolvedConfig
+from memsift.engine.errors import BackendError
+from memsift.engine.fts_query import INDEX_TEXT_REVISION
+from memsift.engine.logging import get_logger
+from memsift.engine.manager import SyncReport
+from memsift.engine.memory_files import MemoryFile, Skipped, discover_memory_files
+
+from .schema import SCHEMA_VERSION
+from .terms import chunk_postings
+
+__all__ = ["sync_agent", "wanted_meta", "fingerprint_diff", "agent_lock_key", "CHUNKER_REVISION", "Identity"]
+
+log = get_logger("memsift.postgres.indexer")
+
+CHUNKER_REVISION = "capped-overlap+sections-2"  # the builtin's chunker revision: the same chunks
+GROUP_CHUNKS = 128  # chunks embedded and written per transaction
+MAX_MARKDOWN_BYTES = 16 * 2**20
+LOCK_POLL_S = 0.1
+ANALYZE_AFTER_CHUNKS = 100
+SYNC_STATEMENT_TIMEOUT_MS = 600_000
+EmbedFn = Callable[[list[str]], Awaitable[np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Identity:
+    provider: str  # "none" for keyword only
+    model: str
+    provider_key: str
+    max_input_bytes: int | None = None
+
+
+def agent_lock_key(agent: str) -> int:
+    """A stable signed 64-bit advisory lock key per agent."""
+    return int.from_bytes(hashlib.sha256(f"memsift-sync:{agent}".encode()).digest()[:8], "big", signed=True)
+
+
+def _chunk_number(chunk_id: str) -> int:
+    return int(chunk_id[:16], 16) - 2**63  # a 64-bit number from the (sha256) chunk id
+
+
+def _chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
+    raw = f"{source}:{path}:{start}:{end}:{chunk_hash}:{model}"  # as the builtin index
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def wanted_meta(settings: ResolvedConfig, ident: Identity) -> dict[str, Any]:
+    """The index fingerprint. The workspace path is not part of it: the agent id owns the rows, and
+    every process serving the agent may mount its files elsewhere."""
+    ms = settings.memory_search
+    return {
+        "schema": SCHEMA_VERSION,
+        "provider": ident.provider,
+        "model": ident.model,
+        "providerKey": ident.provider_key,
+        "extraPaths": sorted(ms.extra_paths),
+        "chunkStrategy": ms.chunking.strategy,
+        "chunkTokens": ms.chunking.tokens,
+        "chunkOverlap": ms.chunking.overlap,
+        "chunker": CHUNKER_REVISION,
+        "ftsTokenizer": "unicode61",
+        "ftsText": INDEX_TEXT_REVISION,
+        "noteDates": NOTE_DATES_REVISION,
+    }
+
+
+def fingerprint_diff(current: dict[str, Any] | None, wanted: dict[str, Any]) -> str | None:
+    if current is None:
+        return "no index yet"
+    for key, value in wanted.items():
+        if current.get(key) != value:
+            return f"{key} changed ({current.get(key)} → {value})" if "Key" not in key else f"{key} changed"
+    return None
+
+
+@dataclass
+class _Pending:
+    file: MemoryFile
+    hash: str
+    mtime_ns: int
+    size: int
+    chunks: list[Chunk]
+    days: list[ChunkDay] = field(default_factory=list)  # each chunk's day (engine/note_dates.py)
+
+
+class _Sync:
+    def __init__(self, conn: Any, settings: ResolvedConfig, ident: Identity, embed: EmbedFn | None, report: SyncReport) -> None:
+        self.conn, self.settings, self.ident, self.embed, self.report = conn, settings, ident, embed, report
+        self.agent = settings.agent_id
+        self.ms = settings.memory_search
+        self.skipped: list[Skipped] = []
+        self.embed_error: str | None = None
+
+    # --- files ----------------------------------------------------------------------------------
+
+    def _read(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
+        if st.st_size > MAX_MARKDOWN_BYTES:
+            self.skipped.append(Skipped(f.rel_path, f"larger than {MAX_MARKDOWN_BYTES // 2**20} MiB ({st.st_size} bytes)"))
+            return None
+        try:
+            fd = os.open(f.abs_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(MAX_MARKDOWN_BYTES + 1)
+        except OSError as exc:
+            self.skipped.append(Skipped(f.rel_path, f"cannot read: {exc.strerror}"))
+            return None
+        if b"\x00" in data:
+            self.skipped.append(Skipped(f.rel_path, "binary content (NUL bytes)"))
+            return None
+        c = self.ms.chunking
+        text = data.decode("utf-8", errors="replace")
+        chunks = chunk_text(text, strategy=c.strategy, tokens=c.tokens, overlap=c.overlap)
+        if self.ident.max_input_bytes:
+            chunks = split_for_input_limit(chunks, self.ident.max_input_bytes)
+        return _Pending(f, hashlib.sha256(data).hexdigest(), st.st_mtime_ns, st.st_size, chunks, chunk_days(f.rel_path, text, chunks))
+
+    async def scan(self, gen: int) -> tuple[list[_Pending], list[tuple[str, int, int]], set[str], int]:
+        """Files on disk against the generation's files: (changed, touched only, removed, unchanged)."""
+        files, self.skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
+        cur = await self.conn.execute(
+            "SELECT path, hash, mtime_ns, size FROM memsift_files WHERE agent_id = %s AND generation = %s", (self.agent, gen)
+        )
+        known = {row[0]: row[1:] for row in await cur.fetchall()}
+        changed, touched, unchanged = [], [], 0
+        for f in files:
+            try:
+                st = os.lstat(f.abs_path)
+            except OSError as exc:
+                self.skipped.append(Skipped(f.rel_path, f"vanished during sync: {exc.strerror}"))
+                continue
+            prev = known.get(f.rel_path)
+            if prev and prev[1] == st.st_mtime_ns and prev[2] == st.st_size:
+                unchanged += 1
+                continue
+            pending = self._read(f, st)
+            if pending is None:
+                continue
+            if prev and prev[0] == pending.hash:
+                touched.append((f.rel_path, st.st_mtime_ns, st.st_size))
+                unchanged += 1
+                continue
+            changed.append(pending)
+        removed = set(known) - ({f.rel_path for f in files} - {s.path for s in self.skipped})
+        return changed, touched, removed, unchanged
+
+    # --- embeddings -----------------------------------------------------------------------------
+
+    async def _known_vectors(self, hashes: list[str], live_gen: int | None) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        if self.ms.cache.enabled:
+            cur = await self.conn.execute(
+                "SELECT hash, embedding FROM memsift_embedding_cache WHERE agent_id = %s AND provider_key = %s AND hash = ANY(%s)",
+                (self.agent, self.ident.provider_key, hashes),
+            )
+            found.update({h: v for h, v in await cur.fetchall()})
+        todo = [h for h in hashes if h not in found]
+        if todo and live_gen is not None:
+            cur = await self.conn.execute(
+                "SELECT DISTINCT ON (hash) hash, embedding FROM memsift_chunks WHERE agent_id = %s AND generation = %s "
+                "AND model = %s AND embedding IS NOT NULL AND hash = ANY(%s)",
+                (self.agent, live_gen, self.ident.model, todo),
+            )
+            found.update({h: v for h, v in await cur.fetchall()})
+        return {h: np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32) for h, v in found.items()}
+
+    async def _vectors(self, group: list[_Pending], reuse_gen: int | None, tolerate: bool) -> dict[str, np.ndarray]:
+        if self.embed is None:
+            return {}
+        hashes = list({c.hash for p in group for c in p.chunks})
+        vectors = await self._known_vectors(hashes, reuse_gen) if hashes else {}
+        self.report.chunks_from_cache += sum(1 for p in group for c in p.chunks if c.hash in vectors)
+        missing: dict[str, str] = {}
+        for p in group:
+            for c in p.chunks:
+                if c.hash not in vectors:
+                    missing.setdefault(c.hash, c.text)
+        if not missing:
+            return vectors
+        try:
+            matrix = await self.embed(list(missing.values()))
+        except Exception as exc:
+            if not tolerate:
+                raise
+            self.embed_error = f"{type(exc).__name__}: {exc}"  # the text stays searchable; vectors later
+            log.warning("embedding failed; chunks stored without vectors", error=self.embed_error)
+            return vectors
+        if matrix.shape[0] != len(missing):
+            raise BackendError(f"provider returned {matrix.shape[0]} vectors for {len(missing)} texts")
+        now = time.time()
+        rows = []
+        for h, vec in zip(missing, matrix):
+            vectors[h] = np.asarray(vec, dtype=np.float32)
+            rows.append((self.agent, self.ident.provider_key, h, vectors[h], now))
+        self.report.chunks_embedded += len(missing)
+        if self.ms.cache.enabled:
+            async with self.conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO memsift_embedding_cache(agent_id, provider_key, hash, embedding, updated_at) VALUES (%s,%s,%s,%s,%s) "
+                    "ON CONFLICT (agent_id, provider_key, hash) DO UPDATE SET embedding = excluded.embedding, updated_at = excluded.updated_at",
+                    rows,
+                )
+        return vectors
+
+    # --- writing --------------------------------------------------------------------------------
+
+    async def _delete_paths(self, gen: int, paths: list[str]) -> None:
+        args = (self.agent, gen, paths)
+        # By chunk number through the postings' (agent, generation, chunk) index: a DELETE … USING
+        # join was planned as repeated scans of the postings on a new table's empty statistics.
+        cur = await self.conn.execute(
+            "DELETE FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND path = ANY(%s) RETURNING chunk", args
+        )
+        chunks = [r for (r,) in await cur.fetchall()]
+        if chunks:
+            await self.conn.execute(
+                "DELETE FROM memsift_postings WHERE agent_id = %s AND generation = %s AND chunk = ANY(%s)", (self.agent, gen, chunks)
+            )
+        await self.conn.execute("DELETE FROM memsift_files WHERE agent_id = %s AND generation = %s AND path = ANY(%s)", args)
+
+    async def _write_group(self, gen: int, group: list[_Pending], vectors: dict[str, np.ndarray], *, replace: bool) -> None:
+        now = time.time()
+        chunk_rows, posting_rows, seen = [], [], set()
+        for p in group:
+            for i, c in enumerate(p.chunks):
+                day = p.days[i] if i < len(p.days) else ChunkDay(None, None)
+                cid = _chunk_id(p.file.source, p.file.rel_path, c.start_line, c.end_line, c.hash, self.ident.model)
+                number = _chunk_number(cid)
+                if number in seen:
+                    continue  # an identical chunk (same lines and text)
+                seen.add(number)
+                postings, length = chunk_postings(c.text)
+                chunk_rows.append((self.agent, gen, number, cid, p.file.rel_path, p.file.source, c.start_line, c.end_line,
+                                   c.hash, self.ident.model, c.text, length, vectors.get(c.hash), now, day.day, day.source))
+                posting_rows += [(self.agent, gen, po.term, number, po.tf, length, po.positions) for po in postings]
+        async with self.conn.transaction():
+            if replace:  # a new generation starts empty: nothing to replace
+                await self._delete_paths(gen, [p.file.rel_path for p in group])
+            async with self.conn.cursor() as cur:
+                async with cur.copy(
+                    "COPY memsift_chunks(agent_id, generation, chunk, id, path, source, start_line, end_line, hash, model, text, "
+                    "doc_len, embedding, updated_at, day, day_source) FROM STDIN"
+                ) as copy:
+                    for row in chunk_rows:
+                        await copy.write_row(row)
+                async with cur.copy(
+                    "COPY memsift_postings(agent_id, generation, term, chunk, tf, doc_len, positions) FROM STDIN"
+                ) as copy:
+                    for row in posting_rows:
+                        await copy.write_row(row)
+                await cur.executemany(
+                    "INSERT INTO memsift_files(agent_id, generation, path, source, hash, mtime_ns, size, indexed_at) "
+                    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
+                    [(self.agent, gen, p.file.rel_path, p.file.source, p.hash, p.mtime_ns, p.size, now) for p in group],
+                )
+        self.report.chunks_written += len(chunk_rows)
+        self.report.files_indexed += len(group)
+
+    async def index(self, gen: int, pending: list[_Pending], reuse_gen: int | None, *, tolerate: bool, replace: bool = True) -> None:
+        group: list[_Pending] = []
+        count = 0
+        for p in pending + [None]:  # type: ignore[list-item]
+            if p is not None:
+                group.append(p)
+                count += len(p.chunks)
+                if count < GROUP_CHUNKS:
+                    continue
+            if group:
+                vectors = await self._vectors(group, reuse_gen, tolerate)
+                await self._write_group(gen, group, vectors, replace=replace)
+            group, count = [], 0
+
+    async def backfill(self, gen: int) -> None:
+        """Embed chunks stored without vectors (the provider failed earlier)."""
+        if self.embed is None:
+            return
+        cur = await self.conn.execute(
+            "SELECT chunk, hash, text FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND embedding IS NULL",
+            (self.agent, gen),
+        )
+        rows = await cur.fetchall()
+        for i in range(0, len(rows), GROUP_CHUNKS):
+            part = rows[i : i + GROUP_CHUNKS]
+            try:
+                matrix = await self.embed([r[2] for r in part])
+            except Exception as exc:
+                self.embed_error = f"{type(exc).__name__}: {exc}"
+                return
+            self.report.chunks_embedded += len(part)
+            async with self.conn.transaction():
+                async with self.conn.cursor() as c:
+                    await c.executemany(
+                        "UPDATE memsift_chunks SET embedding = %s WHERE agent_id = %s AND generation = %s AND chunk = %s",
+                        [(np.asarray(v, dtype=np.float32), self.agent, gen, r[0]) for r, v in zip(part, matrix)],
+                    )
+
+
+async def _take_lock(conn: Any, agent: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    key = agent_lock_key(agent)
+    while True:
+        row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))).fetchone()
+        if row[0]:
+            return
+        if time.monotonic() >= deadline:
+            raise BackendError(
+                f"agent {agent!r} is being indexed by another memsift process (waited {timeout_s:.0f} s, "
+                "memory.postgres.lockTimeoutMs); try again when it finishes"
+            )
+        await anyio.sleep(LOCK_POLL_S)
+
+
+async def sync_agent(
+    conn: Any,
+    settings: ResolvedConfig,
+    ident: Identity,
+    embed: EmbedFn | None,
+    *,
+    force: bool,
+    reason: str,
+    lock_timeout_s: float,
+    meta_extra: dict[str, Any] | None = None,
+    allow_full: bool = True,
+) -> tuple[SyncReport, str | None]:
+    """One sync of `settings.agent_id` on `conn` (a dedicated autocommit connection). Returns the
+    report and the last embedding error (None when every chunk has its vector)."""
+    started = time.perf_counter()
+    report = SyncReport(reason=reason, backend="postgres")
+    agent = settings.agent_id
+    # A sync's statements move whole generations (deletes of 100k+ postings): the search timeout
+    # (statementTimeoutMs) is for searches; a dropped connection still fails a sync at once.
+    await conn.execute(f"SET statement_timeout = {SYNC_STATEMENT_TIMEOUT_MS}")
+    await _take_lock(conn, agent, lock_timeout_s)
+    try:
+        await conn.execute("INSERT INTO memsift_agents(agent_id) VALUES (%s) ON CONFLICT (agent_id) DO NOTHING", (agent,))
+        live, meta = await (await conn.execute(
+            "SELECT generation, meta FROM memsift_agents WHERE agent_id = %s", (agent,))).fetchone()
+        for table in ("memsift_postings", "memsift_chunks", "memsift_files"):  # a killed rebuild's rows
+            await conn.execute(f"DELETE FROM {table} WHERE agent_id = %s AND generation <> %s", (agent, live))
+        want = {**wanted_meta(settings, ident), **(meta_extra or {})}
+        cause = "forced" if force else fingerprint_diff(meta, wanted_meta(settings, ident))
+        s = _Sync(conn, settings, ident, embed, report)
+        if cause and not allow_full and meta is not None:
+            report.reindex_cause = cause  # a search does not rebuild: it answers from what is there
+        elif cause:
+            log.info("full reindex", cause=cause, agent=agent)
+            report.full_reindex, report.reindex_cause = True, cause
+            target = live + 1
+            changed, _t, _r, _u = await s.scan(target)
+            report.files_seen = len(changed)
+            reuse = live if meta and meta.get("providerKey") == ident.provider_key else None
+            await s.index(target, changed, reuse, tolerate=False, replace=False)
+            async with conn.transaction():  # the switch: readers see the old generation or the new one
+                await conn.execute(
+                    "UPDATE memsift_agents SET generation = %s, meta = %s, skipped = %s, updated_at = now() WHERE agent_id = %s",
+                    (target, json.dumps(want), json.dumps([{"path": k.path, "reason": k.reason} for k in s.skipped]), agent),
+                )
+            for table in ("memsift_postings", "memsift_chunks", "memsift_files"):
+                await conn.execute(f"DELETE FROM {table} WHERE agent_id = %s AND generation = %s", (agent, live))
+        else:
+            changed, touched, removed, unchanged = await s.scan(live)
+            report.files_seen, report.files_unchanged, report.files_removed = len(changed) + unchanged, unchanged, len(removed)
+            async with conn.transaction():
+                async with conn.cursor() as cur:
+                    await cur.executemany(
+                        "UPDATE memsift_files SET mtime_ns = %s, size = %s WHERE agent_id = %s AND generation = %s AND path = %s",
+                        [(m, z, agent, live, p) for p, m, z in touched],
+                    )
+                if removed:
+                    await s._delete_paths(live, sorted(removed))
+            await s.index(live, changed, live, tolerate=True)
+            await s.backfill(live)
+            skipped = [{"path": k.path, "reason": k.reason} for k in s.skipped]
+            if changed or removed or meta != want or skipped:
+                await conn.execute(
+                    "UPDATE memsift_agents SET meta = %s, skipped = %s, updated_at = now() WHERE agent_id = %s",
+                    (json.dumps(want), json.dumps(skipped), agent),
+                )
+        if s.ms.cache.enabled and s.ms.cache.max_entries:
+            await conn.execute(
+                "DELETE FROM memsift_embedding_cache WHERE agent_id = %s AND hash IN (SELECT hash FROM memsift_embedding_cache "
+                "WHERE agent_id = %s AND provider_key = %s ORDER BY updated_at DESC OFFSET %s) AND provider_key = %s",
+                (agent, agent, ident.provider_key, int(s.ms.cache.max_entries), ident.provider_key),
+            )
+        if report.chunks_written >= ANALYZE_AFTER_CHUNKS:
+            # Fresh statistics: planned on an empty table's, the phrase and BM25 queries of a new
+            # agent took seconds (nested loops over postings) until autovacuum came by.
+            await conn.execute("ANALYZE memsift_chunks, memsift_postings")
+        report.files_skipped = len(s.skipped)
+        report.took_ms = (time.perf_counter() - started) * 1000
+        return report, s.embed_error
+    finally:
+        try:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (agent_lock_key(agent),))
+        except Exception:  # the connection is gone: so is its lock
+            pass

