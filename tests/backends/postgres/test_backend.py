@@ -14,14 +14,15 @@ import pytest
 from helpers import make_settings
 
 from memsift.backends.postgres import PostgresSearchManager
+from memsift.backends.postgres.schema import SCHEMA_VERSION
 from memsift.engine.config import MemsiftConfig, resolve_agent
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.errors import BackendError, ConfigError
 from memsift.engine.factory import open_manager
 
 
-def _settings(tmp_path, ws, dsn, *, agent="main", **pg):
-    raw = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"sync": {"onSearch": False}}}},
+def _settings(tmp_path, ws, dsn, *, agent="main", ms=None, **pg):
+    raw = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"sync": {"onSearch": False}, **(ms or {})}}},
            "memory": {"backend": "postgres", "postgres": {"dsn": dsn, **pg}}}
     return resolve_agent(MemsiftConfig.model_validate(raw), agent_id=agent, workspace=ws, environ={})
 
@@ -98,7 +99,7 @@ def test_schema_is_migrated_once_and_every_key_leads_with_agent_id(tmp_path, exa
                 await m.sync()
 
     anyio.run(run)
-    assert _rows(pg_dsn, "SELECT version FROM memsift_schema") == [(1,)]
+    assert _rows(pg_dsn, "SELECT version FROM memsift_schema") == [(SCHEMA_VERSION,)]
     keys = _rows(pg_dsn, """
         SELECT c.relname, a.attname FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
         JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
@@ -212,5 +213,42 @@ def test_outage_gives_a_clear_error_or_the_builtin_fallback_and_recovers(tmp_pat
                     await anyio.sleep(0.2)
         for m in (closed, falling, direct):
             await m.aclose()
+
+    anyio.run(run)
+
+
+def test_time_filters_windows_and_decay_agree_with_builtin(tmp_path, pg_dsn):
+    from datetime import datetime
+
+    from memsift.backends.builtin import BuiltinSearchManager
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    same = "Decided to ship the billing export with the ledger team.\n"
+    (ws / "memory" / "2023-03-02.md").write_text(f"# 2023-03-02\n{same}")
+    (ws / "memory" / "2023-04-11.md").write_text(f"# 2023-04-11\n{same}")
+    (ws / "memory" / "journal.md").write_text(f"# Journal\n## 2023-04-14 retro\n{same}")
+    now = datetime(2023, 4, 18, 9, 0).timestamp()
+    ms = {"query": {"hybrid": {"temporalDecay": {"enabled": True}}}}
+    builtin = BuiltinSearchManager(make_settings(tmp_path / "b", ws, ms), provider=FakeEmbeddingProvider())
+    settings = _settings(tmp_path, ws, pg_dsn, agent="timed", ms=ms)
+
+    async def run():
+        async with PostgresSearchManager(settings, provider=FakeEmbeddingProvider()) as pg:
+            await pg.sync()
+            await builtin.sync()
+            for args in ({"since": "2023-04-01", "until": "2023-04-12"}, {"until": "2023-03-31"}, {}):
+                for q in ("billing export", "what did we decide about the billing export last Tuesday"):
+                    a = await pg.search(q, min_score=0, now=now, explain=True, **args)
+                    b = await builtin.search(q, min_score=0, now=now, explain=True, **args)
+                    assert [(h.path, h.explain.day, h.explain.day_source) for h in a.results] == \
+                           [(h.path, h.explain.day, h.explain.day_source) for h in b.results]
+                    assert [h.score for h in a.results] == pytest.approx([h.score for h in b.results], abs=1e-5)
+                    assert (a.time_filter, a.time_windows) == (b.time_filter, b.time_windows)
+            timed = await pg.search("what did we decide about the billing export last Tuesday", min_score=0, now=now)
+            assert timed.results[0].path == "memory/2023-04-11.md"
+            only = await pg.search("billing export", until="2023-03-31", now=now)
+            assert [h.path for h in only.results] == ["memory/2023-03-02.md"]
+        builtin._close_reader()
 
     anyio.run(run)
