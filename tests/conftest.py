@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from helpers import EXAMPLE_WORKSPACE
+
+# Derived model files (the int8 graph) go to a cache of this test session, never the user's.
+_CACHE_HOME = tempfile.mkdtemp(prefix="memsift-test-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE_HOME
+atexit.register(shutil.rmtree, _CACHE_HOME, True)
 
 
 @pytest.fixture
