@@ -274,7 +274,7 @@ class LocalMiniLMProvider:
             # The int8 graph quantises activations with one scale per run, so a window batched
             # with others would get a vector that depends on its neighbours: run it alone (as
             # fast here: integer MatMuls on one 256-token window already fill both cores).
-            batches = [[k] for k in order] if session is not None and self.quantised else None
+            batches = [[k] for k in order] if self.quantised else None
             pooled: np.ndarray | None = None
             for idx in batches or _batches(order, [len(w) for _i, w in windows]):
                 vecs = self._run([windows[k][1] for k in idx], session)
