@@ -5,14 +5,12 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import signal
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from helpers import EXAMPLE_WORKSPACE, process_alive
+from helpers import EXAMPLE_WORKSPACE, stop_helpers
 
 # Derived model files (the int8 graph) go to a cache of this test session, never the user's.
 _CACHE_HOME = tempfile.mkdtemp(prefix="memsift-test-cache-")
@@ -23,27 +21,6 @@ atexit.register(shutil.rmtree, _CACHE_HOME, True)
 os.environ["MEMSIFT_NO_RESIDENT"] = "1"
 _RUNTIME_DIR = tempfile.mkdtemp(prefix="msx")  # short: a socket path must fit 107 bytes
 os.environ["XDG_RUNTIME_DIR"] = _RUNTIME_DIR
-
-
-def stop_helpers(runtime_dir: str | Path) -> list[int]:
-    """Stop every resident helper whose lock file is under `runtime_dir`; their process ids."""
-    from memsift.engine.cli.helper import helper_pids
-
-    folder = Path(runtime_dir) / "memsift"
-    pids = helper_pids(folder) if folder.is_dir() else []
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            continue
-    for pid in pids:
-        for _ in range(100):
-            if not process_alive(pid):
-                break
-            time.sleep(0.1)
-        else:
-            os.kill(pid, signal.SIGKILL)
-    return pids
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import stop_helpers
-from helpers import process_alive
+from helpers import process_alive, stop_helpers
 from memsift.engine.cli.helper import helper_pids
 from memsift.engine.cli.resident import try_resident
 
