@@ -66,7 +66,7 @@ class Sandbox:
         self.root = Path(tempfile.mkdtemp(prefix="memsift-readme-"))
         self.state = self.root / ".state"
         self.template = Path(tempfile.mkdtemp(prefix="memsift-readme-state-"))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}, "MEMSIFT_NO_RESIDENT": "1"}
         (self.root / ".rt").mkdir(mode=0o700)  # a watch's resident socket stays in here
         env.update(MEMSIFT_STATE_DIR=str(self.state), XDG_CONFIG_HOME=str(self.root / ".config"), MEMSIFT_NO_RESIDENT="1",
                    XDG_RUNTIME_DIR=str(self.root / ".rt"),

@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from helpers import EXAMPLE_WORKSPACE
+from helpers import EXAMPLE_WORKSPACE, stop_helpers
+
+# Derived model files (the int8 graph) go to a cache of this test session, never the user's.
+_CACHE_HOME = tempfile.mkdtemp(prefix="memsift-test-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE_HOME
+atexit.register(shutil.rmtree, _CACHE_HOME, True)
+# No test starts a resident helper unless it means to (those unset this and stop their helper);
+# the sockets of this session live in a folder of its own, swept at the end (pytest_sessionfinish).
+os.environ["MEMSIFT_NO_RESIDENT"] = "1"
+_RUNTIME_DIR = tempfile.mkdtemp(prefix="msx")  # short: a socket path must fit 107 bytes
+os.environ["XDG_RUNTIME_DIR"] = _RUNTIME_DIR
+
+
+def pytest_sessionfinish(session, exitstatus):
+    stop_helpers(_RUNTIME_DIR)
+    shutil.rmtree(_RUNTIME_DIR, ignore_errors=True)
 
 
 @pytest.fixture

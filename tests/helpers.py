@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,3 +30,24 @@ def process_alive(pid: int) -> bool:
         return False
     stat = Path(f"/proc/{pid}/stat").read_text()
     return stat.split(")")[-1].split()[0] != "Z"
+
+
+def stop_helpers(runtime_dir: str | Path) -> list[int]:
+    """Stop every resident helper whose lock file is under `runtime_dir`; their process ids."""
+    from memsift.engine.cli.helper import helper_pids
+
+    folder = Path(runtime_dir) / "memsift"
+    pids = helper_pids(folder) if folder.is_dir() else []
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+    for pid in pids:
+        for _ in range(100):
+            if not process_alive(pid):
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    return pids

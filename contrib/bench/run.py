@@ -32,8 +32,10 @@ from evidence import EVIDENCE_SETS, eval_evidence, load_set, warm  # noqa: E402
 from qmdcli import qmd_available, start_spawner  # noqa: E402
 from quality import eval_longmemeval, eval_scifact, warm_index  # noqa: E402
 from report import check_targets, plot_all, tables  # noqa: E402
+from embed_speed import run_embed_speed  # noqa: E402
 from scale import run_scale  # noqa: E402
 from timebench import time_aware  # noqa: E402
+from second_call import run_second_call  # noqa: E402
 
 SCIFACT_MODES = ["bm25", "vector", "hybrid", "hybrid+mmr", "qmd"]
 LME_MODES = ["bm25", "vector", "hybrid", "hybrid+mmr", "hybrid+decay", "qmd"]
@@ -134,6 +136,9 @@ def main() -> None:
     ap.add_argument("--skip-time", action="store_true", help="skip time-aware search (timebench.py runs it alone)")
     ap.add_argument("--work", type=Path, default=HERE / "out", help="work files (default contrib/bench/out)")
     ap.add_argument("--results", type=Path, default=HERE / "results", help="figures, tables, plots (default contrib/bench/results)")
+    ap.add_argument("--skip-embed-speed", action="store_true", help="skip local-model chars/s against the baseline revision")
+    ap.add_argument("--skip-second-call", action="store_true", help="skip the cold / resident-helper / qmd CLI calls at 10k files")
+    ap.add_argument("--only-speed", action="store_true", help="only embedding speed and the second CLI call (issue 20)")
     ap.add_argument("--report-only", action="store_true", help="redraw tables and plots from results/figures.json")
     args = ap.parse_args()
     if args.report_only:
@@ -153,6 +158,14 @@ def main() -> None:
     started = time.time()
     figures: dict[str, Any] = {"machine": machine()}
     say(f"memsift benchmarks on {figures['machine']['cpu']} ({figures['machine']['cores']} cores), QMD: {figures['machine']['qmd']}")
+    if args.only_speed:
+        args.skip_quality = args.skip_conversation = args.skip_scale = True
+    if not args.skip_embed_speed:
+        say("Local-model indexing speed (characters/s), baseline revision and today's code interleaved")
+        figures["embed_speed"] = run_embed_speed(args.work, say=say)
+    if not args.skip_second_call:
+        say("The second CLI search at 10,000 files (keyword index, as qmd search)")
+        figures["second_call"] = run_second_call(args.work, 10000, keyword=True, with_qmd=with_qmd, say=say)
     if not args.skip_quality:
         figures["quality"] = anyio.run(quality, args.work, with_qmd)
     if not args.skip_conversation:
@@ -165,9 +178,10 @@ def main() -> None:
     figures["targets"] = check_targets(figures)
     figures["seconds"] = round(time.time() - started)
     previous = args.results / "figures.json"
-    if previous.exists() and (args.skip_quality or args.skip_scale or args.skip_conversation or args.skip_time):  # a partial run keeps the rest
+    if previous.exists() and (args.skip_quality or args.skip_scale or args.skip_conversation or args.skip_time
+                              or args.skip_embed_speed or args.skip_second_call):  # a partial run keeps the rest
         old = json.loads(previous.read_text())
-        for part in ("quality", "scale", "conversation", "time"):
+        for part in ("quality", "scale", "conversation", "time", "embed_speed", "second_call"):
             figures.setdefault(part, old.get(part))
         figures["targets"] = check_targets(figures)
     previous.write_text(json.dumps(figures, indent=1, default=float))

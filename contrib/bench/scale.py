@@ -38,7 +38,8 @@ MEMSIFT = [str(Path(sys.executable).with_name("memsift"))] if Path(sys.executabl
 def _clean_env(state: Path, config_home: Path) -> dict[str, str]:
     """No user config, no API keys: the embedded default (builtin backend, local model)."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("MEMSIFT")}
-    env.update(MEMSIFT_STATE_DIR=str(state), XDG_CONFIG_HOME=str(config_home))
+    # Cold calls stay cold: no resident helper answers them (second_call.py measures the helper).
+    env.update(MEMSIFT_STATE_DIR=str(state), XDG_CONFIG_HOME=str(config_home), MEMSIFT_NO_RESIDENT="1")
     return env
 
 
@@ -92,7 +93,8 @@ def _memsift(ws: Path, state: Path, queries: list[str], with_model: bool, say: C
 def _resident_cli(ws: Path, env: dict[str, str], queries: list[str]) -> dict[str, Any]:
     """The same CLI searches while `memsift watch` runs for the workspace (it answers them)."""
     runtime = Path(tempfile.mkdtemp(prefix="msb"))  # a short private folder for the socket
-    env = {**env, "XDG_RUNTIME_DIR": str(runtime)}
+    env = {k: v for k, v in env.items() if k != "MEMSIFT_NO_RESIDENT"}  # ask the watch, start no helper
+    env.update(XDG_RUNTIME_DIR=str(runtime), MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED="false")
     watch = subprocess.Popen([*MEMSIFT, "-w", str(ws), "watch", "--json"],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:

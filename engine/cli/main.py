@@ -9,7 +9,9 @@ not allowed, 7 backend unavailable with no fallback allowed.
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from contextlib import contextmanager, nullcontext
 from typing import Any, Awaitable, Callable, Iterator
 
@@ -209,6 +211,10 @@ def search(
     click.echo(out, nl=False)
     if err:
         click.echo(err, err=True, nl=False)
+    sys.stdout.flush()
+    from .helper import start_helper  # noqa: PLC0415
+
+    start_helper(sys.argv[1:], backend, obj.settings())  # later searches are answered by it
     if code:
         sys.exit(code)
 
@@ -335,6 +341,56 @@ def watch(obj: _Ctx, as_json: bool) -> None:
 
     with _errors_to_exit():
         obj.run(go)
+
+
+@cli.command("resident-helper", hidden=True)
+@click.pass_obj
+def resident_helper(obj: _Ctx) -> None:
+    """Answer this workspace's CLI searches until idle (started by a cold `memsift search`)."""
+    import signal  # noqa: PLC0415
+
+    from ..durations import check_duration  # noqa: PLC0415
+    from ..host import serve_freshness  # noqa: PLC0415
+    from .helper import helper_lock_path, take_helper_lock  # noqa: PLC0415
+    from .resident import rendezvous_dir  # noqa: PLC0415
+    from .resident_server import serve_resident  # noqa: PLC0415
+
+    folder = rendezvous_dir(os.environ, create=True)
+    lock = take_helper_lock(helper_lock_path(folder, sys.argv[1:], os.getcwd(), os.environ)) if folder else None
+    if lock is None:
+        return  # another helper serves these settings
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+
+    async def go(manager: Any) -> None:
+        settings = obj.settings()
+        idle_s = check_duration(settings.memory.resident_helper.idle_timeout) / 1000
+        last = [time.monotonic()]
+
+        async def exit_when_idle(scope: anyio.CancelScope) -> None:
+            while (left := idle_s - (time.monotonic() - last[0])) > 0:
+                await anyio.sleep(min(left, 5.0))
+            scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                await tg.start(lambda task_status: serve_freshness(manager, settings, task_status=task_status))
+                await tg.start(lambda task_status: serve_resident(
+                    manager, settings, backend=obj.backend, on_answer=lambda _info: last.__setitem__(0, time.monotonic()),
+                    task_status=task_status))
+                tg.start_soon(exit_when_idle, tg.cancel_scope)
+                async for _sig in signals:
+                    tg.cancel_scope.cancel()
+                    break
+
+    try:
+        with _errors_to_exit():
+            obj.run(go)
+    finally:
+        lock.truncate(0)  # no process id left behind for `helper_pids`
+        lock.close()
 
 
 @cli.command()

@@ -101,7 +101,7 @@ def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
     for name, value in env.items():
         if name in _NOT_RELEVANT:
             continue
-        if name.startswith("MEMSIFT") or name in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
+        if name.startswith("MEMSIFT") or name in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
             out[name] = value
         elif _is_secret(name):
             out[name] = "sha256:" + hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()

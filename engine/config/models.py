@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 from ..durations import check_duration
 
 __all__ = [
+    "ResidentHelperConfig",
     "PROVIDER_IDS",
     "MemorySearchConfig",
     "RerankConfig",
@@ -336,11 +337,25 @@ class PostgresConfig(_Strict):
     fallback: Literal["builtin", "none"] = "none"
 
 
+class ResidentHelperConfig(_Strict):
+    """`memory.residentHelper`: the first `memsift search` starts a helper that answers later ones."""
+
+    enabled: bool = True
+    idle_timeout: str = "15m"  # the helper exits after this long without a search
+
+    @field_validator("idle_timeout")
+    @classmethod
+    def _duration(cls, v: str) -> str:
+        check_duration(v)
+        return v
+
+
 class MemoryConfig(_Strict):
     backend: Literal["builtin", "qmd", "postgres"] = "builtin"
     citations: Literal["auto", "on", "off"] = "auto"
     qmd: QmdConfig = Field(default_factory=QmdConfig)
     postgres: PostgresConfig = Field(default_factory=PostgresConfig)
+    resident_helper: ResidentHelperConfig = Field(default_factory=ResidentHelperConfig)
 
 
 # --- agents ----------------------------------------------------------------------------------

@@ -43,10 +43,12 @@ AUTO_ORDER = ("openai", "gemini", "voyage", "mistral")  # after a configured loc
 _BATCH_APIS = {"openai": "OpenAIBatchApi", "gemini": "GeminiBatchApi"}
 
 
-def _local(ms: MemorySearchConfig) -> EmbeddingProvider:
+def _local(ms: MemorySearchConfig, environ: Mapping[str, str] | None = None) -> EmbeddingProvider:
+    from .int8_graph import default_model_cache_dir  # noqa: PLC0415
     from .local import LocalMiniLMProvider  # noqa: PLC0415  (imports numpy/onnx lazily)
 
-    provider = LocalMiniLMProvider(ms.local.model_path)
+    cache_dir = ms.local.model_cache_dir or default_model_cache_dir(os.environ if environ is None else environ)
+    provider = LocalMiniLMProvider(ms.local.model_path, cache_dir=cache_dir)
     provider.check_setup()
     if ms.model and ms.model != provider.model:
         # The reference's local model names (hf:…gguf) cannot load here; the file decides.
@@ -69,7 +71,7 @@ def create_provider(
     to another.
     """
     if provider_id == "local":
-        return _local(ms)
+        return _local(ms, environ)
     if provider_id not in _ADAPTERS:
         raise ProviderUnavailableError(f"unknown embedding provider {provider_id!r}")
     remote = ms.remote

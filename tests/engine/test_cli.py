@@ -14,7 +14,7 @@ import pytest
 
 def _memsift(tmp_path: Path, *args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     # No provider keys from the developer's shell: `auto` must pick the embedded local model.
-    e = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    e = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}, "MEMSIFT_NO_RESIDENT": "1"}
     e.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")})
     e.update(env or {})
     return subprocess.run(
@@ -230,7 +230,7 @@ def _on_a_terminal(tmp_path: Path, *args: str) -> tuple[int, str, str]:
     import pty
 
     master, slave = pty.openpty()
-    e = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    e = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}, "MEMSIFT_NO_RESIDENT": "1"}
     e.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "COLUMNS": "120",
               "TERM": "xterm"})
     proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", *args], stdout=subprocess.PIPE,

@@ -126,7 +126,8 @@ def test_http_transport_serves_on_loopback(example_workspace, tmp_path):
     port = _free_port()
     state = tmp_path / "state"
     runtime = Path(tempfile.mkdtemp(prefix="msr"))  # a short folder for the resident socket
-    env = {**os.environ, "MEMSIFT_STATE_DIR": str(state), "XDG_CONFIG_HOME": str(state / "xdg"),
+    env = {**{k: v for k, v in os.environ.items() if k != "MEMSIFT_NO_RESIDENT"}, "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false",
+           "MEMSIFT_STATE_DIR": str(state), "XDG_CONFIG_HOME": str(state / "xdg"),
            "XDG_RUNTIME_DIR": str(runtime), "MEMSIFT_LOG_LEVEL": "info"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(example_workspace), "mcp", "--http", "--port", str(port)],

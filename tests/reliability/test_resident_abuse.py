@@ -77,7 +77,7 @@ def test_abuse_never_stops_the_server_nor_stalls_a_terminal_search(tmp_path, run
     shutil.copytree(EXAMPLE_WORKSPACE, ws)
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "XDG_RUNTIME_DIR": str(runtime_dir),
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false", "XDG_RUNTIME_DIR": str(runtime_dir),
            "MEMSIFT_LOG_LEVEL": "info"}
     memory = snapshot(ws)
     server = Server(kind, ws, cfg, env, runtime_dir, tmp_path / "events.out")
@@ -168,7 +168,7 @@ def test_help_asked_of_a_search_never_reaches_the_servers_output(tmp_path, runti
     shutil.copytree(EXAMPLE_WORKSPACE, ws)
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "XDG_RUNTIME_DIR": str(runtime_dir)}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false", "XDG_RUNTIME_DIR": str(runtime_dir)}
     events = tmp_path / "events.jsonl"
     server = Server("watch", ws, cfg, env, runtime_dir, events)
     try:

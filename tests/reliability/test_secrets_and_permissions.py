@@ -35,7 +35,7 @@ def _leaks(text: str | bytes) -> list[str]:
 def _cli(tmp_path: Path, ws: Path, cfg: dict, *args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}, "MEMSIFT_NO_RESIDENT": "1"}
     env.update(env_extra or {})
     proc = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-vv", "-c", str(path), "-w", str(ws), *args],
                           capture_output=True, env=env, timeout=300)

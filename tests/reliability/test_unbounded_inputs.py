@@ -133,7 +133,7 @@ def test_an_unknown_users_home_is_a_refused_path_not_a_crash(tmp_path, where):
         anyio.run(manager.aclose)
         assert out.disabled and "nosuchuser" in out.error and "home" in out.error
         return
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_STATE_DIR": str(tmp_path / "state")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1", "MEMSIFT_STATE_DIR": str(tmp_path / "state")}
     r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "get", "~nosuchuser/x.md"],
                        capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 6 and "Traceback" not in r.stderr and "nosuchuser" in r.stderr, r.stderr[-1500:]

@@ -41,7 +41,7 @@ def _remote(server: ProviderServer, provider: str, **extra) -> dict:
 def _cli(tmp_path: Path, cfg: dict, *args: str) -> subprocess.CompletedProcess:
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}, "MEMSIFT_NO_RESIDENT": "1"}
     env.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state")})
     return subprocess.run(
         [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(path), *args],

@@ -1,0 +1,103 @@
+"""Local-model indexing speed: characters/s on realistic chunks, today's code against a baseline
+revision's `engine/embeddings/local.py`, interleaved in one process so both see the same load.
+
+    python contrib/bench/embed_speed.py [--baseline REV] [--chunks 120] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from datasets import load_longmemeval  # noqa: E402
+from synthetic import build_daily_logs  # noqa: E402
+
+BASELINE_REV = "ad8f1e6"  # main before issue 20: fp32 graph, windows batched by padded tokens
+
+
+def _baseline_provider(rev: str):
+    """The provider class as it was at `rev`, loaded beside today's package (same relative imports)."""
+    source = subprocess.run(["git", "show", f"{rev}:engine/embeddings/local.py"], capture_output=True, text=True,
+                            cwd=HERE, check=True).stdout
+    path = Path(tempfile.mkdtemp()) / "local_baseline.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("memsift.engine.embeddings.local_baseline", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.LocalMiniLMProvider()
+
+
+def realistic_chunks(work: Path, per_set: int) -> dict[str, list[str]]:
+    """Chunks as the indexer cuts them (400 tokens, 80 overlap) from LongMemEval sessions and
+    synthetic daily logs."""
+    from memsift.engine.chunking import chunk_markdown  # noqa: PLC0415
+
+    def cut(files: list[Path]) -> list[str]:
+        out: list[str] = []
+        for f in files:
+            out += [c.text for c in chunk_markdown(f.read_text(encoding="utf-8"))]
+            if len(out) >= per_set:
+                break
+        return out[:per_set]
+
+    lme = load_longmemeval(work / "data").workspace
+    logs = build_daily_logs(work / "embed-speed", 400)
+    return {"longmemeval": cut(sorted((lme / "memory").glob("*.md"))), "daily logs": cut(sorted((logs / "memory").rglob("*.md")))}
+
+
+def _rate(embed: Callable[[list[str]], Any], texts: list[str]) -> float:
+    start = time.perf_counter()
+    embed(texts)
+    return sum(map(len, texts)) / (time.perf_counter() - start)
+
+
+def run_embed_speed(work: Path, *, baseline: str = BASELINE_REV, per_set: int = 120, rounds: int = 3,
+                    say: Callable[[str], None] = print) -> dict[str, Any]:
+    from memsift.engine.embeddings.local import LocalMiniLMProvider  # noqa: PLC0415
+
+    sets = realistic_chunks(work, per_set)
+    before, after = _baseline_provider(baseline), LocalMiniLMProvider()
+    for p in (before, after):
+        p.embed_sync(sets["longmemeval"][:16])  # load and warm both
+    out: dict[str, Any] = {"baseline": baseline, "int8": after.quantised, "sets": {}}
+    for name, texts in sets.items():
+        rates: dict[str, list[float]] = {"before": [], "after": []}
+        for _ in range(rounds):  # interleaved: a burst of load hits both sides alike
+            rates["before"].append(_rate(before.embed_sync, texts))
+            rates["after"].append(_rate(after.embed_sync, texts))
+        b, a = statistics.median(rates["before"]), statistics.median(rates["after"])
+        vb, va = before.embed_sync(texts[:40]), after.embed_sync(texts[:40])
+        out["sets"][name] = {
+            "chunks": len(texts), "mean_chars": round(sum(map(len, texts)) / len(texts)),
+            "before_chars_s": round(b), "after_chars_s": round(a), "ratio": round(a / b, 2),
+            "min_cosine": round(float((vb * va).sum(axis=1).min()), 4),
+        }
+        r = out["sets"][name]
+        say(f"  {name:12} {r['chunks']} chunks of {r['mean_chars']} chars: {b:,.0f} → {a:,.0f} chars/s "
+            f"({r['ratio']}×), cosine to before ≥ {r['min_cosine']}")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--baseline", default=BASELINE_REV)
+    ap.add_argument("--chunks", type=int, default=120)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--work", type=Path, default=HERE / "out")
+    args = ap.parse_args()
+    run_embed_speed(args.work, baseline=args.baseline, per_set=args.chunks, rounds=args.rounds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""A real int8 copy of the shipped model, built once into a cache folder and verified at every load.
+
+The shipped ONNX file stores int8 weights but dequantises them inside the graph (Cast → Mul by a
+scale), so every MatMul runs in fp32. Folding those back to fp32 weights and running onnxruntime's
+dynamic quantisation (per-channel int8 weights, uint8 activations) gives integer MatMuls: about
+1.7× the characters/s on 2 cores, cosine ≥ 0.99 to the fp32 vectors. The build needs the `onnx`
+package (the `int8` extra, ~33 MB); without it the fp32 graph is used and nothing else changes.
+
+Cache layout: `<source sha256[:16]>-<RECIPE>.onnx` plus a `.sha256` file holding its checksum. A
+graph whose checksum does not match (damaged, truncated, edited) is rebuilt; files are written
+to a temporary name and renamed, under a lock, so readers never see half a graph.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.util
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..logging import get_logger
+
+__all__ = ["RECIPE", "default_model_cache_dir", "int8_build_available", "int8_graph"]
+
+RECIPE = "int8dyn-perchannel-ortext-v1"  # part of the file name and of the provider's fingerprint
+
+log = get_logger("memsift.embeddings")
+
+
+def default_model_cache_dir(env: Mapping[str, str]) -> Path:
+    """`$XDG_CACHE_HOME/memsift/models` (`~/.cache/memsift/models`): derived files, safe to delete."""
+    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "memsift" / "models"
+
+
+def int8_build_available() -> bool:
+    """Whether this install can build the int8 graph (`pip install "memsift[int8]"`)."""
+    return importlib.util.find_spec("onnx") is not None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _verified(model: Path, checksum: Path) -> bool:
+    try:
+        return checksum.read_text().strip() == _sha256(model)
+    except OSError:
+        return False
+
+
+def int8_graph(source: Path, source_sha256: str, cache_dir: Path) -> Path | None:
+    """The verified int8 graph for `source`, built now if missing or damaged; None when it cannot
+    be built here (no `onnx`, unwritable folder), in which case the caller keeps the fp32 graph."""
+    stem = f"{source_sha256[:16]}-{RECIPE}"
+    model, checksum = cache_dir / f"{stem}.onnx", cache_dir / f"{stem}.sha256"
+    if _verified(model, checksum):
+        return model
+    if not int8_build_available():
+        return None
+    try:
+        from ..private_dirs import make_private_dir  # noqa: PLC0415
+
+        make_private_dir(cache_dir)
+        with open(cache_dir / f"{stem}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others then find it built
+            if _verified(model, checksum):
+                return model
+            if model.exists():
+                log.warning("int8 model graph failed its checksum; rebuilding", path=str(model))
+            _build(source, model)
+            _write_atomic(checksum, (_sha256(model) + "\n").encode())
+        return model
+    except Exception as exc:  # a cache that cannot be built must not stop embeddings
+        log.warning("cannot build the int8 model graph; using the fp32 graph", error=str(exc), folder=str(cache_dir))
+        return None
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _build(source: Path, target: Path) -> None:
+    import onnx  # noqa: PLC0415  (optional: the int8 extra)
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415
+
+    folded = _fold_dequantised_weights(onnx.load(str(source)))
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        fp32, int8 = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
+        onnx.save(folded, str(fp32))
+        quantize_dynamic(str(fp32), str(int8), per_channel=True, weight_type=QuantType.QInt8)
+        optimised = Path(tmp) / "int8-optimised.onnx"
+        _save_optimised(int8, optimised)
+        with open(optimised, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(optimised, target)
+
+
+def _save_optimised(source: Path, target: Path) -> None:
+    """Store the graph as onnxruntime optimises it (fused integer MatMuls, layer norms), so a
+    session loads it with optimisation off (median 87 ms against 417 ms for the fp32 graph on a loaded
+    2-core machine), and every session (a CLI
+    call's, a server's) runs the very same kernels. EXTENDED, not ALL: no CPU-specific layouts."""
+    import onnxruntime as ort  # noqa: PLC0415
+
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    opts.optimized_model_filepath = str(target)
+    ort.InferenceSession(str(source), sess_options=opts, providers=["CPUExecutionProvider"])
+
+
+def _fold_dequantised_weights(model):
+    """Replace each `Mul(Cast(int8 initializer), scale initializer)` by its fp32 result, so the
+    quantiser sees plain fp32 weights on the MatMuls (it leaves computed weights alone)."""
+    import numpy as np  # noqa: PLC0415
+    from onnx import numpy_helper  # noqa: PLC0415
+
+    graph = model.graph
+    all_nodes = list(graph.node)  # positions, not id(): protobuf hands out fresh wrappers
+    inits = {i.name: i for i in graph.initializer}
+    casts = {n.output[0]: k for k, n in enumerate(all_nodes) if n.op_type == "Cast" and n.input[0] in inits}
+    dropped: set[int] = set()
+    weights = []
+    for k, n in enumerate(all_nodes):
+        if n.op_type == "Mul" and n.input[0] in casts and n.input[1] in inits:
+            cast = casts[n.input[0]]
+            q = numpy_helper.to_array(inits[all_nodes[cast].input[0]]).astype(np.float32)
+            scale = numpy_helper.to_array(inits[n.input[1]]).astype(np.float32)
+            weights.append(numpy_helper.from_array((q * scale).astype(np.float32), n.output[0]))
+            dropped.update((k, cast))
+    nodes = [n for k, n in enumerate(all_nodes) if k not in dropped]
+    used = {name for n in nodes for name in n.input} | {o.name for o in graph.output}
+    kept = [i for i in graph.initializer if i.name in used]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    del graph.initializer[:]
+    graph.initializer.extend(kept + weights)
+    return model

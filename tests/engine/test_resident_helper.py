@@ -1,0 +1,101 @@
+"""The resident helper: a cold `memsift search` starts one; later searches are answered by it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import process_alive, stop_helpers
+from memsift.engine.cli.helper import helper_pids
+from memsift.engine.cli.resident import try_resident
+
+
+@pytest.fixture
+def runtime_dir():
+    d = tempfile.mkdtemp(prefix="msh")  # short: a socket path must fit 107 bytes
+    yield Path(d)
+    stopped = stop_helpers(d)  # every helper a test started is stopped, and seen to stop
+    assert not [pid for pid in stopped if process_alive(pid)]
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _env(tmp_path: Path, runtime: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env.update(MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "xdg"), XDG_RUNTIME_DIR=str(runtime))
+    env.update(extra)
+    return env
+
+
+def _search(ws: Path, env: dict[str, str], query: str) -> dict:
+    run = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "search", query, "--json"], cwd=ws,
+                         env=env, capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def _wait_for_helper(runtime: Path, count: int = 1, timeout: float = 120) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pids = helper_pids(runtime / "memsift")
+        socks = list((runtime / "memsift").glob("*.sock"))
+        if len(pids) >= count and len(socks) >= count:
+            return pids
+        time.sleep(0.2)
+    raise AssertionError(f"no helper listening under {runtime}")
+
+
+def _hits(answer: dict) -> list:
+    return [(h["path"], h["startLine"], h["score"]) for h in answer["results"]]
+
+
+def test_a_cold_search_starts_one_helper_that_answers_later_searches(tmp_path, runtime_dir, example_workspace, monkeypatch):
+    env = _env(tmp_path, runtime_dir)
+    cold = _search(example_workspace, env, "ledger database")
+    [pid] = _wait_for_helper(runtime_dir)
+    assert process_alive(pid)
+    again = _search(example_workspace, env, "ledger database")  # answered by the helper …
+    assert _hits(again) == _hits(cold)
+    _search(example_workspace, env, "flight to Lisbon")
+    assert helper_pids(runtime_dir / "memsift") == [pid]  # … and no second helper for the same settings
+    # The client side proves who answers: a resident answer returns an exit code, no answer None.
+    monkeypatch.chdir(example_workspace)
+    assert try_resident(["search", "ledger database", "--json"], env) == 0
+    assert try_resident(["search", "ledger database", "--json"], {**env, "MEMSIFT_NO_RESIDENT": "1"}) is None
+
+
+def test_other_settings_get_their_own_helper(tmp_path, runtime_dir, example_workspace):
+    env = _env(tmp_path, runtime_dir)
+    _search(example_workspace, env, "ledger database")
+    _wait_for_helper(runtime_dir, 1)
+    other = tmp_path / "other"
+    (other / "memory").mkdir(parents=True)
+    (other / "MEMORY.md").write_text("# Other\n\nPuffins nest on the cliffs in June.\n")
+    assert _search(other, env, "puffins")["results"]
+    assert len(set(_wait_for_helper(runtime_dir, 2))) == 2
+
+
+def test_a_helper_exits_after_its_idle_timeout(tmp_path, runtime_dir, example_workspace):
+    env = _env(tmp_path, runtime_dir, MEMSIFT__MEMORY__RESIDENTHELPER__IDLETIMEOUT="1s")
+    _search(example_workspace, env, "ledger database")
+    [pid] = _wait_for_helper(runtime_dir)
+    deadline = time.monotonic() + 120
+    while process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not process_alive(pid)
+    assert not list((runtime_dir / "memsift").glob("*.sock")) and helper_pids(runtime_dir / "memsift") == []
+
+
+@pytest.mark.parametrize("opt_out", [{"MEMSIFT_NO_RESIDENT": "1"}, {"MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false"}])
+def test_opting_out_starts_no_helper(tmp_path, runtime_dir, example_workspace, opt_out):
+    env = _env(tmp_path, runtime_dir, **opt_out)
+    assert _search(example_workspace, env, "ledger database")["results"]
+    folder = runtime_dir / "memsift"
+    assert not folder.exists() or not list(folder.glob("helper-*.lock"))  # the helper is decided before exit
