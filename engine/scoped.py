@@ -18,6 +18,7 @@ from .manager import SearchManager
 from .results import ManagerStatus, ReadResult, ScopeDenial, SearchAnswer
 from .scope import ScopeDecision, decide_scope
 from .text import shorten
+from .wrapped import WrappedManager
 
 __all__ = ["ScopedSearchManager", "scoped"]
 
@@ -26,7 +27,7 @@ log = get_logger("memsift.scope")
 SHOWN_PATH_CHARS = 200  # a denied read echoes at most this much of the path
 
 
-class ScopedSearchManager:
+class ScopedSearchManager(WrappedManager):
     """A `SearchManager` that answers only the session keys its scope rules allow."""
 
     _OWN = frozenset({"_inner", "scope", "agent_id"})
@@ -35,20 +36,6 @@ class ScopedSearchManager:
         object.__setattr__(self, "_inner", inner)
         object.__setattr__(self, "scope", scope)
         object.__setattr__(self, "agent_id", agent_id)
-
-    # Everything else is the wrapped manager's (its backend, `primary`, `mark_dirty`, `sync`, …).
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in self._OWN:
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self._inner, name, value)
-
-    @property
-    def inner(self) -> SearchManager:
-        return self._inner
 
     def decide(self, session_key: str | None, call: str) -> ScopeDecision:
         decision = decide_scope(self.scope, session_key)

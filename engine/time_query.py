@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Union
 
 __all__ = ["TimeWindow", "TimeBound", "find_time_windows", "without_time_expressions", "time_filter_for", "parse_day"]
@@ -36,6 +36,16 @@ class TimeWindow:
         if self.end is not None and day > self.end:
             return (day - self.end).days
         return 0
+
+    def day_range(self) -> tuple[str, str]:
+        """The window as inclusive ISO day bounds, open ends widened (for `day BETWEEN ? AND ?`)."""
+        return (self.start.isoformat() if self.start else "0000-00-00"), (self.end.isoformat() if self.end else "9999-99-99")
+
+    def mtime_ns_range(self) -> tuple[int, int]:
+        """The window as inclusive modification times in local nanoseconds (undated files)."""
+        lo = int(datetime.combine(self.start, time.min).timestamp() * 1e9) if self.start else -(2**63)
+        hi = int(datetime.combine(self.end, time.max).timestamp() * 1e9) if self.end else 2**63 - 1
+        return lo, hi
 
     @property
     def length_days(self) -> int | None:

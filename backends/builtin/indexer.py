@@ -18,7 +18,6 @@ import glob
 import hashlib
 import json
 import os
-import stat
 import threading
 import time
 import uuid
@@ -35,10 +34,11 @@ from memsift.engine.logging import get_logger
 from memsift.engine.chunking import Chunk, chunk_text, split_for_input_limit
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import IndexUnusableError
-from memsift.engine.note_dates import NOTE_DATES_REVISION, ChunkDay, chunk_days
+from memsift.engine.note_dates import NOTE_DATES_REVISION, ChunkDay
 from memsift.engine.fts_query import INDEX_TEXT_REVISION, index_text
 from memsift.engine.manager import SyncReport
 from memsift.engine.embeddings.base import MultimodalInput
+from memsift.engine.file_sync import MAX_MARKDOWN_BYTES, read_markdown, sort_files
 from memsift.engine.memory_files import MemoryFile, Skipped, discover_memory_files
 from memsift.engine.private_dirs import make_private_dir
 from memsift.engine.multimodal import extensions_for, label_for, multimodal_hash, sniff_mime
@@ -75,7 +75,6 @@ CHUNKER_REVISION = "capped-overlap+sections-2"  # 2: long lines cut between word
 GROUP_CHUNKS = 256  # chunks embedded and written per transaction
 # Markdown files over this size are skipped (with the reason in status): a memory note is never
 # this large, and chunking one would hold hundreds of MB of chunk text at once.
-MAX_MARKDOWN_BYTES = 16 * 2**20
 WRITE_LOCK_TIMEOUT_S = 600.0  # how long a writer waits for another process's sync or rebuild
 SCAN_REPORT_EVERY = 100  # files checked between two progress reports
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
@@ -390,82 +389,35 @@ class Indexer:
             for row in conn.execute("SELECT path, hash, mtime_ns, size, source FROM files")
             if row[4] in scanned
         }
-        changed: list[_Pending] = []
-        touched: list[tuple[MemoryFile, int, int]] = []
-        unchanged = 0
-        for n, f in enumerate(files):
+
+        def each(n: int) -> None:
             if self.progress and n % SCAN_REPORT_EVERY == 0:
                 self.progress("files", n, len(files))
             if n % 256 == 0:
                 _check(self.cancel)
-            try:
-                st = os.lstat(f.abs_path)
-            except OSError as exc:
-                self.skipped.append(Skipped(f.rel_path, f"vanished during sync: {exc.strerror}"))
-                continue
-            prev = known.get(f.rel_path)
-            if prev and prev[1] == st.st_mtime_ns and prev[2] == st.st_size:
-                unchanged += 1
-                continue
-            pending = self._read(f, st)
-            if pending is None:
-                continue
-            if prev and prev[0] == pending.hash:
-                touched.append((f, st.st_mtime_ns, st.st_size))
-                unchanged += 1
-                continue
-            changed.append(pending)
+
+        found = sort_files(files, known, self.skipped, self._read, lambda p: p.hash, each)
         if self.progress:
             self.progress("files", len(files), len(files))
         on_disk = {f.rel_path for f in files} - {s.path for s in self.skipped}
         removed = set(known) - on_disk
-        return changed, touched, removed, unchanged
+        return found.changed, found.touched, removed, found.unchanged
 
     def _read(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
         if f.modality is not None:
             return self._read_multimodal(f, st)
         if f.source == "sessions":
             return self._read_transcript(f, st)
-        if st.st_size > MAX_MARKDOWN_BYTES:
-            self.skipped.append(Skipped(f.rel_path, f"larger than {MAX_MARKDOWN_BYTES // 2**20} MiB ({st.st_size} bytes)"))
+        c = self.ms.chunking
+        read = read_markdown(f, st, self.skipped, strategy=c.strategy, tokens=c.tokens, overlap=c.overlap,
+                             max_input_bytes=self.ident.max_input_bytes)
+        if read is None:
             return None
-        data = self._read_regular(f, st)
-        if data is None:
-            return None
-        if b"\x00" in data:
-            self.skipped.append(Skipped(f.rel_path, "binary content (NUL bytes)"))
-            return None
-        text = data.decode("utf-8", errors="replace")
-        chunks = self._chunk(text)
-        if self.ident.max_input_bytes:
-            chunks = split_for_input_limit(chunks, self.ident.max_input_bytes)
-        days = chunk_days(f.rel_path, text, chunks)
-        return _Pending(f, hashlib.sha256(data).hexdigest(), st.st_mtime_ns, st.st_size, chunks, days=days)
+        return _Pending(f, read.hash, st.st_mtime_ns, st.st_size, read.chunks, days=read.days)
 
     def _chunk(self, text: str) -> list[Chunk]:
         c = self.ms.chunking
         return chunk_text(text, strategy=c.strategy, tokens=c.tokens, overlap=c.overlap)
-
-    def _read_regular(self, f: MemoryFile, st: os.stat_result) -> bytes | None:
-        """The file's bytes, read without following a symlink or blocking on a fifo or device
-        swapped in since discovery, and never more than MAX_MARKDOWN_BYTES."""
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-        try:
-            fd = os.open(f.abs_path, flags)
-        except OSError as exc:
-            self.skipped.append(Skipped(f.rel_path, f"cannot read: {exc.strerror}"))
-            return None
-        now = os.fstat(fd)
-        if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-            os.close(fd)
-            self.skipped.append(Skipped(f.rel_path, "replaced while being indexed (not the file discovered)"))
-            return None
-        with os.fdopen(fd, "rb") as fh:
-            data = fh.read(MAX_MARKDOWN_BYTES + 1)
-        if len(data) > MAX_MARKDOWN_BYTES:
-            self.skipped.append(Skipped(f.rel_path, f"larger than {MAX_MARKDOWN_BYTES // 2**20} MiB (grew while being read)"))
-            return None
-        return data
 
     def _read_transcript(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
         """A JSONL transcript as User/Assistant text; chunk line ranges point at JSONL lines."""

@@ -19,7 +19,7 @@ from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, create_provider, select_provider
 from memsift.engine.embeddings.circuit import QueryCircuit
 from memsift.engine.errors import IndexCorruptError, IndexUnusableError, ProviderError
-from memsift.engine.fts_query import MAX_QUERY_CHARS, clean_query, plan_query
+from memsift.engine.fts_query import plan_query
 from memsift.engine.manager import SyncReport
 from memsift.engine.memory_files import discover_memory_files, read_memory_file
 from memsift.engine.recent_keys import RecentKeys
@@ -35,8 +35,8 @@ from memsift.engine.scripts import coverage
 from memsift.engine.hits import hits_from_ranked
 from memsift.engine.pipeline import PipelineParams, rank
 from memsift.engine.query_embedding import QueryEmbedding, beside
-from memsift.engine.search_modes import parse_search_mode
-from memsift.engine.time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for
+from memsift.engine.search_request import SearchRequest
+from memsift.engine.time_query import TimeBound, TimeWindow
 from memsift.engine.snippets import SNIPPET_MAX_CHARS
 
 from .index_file import inspect_index_file
@@ -403,20 +403,17 @@ class BuiltinSearchManager:
         until: TimeBound = None,
     ) -> SearchAnswer:
         started = time.perf_counter()
-        requested = parse_search_mode(mode)
-        time_filter = time_filter_for(since, until, now)
+        req = SearchRequest.parse(query, self.ms.query, max_results=max_results, min_score=min_score, mode=mode,
+                                  since=since, until=until, now=now)
         self._ensure_provider()
-        query = (query or "")[:MAX_QUERY_CHARS]  # once, for both sides (and the answer's echo)
-        q = clean_query(query).strip()
-        max_results = max(1, int(max_results if max_results is not None else self.ms.query.max_results))
-        min_score = min(1.0, max(0.0, float(min_score if min_score is not None else self.ms.query.min_score)))
+        query, q, requested, max_results, min_score = req.query, req.q, req.mode, req.max_results, req.min_score
+        time_filter, windows = req.time_filter, req.windows
         degraded = Degraded()
         hits: list[SearchHit] = []
         answered_mode = "none"
         relaxed = False
         syncing = False
         sync_error: str | None = None
-        windows = find_time_windows(q, now) if q and self.ms.query.time.enabled else []
         if q:
             sides = self._sides(q, requested)
             embedding = self._query_embedding(q) if sides.vector and self.provider is not None else None
@@ -467,8 +464,7 @@ class BuiltinSearchManager:
             sync_pending=syncing or None,
             pending_files=self.pending_files() if syncing else None,
             sync_error=sync_error,
-            time_windows=[w.describe() for w in windows] or None,
-            time_filter=time_filter.describe() if time_filter else None,
+            **req.time_facts(),
         )
 
     def _sides(self, q: str, requested: str) -> _Sides:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from datetime import datetime, time as dtime
 from itertools import islice
 from typing import Any, Callable, Sequence
 
@@ -164,11 +163,10 @@ def day_rowids(conn: apsw.Connection, windows: Sequence[TimeWindow], *, undated_
     also undated rows whose file was modified in it."""
     out: set[int] = set()
     for w in windows:
-        lo, hi = (w.start.isoformat() if w.start else "0000-00-00"), (w.end.isoformat() if w.end else "9999-99-99")
+        lo, hi = w.day_range()
         out.update(r for (r,) in conn.execute("SELECT rowid FROM chunks WHERE day BETWEEN ? AND ?", (lo, hi)))
         if undated_by_mtime:
-            lo_ns = int(datetime.combine(w.start, dtime.min).timestamp() * 1e9) if w.start else -(2**63)
-            hi_ns = int(datetime.combine(w.end, dtime.max).timestamp() * 1e9) if w.end else 2**63 - 1
+            lo_ns, hi_ns = w.mtime_ns_range()
             out.update(r for (r,) in conn.execute(
                 "SELECT c.rowid FROM chunks c JOIN files f ON f.path = c.path WHERE c.day IS NULL AND f.mtime_ns BETWEEN ? AND ?",
                 (lo_ns, hi_ns),

@@ -24,13 +24,14 @@ from typing import Any, Awaitable, Callable
 import anyio
 import numpy as np
 
-from memsift.engine.chunking import Chunk, chunk_text, split_for_input_limit
-from memsift.engine.note_dates import NOTE_DATES_REVISION, ChunkDay, chunk_days
+from memsift.engine.chunking import Chunk
+from memsift.engine.note_dates import NOTE_DATES_REVISION, ChunkDay
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import BackendError
 from memsift.engine.fts_query import INDEX_TEXT_REVISION
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
+from memsift.engine.file_sync import read_markdown, sort_files
 from memsift.engine.memory_files import MemoryFile, Skipped, discover_memory_files
 
 from .schema import SCHEMA_VERSION
@@ -42,7 +43,6 @@ log = get_logger("memsift.postgres.indexer")
 
 CHUNKER_REVISION = "capped-overlap+sections-2"  # the builtin's chunker revision: the same chunks
 GROUP_CHUNKS = 128  # chunks embedded and written per transaction
-MAX_MARKDOWN_BYTES = 16 * 2**20
 LOCK_POLL_S = 0.1
 ANALYZE_AFTER_CHUNKS = 100
 SYNC_STATEMENT_TIMEOUT_MS = 600_000
@@ -121,25 +121,12 @@ class _Sync:
     # --- files ----------------------------------------------------------------------------------
 
     def _read(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
-        if st.st_size > MAX_MARKDOWN_BYTES:
-            self.skipped.append(Skipped(f.rel_path, f"larger than {MAX_MARKDOWN_BYTES // 2**20} MiB ({st.st_size} bytes)"))
-            return None
-        try:
-            fd = os.open(f.abs_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            with os.fdopen(fd, "rb") as fh:
-                data = fh.read(MAX_MARKDOWN_BYTES + 1)
-        except OSError as exc:
-            self.skipped.append(Skipped(f.rel_path, f"cannot read: {exc.strerror}"))
-            return None
-        if b"\x00" in data:
-            self.skipped.append(Skipped(f.rel_path, "binary content (NUL bytes)"))
-            return None
         c = self.ms.chunking
-        text = data.decode("utf-8", errors="replace")
-        chunks = chunk_text(text, strategy=c.strategy, tokens=c.tokens, overlap=c.overlap)
-        if self.ident.max_input_bytes:
-            chunks = split_for_input_limit(chunks, self.ident.max_input_bytes)
-        return _Pending(f, hashlib.sha256(data).hexdigest(), st.st_mtime_ns, st.st_size, chunks, chunk_days(f.rel_path, text, chunks))
+        read = read_markdown(f, st, self.skipped, strategy=c.strategy, tokens=c.tokens, overlap=c.overlap,
+                             max_input_bytes=self.ident.max_input_bytes)
+        if read is None:
+            return None
+        return _Pending(f, read.hash, st.st_mtime_ns, st.st_size, read.chunks, read.days)
 
     async def scan(self, gen: int) -> tuple[list[_Pending], list[tuple[str, int, int]], set[str], int]:
         """Files on disk against the generation's files: (changed, touched only, removed, unchanged)."""
@@ -148,27 +135,10 @@ class _Sync:
             "SELECT path, hash, mtime_ns, size FROM memsift_files WHERE agent_id = %s AND generation = %s", (self.agent, gen)
         )
         known = {row[0]: row[1:] for row in await cur.fetchall()}
-        changed, touched, unchanged = [], [], 0
-        for f in files:
-            try:
-                st = os.lstat(f.abs_path)
-            except OSError as exc:
-                self.skipped.append(Skipped(f.rel_path, f"vanished during sync: {exc.strerror}"))
-                continue
-            prev = known.get(f.rel_path)
-            if prev and prev[1] == st.st_mtime_ns and prev[2] == st.st_size:
-                unchanged += 1
-                continue
-            pending = self._read(f, st)
-            if pending is None:
-                continue
-            if prev and prev[0] == pending.hash:
-                touched.append((f.rel_path, st.st_mtime_ns, st.st_size))
-                unchanged += 1
-                continue
-            changed.append(pending)
+        found = sort_files(files, known, self.skipped, self._read, lambda p: p.hash)
+        touched = [(f.rel_path, mtime_ns, size) for f, mtime_ns, size in found.touched]
         removed = set(known) - ({f.rel_path for f in files} - {s.path for s in self.skipped})
-        return changed, touched, removed, unchanged
+        return found.changed, touched, removed, found.unchanged
 
     # --- embeddings -----------------------------------------------------------------------------
 

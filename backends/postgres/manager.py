@@ -18,17 +18,17 @@ from memsift.engine.citations import citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, select_provider
 from memsift.engine.errors import BackendError
-from memsift.engine.fts_query import MAX_QUERY_CHARS, clean_query, plan_query
+from memsift.engine.fts_query import plan_query
 from memsift.engine.hits import hits_from_ranked
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
 from memsift.engine.memory_files import discover_memory_files, read_memory_file
 from memsift.engine.pipeline import PipelineParams, rank
-from memsift.engine.time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for
+from memsift.engine.search_request import SearchRequest
+from memsift.engine.time_query import TimeBound, TimeWindow
 from memsift.engine.query_embedding import QueryEmbedding, beside
 from memsift.engine.results import Degraded, ManagerStatus, ReadResult, SearchAnswer, SearchHit
 from memsift.engine.scripts import coverage
-from memsift.engine.search_modes import parse_search_mode
 from memsift.engine.snippets import SNIPPET_MAX_CHARS
 
 from .connect import connect_once, driver_error, import_driver, open_pool, resolve_dsns
@@ -205,14 +205,11 @@ class PostgresSearchManager:
         import psycopg_pool  # noqa: PLC0415
 
         started = time.perf_counter()
-        requested = parse_search_mode(mode)
-        time_filter = time_filter_for(since, until, now)
+        req = SearchRequest.parse(query, self.ms.query, max_results=max_results, min_score=min_score, mode=mode,
+                                  since=since, until=until, now=now)
         self._ensure_provider()
-        query = (query or "")[:MAX_QUERY_CHARS]
-        q = clean_query(query).strip()
-        windows = find_time_windows(q, now) if q and self.ms.query.time.enabled else []
-        max_results = max(1, int(max_results if max_results is not None else self.ms.query.max_results))
-        min_score = min(1.0, max(0.0, float(min_score if min_score is not None else self.ms.query.min_score)))
+        query, q, requested, max_results, min_score = req.query, req.q, req.mode, req.max_results, req.min_score
+        time_filter, windows = req.time_filter, req.windows
         degraded = Degraded()
         hits: list[SearchHit] = []
         answered = "none"
@@ -235,9 +232,7 @@ class PostgresSearchManager:
             query=query, results=hits, backend=self.backend, mode=answered,
             provider=self.provider.id if self.provider else "none", model=self.provider.model if self.provider else None,
             citations=self.settings.memory.citations, degraded=degraded, min_score=min_score, max_results=max_results,
-            took_ms=round((time.perf_counter() - started) * 1000, 3), relaxed=relaxed,
-            time_windows=[w.describe() for w in windows] or None,
-            time_filter=time_filter.describe() if time_filter else None,
+            took_ms=round((time.perf_counter() - started) * 1000, 3), relaxed=relaxed, **req.time_facts(),
         )
 
     async def _query_vector(self, degraded: Degraded, embedding: QueryEmbedding | None) -> np.ndarray | None:

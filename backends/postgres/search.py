@@ -13,7 +13,6 @@ from __future__ import annotations
 import heapq
 import math
 from collections import defaultdict
-from datetime import datetime, time as dtime
 from typing import Any, Sequence
 
 import numpy as np
@@ -182,13 +181,12 @@ async def day_chunks(conn: Any, agent: str, gen: int, windows: Sequence[TimeWind
     undated chunks whose file was modified in it (as backends/builtin/search.day_rowids)."""
     out: set[int] = set()
     for w in windows:
-        lo, hi = (w.start.isoformat() if w.start else "0000-00-00"), (w.end.isoformat() if w.end else "9999-99-99")
+        lo, hi = w.day_range()
         cur = await conn.execute(
             "SELECT chunk FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND day BETWEEN %s AND %s", (agent, gen, lo, hi))
         out.update(r for (r,) in await cur.fetchall())
         if undated_by_mtime:
-            lo_ns = int(datetime.combine(w.start, dtime.min).timestamp() * 1e9) if w.start else -(2**63)
-            hi_ns = int(datetime.combine(w.end, dtime.max).timestamp() * 1e9) if w.end else 2**63 - 1
+            lo_ns, hi_ns = w.mtime_ns_range()
             cur = await conn.execute(
                 "SELECT c.chunk FROM memsift_chunks c JOIN memsift_files f ON f.agent_id = c.agent_id AND f.generation = c.generation "
                 "AND f.path = c.path WHERE c.agent_id = %s AND c.generation = %s AND c.day IS NULL AND f.mtime_ns BETWEEN %s AND %s",

@@ -108,14 +108,7 @@ class TemporalDecayConfig(_Strict):
     # "bounded" (memsift): score × (1 − weight + weight · 0.5^(age/halfLife)), age counted from the
     # newest dated hit of the search; "reference": score × 0.5^(age/halfLife), age from now.
     formula: Literal["bounded", "reference"] = "bounded"
-    weight: float = 0.1
-
-    @field_validator("weight")
-    @classmethod
-    def _share(cls, v: float) -> float:
-        if not 0.0 <= v <= 1.0:
-            raise ValueError("must be between 0 and 1 (the share of a score decay may take)")
-        return v
+    weight: float = Field(default=0.1, ge=0.0, le=1.0)  # the share of a score decay may take
 
 
 class HybridConfig(_Strict):
@@ -131,14 +124,7 @@ class TimeConfig(_Strict):
     """Time expressions in a question ("last Tuesday", "in November 2022") favour hits of that time."""
 
     enabled: bool = True
-    weight: float = 0.5  # a dated hit outside the window loses up to this share of its score
-
-    @field_validator("weight")
-    @classmethod
-    def _share(cls, v: float) -> float:
-        if not 0.0 <= v <= 1.0:
-            raise ValueError("must be between 0 and 1 (the share of a score a hit outside the window loses)")
-        return v
+    weight: float = Field(default=0.5, ge=0.0, le=1.0)  # a dated hit outside the window loses up to this share of its score
 
 
 class RerankRemoteConfig(_Strict):

@@ -33,6 +33,7 @@ from ..ranking import Candidate, mmr_rerank
 from ..results import ManagerStatus, RerankExplain, RerankSummary, SearchAnswer, SearchHit
 from ..secrets import redact
 from ..text import shorten
+from ..wrapped import WrappedManager
 from .base import Reranker, RerankBudgetExceeded, to_relevance
 
 __all__ = ["RerankingSearchManager", "blend", "ERROR_CHARS"]
@@ -47,7 +48,7 @@ def blend(hybrid: float, relevance: float, weight: float) -> float:
     return (1.0 - weight) * hybrid + weight * relevance
 
 
-class RerankingSearchManager:
+class RerankingSearchManager(WrappedManager):
     """A `SearchManager` whose answers are reranked; every other call is the wrapped manager's."""
 
     _OWN = frozenset({"_inner", "config", "mmr", "default_max_results", "_factory", "_reranker", "_setup_error",
@@ -67,19 +68,6 @@ class RerankingSearchManager:
         own(self, "_reranker", reranker if isinstance(reranker, Reranker) else None)
         own(self, "_setup_error", None)
         own(self, "_circuit", None)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in self._OWN:
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self._inner, name, value)
-
-    @property
-    def inner(self) -> SearchManager:
-        return self._inner
 
     # --- the reranker and its circuit -----------------------------------------------------------
 
