@@ -21,7 +21,10 @@ argument check, the errors) does not pay for pydantic, numpy and the rest.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing itself is not imported: the CLI's resident client starts here
+if TYPE_CHECKING:
+    from typing import Any
 
 # public name -> the module that defines it
 _EXPORTS = {

@@ -1,21 +1,33 @@
 """State directories: where they are by default, and created readable by their owner only (the
-index holds private notes). Standard library only: the resident-search client uses it too."""
+index holds private notes). The resident-search client uses `default_state_path` before anything
+else is imported, so this module imports only `os` (not even pathlib: a second CLI search is
+mostly interpreter start-up, and pathlib with its imports is 10 ms of it)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from pathlib import Path
 
-__all__ = ["default_state_dir", "make_private_dir"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+__all__ = ["default_state_dir", "default_state_path", "make_private_dir"]
+
+
+def default_state_path(env: Mapping[str, str]) -> str:
+    """`$MEMSIFT_STATE_DIR`, else `$XDG_STATE_HOME/memsift` (`~/.local/state/memsift`)."""
+    if env.get("MEMSIFT_STATE_DIR"):
+        return os.path.expanduser(env["MEMSIFT_STATE_DIR"])
+    base = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(os.path.expanduser(base), "memsift")
 
 
 def default_state_dir(env: Mapping[str, str]) -> Path:
-    """`$MEMSIFT_STATE_DIR`, else `$XDG_STATE_HOME/memsift` (`~/.local/state/memsift`)."""
-    if env.get("MEMSIFT_STATE_DIR"):
-        return Path(env["MEMSIFT_STATE_DIR"]).expanduser()
-    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base).expanduser() / "memsift"
+    """`default_state_path` as a Path."""
+    from pathlib import Path  # noqa: PLC0415
+
+    return Path(default_state_path(env))
 
 
 def make_private_dir(path: Path) -> None:
@@ -23,6 +35,8 @@ def make_private_dir(path: Path) -> None:
 
     Existing directories are left as they are: they belong to the user, who chose their mode.
     (`Path.mkdir(parents=True, mode=...)` applies the mode to the last component only.)"""
+    from pathlib import Path  # noqa: PLC0415
+
     missing: list[Path] = []
     p = Path(path)
     while not p.exists() and p != p.parent:

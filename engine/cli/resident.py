@@ -5,9 +5,11 @@ the index: about 0.3–0.6 s before the first result. A long-running memsift alr
 loaded and keeps the index fresh, so while one runs it answers the CLI's searches over a Unix
 socket in a few milliseconds.
 
-This module is the client and the rendezvous, and imports nothing but the standard library (and
-`private_dirs`, which does the same): it runs before the rest of the CLI is imported. The server
-side is `resident_server.py`.
+This module is the client and the rendezvous. It runs before the rest of the CLI is imported, and
+a second search from a terminal is mostly interpreter start-up, so it imports only what is built
+into the interpreter: `os`, `_socket`, `_json` (the C encoder), a built-in SHA-256, and
+`private_dirs` (which does the same). No json decoder, pathlib, socket, hashlib or typing: they
+cost 15–20 ms a call together. The server side is `resident_server.py`.
 
 Rendezvous: `$XDG_RUNTIME_DIR/memsift/`, else `/tmp/memsift-<uid>/` (short paths: a socket path
 must fit 107 bytes), created 0700 and used only when owned by this user. A server listens on
@@ -19,25 +21,41 @@ agent, config, backend, environment); otherwise it declines and the CLI runs the
 Secret-looking environment values are sent as hashes, never in clear. Any failure (no server, a
 stale socket, a timeout, a decline) falls back to the ordinary cold search.
 
-Protocol 2: the client sends one JSON request and closes its side; the server answers with
-newline-ended JSON lines: `{"status": "working"}` at once (it is alive and will answer), then the
-answer (or a decline). A server that does not connect and acknowledge within about a second (a
-stopped or overloaded one) is skipped, so a terminal search is never held up by it.
+Protocol 3: the client sends one JSON request and closes its side. The server answers
+`{"status": "working"}` and a newline at once (it is alive and will answer), then either the
+answer, framed as a line `ok EXIT STDOUT_BYTES STDERR_BYTES` followed by those bytes (UTF-8, so
+the client needs no JSON decoder), or a JSON decline line. A server that does not connect and
+acknowledge within about a second (a stopped or overloaded one) is skipped, so a terminal search
+is never held up by it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import _socket
 import os
-import socket
 import stat
 import sys
 import time
-from pathlib import Path
-from typing import Any, Mapping
 
-from ..private_dirs import default_state_dir
+from ..private_dirs import default_state_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, Mapping
+
+try:  # built-in SHA-256: hashlib would load OpenSSL first (4 ms)
+    from _sha2 import sha256  # Python ≥ 3.12
+except ImportError:  # pragma: no cover - depends on the interpreter
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:
+        from hashlib import sha256
+
+try:
+    from _json import encode_basestring_ascii as _json_string
+except ImportError:  # pragma: no cover - an interpreter without the C accelerator
+    from json.encoder import py_encode_basestring_ascii as _json_string
 
 __all__ = [
     "rendezvous_dir",
@@ -52,7 +70,7 @@ __all__ = [
     "ANSWER_TIMEOUT_S",
 ]
 
-PROTOCOL = 2
+PROTOCOL = 3
 CONNECT_TIMEOUT_S = 1.0
 ACK_TIMEOUT_S = 1.0  # the server says "working" as soon as it has read the request
 ASK_BUDGET_S = 1.5  # connecting and acknowledging, over every server tried, before searching here
@@ -67,16 +85,25 @@ _NOT_RELEVANT = {"MEMSIFT_LOG_LEVEL", "MEMSIFT_NO_RESIDENT"}  # change no answer
 def state_tag(env: Mapping[str, str]) -> str:
     """Names the state directory the environment selects (the config file's stateDir is not read
     here; the server checks the full settings anyway)."""
-    return hashlib.sha256(os.path.abspath(default_state_dir(env)).encode()).hexdigest()[:12]
+    return sha256(os.path.abspath(default_state_path(env)).encode()).hexdigest()[:12]
 
 
 def rendezvous_dir(env: Mapping[str, str], *, create: bool = False) -> Path | None:
     """The private folder for sockets, or None when it is missing or not safely ours."""
+    from pathlib import Path  # noqa: PLC0415  (the servers' and the helper's side)
+
+    folder = _rendezvous_path(env, create=create)
+    return Path(folder) if folder else None
+
+
+def _rendezvous_path(env: Mapping[str, str], *, create: bool = False) -> str | None:
     runtime = env.get("XDG_RUNTIME_DIR")
-    folder = Path(runtime) / "memsift" if runtime and os.path.isdir(runtime) else Path(f"/tmp/memsift-{os.getuid()}")
+    folder = os.path.join(runtime, "memsift") if runtime and os.path.isdir(runtime) else f"/tmp/memsift-{os.getuid()}"
     if create:
         try:
-            folder.mkdir(mode=0o700, exist_ok=True)
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
         except OSError:
             return None
     try:
@@ -104,7 +131,7 @@ def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
         if name.startswith("MEMSIFT") or name in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
             out[name] = value
         elif _is_secret(name):
-            out[name] = "sha256:" + hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
+            out[name] = "sha256:" + sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
     return out
 
 
@@ -130,53 +157,76 @@ def asks_for_help(argv: list[str], cut: int) -> bool:
     return any(a in _HELP for a in argv[cut + 1 :])
 
 
-def _servers(folder: Path, tag: str) -> list[Path]:
-    return sorted(folder.glob(f"{tag}-*.sock"))
+def _servers(folder: str, tag: str) -> list[str]:
+    names = sorted(n for n in os.listdir(folder) if n.startswith(f"{tag}-") and n.endswith(".sock"))
+    return [os.path.join(folder, n) for n in names]
 
 
-def _forget_if_dead(sock: Path) -> None:
+def _forget_if_dead(sock: str) -> None:
     """Remove a socket left by a server that no longer runs (killed before it could)."""
     try:
-        os.kill(int(sock.stem.rsplit("-", 1)[1]), 0)
+        os.kill(int(sock[: -len(".sock")].rsplit("-", 1)[1]), 0)
     except ProcessLookupError:
         try:
-            sock.unlink()
+            os.unlink(sock)
         except OSError:
             pass
     except (ValueError, IndexError, PermissionError):
         pass
 
 
-def _ask(sock: Path, request: bytes, deadline: float) -> dict[str, Any] | None:
-    """The server's answer, or None. Connecting and its acknowledgement must fit `deadline`."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+def _encode_request(argv: list[str], cwd: str, env: dict[str, str]) -> bytes:
+    """The request as ASCII JSON (any string round-trips, an undecodable argv byte included, as
+    a lone surrogate), written with the C string encoder instead of importing json."""
+    items = ", ".join(f"{_json_string(k)}: {_json_string(v)}" for k, v in env.items())
+    args = ", ".join(_json_string(a) for a in argv)
+    return f'{{"protocol": {PROTOCOL}, "argv": [{args}], "cwd": {_json_string(cwd)}, "env": {{{items}}}}}'.encode("ascii")
+
+
+WORKING = b'{"status": "working"}'
+
+
+def _recv_line(s: Any, buf: bytes) -> tuple[bytes, bytes]:
+    while b"\n" not in buf:
+        data = s.recv(1 << 16)
+        if not data:
+            break
+        buf += data
+    line, _, rest = buf.partition(b"\n")
+    return line, rest
+
+
+def _ask(sock: str, request: bytes, deadline: float) -> tuple[int, bytes, bytes] | None:
+    """The server's answer (exit code, stdout, stderr), or None. Connecting and its
+    acknowledgement must fit `deadline`."""
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
         s.settimeout(max(0.05, min(CONNECT_TIMEOUT_S, deadline - time.monotonic())))
         try:
-            s.connect(str(sock))
+            s.connect(sock)
         except (ConnectionRefusedError, FileNotFoundError):
             _forget_if_dead(sock)
             return None
         s.sendall(request)
-        s.shutdown(socket.SHUT_WR)
-        buf = b""
+        s.shutdown(_socket.SHUT_WR)
         s.settimeout(max(0.05, min(ACK_TIMEOUT_S, deadline - time.monotonic())))
-        while b"\n" not in buf:  # the first line: "working", or a decline
-            data = s.recv(1 << 16)
-            if not data:
-                break
-            buf += data
-        first, _, rest = buf.partition(b"\n")
-        reply = json.loads(first.decode("ascii"))
-        if reply.get("status") != "working":
-            return reply
+        first, rest = _recv_line(s, b"")  # "working", or a decline
+        if first != WORKING:
+            return None
         s.settimeout(ANSWER_TIMEOUT_S)
-        chunks = [rest]
-        while True:
+        header, body = _recv_line(s, rest)
+        parts = header.split(b" ")
+        if len(parts) != 4 or parts[0] != b"ok":
+            return None  # a decline
+        code, n_out, n_err = (int(p) for p in parts[1:])
+        while len(body) < n_out + n_err:
             data = s.recv(1 << 16)
             if not data:
-                break
-            chunks.append(data)
-    return json.loads(b"".join(chunks).decode("ascii"))
+                return None  # cut short: search here instead
+            body += data
+        return code, body[:n_out], body[n_out : n_out + n_err]
+    finally:
+        s.close()
 
 
 def try_resident(argv: list[str], env: Mapping[str, str] | None = None) -> int | None:
@@ -186,11 +236,10 @@ def try_resident(argv: list[str], env: Mapping[str, str] | None = None) -> int |
     cut = command_index(argv)
     if cut is None or argv[cut] != "search" or env.get("MEMSIFT_NO_RESIDENT") or asks_for_help(argv, cut):
         return None
-    folder = rendezvous_dir(env)
+    folder = _rendezvous_path(env)
     if folder is None:
         return None
-    # ASCII JSON: any string (an undecodable argv byte arrives as a lone surrogate) round-trips.
-    request = json.dumps({"protocol": PROTOCOL, "argv": argv, "cwd": os.getcwd(), "env": relevant_env(env)}).encode("ascii")
+    request = _encode_request(argv, os.getcwd(), relevant_env(env))
     deadline = time.monotonic() + ASK_BUDGET_S
     for sock in _servers(folder, state_tag(env)):
         if time.monotonic() >= deadline:
@@ -199,10 +248,11 @@ def try_resident(argv: list[str], env: Mapping[str, str] | None = None) -> int |
             answer = _ask(sock, request, deadline)
         except (OSError, ValueError):  # a timeout, a reset, garbage: run the search ourselves
             continue
-        if not answer or answer.get("status") != "ok":
+        if answer is None:
             continue
-        sys.stdout.write(answer.get("stdout", ""))
-        sys.stderr.write(answer.get("stderr", ""))
+        code, out, err = answer
+        sys.stdout.write(out.decode("utf-8", "surrogatepass"))
+        sys.stderr.write(err.decode("utf-8", "surrogatepass"))
         sys.stdout.flush()
-        return int(answer.get("exit", 0))
+        return code
     return None

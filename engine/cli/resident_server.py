@@ -30,7 +30,7 @@ from ..logging import get_logger
 from ..workspace import workspace_warning
 from .resident import PROTOCOL, asks_for_help, command_index, relevant_env, rendezvous_dir, state_tag
 
-__all__ = ["serve_resident", "MAX_REQUEST_BYTES", "MAX_CONNECTIONS", "READ_TIMEOUT_S"]
+__all__ = ["serve_resident", "frame_reply", "MAX_REQUEST_BYTES", "MAX_CONNECTIONS", "READ_TIMEOUT_S"]
 
 log = get_logger("memsift.resident")
 
@@ -48,6 +48,17 @@ def _identity(settings: Any, backend: str | None) -> str:
     data = settings.model_dump(mode="json")
     data["backend"] = backend or settings.memory.backend
     return json.dumps(data, sort_keys=True, default=str)
+
+
+def frame_reply(reply: dict[str, Any]) -> bytes:
+    """An answer as the client reads it (`resident.py`, protocol 3): `ok EXIT NOUT NERR` and the
+    output's bytes; a decline as one ASCII JSON line. surrogatepass: a lone surrogate (an
+    undecodable byte of the query, echoed back) survives the trip."""
+    if reply.get("status") != "ok":
+        return json.dumps(reply).encode("ascii") + b"\n"
+    out = reply["stdout"].encode("utf-8", "surrogatepass")
+    err = reply["stderr"].encode("utf-8", "surrogatepass")
+    return f"ok {int(reply['exit'])} {len(out)} {len(err)}\n".encode("ascii") + out + err
 
 
 class _Decline(Exception):
@@ -183,8 +194,8 @@ class ResidentServer:
                         log.warning("resident request failed", error=f"{type(exc).__name__}: {exc}")
                         reply = {"status": "decline", "reason": "server error"}
             try:
-                with anyio.fail_after(READ_TIMEOUT_S):  # ASCII JSON: lone surrogates survive
-                    await stream.send(json.dumps(reply).encode("ascii") + b"\n")
+                with anyio.fail_after(READ_TIMEOUT_S):
+                    await stream.send(frame_reply(reply))
             except (TimeoutError, anyio.BrokenResourceError, OSError):
                 pass
 

@@ -262,3 +262,60 @@ def test_a_note_written_just_before_a_resident_search_is_always_found(tmp_path, 
         assert misses == []
     finally:
         watch.stop()
+
+
+def test_the_client_imports_nothing_heavy_and_reads_framed_answers(tmp_path, runtime_dir):
+    """A second CLI search is mostly interpreter start-up: the client must not pull in json,
+    pathlib, socket, hashlib or typing. It reads a framed answer (multi-byte text and a lone
+    surrogate intact) from a server, and a decline or a cut-short answer makes it search itself."""
+    probe = (
+        "import sys, os; before = set(sys.modules)\n"
+        "from memsift.engine.cli import resident\n"
+        "resident.try_resident(['search', 'x'])\n"
+        "print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in "
+        "('json', 'pathlib', 'socket', 'hashlib', 'typing', 'memsift') and not m.startswith('memsift.engine.cli') "
+        "and m not in ('memsift', 'memsift.engine', 'memsift.engine.private_dirs')))\n"
+    )
+    env = _env(tmp_path, runtime_dir)
+    r = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+    from memsift.engine.cli import resident
+    from memsift.engine.cli.resident_server import frame_reply
+
+    folder = rendezvous_dir(env, create=True)
+    sock_path = folder / f"{state_tag(env)}-{os.getpid()}.sock"
+    text = "Ergebnis: Zürich 東京 \udcff\n"
+    replies = [frame_reply({"status": "ok", "stdout": text, "stderr": "memsift: warning: w\n", "exit": 0}),
+               frame_reply({"status": "decline", "reason": "other settings"}),
+               frame_reply({"status": "ok", "stdout": text, "stderr": "", "exit": 0})[:-3]]  # cut short
+    seen: list[dict] = []
+
+    def serve(listener: socket.socket) -> None:
+        for reply in replies:
+            conn, _ = listener.accept()
+            with conn:
+                data = b""
+                while chunk := conn.recv(1 << 16):
+                    data += chunk
+                seen.append(json.loads(data))
+                conn.sendall(b'{"status": "working"}\n' + reply)
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(sock_path))
+        listener.listen(4)
+        threading.Thread(target=serve, args=(listener,), daemon=True).start()
+        import contextlib
+        import io
+
+        outs = []
+        for _ in replies:
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = resident.try_resident(["search", "ledger \udcff", "--json"], env)
+            outs.append((code, out.getvalue(), err.getvalue()))
+    sock_path.unlink()
+    assert outs[0] == (0, text, "memsift: warning: w\n")
+    assert outs[1] == (None, "", "") and outs[2] == (None, "", "")
+    assert seen[0] == {"protocol": PROTOCOL, "argv": ["search", "ledger \udcff", "--json"], "cwd": os.getcwd(), "env": relevant_env(env)}
