@@ -73,6 +73,7 @@ log = get_logger("memsift.builtin.indexer")
 
 CHUNKER_REVISION = "capped-overlap+sections-2"  # 2: long lines cut between words
 GROUP_CHUNKS = 256  # chunks embedded and written per transaction
+VECTOR_LOG_KEEP = 100_000  # vector_log entries kept for in-memory vectors to catch up from
 # Markdown files over this size are skipped (with the reason in status): a memory note is never
 # this large, and chunking one would hold hundreds of MB of chunk text at once.
 WRITE_LOCK_TIMEOUT_S = 600.0  # how long a writer waits for another process's sync or rebuild
@@ -702,7 +703,7 @@ class Indexer:
                 "INSERT INTO chunks_vec(rowid, embedding) SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL"
             )
 
-    def _finish(self, conn: apsw.Connection, want: dict[str, Any]) -> None:
+    def _finish(self, conn: apsw.Connection, want: dict[str, Any], *, full: bool = False) -> None:
         meta = {**want, **self.meta_extra}
         row = conn.execute("SELECT embedding FROM chunks WHERE embedding IS NOT NULL LIMIT 1").fetchone()
         meta["dims"] = len(row[0]) // 4 if row else self.ident.dims
@@ -715,6 +716,12 @@ class Indexer:
                     "ORDER BY updated_at DESC LIMIT -1 OFFSET ?)",
                     (int(max_entries),),
                 )
+            # A new file's readers load every vector anyway; a live one keeps the recent log for
+            # processes holding vectors in memory (one further behind reloads them all).
+            if full:
+                conn.execute("DELETE FROM vector_log")
+            else:
+                conn.execute("DELETE FROM vector_log WHERE seq <= (SELECT max(seq) FROM vector_log) - ?", (VECTOR_LOG_KEEP,))
 
     # --- the two kinds of sync --------------------------------------------------------------
 
@@ -756,7 +763,7 @@ class Indexer:
             self._index_pending(conn, vec, sources, changed, report, tolerate_embed_errors=False)
             if old is not None and self.ms.cache.enabled:
                 self._copy_cache(conn, old)
-            self._finish(conn, want)
+            self._finish(conn, want, full=True)
             self._record_skipped(conn)
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except BaseException:

@@ -42,6 +42,7 @@ from memsift.engine.snippets import SNIPPET_MAX_CHARS
 from .index_file import inspect_index_file
 from .indexer import Indexer, IndexIdentity, SyncCancelled, fingerprint_diff, wanted_meta, write_lock
 from .outlook import Outlook, search_outlook
+from .vector_memory import MemoryVectors, VectorMemoryConfig
 from .search import (
     WINDOW_SCAN_MAX,
     candidate_count,
@@ -102,6 +103,10 @@ class BuiltinSearchManager:
         self._conn: apsw.Connection | None = None
         self._conn_id: tuple[int, int] | None = None
         self._vec = VectorState(enabled=self.ms.store.vector.enabled)
+        # Set by a long-running host (watch_changes): vectors then stay in memory for every index
+        # size (vector_memory.py); otherwise only above quantizeAbove.
+        self.resident_vectors = False
+        self._memory_vectors: MemoryVectors | None = None
         self._dirty = True  # a fresh manager has not compared the index with the files yet
         self._changes = 0  # files-changed notices so far: a sync clears only those it saw
         self._change_probe: Any = None  # a long-running host's exact "did files change?" check
@@ -156,6 +161,12 @@ class BuiltinSearchManager:
         ident = (st.st_dev, st.st_ino)
         if self._conn is None or self._conn_id != ident:
             self._close_reader()
+            if self._memory_vectors is not None:
+                # Vectors in memory outlive a connection (each sync closes it), not the file.
+                if self._memory_vectors.file_id != ident:
+                    self._memory_vectors = None
+                else:
+                    self._memory_vectors.reconnected()
             self._conn, self._vec = open_db(  # read-only: only the indexer writes
                 self.db_path,
                 tokenizer=self.ms.store.fts.tokenizer,
@@ -170,6 +181,13 @@ class BuiltinSearchManager:
         if self._conn is not None:
             self._conn.close()
         self._conn, self._conn_id = None, None
+
+    def _vectors_in_memory(self) -> MemoryVectors:
+        if self._memory_vectors is None:
+            v = self.ms.store.vector
+            self._memory_vectors = MemoryVectors(VectorMemoryConfig(v.quantize_above, v.rescore_pool), resident=self.resident_vectors,
+                                                 file_id=self._conn_id)
+        return self._memory_vectors
 
     # --- sync ---------------------------------------------------------------------------------
 
@@ -339,6 +357,9 @@ class BuiltinSearchManager:
         synced instead of waiting for the watcher to hear of it."""
         self._change_probe = probe
         self.mark_dirty()  # anything written before the probe existed is synced by the next search
+        # A host that lives on keeps the vectors in memory: a search then costs a matrix product.
+        self.resident_vectors = probe is not None
+        self._memory_vectors = None
 
     async def _ensure_fresh(self, session_key: str | None) -> tuple[bool, str | None]:
         """Before a search: sync what changed (within a time budget), bootstrap an empty index,
@@ -544,7 +565,7 @@ class BuiltinSearchManager:
                 if within is not None:
                     vector = vector_candidates_within(conn, qvec, within, limit)
                 else:
-                    vector = vector_candidates(conn, self._vec, qvec, limit)
+                    vector = vector_candidates(conn, self._vec, qvec, limit, self._vectors_in_memory())
                     if prefer and len(prefer) <= WINDOW_SCAN_MAX:
                         seen = {c.chunk_id for c in vector}
                         vector += [c for c in vector_candidates_within(conn, qvec, prefer, limit) if c.chunk_id not in seen]

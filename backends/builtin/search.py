@@ -16,6 +16,7 @@ from memsift.engine.time_query import TimeWindow
 from memsift.engine.ranking import Candidate, bm25_relative_scores
 
 from .store import VectorState, blob_to_vec
+from .vector_memory import MemoryVectors
 
 __all__ = ["keyword_candidates", "vector_candidates", "vector_candidates_within", "day_rowids", "complete_vector_scores",
            "candidate_count", "indexed_file_time", "WINDOW_SCAN_MAX"]
@@ -134,15 +135,19 @@ def complete_vector_scores(conn: apsw.Connection, keyword: list[Candidate], vect
 
 
 def vector_candidates(
-    conn: apsw.Connection, vec: VectorState, query: np.ndarray, limit: int
+    conn: apsw.Connection, vec: VectorState, query: np.ndarray, limit: int, memory: MemoryVectors | None = None,
 ) -> list[Candidate]:
-    """Nearest chunks by cosine: vec0 KNN when sqlite-vec is loaded, else a bounded numpy scan."""
+    """Nearest chunks by cosine: from the vectors in memory when `memory` wants this index (a
+    long-running host, or a large index), else vec0 KNN when sqlite-vec is loaded, else a bounded
+    numpy scan."""
     q = np.asarray(query, dtype="<f4")
     if not np.any(q):
         return []
     has_vec_table = conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchone()
     hits: list[tuple[int, float]]
-    if vec.available and has_vec_table:
+    if memory is not None and memory.wanted(conn):
+        hits = memory.search(conn, q, limit)
+    elif vec.available and has_vec_table:
         hits = [
             (rowid, 1.0 - dist)
             for rowid, dist in conn.execute(

@@ -8,6 +8,8 @@ Schema (numbered migrations in `MIGRATIONS`, tracked by `PRAGMA user_version`):
 - `chunks_fts`: contentless FTS5 (rowid = chunks.rowid) over the chunk's index text.
 - `chunks_vec`: vec0 KNN table (rowid = chunks.rowid), created when the dimension is known.
 - `embedding_cache(provider, model, provider_key, hash, embedding, dims, updated_at)`.
+- `vector_log(seq, chunk_rowid, added)`: chunk vectors added and removed, written by triggers
+  (migration 3), pruned by each sync; read by vector_memory.py.
 """
 
 from __future__ import annotations
@@ -126,7 +128,23 @@ def _migration_2(conn: apsw.Connection, tokenizer: str) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[apsw.Connection, str], None]] = [_migration_1, _migration_2]
+def _migration_3(conn: apsw.Connection, tokenizer: str) -> None:
+    """`vector_log`: every chunk vector added, re-embedded or removed, in commit order, so a
+    process holding the vectors in memory (vector_memory.py) applies a sync's rows, not all."""
+    conn.execute(
+        """
+        CREATE TABLE vector_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, chunk_rowid INTEGER NOT NULL, added INTEGER NOT NULL);
+        CREATE TRIGGER chunks_vector_added AFTER INSERT ON chunks WHEN NEW.embedding IS NOT NULL
+            BEGIN INSERT INTO vector_log(chunk_rowid, added) VALUES (NEW.rowid, 1); END;
+        CREATE TRIGGER chunks_vector_changed AFTER UPDATE OF embedding ON chunks
+            BEGIN INSERT INTO vector_log(chunk_rowid, added) VALUES (NEW.rowid, NEW.embedding IS NOT NULL); END;
+        CREATE TRIGGER chunks_vector_removed AFTER DELETE ON chunks WHEN OLD.embedding IS NOT NULL
+            BEGIN INSERT INTO vector_log(chunk_rowid, added) VALUES (OLD.rowid, 0); END;
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[apsw.Connection, str], None]] = [_migration_1, _migration_2, _migration_3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
