@@ -73,6 +73,10 @@ log = get_logger("memsift.builtin.indexer")
 
 CHUNKER_REVISION = "capped-overlap+sections-2"  # 2: long lines cut between words
 GROUP_CHUNKS = 256  # chunks embedded and written per transaction
+# Without embeddings a group is only SQL: bigger transactions flush FTS5's pending terms less
+# often (100k daily logs: 36 s -> 26 s with WRITER_CACHE_KIB; the same index).
+KEYWORD_GROUP_CHUNKS = 8192
+WRITER_CACHE_KIB = 131072  # the writer's page cache (SQLite's default is 2 MiB): fewer spills mid-transaction
 VECTOR_LOG_KEEP = 100_000  # vector_log entries kept for in-memory vectors to catch up from
 # Markdown files over this size are skipped (with the reason in status): a memory note is never
 # this large, and chunking one would hold hundreds of MB of chunk text at once.
@@ -354,12 +358,14 @@ class Indexer:
     # --- helpers ----------------------------------------------------------------------------
 
     def _open(self, path: Path) -> tuple[apsw.Connection, VectorState]:
-        return open_db(
+        conn, vec = open_db(
             path,
             tokenizer=self.ms.store.fts.tokenizer,
             vector_enabled=self.ms.store.vector.enabled,
             extension_path=self.ms.store.vector.extension_path,
         )
+        conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")  # taken as pages fill, not up front
+        return conn, vec
 
     def _cleanup_orphans(self) -> None:
         """Temp databases left by a crashed rebuild (we hold the write lock, so none is live): only
@@ -571,8 +577,9 @@ class Indexer:
                 conn.executemany("DELETE FROM chunks_vec WHERE rowid=?", [(r,) for r in rowids])
         conn.execute("DELETE FROM chunks WHERE path=?", (path,))
 
-    def _write_file(self, conn: apsw.Connection, vec: VectorState, p: _Pending, vectors: dict[str, bytes]) -> int:
-        self._delete_path(conn, vec, p.file.rel_path)
+    def _write_file(self, conn: apsw.Connection, vec: VectorState, p: _Pending, vectors: dict[str, bytes], *, fresh: bool = False) -> int:
+        if not fresh:  # a new file (full rebuild) has nothing to replace
+            self._delete_path(conn, vec, p.file.rel_path)
         tokenizer = self.ms.store.fts.tokenizer
         now = time.time()
         written = 0
@@ -603,10 +610,11 @@ class Indexer:
     def _groups(self, pending: list[_Pending]) -> Iterator[list[_Pending]]:
         group: list[_Pending] = []
         count = 0
+        size = GROUP_CHUNKS if self.embed else KEYWORD_GROUP_CHUNKS
         for p in pending:
             group.append(p)
             count += len(p.chunks)
-            if count >= GROUP_CHUNKS:
+            if count >= size:
                 yield group
                 group, count = [], 0
         if group:
@@ -621,6 +629,7 @@ class Indexer:
         report: SyncReport,
         *,
         tolerate_embed_errors: bool,
+        fresh: bool = False,
     ) -> None:
         total = len(pending)
         done = 0
@@ -641,7 +650,7 @@ class Indexer:
                 vectors = {}
             with conn:
                 for p in group:
-                    report.chunks_written += self._write_file(conn, vec, p, vectors)
+                    report.chunks_written += self._write_file(conn, vec, p, vectors, fresh=fresh)
             done += len(group)
             self.files_done = done
             report.files_indexed += len(group)
@@ -760,7 +769,7 @@ class Indexer:
             sources = [conn] + ([old] if old is not None else [])
             changed, _touched, _removed, _unchanged = self._scan(conn)
             report.files_seen = len(changed)
-            self._index_pending(conn, vec, sources, changed, report, tolerate_embed_errors=False)
+            self._index_pending(conn, vec, sources, changed, report, tolerate_embed_errors=False, fresh=True)
             if old is not None and self.ms.cache.enabled:
                 self._copy_cache(conn, old)
             self._finish(conn, want, full=True)
