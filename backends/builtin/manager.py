@@ -185,8 +185,8 @@ class BuiltinSearchManager:
     def _vectors_in_memory(self) -> MemoryVectors:
         if self._memory_vectors is None:
             v = self.ms.store.vector
-            self._memory_vectors = MemoryVectors(VectorMemoryConfig(v.quantize_above, v.rescore_pool), resident=self.resident_vectors,
-                                                 file_id=self._conn_id)
+            self._memory_vectors = MemoryVectors(VectorMemoryConfig(v.quantize_above, v.rescore_pool), str(self.db_path),
+                                                 resident=self.resident_vectors, file_id=self._conn_id)
         return self._memory_vectors
 
     # --- sync ---------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from embed_speed import run_embed_speed  # noqa: E402
 from scale import run_scale  # noqa: E402
 from timebench import time_aware  # noqa: E402
 from second_call import run_second_call  # noqa: E402
+from million import run_million  # noqa: E402
 
 SCIFACT_MODES = ["bm25", "vector", "hybrid", "hybrid+mmr", "qmd"]
 LME_MODES = ["bm25", "vector", "hybrid", "hybrid+mmr", "hybrid+decay", "qmd"]
@@ -138,7 +139,8 @@ def main() -> None:
     ap.add_argument("--results", type=Path, default=HERE / "results", help="figures, tables, plots (default contrib/bench/results)")
     ap.add_argument("--skip-embed-speed", action="store_true", help="skip local-model chars/s against the baseline revision")
     ap.add_argument("--skip-second-call", action="store_true", help="skip the cold / resident-helper / qmd CLI calls at 10k files")
-    ap.add_argument("--only-speed", action="store_true", help="only embedding speed and the second CLI call (issue 20)")
+    ap.add_argument("--skip-million", action="store_true", help="skip 1M chunks (keyword build, synthetic vectors, search)")
+    ap.add_argument("--only-speed", action="store_true", help="only embedding speed, the second CLI call and 1M chunks (issue 20)")
     ap.add_argument("--report-only", action="store_true", help="redraw tables and plots from results/figures.json")
     args = ap.parse_args()
     if args.report_only:
@@ -164,8 +166,12 @@ def main() -> None:
         say("Local-model indexing speed (characters/s), baseline revision and today's code interleaved")
         figures["embed_speed"] = run_embed_speed(args.work, say=say)
     if not args.skip_second_call:
-        say("The second CLI search at 10,000 files (keyword index, as qmd search)")
+        say("The second CLI search at 10,000 files: keyword index (as qmd search), then hybrid (the default)")
         figures["second_call"] = run_second_call(args.work, 10000, keyword=True, with_qmd=with_qmd, say=say)
+        figures["second_call_hybrid"] = run_second_call(args.work, 10000, keyword=False, with_qmd=False, say=say)
+    if not args.skip_million:
+        say("One million chunks (keyword-only build; synthetic vectors for the vector side)")
+        figures["million"] = run_million(args.work, say=say)
     if not args.skip_quality:
         figures["quality"] = anyio.run(quality, args.work, with_qmd)
     if not args.skip_conversation:
@@ -179,9 +185,9 @@ def main() -> None:
     figures["seconds"] = round(time.time() - started)
     previous = args.results / "figures.json"
     if previous.exists() and (args.skip_quality or args.skip_scale or args.skip_conversation or args.skip_time
-                              or args.skip_embed_speed or args.skip_second_call):  # a partial run keeps the rest
+                              or args.skip_embed_speed or args.skip_second_call or args.skip_million):  # a partial run keeps the rest
         old = json.loads(previous.read_text())
-        for part in ("quality", "scale", "conversation", "time", "embed_speed", "second_call"):
+        for part in ("quality", "scale", "conversation", "time", "embed_speed", "second_call", "second_call_hybrid", "million"):
             figures.setdefault(part, old.get(part))
         figures["targets"] = check_targets(figures)
     previous.write_text(json.dumps(figures, indent=1, default=float))

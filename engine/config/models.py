@@ -62,7 +62,7 @@ class VectorStoreConfig(_Strict):
     # Above this many chunks, a 1-bit first pass in memory and exact rescoring of `rescorePool`
     # candidates replace sqlite-vec's full scan (backends/builtin/vector_memory.py).
     quantize_above: int = Field(default=100_000, ge=0)
-    rescore_pool: int = Field(default=400, ge=10, le=100_000)
+    rescore_pool: int = Field(default=1000, ge=10, le=100_000)
 
 
 class FtsStoreConfig(_Strict):

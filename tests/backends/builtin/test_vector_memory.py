@@ -57,6 +57,12 @@ def _exact_top(m: BuiltinSearchManager, query: str, k: int) -> list[str]:
     return sorted(scores, key=scores.__getitem__, reverse=True)[:k]
 
 
+def _warm(m: BuiltinSearchManager) -> None:
+    """One search starts the background load (sqlite-vec answers it); wait for the load."""
+    assert _paths(m, "w1 w2 w3")
+    assert m._memory_vectors.wait_loaded(60) and m._memory_vectors.load_error is None
+
+
 def _paths(m: BuiltinSearchManager, query: str, k: int = 10) -> list[str]:
     answer = anyio.run(lambda: m.search(query, mode="vector", max_results=k, min_score=0))
     return [h.path for h in answer.results]
@@ -68,6 +74,7 @@ def test_the_first_pass_over_bit_codes_finds_what_the_exact_scan_finds(tmp_path)
     rng = random.Random(9)
     queries = [" ".join(rng.sample(WORDS, 3)) for _ in range(30)]
     try:
+        _warm(m)
         recalls = []
         for q in queries:
             got = _paths(m, q)
@@ -91,12 +98,14 @@ def test_a_long_running_host_scans_exactly_in_memory_and_agrees_with_sqlite_vec(
 
     host.watch_changes(Quiet())
     try:
+        _warm(host)
         for q in ("w1 w2 w3", "w200 w17", "w399 w5 w77 w120"):
             a = anyio.run(lambda: cold.search(q, mode="vector", max_results=8, min_score=0))
             b = anyio.run(lambda: host.search(q, mode="vector", max_results=8, min_score=0))
             assert [h.path for h in a.results] == [h.path for h in b.results]
             assert [h.score for h in a.results] == pytest.approx([h.score for h in b.results], abs=1e-5)
         assert host._memory_vectors.mode == "exact" and cold._memory_vectors.mode is None  # cold used vec0
+        assert not cold._memory_vectors.wait_loaded(0)  # a small index is not held by a one-off process
     finally:
         cold._close_reader()
         host._close_reader()
@@ -109,7 +118,7 @@ def test_vectors_in_memory_follow_syncs_from_the_log_and_reload_when_it_was_prun
     m.watch_changes(None)
     m.resident_vectors = True  # as a host would (exact below quantizeAbove)
     try:
-        assert _paths(m, "w1 w2 w3")
+        _warm(m)
         mem = m._memory_vectors
         loads = mem.full_loads
         (ws / "memory" / "note-0001.md").write_text(f"# note 1\n\n- {ANIMALS['zebra']}\n")  # edited
@@ -120,15 +129,15 @@ def test_vectors_in_memory_follow_syncs_from_the_log_and_reload_when_it_was_prun
         assert _paths(m, ANIMALS['narwhal'], 3)[0] == "memory/fresh.md"
         for q in ("w1 w2", "w3 w4 w5", "w100"):
             assert "memory/note-0002.md" not in _paths(m, q, 50)
-        assert m._memory_vectors is mem and mem.full_loads == loads  # caught up from the log alone
+        assert m._memory_vectors is mem and mem.full_loads == loads and mem.wait_loaded(0)  # caught up from the log alone
 
         monkeypatch.setattr(indexer_module, "VECTOR_LOG_KEEP", 0)  # the log keeps nothing back
         (ws / "memory" / "fresh.md").write_text(f"# fresh\n\n- {ANIMALS['walrus']}\n")
         (ws / "memory" / "extra.md").write_text(f"# extra\n\n- {ANIMALS['ibis']}\n")
         m.mark_dirty()
-        assert _paths(m, ANIMALS['walrus'], 3)[0] == "memory/fresh.md"
+        assert _paths(m, ANIMALS['walrus'], 3)[0] == "memory/fresh.md"  # sqlite-vec, while memory reloads
+        assert mem.wait_loaded(60) and mem.full_loads == loads + 1  # pruned past what it had seen: reloaded whole
         assert _paths(m, ANIMALS['ibis'], 3)[0] == "memory/extra.md"
-        assert mem.full_loads == loads + 1  # pruned past what it had seen: reloaded whole
         assert "memory/fresh.md" not in _paths(m, ANIMALS['narwhal'], 5)[:1]
     finally:
         m._close_reader()
