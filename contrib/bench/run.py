@@ -161,7 +161,7 @@ def main() -> None:
     figures: dict[str, Any] = {"machine": machine()}
     say(f"memsift benchmarks on {figures['machine']['cpu']} ({figures['machine']['cores']} cores), QMD: {figures['machine']['qmd']}")
     if args.only_speed:
-        args.skip_quality = args.skip_conversation = args.skip_scale = True
+        args.skip_quality = args.skip_conversation = args.skip_scale = args.skip_time = True
     if not args.skip_embed_speed:
         say("Local-model indexing speed (characters/s), baseline revision and today's code interleaved")
         figures["embed_speed"] = run_embed_speed(args.work, say=say)
