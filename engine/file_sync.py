@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar
 
@@ -18,11 +17,6 @@ from .note_dates import ChunkDay, chunk_days
 __all__ = ["MAX_MARKDOWN_BYTES", "MarkdownRead", "read_regular", "read_markdown", "FileSort", "sort_files"]
 
 MAX_MARKDOWN_BYTES = 16 * 2**20
-# Files not in the page cache are read ahead by a few threads while the sync chunks the ones
-# before them: 530,000 daily logs read from disk took 270 s to index, 137 s when cached.
-PREFETCH_THREADS = 4
-PREFETCH_AHEAD = 256
-PREFETCH_MIN_FILES = 1000
 
 P = TypeVar("P")
 
@@ -89,71 +83,24 @@ def sort_files(files: Sequence[MemoryFile], known: Mapping[str, Sequence[Any]], 
     unchanged without being read; one whose bytes hash the same is only touched. `each(n)` runs
     before the n-th file (progress, cancellation)."""
     out: FileSort[P] = FileSort([], [], 0)
-    ahead = _ReadAhead(files, known) if len(files) >= PREFETCH_MIN_FILES else None
-    try:
-        for n, f in enumerate(files):
-            if ahead is not None:
-                ahead.advance(n)
-            _sort_one(n, f, known, skipped, read, hash_of, each, out)
-    finally:
-        if ahead is not None:
-            ahead.close()
+    for n, f in enumerate(files):
+        if each is not None:
+            each(n)
+        try:
+            st = os.lstat(f.abs_path)
+        except OSError as exc:
+            skipped.append(Skipped(f.rel_path, f"vanished during sync: {exc.strerror}"))
+            continue
+        prev = known.get(f.rel_path)
+        if prev and prev[1] == st.st_mtime_ns and prev[2] == st.st_size:
+            out.unchanged += 1
+            continue
+        pending = read(f, st)
+        if pending is None:
+            continue
+        if prev and prev[0] == hash_of(pending):
+            out.touched.append((f, st.st_mtime_ns, st.st_size))
+            out.unchanged += 1
+            continue
+        out.changed.append(pending)
     return out
-
-
-def _sort_one(n: int, f: MemoryFile, known: Mapping[str, Sequence[Any]], skipped: list[Skipped],
-              read: Callable[[MemoryFile, os.stat_result], P | None], hash_of: Callable[[P], str],
-              each: Callable[[int], None] | None, out: FileSort[P]) -> None:
-    if each is not None:
-        each(n)
-    try:
-        st = os.lstat(f.abs_path)
-    except OSError as exc:
-        skipped.append(Skipped(f.rel_path, f"vanished during sync: {exc.strerror}"))
-        return
-    prev = known.get(f.rel_path)
-    if prev and prev[1] == st.st_mtime_ns and prev[2] == st.st_size:
-        out.unchanged += 1
-        return
-    pending = read(f, st)
-    if pending is None:
-        return
-    if prev and prev[0] == hash_of(pending):
-        out.touched.append((f, st.st_mtime_ns, st.st_size))
-        out.unchanged += 1
-        return
-    out.changed.append(pending)
-
-
-class _ReadAhead:
-    """Warms the page cache for the files PREFETCH_AHEAD ahead of the sort (only those it will
-    read: not in `known`). A failure is ignored: the sort reads and reports the file itself."""
-
-    def __init__(self, files: Sequence[MemoryFile], known: Mapping[str, Sequence[Any]]) -> None:
-        self.files, self.known = files, known
-        self.pool = ThreadPoolExecutor(PREFETCH_THREADS, thread_name_prefix="memsift-readahead")
-        self.next = 0
-
-    def advance(self, n: int) -> None:
-        while self.next < min(len(self.files), n + PREFETCH_AHEAD):
-            f = self.files[self.next]
-            self.next += 1
-            if f.rel_path not in self.known:
-                self.pool.submit(_warm, f.abs_path)
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _warm(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            os.read(fd, 1 << 16)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
