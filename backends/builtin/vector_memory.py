@@ -84,8 +84,8 @@ class MemoryVectors:
         return self._ready.is_set()
 
     def _start_load(self) -> None:
-        if self._loader is not None and self._loader.is_alive():
-            return
+        if (self._loader is not None and self._loader.is_alive()) or self.load_error is not None:
+            return  # loading already, or it failed (an unreadable file): sqlite-vec answers
         self._ready.clear()
         self._loader = threading.Thread(target=self._load_in_background, name="memsift-vectors", daemon=True)
         self._loader.start()
