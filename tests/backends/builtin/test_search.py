@@ -212,13 +212,14 @@ def test_words_in_half_the_chunks_leave_a_large_query_with_the_same_top_hits(tmp
     monkeypatch.setattr(search_mod, "COMMON_TERM_MIN_CHUNKS", 10**9)  # never: the plain query
     plain, plain_ranks = search_mod.keyword_candidates(conn, plan, 5)
     monkeypatch.setattr(search_mod, "COMMON_TERM_MIN_CHUNKS", 10)
-    assert '"standup"' not in search_mod._without_weightless_terms(conn, plan)  # in all 60 chunks
-    assert '"kafka"' in search_mod._without_weightless_terms(conn, plan)
+    total = search_mod._row_estimate(conn)
+    assert '"standup"' not in search_mod._without_weightless_terms(conn, plan, total)  # in all 60 chunks
+    assert '"kafka"' in search_mod._without_weightless_terms(conn, plan, total)
     lean, lean_ranks = search_mod.keyword_candidates(conn, plan, 5)
     top = [c.path for c in plain if plain_ranks[c.chunk_id] < -1e-3]  # the hits with real evidence
     assert top and [c.path for c in lean][: len(top)] == top
     # A query of nothing but common words keeps them (they are all it has).
-    assert search_mod._without_weightless_terms(conn, plan_query("standup ledger")) == plan_query("standup ledger").match
+    assert search_mod._without_weightless_terms(conn, plan_query("standup ledger"), total) == plan_query("standup ledger").match
     conn.close()
     m._close_reader()
 
