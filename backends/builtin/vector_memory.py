@@ -12,7 +12,7 @@ sqlite-vec's vec0 scans every stored float on every query: 14 ms at 19k chunks, 
   rescored exactly from the float embeddings in the index. 192 bytes a chunk at 384 dimensions:
   192 MB at 1M chunks. Measured on 1M vectors mixed from real embeddings (contrib/bench/
   million.py): recall@10 of the exact scan 0.92 with a pool of 400, 0.96 with 800, 0.97 with
-  1,600; the first pass takes about 55 ms there, rescoring 1,000 rows about 7 ms.
+  1,600; the first pass takes 55-80 ms there, rescoring 1,000 rows 9-15 ms.
 
 The index file stays the truth: the vectors are loaded from it in a background thread when first
 wanted (at 1M chunks that takes about 10 s; searches use sqlite-vec meanwhile, so none waits for
