@@ -70,6 +70,10 @@ def _speed_targets(f: dict[str, Any], add: Any) -> None:
     for name, r in (_get(f, "embed_speed", "sets") or {}).items():
         add(f"local-model indexing ≥ 2.0× the baseline's characters/s ({name}, same run)", r["ratio"], r["ratio"] >= 2.0,
             f"{r['ratio']:.2f}× ({r['before_chars_s']:,} → {r['after_chars_s']:,} chars/s)")
+    for mode, change in (_get(f, "int8_quality", "change") or {}).items():
+        worst = min(change.values())
+        add(f"LongMemEval {mode}: the int8 graph within 0.005 of the fp32 graph (same run)", worst, worst >= -0.005,
+            ", ".join(f"{k} {v:+.4f}" for k, v in change.items()))
     mi = _get(f, "million") or {}
     hyb = _get(mi, "search_in_process", "hybrid", "p95_ms")
     if hyb is not None:

@@ -37,6 +37,7 @@ from scale import run_scale  # noqa: E402
 from timebench import time_aware  # noqa: E402
 from second_call import run_second_call  # noqa: E402
 from million import run_million  # noqa: E402
+from int8_quality import run_int8_quality  # noqa: E402
 
 SCIFACT_MODES = ["bm25", "vector", "hybrid", "hybrid+mmr", "qmd"]
 LME_MODES = ["bm25", "vector", "hybrid", "hybrid+mmr", "hybrid+decay", "qmd"]
@@ -140,6 +141,7 @@ def main() -> None:
     ap.add_argument("--skip-embed-speed", action="store_true", help="skip local-model chars/s against the baseline revision")
     ap.add_argument("--skip-second-call", action="store_true", help="skip the cold / resident-helper / qmd CLI calls at 10k files")
     ap.add_argument("--skip-million", action="store_true", help="skip 1M chunks (keyword build, synthetic vectors, search)")
+    ap.add_argument("--skip-int8-quality", action="store_true", help="skip LongMemEval with the int8 and the fp32 graph")
     ap.add_argument("--only-speed", action="store_true", help="only embedding speed, the second CLI call and 1M chunks (issue 20)")
     ap.add_argument("--report-only", action="store_true", help="redraw tables and plots from results/figures.json")
     args = ap.parse_args()
@@ -172,6 +174,9 @@ def main() -> None:
     if not args.skip_million:
         say("One million chunks (keyword-only build; synthetic vectors for the vector side)")
         figures["million"] = run_million(args.work, say=say)
+    if not args.skip_int8_quality:
+        say("LongMemEval with the int8 graph and the fp32 graph (same code, same run)")
+        figures["int8_quality"] = run_int8_quality(args.work, say=say)
     if not args.skip_quality:
         figures["quality"] = anyio.run(quality, args.work, with_qmd)
     if not args.skip_conversation:
@@ -185,9 +190,10 @@ def main() -> None:
     figures["seconds"] = round(time.time() - started)
     previous = args.results / "figures.json"
     if previous.exists() and (args.skip_quality or args.skip_scale or args.skip_conversation or args.skip_time
-                              or args.skip_embed_speed or args.skip_second_call or args.skip_million):  # a partial run keeps the rest
+                              or args.skip_embed_speed or args.skip_second_call or args.skip_million
+                              or args.skip_int8_quality):  # a partial run keeps the rest
         old = json.loads(previous.read_text())
-        for part in ("quality", "scale", "conversation", "time", "embed_speed", "second_call", "second_call_hybrid", "million"):
+        for part in ("quality", "scale", "conversation", "time", "embed_speed", "second_call", "second_call_hybrid", "million", "int8_quality"):
             figures.setdefault(part, old.get(part))
         figures["targets"] = check_targets(figures)
     previous.write_text(json.dumps(figures, indent=1, default=float))
