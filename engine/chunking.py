@@ -28,10 +28,12 @@ __all__ = [
     "sha256_text",
     "split_for_input_limit",
     "EVIDENCE_TOKENS",
+    "CHUNKER_REVISION",
     "REFERENCE_TOKENS",
     "REFERENCE_OVERLAP",
 ]
 
+CHUNKER_REVISION = "capped-overlap+sections-2"  # in every index's fingerprint; 2: long lines cut between words
 EVIDENCE_TOKENS = SNIPPET_MAX_CHARS // 4  # 175: a chunk is at most what a hit shows (4 characters a token)
 REFERENCE_TOKENS, REFERENCE_OVERLAP = 400, 80  # the reference's chunker defaults
 

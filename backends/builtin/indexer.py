@@ -31,11 +31,12 @@ import apsw
 import numpy as np
 
 from memsift.engine.logging import get_logger
-from memsift.engine.chunking import Chunk, chunk_text, split_for_input_limit
+from memsift.engine.chunking import CHUNKER_REVISION, Chunk, chunk_text, split_for_input_limit
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import IndexUnusableError
 from memsift.engine.note_dates import NOTE_DATES_REVISION, ChunkDay
 from memsift.engine.fts_query import INDEX_TEXT_REVISION, index_text
+from memsift.engine.index_fingerprint import fingerprint_diff
 from memsift.engine.manager import SyncReport
 from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.file_sync import MAX_MARKDOWN_BYTES, read_markdown, sort_files
@@ -71,7 +72,6 @@ __all__ = [
 
 log = get_logger("memsift.builtin.indexer")
 
-CHUNKER_REVISION = "capped-overlap+sections-2"  # 2: long lines cut between words
 GROUP_CHUNKS = 256  # chunks embedded and written per transaction
 # Without embeddings a group is only SQL: bigger transactions flush FTS5's pending terms less
 # often (100k daily logs: 36 s -> 26 s with WRITER_CACHE_KIB; the same index).
@@ -159,41 +159,6 @@ def wanted_meta(settings: ResolvedConfig, ident: IndexIdentity) -> dict[str, Any
         "ftsText": INDEX_TEXT_REVISION,
         "noteDates": NOTE_DATES_REVISION,
     }
-
-
-# What a changed fingerprint key means to the person reading status. `{0}` and `{1}` are the old
-# and new values, shown only where they are readable (never hashes).
-_CHANGES = {
-    "schema": "the index format changed with this version of memsift",
-    "provider": "the embedding provider changed ({0} → {1})",
-    "model": "the embedding model changed ({0} → {1})",
-    "providerKey": "the embedding provider's settings changed (endpoint, headers or dimensions)",
-    "sources": "the sources changed ({0} → {1})",
-    "scopeHash": "the files it covers changed (workspace, extraPaths or multimodal settings)",
-    "chunkStrategy": "the chunking changed (strategy {0} → {1}; evidence: a chunk is what a hit shows)",
-    "chunkTokens": "the chunk size changed (chunkTokens {0} → {1})",
-    "chunkOverlap": "the chunk overlap changed (chunkOverlap {0} → {1})",
-    "chunker": "memsift's chunker changed with this version",
-    "ftsTokenizer": "the keyword tokenizer changed ({0} → {1})",
-    "ftsText": "memsift's keyword index changed with this version",
-    "noteDates": "memsift's reading of the days notes speak of changed with this version",
-}
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return "none"
-    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-
-
-def fingerprint_diff(current: dict[str, Any] | None, wanted: dict[str, Any]) -> str | None:
-    """Why a full reindex is needed, in words, or None. `dims` is learned during the build, not compared."""
-    if current is None:
-        return "no index yet"
-    for key, value in wanted.items():
-        if current.get(key) != value:
-            return _CHANGES.get(key, f"{key} changed").format(_shown(current.get(key)), _shown(value))
-    return None
 
 
 def _chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, model: str) -> str:

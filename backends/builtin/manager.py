@@ -42,7 +42,7 @@ from memsift.engine.snippets import SNIPPET_MAX_CHARS
 from .index_file import inspect_index_file
 from .indexer import Indexer, IndexIdentity, SyncCancelled, fingerprint_diff, wanted_meta, write_lock
 from .outlook import Outlook, search_outlook
-from .vector_memory import MemoryVectors, VectorMemoryConfig
+from .vector_memory import MemoryVectors
 from .search import (
     WINDOW_SCAN_MAX,
     candidate_count,
@@ -184,8 +184,7 @@ class BuiltinSearchManager:
 
     def _vectors_in_memory(self) -> MemoryVectors:
         if self._memory_vectors is None:
-            v = self.ms.store.vector
-            self._memory_vectors = MemoryVectors(VectorMemoryConfig(v.quantize_above, v.rescore_pool), str(self.db_path),
+            self._memory_vectors = MemoryVectors(self.ms.store.vector, str(self.db_path),
                                                  resident=self.resident_vectors, file_id=self._conn_id)
         return self._memory_vectors
 

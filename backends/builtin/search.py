@@ -15,7 +15,7 @@ from memsift.engine.fts_query import FtsPlan
 from memsift.engine.time_query import TimeWindow
 from memsift.engine.ranking import Candidate, bm25_relative_scores
 
-from .store import VectorState, blob_to_vec
+from .store import VectorState, cosines, row_cosines, row_estimate
 from .vector_memory import MemoryVectors
 
 __all__ = ["keyword_candidates", "vector_candidates", "vector_candidates_within", "day_rowids", "complete_vector_scores",
@@ -48,12 +48,6 @@ def _candidate(row: tuple, **scores: Any) -> Candidate:
                      day=day, day_source=day_source, **scores)
 
 
-def _row_estimate(conn: apsw.Connection) -> int:
-    """About how many chunks the index holds, at no cost (count(*) reads a whole index: 15 ms at
-    1M chunks). SQLite reuses freed top rowids and a rebuild numbers from 1."""
-    return int(conn.execute("SELECT max(rowid) FROM chunks").fetchone()[0] or 0)
-
-
 def _matches(conn: apsw.Connection, term: str, cap: int) -> int:
     """Rows matching one quoted term, counted up to `cap` (a common word stops early)."""
     return conn.execute("SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)", (term, cap)).fetchone()[0]
@@ -72,7 +66,8 @@ def _without_weightless_terms(conn: apsw.Connection, plan: FtsPlan, total: int) 
         return plan.match
     if total < COMMON_TERM_MIN_CHUNKS:
         return plan.match
-    weightless = {t for t in words if 2 * conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (t,)).fetchone()[0] >= total}
+    half = (total + 1) // 2  # a count stops there: only "half or more" matters
+    weightless = {t for t in words if _matches(conn, t, half) >= half}
     if len(weightless) == len(words):
         return plan.match  # nothing but common words: they are all the query has
     return " OR ".join(t for t in plan.match_terms if t not in weightless)
@@ -124,7 +119,7 @@ def keyword_candidates(
         # Every match with its rank, then the best `limit` here: no slower than ORDER BY rank
         # LIMIT (measured at 100k chunks), and it has the ranks of the vector side's chunks too
         # (FTS5 answers `rowid IN (…)` one full query per id: 0.3 ms each).
-        total = _row_estimate(conn)
+        total = row_estimate(conn)
         if total >= LARGE_INDEX_CHUNKS:
             found = conn.execute("SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
                                  _large_index_match(conn, plan)).fetchall()
@@ -178,7 +173,7 @@ def complete_vector_scores(conn: apsw.Connection, keyword: list[Candidate], vect
     ) if len(blob) == q.nbytes]
     if not rows:
         return
-    for (cid, _blob), sim in zip(rows, _cosines([b for _c, b in rows], q / (np.linalg.norm(q) or 1.0)).tolist()):
+    for (cid, _blob), sim in zip(rows, cosines([b for _c, b in rows], q / (np.linalg.norm(q) or 1.0)).tolist()):
         missing[cid].vector_score = sim
         missing[cid].vector_hit = True
 
@@ -192,22 +187,19 @@ def vector_candidates(
     q = np.asarray(query, dtype="<f4")
     if not np.any(q):
         return []
-    has_vec_table = conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchone()
-    hits: list[tuple[int, float]]
-    found = memory.search(conn, q, limit) if memory is not None else None
-    if found is not None:
-        hits = found
-    elif vec.available and has_vec_table:
-        hits = [
-            (rowid, 1.0 - dist)
-            for rowid, dist in conn.execute(
-                "SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ?", (q.tobytes(), limit)
-            )
-        ]
-    else:
-        hits = _numpy_scan(conn, q, limit)
+    hits = memory.search(conn, q, limit) if memory is not None else None
+    if hits is None:
+        hits = _index_knn(conn, vec, q, limit)
     rows = _load_chunks(conn, [r for r, _ in hits])
     return [_candidate(rows[r], vector_score=s, vector_hit=True) for r, s in hits if r in rows]
+
+
+def _index_knn(conn: apsw.Connection, vec: VectorState, q: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    """(rowid, cosine) of the nearest rows from the index itself: vec0, else a numpy scan."""
+    if vec.available and conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchone():
+        return [(rowid, 1.0 - dist) for rowid, dist in conn.execute(
+            "SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ?", (q.tobytes(), limit))]
+    return _numpy_scan(conn, q, limit)
 
 
 WINDOW_SCAN_MAX = 50_000  # rows of a question's time window scanned exactly; past that the KNN pool serves
@@ -234,26 +226,10 @@ def vector_candidates_within(conn: apsw.Connection, query: np.ndarray, rowids: s
     q = np.asarray(query, dtype="<f4")
     if not rowids or not np.any(q):
         return []
-    qn = q / (np.linalg.norm(q) or 1.0)
-    ids = sorted(rowids)
-    scored: list[tuple[int, float]] = []
-    for i in range(0, len(ids), SCAN_BATCH):
-        part = ids[i : i + SCAN_BATCH]
-        marks = ",".join("?" * len(part))
-        rows = [(r, b) for r, b in conn.execute(
-            f"SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL AND rowid IN ({marks})", part) if len(b) == q.nbytes]
-        if rows:
-            scored += zip([r for r, _ in rows], _cosines([b for _, b in rows], qn).tolist())
+    scored = row_cosines(conn, sorted(rowids), q / (np.linalg.norm(q) or 1.0), SCAN_BATCH)
     best = heapq.nlargest(limit, scored, key=lambda rs: rs[1])
     loaded = _load_chunks(conn, [r for r, _ in best])
     return [_candidate(loaded[r], vector_score=s, vector_hit=True) for r, s in best if r in loaded]
-
-
-def _cosines(blobs: list[bytes], unit_query: np.ndarray) -> np.ndarray:
-    """Cosine of each stored embedding with a unit-length query vector (0 for a zero vector)."""
-    m = np.stack([blob_to_vec(b) for b in blobs])
-    norms = np.linalg.norm(m, axis=1)
-    return np.divide(m @ unit_query, norms, out=np.zeros(len(blobs), dtype=np.float32), where=norms > 0)
 
 
 def _numpy_scan(conn: apsw.Connection, q: np.ndarray, limit: int) -> list[tuple[int, float]]:
@@ -267,7 +243,7 @@ def _numpy_scan(conn: apsw.Connection, q: np.ndarray, limit: int) -> list[tuple[
         usable = [(r, b) for r, b in batch if len(b) == q.nbytes]
         if not usable:
             continue
-        for (rowid, _b), s in zip(usable, _cosines([b for _r, b in usable], qn).tolist()):
+        for (rowid, _b), s in zip(usable, cosines([b for _r, b in usable], qn).tolist()):
             if len(best) < limit:
                 heapq.heappush(best, (s, rowid))
             elif s > best[0][0]:

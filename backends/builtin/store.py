@@ -40,6 +40,9 @@ __all__ = [
     "ensure_vec_table",
     "vec_to_blob",
     "blob_to_vec",
+    "row_estimate",
+    "cosines",
+    "row_cosines",
     "SCHEMA_VERSION",
     "CORRUPT_ERRORS",
     "quarantine",
@@ -320,6 +323,32 @@ def vec_to_blob(vec: np.ndarray) -> bytes:
 
 def blob_to_vec(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype="<f4")
+
+
+def row_estimate(conn: apsw.Connection) -> int:
+    """About how many chunks the index holds, at no cost (count(*) reads a whole index: 15 ms at
+    1M chunks). SQLite reuses freed top rowids and a rebuild numbers from 1."""
+    return int(conn.execute("SELECT max(rowid) FROM chunks").fetchone()[0] or 0)
+
+
+def cosines(blobs: list[bytes], unit_query: np.ndarray) -> np.ndarray:
+    """Cosine of each stored embedding with a unit-length query vector (0 for a zero vector)."""
+    m = np.stack([blob_to_vec(b) for b in blobs])
+    norms = np.linalg.norm(m, axis=1)
+    return np.divide(m @ unit_query, norms, out=np.zeros(len(blobs), dtype=np.float32), where=norms > 0)
+
+
+def row_cosines(conn: apsw.Connection, rowids: list[int], unit_query: np.ndarray, batch: int = 500) -> list[tuple[int, float]]:
+    """(rowid, cosine) of the given chunk rows that have an embedding of the query's size."""
+    out: list[tuple[int, float]] = []
+    for i in range(0, len(rowids), batch):
+        part = rowids[i : i + batch]
+        marks = ",".join("?" * len(part))
+        rows = [(r, b) for r, b in conn.execute(
+            f"SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL AND rowid IN ({marks})", part) if len(b) == unit_query.nbytes]
+        if rows:
+            out += zip([r for r, _ in rows], cosines([b for _, b in rows], unit_query).tolist())
+    return out
 
 
 def quarantine(path: Path, reason: str, *, keep: int = 3) -> Path | None:

@@ -26,15 +26,16 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
 from itertools import islice
 
 import apsw
 import numpy as np
 
-from .store import blob_to_vec
+from memsift.engine.config.models import VectorStoreConfig
 
-__all__ = ["MemoryVectors", "VectorMemoryConfig", "SIMHASH_SEED", "BITS_PER_DIM"]
+from .store import blob_to_vec, row_cosines, row_estimate
+
+__all__ = ["MemoryVectors", "SIMHASH_SEED", "BITS_PER_DIM"]
 
 SIMHASH_SEED = 20261124
 BITS_PER_DIM = 4  # 1536 bits at 384 dimensions: recall 0.99 at pool 400 (768 bits: 0.94)
@@ -42,17 +43,11 @@ LOAD_BATCH = 8192
 SCAN_BLOCK = 32768  # rows per Hamming block: the temporaries stay in cache
 
 
-@dataclass(frozen=True)
-class VectorMemoryConfig:
-    quantize_above: int = 100_000
-    pool: int = 1000
-
-
 class MemoryVectors:
     """The vectors of one open index (one reader connection) in memory."""
 
-    def __init__(self, config: VectorMemoryConfig, db_path: str, *, resident: bool, file_id: tuple[int, int] | None = None) -> None:
-        self.config = config
+    def __init__(self, config: VectorStoreConfig, db_path: str, *, resident: bool, file_id: tuple[int, int] | None = None) -> None:
+        self.config = config  # quantize_above, rescore_pool
         self.db_path = db_path
         self.file_id = file_id  # the index file these vectors came from (its device and inode)
         self._ready = threading.Event()  # set when a load finished: only then are the arrays read
@@ -74,7 +69,7 @@ class MemoryVectors:
     # --- which path -------------------------------------------------------------------------
 
     def _worth_holding(self, conn: apsw.Connection) -> bool:
-        return self.resident or _embedded_rows(conn) > self.config.quantize_above
+        return self.resident or row_estimate(conn) > self.config.quantize_above
 
     def wait_loaded(self, timeout: float | None = None) -> bool:
         """Wait for a load under way (tests, benchmarks); True when the vectors are in memory."""
@@ -132,7 +127,7 @@ class MemoryVectors:
         conn.execute("BEGIN")  # one snapshot: the rows and the log position agree
         try:
             self._seq = _log_position(conn)
-            total = _embedded_rows(conn)
+            total = row_estimate(conn)
             mode = "quantized" if total > self.config.quantize_above else "exact"
             self._reset(mode, 0)
             cursor = conn.execute("SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL")
@@ -151,7 +146,7 @@ class MemoryVectors:
             if conn.execute("SELECT 1 FROM vector_log WHERE seq = ?", (self._seq + 1,)).fetchone() is None:
                 return False
             changed: dict[int, bool] = {}  # rowid -> present after the log (in commit order)
-            for _seq, rowid, added in conn.execute("SELECT seq, chunk_rowid, added FROM vector_log WHERE seq > ? ORDER BY seq", (self._seq,)):
+            for rowid, added in conn.execute("SELECT chunk_rowid, added FROM vector_log WHERE seq > ? ORDER BY seq", (self._seq,)):
                 changed[rowid] = bool(added)
             for rowid, present in changed.items():
                 if not present:
@@ -234,7 +229,7 @@ class MemoryVectors:
             scores = self._data[: self._n] @ q
             scores[self._rowids[: self._n] < 0] = -np.inf
             return _top(self._rowids[: self._n], scores, limit)
-        pool = self._pool(simhash_codes(q[None, :], self._proj)[0], max(self.config.pool, 4 * limit))
+        pool = self._pool(simhash_codes(q[None, :], self._proj)[0], max(self.config.rescore_pool, 4 * limit))
         return rescore(conn, pool, q, limit)
 
     def _pool(self, code: np.ndarray, size: int) -> np.ndarray:
@@ -275,21 +270,10 @@ def simhash_codes(m: np.ndarray, proj: np.ndarray) -> np.ndarray:
 
 def rescore(conn: apsw.Connection, rowids: np.ndarray, unit_query: np.ndarray, limit: int) -> list[tuple[int, float]]:
     """Exact cosines of the pool from the stored float embeddings; rows since deleted drop out."""
-    ids = [int(r) for r in dict.fromkeys(rowids.tolist())]
-    if not ids:
+    scored = row_cosines(conn, list(dict.fromkeys(rowids.tolist())), unit_query)
+    if not scored:
         return []
-    got: list[tuple[int, bytes]] = []
-    for i in range(0, len(ids), 500):
-        part = ids[i : i + 500]
-        marks = ",".join("?" * len(part))
-        got += conn.execute(f"SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL AND rowid IN ({marks})", part).fetchall()
-    got = [(r, b) for r, b in got if len(b) == unit_query.nbytes]
-    if not got:
-        return []
-    m = np.stack([blob_to_vec(b) for _, b in got])
-    norms = np.linalg.norm(m, axis=1)
-    scores = np.divide(m @ unit_query, norms, out=np.zeros(len(got), dtype=np.float32), where=norms > 0)
-    return _top(np.array([r for r, _ in got], dtype=np.int64), scores, limit)
+    return _top(np.array([r for r, _ in scored], dtype=np.int64), np.array([c for _, c in scored], dtype=np.float32), limit)
 
 
 def _top(rowids: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
@@ -299,13 +283,6 @@ def _top(rowids: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, 
         idx = np.arange(len(scores))
     idx = idx[np.argsort(-scores[idx], kind="stable")]
     return [(int(rowids[i]), float(scores[i])) for i in idx if np.isfinite(scores[i])]
-
-
-def _embedded_rows(conn: apsw.Connection) -> int:
-    """About how many chunks the index holds, at no cost: the highest rowid (SQLite reuses freed
-    top rowids and a rebuild numbers from 1, so it stays close to the count)."""
-    row = conn.execute("SELECT max(rowid) FROM chunks").fetchone()
-    return int(row[0] or 0)
 
 
 def _has_log(conn: apsw.Connection) -> bool:

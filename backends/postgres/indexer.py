@@ -24,11 +24,12 @@ from typing import Any, Awaitable, Callable
 import anyio
 import numpy as np
 
-from memsift.engine.chunking import Chunk
+from memsift.engine.chunking import CHUNKER_REVISION, Chunk
 from memsift.engine.note_dates import NOTE_DATES_REVISION, ChunkDay
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import BackendError
 from memsift.engine.fts_query import INDEX_TEXT_REVISION
+from memsift.engine.index_fingerprint import fingerprint_diff
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
 from memsift.engine.file_sync import read_markdown, sort_files
@@ -41,7 +42,6 @@ __all__ = ["sync_agent", "wanted_meta", "fingerprint_diff", "agent_lock_key", "C
 
 log = get_logger("memsift.postgres.indexer")
 
-CHUNKER_REVISION = "capped-overlap+sections-2"  # the builtin's chunker revision: the same chunks
 GROUP_CHUNKS = 128  # chunks embedded and written per transaction
 LOCK_POLL_S = 0.1
 ANALYZE_AFTER_CHUNKS = 100
@@ -89,15 +89,6 @@ def wanted_meta(settings: ResolvedConfig, ident: Identity) -> dict[str, Any]:
         "ftsText": INDEX_TEXT_REVISION,
         "noteDates": NOTE_DATES_REVISION,
     }
-
-
-def fingerprint_diff(current: dict[str, Any] | None, wanted: dict[str, Any]) -> str | None:
-    if current is None:
-        return "no index yet"
-    for key, value in wanted.items():
-        if current.get(key) != value:
-            return f"{key} changed ({current.get(key)} → {value})" if "Key" not in key else f"{key} changed"
-    return None
 
 
 @dataclass

@@ -183,7 +183,7 @@ def _encode_request(argv: list[str], cwd: str, env: dict[str, str]) -> bytes:
     return f'{{"protocol": {PROTOCOL}, "argv": [{args}], "cwd": {_json_string(cwd)}, "env": {{{items}}}}}'.encode("ascii")
 
 
-WORKING = b'{"status": "working"}'
+WORKING = b'{"status": "working"}'  # the server acknowledges a request with this line (resident_server.py)
 
 
 def _recv_line(s: Any, buf: bytes) -> tuple[bytes, bytes]:

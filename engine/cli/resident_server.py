@@ -28,7 +28,7 @@ import click
 from ..errors import MemsiftError
 from ..logging import get_logger
 from ..workspace import workspace_warning
-from .resident import PROTOCOL, asks_for_help, command_index, relevant_env, rendezvous_dir, state_tag
+from .resident import PROTOCOL, WORKING, asks_for_help, command_index, relevant_env, rendezvous_dir, state_tag
 
 __all__ = ["serve_resident", "frame_reply", "MAX_REQUEST_BYTES", "MAX_CONNECTIONS", "READ_TIMEOUT_S"]
 
@@ -40,7 +40,7 @@ READ_TIMEOUT_S = 2.0  # a request must arrive whole (the client closes its side)
 PARSE_TIMEOUT_S = 5.0  # resolving the client's config, in a worker thread
 SEARCH_TIMEOUT_S = 20.0  # the client gives up 30 s after the acknowledgement
 MAX_CONNECTIONS = 16
-_WORKING = json.dumps({"status": "working"}).encode("ascii") + b"\n"
+_WORKING = WORKING + b"\n"
 _PATH_VARS = ("MEMSIFT_CONFIG", "MEMSIFT_WORKSPACE", "MEMSIFT_STATE_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME")
 
 

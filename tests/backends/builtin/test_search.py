@@ -212,7 +212,7 @@ def test_words_in_half_the_chunks_leave_a_large_query_with_the_same_top_hits(tmp
     monkeypatch.setattr(search_mod, "COMMON_TERM_MIN_CHUNKS", 10**9)  # never: the plain query
     plain, plain_ranks = search_mod.keyword_candidates(conn, plan, 5)
     monkeypatch.setattr(search_mod, "COMMON_TERM_MIN_CHUNKS", 10)
-    total = search_mod._row_estimate(conn)
+    total = search_mod.row_estimate(conn)
     assert '"standup"' not in search_mod._without_weightless_terms(conn, plan, total)  # in all 60 chunks
     assert '"kafka"' in search_mod._without_weightless_terms(conn, plan, total)
     lean, lean_ranks = search_mod.keyword_candidates(conn, plan, 5)
