@@ -1,9 +1,10 @@
-"""Which files are memory, and reading them safely (`memory_get`).
+"""Finding the memory files on disk (discovery, for indexing) and reading one safely.
 
 Memory files are `MEMORY.md`, `memory.md`, `memory/**/*.md` and the `.md` files of `extraPaths`.
-Symlinks are never followed, anywhere on the way, and only regular files count. Reads are
-restricted to exactly those files: `..`, absolute paths elsewhere, symlinks and non-`.md` files
-are refused with `PathNotAllowedError`; a memory file that does not exist reads as empty text.
+Symlinks are never followed, anywhere on the way, and only regular files count. Which paths a
+read or a hit may name is decided in `memory_rules.py`; the file is then opened here with
+`O_NOFOLLOW | O_NONBLOCK` and streamed, so a fifo never blocks and one line of a 200 MB file costs
+one line of memory.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import errno
 import os
 import stat
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from .errors import PathNotAllowedError
 from .multimodal import modality_of
 
-__all__ = ["MemoryFile", "Skipped", "discover_memory_files", "resolve_memory_path", "read_memory_file", "ROOT_FILES"]
+__all__ = ["MemoryFile", "Skipped", "discover_memory_files", "open_memory_file", "read_open_file", "ROOT_FILES",
+           "READABLE_ROOT_FILES"]
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
 READABLE_ROOT_FILES = ("MEMORY.md", "memory.md", "DREAMS.md")
@@ -174,88 +176,38 @@ def discover_memory_files(
     return files, skipped
 
 
-def _inside(child: Path, parent: Path) -> bool:
-    return child == parent or parent in child.parents
-
-
-def _no_symlinks_between(root: Path, target: Path, shown: str) -> None:
-    """Refuse if `root`, or any component from it down to `target`, is a symlink."""
-    current = root
-    parts = target.relative_to(root).parts
-    for part in (None, *parts):
-        if part is not None:
-            current = current / part
-        st = _lstat(current)
-        if st is None:
-            return  # a missing component: the file does not exist, which reads as empty
-        if stat.S_ISLNK(st.st_mode):
-            raise PathNotAllowedError(shown, "symlinks are not followed")
-
-
-def resolve_memory_path(
-    workspace: Path, extra_paths: list[str] | tuple[str, ...], path: str
-) -> tuple[Path, str]:
-    """Map a requested path to (absolute path, workspace-relative path) or refuse it."""
-    if not isinstance(path, str) or not path.strip():
-        raise PathNotAllowedError(str(path), "path required")
-    if "\x00" in path:
-        raise PathNotAllowedError(path, "path contains a NUL byte")
-    raw = path.strip().replace("\\", "/")
-    try:
-        candidate = Path(raw).expanduser()
-    except RuntimeError:  # `~nosuchuser/…`
-        raise PathNotAllowedError(path, "`~` names a user whose home folder is unknown") from None
-    candidate = candidate if candidate.is_absolute() else workspace / candidate
-    candidate = Path(os.path.normpath(candidate))  # lexical: `..` cannot hide behind a symlink
-    if not _is_md(candidate.name):
-        raise PathNotAllowedError(path, "only .md memory files can be read")
-
-    rel = _rel(workspace, candidate)
-    if _inside(candidate, workspace):
-        rel_parts = PurePosixPath(rel).parts
-        if rel in READABLE_ROOT_FILES or (len(rel_parts) > 1 and rel_parts[0] == "memory"):
-            _no_symlinks_between(workspace, candidate, path)
-            return candidate, rel
-    for root in _extra_roots(workspace, extra_paths):
-        if candidate == root or (_inside(candidate, root) and candidate != root):
-            _no_symlinks_between(root, candidate, path)
-            return candidate, rel
-    raise PathNotAllowedError(path, "not a memory file (MEMORY.md, memory/**/*.md or an extra path)")
-
-
-def read_memory_file(
-    workspace: Path,
-    extra_paths: list[str] | tuple[str, ...],
-    path: str,
-    from_line: int | None = None,
-    lines: int | None = None,
-    *,
-    max_chars: int | None = None,
-) -> tuple[str, str, int, bool]:
-    """Read a memory file or a line range. Returns (relative path, text, total lines, missing).
-
-    The file is streamed: only the lines asked for are kept (and at most about `max_chars`
-    characters of them), so one line of a 200 MB file costs one line of memory."""
-    abs_path, rel = resolve_memory_path(workspace, extra_paths, path)
+def open_memory_file(abs_path: Path, shown: Any) -> int | None:
+    """An open file descriptor of a regular file, never through a symlink and never blocking on
+    a fifo; None when the file does not exist (it reads as empty)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(abs_path, flags)
     except FileNotFoundError:
-        return rel, "", 0, True
+        return None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise PathNotAllowedError(path, "symlinks are not followed") from None
+            raise PathNotAllowedError(shown, "symlinks are not followed") from None
         if exc.errno in (errno.ENOTDIR,):
-            return rel, "", 0, True
-        raise PathNotAllowedError(path, f"cannot open: {exc.strerror}") from None
+            return None
+        raise PathNotAllowedError(shown, f"cannot open: {exc.strerror}") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses directories
         os.close(fd)
-        raise PathNotAllowedError(path, "not a regular file")
+        raise PathNotAllowedError(shown, "not a regular file")
+    return fd
+
+
+def read_open_file(fd: int, from_line: int | None = None, lines: int | None = None,
+                   max_chars: int | None = None) -> tuple[str, int]:
+    """Lines `from_line`.. (`lines` of them, else to the end) of an open file and its total
+    number of lines; the file is streamed and at most about `max_chars` characters are kept."""
     start = max(1, int(from_line or 1))
     count = max(1, int(lines)) if lines is not None else None
     with os.fdopen(fd, "rb") as fh:
         data, total = _read_lines(fh, start, count, None if max_chars is None else (max_chars + 1) * 4)
-    return rel, data.decode("utf-8", errors="replace"), total, False
+    text = data.decode("utf-8", errors="replace")
+    if max_chars is not None and len(text) > max_chars + 1:
+        text = text[: max_chars + 1]  # bytes were bounded; the characters are too
+    return text, total
 
 
 _BLOCK = 2**20

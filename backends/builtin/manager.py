@@ -21,7 +21,8 @@ from memsift.engine.embeddings.circuit import QueryCircuit
 from memsift.engine.errors import IndexCorruptError, IndexUnusableError, ProviderError
 from memsift.engine.fts_query import plan_query
 from memsift.engine.manager import SyncReport
-from memsift.engine.memory_files import discover_memory_files, read_memory_file
+from memsift.engine.memory_files import discover_memory_files
+from memsift.engine.memory_rules import MemoryRules, read_memory
 from memsift.engine.recent_keys import RecentKeys
 from memsift.engine.results import (
     Degraded,
@@ -92,6 +93,7 @@ class BuiltinSearchManager:
     ) -> None:
         self.settings = settings
         self.ms = settings.memory_search
+        self.memory_rules = MemoryRules.from_settings(settings)
         if selection is None and provider is not None:
             selection = ProviderSelection(provider, provider.id)
         # Chosen when first needed (search, sync, status), so a plain read never loads a provider.
@@ -622,18 +624,7 @@ class BuiltinSearchManager:
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
                    max_chars: int | None = None) -> ReadResult:
-        rel, text, total, missing = await anyio.to_thread.run_sync(
-            lambda: read_memory_file(self.settings.workspace, tuple(self.ms.extra_paths), path, from_line, lines,
-                                     max_chars=max_chars)
-        )
-        return ReadResult(
-            path=rel,
-            text=text,
-            **{"from": max(1, int(from_line or 1))},
-            lines=lines,
-            total_lines=total,
-            missing=missing,
-        )
+        return await read_memory(self.memory_rules, path, from_line, lines, max_chars=max_chars)
 
     # --- status -------------------------------------------------------------------------------
 

@@ -22,7 +22,8 @@ from memsift.engine.fts_query import plan_query
 from memsift.engine.hits import hits_from_ranked
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
-from memsift.engine.memory_files import discover_memory_files, read_memory_file
+from memsift.engine.memory_files import discover_memory_files
+from memsift.engine.memory_rules import MemoryRules, read_memory
 from memsift.engine.pipeline import PipelineParams, rank
 from memsift.engine.search_request import SearchRequest
 from memsift.engine.time_query import TimeBound, TimeWindow
@@ -53,6 +54,7 @@ class PostgresSearchManager:
                  selection: ProviderSelection | None = None) -> None:
         self.settings = settings
         self.ms = settings.memory_search
+        self.memory_rules = MemoryRules.from_settings(settings)
         self.cfg = settings.memory.postgres
         import_driver()
         self.dsns = resolve_dsns(self.cfg)
@@ -307,10 +309,7 @@ class PostgresSearchManager:
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
                    max_chars: int | None = None) -> ReadResult:
-        rel, text, total, missing = await anyio.to_thread.run_sync(
-            lambda: read_memory_file(self.settings.workspace, tuple(self.ms.extra_paths), path, from_line, lines, max_chars=max_chars)
-        )
-        return ReadResult(path=rel, text=text, **{"from": max(1, int(from_line or 1))}, lines=lines, total_lines=total, missing=missing)
+        return await read_memory(self.memory_rules, path, from_line, lines, max_chars=max_chars)
 
     async def status(self, *, deep: bool = False) -> ManagerStatus:
         psycopg = import_driver()

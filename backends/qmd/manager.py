@@ -29,9 +29,10 @@ from memsift.engine.citations import citation_for, citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.durations import parse_duration_ms
 from memsift.engine.errors import PathNotAllowedError
+from memsift.engine.file_sync import MAX_MARKDOWN_BYTES
 from memsift.engine.fts_query import MAX_QUERY_CHARS, clean_query
 from memsift.engine.manager import SyncReport
-from memsift.engine.memory_files import read_memory_file
+from memsift.engine.memory_rules import MemoryRules, read_memory, session_export_dir
 from memsift.engine.private_dirs import make_private_dir
 from memsift.engine.search_modes import QMD_MODE_FOR, parse_search_mode
 from memsift.engine.results import ManagerStatus, ReadResult, SearchAnswer, SearchHit
@@ -88,8 +89,9 @@ class QmdSearchManager:
         self.embed_interval_s = parse_duration_ms(u.embed_interval, default_ms=3_600_000) / 1000
         self.sessions_dir = settings.state_dir / "agents" / settings.agent_id / "sessions"
         sess = self.qmd.sessions
-        self.export_dir = Path(sess.export_dir).expanduser() if sess.export_dir else self.home / "sessions"
+        self.export_dir = session_export_dir(settings)
         self.collections = resolve_collections(settings, self.export_dir if sess.enabled else None)
+        self.memory_rules = MemoryRules.from_settings(settings)
         self._exe: str | None = None
         self._argv0: list[str] | None = None
         self._version: str | None = None
@@ -314,10 +316,7 @@ class QmdSearchManager:
         for i, (h, c) in enumerate(found):
             abs_path = Path(os.path.normpath(c.path / (h.path or "")))
             if abs_path not in texts:
-                try:
-                    texts[abs_path] = abs_path.read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    texts[abs_path] = ""
+                texts[abs_path] = self._note_text(c, h.path or "")
             day = day_at(h.path or "", texts[abs_path], h.start_line or 1, h.snippet or "")
             items.append(Candidate(chunk_id=str(i), path=str(abs_path), source="memory", start_line=h.start_line or 1,
                                    end_line=h.end_line or 1, text=h.snippet or "", score=h.score, day=day.day, day_source=day.source))
@@ -335,6 +334,14 @@ class QmdSearchManager:
             h, c = found[int(it.chunk_id)]
             out.append((replace(h, score=it.score), c))
         return out
+
+    def _note_text(self, c: ManagedCollection, rel: str) -> str:
+        """A hit's note, read by the memory rules (a file they refuse has no day: "")."""
+        shown = self._map_path(c, rel)
+        try:
+            return self.memory_rules.read(shown, max_chars=MAX_MARKDOWN_BYTES)[1] if shown else ""
+        except (PathNotAllowedError, OSError):
+            return ""
 
     def _embed_model(self) -> str | None:
         """QMD's embedding model, as its config names it (`hf:…/embeddinggemma-300M-Q8_0.gguf` → the file stem)."""
@@ -375,20 +382,8 @@ class QmdSearchManager:
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
                    max_chars: int | None = None) -> ReadResult:
-        def go() -> tuple[str, str, int, bool]:
-            raw = (path or "").strip().replace("\\", "/")
-            if raw.startswith("qmd/"):
-                _, coll, *rest = raw.split("/", 2)
-                c = next((x for x in self.collections if x.name == coll), None)
-                if c is None or not rest or not rest[0]:
-                    raise PathNotAllowedError(path, f"no QMD collection named {coll!r}")
-                rel, text, total, missing = read_memory_file(c.path, (str(c.path),), rest[0], from_line, lines, max_chars=max_chars)
-                return raw, text, total, missing
-            extra = tuple(self.settings.memory_search.extra_paths) + tuple(str(c.path) for c in self.collections if c.kind == "custom")
-            return read_memory_file(self.settings.workspace, extra, path, from_line, lines, max_chars=max_chars)
-
-        rel, text, total, missing = await anyio.to_thread.run_sync(go)
-        return ReadResult(path=rel, text=text, **{"from": max(1, int(from_line or 1))}, lines=lines, total_lines=total, missing=missing)
+        # `qmd/<collection>/<path>` and workspace paths alike: the rules every backend reads by.
+        return await read_memory(self.memory_rules, path, from_line, lines, max_chars=max_chars)
 
     # --- status ---------------------------------------------------------------------------------
 

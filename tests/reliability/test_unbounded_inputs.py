@@ -161,7 +161,7 @@ def test_one_line_of_a_200_mb_file_is_read_without_holding_the_file(tmp_path):
     probe = (
         "import json, re, sys\n"
         "from pathlib import Path\n"
-        "from memsift.engine.memory_files import read_memory_file\n"
+        "from memsift.engine.memory_rules import read_memory_file\n"
         "rel, text, total, missing = read_memory_file(Path(sys.argv[1]), (), 'memory/huge.md', 3, 1)\n"
         "last = read_memory_file(Path(sys.argv[1]), (), 'memory/huge.md', total, 1)[1]\n"
         "peak = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) // 1024\n"
