@@ -180,7 +180,9 @@ class QmdMaintenance:
             log.warning("qmd update skipped: a collection folder is missing", folders=vanished)
             raise QmdError(f"collection folder missing: {', '.join(vanished)}; update skipped to keep the index")
         if self.qmd.sessions.enabled:
-            export_sessions(self.sessions_dir, self.export_dir, self.qmd.sessions.retention_days)
+            exported = export_sessions(self.sessions_dir, self.export_dir, self.qmd.sessions.retention_days,
+                                       manifest=self.home / "sessions-export-manifest.json")
+            report.notes.extend(exported.notes())
         await self.reconcile(report)
         res = None
         for attempt in range(3):

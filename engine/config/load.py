@@ -377,6 +377,7 @@ def resolve_agent(
     # Checked on what the index really covers: the extra paths and QMD's collections (qmd_coverage.py).
     covered = with_qmd_coverage(resolved).memory_search.extra_paths
     _check_index_path(store, ws, covered, f"{where}.store.path" if ms.store.path else "stateDir")
+    _check_export_dir(resolved, covered)
     return resolved
 
 
@@ -420,6 +421,31 @@ def _check_index_path(store: Path, workspace: Path, extra_paths: list[str], key:
             f"(memory.qmd.paths), or leave it unset",
             key_path=key,
         )
+
+
+def _check_export_dir(settings: ResolvedConfig, covered: list[str]) -> None:
+    """QMD's session export writes and deletes files in its folder: never among the memory files
+    (the workspace root, memory/, an extra path, a QMD collection folder)."""
+    sessions = settings.memory.qmd.sessions
+    if not (sessions.enabled and sessions.export_dir):
+        return
+    ws = settings.workspace
+    export = Path(os.path.realpath(Path(sessions.export_dir).expanduser()))
+    # (folder, what it is, whether a folder below it is refused too)
+    places = [(ws, "the workspace folder (where MEMORY.md lives)", False), (ws / "memory", "the memory folder", True)]
+    for raw in [*covered, *(c.path for c in settings.memory.qmd.paths),
+                *(c.path for c in settings.memory_search.qmd.extra_collections)]:
+        p = Path(raw).expanduser()
+        places.append((p if p.is_absolute() else ws / p, "an extra path or QMD collection", True))
+    for place, what, below in places:
+        root = Path(os.path.realpath(place))
+        if export == root or (below and root in export.parents):
+            raise ConfigError(
+                f"memory.qmd.sessions.exportDir: {sessions.export_dir} is {'' if export == root else 'inside '}{what} "
+                f"{place}; memsift writes and deletes session exports there and never among the memory files. "
+                "Set it to a folder of its own (or leave it unset: a folder in memsift's state folder)",
+                key_path="memory.qmd.sessions.exportDir",
+            )
 
 
 def _register_secrets(ms: MemorySearchConfig) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -154,3 +156,34 @@ def test_an_invalid_config_never_touches_the_existing_index(tmp_path):
             assert "cfg.json5" in res.output or "invalid config" in res.output, res.output
             assert _fingerprint(settings.store_path) == before, (text, args)
     assert sorted(os.listdir(settings.store_path.parent)) == listing  # no temp or backup files
+
+
+@pytest.mark.parametrize("export_dir, refused", [
+    ("memory", True), ("memory/sessions", True), (".", True), ("notes", True), ("notes/deep", True),
+    ("team/wiki", True), ("exports", False), ("{outside}", False),
+])
+def test_a_session_export_folder_among_the_memory_files_is_refused(tmp_path, export_dir, refused):
+    """QMD's session export writes and deletes files: never in the workspace root, memory/, an extra
+    path or a QMD collection (exit 3, the key named), before anything is written."""
+    ws = tmp_path / "ws"
+    for d in ("memory", "notes", "team/wiki"):
+        (ws / d).mkdir(parents=True)
+    (ws / "memory" / "2026-01-05.md").write_text("- the user's note\n")
+    (tmp_path / "state" / "agents" / "main" / "sessions").mkdir(parents=True)
+    (tmp_path / "state" / "agents" / "main" / "sessions" / "2026-01-05.jsonl").write_text(
+        '{"type": "message", "message": {"role": "user", "content": "hi"}}\n')
+    cfg = tmp_path / "cfg.json5"
+    cfg.write_text(json.dumps({
+        "stateDir": str(tmp_path / "state"),
+        "memory": {"backend": "qmd", "qmd": {"command": "qmd-not-here", "paths": [{"path": "team"}],
+                                              "sessions": {"enabled": True, "exportDir": export_dir.format(outside=tmp_path / "out")}}},
+        "agents": {"defaults": {"memorySearch": {"extraPaths": ["notes"], "provider": "none"}}},
+    }))
+    res = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "index"],
+                         capture_output=True, text=True, timeout=120)
+    assert (ws / "memory" / "2026-01-05.md").read_text() == "- the user's note\n"
+    if refused:
+        assert res.returncode == 3, res.stderr
+        assert "memory.qmd.sessions.exportDir" in res.stderr and "Traceback" not in res.stderr
+    else:
+        assert res.returncode != 3, res.stderr

@@ -52,16 +52,49 @@ def test_session_export_flattens_redacts_and_prunes(tmp_path):
     old_time = time.time() - 40 * 86400
     os.utime(src / "old.jsonl", (old_time, old_time))
     (out).mkdir()
+    manifest = tmp_path / "state" / "manifest.json"
     (out / "user-note.md").write_text("# mine, not exported")
+    # A marker in the text proves nothing: only files in memsift's manifest are ever deleted.
     (out / "gone.md").write_text("# Session gone\n<!-- exported by memsift from gone.jsonl -->\n")
-    stats = export_sessions(src, out, retention_days=30)
+    _jsonl(src / "gone2.jsonl", [{"type": "message", "message": {"role": "user", "content": "soon gone"}}])
+    stats = export_sessions(src, out, retention_days=30, manifest=manifest)
+    assert (out / "gone2.md").exists()
+    (src / "gone2.jsonl").unlink()
+    stats = export_sessions(src, out, retention_days=30, manifest=manifest)
     text = (out / "s1.md").read_text()
     assert text.startswith("# Session s1\n") and "User: my key is [redacted] and please remember" in text
     assert "Assistant: Noted." in text and "hidden" not in text and "sk-abc" not in text
-    assert not (out / "old.md").exists() and not (out / "gone.md").exists()
-    assert (out / "user-note.md").exists()  # never deletes what it did not write
-    assert stats == {"written": 1, "unchanged": 0, "removed": 1}
-    assert export_sessions(src, out, retention_days=30)["unchanged"] == 1
+    assert not (out / "old.md").exists() and not (out / "gone2.md").exists()  # its own export of a gone transcript
+    assert (out / "user-note.md").exists() and (out / "gone.md").exists()  # never deletes what it did not write
+    assert stats.as_dict() == {"written": 0, "unchanged": 1, "removed": 1}
+    assert export_sessions(src, out, retention_days=30, manifest=manifest).unchanged == 1
     assert flatten_transcript("").lines == []
     t = flatten_transcript((src / "s1.jsonl").read_text())
     assert t.line_map == [1, 2]  # each flattened line points at its JSONL line
+
+
+def test_session_export_never_replaces_or_deletes_a_file_it_did_not_write(tmp_path):
+    src, out, manifest = tmp_path / "sessions", tmp_path / "export", tmp_path / "state" / "manifest.json"
+    src.mkdir()
+    out.mkdir()
+    for name in ("2026-01-05", "edited", "linked", "fresh"):
+        _jsonl(src / f"{name}.jsonl", [{"type": "message", "message": {"role": "user", "content": f"talk of {name}"}}])
+    (out / "2026-01-05.md").write_text("- the user's own note of that day\n")  # same name as a transcript
+    (tmp_path / "victim.md").write_text("- outside the export folder\n")
+    os.symlink(tmp_path / "victim.md", out / "linked.md")
+    first = export_sessions(src, out, None, manifest=manifest)
+    assert (out / "2026-01-05.md").read_text() == "- the user's own note of that day\n"
+    assert (tmp_path / "victim.md").read_text() == "- outside the export folder\n" and (out / "linked.md").is_symlink()
+    assert sorted(first.kept) == ["2026-01-05.md", "linked.md"] and first.written == 2
+    assert "left 2 file(s) alone" in first.notes()[0]
+    # An export the user edited afterwards is theirs now: neither rewritten nor deleted.
+    (out / "edited.md").write_text("# Session edited\n- with my own remark\n")
+    _jsonl(src / "edited.jsonl", [{"type": "message", "message": {"role": "user", "content": "changed talk"}}])
+    (src / "fresh.jsonl").unlink()
+    second = export_sessions(src, out, None, manifest=manifest)
+    assert "my own remark" in (out / "edited.md").read_text() and "edited.md" in second.kept
+    assert not (out / "fresh.md").exists() and second.removed == 1  # its own untouched export of a gone transcript
+    (src / "edited.jsonl").unlink()
+    export_sessions(src, out, None, manifest=manifest)
+    assert (out / "edited.md").exists() and (out / "2026-01-05.md").exists()
+    assert not list(out.glob(".memsift-export-*"))  # no temp file left behind
