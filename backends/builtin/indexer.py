@@ -243,8 +243,13 @@ class Indexer:
         include_sessions: bool = True,
         embed_step: int | None = None,
         cancel: threading.Event | None = None,
+        defer_vectors: bool = False,
     ) -> None:
         self.settings = settings
+        # A first search builds the keyword index alone (fast, no provider call) and records that
+        # its vectors are pending; the syncs after it make them (`_backfill_vectors`).
+        self.defer_vectors = defer_vectors and ident.embeds
+        self.vectors_pending = self.defer_vectors
         # Texts per embed call (None: a whole group at once). Smaller steps report progress more
         # often and let a closing process stop sooner, at no cost for the local model.
         self.embed_step = embed_step
@@ -576,6 +581,8 @@ class Indexer:
         group: list[_Pending] = []
         count = 0
         size = GROUP_CHUNKS if self.embed else KEYWORD_GROUP_CHUNKS
+        if self.defer_vectors:
+            size = KEYWORD_GROUP_CHUNKS
         for p in pending:
             group.append(p)
             count += len(p.chunks)
@@ -605,7 +612,10 @@ class Indexer:
         for group in self._groups(pending):
             _check(self.cancel)
             try:
-                vectors = self._embed_group(conn, sources, group, report)
+                # After one failure in this sync no further group asks the provider: a provider
+                # that hangs costs one request's timeouts and retries, not one per group.
+                failed = self.embed_error is not None and tolerate_embed_errors
+                vectors = {} if (self.defer_vectors or failed) else self._embed_group(conn, sources, group, report)
             except Exception as exc:
                 if not tolerate_embed_errors:
                     raise
@@ -632,11 +642,12 @@ class Indexer:
             return
         self._chunks_done = done
         if self.progress:
-            self.progress("embed" if self.embed else "write", done, self._chunks_total)
+            self.progress("embed" if self.embed and not self.defer_vectors else "write", done, self._chunks_total)
 
     def _backfill_vectors(self, conn: apsw.Connection, vec: VectorState, report: SyncReport) -> None:
-        """Embed chunks stored without vectors (a provider failed earlier), and fill chunks_vec."""
-        if self.embed is None:
+        """Embed chunks stored without vectors (a provider failed earlier, or a first search built
+        the keyword index alone), and fill chunks_vec."""
+        if self.embed is None or self.embed_error is not None:
             return
         rows = conn.execute("SELECT rowid, hash, text FROM chunks WHERE embedding IS NULL").fetchall()
         for i in range(0, len(rows), GROUP_CHUNKS):
@@ -679,6 +690,8 @@ class Indexer:
 
     def _finish(self, conn: apsw.Connection, want: dict[str, Any], *, full: bool = False) -> None:
         meta = {**want, **self.meta_extra}
+        if self.vectors_pending:
+            meta["vectorsPending"] = True  # searches answer by keyword until the vectors are made
         row = conn.execute("SELECT embedding FROM chunks WHERE embedding IS NOT NULL LIMIT 1").fetchone()
         meta["dims"] = len(row[0]) // 4 if row else self.ident.dims
         with conn:
@@ -714,7 +727,11 @@ class Indexer:
         report.files_removed = len(removed)
         self._index_pending(conn, vec, [conn], changed, report, tolerate_embed_errors=self.tolerate_embed_errors)
         self._backfill_vectors(conn, vec, report)
-        if changed or removed or current.get("dims") is None or any(current.get(k) != v for k, v in self.meta_extra.items()):
+        pending_before = bool(current.get("vectorsPending"))
+        if pending_before:
+            self.vectors_pending = conn.execute("SELECT 1 FROM chunks WHERE embedding IS NULL LIMIT 1").fetchone() is not None
+        if changed or removed or pending_before or current.get("dims") is None or \
+                any(current.get(k) != v for k, v in self.meta_extra.items()):
             self._finish(conn, want)
 
     def _full_rebuild(self, report: SyncReport, want: dict[str, Any]) -> None:

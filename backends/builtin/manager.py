@@ -35,7 +35,7 @@ from memsift.engine.results import (
 from memsift.engine.scripts import coverage
 from memsift.engine.hits import hits_from_ranked
 from memsift.engine.pipeline import PipelineParams, rank
-from memsift.engine.query_embedding import QueryEmbedding, beside
+from memsift.engine.query_embedding import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding, beside
 from memsift.engine.search_request import SearchRequest
 from memsift.engine.time_query import TimeBound, TimeWindow
 from memsift.engine.snippets import SNIPPET_MAX_CHARS
@@ -64,6 +64,10 @@ log = get_logger("memsift.builtin")
 # timeouts and retries); a query embedding has its own budget (engine/query_embedding.py).
 BATCH_TIMEOUT_S = {"local": 600.0}
 SEARCH_SYNC_BUDGET_S = 2.0  # a search waits this long for files changed since the last sync
+# A first search (no index yet) builds the keyword index, then waits this long for the vectors:
+# a small workspace answers hybrid at once, a large one (or a provider that does not answer) by
+# keyword, saying the vectors are pending, while they are made in the background.
+FIRST_SEARCH_VECTOR_BUDGET_S = 10.0
 EMBED_STEP = 64  # texts per embed call for the local model and when progress is shown
 SYNC_STOP_TIMEOUT_S = 30.0  # aclose waits this long for a sync it asked to stop
 
@@ -126,6 +130,7 @@ class BuiltinSearchManager:
         self._seen_sessions = RecentKeys()  # bounded: a server sees any number of chats
         self._query_circuit: QueryCircuit | None = None
         self.search_sync_budget_s = SEARCH_SYNC_BUDGET_S
+        self.first_search_vector_budget_s = FIRST_SEARCH_VECTOR_BUDGET_S
         self.snippet_chars = SNIPPET_MAX_CHARS  # the benchmarks raise it to see whole chunks
 
     # --- identity and connections -------------------------------------------------------------
@@ -233,7 +238,8 @@ class BuiltinSearchManager:
             return await self.provider.embed_documents(texts)
 
     async def sync(
-        self, *, force: bool = False, reason: str = "manual", allow_full: bool = True, include_sessions: bool = True
+        self, *, force: bool = False, reason: str = "manual", allow_full: bool = True, include_sessions: bool = True,
+        defer_vectors: bool = False,
     ) -> SyncReport:
         """Bring the index up to date with the files. Full rebuilds are atomic.
 
@@ -245,7 +251,7 @@ class BuiltinSearchManager:
         async with self._sync_lock:
             if allow_full and self._primary.provider is not None and self.provider is not self._primary.provider:
                 self.provider, self.selection = self._primary.provider, self._primary
-            kw = {"force": force, "reason": reason, "include_sessions": include_sessions}
+            kw = {"force": force, "reason": reason, "include_sessions": include_sessions, "defer_vectors": defer_vectors}
             try:
                 try:
                     return await self._run_indexer(allow_full=allow_full, **kw)
@@ -258,7 +264,8 @@ class BuiltinSearchManager:
                     raise
                 return await self._run_indexer(allow_full=True, **kw)
 
-    async def _run_indexer(self, *, force: bool, reason: str, allow_full: bool, include_sessions: bool) -> SyncReport:
+    async def _run_indexer(self, *, force: bool, reason: str, allow_full: bool, include_sessions: bool,
+                           defer_vectors: bool = False) -> SyncReport:
         extra = {"workspace": str(self.settings.workspace)}  # the index name is a hash: `index --list` reads it here
         if self.selection.fallback_from:
             extra["fallback"] = {"from": self.selection.fallback_from, "reason": self.selection.fallback_reason}
@@ -272,6 +279,7 @@ class BuiltinSearchManager:
             include_sessions=include_sessions,
             embed_step=self._embed_step(),
             cancel=self._closing,
+            defer_vectors=defer_vectors,
         )
         # A rebuild swaps the database file: no connection of ours stays open across that.
         self._close_reader()
@@ -382,8 +390,15 @@ class BuiltinSearchManager:
             # The search waits for the build instead of answering "no results" from nothing.
             if self.progress:
                 self.progress("build", 0, 0)  # the CLI says the search builds the index first
-            await self.sync(reason="bootstrap", allow_full=True)
-            return False, None
+            # The keyword index first (no provider call: a provider that never answers cannot
+            # hold the first search), then the vectors within a budget; past it the search
+            # answers by keyword and the vectors go on being made in the background.
+            await self.sync(reason="bootstrap", allow_full=True, defer_vectors=self.provider is not None)
+            if self.provider is None:
+                return False, None
+            with anyio.move_on_after(self.first_search_vector_budget_s) as scope:
+                await self.sync(reason="bootstrap vectors", allow_full=False, include_sessions=False)
+            return scope.cancelled_caught, None
         self._adopt_index_provider(meta)
         if not self.ms.sync.on_search:
             self._dirty = False
@@ -551,6 +566,11 @@ class BuiltinSearchManager:
         windows: list[TimeWindow] | None = None,
     ) -> tuple[list[SearchHit], str, bool]:
         h = self.ms.query.hybrid
+        if sides.vector and meta.get("vectorsPending") and self.provider is not None:
+            # A first search built the keyword index alone: its vectors are still being made.
+            running = "are being made now" if self._running else "are made by the next sync (`memsift index` makes them now)"
+            degraded.vector = f"vectors pending: the index was built for keyword search first and its embeddings {running}"
+            sides = _Sides(sides.requested, vector=False, keyword=True)
         plan = plan_query(q, meta.get("ftsTokenizer", "unicode61"))
         limit = candidate_count(max_results, h.candidate_multiplier)
         # A since/until filter searches only its rows; a time the question names adds its rows' best.
@@ -750,8 +770,10 @@ class BuiltinSearchManager:
             out["embedding"] = {"ok": False, "error": unavailable_reason}
         else:
             t0 = time.perf_counter()
+            budget = QUERY_BUDGET_S.get(self.provider.id, REMOTE_QUERY_BUDGET_S)  # a search's own bound
             try:
-                vec = await self.provider.embed_query("ping")
+                with anyio.fail_after(budget):
+                    vec = await self.provider.embed_query("ping")
                 out["embedding"] = {
                     "ok": True,
                     "provider": self.provider.id,
@@ -760,6 +782,8 @@ class BuiltinSearchManager:
                     "latencyMs": round((time.perf_counter() - t0) * 1000, 1),
                     "fallback": self._fallback().to_json_dict() if self._fallback() else None,
                 }
+            except TimeoutError:
+                out["embedding"] = {"ok": False, "error": f"{self.provider.id} did not answer a one-word embedding within {budget:g} s"}
             except Exception as exc:
                 out["embedding"] = {"ok": False, "error": str(exc)}
         if conn is not None:

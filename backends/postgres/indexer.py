@@ -154,6 +154,9 @@ class _Sync:
     async def _vectors(self, group: list[_Pending], reuse_gen: int | None, tolerate: bool) -> dict[str, np.ndarray]:
         if self.embed is None:
             return {}
+        # After one failure in this sync no further group asks the provider (as builtin): a
+        # provider that hangs costs one call's timeouts and retries per sync, not one per group.
+        failed = tolerate and self.embed_error is not None
         hashes = list({c.hash for p in group for c in p.chunks})
         vectors = await self._known_vectors(hashes, reuse_gen) if hashes else {}
         self.report.chunks_from_cache += sum(1 for p in group for c in p.chunks if c.hash in vectors)
@@ -162,7 +165,7 @@ class _Sync:
             for c in p.chunks:
                 if c.hash not in vectors:
                     missing.setdefault(c.hash, c.text)
-        if not missing:
+        if not missing or failed:
             return vectors
         try:
             matrix = await self.embed(list(missing.values()))
@@ -259,7 +262,7 @@ class _Sync:
 
     async def backfill(self, gen: int) -> None:
         """Embed chunks stored without vectors (the provider failed earlier)."""
-        if self.embed is None:
+        if self.embed is None or self.embed_error is not None:
             return
         cur = await self.conn.execute(
             "SELECT chunk, hash, text FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND embedding IS NULL",

@@ -345,6 +345,7 @@ def test_small_outputs_say_what_happened(tmp_path, example_workspace):
     assert "4.0" not in json.dumps(data["memorySearch"]["query"]) and '"maxInjectedChars": 4000,' in json.dumps(data, indent=1).replace("\n", "")
     assert isinstance(data["memory"]["qmd"]["limits"]["maxResults"], int)
     # -vv shows more than -v: how the config resolved and how the search went.
+    _memsift(tmp_path, "-w", ws, "search", "ledger")  # both below on a built index
     v = _memsift(tmp_path, "-w", ws, "-v", "search", "ledger")
     vv = _memsift(tmp_path, "-w", ws, "-vv", "search", "ledger")
     assert "config resolved" in vv.stderr and "search done" in vv.stderr

@@ -5,6 +5,7 @@ provider for a while (also across CLI processes), then tries again and closes wh
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -15,6 +16,9 @@ import anyio
 
 from helpers import make_settings
 from memsift.backends.builtin import BuiltinSearchManager
+from memsift.backends.builtin.indexer import GROUP_CHUNKS
+from memsift.engine.embeddings.remote import MAX_BATCH_BYTES
+from memsift.engine.http_client import MAX_RETRIES
 from memsift.engine.config.models import MemorySearchConfig
 from memsift.engine.embeddings import create_provider
 from provider_server import ProviderServer
@@ -90,3 +94,75 @@ def test_an_open_circuit_spares_cold_cli_searches_too(tmp_path):
     assert all(a["results"] for a, _ in answers)
     assert "timed out" in reasons[0] and "paused" in reasons[3], reasons
     assert answers[3][1] == answers[2][1]  # the fourth process did not ask the provider
+
+
+def test_a_first_search_never_waits_on_a_provider_that_never_answers(tmp_path):
+    """No index yet and an endpoint that accepts and never answers: the first search builds the
+    keyword index, answers by keyword saying the vectors are pending, and `status --deep` probes
+    within a search's query budget (both would run for minutes before)."""
+    ws = _ws(tmp_path)
+    with ProviderServer("openai", key=KEY) as server:
+        server.delay = 300
+        cfg = tmp_path / "cfg.json"
+        cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {
+            "provider": "openai", "remote": {"baseUrl": server.base_url, "apiKey": KEY}}}}}))
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1"}
+        base = [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws)]
+        try:
+            # A hang here fails the test (TimeoutExpired): the search has a budget.
+            r = subprocess.run([*base, "search", "gannets", "--json"], env=env, capture_output=True, text=True, timeout=90)
+            assert r.returncode == 0, r.stderr[-2000:]
+            answer = json.loads(r.stdout)
+            assert answer["results"][0]["path"] == "memory/2026-11-02.md"
+            assert "vectors pending" in answer["degraded"]["vector"], answer["degraded"]
+            r = subprocess.run([*base, "status", "--deep", "--json"], env=env, capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr[-2000:]
+            probe = json.loads(r.stdout)["deep"]["embedding"]
+            assert probe["ok"] is False and "did not answer" in probe["error"]
+            assert json.loads(r.stdout)["index"]["meta"]["vectorsPending"] is True
+        finally:
+            server.delay = 0
+        # Once the provider answers, one sync makes the vectors and searches are hybrid again.
+        assert subprocess.run([*base, "index"], env=env, capture_output=True, timeout=120).returncode == 0
+        r = subprocess.run([*base, "search", "gannets", "--json"], env=env, capture_output=True, text=True, timeout=90)
+        answer = json.loads(r.stdout)
+        assert answer["mode"] == "hybrid" and not (answer.get("degraded") or {}).get("vector"), answer.get("degraded")
+
+
+def test_a_failing_provider_costs_one_request_per_sync_not_one_per_group(tmp_path):
+    """Hundreds of chunks in several groups: after the first failed embedding call the sync stores
+    the rest without vectors instead of asking again for every group."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for i in range(700):
+        (ws / "memory" / f"note-{i:04d}.md").write_text(f"- note {i} about puffin colony {i % 17}\n")
+    with ProviderServer("openai", key=KEY) as server:
+        remote = {"baseUrl": server.base_url, "apiKey": KEY}
+        settings = make_settings(tmp_path, ws, {"provider": "openai", "remote": remote})
+        provider = create_provider("openai", MemorySearchConfig.model_validate({"provider": "openai", "remote": remote}), environ={})
+        provider.batch_timeout = 0.3
+        provider._sleep = lambda _s: anyio.sleep(0)  # no back-off waits in the test
+        m = BuiltinSearchManager(settings, provider=provider)
+
+        async def go():
+            server.delay = 5
+            answer = await m.search("puffin colony", min_score=0)  # the first search: keyword index, vectors pending
+            assert answer.results and "vectors pending" in (answer.degraded.vector or "")
+            for i in range(700):  # every file changes: three groups of new chunks
+                (ws / "memory" / f"note-{i:04d}.md").write_text(f"- note {i} about gannet colony {i % 13}\n")
+            before = len(server.embedding_requests())
+            report = await m.sync()
+            asked = len(server.embedding_requests()) - before
+            # One group's call (its requests, each tried 1 + 3 times), not one per group (three groups).
+            one_call = (MAX_RETRIES + 1) * math.ceil(GROUP_CHUNKS * 32 / MAX_BATCH_BYTES)  # a chunk is < 32 bytes
+            assert report.files_indexed == 700 and 0 < asked <= one_call, (asked, one_call)
+            server.delay = 0
+            await m.sync()
+            answer = await m.search("gannet colony", min_score=0)
+            assert answer.mode == "hybrid" and answer.degraded.vector is None
+
+        try:
+            anyio.run(go)
+        finally:
+            server.delay = 0
+            anyio.run(m.aclose)
