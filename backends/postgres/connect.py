@@ -7,7 +7,7 @@ import os
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from memsift.engine.config.models import PostgresConfig
 from memsift.engine.errors import BackendError, ConfigError
@@ -41,34 +41,51 @@ class Dsns:
         return shown_dsn(self.write)
 
 
+_URI_PREFIX_RE = re.compile(r"(?i)^\s*(postgres(?:ql)?://)")
+_URI_PARAM_PASSWORD_RE = re.compile(r"(?i)([?&]password=)([^&]*)")
+
+
+def _split_uri(dsn: str) -> tuple[str, str | None, str | None, str] | None:
+    """A URI as libpq splits it: (scheme, user, password, the rest after the `@`), or None for the
+    key=value form. libpq ends the credentials at the first `@` or `/` and knows no fragment:
+    a `#` is part of the password (urlsplit would cut it there and show the rest)."""
+    m = _URI_PREFIX_RE.match(dsn)
+    if not m:
+        return None
+    rest = dsn[m.end():]
+    end = next((i for i, ch in enumerate(rest) if ch in "@/"), len(rest))
+    if end == len(rest) or rest[end] != "@":
+        return m.group(1), None, None, rest
+    user, colon, password = rest[:end].partition(":")
+    return m.group(1), user, password if colon else None, rest[end + 1:]
+
+
 def _register(dsn: str) -> None:
-    """The password counts as a secret (in a URL, its query string, or key=value form)."""
-    try:
-        parts = urlsplit(dsn)
-        if parts.password:
-            register_secret(parts.password)
-        for m in re.finditer(r"(?i)password=([^&]*)", parts.query):
-            register_secret(m.group(1))
-    except ValueError:
-        pass
-    for m in _KV_PASSWORD_RE.finditer(dsn):
-        register_secret(m.group(2).strip("'"))
+    """The password counts as a secret, as written and as libpq decodes it (`%23` is `#`), in a
+    URI's credentials, its `password=` parameter, or the key=value form."""
+    found: list[str] = []
+    uri = _split_uri(dsn)
+    if uri is not None:
+        _scheme, _user, password, rest = uri
+        found += [password] if password else []
+        found += [m.group(2) for m in _URI_PARAM_PASSWORD_RE.finditer(rest)]
+    else:
+        found += [m.group(2).strip("'") for m in _KV_PASSWORD_RE.finditer(dsn)]
+        found += [m.group(2)[1:-1].replace("\\'", "'").replace("\\\\", "\\") for m in _KV_PASSWORD_RE.finditer(dsn)
+                  if m.group(2).startswith("'")]
+    for value in found:
+        register_secret(value)
+        register_secret(unquote(value))
 
 
 def shown_dsn(dsn: str) -> str:
     """The DSN with any password masked: `postgresql://memsift:***@db:5432/memsift`."""
-    if "://" not in dsn:
-        return _KV_PASSWORD_RE.sub(r"\1***", dsn)
-    try:
-        parts = urlsplit(dsn)
-    except ValueError:
-        return "postgresql://***"
-    netloc = parts.netloc
-    if parts.password is not None:
-        user, _, host = netloc.rpartition("@")
-        netloc = f"{user.split(':', 1)[0]}:***@{host}"
-    query = re.sub(r"(?i)(password=)[^&]*", r"\1***", parts.query)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    uri = _split_uri(dsn)
+    if uri is None:
+        return redact(_KV_PASSWORD_RE.sub(r"\1***", dsn))
+    scheme, user, password, rest = uri
+    creds = "" if user is None else f"{user}{':***' if password is not None else ''}@"
+    return redact(scheme + creds + _URI_PARAM_PASSWORD_RE.sub(r"\1***", rest))
 
 
 def resolve_dsns(cfg: PostgresConfig, environ: Mapping[str, str] | None = None) -> Dsns:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from re import split as re_split
 import os
 import subprocess
 import sys
@@ -252,3 +253,32 @@ def test_time_filters_windows_and_decay_agree_with_builtin(tmp_path, pg_dsn):
         builtin._close_reader()
 
     anyio.run(run)
+
+
+HASH_SECRET = "Zq81#never-shown#9x"  # a `#` is part of a libpq password: no fragment, no cut
+DSN_FORMS = {
+    "uri": f"postgresql://memsift:{HASH_SECRET}@127.0.0.1:1/memsift?connect_timeout=1",
+    "uri-encoded": "postgresql://memsift:Zq81%23never-shown%239x@127.0.0.1:1/memsift?connect_timeout=1",
+    "uri-param": f"postgres://memsift@127.0.0.1:1/memsift?connect_timeout=1&password={HASH_SECRET}",
+    "uri-multihost": f"postgresql://memsift:{HASH_SECRET}@127.0.0.1:1,127.0.0.1:2/memsift?connect_timeout=1",
+    "key-value": f"host=127.0.0.1 port=1 user=memsift password={HASH_SECRET} dbname=memsift connect_timeout=1",
+    "key-value-quoted": "host=127.0.0.1 port=1 password='Zq81#never shown\\'9x' dbname=memsift connect_timeout=1",
+}
+
+
+@pytest.mark.parametrize("form", sorted(DSN_FORMS))
+def test_a_password_with_a_hash_never_leaks_in_any_form(tmp_path, example_workspace, form):
+    """Parsed as libpq parses it (the oracle: psycopg's conninfo_to_dict), the password is masked
+    whole in status, status --json (dbPath, dsn), connection and index errors and -vv logs."""
+    dsn = DSN_FORMS[form]
+    password = psycopg.conninfo.conninfo_to_dict(dsn)["password"]
+    pieces = [p for p in re_split(r"[#' ]", password) if len(p) >= 3] + [password]
+    runs = [_cli(tmp_path, example_workspace, *args, env_dsn=dsn) for args in
+            (("status",), ("status", "--json"), ("-vv", "search", "ledger"), ("index",), ("-vv", "index"))]
+    for run in runs:
+        shown = run.stdout + run.stderr
+        assert not [p for p in pieces if p in shown], (form, shown[-1500:])
+        assert "Traceback" not in shown
+    data = json.loads(runs[1].stdout)
+    for shown in (data["dbPath"], data["index"]["postgres"]["dsn"]):
+        assert "***" in shown and "127.0.0.1" in shown, shown
