@@ -127,6 +127,8 @@ class MemoryServer:
 
     def __init__(self, manager: SearchManager, settings: ResolvedConfig, *, session_key: str | None = None,
                  max_chars: int | None = None) -> None:
+        if session_key is not None and (not isinstance(session_key, str) or not session_key.strip()):
+            raise ValueError("the fixed session key is empty: pass the chat's session key, or None to take each call's")
         # Whatever manager it is given, every tool call goes through the scope rules.
         self.manager, self.settings = scoped(manager, settings), settings
         self.session_key = session_key  # fixed by the operator: wins over a per-call key

@@ -68,6 +68,14 @@ def _emit_json(data: Any) -> None:
     click.echo(_json_text(data))
 
 
+def _session_key(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """An empty key is not a key (an unset shell variable): refused, never read as "local caller"."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("is empty (an unset shell variable?); pass the chat's session key, or leave the "
+                                 "option out for a local caller", param_hint="--session-key")
+    return value
+
+
 class _Ctx:
     def __init__(self, workspace: str | None, agent: str | None, config: str | None, backend: str | None = None) -> None:
         self.workspace, self.agent, self.config, self.backend = workspace, agent, config, backend
@@ -177,7 +185,7 @@ def _index_catalog(folder: Any, *, prune: bool, as_json: bool) -> None:
 @click.argument("query")
 @click.option("--max-results", "-n", type=click.IntRange(min=1), help="Maximum hits (default query.maxResults, 6).")
 @click.option("--min-score", type=click.FloatRange(0, 1), help="Minimum score (default query.minScore, 0.35).")
-@click.option("--session-key", help="Session key of the asking chat (scope rules; citations in auto mode).")
+@click.option("--session-key", callback=_session_key, help="Session key of the asking chat (scope rules; citations in auto mode).")
 @click.option("--explain", is_flag=True, help="Show how each hit's score was made.")
 @click.option("--mode", "-m", type=click.Choice(SEARCH_MODE_CHOICES, case_sensitive=False),
               help="Retrieval for this search: hybrid, keyword (BM25 only) or vector; default: as configured.")
@@ -233,7 +241,7 @@ def search_output(answer: Any, *, as_json: bool, explain: bool) -> tuple[str, st
 @click.argument("target", metavar="PATH[:FROM-TO | #LFROM-LTO | :FROM[:COUNT]]")
 @click.option("--from", "from_line", type=click.IntRange(min=1), help="First line (1-based).")
 @click.option("--lines", type=click.IntRange(min=1), help="Number of lines.")
-@click.option("--session-key", help="Session key of the asking chat (scope rules).")
+@click.option("--session-key", callback=_session_key, help="Session key of the asking chat (scope rules).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, session_key: str | None, as_json: bool) -> None:
@@ -266,7 +274,7 @@ def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, sessio
 
 @cli.command()
 @click.option("--deep", is_flag=True, help="Also probe the embedding provider and check the database.")
-@click.option("--session-key", help="Session key of the asking chat (scope rules).")
+@click.option("--session-key", callback=_session_key, help="Session key of the asking chat (scope rules).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def status(obj: _Ctx, deep: bool, session_key: str | None, as_json: bool) -> None:
@@ -397,7 +405,7 @@ def resident_helper(obj: _Ctx) -> None:
 @click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address (no authentication: keep it local).")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="HTTP port.")
-@click.option("--session-key", help="Session key for every call (scope rules, citations); wins over a per-call key.")
+@click.option("--session-key", callback=_session_key, help="Session key for every call (scope rules, citations); wins over a per-call key.")
 @click.option("--max-chars", type=click.IntRange(min=200), help="Bound on each answer (default memory.qmd.limits.maxInjectedChars).")
 @click.option("--no-watch", is_flag=True, help="Do not keep the index fresh in the background.")
 @click.pass_obj
@@ -422,7 +430,7 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
 @cli.command()
 @click.argument("queries_file", type=click.Path(dir_okay=False))
 @click.option("-k", "k", default=5, show_default=True, type=click.IntRange(1, 50), help="Compare the top K hits.")
-@click.option("--session-key", help="Session key for both sides (scope rules, citations).")
+@click.option("--session-key", callback=_session_key, help="Session key for both sides (scope rules, citations).")
 @click.option("--no-sync", is_flag=True, help="Search the indexes as they are (no sync first).")
 @click.option("--fail-under", type=click.FloatRange(0, 1),
               help="Exit 1 when the mean hit overlap is below this, or when a side fell back or failed on any query.")

@@ -40,11 +40,19 @@ DENIED_BASES = (
     + ["agent:main:slack:group:G1:thread:1700000000.0001", "agent:main:telegram:group:-100123:topic:42"]
     + ["agent:main:discord:direct:1", "agent:main:discord:channel:C7", "agent:main:discord:group:42"]
     + ["agent:main:subagent:task-1", "subagent:x", "agent:main:subagent:discord:direct:9"]
+    # A chat type nobody knows may be a group: the rules deny groups, so these are denied too.
+    + ["agent:main:telegram:grp:40", "agent:main:slack:guild:7:thread:1"]
 )
 ALLOWED = ["agent:main:telegram:direct:7", "agent:main:slack:channel:C1", "agent:main:main", None]
 INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u202e", "\u2066", "\u180e", "\u034f", "\u3164"]
 CONTROL = ["\n", "\t", "\r", "\x00", "\x0b", "\x1f", "\x7f", "\x85", "\x1b"]
-LOOKALIKE_COLONS = ["\u2236", "\ua789", "\u02d0", "\ufe13", "\u05c3"]
+# Whole terminal escape sequences: removing only the ESC used to leave `group[31m`, an unknown
+# segment, and the key counted as direct.
+ESCAPES = ["\x1b[31m", "\x1b[0m", "\x1b[1;32m", "\x1b]0;title\x07", "\x9b31m", "\x1b(B"]
+LOOKALIKE_COLONS = ["\u2236", "\ua789", "\u02d0", "\ufe13", "\u05c3",
+                    # NFKC turns U+FE30 into "..": it was allowed on every tool; and ten more confusables
+                    "\ufe30", "\ua4fd", "\u02f8", "\u205a", "\u0903", "\u0a83", "\u0703", "\u0704", "\u2e35", "\u2982",
+                    "\u1365"]
 
 
 def _fullwidth(s: str) -> str:
@@ -58,7 +66,7 @@ def _math_bold(s: str) -> str:
 def _segment_mutations(seg: str) -> list[str]:
     out = [f" {seg}", f"{seg} ", f"  {seg}\t", seg.upper(), seg.title(), _fullwidth(seg), _math_bold(seg)]
     mid = max(1, len(seg) // 2)
-    for ch in INVISIBLE + CONTROL:
+    for ch in INVISIBLE + CONTROL + ESCAPES:
         out += [ch + seg, seg + ch, seg[:mid] + ch + seg[mid:]]
     out.append(seg[:mid] + " " + seg[mid:])  # a space inside: malformed
     return out
@@ -96,6 +104,7 @@ def test_the_generator_makes_over_a_thousand_hostile_keys():
     assert len(KEYS) >= 1000
     kinds = " ".join(KEYS)
     assert "\u200b" in kinds and "\x00" in kinds and "ｇｒｏｕｐ" in kinds and "::" in kinds and "\u2236" in kinds
+    assert "\ufe30" in kinds and "group\x1b[31m" in kinds and ":grp:" in kinds
 
 
 @pytest.fixture
@@ -166,3 +175,21 @@ def test_the_cli_denies_hostile_keys_too(tmp_path):
         FIGURES["hostile session keys tried (CLI search/get/status)"] += 1
     FIGURES["hostile session keys wrongly allowed (CLI search/get/status)"] += len(wrongly)
     assert not wrongly
+
+
+@pytest.mark.parametrize("command", [["mcp"], ["search", "aurora"], ["get", "MEMORY.md"], ["status"]])
+def test_an_empty_session_key_is_refused_at_start(tmp_path, command):
+    """`--session-key ""` (an unset shell variable) is not a key: it used to fix MCP's key to "local
+    caller" and then allow every per-call key, group keys included."""
+    ws = tmp_path / "ws"
+    shutil.copytree(QMD_SAMPLES / "corpus", ws)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1",
+           "MEMSIFT_STATE_DIR": str(tmp_path / "state")}
+    for empty in ("", "  "):
+        r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), *command, "--session-key", empty],
+                           capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
+        assert r.returncode == 2 and "--session-key" in r.stderr and "empty" in r.stderr, (command, r.stderr)
+        assert r.stdout == "" and "Traceback" not in r.stderr
+    settings = _settings(tmp_path, ws, "builtin")
+    with pytest.raises(ValueError, match="session key"):
+        MemoryServer(open_manager(settings), settings, session_key=" ")
