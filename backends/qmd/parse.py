@@ -48,9 +48,16 @@ def parse_snippet(snippet: str) -> tuple[int | None, int | None, str]:
     return start, start + max(count, 1) - 1, snippet[m.end() :]
 
 
+def _starts_a_line(text: str, i: int) -> bool:
+    return not text[text.rfind("\n", 0, i) + 1 : i].strip()
+
+
 def _first_json_array(text: str) -> str | None:
-    """The first balanced `[...]` in `text`, skipping brackets inside strings."""
+    """The first balanced `[...]` in `text` that opens a line (QMD prints its JSON on lines of its
+    own; `error [0] happened` is no answer), skipping brackets inside strings."""
     start = text.find("[")
+    while start != -1 and not _starts_a_line(text, start):
+        start = text.find("[", start + 1)
     while start != -1:
         depth, in_str, esc = 0, False, False
         for i in range(start, len(text)):
@@ -76,6 +83,8 @@ def _first_json_array(text: str) -> str | None:
                     except ValueError:
                         break
         start = text.find("[", start + 1)
+        while start != -1 and not _starts_a_line(text, start):
+            start = text.find("[", start + 1)
     return None
 
 
@@ -100,9 +109,12 @@ def parse_search_output(stdout: str, stderr: str = "") -> list[QmdHit]:
         data = json.loads(extracted)
     if not isinstance(data, list):
         raise QmdOutputError("qmd returned JSON that is not an array")
+    if data and not any(isinstance(item, dict) and isinstance(item.get("file"), str) and item["file"] for item in data):
+        # Output that parses but holds no hit is garbage, not "no memories": the fallback answers.
+        raise QmdOutputError(f"qmd returned JSON that is not a list of hits: {json.dumps(data)[:117]}")
     hits = []
     for item in data:
-        if not isinstance(item, dict):
+        if not isinstance(item, dict) or not isinstance(item.get("file"), str) or not item["file"]:
             continue
         score = item.get("score")
         score = float(score) if isinstance(score, (int, float)) and score == score else 0.0

@@ -140,7 +140,11 @@ def test_a_hang_is_killed_with_its_whole_process_group_and_falls_back(tmp_path, 
 
 
 @pytest.mark.parametrize("mode,reason", [("crash", "qmd exited with code 1 while searching collection notes-main: TypeError: fetch failed"),
-                                         ("garbage", "qmd returned invalid JSON")])
+                                         ("garbage", "qmd returned invalid JSON"),
+                                         # Output that parses but holds no hit, exit 0: was a silent empty answer.
+                                         ("garbage-array", "qmd returned JSON that is not a list of hits"),
+                                         ("garbage-dicts", "qmd returned JSON that is not a list of hits"),
+                                         ("garbage-inline", "qmd returned invalid JSON")])
 def test_crashes_and_garbage_fall_back_then_recover(tmp_path, ws, env, mode, reason):
     settings = _settings(tmp_path, ws)
     env["FAKE_QMD_MODE"] = mode
