@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import errno
 import time
 from typing import Any, Callable
 
@@ -93,8 +94,8 @@ class FallbackSearchManager:
             if m is not None and hasattr(m, "mark_dirty"):
                 m.mark_dirty()
 
-    def _mark_failed(self, exc: Exception | str) -> str:
-        reason = str(exc) or type(exc).__name__
+    def _mark_failed(self, exc: BaseException | str) -> str:
+        reason = _describe_failure(exc)
         log.warning("backend failed; answering from the fallback" if not self.fail_closed else "backend failed", backend=self.backend, reason=reason)
         self._failure = (reason, time.monotonic())
         return reason
@@ -123,6 +124,8 @@ class FallbackSearchManager:
                     return answer
             except (BackendError, OSError) as exc:
                 self._mark_failed(exc)
+            except BaseExceptionGroup as group:  # a task group's failure: judged by what is inside it
+                self._mark_failed(_expected_failure(group))
         reason = self.failure_reason
         if self.fail_closed:
             return SearchAnswer(query=query, results=[], backend=self.backend, mode="none", min_score=min_score or 0.0,
@@ -154,8 +157,8 @@ class FallbackSearchManager:
             report = await self.primary().sync(force=force, reason=reason)
             self._failure = None
             return report
-        except (BackendError, OSError) as exc:
-            failure = self._mark_failed(exc)
+        except (BackendError, OSError, BaseExceptionGroup) as exc:
+            failure = self._mark_failed(_expected_failure(exc) if isinstance(exc, BaseExceptionGroup) else exc)
             if self.fail_closed:
                 raise
             report = await self.fallback().sync(force=force, reason=reason)
@@ -166,3 +169,26 @@ class FallbackSearchManager:
             if m is not None:
                 await m.aclose()
         self._primary = self._fallback = None
+
+
+def _expected_failure(group: BaseExceptionGroup) -> BaseException:
+    """The backend or OS error inside a task group's exception group; anything else (a bug, a
+    cancellation) is raised as it is."""
+    inner = group.subgroup(lambda e: isinstance(e, (BackendError, OSError)))
+    if inner is None or group.subgroup(lambda e: not isinstance(e, (BackendError, OSError, BaseExceptionGroup))):
+        raise group
+    leaf: BaseException = inner
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf
+
+
+def _describe_failure(exc: BaseException | str) -> str:
+    """A failure in words: an OS error says what it could not do where (a full disk, a read-only
+    state folder), never only `[Errno 28]`."""
+    if isinstance(exc, OSError) and not isinstance(exc, BackendError) and exc.strerror:
+        where = f" ({exc.filename})" if exc.filename else ""
+        hint = {errno.ENOSPC: "the disk is full", errno.EROFS: "the file system is read-only",
+                errno.EDQUOT: "the disk quota is used up"}.get(exc.errno or 0)
+        return f"cannot write its files: {exc.strerror}{where}" + (f"; {hint}" if hint else "")
+    return str(exc) or type(exc).__name__

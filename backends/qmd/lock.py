@@ -83,8 +83,13 @@ class WriterLock:
 
     @staticmethod
     def _write_holder(fd: int, what: str) -> None:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what, "since": time.time()}).encode(), 0)
+        """Best effort: the flock is the lock; who holds it only makes other processes' messages
+        clearer (a full disk must not turn into a failed search)."""
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what, "since": time.time()}).encode(), 0)
+        except OSError as exc:
+            log.debug("cannot write the QMD lock's holder", error=exc.strerror or str(exc))
 
     async def acquire(self, what: str, *, timeout: float | None = None) -> None:
         """Take the lock for `what`; with a timeout, raise LockBusy when it is not free in time."""
@@ -137,7 +142,10 @@ class WriterLock:
     def release(self) -> None:
         if self._fd is not None:
             try:
-                os.ftruncate(self._fd, 0)
+                try:
+                    os.ftruncate(self._fd, 0)
+                except OSError:
+                    pass  # a read-only or full state folder: the unlock below is what matters
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
             finally:
                 os.close(self._fd)

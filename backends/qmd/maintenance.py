@@ -89,10 +89,19 @@ class QmdMaintenance:
             return {}
 
     def save_state(self, **updates: Any) -> None:
+        """Best effort: the state (last update, back-off) only informs schedules and status; a full
+        disk or a read-only state folder must not stop a search."""
         state = {**self.state(), **updates}
         tmp = self.state_file.with_suffix(f".tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(state))
-        os.replace(tmp, self.state_file)
+        try:
+            tmp.write_text(json.dumps(state))
+            os.replace(tmp, self.state_file)
+        except OSError as exc:
+            log.warning("cannot record QMD's state", file=str(self.state_file), error=exc.strerror or str(exc))
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
 
     # --- collections ----------------------------------------------------------------------------
 
@@ -308,9 +317,9 @@ class QmdMaintenance:
         try:
             if self.needs_reconcile() or self._update_due():  # another search's update may have just done it
                 await self._update_locked("search", embed=False)
-        except QmdError as exc:
-            job.error = exc
-            log.warning("qmd update before a search failed", error=str(exc))
+        except (QmdError, OSError) as exc:  # OSError: QMD's own files cannot be written (a full disk)
+            job.error = exc if isinstance(exc, QmdError) else QmdError(f"cannot write QMD's files: {exc.strerror or exc}")
+            log.warning("qmd update before a search failed", error=str(job.error))
         finally:
             self.step = None
             self.lock.release()

@@ -129,3 +129,37 @@ def test_the_real_error_of_a_transaction_sqlite_rolled_back_itself(tmp_path, sma
     conn.close()
     failure = storage_failure(caught.value)
     assert failure is not None and "full" in str(failure), (caught.value, caught.value.__context__)
+
+
+def test_the_qmd_backend_on_a_full_disk_answers_and_says_why(tmp_path, small_fs):
+    """QMD's lock, state and update on a full disk: the search still answers (QMD's intact index,
+    or the builtin fallback), says the update failed, and never shows a traceback."""
+    fakebin = Path(__file__).resolve().parents[1] / "backends" / "qmd" / "fakebin"
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, ws)
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"stateDir": str(small_fs), "memory": {"backend": "qmd", "qmd": {"update": {"debounceMs": 0}}},
+                               "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1",
+           "PATH": f"{fakebin}:{os.environ['PATH']}", "FAKE_QMD_SAMPLES": str(Path(__file__).resolve().parents[1] / "qmd-samples")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), *args],
+                              capture_output=True, text=True, env=env, timeout=120)
+
+    assert cli("index").returncode == 0 and cli("-b", "builtin", "index").returncode == 0
+    (small_fs / "agents" / "main" / "qmd" / "qmd.lock").unlink(missing_ok=True)  # made again on the full disk
+    _fill(small_fs)
+    for i in range(30):  # the last free blocks too
+        if subprocess.run(["dd", "if=/dev/zero", f"of={small_fs / f'more-{i}'}", "bs=4k", "count=64"], capture_output=True).returncode:
+            break
+    (ws / "memory" / "2026-11-05.md").write_text("- the ledger database review moved to Friday\n")
+    found = cli("search", "ledger database", "--json")
+    assert found.returncode == 0 and "Traceback" not in found.stderr, found.stderr[-2000:]
+    answer = json.loads(found.stdout)
+    assert answer["results"], answer
+    said = json.dumps(answer)
+    assert ("disk is full" in said or "No space" in said) and ("update failed" in said or answer.get("fallback")), said
+    index = cli("index")
+    assert "Traceback" not in index.stderr and ("full" in index.stderr or "No space" in index.stderr), index.stderr[-1500:]
+    FIGURES["read-only index situations where searches still answered (qmd on a full disk)"] += 1

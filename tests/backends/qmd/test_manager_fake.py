@@ -308,3 +308,27 @@ def test_no_collection_folder_is_an_empty_answer_that_says_so(tmp_path, ws, env)
     answer = run(m.search, "aurora")
     assert answer.backend == "qmd" and answer.results == [] and answer.fallback is None
     assert answer.notes == ["QMD has no collection to search: none of its folders exists (memory.qmd.paths, memory.qmd.includeDefaultMemory)"]
+
+
+def test_a_task_groups_os_error_falls_back_and_says_what_failed(tmp_path, ws, env):
+    """An OSError inside the primary's task group (QMD's files on a full disk) arrives as an
+    exception group: it is a primary failure like any other, told in words."""
+    import errno
+
+    class FullDisk(QmdSearchManager):
+        async def search(self, query, **kw):
+            raise ExceptionGroup("task group", [OSError(errno.ENOSPC, "No space left on device", "/state/qmd.lock")])
+
+    settings = _settings(tmp_path, ws)
+    builtin = lambda: BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())  # noqa: E731
+    m = FallbackSearchManager(lambda: FullDisk(settings, environ=env), builtin, name="qmd", retry_after_s=0)
+    answer = run(m.search, "aurora telemetry", min_score=0)
+    assert answer.backend == "builtin" and answer.results
+    assert answer.fallback.reason == "cannot write its files: No space left on device (/state/qmd.lock); the disk is full"
+
+    class Bug(QmdSearchManager):
+        async def search(self, query, **kw):
+            raise ExceptionGroup("task group", [KeyError("a bug is not an outage")])
+
+    with pytest.raises(ExceptionGroup):
+        run(FallbackSearchManager(lambda: Bug(settings, environ=env), builtin, name="qmd").search, "aurora")
