@@ -382,7 +382,12 @@ async def serve(settings: ResolvedConfig, *, backend: str | None = None, transpo
                 # Kept fresh, so it can also answer `memsift search` from a terminal quickly.
                 tg.start_soon(lambda: serve_resident(manager, settings, backend=backend))
             if transport == "stdio":
-                await server.run_stdio_async()
+                from .mcp_stdio import guarded_stdio  # noqa: PLC0415
+
+                # The SDK's own run_stdio_async, over a transport that answers malformed requests too.
+                lowlevel = server._lowlevel_server  # noqa: SLF001
+                async with guarded_stdio() as (read, write):
+                    await lowlevel.run(read, write, lowlevel.create_initialization_options())
             else:
                 await server.run_streamable_http_async(host=host, port=port, json_response=True)
             tg.cancel_scope.cancel()
