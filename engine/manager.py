@@ -56,9 +56,11 @@ class SearchManager(Protocol):
         ...
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
-                   session_key: str | None = None, max_chars: int | None = None) -> ReadResult:
+                   session_key: str | None = None, max_chars: int | None = None, offset: int = 0) -> ReadResult:
         """`session_key`: the asking chat, judged by the scope rules (as for `search`).
-        `max_chars`: return about this much text at most (the file is streamed)."""
+        `max_chars`: return at most this many characters (the file is streamed; never more than
+        16 Mi characters: `truncated`, `nextFrom` and `nextOffset` say where the rest starts).
+        `offset`: skip that many characters (UTF-16 units) of the first line."""
         ...
 
     async def status(self, *, deep: bool = False, session_key: str | None = None) -> ManagerStatus: ...

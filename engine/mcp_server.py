@@ -178,19 +178,16 @@ class MemoryServer:
         from_line, lines = from_line or ref_from, lines or ref_lines
         start, skip = from_line or 1, offset or 0
         try:
-            # Just over the bound (past the characters skipped): enough to tell that a page is cut,
-            # never a whole huge file.
-            result = await self.manager.read(path, from_line, lines, session_key=key, max_chars=skip + self.max_chars + 1)
+            # Just over the bound: enough to tell that a page is cut, never a whole huge file; the
+            # skipped characters are streamed past, never held.
+            result = await self.manager.read(path, from_line, lines, session_key=key, max_chars=self.max_chars + 1,
+                                             offset=skip)
         except (PathNotAllowedError, MemsiftError, OSError) as exc:  # the error names the path (shortened)
             return GetOutput(path=shorten(path, 200), disabled=True, error=str(exc), warning=warning)
         if result.denied:  # the scoped manager guards every caller too
             return GetOutput(path=result.path, disabled=True, denied=result.denied, warning=warning,
                              error=f"denied by scope ({result.denied.rule})")
-        text = result.text
-        if skip:
-            first, nl, rest = text.partition("\n")
-            text = first[len(utf16_slice(first, skip)):] + nl + rest
-        page, taken, cut = _page(text, self.max_chars)
+        page, taken, cut = _page(result.text, self.max_chars)
         next_from = next_offset = None
         if cut and taken == 0:  # the page ends inside its first line: continue in that line
             next_from, next_offset = start, skip + utf16_len(page)

@@ -9,6 +9,7 @@ one line of memory.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import stat
@@ -197,45 +198,73 @@ def open_memory_file(abs_path: Path, shown: Any) -> int | None:
 
 
 def read_open_file(fd: int, from_line: int | None = None, lines: int | None = None,
-                   max_chars: int | None = None) -> tuple[str, int]:
-    """Lines `from_line`.. (`lines` of them, else to the end) of an open file and its total
-    number of lines; the file is streamed and at most about `max_chars` characters are kept."""
+                   max_chars: int | None = None, offset: int = 0) -> tuple[str, int, bool]:
+    """Lines `from_line`.. (`lines` of them, else to the end) of an open file: (text, the file's
+    total number of lines, whether the text was cut at `max_chars` characters). `offset` skips
+    that many characters (UTF-16 units, as MCP counts them) of the first line. The file is
+    streamed: whatever the offset and the file's size, at most `max_chars` characters are kept."""
     start = max(1, int(from_line or 1))
     count = max(1, int(lines)) if lines is not None else None
     with os.fdopen(fd, "rb") as fh:
-        data, total = _read_lines(fh, start, count, None if max_chars is None else (max_chars + 1) * 4)
-    text = data.decode("utf-8", errors="replace")
-    if max_chars is not None and len(text) > max_chars + 1:
-        text = text[: max_chars + 1]  # bytes were bounded; the characters are too
-    return text, total
+        return _read_text(fh, start, count, max_chars, max(0, int(offset or 0)))
 
 
 _BLOCK = 2**20
 
 
-def _read_lines(fh: Any, start: int, count: int | None, max_bytes: int | None) -> tuple[bytes, int]:
+def _skip_units(text: str, units: int) -> tuple[str, int]:
+    """`text` without its first `units` UTF-16 units (never half a character), and the units left."""
+    if text.isascii():
+        return text[units:], max(0, units - len(text))
+    data = text.encode("utf-16-le", "surrogatepass")
+    if units * 2 >= len(data):
+        return "", units - len(data) // 2
+    cut = units * 2
+    if 0xDC00 <= int.from_bytes(data[cut:cut + 2], "little") <= 0xDFFF:
+        cut -= 2  # inside a surrogate pair: keep the whole character
+    return data[cut:].decode("utf-16-le", "surrogatepass"), 0
+
+
+def _read_text(fh: Any, start: int, count: int | None, max_chars: int | None, skip: int) -> tuple[str, int, bool]:
     """Lines `start`..`start+count-1` (1-based, joined by "\n", as `text.split("\n")` numbers
-    them) and the total number of lines (a final newline ends the last line, it does not start
-    another; an empty file has none), reading the file in blocks and keeping at most `max_bytes`
-    of the lines asked for."""
+    them), the total number of lines (a final newline ends the last line, it does not start
+    another; an empty file has none) and whether the text was cut at `max_chars`."""
     end = None if count is None else start + count  # first line not wanted
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    parts: list[str] = []
+    kept, cut = 0, False
     line = 1  # number of the line the next byte belongs to
-    kept = bytearray()
     last = b""  # the file's last byte
+
+    def keep(text: str) -> None:
+        nonlocal kept, cut, skip
+        if skip and line == start:
+            text, skip = _skip_units(text, skip)
+        if not text:
+            return
+        if max_chars is not None and kept + len(text) > max_chars:
+            text, cut = text[: max_chars - kept], True
+        parts.append(text)
+        kept += len(text)
+
     while block := fh.read(_BLOCK):
         last = block[-1:]
         pos = 0
         while pos < len(block):
             nl = block.find(b"\n", pos)
             stop = len(block) if nl < 0 else nl
-            if line >= start and (end is None or line < end) and (max_bytes is None or len(kept) < max_bytes):
-                room = len(block) if max_bytes is None else pos + max_bytes - len(kept)
-                kept += block[pos : min(stop, room)]
-                if nl >= 0 and (end is None or line + 1 < end) and (max_bytes is None or len(kept) < max_bytes):
-                    kept += b"\n"
+            if line >= start and (end is None or line < end) and not cut:
+                keep(decoder.decode(block[pos:stop]))
+                if nl >= 0:
+                    keep(decoder.decode(b"", final=True))  # a character cut at the line's end
+                    decoder.reset()
+                    if (end is None or line + 1 < end) and not cut:
+                        keep("\n")
             if nl < 0:
                 break
             line += 1
             pos = nl + 1
+    if line >= start and (end is None or line < end) and not cut:
+        keep(decoder.decode(b"", final=True))
     total = 0 if not last else line - 1 if last == b"\n" else line
-    return bytes(kept), total
+    return "".join(parts), total, cut

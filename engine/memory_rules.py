@@ -49,6 +49,8 @@ __all__ = [
     "resolve_memory_path",
     "read_memory_file",
     "read_memory",
+    "FileText",
+    "MAX_READ_CHARS",
 ]
 
 
@@ -249,6 +251,20 @@ def _candidate(workspace: Path, path: Any) -> tuple[str, Path]:
     return raw, Path(os.path.normpath(candidate))  # lexical: `..` cannot hide behind a symlink
 
 
+MAX_READ_CHARS = 16 * 2**20  # what one read returns at most, whoever asks (the index skips larger notes)
+
+
+@dataclass(frozen=True)
+class FileText:
+    """What one read returned: the path as answers show it, the text, the file's line count."""
+
+    path: str
+    text: str
+    total_lines: int
+    missing: bool = False
+    truncated: bool = False  # cut at the read's character bound: more follows
+
+
 @dataclass(frozen=True)
 class MemoryRules:
     """The memory files of one agent's settings (see the module docstring)."""
@@ -351,15 +367,17 @@ class MemoryRules:
     # --- reading ---------------------------------------------------------------------------
 
     def read(self, path: Any, from_line: int | None = None, lines: int | None = None, *,
-             max_chars: int | None = None) -> tuple[str, str, int, bool]:
-        """Read a memory file or a line range: (path as shown, text, total lines, missing).
-        Streamed: only the lines asked for are kept, at most about `max_chars` characters."""
+             max_chars: int | None = None, offset: int = 0) -> FileText:
+        """Read a memory file or a line range, streamed: only the lines asked for are kept, at
+        most `max_chars` characters (and never more than MAX_READ_CHARS); `offset` skips that many
+        characters (UTF-16 units) of the first line without holding them."""
         abs_path, shown = self.resolve(path)
         fd = open_memory_file(abs_path, path)
         if fd is None:
-            return shown, "", 0, True
-        text, total = read_open_file(fd, from_line, lines, max_chars)
-        return shown, text, total, False
+            return FileText(shown, "", 0, missing=True)
+        bound = MAX_READ_CHARS if max_chars is None else max(0, min(int(max_chars), MAX_READ_CHARS))
+        text, total, cut = read_open_file(fd, from_line, lines, bound, offset)
+        return FileText(shown, text, total, truncated=cut)
 
 
 def extra_roots(workspace: Path, extra_paths: list[str] | tuple[str, ...]) -> tuple[Path, ...]:
@@ -379,18 +397,28 @@ def resolve_memory_path(workspace: Path, extra_paths: list[str] | tuple[str, ...
 
 def read_memory_file(workspace: Path, extra_paths: list[str] | tuple[str, ...], path: str, from_line: int | None = None,
                      lines: int | None = None, *, max_chars: int | None = None) -> tuple[str, str, int, bool]:
-    """`MemoryRules.read` over the workspace's memory files and these extra paths."""
-    return MemoryRules.plain(workspace, extra_paths).read(path, from_line, lines, max_chars=max_chars)
+    """`MemoryRules.read` over the workspace's memory files and these extra paths: (relative path,
+    text, total lines, missing)."""
+    got = MemoryRules.plain(workspace, extra_paths).read(path, from_line, lines, max_chars=max_chars)
+    return got.path, got.text, got.total_lines, got.missing
 
 
 async def read_memory(rules: MemoryRules, path: str, from_line: int | None = None, lines: int | None = None, *,
-                      max_chars: int | None = None) -> ReadResult:
-    """`memory_get` for every backend: the rules judge the path, the file is streamed in a worker thread."""
+                      max_chars: int | None = None, offset: int = 0) -> ReadResult:
+    """`memory_get` for every backend: the rules judge the path, the file is streamed in a worker
+    thread, and a cut read says where the rest starts (`nextFrom`, `nextOffset`)."""
     import anyio  # noqa: PLC0415
 
     from .results import ReadResult  # noqa: PLC0415
+    from .text import utf16_len  # noqa: PLC0415
 
-    shown, text, total, missing = await anyio.to_thread.run_sync(
-        lambda: rules.read(path, from_line, lines, max_chars=max_chars))
-    return ReadResult(path=shown, text=text, **{"from": max(1, int(from_line or 1))}, lines=lines, total_lines=total,
-                      missing=missing)
+    got = await anyio.to_thread.run_sync(lambda: rules.read(path, from_line, lines, max_chars=max_chars, offset=offset))
+    start = max(1, int(from_line or 1))
+    next_from = next_offset = None
+    if got.truncated:
+        newlines = got.text.count("\n")
+        next_from = start + newlines
+        tail = got.text[got.text.rfind("\n") + 1:]
+        next_offset = utf16_len(tail) + (offset if newlines == 0 else 0) or None
+    return ReadResult(path=got.path, text=got.text, **{"from": start}, lines=lines, total_lines=got.total_lines,
+                      missing=got.missing, truncated=got.truncated or None, next_from=next_from, next_offset=next_offset)

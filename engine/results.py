@@ -165,6 +165,9 @@ class ReadResult(_Out):
     total_lines: int = 0
     missing: bool = False
     denied: ScopeDenial | None = None  # scope rules refused this session key: nothing was read
+    truncated: bool | None = None  # the text was cut at the read's character bound
+    next_from: int | None = None  # ... and the rest starts at this line
+    next_offset: int | None = None  # ... this many characters (UTF-16 units) into it
 
 
 class ManagerStatus(_Out):

@@ -643,8 +643,8 @@ class BuiltinSearchManager:
     # --- read ---------------------------------------------------------------------------------
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
-                   max_chars: int | None = None) -> ReadResult:
-        return await read_memory(self.memory_rules, path, from_line, lines, max_chars=max_chars)
+                   max_chars: int | None = None, offset: int = 0) -> ReadResult:
+        return await read_memory(self.memory_rules, path, from_line, lines, max_chars=max_chars, offset=offset)
 
     # --- status -------------------------------------------------------------------------------
 

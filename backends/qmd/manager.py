@@ -339,7 +339,7 @@ class QmdSearchManager:
         """A hit's note, read by the memory rules (a file they refuse has no day: "")."""
         shown = self._map_path(c, rel)
         try:
-            return self.memory_rules.read(shown, max_chars=MAX_MARKDOWN_BYTES)[1] if shown else ""
+            return self.memory_rules.read(shown, max_chars=MAX_MARKDOWN_BYTES).text if shown else ""
         except (PathNotAllowedError, OSError):
             return ""
 
@@ -381,9 +381,9 @@ class QmdSearchManager:
     # --- read -----------------------------------------------------------------------------------
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
-                   max_chars: int | None = None) -> ReadResult:
+                   max_chars: int | None = None, offset: int = 0) -> ReadResult:
         # `qmd/<collection>/<path>` and workspace paths alike: the rules every backend reads by.
-        return await read_memory(self.memory_rules, path, from_line, lines, max_chars=max_chars)
+        return await read_memory(self.memory_rules, path, from_line, lines, max_chars=max_chars, offset=offset)
 
     # --- status ---------------------------------------------------------------------------------
 

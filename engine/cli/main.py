@@ -237,14 +237,21 @@ def search_output(answer: Any, *, as_json: bool, explain: bool) -> tuple[str, st
     return out + "\n", "", EXIT_CODES["ok"]
 
 
+CLI_READ_CHARS = 1_000_000  # what `get` prints at most by default: a bounded read, streamed
+
+
 @cli.command()
 @click.argument("target", metavar="PATH[:FROM-TO | #LFROM-LTO | :FROM[:COUNT]]")
 @click.option("--from", "from_line", type=click.IntRange(min=1), help="First line (1-based).")
 @click.option("--lines", type=click.IntRange(min=1), help="Number of lines.")
+@click.option("--offset", type=click.IntRange(min=0), default=0, help="Characters of the first line to skip (to continue a cut line).")
+@click.option("--max-chars", type=click.IntRange(min=1), default=CLI_READ_CHARS, show_default=True,
+              help="Print at most this many characters; a cut read says where the rest starts.")
 @click.option("--session-key", callback=_session_key, help="Session key of the asking chat (scope rules).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
-def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, session_key: str | None, as_json: bool) -> None:
+def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, offset: int, max_chars: int,
+        session_key: str | None, as_json: bool) -> None:
     """Read a memory file, or a line range of it (memory_get). Takes what search prints: the hit
     header (memory/2026-11-05.md:5-8) or the citation (memory/2026-11-05.md#L5-L8)."""
     from ..citations import parse_memory_ref  # noqa: PLC0415
@@ -253,7 +260,7 @@ def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, sessio
     from_line, lines = from_line or ref_from, lines or ref_lines
 
     with _errors_to_exit():
-        result = obj.run(lambda m: m.read(path, from_line, lines, session_key=session_key))
+        result = obj.run(lambda m: m.read(path, from_line, lines, session_key=session_key, max_chars=max_chars, offset=offset))
     text = result.text
     past_end = bool(from_line and from_line > result.total_lines and not result.denied)
     if as_json:
@@ -264,6 +271,10 @@ def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, sessio
         click.echo(render_denial(result.denied))
     elif not (result.missing or past_end):
         click.echo(text, nl=not text.endswith("\n"))
+    if result.truncated and not as_json:
+        more = f" --offset {result.next_offset}" if result.next_offset else ""
+        click.echo(f"memsift: {result.path}: cut at {max_chars:,} characters (--max-chars); the rest: "
+                   f"memsift get {result.path} --from {result.next_from}{more}", err=True)
     if result.missing:
         click.echo(f"memsift: {result.path} does not exist (search first, or check the path)", err=True)
         sys.exit(EXIT_CODES["error"])

@@ -174,3 +174,48 @@ def test_one_line_of_a_200_mb_file_is_read_without_holding_the_file(tmp_path):
     assert out["total"] == big.read_bytes().count(b"\n")  # the final newline ends the last line
     FIGURES["peak RSS MB reading one line of a 200 MB file"] = out["peak_mb"]
     assert out["peak_mb"] < 200, out  # it used to hold the file, decoded and split: 780 MB
+
+
+def test_a_200_mb_one_line_note_is_read_in_bounded_pages_with_any_offset(tmp_path):
+    """memory_get with `offset` 150,000,000 into a 200 MB line, and the CLI's `get --lines 1` of it:
+    the skipped characters are streamed past and one read returns a bounded page that says where
+    the rest starts (the MCP server peaked at 502 MB and the CLI printed all 200 MB)."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    with open(ws / "memory" / "one-line.md", "wb") as fh:
+        unit = b"0123456789" * 1024
+        for _ in range(200 * 2**20 // len(unit)):
+            fh.write(unit)
+        fh.write(b"\xf0\x9f\x98\x80 tail\n")  # an emoji at the very end: counted as 2 UTF-16 units
+    probe = (
+        "import anyio, json, re, sys\n"
+        "from pathlib import Path\n"
+        "from helpers import make_settings\n"
+        "from memsift.engine.factory import open_manager\n"
+        "from memsift.engine.mcp_server import MemoryServer\n"
+        "ws, tmp = Path(sys.argv[1]), Path(sys.argv[2])\n"
+        "settings = make_settings(tmp, ws, {'provider': 'none'})\n"
+        "async def go():\n"
+        "    server = MemoryServer(open_manager(settings), settings)\n"
+        "    page = await server.get('memory/one-line.md', offset=150_000_000)\n"
+        "    end = await server.get('memory/one-line.md', offset=200 * 2**20 - 4)\n"
+        "    return page, end\n"
+        "page, end = anyio.run(go)\n"
+        "peak = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) // 1024\n"
+        "print(json.dumps({'page': page.model_dump(by_alias=True), 'end': end.model_dump(by_alias=True), 'peak_mb': peak}))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    r = subprocess.run([sys.executable, "-c", probe, str(ws), str(tmp_path)], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout)
+    page, end = out["page"], out["end"]
+    assert page["truncated"] and page["text"].startswith("0123456789") and page["nextFrom"] == 1
+    assert page["nextOffset"] == 150_000_000 + len(page["text"]) and len(page["text"]) <= 4000
+    assert end["text"] == "6789\U0001f600 tail\n" and not end["truncated"]
+    FIGURES["peak RSS MB of memory_get at offset 150,000,000 of a 200 MB line"] = out["peak_mb"]
+    assert out["peak_mb"] < 200, out
+    cli = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "get", "memory/one-line.md",
+                          "--lines", "1"], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "MEMSIFT_STATE_DIR": str(tmp_path / "state")})
+    assert cli.returncode == 0 and len(cli.stdout) <= 1_000_001, len(cli.stdout)
+    assert "cut at 1,000,000 characters" in cli.stderr and "--from 1 --offset 1000000" in cli.stderr, cli.stderr
