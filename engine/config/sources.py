@@ -17,7 +17,8 @@ from pydantic import BaseModel
 from ..errors import ConfigError
 from .models import MemsiftConfig
 
-__all__ = ["default_config_path", "read_config_file", "env_overrides", "ENV_PREFIX", "MAX_CONFIG_BYTES"]
+__all__ = ["default_config_path", "read_config_file", "env_overrides", "parse_json5", "nesting_depth", "ENV_PREFIX",
+           "MAX_CONFIG_BYTES", "MAX_NESTING"]
 
 ENV_PREFIX = "MEMSIFT__"  # MEMSIFT__MEMORY__BACKEND=qmd, MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__PROVIDER=local
 # A config file is a few KB; a whole reference (OpenClaw) config is well under this.
@@ -69,6 +70,52 @@ def _read_bounded(path: Path) -> bytes:
         os.close(fd)
 
 
+MAX_NESTING = 32  # a config nests under ten levels; the JSON5 parser recurses ~20 frames a level (50 overflow)
+
+
+def nesting_depth(text: str) -> int:
+    """How deep `{`/`[` nest in JSON5 text, strings and comments skipped (checked before parsing:
+    the parser recurses, and 100 levels in 210 bytes ended in a RecursionError)."""
+    depth = deepest = 0
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "\"'":
+            i += 1
+            while i < n and text[i] != ch:
+                i += 2 if text[i] == "\\" else 1
+        elif text.startswith("//", i):
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+        elif text.startswith("/*", i):
+            i = text.find("*/", i + 2)
+            i = n if i < 0 else i + 1
+        elif ch in "{[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "}]":
+            depth -= 1
+        i += 1
+    return deepest
+
+
+def parse_json5(text: str, where: str) -> Any:
+    """JSON5 → data, or a ConfigError that names `where` (the file, or the variable): too deep,
+    a repeated key (the last would silently win), or a syntax error with its line and column."""
+    depth = nesting_depth(text)
+    if depth > MAX_NESTING:
+        raise ConfigError(f"{where} nests {depth} levels deep (at most {MAX_NESTING}); a memsift config needs a few")
+    try:
+        return json5.loads(text, allow_duplicate_keys=False)
+    except RecursionError:
+        raise ConfigError(f"{where} nests too deeply to read") from None
+    except ValueError as exc:
+        message = str(exc).replace("<string>:", "line ")
+        if message.startswith("Duplicate key"):
+            message += " (the same key twice in one object: keep one)"
+        raise ConfigError(f"{where} is not valid JSON5: {message}") from None
+
+
 def read_config_file(path: Path, *, required: bool) -> dict[str, Any]:
     """Parse a JSON5 file into a dict. A missing optional file is an empty config."""
     try:
@@ -79,10 +126,7 @@ def read_config_file(path: Path, *, required: bool) -> dict[str, Any]:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
-    try:
-        data = json5.loads(text) if text.strip() else {}
-    except ValueError as exc:
-        raise ConfigError(f"config file {path} is not valid JSON5: {exc}") from None
+    data = parse_json5(text, f"config file {path}") if text.strip() else {}
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold an object at the top level")
     return {k: v for k, v in data.items() if k not in FOREIGN_SECTIONS}
@@ -106,9 +150,14 @@ def _submodel(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def _parse_env_value(raw: str) -> Any:
+def _parse_env_value(raw: str, name: str) -> Any:
+    """JSON5 when the value reads as JSON5 (`6`, `true`, `["a"]`), else the plain string."""
+    if nesting_depth(raw) > MAX_NESTING:
+        raise ConfigError(f"environment variable {name} nests {nesting_depth(raw)} levels deep (at most {MAX_NESTING})")
     try:
         return json5.loads(raw)
+    except RecursionError:
+        raise ConfigError(f"environment variable {name} nests too deeply to read") from None
     except ValueError:
         return raw
 
@@ -136,5 +185,5 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         node = out
         for key in keys[:-1]:
             node = node.setdefault(key, {})
-        node[keys[-1]] = _parse_env_value(env[name])
+        node[keys[-1]] = _parse_env_value(env[name], name)
     return out

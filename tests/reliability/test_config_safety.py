@@ -187,3 +187,29 @@ def test_a_session_export_folder_among_the_memory_files_is_refused(tmp_path, exp
         assert "memory.qmd.sessions.exportDir" in res.stderr and "Traceback" not in res.stderr
     else:
         assert res.returncode != 3, res.stderr
+
+
+@pytest.mark.parametrize("text, env, says", [
+    ("{a:" * 100 + "1" + "}" * 100, {}, "nests 100 levels deep"),  # 210 bytes: a RecursionError traceback
+    ("[" * 45 + "]" * 45, {}, "nests 45 levels deep"),
+    ("{}", {"MEMSIFT__MEMORY__BACKEND": "[" * 400 + "]" * 400}, "MEMSIFT__MEMORY__BACKEND nests 400 levels deep"),
+    ('{\n memory: {backend: "qmd"},\n memory: {backend: "builtin"}\n}\n', {}, 'Duplicate key "memory"'),
+    ('{\n memory: {backend: "qmd",\n  }\n  x: \n}\n', {}, "line 4 Unexpected"),
+    ("// a comment with [[[[ and {{{{\n{ /* ]]]] */ stateDir: \"STATE/[[[[\" }", {}, None),  # brackets in strings, comments
+])
+def test_deep_repeated_or_broken_json5_is_a_clear_config_error(tmp_path, text, env, says):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    cfg = tmp_path / "cfg.json5"
+    cfg.write_text(text.replace("STATE", str(tmp_path)))
+    run_env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1",
+               "MEMSIFT_STATE_DIR": str(tmp_path / "state"), **env}
+    r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "status"],
+                       capture_output=True, text=True, env=run_env, timeout=60)
+    assert "Traceback" not in r.stderr and "RecursionError" not in r.stderr, r.stderr[-1500:]
+    if says is None:
+        assert r.returncode == 0, r.stderr
+        return
+    assert r.returncode == 3 and says in r.stderr, r.stderr
+    assert "<string>" not in r.stderr and (str(cfg) in r.stderr or "MEMSIFT__" in r.stderr)
+    FIGURES["invalid configs tried"] += 1
