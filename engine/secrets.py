@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["register_secret", "register_header_secrets", "redact", "masked_cut", "redact_processor"]
+__all__ = ["register_secret", "register_header_secrets", "register_url_secrets", "url_without_password", "redact",
+           "masked_cut", "redact_processor"]
 
 _SECRETS: set[str] = set()
 _BEARER_RE = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
@@ -37,6 +38,24 @@ def register_header_secrets(headers: dict[str, str] | None) -> None:
     for value in (headers or {}).values():
         if isinstance(value, str):
             register_secret(value)
+
+
+_URL_PASSWORD_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://[^/?#@:]*):([^/?#]*)@")
+
+
+def register_url_secrets(url: str | None) -> None:
+    """A password in a URL's credentials (`http://user:PASSWORD@host/v1`) is a secret too."""
+    m = _URL_PASSWORD_RE.match((url or "").strip())
+    if m and m.group(2):
+        register_secret(m.group(2))
+        from urllib.parse import unquote  # noqa: PLC0415
+
+        register_secret(unquote(m.group(2)))
+
+
+def url_without_password(url: str) -> str:
+    """`http://user:***@host/v1` for `http://user:PASSWORD@host/v1`; other URLs as they are."""
+    return _URL_PASSWORD_RE.sub(r"\1:***@", url.strip()) if isinstance(url, str) else url
 
 
 def masked_cut(text: str, limit: int) -> str:

@@ -19,7 +19,7 @@ import anyio
 import click
 
 from ..errors import ConfigError, IndexUnusableError, MemsiftError, PathNotAllowedError, ProviderError
-from ..secrets import redact
+from ..secrets import redact, url_without_password
 from ..search_modes import SEARCH_MODES
 
 SEARCH_MODE_CHOICES = [m for m in SEARCH_MODES if m != "auto"] + ["auto", "fts"]
@@ -486,6 +486,8 @@ def config_show(obj: _Ctx) -> None:
     ms = s.memory_search.model_dump(by_alias=True, mode="json")  # the API key prints as **********
     for remote in (ms["remote"], ms["query"]["rerank"]["remote"]):  # header values are secrets too
         remote["headers"] = {name: "**********" for name in remote["headers"]}
+        if remote.get("baseUrl"):
+            remote["baseUrl"] = url_without_password(remote["baseUrl"])  # http://user:***@host/v1
     data = {
         "configPath": str(s.config_path) if s.config_path else None,
         "agentId": s.agent_id,

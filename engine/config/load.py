@@ -22,7 +22,7 @@ from ..chunking import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
 from ..errors import ConfigError
 from ..private_dirs import default_state_dir
 from ..qmd_coverage import with_qmd_coverage
-from ..secrets import register_header_secrets, register_secret
+from ..secrets import register_header_secrets, register_secret, register_url_secrets
 from ..workspace import find_workspace
 from .memory_section import normalise_memory
 from .models import AgentDefaults, AgentEntry, ChunkingConfig, MemoryConfig, MemorySearchConfig, MemsiftConfig
@@ -453,6 +453,7 @@ def _register_secrets(ms: MemorySearchConfig) -> None:
     output from the moment the config is known."""
     for remote in (ms.remote, ms.query.rerank.remote):
         register_header_secrets(remote.headers)
+        register_url_secrets(remote.base_url)
         key = remote.api_key.get_secret_value() if remote.api_key else None
         if key and not _ENV_NAME_RE.match(key):
             register_secret(key)

@@ -170,3 +170,21 @@ def test_header_values_and_keys_echoed_late_in_an_error_never_leak(tmp_path, ws,
         if f.is_file():
             assert not _canary_leaks(f.read_bytes()), f
     assert_untouched(notes, ws, new_files_allowed=True)  # the test adds notes itself
+
+
+def test_a_password_in_a_base_url_is_masked_everywhere(tmp_path, ws):
+    """`remote.baseUrl: http://user:PASSWORD@host/v1` (embeddings and rerank): config show, status,
+    the provider's connection errors and -vv logs never print the password."""
+    password = "Pw-9sQz-url-secret"
+    url = f"http://bob:{password}@127.0.0.1:9/v1"
+    cfg = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {
+        "provider": "openai", "remote": {"baseUrl": url, "apiKey": "k-not-the-point"},
+        "query": {"rerank": {"enabled": True, "provider": "endpoint", "remote": {"baseUrl": url}}}}}}}
+    runs = [_cli(tmp_path, ws, cfg, *args) for args in (("config", "show"), ("status", "--json"), ("status", "--deep"),
+                                                          ("search", "coffee"), ("index",))]
+    for run in runs:
+        out = run.stdout + run.stderr
+        assert password.encode() not in out and b"Traceback" not in out, out[-1500:]
+    shown = json.loads(runs[0].stdout)["memorySearch"]
+    assert shown["remote"]["baseUrl"] == "http://bob:***@127.0.0.1:9/v1"
+    assert shown["query"]["rerank"]["remote"]["baseUrl"] == "http://bob:***@127.0.0.1:9/v1"
