@@ -213,8 +213,9 @@ def search(
                               mode=mode, since=since, until=until)
 
     with _errors_to_exit():
-        obj.warn_if_no_memory()
         answer = obj.run(go, progress=None if not as_json else False)
+        if answer.denied is None:  # a denial shows nothing of the workspace, not even its path
+            obj.warn_if_no_memory()
     out, err, code = search_output(answer, as_json=as_json, explain=explain)
     click.echo(out, nl=False)
     if err:
@@ -293,8 +294,9 @@ def status(obj: _Ctx, deep: bool, session_key: str | None, as_json: bool) -> Non
     from .render import render_status  # noqa: PLC0415
 
     with _errors_to_exit():
-        obj.warn_if_no_memory()
         st = obj.run(lambda m: m.status(deep=deep, session_key=session_key))
+        if st.denied is None:
+            obj.warn_if_no_memory()
     if as_json:
         _emit_json(st.to_json_dict())
     else:

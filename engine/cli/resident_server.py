@@ -126,6 +126,7 @@ class ResidentServer:
         except _Decline as exc:
             log.debug("resident request declined", reason=str(exc))
             return {"status": "decline", "reason": str(exc)}
+        shown_workspace = False  # the cold CLI warns of an empty workspace after an allowed answer only
         try:
             with anyio.fail_after(SEARCH_TIMEOUT_S):
                 answer = await self.manager.search(
@@ -133,11 +134,12 @@ class ResidentServer:
                     session_key=opts.get("session_key"), explain=bool(opts.get("explain")), mode=opts.get("mode"),
                 )
             out, err, code = search_output(answer, as_json=bool(opts.get("as_json")), explain=bool(opts.get("explain")))
+            shown_workspace = answer.denied is None
         except TimeoutError:
             return {"status": "decline", "reason": "the search took too long"}
         except MemsiftError as exc:
             out, err, code = "", f"memsift: {exc}\n", exit_code(exc)
-        warning = workspace_warning(settings)  # what the cold CLI prints first
+        warning = workspace_warning(settings) if shown_workspace else None
         if warning:
             err = f"memsift: warning: {warning}\n" + err
         self.answered += 1

@@ -179,3 +179,26 @@ def test_cli_get_and_status_deny_like_search(tmp_path, ws, fake_qmd, backend):
         assert data["denied"]["channel"] == "discord", (args, data)
     assert SECRET_LINE in cli("get", "MEMORY.md", "--session-key", DIRECT).stdout.lower()
     assert not (tmp_path / "qmd-calls.jsonl").exists()  # denied calls ran nothing (and a read needs no qmd)
+
+
+def test_a_denied_cli_call_shows_nothing_of_an_empty_workspace(tmp_path):
+    """On a folder with no memory files the CLI warns that searches find nothing, naming the folder;
+    a denied chat must not even learn the path."""
+    import json as _json
+    import os as _os
+    import subprocess as _sp
+    import sys as _sys
+
+    empty = tmp_path / "secret-project-folder"
+    empty.mkdir()
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(_json.dumps({"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
+    env = {**{k: v for k, v in _os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1"}
+    for command in (["search", "x"], ["status"], ["get", "MEMORY.md"], ["search", "x", "--json"]):
+        r = _sp.run([_sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(empty), *command,
+                     "--session-key", "agent:main:discord:group:42"], capture_output=True, text=True, env=env, timeout=60)
+        assert r.returncode == 0 and "enied" in r.stdout, (command, r.stdout, r.stderr)
+        assert "secret-project-folder" not in r.stdout + r.stderr, (command, r.stdout, r.stderr)
+    allowed = _sp.run([_sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(empty), "search", "x"],
+                      capture_output=True, text=True, env=env, timeout=60)
+    assert "holds no memory files" in allowed.stderr  # the warning itself still reaches allowed callers
