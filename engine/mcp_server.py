@@ -386,7 +386,9 @@ async def serve(settings: ResolvedConfig, *, backend: str | None = None, transpo
                 async with guarded_stdio() as (read, write):
                     await lowlevel.run(read, write, lowlevel.create_initialization_options())
             else:
-                await server.run_streamable_http_async(host=host, port=port, json_response=True)
+                from .mcp_http import serve_http  # noqa: PLC0415
+
+                await serve_http(server, host=host, port=port)
             tg.cancel_scope.cancel()
     finally:
         await manager.aclose()

@@ -162,6 +162,14 @@ def test_http_transport_serves_on_loopback(example_workspace, tmp_path):
         rebound = httpx.post(f"http://127.0.0.1:{port}/mcp", headers={"Host": f"evil.example:{port}"},
                              json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=10)
         assert rebound.status_code in (400, 403, 421) and "memory_search" not in rebound.text
+        # The authority is parsed strictly: user info, another port or a path are another server.
+        for headers in ({"Host": f"localhost:{port}@evil.com"}, {"Origin": f"http://localhost:{port}@evil.com"},
+                        {"Host": f"127.0.0.1:{port + 1}"}, {"Origin": f"http://127.0.0.1:{port}/x"},
+                        {"Origin": f"http://localhost:{port}.evil.com"}, {"Host": f"localhost:{port} evil"},
+                        {"Origin": "null"}, {"Host": "localhost"}):
+            refused = httpx.post(f"http://127.0.0.1:{port}/mcp", headers=headers, timeout=10,
+                                 json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            assert refused.status_code in (403, 421) and "memory_search" not in refused.text, (headers, refused.status_code)
         # Bound to loopback only: the port is not open on another local address of this host.
         other = _non_loopback_address()
         if other:
