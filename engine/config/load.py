@@ -184,7 +184,9 @@ def load_config(
         merged = _deep_merge(merged, layers[name])
     _check_agent_typos(merged)
     config = _validate(MemsiftConfig, merged)
-    return config, (path if path.exists() else None)
+    # Absolute: the same file named relatively (`-c cfg.json5`) and absolutely is the same config
+    # (a resident server compares its settings with a client's from another folder).
+    return config, (Path(os.path.abspath(path)) if path.exists() else None)
 
 
 def _check_agent_typos(raw: dict[str, Any]) -> None:

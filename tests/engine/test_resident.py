@@ -319,3 +319,32 @@ def test_the_client_imports_nothing_heavy_and_reads_framed_answers(tmp_path, run
     assert outs[0] == (0, text, "memsift: warning: w\n")
     assert outs[1] == (None, "", "") and outs[2] == (None, "", "")
     assert seen[0] == {"protocol": PROTOCOL, "argv": ["search", "ledger \udcff", "--json"], "cwd": os.getcwd(), "env": relevant_env(env)}
+
+
+def test_a_relative_config_path_is_the_same_config_on_both_sides(tmp_path, runtime_dir):
+    """`-c cfg.json5` (relative) used to make every resident request decline ("other settings"):
+    the server kept the path as written, the client resolved it from its folder."""
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, ws)
+    (tmp_path / "cfg.json5").write_text('{agents: {defaults: {memorySearch: {provider: "none"}}}}')
+    env = _env(tmp_path, runtime_dir)
+    proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", "cfg.json5", "-w", "ws", "watch", "--json"],
+                            env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        events: queue.Queue[dict] = queue.Queue()
+        threading.Thread(target=lambda: [events.put(json.loads(line)) for line in proc.stdout], daemon=True).start()
+        deadline = time.monotonic() + 90
+        while (event := events.get(timeout=max(0.01, deadline - time.monotonic())))["event"] != "resident":
+            pass
+        assert event["socket"]
+        for folder, cfg in ((tmp_path, "cfg.json5"), (ws, "../cfg.json5"), (ws / "memory", str(tmp_path / "cfg.json5"))):
+            r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", cfg, "-w", str(ws), "search", "ledger",
+                                "--json"], env=env, cwd=folder, capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0 and json.loads(r.stdout)["results"], r.stderr
+            deadline = time.monotonic() + 30
+            while (event := events.get(timeout=max(0.01, deadline - time.monotonic())))["event"] != "answered":
+                pass
+            assert event["command"] == "search", (folder, cfg)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
