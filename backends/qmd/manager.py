@@ -134,12 +134,22 @@ class QmdSearchManager:
             self._exe = self._exe or resolve_command(self.qmd.command, env)
             self._argv0 = command_prefix(self._exe, env)
         try:
-            return await run_qmd([*self._argv0, "--index", INDEX_NAME, *args], env=env, cwd=str(self.home), timeout_s=timeout,
+            return await run_qmd([*self._argv0, "--index", INDEX_NAME, *args], env=env, cwd=self._child_cwd(), timeout_s=timeout,
                                  check=check, doing=doing or f"running `qmd {args[0]}`", kill_grace_s=kill_grace_s)
         except QmdSpawnError:
             self._exe = self._argv0 = None  # found again next time (qmd reinstalled elsewhere)
             self._set_up = False
             raise
+
+    def _child_cwd(self) -> str:
+        """QMD's working folder: its own home (no project-local `.qmd/` above it can shadow the
+        index), made when missing (a fresh state folder); `/` when it cannot be made."""
+        if not self.home.is_dir():
+            try:
+                make_private_dir(self.home)
+            except OSError:
+                return "/"
+        return str(self.home)
 
     def _link_models(self) -> None:
         """Share the user's downloaded QMD models (never download them here)."""

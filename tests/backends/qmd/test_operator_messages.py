@@ -100,3 +100,15 @@ def test_a_crashing_qmd_is_described_in_answers_and_status(cli):
     st = json.loads(run("status", "--json", qmd={"command": str(crashing)}).stdout)
     assert st["backend"] == "builtin" and st["fallback"]["from"] == "qmd"
     assert [c["state"] for c in st["qmd"]["collections"]] == ["registered, but qmd is failing"]
+
+
+def test_status_on_a_fresh_state_folder_asks_qmd_and_gets_its_version(cli, tmp_path):
+    """The QMD home (qmd's working folder) does not exist before the first sync: status used to say
+    "cannot start qmd (No such file or directory)" although qmd works."""
+    run = cli[0]
+    assert not (tmp_path / "state").exists()
+    st = run("status", "--json")
+    assert st.returncode == 0, st.stderr
+    qmd = json.loads(st.stdout)["qmd"]
+    assert qmd["version"] == "2.8.3" and qmd["error"] is None, qmd
+    assert "cannot start" not in st.stdout + st.stderr
