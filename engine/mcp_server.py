@@ -22,7 +22,7 @@ from .citations import decorate_snippet, parse_memory_ref
 from .config import ResolvedConfig
 from .errors import MemsiftError, PathNotAllowedError
 from .manager import SearchManager
-from .results import Degraded, Fallback, ManagerStatus, RerankSummary, ScopeDenial, SearchAnswer
+from .results import BelowMinScore, Degraded, Fallback, ManagerStatus, RerankSummary, ScopeDenial, SearchAnswer
 from .scoped import SHOWN_PATH_CHARS, scoped
 from .text import shorten, utf16_len, utf16_slice
 from .time_query import time_filter_for
@@ -97,6 +97,7 @@ class SearchOutput(_Out):
     time_windows: list[str] | None = None  # times the query names, as the day windows that favoured hits
     time_filter: str | None = None  # the since/until filter applied
     rerank: RerankSummary | None = None  # the rerank stage ran: reranker, candidates, cost, whether it applied
+    below_min_score: BelowMinScore | None = None  # nothing passed minScore: how many scored lower, and the best
 
 
 class GetOutput(_Out):
@@ -245,6 +246,7 @@ def _from_answer(answer: SearchAnswer, budget: int) -> SearchOutput:
         unavailable=answer.unavailable is not None, error=answer.unavailable,
         truncated=truncated, sync_pending=answer.sync_pending, notes=answer.notes, sync_error=answer.sync_error,
         took_ms=answer.took_ms, time_windows=answer.time_windows, time_filter=answer.time_filter,
+        below_min_score=answer.below_min_score,
     )
 
 

@@ -16,7 +16,7 @@ import json
 import statistics
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -164,8 +164,11 @@ def _side(backend: str, answer: SearchAnswer | None, ms: float, error: str | Non
 
 
 async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int = 5, session_key: str | None = None,
-                     sync: bool = True, mode: str | None = None, against: str = "qmd") -> ParityReport:
-    """Sync both backends, warm each up with one untimed query, then time every query on each."""
+                     sync: bool = True, mode: str | None = None, against: str = "qmd",
+                     say: Callable[[str], None] | None = None) -> ParityReport:
+    """Sync both backends, warm each up with one untimed query, then time every query on each.
+    `say` hears each step before it starts (what it waits for, and for how long at most)."""
+    say = say or (lambda _step: None)
     from .factory import open_manager  # noqa: PLC0415
 
     if against not in AGAINST:
@@ -173,8 +176,10 @@ async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int
     managers = {name: open_manager(settings, backend=name) for name in ("builtin", against)}
     try:
         if sync:
-            for manager in managers.values():
+            for name, manager in managers.items():
+                say(f"syncing {name}{_sync_bound(settings, name)}")
                 await manager.sync(reason="parity")
+        say(f"warming up both backends, then {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} on each")
         for manager in managers.values():
             await manager.search(queries[0], max_results=k, session_key=session_key, mode=mode)  # model load, first spawn
         rows = []
@@ -194,6 +199,15 @@ async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int
     warnings = _warnings(rows)
     return ParityReport(comparable=not warnings, against=against, warnings=warnings, k=k, queries=rows,
                         summary=_summary(rows, against))
+
+
+def _sync_bound(settings: ResolvedConfig, backend: str) -> str:
+    """How long a backend's sync may take at most, in words (QMD's update and embed timeouts)."""
+    if backend != "qmd":
+        return ""
+    u = settings.memory.qmd.update
+    return (f" (qmd update and embed: up to {u.update_timeout_ms / 1000:g} s and {u.embed_timeout_ms / 1000:g} s, "
+            "memory.qmd.update.updateTimeoutMs / embedTimeoutMs)")
 
 
 def _warnings(rows: list[QueryParity]) -> list[str]:

@@ -140,7 +140,9 @@ def rank(
         vector = drop_repeated_lines(vector)
         if params.mmr_enabled:
             vector = mmr_rerank(vector, params.mmr_lambda, limit=params.max_results, min_score=params.min_score)
-        return [c for c in vector if c.score >= params.min_score][: params.max_results], facts
+        passing = [c for c in vector if c.score >= params.min_score][: params.max_results]
+        _note_below(facts, passing, vector)
+        return passing, facts
 
     facts["mode"] = "hybrid"
     merged = merge_hybrid(keyword, vector, vector_weight=params.vector_weight, text_weight=params.text_weight)
@@ -168,4 +170,12 @@ def rank(
         rescued = rescued[: params.max_results - len(strict)]
         facts["rescued"] = {c.chunk_id for c in rescued}
         strict += rescued
+    _note_below(facts, strict, merged)
     return strict[: params.max_results], facts
+
+
+def _note_below(facts: dict[str, Any], kept: list[Candidate], scored: list[Candidate]) -> None:
+    """When minScore removed every hit, how many scored lower and the best of them (the answer
+    says so instead of a bare "No results")."""
+    if not kept and scored:
+        facts["below_min_score"] = (len(scored), max(c.score for c in scored))

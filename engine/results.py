@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 __all__ = [
+    "BelowMinScore",
     "HitExplain",
     "RerankExplain",
     "RerankSummary",
@@ -127,6 +128,13 @@ class ScopeDenial(_Out):
     session_key: str | None = None
 
 
+class BelowMinScore(_Out):
+    """Candidates found but all scored under minScore: how many, and the best score among them."""
+
+    candidates: int
+    best_score: float
+
+
 class SearchAnswer(_Out):
     """Results plus how they were served: an empty list is never left to be guessed at.
 
@@ -155,6 +163,7 @@ class SearchAnswer(_Out):
     time_windows: list[str] | None = None  # the times the question names, as day windows ("2023-04-11 ('last Tuesday')")
     time_filter: str | None = None  # the since/until filter applied
     rerank: RerankSummary | None = None  # the rerank stage ran (query.rerank.enabled)
+    below_min_score: BelowMinScore | None = None  # no hit passed minScore, though these scored lower
 
 
 class ReadResult(_Out):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["ScriptCoverage", "query_scripts", "coverage", "MOSTLY"]
+__all__ = ["vector_mode_warning", "ScriptCoverage", "query_scripts", "coverage", "MOSTLY"]
 
 MOSTLY = 0.5  # a query whose uncovered share is above this is "mostly" in uncovered scripts
 
@@ -93,3 +93,16 @@ def coverage(text: str, covered: frozenset[str] | None) -> ScriptCoverage:
     if not total or not outside:
         return ScriptCoverage(0.0, None)
     return ScriptCoverage(sum(outside.values()) / total, max(outside, key=outside.__getitem__))
+
+
+def vector_mode_warning(query: str, provider: object | None) -> str | None:
+    """For `--mode vector` (the vector side alone, asked for): the warning that the model does not
+    cover the query's script, so its results are likely noise; None when it does."""
+    if provider is None:
+        return None
+    cov = coverage(query, getattr(provider, "scripts", None))
+    if not cov.mostly_uncovered:
+        return None
+    model = f"{getattr(provider, 'id', '?')}/{getattr(provider, 'model', '?')}"
+    return (f"{cov.describe()}, which {model} does not cover: these vector results are likely noise "
+            "(--mode hybrid or keyword searches the query's words)")

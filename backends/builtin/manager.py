@@ -25,6 +25,7 @@ from memsift.engine.memory_files import discover_memory_files
 from memsift.engine.memory_rules import MemoryRules, read_memory
 from memsift.engine.recent_keys import RecentKeys
 from memsift.engine.results import (
+    BelowMinScore,
     Degraded,
     Fallback,
     ManagerStatus,
@@ -32,7 +33,7 @@ from memsift.engine.results import (
     SearchAnswer,
     SearchHit,
 )
-from memsift.engine.scripts import coverage
+from memsift.engine.scripts import coverage, vector_mode_warning
 from memsift.engine.hits import hits_from_ranked
 from memsift.engine.pipeline import PipelineParams, rank
 from memsift.engine.query_embedding import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding, beside
@@ -449,6 +450,7 @@ class BuiltinSearchManager:
         hits: list[SearchHit] = []
         answered_mode = "none"
         relaxed = False
+        below = None
         syncing = False
         sync_error: str | None = None
         if q:
@@ -462,9 +464,9 @@ class BuiltinSearchManager:
                         conn = self._reader()
                         meta = read_meta(conn) if conn is not None else None
                         if meta is None:
-                            return fresh, [], "none", False
+                            return fresh, [], "none", False, None
                         # Explained always: whether a hit was rescued under minScore is shown on every hit.
-                        found, how, was_relaxed = await self._search_index(
+                        found, how, was_relaxed, below = await self._search_index(
                             conn, meta, q, max_results, min_score, session_key, True, now, degraded, sides, embedding,
                             time_filter=time_filter, windows=windows,
                         )
@@ -472,7 +474,7 @@ class BuiltinSearchManager:
                             hit.rescued = True if hit.explain and hit.explain.rescued else None
                             if not explain:
                                 hit.explain = None
-                        return fresh, found, how, was_relaxed
+                        return fresh, found, how, was_relaxed, below
                     except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
                         if attempt == 2:
                             raise IndexCorruptError(f"index {self.db_path} is damaged again after a rebuild: {exc}") from None
@@ -481,9 +483,11 @@ class BuiltinSearchManager:
 
             # The query's vector is computed while the freshness check runs (both wait mostly in
             # native code), instead of after it.
-            (syncing, sync_error), hits, answered_mode, relaxed = await beside(embedding.run if embedding else None, answer)
+            (syncing, sync_error), hits, answered_mode, relaxed, below = await beside(embedding.run if embedding else None, answer)
         log.debug("search done", mode=answered_mode, hits=len(hits), took_ms=round((time.perf_counter() - started) * 1000, 1),
                   sync_pending=syncing, degraded=degraded.model_dump(exclude_none=True) or None)
+        # `--mode vector` alone, asked for, in a script the model does not cover: say its results are noise.
+        warning = vector_mode_warning(q, self.provider) if q and req.mode == "vector" else None
         return SearchAnswer(
             query=query,
             results=hits,
@@ -501,6 +505,8 @@ class BuiltinSearchManager:
             sync_pending=syncing or None,
             pending_files=self.pending_files() if syncing else None,
             sync_error=sync_error,
+            notes=[warning] if warning else None,
+            below_min_score=BelowMinScore(candidates=below[0], best_score=below[1]) if below else None,
             **req.time_facts(),
         )
 
@@ -606,7 +612,7 @@ class BuiltinSearchManager:
             except apsw.Error as exc:
                 degraded.fts = f"keyword search failed: {exc}"
         if keyword is None and vector is None:
-            return [], "none", False
+            return [], "none", False, None
 
         params = PipelineParams.from_query(self.ms.query, max_results=max_results, min_score=min_score, now=now,
                                            windows=windows, time_filter=time_filter)
@@ -615,7 +621,7 @@ class BuiltinSearchManager:
         hits = hits_from_ranked(ranked, facts, terms=plan.terms, ranks=ranks, hybrid=h, cite=cite,
                                 snippet_chars=self.snippet_chars, explain=explain)
         self._flag_stale(conn, hits)
-        return hits, facts["mode"], facts["relaxed"]
+        return hits, facts["mode"], facts["relaxed"], facts.get("below_min_score")
 
     def _flag_stale(self, conn: apsw.Connection, hits: list[SearchHit]) -> None:
         """Mark hits whose file changed (or vanished) after it was indexed."""

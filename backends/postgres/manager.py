@@ -28,8 +28,8 @@ from memsift.engine.pipeline import PipelineParams, rank
 from memsift.engine.search_request import SearchRequest
 from memsift.engine.time_query import TimeBound, TimeWindow
 from memsift.engine.query_embedding import QueryEmbedding, beside
-from memsift.engine.results import Degraded, ManagerStatus, ReadResult, SearchAnswer, SearchHit
-from memsift.engine.scripts import coverage
+from memsift.engine.results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer, SearchHit
+from memsift.engine.scripts import coverage, vector_mode_warning
 from memsift.engine.snippets import SNIPPET_MAX_CHARS
 
 from .connect import connect_once, driver_error, import_driver, open_pool, resolve_dsns
@@ -216,25 +216,30 @@ class PostgresSearchManager:
         hits: list[SearchHit] = []
         answered = "none"
         relaxed = False
+        below = None
         if q:
             want_vector, want_keyword, set_aside = self._sides(q, requested)
             embedding = QueryEmbedding(self.provider, q) if want_vector and self.provider is not None else None
 
-            async def answer() -> tuple[list[SearchHit], str, bool]:
+            async def answer() -> tuple[list[SearchHit], str, bool, Any]:
                 await self._ensure_fresh()
                 return await self._search_db(q, max_results, min_score, session_key, explain, now, degraded,
                                              (want_vector, want_keyword, set_aside, requested), embedding,
                                              time_filter=time_filter, windows=windows)
 
             try:
-                hits, answered, relaxed = await beside(embedding.run if embedding else None, answer)
+                hits, answered, relaxed, below = await beside(embedding.run if embedding else None, answer)
             except (psycopg.Error, psycopg_pool.PoolTimeout, OSError) as exc:
                 raise self._error(exc, "searching") from None
+        # `--mode vector` alone, asked for, in a script the model does not cover: say its results are noise.
+        warning = vector_mode_warning(q, self.provider) if q and requested == "vector" else None
         return SearchAnswer(
             query=query, results=hits, backend=self.backend, mode=answered,
             provider=self.provider.id if self.provider else "none", model=self.provider.model if self.provider else None,
             citations=self.settings.memory.citations, degraded=degraded, min_score=min_score, max_results=max_results,
             took_ms=round((time.perf_counter() - started) * 1000, 3), relaxed=relaxed, **req.time_facts(),
+            below_min_score=BelowMinScore(candidates=below[0], best_score=below[1]) if below else None,
+            notes=[warning] if warning else None,
         )
 
     async def _query_vector(self, degraded: Degraded, embedding: QueryEmbedding | None) -> np.ndarray | None:
@@ -271,7 +276,7 @@ class PostgresSearchManager:
                 row = await (await conn.execute(
                     "SELECT generation, meta FROM memsift_agents WHERE agent_id = %s", (self.agent,))).fetchone()
                 if row is None or row[1] is None:
-                    return [], "none", False
+                    return [], "none", False, None
                 gen = row[0]
                 # As builtin: a since/until filter searches only its chunks; a time the question
                 # names adds the best of its chunks to the candidates.
@@ -288,7 +293,7 @@ class PostgresSearchManager:
                     if vector is not None:
                         await complete_vector_scores(conn, self.agent, gen, keyword, vector, qvec)
                 if keyword is None and vector is None:
-                    return [], "none", False
+                    return [], "none", False, None
                 paths = {c.path for c in (keyword or []) + (vector or [])}
                 times = await file_times(conn, self.agent, gen, paths) if h.temporal_decay.enabled or time_filter else {}
             finally:
@@ -303,7 +308,7 @@ class PostgresSearchManager:
             hit.rescued = True if hit.explain and hit.explain.rescued else None
             if not explain:
                 hit.explain = None
-        return found, facts["mode"], facts["relaxed"]
+        return found, facts["mode"], facts["relaxed"], facts.get("below_min_score")
 
     # --- read and status ------------------------------------------------------------------------
 

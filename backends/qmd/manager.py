@@ -35,7 +35,7 @@ from memsift.engine.manager import SyncReport
 from memsift.engine.memory_rules import MemoryRules, read_memory, session_export_dir
 from memsift.engine.private_dirs import make_private_dir
 from memsift.engine.search_modes import QMD_MODE_FOR, parse_search_mode
-from memsift.engine.results import ManagerStatus, ReadResult, SearchAnswer, SearchHit
+from memsift.engine.results import BelowMinScore, ManagerStatus, ReadResult, SearchAnswer, SearchHit
 from memsift.engine.text import utf16_len, utf16_slice
 from memsift.engine.note_dates import day_at
 from memsift.engine.ranking import Candidate
@@ -48,7 +48,7 @@ from .maintenance import QmdMaintenance
 from .parse import QmdHit, parse_search_output, parse_status, parse_version
 from .process import KILL_GRACE_S, QmdError, QmdExitError, QmdSpawnError, QmdTimeout, command_prefix, resolve_command, run_qmd
 
-__all__ = ["QmdSearchManager", "INDEX_NAME", "EVERY_WORD_NOTE"]
+__all__ = ["QmdSearchManager", "INDEX_NAME", "EVERY_WORD_NOTE", "EVERY_WORD_NOTE_NO_MODELS"]
 
 log = get_logger("memsift.qmd")
 
@@ -61,6 +61,12 @@ EVERY_WORD_NOTE = (
     "QMD's `search` mode (BM25) finds only notes that contain every word of the query, and none does. "
     "Try fewer words, `--mode hybrid` or `--mode vector` (QMD's `query` / `vsearch`, which need its local "
     "embedding models), or set memory.qmd.searchMode."
+)
+# Without QMD's local models `query` and `vsearch` cannot run (a download would time out): only fewer words help.
+EVERY_WORD_NOTE_NO_MODELS = (
+    "QMD's `search` mode (BM25) finds only notes that contain every word of the query, and none does. "
+    "Try fewer words (QMD's hybrid and vector modes need its local embedding models, which are not installed; "
+    "`memsift -b builtin search` ranks notes by any of the words)."
 )
 STATUS_PROBE_S = 5.0  # `status` asks qmd at most this long per call (the reference's probe bound)
 
@@ -274,6 +280,7 @@ class QmdSearchManager:
         hits: list[SearchHit] = []
         notes: list[str] = []
         pending = False
+        below: BelowMinScore | None = None
         if q:
             self._setup()
             fresh = await self.maint.before_search(self.search_budget)
@@ -299,8 +306,11 @@ class QmdSearchManager:
             if time_filter or windows:
                 found = self._timed(found, time_filter, windows)
             hits = self._to_hits(found, threshold, limit, session_key, explain, facts)
-            if not hits and facts["effective_mode"] == "search" and len(q.split()) > 1:
-                notes.append(EVERY_WORD_NOTE)
+            under = [h.score for h, _c in found if h.score < threshold]
+            if not hits and under:
+                below = BelowMinScore(candidates=len(under), best_score=max(under))
+            elif not hits and facts["effective_mode"] == "search" and len(q.split()) > 1:
+                notes.append(self._every_word_note())
         return SearchAnswer(
             query=query,
             results=hits,
@@ -316,6 +326,7 @@ class QmdSearchManager:
             notes=notes or None,
             time_windows=[w.describe() for w in windows] or None,
             time_filter=time_filter.describe() if time_filter else None,
+            below_min_score=below,
         )
 
     def _timed(self, found: list, time_filter: TimeWindow | None, windows: list[TimeWindow]) -> list:
@@ -352,6 +363,9 @@ class QmdSearchManager:
             return self.memory_rules.read(shown, max_chars=MAX_MARKDOWN_BYTES).text if shown else ""
         except (PathNotAllowedError, OSError):
             return ""
+
+    def _every_word_note(self) -> str:
+        return EVERY_WORD_NOTE if self.models_available() else EVERY_WORD_NOTE_NO_MODELS
 
     def _embed_model(self) -> str | None:
         """QMD's embedding model, as its config names it (`hf:…/embeddinggemma-300M-Q8_0.gguf` → the file stem)."""

@@ -213,7 +213,7 @@ def search(
                               mode=mode, since=since, until=until)
 
     with _errors_to_exit():
-        answer = obj.run(go, progress=None if not as_json else False)
+        answer = obj.run(go, progress=None)  # a first search says it builds the index, on a terminal or not
         if answer.denied is None:  # a denial shows nothing of the workspace, not even its path
             obj.warn_if_no_memory()
     out, err, code = search_output(answer, as_json=as_json, explain=explain)
@@ -232,9 +232,13 @@ def search_output(answer: Any, *, as_json: bool, explain: bool) -> tuple[str, st
     """What `memsift search` prints: (stdout, stderr, exit code). Shared with resident answers."""
     from .render import render_answer  # noqa: PLC0415
 
-    out = _json_text(answer.to_json_dict()) if as_json else redact(render_answer(answer, explain=explain))
     if answer.unavailable:
-        return out + "\n", redact(f"memsift: {answer.unavailable}\n"), EXIT_CODES["backend"]
+        # An outage is not "no results": nothing on stdout in text (a script reading it must not see
+        # an empty answer), the JSON document (it says `unavailable`), exit 7 either way.
+        out = _json_text(answer.to_json_dict()) + "\n" if as_json else ""
+        hint = f" (memory.{answer.backend}.fallback is \"none\": no fallback answers)" if answer.backend in ("qmd", "postgres") else ""
+        return out, redact(f"memsift: {answer.unavailable}{hint}\n"), EXIT_CODES["backend"]
+    out = _json_text(answer.to_json_dict()) if as_json else redact(render_answer(answer, explain=explain))
     return out + "\n", "", EXIT_CODES["ok"]
 
 
@@ -463,7 +467,7 @@ def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_syn
         queries = read_queries(queries_file)
         settings = obj.settings()
         report = anyio.run(lambda: run_parity(settings, queries, k=k, session_key=session_key, sync=not no_sync, mode=mode,
-                                                 against=against))
+                                                 against=against, say=lambda step: click.echo(f"memsift: parity: {step}", err=True)))
     if as_json:
         _emit_json(report.model_dump(by_alias=True, mode="json"))
     else:

@@ -1,8 +1,9 @@
 """Progress of long work on a terminal (stderr): files checked, then chunks embedded, with rate and ETA.
 
 `memsift index` shows it always; a search shows it only when it must build the index first (and
-says so in one line), since its ordinary freshness check takes a moment. Nothing is shown when
-stderr is not a terminal, so scripts and pipes see only results.
+says so in one line), since its ordinary freshness check takes a moment. Off a terminal there is
+no bar, but a search that builds the index first still says so in one plain line on stderr, so a
+script's log shows what the wait was (a first search over a thousand files takes seconds).
 """
 
 from __future__ import annotations
@@ -17,6 +18,20 @@ STAGE_LABELS = {"files": ("checking files", "files"), "embed": ("embedding chunk
                 "write": ("writing chunks", "chunks")}
 
 
+def _build_message(workspace: Any) -> str:
+    return f"memsift: building the index for {workspace} first (there is none yet); the search follows"
+
+
+def _one_line(workspace: Any) -> Callable[[str, int, int], None]:
+    """Off a terminal: the one line a search that builds the index first prints, nothing else."""
+
+    def update(stage: str, _done: int, _total: int) -> None:
+        if stage == "build":
+            print(_build_message(workspace), file=sys.stderr, flush=True)
+
+    return update
+
+
 @contextmanager
 def progress_display(*, always: bool, workspace: Any = None) -> Iterator[Callable[[str, int, int], None] | None]:
     """A progress callback (stage, done, total) drawing on stderr, or None off a terminal.
@@ -24,7 +39,7 @@ def progress_display(*, always: bool, workspace: Any = None) -> Iterator[Callabl
     `always`: show every stage (`memsift index`); otherwise stay silent until the manager reports
     "build" (a search found no index and builds it first), then say so and show the rest."""
     if not sys.stderr.isatty():
-        yield None
+        yield None if always else _one_line(workspace)
         return
     from rich.console import Console  # noqa: PLC0415
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn  # noqa: PLC0415
@@ -43,8 +58,7 @@ def progress_display(*, always: bool, workspace: Any = None) -> Iterator[Callabl
 
     def update(stage: str, done: int, total: int) -> None:
         if stage == "build":
-            console.print(f"memsift: building the index for {workspace} first (there is none yet); the search follows",
-                          markup=False, highlight=False)
+            console.print(_build_message(workspace), markup=False, highlight=False)
             state["on"] = True
             return
         if not state["on"] or stage not in STAGE_LABELS:

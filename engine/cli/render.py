@@ -54,6 +54,10 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         out.append(render_denial(answer.denied))
     elif not answer.query.strip():
         out.append('Empty query: nothing to search. Pass the words to look for, e.g. memsift search "ledger database".')
+    elif not answer.results and answer.below_min_score:
+        b = answer.below_min_score
+        out.append(f"No results at or above minScore {answer.min_score:g}: {b.candidates} candidate(s) scored lower "
+                   f"(best {b.best_score:.3f}); --min-score {max(0.0, int(b.best_score * 100) / 100):g} shows the best.")
     elif not answer.results:
         out.append("No results.")
     parts = [f"{len(answer.results)} result(s)"]

@@ -12,7 +12,12 @@ __all__ = ["Reranker", "RerankBudgetExceeded", "to_relevance", "parse_index_scor
 
 
 class RerankBudgetExceeded(ProviderError):
-    """The reranker stopped because the stage's budget ran out (between batches)."""
+    """The reranker stopped because the stage's budget ran out (between batches). `failure`: the
+    error of the request that could not be retried in time (an HTTP 500…), when that is why."""
+
+    def __init__(self, message: str, *, failure: str | None = None) -> None:
+        super().__init__(message)
+        self.failure = failure
 
 
 @runtime_checkable

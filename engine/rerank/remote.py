@@ -63,7 +63,8 @@ class RemoteReranker(RemoteClient):
     async def _record_sleep(self, seconds: float) -> None:
         deadline = _DEADLINE.get()
         if deadline is not None and time.monotonic() + seconds >= deadline:
-            raise RerankBudgetExceeded(f"{_LAST_ERROR.get()}; no time left in the budget for a retry in {seconds:.1f} s")
+            raise RerankBudgetExceeded(f"{_LAST_ERROR.get()}; no time left in the budget for a retry in {seconds:.1f} s",
+                                       failure=_LAST_ERROR.get())
         await super()._record_sleep(seconds)
 
     async def score(self, query: str, documents: Sequence[str], *, deadline: float) -> list[float]:

@@ -136,6 +136,11 @@ class RerankingSearchManager(WrappedManager):
         except RerankBudgetExceeded as exc:  # stopped early: between batches, or no time for a retry
             message = shorten(redact(str(exc)), ERROR_CHARS)
             circuit.record_failure(message)
+            if exc.failure:  # a request failed (an HTTP 500…): that is the news, not the budget
+                failure = shorten(redact(exc.failure), ERROR_CHARS)
+                log.warning("rerank failed; keeping the backend's order", reranker=reranker.id, reason=failure)
+                return None, (f"rerank failed: {failure} (not retried: no time left in query.rerank.timeoutMs, "
+                              f"{self.config.timeout_ms:g} ms); the backend's order is kept")
             return None, (f"rerank budget exceeded ({self.config.timeout_ms:g} ms, query.rerank.timeoutMs): {message}; "
                           "the backend's order is kept")
         except Exception as exc:  # any reranker failure degrades to the backend's order, visibly

@@ -46,7 +46,8 @@ def test_index_search_get_status_end_to_end(tmp_path, example_workspace):
     assert r.returncode == 0 and "memory/2026-11-02.md" in r.stdout.splitlines()[0]
 
     r = _memsift(tmp_path, "-w", ws, "search", "zzqx nothing matches this", "--min-score", "0.99")
-    assert r.returncode == 0 and "No results." in r.stdout  # no hits is still success
+    assert r.returncode == 0 and "No results at or above minScore 0.99: " in r.stdout  # no hits is still success
+    assert "scored lower (best 0." in r.stdout  # and why: the threshold, not an empty index
 
     r = _memsift(tmp_path, "-w", ws, "get", "memory/2026-11-02.md:3:2")
     assert r.returncode == 0
@@ -431,3 +432,18 @@ def test_search_since_until_and_the_time_a_question_names(tmp_path):
     assert "day=2026-10-01 (file name)" in r.stdout
     r = _memsift(tmp_path, "--workspace", str(ws), "search", "canary", "--since", "someday")
     assert r.returncode == 2 and "since 'someday' is not a date" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_first_search_off_a_terminal_says_in_one_line_that_it_builds_the_index(tmp_path, example_workspace):
+    """Off a terminal there is no bar, but the wait of a first search (seconds over a thousand
+    files) is said once on stderr, for a script's log; a later search says nothing."""
+    for as_json in ((), ("--json",)):
+        state = tmp_path / f"state{len(as_json)}"
+        first = _memsift(tmp_path, "-w", str(example_workspace), "search", "ledger", *as_json,
+                         env={"MEMSIFT_STATE_DIR": str(state)})
+        assert first.returncode == 0
+        said = [line for line in first.stderr.splitlines() if "building the index" in line]
+        assert len(said) == 1 and str(example_workspace) in said[0], first.stderr
+        again = _memsift(tmp_path, "-w", str(example_workspace), "search", "ledger", *as_json,
+                         env={"MEMSIFT_STATE_DIR": str(state)})
+        assert "building the index" not in again.stderr

@@ -95,6 +95,10 @@ def test_parity_run_compares_builtin_with_qmd(tmp_path, corpus):
     assert first["fileOverlap"] > 0 and first["qmd"]["fallback"] is None
     assert second["qmd"]["hits"] == []  # the captured "no results" answer
     assert report["summary"]["queries"] == 2 and report["summary"]["qmdFallbacks"] == 0
+    # Each step says what it waits for (a hung qmd update was silent for two minutes).
+    steps = [line for line in done.stderr.splitlines() if line.startswith("memsift: parity: ")]
+    assert steps[0] == "memsift: parity: syncing builtin" and steps[1].startswith("memsift: parity: syncing qmd (qmd update")
+    assert "up to 120 s" in steps[1] and steps[2].startswith("memsift: parity: warming up both backends, then 2 queries")
 
 
 def test_a_side_that_fell_back_fails_the_gate_and_leads_the_report(tmp_path, corpus):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import QMD_SAMPLES
-from memsift.backends.qmd.manager import EVERY_WORD_NOTE
+from memsift.backends.qmd.manager import EVERY_WORD_NOTE, EVERY_WORD_NOTE_NO_MODELS
 
 FAKEBIN = Path(__file__).with_name("fakebin")
 # A qmd whose launcher shell reports a segfaulting child as exit 139 (as `bin/qmd` on Node 20 does).
@@ -62,9 +62,11 @@ def test_an_empty_search_says_why_and_what_to_try(cli):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "No results." and lines[1].startswith("0 result(s) · qmd search (BM25) · ")
-    assert lines[2] == EVERY_WORD_NOTE and "--mode hybrid" in EVERY_WORD_NOTE and "memory.qmd.searchMode" in EVERY_WORD_NOTE
+    # No local QMD models here: hybrid or vector would only time out, so the hint does not offer them.
+    assert lines[2] == EVERY_WORD_NOTE_NO_MODELS and "--mode hybrid" not in EVERY_WORD_NOTE_NO_MODELS
+    assert "--mode hybrid" in EVERY_WORD_NOTE and "memory.qmd.searchMode" in EVERY_WORD_NOTE  # with the models
     answer = json.loads(run("search", "zebra crossing times", "--json").stdout)
-    assert answer["notes"] == [EVERY_WORD_NOTE]
+    assert answer["notes"] == [EVERY_WORD_NOTE_NO_MODELS]
     assert "notes" not in json.loads(run("search", "zebra", "--json").stdout)  # one word: nothing to explain
 
 
@@ -112,3 +114,23 @@ def test_status_on_a_fresh_state_folder_asks_qmd_and_gets_its_version(cli, tmp_p
     qmd = json.loads(st.stdout)["qmd"]
     assert qmd["version"] == "2.8.3" and qmd["error"] is None, qmd
     assert "cannot start" not in st.stdout + st.stderr
+
+
+def test_an_outage_without_fallback_is_never_no_results_on_stdout(cli):
+    """qmd missing and `memory.qmd.fallback: "none"`: exit 7, the reason on stderr, and nothing on
+    stdout in text (a script reading stdout saw "No results."); --json still says `unavailable`."""
+    run, _ = cli
+    text = run("search", "aurora", qmd={"command": "/nonexistent/qmd", "fallback": "none"})
+    assert text.returncode == 7 and text.stdout == "", text.stdout
+    assert "qmd unavailable" in text.stderr and 'memory.qmd.fallback is "none"' in text.stderr
+    as_json = run("search", "aurora", "--json", qmd={"command": "/nonexistent/qmd", "fallback": "none"})
+    assert as_json.returncode == 7 and "not installed" in json.loads(as_json.stdout)["unavailable"]
+
+
+def test_min_score_removing_every_hit_is_said_not_a_bare_no_results(cli):
+    run, _ = cli
+    done = run("search", "aurora", "--min-score", "0.99")
+    assert done.returncode == 0
+    assert done.stdout.startswith("No results at or above minScore 0.99: ") and "--min-score" in done.stdout, done.stdout
+    qmd = json.loads(run("search", "aurora", "--min-score", "0.99", "--json").stdout)
+    assert qmd["results"] == [] and qmd["belowMinScore"]["candidates"] >= 1 and qmd["belowMinScore"]["bestScore"] < 0.99

@@ -121,6 +121,8 @@ def test_a_failing_reranker_keeps_the_backends_order_and_says_why(tmp_path, exam
         answer = run(m.search, QUERY, explain=True)
         assert _keys(answer) == _keys(plain) and [h.score for h in answer.results] == [h.score for h in plain.results]
         assert "HTTP 500: internal error" in answer.degraded.rerank and "the backend's order is kept" in answer.degraded.rerank
+        # The reranker's 500 is the news: not "budget exceeded", although no retry fitted the budget.
+        assert answer.degraded.rerank.startswith("rerank failed: endpoint: HTTP 500"), answer.degraded.rerank
         assert answer.rerank.applied is False and all(h.rerank is None for h in answer.results)
         server.faults = [RerankFault(0, delay=2.0)]  # slower than the budget
         answer = run(m.search, QUERY)
