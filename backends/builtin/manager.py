@@ -397,9 +397,9 @@ class BuiltinSearchManager:
             await self.sync(reason="bootstrap", allow_full=True, defer_vectors=self.provider is not None)
             if self.provider is None:
                 return False, None
-            with anyio.move_on_after(self.first_search_vector_budget_s) as scope:
+            with anyio.move_on_after(self.first_search_vector_budget_s):
                 await self.sync(reason="bootstrap vectors", allow_full=False, include_sessions=False)
-            return scope.cancelled_caught, None
+            return False, None  # every file is indexed; vectors still pending are told by `degraded.vector`
         self._adopt_index_provider(meta)
         if not self.ms.sync.on_search:
             self._dirty = False
