@@ -29,11 +29,14 @@ __all__ = [
     "split_for_input_limit",
     "EVIDENCE_TOKENS",
     "CHUNKER_REVISION",
+    "file_lines",
     "REFERENCE_TOKENS",
     "REFERENCE_OVERLAP",
 ]
 
-CHUNKER_REVISION = "capped-overlap+sections-2"  # in every index's fingerprint; 2: long lines cut between words
+# In every index's fingerprint. 2: long lines cut between words; 3: a final newline ends the last
+# line (it used to open an empty line past the end, so a chunk ending the file cited line N+1).
+CHUNKER_REVISION = "capped-overlap+sections-3"
 EVIDENCE_TOKENS = SNIPPET_MAX_CHARS // 4  # 175: a chunk is at most what a hit shows (4 characters a token)
 REFERENCE_TOKENS, REFERENCE_OVERLAP = 400, 80  # the reference's chunker defaults
 
@@ -107,6 +110,15 @@ def _line_segments(line: str, line_no: int, max_chars: int, tokens: int) -> list
     return out
 
 
+def file_lines(content: str) -> list[str]:
+    """The file's lines as `memory_get` numbers them: a final newline ends the last line and
+    opens no other, so no chunk (and no citation) names a line past the end of the file."""
+    lines = content.split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def chunk_markdown(content: str, *, tokens: int = 400, overlap: int = 80) -> list[Chunk]:
     """Split `content` into overlapping chunks that keep 1-based line ranges.
 
@@ -146,7 +158,7 @@ def chunk_markdown(content: str, *, tokens: int = 400, overlap: int = 80) -> lis
     fresh = 0  # size added since the last flush (the carried overlap is not new)
     section = 0  # size of the section so far (since the last heading)
     in_fence = False
-    for line_no, line in enumerate(content.split("\n"), start=1):
+    for line_no, line in enumerate(file_lines(content), start=1):
         if _FENCE_RE.match(line):
             in_fence = not in_fence
         elif not in_fence and _HEADING_RE.match(line):
@@ -222,7 +234,7 @@ def chunk_evidence(content: str, *, tokens: int = 175) -> list[Chunk]:
 
     section = 0
     in_fence = False
-    for line_no, line in enumerate(content.split("\n"), start=1):
+    for line_no, line in enumerate(file_lines(content), start=1):
         if _FENCE_RE.match(line):
             in_fence = not in_fence
         elif not in_fence and _HEADING_RE.match(line):

@@ -364,6 +364,15 @@ class QmdSearchManager:
         except (PathNotAllowedError, OSError):
             return ""
 
+    def _line_count(self, shown: str, counted: dict[str, int | None]) -> int | None:
+        """A hit's file's number of lines, as `memory_get` counts them (streamed, nothing kept)."""
+        if shown not in counted:
+            try:
+                counted[shown] = self.memory_rules.read(shown, max_chars=0).total_lines or None
+            except (PathNotAllowedError, OSError):
+                counted[shown] = None
+        return counted[shown]
+
     def _every_word_note(self) -> str:
         return EVERY_WORD_NOTE if self.models_available() else EVERY_WORD_NOTE_NO_MODELS
 
@@ -380,6 +389,7 @@ class QmdSearchManager:
         max_snippet = max(1, int(self.qmd.limits.max_snippet_chars))
         cite = citations_enabled(self.settings.memory.citations, session_key)
         ranked: list[SearchHit] = []
+        counted: dict[str, int | None] = {}
         for h, c in sorted(found, key=lambda hc: (-hc[0].score, hc[0].path or "")):
             if h.score < threshold or not h.path:
                 continue
@@ -388,6 +398,10 @@ class QmdSearchManager:
                 continue
             start = h.start_line or 1
             end = h.end_line or start
+            total = self._line_count(path, counted)
+            if total:  # QMD's snippet range may run one line past the end: a citation must read back
+                end = min(end, total)
+                start = min(start, end)
             hit = SearchHit(
                 path=path,
                 start_line=start,

@@ -17,9 +17,10 @@ def test_short_document_is_one_chunk_with_its_line_range():
     chunks = chunk_markdown(text)
     assert len(chunks) == 1
     c = chunks[0]
-    assert (c.start_line, c.end_line) == (1, 5)  # the trailing newline yields a final empty line
-    assert c.text == text
-    assert c.hash == sha256_text(text)
+    # A final newline ends line 4; it opens no line 5 (which `memsift get` would refuse as past the end).
+    assert (c.start_line, c.end_line) == (1, 4)
+    assert c.text == text.rstrip("\n")
+    assert c.hash == sha256_text(c.text)
 
 
 def test_chunks_keep_exact_line_ranges_and_overlap():
@@ -86,8 +87,8 @@ def test_empty_and_whitespace_documents_yield_no_chunks():
 
 def test_crlf_stays_in_line_text():
     chunks = chunk_markdown("a\r\nb\r\n")
-    assert chunks[0].text == "a\r\nb\r\n"
-    assert (chunks[0].start_line, chunks[0].end_line) == (1, 3)
+    assert chunks[0].text == "a\r\nb\r"
+    assert (chunks[0].start_line, chunks[0].end_line) == (1, 2)
 
 
 @settings(max_examples=60, deadline=None)
@@ -192,3 +193,10 @@ def test_evidence_chunks_cover_every_line_within_budget(lines, tokens):
     for i, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             assert any(c.start_line <= i <= c.end_line for c in chunks)
+
+
+def test_no_chunk_ends_past_the_last_line_of_its_file():
+    for text in ("- one\n- two\n- three\n- four\n- five\n", "- one\n- two", "a\n\n\n", "x" * 3000 + "\n", "\n"):
+        total = text.count("\n") + (0 if text.endswith("\n") else 1)
+        for chunks in (chunk_markdown(text), chunk_evidence(text), chunk_markdown(text, tokens=8, overlap=2)):
+            assert all(1 <= c.start_line <= c.end_line <= total for c in chunks), (text[:20], [(c.start_line, c.end_line) for c in chunks])
