@@ -45,8 +45,8 @@ _EXPORTS = {
     "SearchManager": ".manager",
     "SyncReport": ".manager",
     "configure_logging": ".logging",
-    "open_manager": ".factory",
-    "resolve_config": ".factory",
+    "open_manager": ".compose.factory",
+    "resolve_config": ".compose.factory",
 }
 
 __all__ = [
@@ -96,7 +96,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         ProviderError,
         ProviderUnavailableError,
     )
-    from .factory import open_manager, resolve_config
+    from .compose.factory import open_manager, resolve_config
     from .logging import configure_logging
     from .manager import SearchManager, SyncReport
     from .results import ManagerStatus, ReadResult, SearchAnswer, SearchHit

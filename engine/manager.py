@@ -50,9 +50,9 @@ class SearchManager(Protocol):
         until: str | date | datetime | float | None = None,
     ) -> SearchAnswer:
         """`mode`: None or "auto" runs what the config says; "keyword", "vector" or "hybrid" picks
-        the retrieval for this search (engine/search_modes.py). `now` (POSIX seconds, default the
+        the retrieval for this search (engine/search/modes.py). `now` (POSIX seconds, default the
         clock): what relative times in the query and decay count from. `since`/`until`: keep hits
-        of those days, inclusive (engine/time_query.py; ValueError for a value that is no date)."""
+        of those days, inclusive (engine/search/time_query.py; ValueError for a value that is no date)."""
         ...
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,

@@ -31,19 +31,19 @@ import apsw
 import numpy as np
 
 from memsift.engine.logging import get_logger
-from memsift.engine.chunking import CHUNKER_REVISION, Chunk, chunk_text, split_for_input_limit
+from memsift.engine.files.chunking import CHUNKER_REVISION, Chunk, chunk_text, split_for_input_limit
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import IndexUnusableError
-from memsift.engine.note_dates import NOTE_DATES_REVISION, ChunkDay
-from memsift.engine.fts_query import INDEX_TEXT_REVISION, index_text
-from memsift.engine.index_fingerprint import fingerprint_diff
+from memsift.engine.files.note_dates import NOTE_DATES_REVISION, ChunkDay
+from memsift.engine.search.fts_query import INDEX_TEXT_REVISION, index_text
+from memsift.engine.files.fingerprint import fingerprint_diff
 from memsift.engine.manager import SyncReport
 from memsift.engine.embeddings.base import MultimodalInput
-from memsift.engine.file_sync import MAX_MARKDOWN_BYTES, read_markdown, sort_files
-from memsift.engine.memory_files import MemoryFile, Skipped, discover_memory_files
+from memsift.engine.files.sync import MAX_MARKDOWN_BYTES, read_markdown, sort_files
+from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
 from memsift.engine.private_dirs import make_private_dir
-from memsift.engine.multimodal import extensions_for, label_for, multimodal_hash, sniff_mime
-from memsift.engine.transcripts import flatten_transcript, list_transcripts
+from memsift.engine.files.multimodal import extensions_for, label_for, multimodal_hash, sniff_mime
+from memsift.engine.files.transcripts import flatten_transcript, list_transcripts
 
 from .index_file import inspect_index_file, is_memsift_database, temp_name_re
 from .store import (
@@ -221,7 +221,7 @@ class _Pending:
     chunks: list[Chunk]
     inputs: dict[str, MultimodalInput] | None = None  # chunk hash → image/audio input
     rejected: str | None = None  # the provider refused the file (too large): stored with no chunks
-    days: list[ChunkDay] = field(default_factory=list)  # each chunk's day (engine/note_dates.py)
+    days: list[ChunkDay] = field(default_factory=list)  # each chunk's day (engine/files/note_dates.py)
 
 
 # Provider messages meaning "this input is too large" (spec 3.1): the file is kept with no chunks.

@@ -14,16 +14,16 @@ import apsw
 import numpy as np
 
 from memsift.engine.logging import get_logger
-from memsift.engine.citations import citations_enabled
+from memsift.engine.search.citations import citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, create_provider, select_provider
 from memsift.engine.embeddings.circuit import QueryCircuit
 from memsift.engine.errors import IndexCorruptError, IndexUnusableError, ProviderError
-from memsift.engine.fts_query import plan_query
+from memsift.engine.search.fts_query import plan_query
 from memsift.engine.manager import SyncReport
-from memsift.engine.memory_files import discover_memory_files
-from memsift.engine.memory_rules import MemoryRules, read_memory
-from memsift.engine.recent_keys import RecentKeys
+from memsift.engine.files.discovery import discover_memory_files
+from memsift.engine.files.rules import MemoryRules, read_memory
+from memsift.backends.builtin.recent_keys import RecentKeys
 from memsift.engine.results import (
     BelowMinScore,
     Degraded,
@@ -33,13 +33,13 @@ from memsift.engine.results import (
     SearchAnswer,
     SearchHit,
 )
-from memsift.engine.scripts import coverage, vector_mode_warning
-from memsift.engine.hits import hits_from_ranked
-from memsift.engine.pipeline import PipelineParams, rank
-from memsift.engine.query_embedding import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding, beside
-from memsift.engine.search_request import SearchRequest
-from memsift.engine.time_query import TimeBound, TimeWindow
-from memsift.engine.snippets import SNIPPET_MAX_CHARS
+from memsift.engine.search.scripts import coverage, vector_mode_warning
+from memsift.engine.search.hits import hits_from_ranked
+from memsift.engine.search.pipeline import PipelineParams, rank
+from memsift.engine.search.query_embedding import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding, beside
+from memsift.engine.search.request import SearchRequest
+from memsift.engine.search.time_query import TimeBound, TimeWindow
+from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 
 from .index_file import inspect_index_file
 from .indexer import Indexer, IndexIdentity, SyncCancelled, fingerprint_diff, wanted_meta, write_lock
@@ -62,7 +62,7 @@ __all__ = ["BuiltinSearchManager"]
 log = get_logger("memsift.builtin")
 
 # Batches (indexing) keep long limits (10 min local; remote calls carry their own per-request
-# timeouts and retries); a query embedding has its own budget (engine/query_embedding.py).
+# timeouts and retries); a query embedding has its own budget (engine/search/query_embedding.py).
 BATCH_TIMEOUT_S = {"local": 600.0}
 SEARCH_SYNC_BUDGET_S = 2.0  # a search waits this long for files changed since the last sync
 # A first search (no index yet) builds the keyword index, then waits this long for the vectors:

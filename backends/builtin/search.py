@@ -1,5 +1,5 @@
 """Builtin retrieval: FTS5 BM25 keyword candidates and vector KNN candidates (candidates =
-min(200, maxResults × candidateMultiplier)); engine/pipeline.py ranks them."""
+min(200, maxResults × candidateMultiplier)); engine/search/pipeline.py ranks them."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any, Callable, Sequence
 import apsw
 import numpy as np
 
-from memsift.engine.fts_query import FtsPlan
-from memsift.engine.time_query import TimeWindow
-from memsift.engine.ranking import Candidate, bm25_relative_scores
+from memsift.engine.search.fts_query import FtsPlan
+from memsift.engine.search.time_query import TimeWindow
+from memsift.engine.search.ranking import Candidate, bm25_relative_scores
 
 from .store import VectorState, cosines, row_cosines, row_estimate
 from .vector_memory import MemoryVectors

@@ -121,7 +121,7 @@ def _migration_1(conn: apsw.Connection, tokenizer: str) -> None:
 
 
 def _migration_2(conn: apsw.Connection, tokenizer: str) -> None:
-    """Each chunk's day (engine/note_dates.py) and where it came from, for time windows and decay."""
+    """Each chunk's day (engine/files/note_dates.py) and where it came from, for time windows and decay."""
     conn.execute(
         """
         ALTER TABLE chunks ADD COLUMN day TEXT;

@@ -24,16 +24,16 @@ from typing import Any, Awaitable, Callable
 import anyio
 import numpy as np
 
-from memsift.engine.chunking import CHUNKER_REVISION, Chunk
-from memsift.engine.note_dates import NOTE_DATES_REVISION, ChunkDay
+from memsift.engine.files.chunking import CHUNKER_REVISION, Chunk
+from memsift.engine.files.note_dates import NOTE_DATES_REVISION, ChunkDay
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import BackendError
-from memsift.engine.fts_query import INDEX_TEXT_REVISION
-from memsift.engine.index_fingerprint import fingerprint_diff
+from memsift.engine.search.fts_query import INDEX_TEXT_REVISION
+from memsift.engine.files.fingerprint import fingerprint_diff
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
-from memsift.engine.file_sync import read_markdown, sort_files
-from memsift.engine.memory_files import MemoryFile, Skipped, discover_memory_files
+from memsift.engine.files.sync import read_markdown, sort_files
+from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
 
 from .schema import SCHEMA_VERSION
 from .terms import chunk_postings
@@ -98,7 +98,7 @@ class _Pending:
     mtime_ns: int
     size: int
     chunks: list[Chunk]
-    days: list[ChunkDay] = field(default_factory=list)  # each chunk's day (engine/note_dates.py)
+    days: list[ChunkDay] = field(default_factory=list)  # each chunk's day (engine/files/note_dates.py)
 
 
 class _Sync:

@@ -14,23 +14,23 @@ from typing import Any
 import anyio
 import numpy as np
 
-from memsift.engine.citations import citations_enabled
+from memsift.engine.search.citations import citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, select_provider
 from memsift.engine.errors import BackendError
-from memsift.engine.fts_query import plan_query
-from memsift.engine.hits import hits_from_ranked
+from memsift.engine.search.fts_query import plan_query
+from memsift.engine.search.hits import hits_from_ranked
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
-from memsift.engine.memory_files import discover_memory_files
-from memsift.engine.memory_rules import MemoryRules, read_memory
-from memsift.engine.pipeline import PipelineParams, rank
-from memsift.engine.search_request import SearchRequest
-from memsift.engine.time_query import TimeBound, TimeWindow
-from memsift.engine.query_embedding import QueryEmbedding, beside
+from memsift.engine.files.discovery import discover_memory_files
+from memsift.engine.files.rules import MemoryRules, read_memory
+from memsift.engine.search.pipeline import PipelineParams, rank
+from memsift.engine.search.request import SearchRequest
+from memsift.engine.search.time_query import TimeBound, TimeWindow
+from memsift.engine.search.query_embedding import QueryEmbedding, beside
 from memsift.engine.results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer, SearchHit
-from memsift.engine.scripts import coverage, vector_mode_warning
-from memsift.engine.snippets import SNIPPET_MAX_CHARS
+from memsift.engine.search.scripts import coverage, vector_mode_warning
+from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 
 from .connect import connect_once, driver_error, import_driver, open_pool, resolve_dsns
 from .indexer import Identity, fingerprint_diff, sync_agent, wanted_meta

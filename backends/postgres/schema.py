@@ -86,7 +86,7 @@ CREATE TABLE memsift_embedding_cache(
 CREATE INDEX memsift_embedding_cache_updated ON memsift_embedding_cache(agent_id, updated_at);
 """
 
-# Each chunk's day (engine/note_dates.py) and where it came from: time windows, since/until, decay.
+# Each chunk's day (engine/files/note_dates.py) and where it came from: time windows, since/until, decay.
 _M2 = """
 ALTER TABLE memsift_chunks ADD COLUMN day text, ADD COLUMN day_source text;
 CREATE INDEX memsift_chunks_day ON memsift_chunks(agent_id, generation, day);

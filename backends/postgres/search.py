@@ -1,6 +1,6 @@
 """Postgres retrieval: BM25 in plain SQL over the postings table (FTS5's formula: k1 1.2, b 0.75,
 IDF clamped to 1e-6 when a term is in half the chunks or more) and exact per-agent cosine with
-pgvector. engine/pipeline.py ranks what these find, as for the builtin index.
+pgvector. engine/search/pipeline.py ranks what these find, as for the builtin index.
 
 Vectors: an HNSW index on a table shared by agents filters by agent after the graph walk, so
 small agents got almost nothing back. Here every search scans its own agent's generation through
@@ -17,8 +17,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from memsift.engine.ranking import Candidate, bm25_relative_scores
-from memsift.engine.time_query import TimeWindow
+from memsift.engine.search.ranking import Candidate, bm25_relative_scores
+from memsift.engine.search.time_query import TimeWindow
 
 from .terms import QueryItems
 

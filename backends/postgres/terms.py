@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from memsift.engine.fts_query import FtsPlan, index_text
+from memsift.engine.search.fts_query import FtsPlan, index_text
 from memsift.engine.text import is_cjk_char
 
 __all__ = ["Posting", "chunk_postings", "QueryItems", "query_items", "TOKENIZER_ARGS"]

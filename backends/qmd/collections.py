@@ -1,7 +1,7 @@
 """QMD's collections of an agent, and what QMD itself has registered.
 
 Which folders and patterns are collections, and their names, are decided with the rest of "which
-files are memory" in `engine/memory_rules.py` (`memory_collections`); this module reads QMD's own
+files are memory" in `engine/files/rules.py` (`memory_collections`); this module reads QMD's own
 `index.yml` (plain YAML, not `collection list` text) to know what QMD has registered.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from memsift.engine.memory_rules import MemoryCollection, memory_collections, slug_name
+from memsift.engine.files.rules import MemoryCollection, memory_collections, slug_name
 
 __all__ = ["ManagedCollection", "resolve_collections", "read_index_yml", "slug_name"]
 

@@ -25,22 +25,22 @@ import anyio
 import yaml
 
 from memsift.engine.logging import get_logger
-from memsift.engine.citations import citation_for, citations_enabled
+from memsift.engine.search.citations import citation_for, citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.durations import parse_duration_ms
 from memsift.engine.errors import PathNotAllowedError
-from memsift.engine.file_sync import MAX_MARKDOWN_BYTES
-from memsift.engine.fts_query import MAX_QUERY_CHARS, clean_query
+from memsift.engine.files.sync import MAX_MARKDOWN_BYTES
+from memsift.engine.search.fts_query import MAX_QUERY_CHARS, clean_query
 from memsift.engine.manager import SyncReport
-from memsift.engine.memory_rules import MemoryRules, read_memory, session_export_dir
+from memsift.engine.files.rules import MemoryRules, read_memory, session_export_dir
 from memsift.engine.private_dirs import make_private_dir
-from memsift.engine.search_modes import QMD_MODE_FOR, parse_search_mode
+from memsift.engine.search.modes import QMD_MODE_FOR, parse_search_mode
 from memsift.engine.results import BelowMinScore, ManagerStatus, ReadResult, SearchAnswer, SearchHit
 from memsift.engine.text import utf16_len, utf16_slice
-from memsift.engine.note_dates import day_at
-from memsift.engine.ranking import Candidate
-from memsift.engine.time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for, without_time_expressions
-from memsift.engine.time_rank import apply_time_filter, apply_time_windows
+from memsift.engine.files.note_dates import day_at
+from memsift.engine.search.ranking import Candidate
+from memsift.engine.search.time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for, without_time_expressions
+from memsift.engine.search.time_rank import apply_time_filter, apply_time_windows
 
 from .collections import ManagedCollection, read_index_yml, resolve_collections
 from .lock import LockBusy
@@ -331,7 +331,7 @@ class QmdSearchManager:
 
     def _timed(self, found: list, time_filter: TimeWindow | None, windows: list[TimeWindow]) -> list:
         """QMD's hits judged by their notes' days: the since/until filter, then the question's windows
-        (the shared engine/time_rank.py rules), each hit's score scaled and the list re-sorted."""
+        (the shared engine/search/time_rank.py rules), each hit's score scaled and the list re-sorted."""
         texts: dict[Path, str] = {}
         items: list[Candidate] = []
         for i, (h, c) in enumerate(found):

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from memsift.engine.logging import get_logger
 from memsift.engine.private_dirs import make_private_dir
-from memsift.engine.transcripts import flatten_transcript, list_transcripts
+from memsift.engine.files.transcripts import flatten_transcript, list_transcripts
 
 __all__ = ["export_sessions", "ExportReport", "MARKER"]
 

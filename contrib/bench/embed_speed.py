@@ -41,7 +41,7 @@ def _baseline_provider(rev: str):
 def realistic_chunks(work: Path, per_set: int) -> dict[str, list[str]]:
     """Chunks as the indexer cuts them (400 tokens, 80 overlap) from LongMemEval sessions and
     synthetic daily logs."""
-    from memsift.engine.chunking import chunk_markdown  # noqa: PLC0415
+    from memsift.engine.files.chunking import chunk_markdown  # noqa: PLC0415
 
     def cut(files: list[Path]) -> list[str]:
         out: list[str] = []

@@ -34,7 +34,7 @@ def build(root: Path, n: int) -> Path:
 async def write_to_searchable(ws: Path, state: Path, debounce_ms: int, rounds: int = 5) -> list[float]:
     os.environ["MEMSIFT_STATE_DIR"] = str(state)
     from memsift.engine import open_manager, resolve_config  # noqa: PLC0415
-    from memsift.engine.host import serve_freshness  # noqa: PLC0415
+    from memsift.engine.compose.host import serve_freshness  # noqa: PLC0415
 
     os.environ["MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__SYNC__WATCHDEBOUNCEMS"] = str(debounce_ms)
     settings = resolve_config(None, workspace=ws)

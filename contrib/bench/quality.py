@@ -76,7 +76,7 @@ def open_mode(mode: str, workspace: Path, state: Path, extra: dict[str, Any] | N
 
     overrides = MODES[mode]
     if overrides is None:
-        from memsift.engine.factory import open_manager  # noqa: PLC0415
+        from memsift.engine.compose.factory import open_manager  # noqa: PLC0415
 
         qmd = {
             "backend": "qmd",
@@ -90,7 +90,7 @@ def open_mode(mode: str, workspace: Path, state: Path, extra: dict[str, Any] | N
         return open_manager(settings_for(workspace, state / "qmd", {}, qmd), backend="qmd")
     ms = {k: v for k, v in overrides.items() if k != "provider"}
     ms = _deep_merge(ms, extra or {})
-    from memsift.engine.factory import reranked  # noqa: PLC0415  (the rerank stage, when `extra` turns it on)
+    from memsift.engine.compose.factory import reranked  # noqa: PLC0415  (the rerank stage, when `extra` turns it on)
 
     if overrides.get("provider") == "none":
         settings = settings_for(workspace, state / "fts", ms)

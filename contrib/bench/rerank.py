@@ -93,7 +93,7 @@ def stage_side_by_side(work: Path, folder: Path, queries: int) -> dict[str, Any]
     the machine's load falls on all three alike."""
     from memsift.backends.builtin import BuiltinSearchManager  # noqa: PLC0415
     from memsift.engine.embeddings import ProviderSelection  # noqa: PLC0415
-    from memsift.engine.factory import reranked  # noqa: PLC0415
+    from memsift.engine.compose.factory import reranked  # noqa: PLC0415
     from quality import settings_for  # noqa: PLC0415
     from synthetic import build_daily_logs, sample_queries  # noqa: PLC0415
 

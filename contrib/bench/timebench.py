@@ -51,10 +51,10 @@ def say(text: str) -> None:
 def parser_cost(questions: list[tuple[str, float]]) -> dict[str, Any]:
     """find_time_windows over real questions (p50/p95, warm), and its first call in a new process
     (imports dateparser and loads its English data)."""
-    from memsift.engine.time_query import find_time_windows  # noqa: PLC0415
+    from memsift.engine.search.time_query import find_time_windows  # noqa: PLC0415
 
     cold = subprocess.run(
-        [sys.executable, "-c", "import time; t = time.perf_counter(); from memsift.engine.time_query import find_time_windows; "
+        [sys.executable, "-c", "import time; t = time.perf_counter(); from memsift.engine.search.time_query import find_time_windows; "
          "find_time_windows('what did I buy two weeks ago?'); print((time.perf_counter() - t) * 1000)"],
         capture_output=True, text=True, check=True,
     )
@@ -82,7 +82,7 @@ async def _scifact_unchanged(work: Path) -> dict[str, Any]:
     state = work / "state" / "scifact"
     await warm_index("hybrid", data.workspace, state, say)
     queries = list(data.split("test")[0].items())
-    from memsift.engine.time_query import find_time_windows  # noqa: PLC0415
+    from memsift.engine.search.time_query import find_time_windows  # noqa: PLC0415
 
     ranked: dict[str, dict[str, list]] = {}
     for name in ("time off", "time on"):

@@ -20,7 +20,7 @@ import click
 
 from ..errors import ConfigError, IndexUnusableError, MemsiftError, PathNotAllowedError, ProviderError
 from ..secrets import redact, url_without_password
-from ..search_modes import SEARCH_MODES
+from ..search.modes import SEARCH_MODES
 
 SEARCH_MODE_CHOICES = [m for m in SEARCH_MODES if m != "auto"] + ["auto", "fts"]
 
@@ -81,13 +81,13 @@ class _Ctx:
         self.workspace, self.agent, self.config, self.backend = workspace, agent, config, backend
 
     def settings(self):
-        from ..factory import resolve_config  # noqa: PLC0415
+        from ..compose.factory import resolve_config  # noqa: PLC0415
 
         return resolve_config(self.config, workspace=self.workspace, agent=self.agent)
 
     def warn_if_no_memory(self) -> None:
         """Say so on stderr when the workspace holds no memory files (every search finds nothing)."""
-        from ..workspace import workspace_warning  # noqa: PLC0415
+        from ..files.workspace import workspace_warning  # noqa: PLC0415
 
         warning = workspace_warning(self.settings())
         if warning:
@@ -96,7 +96,7 @@ class _Ctx:
     def run(self, fn: Callable[..., Awaitable[Any]], *, progress: bool | None = False) -> Any:
         """Open the manager, run `fn(manager)`, close it. `progress`: True shows the progress of
         long work on a terminal, None only once the manager says it builds the index first."""
-        from ..factory import open_manager  # noqa: PLC0415
+        from ..compose.factory import open_manager  # noqa: PLC0415
         from .progress import progress_display  # noqa: PLC0415
 
         settings = self.settings()
@@ -201,7 +201,7 @@ def search(
     """Search memory for QUERY."""
     if backend:
         obj.backend = backend
-    from ..time_query import time_filter_for  # noqa: PLC0415
+    from ..search.time_query import time_filter_for  # noqa: PLC0415
 
     try:
         time_filter_for(since, until)  # a bad date is a usage error, before any index is opened
@@ -259,7 +259,7 @@ def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, offset
         session_key: str | None, as_json: bool) -> None:
     """Read a memory file, or a line range of it (memory_get). Takes what search prints: the hit
     header (memory/2026-11-05.md:5-8) or the citation (memory/2026-11-05.md#L5-L8)."""
-    from ..citations import parse_memory_ref  # noqa: PLC0415
+    from ..search.citations import parse_memory_ref  # noqa: PLC0415
 
     path, ref_from, ref_lines = parse_memory_ref(target)
     from_line, lines = from_line or ref_from, lines or ref_lines
@@ -313,8 +313,8 @@ def status(obj: _Ctx, deep: bool, session_key: str | None, as_json: bool) -> Non
 @click.pass_obj
 def note(obj: _Ctx, text: str, as_json: bool) -> None:
     """Append TEXT as a timestamped line to today's memory/YYYY-MM-DD.md (created if needed)."""
-    from ..notes import append_note  # noqa: PLC0415
-    from ..workspace import is_workspace  # noqa: PLC0415
+    from ..files.notes import append_note  # noqa: PLC0415
+    from ..files.workspace import is_workspace  # noqa: PLC0415
 
     if not text.strip():
         raise click.UsageError('a note needs some text, e.g. memsift note "Call the dentist on Monday"')
@@ -343,7 +343,7 @@ def watch(obj: _Ctx, as_json: bool) -> None:
     """Keep the index fresh: watch the memory files and sync on every change (Ctrl-C stops)."""
     import signal  # noqa: PLC0415
 
-    from ..host import serve_freshness  # noqa: PLC0415
+    from ..compose.host import serve_freshness  # noqa: PLC0415
     from .render import WatchStatus  # noqa: PLC0415
     from .resident_server import serve_resident  # noqa: PLC0415
 
@@ -375,7 +375,7 @@ def resident_helper(obj: _Ctx) -> None:
     import signal  # noqa: PLC0415
 
     from ..durations import check_duration  # noqa: PLC0415
-    from ..host import serve_freshness  # noqa: PLC0415
+    from ..compose.host import serve_freshness  # noqa: PLC0415
     from .helper import helper_lock_path, take_helper_lock  # noqa: PLC0415
     from .resident import rendezvous_dir  # noqa: PLC0415
     from .resident_server import serve_resident  # noqa: PLC0415
@@ -429,7 +429,7 @@ def resident_helper(obj: _Ctx) -> None:
 def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None, max_chars: int | None, no_watch: bool) -> None:
     """Serve memory_search, memory_get and memory_status over MCP (needs the `mcp` extra)."""
     try:
-        from ..mcp_server import serve  # noqa: PLC0415
+        from ..mcp.server import serve  # noqa: PLC0415
 
         import mcp as _  # noqa: F401, PLC0415
     except ImportError:
@@ -460,7 +460,7 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
 def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_sync: bool, fail_under: float | None,
            mode: str | None, against: str, as_json: bool) -> None:
     """Run the queries in QUERIES_FILE on builtin and QMD (or Postgres) and compare the answers."""
-    from ..parity import gate_failure, read_queries, run_parity  # noqa: PLC0415
+    from .parity import gate_failure, read_queries, run_parity  # noqa: PLC0415
     from .render import render_parity  # noqa: PLC0415
 
     with _errors_to_exit():

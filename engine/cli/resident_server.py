@@ -27,7 +27,7 @@ import click
 
 from ..errors import MemsiftError
 from ..logging import get_logger
-from ..workspace import workspace_warning
+from ..files.workspace import workspace_warning
 from .resident import PROTOCOL, WORKING, asks_for_help, command_index, relevant_env, rendezvous_dir, state_tag
 
 __all__ = ["serve_resident", "frame_reply", "MAX_REQUEST_BYTES", "MAX_CONNECTIONS", "READ_TIMEOUT_S"]
@@ -80,7 +80,7 @@ class ResidentServer:
     # --- one request ------------------------------------------------------------------------
 
     def _parse(self, argv: list[str], cwd: str) -> tuple[Any, dict[str, Any], str | None]:
-        from ..factory import resolve_config  # noqa: PLC0415
+        from ..compose.factory import resolve_config  # noqa: PLC0415
         from .main import cli  # noqa: PLC0415
 
         cut = command_index(argv)

@@ -18,12 +18,12 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..chunking import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
+from ..files.chunking import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
 from ..errors import ConfigError
 from ..private_dirs import default_state_dir
-from ..qmd_coverage import with_qmd_coverage
+from ..files.coverage import with_qmd_coverage
 from ..secrets import register_header_secrets, register_secret, register_url_secrets
-from ..workspace import find_workspace
+from ..files.workspace import find_workspace
 from .memory_section import normalise_memory
 from .models import AgentDefaults, AgentEntry, ChunkingConfig, MemoryConfig, MemorySearchConfig, MemsiftConfig
 from .sources import default_config_path, env_overrides, read_config_file

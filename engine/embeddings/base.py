@@ -22,7 +22,7 @@ class EmbeddingProvider(Protocol):
     id: str  # adapter id: "local", "openai", ...
     model: str
     max_input_tokens: int
-    # Writing systems the model was trained on ("Latin", "Han", "Kana", ...; see engine/scripts.py),
+    # Writing systems the model was trained on ("Latin", "Han", "Kana", ...; see engine/search/scripts.py),
     # or None: multilingual or unknown. A query mostly outside them is searched by keyword only.
     scripts: frozenset[str] | None
 

@@ -29,11 +29,11 @@ from ..embeddings.circuit import QueryCircuit
 from ..errors import ProviderError
 from ..logging import get_logger
 from ..manager import SearchManager
-from ..ranking import Candidate, mmr_rerank
+from ..search.ranking import Candidate, mmr_rerank
 from ..results import ManagerStatus, RerankExplain, RerankSummary, SearchAnswer, SearchHit
 from ..secrets import redact
 from ..text import shorten
-from ..wrapped import WrappedManager
+from ..compose.wrapped import WrappedManager
 from .base import Reranker, RerankBudgetExceeded, to_relevance
 
 __all__ = ["RerankingSearchManager", "blend", "ERROR_CHARS"]

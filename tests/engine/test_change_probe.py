@@ -7,7 +7,7 @@ import os
 import pytest
 
 from helpers import make_settings
-from memsift.engine.change_probe import ChangeProbe
+from memsift.engine.files.change_probe import ChangeProbe
 
 
 @pytest.fixture

@@ -3,8 +3,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsift.engine.chunking import EVIDENCE_TOKENS, chunk_evidence, chunk_markdown, sha256_text
-from memsift.engine.snippets import SNIPPET_MAX_CHARS
+from memsift.engine.files.chunking import EVIDENCE_TOKENS, chunk_evidence, chunk_markdown, sha256_text
+from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 from memsift.engine.text import utf16_len, weighted_len
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memsift.engine.citations import chat_type_for_citations, citation_for, citations_enabled, decorate_snippet
+from memsift.engine.search.citations import chat_type_for_citations, citation_for, citations_enabled, decorate_snippet
 
 
 def test_citation_format():
@@ -33,7 +33,7 @@ def test_citation_chat_type_checks_channel_before_group():
 
 
 def test_a_line_number_of_thousands_of_digits_is_not_a_range():
-    from memsift.engine.citations import parse_memory_ref
+    from memsift.engine.search.citations import parse_memory_ref
 
     assert parse_memory_ref("memory/2026-11-05.md#L5-L8") == ("memory/2026-11-05.md", 5, 4)
     huge = "9" * 5000  # int() refuses over 4,300 digits: this raised ValueError (a traceback in `get`)

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memsift.engine.errors import ConfigError
-from memsift.engine.flush import (
+from memsift.engine.files.flush import (
     FlushSettings,
     FlushState,
     SessionUsage,

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memsift.backends.builtin.store import fts_tokenizer_clause
-from memsift.engine.fts_query import index_text, plan_query
+from memsift.engine.search.fts_query import index_text, plan_query
 
 
 def _fts(tokenizer: str, docs: list[str]) -> apsw.Connection:

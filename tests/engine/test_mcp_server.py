@@ -23,7 +23,7 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 from memsift.backends.builtin import BuiltinSearchManager  # noqa: E402
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider  # noqa: E402
 from memsift.engine.errors import ProviderError  # noqa: E402
-from memsift.engine.mcp_server import MemoryServer, build_server  # noqa: E402
+from memsift.engine.mcp.server import MemoryServer, build_server  # noqa: E402
 
 FAKEBIN = Path(__file__).parents[1] / "backends" / "qmd" / "fakebin"
 TOOLS = {"memory_search", "memory_get", "memory_status"}
@@ -284,7 +284,7 @@ def test_outages_come_back_as_values_through_the_client(tmp_path, example_worksp
 def test_a_note_written_just_before_memory_search_is_found(example_workspace, tmp_path):
     # Issue 17: over MCP, 6 of 9 searches missed a note written a moment earlier, and no answer
     # carried syncPending or stale. The server keeps the index fresh (its watcher runs).
-    from memsift.engine.notes import append_note
+    from memsift.engine.files.notes import append_note
 
     async def go():
         misses = []

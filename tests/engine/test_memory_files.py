@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from memsift.engine.errors import PathNotAllowedError
-from memsift.engine.memory_files import discover_memory_files
-from memsift.engine.memory_rules import read_memory_file
+from memsift.engine.files.discovery import discover_memory_files
+from memsift.engine.files.rules import read_memory_file
 
 
 @pytest.fixture

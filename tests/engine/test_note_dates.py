@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memsift.engine.chunking import Chunk, chunk_text
-from memsift.engine.note_dates import ChunkDay, chunk_days, date_in_text, day_at, file_name_day
+from memsift.engine.files.chunking import Chunk, chunk_text
+from memsift.engine.files.note_dates import ChunkDay, chunk_days, date_in_text, day_at, file_name_day
 
 
 def _days(path: str, text: str) -> list[tuple[int, ChunkDay]]:

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 
 from memsift.engine.errors import PathNotAllowedError
-from memsift.engine.notes import append_note
+from memsift.engine.files.notes import append_note
 
 NOW = datetime(2026, 11, 22, 9, 41, tzinfo=timezone.utc)
 

@@ -13,7 +13,7 @@ import pytest
 
 from helpers import QMD_SAMPLES
 from memsift.engine.errors import ConfigError
-from memsift.engine.parity import SideResult, compare, kendall_tau, match_hits, read_queries
+from memsift.engine.cli.parity import SideResult, compare, kendall_tau, match_hits, read_queries
 
 FAKEBIN = Path(__file__).parents[1] / "backends" / "qmd" / "fakebin"
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from memsift.engine.ranking import (
+from memsift.engine.search.ranking import (
     Candidate,
     bm25_rank_to_score,
     bm25_relative_scores,

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from helpers import QMD_SAMPLES, make_settings
-from memsift.engine.factory import open_manager
+from memsift.engine.compose.factory import open_manager
 
 FAKEBIN = Path(__file__).parents[1] / "backends" / "qmd" / "fakebin"
 GROUP = "agent:main:discord:group:42"
@@ -83,7 +83,7 @@ mcp = pytest.importorskip("mcp")
 def test_mcp_tools_deny_per_call_and_server_keys(tmp_path, ws, fake_qmd, backend):
     from mcp import Client
 
-    from memsift.engine.mcp_server import MemoryServer, build_server
+    from memsift.engine.mcp.server import MemoryServer, build_server
 
     settings = _settings(tmp_path, ws, backend)
 
@@ -124,7 +124,7 @@ def test_mcp_checks_scope_before_anything_else_in_a_call(tmp_path, ws, fake_qmd,
     "nothing to search", a malformed citation is not an error, before the scope rules are asked."""
     from mcp import Client
 
-    from memsift.engine.mcp_server import MemoryServer, build_server
+    from memsift.engine.mcp.server import MemoryServer, build_server
 
     settings = _settings(tmp_path, ws, backend)
     odd_paths = ("", "   ", "MEMORY.md#L" + "9" * 5000, "../../etc/passwd", "notes.txt")

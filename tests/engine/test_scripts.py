@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from memsift.engine.scripts import coverage, query_scripts
-from memsift.engine.search_modes import QMD_MODE_FOR, parse_search_mode
+from memsift.engine.search.scripts import coverage, query_scripts
+from memsift.engine.search.modes import QMD_MODE_FOR, parse_search_mode
 
 
 def test_units_per_script():

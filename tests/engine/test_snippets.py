@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from memsift.engine.snippets import make_snippet
+from memsift.engine.search.snippets import make_snippet
 from memsift.engine.text import utf16_len
 
 PAINTING = [

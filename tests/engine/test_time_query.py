@@ -6,7 +6,7 @@ from datetime import date, datetime
 
 import pytest
 
-from memsift.engine.time_query import find_time_windows, parse_day, time_filter_for
+from memsift.engine.search.time_query import find_time_windows, parse_day, time_filter_for
 
 # Tuesday 18 April 2023, 02:06 local time.
 NOW = datetime(2023, 4, 18, 2, 6).timestamp()
@@ -108,7 +108,7 @@ def test_bad_filters_say_what_is_wrong(since, until, message: str) -> None:
 
 
 def test_a_question_without_its_time_expressions():
-    from memsift.engine.time_query import without_time_expressions
+    from memsift.engine.search.time_query import without_time_expressions
 
     q = "canary pipeline in October"
     assert without_time_expressions(q, find_time_windows(q, NOW)) == "canary pipeline"

@@ -15,8 +15,8 @@ import anyio
 from helpers import make_settings
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
-from memsift.engine.host import SessionDeltaTracker, serve_freshness
-from memsift.engine.watcher import MemoryWatcher
+from memsift.engine.compose.host import SessionDeltaTracker, serve_freshness
+from memsift.engine.files.watcher import MemoryWatcher
 
 
 def _host_and(tmp_path, ws, body, **ms):

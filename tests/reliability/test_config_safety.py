@@ -21,7 +21,7 @@ from memsift.engine.cli.main import EXIT_CODES, cli
 from memsift.engine.config.load import load_config
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.errors import ConfigError
-from memsift.engine.factory import resolve_config
+from memsift.engine.compose.factory import resolve_config
 
 MS = "agents.defaults.memorySearch"
 

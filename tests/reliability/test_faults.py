@@ -29,7 +29,7 @@ from memsift.engine.config.models import MemorySearchConfig
 from memsift.engine.embeddings import create_provider
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.errors import IndexUnusableError
-from memsift.engine.fallback import FallbackSearchManager
+from memsift.engine.compose.fallback import FallbackSearchManager
 from provider_server import Fault, ProviderServer
 
 TESTS = Path(__file__).resolve().parents[1]

@@ -26,8 +26,8 @@ from memsift.backends.builtin.indexer import Indexer
 from memsift.backends.qmd import QmdSearchManager
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.errors import PathNotAllowedError
-from memsift.engine.memory_files import MemoryFile
-from memsift.engine.memory_rules import read_memory_file
+from memsift.engine.files.discovery import MemoryFile
+from memsift.engine.files.rules import read_memory_file
 
 SECRET = "TOPSECRET-6f1c"
 PATH_MAX = os.pathconf("/", "PC_PATH_MAX")

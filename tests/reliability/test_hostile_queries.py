@@ -24,7 +24,7 @@ from memsift.backends.builtin import BuiltinSearchManager
 from memsift.backends.builtin.store import fts_tokenizer_clause
 from memsift.engine.embeddings import ProviderSelection
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
-from memsift.engine.fts_query import index_text, plan_query
+from memsift.engine.search.fts_query import index_text, plan_query
 
 NOTES = {
     "MEMORY.md": "# Memory\n\n- the user drinks dark roast coffee with oat milk\n- path: notes/deploy.md NEAR the end\n",

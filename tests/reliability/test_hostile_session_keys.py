@@ -20,8 +20,8 @@ import pytest
 from figures import FIGURES
 from helpers import QMD_SAMPLES, make_settings
 from memory_guard import assert_untouched, snapshot
-from memsift.engine.factory import open_manager
-from memsift.engine.mcp_server import MemoryServer
+from memsift.engine.compose.factory import open_manager
+from memsift.engine.mcp.server import MemoryServer
 
 FAKEBIN = Path(__file__).resolve().parents[1] / "backends" / "qmd" / "fakebin"
 SCOPE = {

@@ -1,4 +1,4 @@
-"""Which files are memory is decided once (engine/memory_rules.py), and every backend and door
+"""Which files are memory is decided once (engine/files/rules.py), and every backend and door
 obeys it: a single-file extra path is that file and never its folder, a symlinked extra path is no
 memory at all, `qmd/<collection>/<path>` reads only what the collection's pattern selects, and a
 hit naming any other file is dropped above the backends. Checked on builtin, QMD (running or not)
@@ -18,9 +18,9 @@ import pytest
 from figures import FIGURES
 from helpers import make_settings
 from memsift.engine.errors import PathNotAllowedError
-from memsift.engine.factory import open_manager
-from memsift.engine.mcp_server import MemoryServer
-from memsift.engine.memory_rules import MemoryRules, glob_matches
+from memsift.engine.compose.factory import open_manager
+from memsift.engine.mcp.server import MemoryServer
+from memsift.engine.files.rules import MemoryRules, glob_matches
 
 SECRET = "SECRET-c0ffee"
 FAKEBIN = Path(__file__).parents[1] / "backends" / "qmd" / "fakebin"

@@ -20,9 +20,9 @@ from memsift.backends.builtin import BuiltinSearchManager
 from memsift.backends.qmd import QmdSearchManager
 from memsift.engine.config.models import QmdConfig, ScopeConfig
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
-from memsift.engine.fallback import FallbackSearchManager
-from memsift.engine.scoped import scoped
-from memsift.engine.scope import decide_scope, parse_session_key
+from memsift.engine.compose.fallback import FallbackSearchManager
+from memsift.engine.compose.scoped import scoped
+from memsift.engine.compose.scope import decide_scope, parse_session_key
 
 FAKEBIN = Path(__file__).resolve().parents[1] / "backends" / "qmd" / "fakebin"
 DEFAULT = QmdConfig().scope  # deny; allow direct; allow channel

@@ -21,9 +21,9 @@ from helpers import EXAMPLE_WORKSPACE, QMD_SAMPLES, make_settings
 from memory_guard import assert_untouched, snapshot
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
-from memsift.engine.factory import open_manager
-from memsift.engine.fts_query import MAX_QUERY_CHARS
-from memsift.engine.mcp_server import MemoryServer
+from memsift.engine.compose.factory import open_manager
+from memsift.engine.search.fts_query import MAX_QUERY_CHARS
+from memsift.engine.mcp.server import MemoryServer
 
 FAKEBIN = Path(__file__).resolve().parents[1] / "backends" / "qmd" / "fakebin"
 HUGE_QUERY = "Lisbon trip with Lena " + "padding words about nothing " * 140_000  # 3.9 MB
@@ -80,7 +80,7 @@ def test_a_huge_query_reaches_qmd_cut_too(tmp_path, monkeypatch):
 def test_session_keys_leave_bounded_state(tmp_path):
     """300 chats with 1 MB keys used to add 350 MB to the MCP server; now they are refused before
     any state is kept, and the keys that are kept are bounded in number and size."""
-    from memsift.engine.recent_keys import RecentKeys
+    from memsift.backends.builtin.recent_keys import RecentKeys
 
     ws = tmp_path / "ws"
     shutil.copytree(EXAMPLE_WORKSPACE, ws)
@@ -161,7 +161,7 @@ def test_one_line_of_a_200_mb_file_is_read_without_holding_the_file(tmp_path):
     probe = (
         "import json, re, sys\n"
         "from pathlib import Path\n"
-        "from memsift.engine.memory_rules import read_memory_file\n"
+        "from memsift.engine.files.rules import read_memory_file\n"
         "rel, text, total, missing = read_memory_file(Path(sys.argv[1]), (), 'memory/huge.md', 3, 1)\n"
         "last = read_memory_file(Path(sys.argv[1]), (), 'memory/huge.md', total, 1)[1]\n"
         "peak = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) // 1024\n"
@@ -191,8 +191,8 @@ def test_a_200_mb_one_line_note_is_read_in_bounded_pages_with_any_offset(tmp_pat
         "import anyio, json, re, sys\n"
         "from pathlib import Path\n"
         "from helpers import make_settings\n"
-        "from memsift.engine.factory import open_manager\n"
-        "from memsift.engine.mcp_server import MemoryServer\n"
+        "from memsift.engine.compose.factory import open_manager\n"
+        "from memsift.engine.mcp.server import MemoryServer\n"
         "ws, tmp = Path(sys.argv[1]), Path(sys.argv[2])\n"
         "settings = make_settings(tmp, ws, {'provider': 'none'})\n"
         "async def go():\n"

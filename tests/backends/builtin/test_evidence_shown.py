@@ -6,7 +6,7 @@ import anyio
 
 from helpers import make_settings
 from memsift.backends.builtin import BuiltinSearchManager
-from memsift.engine.ranking import NEAR_EMPTY_WORDS, brevity_factor
+from memsift.engine.search.ranking import NEAR_EMPTY_WORDS, brevity_factor
 
 PAINTING = [
     "the watercolor landscape I started last week is coming along nicely, the sky took three layers.",

@@ -12,7 +12,7 @@ from helpers import make_settings
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.backends.builtin import search as search_module
 from memsift.engine.embeddings import ProviderSelection
-from memsift.engine.fts_query import plan_query
+from memsift.engine.search.fts_query import plan_query
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 from helpers import make_settings
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
-from memsift.engine.factory import open_manager
+from memsift.engine.compose.factory import open_manager
 
 
 def run(coro_fn, *args, **kw):

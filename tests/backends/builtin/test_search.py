@@ -197,7 +197,7 @@ def test_status_reports_counts_and_deep_probe(manager):
 def test_words_in_half_the_chunks_leave_a_large_query_with_the_same_top_hits(tmp_path, monkeypatch):
     from memsift.backends.builtin import search as search_mod
     from memsift.backends.builtin.store import open_db
-    from memsift.engine.fts_query import plan_query
+    from memsift.engine.search.fts_query import plan_query
 
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
@@ -244,7 +244,7 @@ def test_a_unique_token_in_a_long_daily_log_is_found_even_with_three_results(tmp
 def test_chunks_the_vector_side_found_get_their_bm25_beyond_the_keyword_pool(tmp_path, example_workspace):
     from memsift.backends.builtin.search import keyword_candidates
     from memsift.backends.builtin.store import open_db
-    from memsift.engine.fts_query import plan_query
+    from memsift.engine.search.fts_query import plan_query
 
     m = BuiltinSearchManager(make_settings(tmp_path, example_workspace), provider=FakeEmbeddingProvider())
     run(m.sync)

@@ -19,7 +19,7 @@ from memsift.backends.postgres.schema import SCHEMA_VERSION
 from memsift.engine.config import MemsiftConfig, resolve_agent
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.errors import BackendError, ConfigError
-from memsift.engine.factory import open_manager
+from memsift.engine.compose.factory import open_manager
 
 
 def _settings(tmp_path, ws, dsn, *, agent="main", ms=None, **pg):

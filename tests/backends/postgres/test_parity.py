@@ -16,7 +16,7 @@ from helpers import EXAMPLE_WORKSPACE, make_settings
 
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.backends.postgres import PostgresSearchManager
-from memsift.engine.parity import read_queries, run_parity
+from memsift.engine.cli.parity import read_queries, run_parity
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLE = Path(__file__).parent / "data" / "scifact-sample.jsonl.gz"

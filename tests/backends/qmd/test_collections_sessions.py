@@ -7,7 +7,7 @@ import time
 from helpers import make_settings
 from memsift.backends.qmd.collections import resolve_collections, slug_name
 from memsift.backends.qmd.sessions import export_sessions
-from memsift.engine.transcripts import flatten_transcript
+from memsift.engine.files.transcripts import flatten_transcript
 
 
 def test_collection_names_follow_the_reference(tmp_path):

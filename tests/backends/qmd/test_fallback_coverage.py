@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from helpers import make_settings
-from memsift.engine.factory import open_manager
+from memsift.engine.compose.factory import open_manager
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_the_cli_states_what_the_fallback_does_not_cover(tmp_path, layout):
 
 
 def test_a_watching_host_sees_changes_in_qmd_collections_too(tmp_path, layout):
-    from memsift.engine.host import serve_freshness
+    from memsift.engine.compose.host import serve_freshness
 
     ws, wiki, shared = layout
     settings = make_settings(tmp_path, ws, {"provider": "none", "sync": {"watchDebounceMs": 200}},

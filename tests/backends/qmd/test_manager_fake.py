@@ -17,8 +17,8 @@ from memsift.backends.qmd import QmdSearchManager
 from memsift.backends.qmd.process import QmdError
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.errors import PathNotAllowedError
-from memsift.engine.fallback import FallbackSearchManager
-from memsift.engine.scoped import scoped
+from memsift.engine.compose.fallback import FallbackSearchManager
+from memsift.engine.compose.scoped import scoped
 
 FAKEBIN = Path(__file__).with_name("fakebin")
 

@@ -17,8 +17,8 @@ from helpers import make_settings
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.backends.qmd import QmdSearchManager
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
-from memsift.engine.fallback import FallbackSearchManager
-from memsift.engine.scoped import scoped
+from memsift.engine.compose.fallback import FallbackSearchManager
+from memsift.engine.compose.scoped import scoped
 
 
 def _real_qmd() -> str | None:

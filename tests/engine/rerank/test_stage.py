@@ -18,8 +18,8 @@ from memsift.backends.builtin import BuiltinSearchManager
 from memsift.backends.qmd import QmdSearchManager
 from memsift.engine.config.models import MmrConfig, RerankConfig
 from memsift.engine.errors import ConfigError
-from memsift.engine.factory import open_manager, resolve_config
-from memsift.engine.fallback import FallbackSearchManager
+from memsift.engine.compose.factory import open_manager, resolve_config
+from memsift.engine.compose.fallback import FallbackSearchManager
 from memsift.engine.rerank import create_reranker
 from memsift.engine.rerank.stage import RerankingSearchManager, blend
 from memsift.engine.results import SearchAnswer, SearchHit
@@ -265,7 +265,7 @@ def test_cli_explain_json_and_status_show_the_stage(tmp_path, example_workspace)
 
 def test_mcp_memory_search_carries_the_stage(tmp_path, example_workspace):
     pytest.importorskip("mcp", reason="the MCP extra is not installed")
-    from memsift.engine.mcp_server import MemoryServer
+    from memsift.engine.mcp.server import MemoryServer
 
     with RerankServer("vllm") as server:
         settings = _settings(tmp_path, example_workspace, _rerank(server))

@@ -1,0 +1,194 @@
+"""`FallbackSearchManager`: a primary backend (QMD) with a lazily built fallback.
+
+- Scope rules are not applied here but above every backend (`scoped.py`), so a denied chat never
+  reaches the primary or the fallback.
+- A primary failure (missing binary, spawn failure, non-zero exit, timeout, unparseable output)
+  answers from the fallback backend, recording `fallback: {from, reason}` on the answer and in
+  status. The primary is tried again after `retry_after_s`, so it recovers by itself (it is kept,
+  not rebuilt: a long-running host's updates and schedule belong to it).
+- `not_covered`: what the primary indexes that the fallback cannot, stated on every fallback.
+- `primary_budget_s`: however the primary spends its time (processes, locks, updates), a search
+  that has not answered by then is stopped and the fallback answers, saying so.
+- `fail_closed` (`memory.qmd.fallback: "none"`): no second index; the answer carries
+  `unavailable` with the reason instead.
+"""
+
+from __future__ import annotations
+
+import errno
+import time
+from typing import Any, Callable
+
+import anyio
+
+from ..logging import get_logger
+from ..errors import BackendError
+from ..manager import SearchManager, SyncReport
+from ..results import Fallback, ManagerStatus, ReadResult, SearchAnswer
+
+__all__ = ["FallbackSearchManager"]
+
+log = get_logger("memsift.fallback")
+
+BUDGET_SLACK_S = 1.0
+
+
+class FallbackSearchManager:
+    def __init__(
+        self,
+        primary_factory: Callable[[], SearchManager],
+        fallback_factory: Callable[[], SearchManager],
+        *,
+        name: str,
+        fail_closed: bool = False,
+        retry_after_s: float = 60.0,
+        primary_budget_s: float | None = None,
+        not_covered: list[str] | None = None,
+    ) -> None:
+        self._primary_factory = primary_factory
+        self._fallback_factory = fallback_factory
+        self.backend = name
+        self.fail_closed = fail_closed
+        self.retry_after_s = retry_after_s
+        self.primary_budget_s = primary_budget_s
+        self.not_covered = not_covered or None  # stated on every fallback answer and status
+        self._primary: SearchManager | None = None
+        self._fallback: SearchManager | None = None
+        self._failure: tuple[str, float] | None = None  # (reason, when)
+        self._change_probe: Any = None  # handed to each backend that checks freshness itself
+
+    # --- plumbing -------------------------------------------------------------------------------
+
+    @property
+    def failure_reason(self) -> str | None:
+        return self._failure[0] if self._failure else None
+
+    def _primary_usable(self) -> bool:
+        return self._failure is None or time.monotonic() - self._failure[1] >= self.retry_after_s
+
+    def primary(self) -> SearchManager:
+        if self._primary is None:
+            self._primary = self._with_probe(self._primary_factory())
+        return self._primary
+
+    def fallback(self) -> SearchManager:
+        if self._fallback is None:
+            self._fallback = self._with_probe(self._fallback_factory())
+        return self._fallback
+
+    def _with_probe(self, manager: SearchManager) -> SearchManager:
+        if self._change_probe is not None and hasattr(manager, "watch_changes"):
+            manager.watch_changes(self._change_probe)
+        return manager
+
+    def watch_changes(self, probe: Any) -> None:
+        """The host's exact change check, for the backends that use one (the builtin index)."""
+        self._change_probe = probe
+        for m in (self._primary, self._fallback):
+            if m is not None and hasattr(m, "watch_changes"):
+                m.watch_changes(probe)
+
+    def mark_dirty(self) -> None:
+        """Files changed: tell the managers that keep their own freshness state."""
+        for m in (self._primary, self._fallback):
+            if m is not None and hasattr(m, "mark_dirty"):
+                m.mark_dirty()
+
+    def _mark_failed(self, exc: BaseException | str) -> str:
+        reason = _describe_failure(exc)
+        log.warning("backend failed; answering from the fallback" if not self.fail_closed else "backend failed", backend=self.backend, reason=reason)
+        self._failure = (reason, time.monotonic())
+        return reason
+
+    async def _primary_search(self, query: str, args: dict[str, Any]) -> SearchAnswer | None:
+        """The primary's answer, or None when it ran out of its budget (then it is marked failed)."""
+        if self.primary_budget_s is None:
+            return await self.primary().search(query, **args)
+        # A little slack over the primary's own budget: it stops its processes at the budget itself.
+        limit = self.primary_budget_s + BUDGET_SLACK_S
+        with anyio.move_on_after(limit):
+            return await self.primary().search(query, **args)
+        self._mark_failed(f"{self.backend} did not answer within {self.primary_budget_s:.1f} s (memory.qmd.limits.timeoutMs) and was stopped")
+        return None
+
+    # --- SearchManager --------------------------------------------------------------------------
+
+    async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
+                     session_key: str | None = None, explain: bool = False, **kw: Any) -> SearchAnswer:
+        args = dict(max_results=max_results, min_score=min_score, session_key=session_key, explain=explain, **kw)
+        if self._primary_usable():
+            try:
+                answer = await self._primary_search(query, args)
+                if answer is not None:
+                    self._failure = None
+                    return answer
+            except (BackendError, OSError) as exc:
+                self._mark_failed(exc)
+            except BaseExceptionGroup as group:  # a task group's failure: judged by what is inside it
+                self._mark_failed(_expected_failure(group))
+        reason = self.failure_reason
+        if self.fail_closed:
+            return SearchAnswer(query=query, results=[], backend=self.backend, mode="none", min_score=min_score or 0.0,
+                                max_results=max_results or 0, took_ms=0.0, unavailable=f"{self.backend} unavailable: {reason}")
+        answer = await self.fallback().search(query, **args)
+        answer.fallback = Fallback(**{"from": self.backend, "reason": reason or "unknown"}, not_covered=self.not_covered)
+        return answer
+
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, **kw: Any) -> ReadResult:
+        # Reading a file needs no QMD process, so the primary's (path-mapping) reader always serves.
+        return await self.primary().read(path, from_line, lines, **kw)
+
+    async def status(self, *, deep: bool = False) -> ManagerStatus:
+        """What a search would do right now: the primary's status while it works; the fallback's
+        (with the primary's own facts kept) when the primary failed or does not answer its probe."""
+        primary = await self.primary().status(deep=deep)
+        probe_error = (primary.qmd or {}).get("error")
+        if probe_error and self._primary_usable():
+            self._mark_failed(probe_error)
+        if self._primary_usable() or self.fail_closed:
+            return primary
+        st = await self.fallback().status(deep=deep)
+        return st.model_copy(update={"fallback": Fallback(**{"from": self.backend, "reason": self.failure_reason or ""},
+                                                          not_covered=self.not_covered),
+                                     "qmd": primary.qmd})
+
+    async def sync(self, *, force: bool = False, reason: str = "manual", **_ignored: Any) -> SyncReport:
+        try:
+            report = await self.primary().sync(force=force, reason=reason)
+            self._failure = None
+            return report
+        except (BackendError, OSError, BaseExceptionGroup) as exc:
+            failure = self._mark_failed(_expected_failure(exc) if isinstance(exc, BaseExceptionGroup) else exc)
+            if self.fail_closed:
+                raise
+            report = await self.fallback().sync(force=force, reason=reason)
+            return report.model_copy(update={"reason": f"{reason} (builtin fallback: {failure})"})
+
+    async def aclose(self) -> None:
+        for m in (self._primary, self._fallback):
+            if m is not None:
+                await m.aclose()
+        self._primary = self._fallback = None
+
+
+def _expected_failure(group: BaseExceptionGroup) -> BaseException:
+    """The backend or OS error inside a task group's exception group; anything else (a bug, a
+    cancellation) is raised as it is."""
+    inner = group.subgroup(lambda e: isinstance(e, (BackendError, OSError)))
+    if inner is None or group.subgroup(lambda e: not isinstance(e, (BackendError, OSError, BaseExceptionGroup))):
+        raise group
+    leaf: BaseException = inner
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf
+
+
+def _describe_failure(exc: BaseException | str) -> str:
+    """A failure in words: an OS error says what it could not do where (a full disk, a read-only
+    state folder), never only `[Errno 28]`."""
+    if isinstance(exc, OSError) and not isinstance(exc, BackendError) and exc.strerror:
+        where = f" ({exc.filename})" if exc.filename else ""
+        hint = {errno.ENOSPC: "the disk is full", errno.EROFS: "the file system is read-only",
+                errno.EDQUOT: "the disk quota is used up"}.get(exc.errno or 0)
+        return f"cannot write its files: {exc.strerror}{where}" + (f"; {hint}" if hint else "")
+    return str(exc) or type(exc).__name__

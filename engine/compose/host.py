@@ -1,0 +1,184 @@
+"""Keeping a manager fresh in a long-running process (`memsift watch`, the MCP server).
+
+Starts, in one task group: a first sync, the file watcher (`sync.watch`), interval syncs
+(`sync.intervalMinutes`), the session-transcript delta watcher (`sessions` source), and the QMD
+sidecar's own schedule (boot, `update.interval`, `embedInterval`). Cancelling the group stops all.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import anyio
+import watchfiles
+
+from ..logging import get_logger
+from ..config import ResolvedConfig
+from ..manager import SearchManager
+from ..files.coverage import with_qmd_coverage
+from ..files.watcher import MemoryWatcher
+
+__all__ = ["serve_freshness", "SessionDeltaTracker"]
+
+log = get_logger("memsift.host")
+
+SESSION_DEBOUNCE_S = 5.0  # transcript updates are batched (spec 3.13)
+
+
+class SessionDeltaTracker:
+    """Counts bytes and messages appended to each transcript since it was last indexed."""
+
+    def __init__(self, delta_bytes: int, delta_messages: int) -> None:
+        self.delta_bytes, self.delta_messages = delta_bytes, delta_messages
+        self.sizes: dict[str, int] = {}
+        self.pending: dict[str, list[int]] = {}  # path -> [bytes, messages]
+
+    def baseline(self, paths: list[Path]) -> None:
+        for p in paths:
+            try:
+                self.sizes[str(p)] = p.stat().st_size
+            except OSError:
+                pass
+
+    def observe(self, path: Path) -> bool:
+        """Account for growth of `path`; True when it crossed a threshold (and should sync)."""
+        key = str(path)
+        try:
+            size = path.stat().st_size
+        except OSError:
+            self.sizes.pop(key, None)
+            return True  # deleted: its rows must go
+        before = self.sizes.get(key, 0)
+        start = 0 if size < before else before  # a shrunk file counts as new
+        counters = self.pending.setdefault(key, [0, 0])
+        counters[0] += size - start
+        if counters[0] < self.delta_bytes or self.delta_bytes == 0:
+            with open(path, "rb") as fh:
+                fh.seek(start)
+                counters[1] += fh.read(size - start).count(b"\n")
+        self.sizes[key] = size
+        hit_bytes = counters[0] >= self.delta_bytes if self.delta_bytes else counters[0] > 0
+        hit_msgs = counters[1] >= self.delta_messages if self.delta_messages else counters[1] > 0
+        if hit_bytes or hit_msgs:
+            # Keep the remainder over the threshold, as the reference does.
+            counters[0] = max(0, counters[0] - self.delta_bytes) if self.delta_bytes else 0
+            counters[1] = max(0, counters[1] - self.delta_messages) if self.delta_messages else 0
+            return True
+        return False
+
+
+async def serve_freshness(
+    manager: SearchManager,
+    settings: ResolvedConfig,
+    *,
+    on_event: Callable[[str, Any], None] | None = None,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run until cancelled. `on_event(kind, payload)` reports syncs for status lines."""
+    ms = settings.memory_search
+    emit = on_event or (lambda *_: None)
+
+    search_syncs = [_search_syncs(manager)]
+
+    async def sync(reason: str, **kw: Any) -> None:
+        started = time.perf_counter()
+        try:
+            report = await manager.sync(reason=reason, **kw)
+            payload = {"reason": reason, "report": report, "seconds": time.perf_counter() - started}
+            if reason == "watch":
+                # A search in the debounce window synced the change first: say so, not "0 indexed".
+                by_search = _search_syncs(manager) > search_syncs[0]
+                search_syncs[0] = _search_syncs(manager)
+                if by_search and not (report.files_indexed or report.files_removed):
+                    payload["alreadyIndexed"] = True
+            emit("synced", payload)
+        except Exception as exc:  # logged and reported; the next trigger retries
+            log.warning("sync failed", reason=reason, error=str(exc))
+            emit("error", {"reason": reason, "error": str(exc)})
+
+    # Armed before the first sync, so no change slips between that sync's scan and the probe.
+    probe = _install_probe(manager, settings)
+    try:
+        await _serve(manager, settings, ms, sync, emit, task_status)
+    finally:
+        if probe is not None:
+            manager.watch_changes(None)
+            probe.close()
+
+
+def _install_probe(manager: SearchManager, settings: ResolvedConfig) -> Any:
+    """Give the manager an exact "did memory files change?" check for its searches."""
+    watch_changes = getattr(manager, "watch_changes", None)
+    if watch_changes is None or "memory" not in settings.memory_search.sources:
+        return None
+    from ..files.change_probe import ChangeProbe  # noqa: PLC0415
+
+    probe = ChangeProbe(with_qmd_coverage(settings))  # the same files as the index and the watcher
+    watch_changes(probe)
+    return probe
+
+
+async def _serve(manager: SearchManager, settings: ResolvedConfig, ms: Any, sync: Callable[..., Any],
+                 emit: Callable[[str, Any], None], task_status: anyio.abc.TaskStatus[None]) -> None:
+    async with anyio.create_task_group() as tg:
+        await sync("start")
+        primary = getattr(manager, "primary", None)
+        qmd = primary() if callable(primary) else None
+        if qmd is not None and hasattr(qmd, "start_background"):
+            try:
+                await qmd.start_background(tg)
+            except Exception as exc:
+                log.warning("qmd scheduler not started", error=str(exc))
+        if ms.sync.watch and "memory" in ms.sources:
+            async def on_change(paths: set[str]) -> None:
+                emit("changed", {"files": len(paths)})
+                await sync("watch", include_sessions=False) if _accepts_sessions(manager) else await sync("watch")
+
+            # The files the builtin index covers, QMD's collections included (qmd_coverage.py).
+            watcher = MemoryWatcher(with_qmd_coverage(settings), on_change)
+            await tg.start(lambda task_status: watcher.run(task_status=task_status))
+        if ms.sync.interval_minutes and ms.sync.interval_minutes > 0:
+            tg.start_soon(_every, ms.sync.interval_minutes * 60, lambda: sync("interval"))
+        if "sessions" in ms.sources and _accepts_sessions(manager):
+            tg.start_soon(_watch_sessions, settings, lambda: sync("session-delta", include_sessions=True))
+        task_status.started()
+        emit("ready", {})
+        await anyio.sleep_forever()
+
+
+def _search_syncs(manager: SearchManager) -> int:
+    """How many syncs searches have run (the builtin index counts them; 0 for other backends)."""
+    for m in (manager, getattr(manager, "_fallback", None)):
+        if m is not None and hasattr(m, "search_syncs"):
+            return m.search_syncs
+    return 0
+
+
+def _accepts_sessions(manager: SearchManager) -> bool:
+    import inspect  # noqa: PLC0415
+
+    return "include_sessions" in inspect.signature(manager.sync).parameters
+
+
+async def _every(seconds: float, fn: Callable[[], Any]) -> None:
+    while True:
+        await anyio.sleep(seconds)
+        await fn()
+
+
+async def _watch_sessions(settings: ResolvedConfig, sync: Callable[[], Any]) -> None:
+    from ..private_dirs import make_private_dir  # noqa: PLC0415
+    from ..files.transcripts import list_transcripts  # noqa: PLC0415
+
+    folder = settings.state_dir / "agents" / settings.agent_id / "sessions"
+    make_private_dir(folder)
+    s = settings.memory_search.sync.sessions
+    tracker = SessionDeltaTracker(int(s.delta_bytes), int(s.delta_messages))
+    tracker.baseline(list_transcripts(folder))
+    async for changes in watchfiles.awatch(folder, recursive=False, step=50, debounce=int(SESSION_DEBOUNCE_S * 1000)):
+        dirty = [p for _c, p in changes if ".jsonl" in os.path.basename(p) and tracker.observe(Path(p))]
+        if dirty:
+            await sync()

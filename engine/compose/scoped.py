@@ -1,0 +1,129 @@
+"""`ScopedSearchManager`: the scope rules (`memory.qmd.scope`) and the memory-file rules
+(`engine/files/rules.py`) for every backend, once, above them.
+
+The factory wraps every manager it builds in one, and so does the MCP server, so a chat the rules
+deny is denied by every call that reads memory: `search`, `read` (memory_get) and `status`, on
+the builtin backend as on QMD (and its fallback). A denial is an answer that says so (`denied`:
+the rule, channel and chat type), logged as a warning; no backend runs, no process is spawned.
+`sync` and `aclose` are the operator's and pass through, as does every other attribute.
+
+Every hit of an allowed search must name a memory file by the one set of rules every backend
+reads by (`MemoryRules.admits_hit`); a hit that does not (a QMD collection that indexed a symlink,
+a file outside its pattern) is dropped, logged and counted in the answer's notes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config.models import ScopeConfig
+from ..search.fts_query import MAX_QUERY_CHARS
+from ..logging import get_logger
+from ..manager import SearchManager
+from ..files.rules import MemoryRules
+from ..results import ManagerStatus, ReadResult, ScopeDenial, SearchAnswer
+from .scope import ScopeDecision, decide_scope
+from ..text import shorten
+from .wrapped import WrappedManager
+
+__all__ = ["ScopedSearchManager", "scoped"]
+
+log = get_logger("memsift.scope")
+
+SHOWN_PATH_CHARS = 200  # a denied read echoes at most this much of the path
+
+
+class ScopedSearchManager(WrappedManager):
+    """A `SearchManager` that answers only the session keys its scope rules allow."""
+
+    _OWN = frozenset({"_inner", "scope", "agent_id", "memory_rules"})
+
+    def __init__(self, inner: SearchManager, scope: ScopeConfig | None, *, agent_id: str,
+                 memory_rules: MemoryRules | None = None) -> None:
+        object.__setattr__(self, "_inner", inner)
+        object.__setattr__(self, "scope", scope)
+        object.__setattr__(self, "agent_id", agent_id)
+        object.__setattr__(self, "memory_rules", memory_rules)
+
+    def decide(self, session_key: str | None, call: str) -> ScopeDecision:
+        decision = decide_scope(self.scope, session_key)
+        if not decision.allowed:
+            log.warning(
+                f"memory {call} denied by scope",
+                rule=decision.rule,
+                channel=decision.channel or "unknown",
+                chat_type=decision.chat_type,
+                session=decision.session_key or "<none>",
+            )
+        return decision
+
+    def denial(self, session_key: str | None, call: str) -> ScopeDenial | None:
+        """What the rules say to this chat's `call` when they deny it (logged), else None. Front
+        ends ask it first, before they look at the call's other arguments."""
+        decision = self.decide(session_key, call)
+        return None if decision.allowed else _denial(decision)
+
+    def denied_search(self, denied: ScopeDenial, query: str = "", *, max_results: int | None = None,
+                      min_score: float | None = None) -> SearchAnswer:
+        """The answer to a denied search: no hit, no backend run, the rule that decided."""
+        return SearchAnswer(
+            query=query[:MAX_QUERY_CHARS], results=[], backend=self._inner.backend, mode="none", min_score=min_score or 0.0,
+            max_results=max_results or 0, took_ms=0.0, denied=denied,
+        )
+
+    # --- SearchManager --------------------------------------------------------------------------
+
+    async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
+                     session_key: str | None = None, explain: bool = False, **kw: Any) -> SearchAnswer:
+        denied = self.denial(session_key, "search")
+        if denied is not None:
+            return self.denied_search(denied, query, max_results=max_results, min_score=min_score)
+        answer = await self._inner.search(query, max_results=max_results, min_score=min_score, session_key=session_key,
+                                          explain=explain, **kw)
+        return self._only_memory(answer)
+
+    def _only_memory(self, answer: SearchAnswer) -> SearchAnswer:
+        """Drop every hit that names no memory file (by the rules every backend reads by)."""
+        rules = self.memory_rules
+        if rules is None or not answer.results:
+            return answer
+        kept, dropped = [], []
+        for hit in answer.results:
+            (kept if rules.admits_hit(hit.path, hit.source) else dropped).append(hit)
+        if dropped:
+            log.warning("hits that name no memory file were dropped", backend=answer.backend, dropped=len(dropped),
+                        paths=[shorten(h.path, 120) for h in dropped[:5]])
+            answer.results = kept
+            answer.notes = [*(answer.notes or []), f"{len(dropped)} hit(s) left out: they name no memory file "
+                            "(a symlink, or a file outside MEMORY.md, memory/, the extra paths and the QMD collections)"]
+        return answer
+
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
+                   session_key: str | None = None, **kw: Any) -> ReadResult:
+        denied = self.denial(session_key, "read")
+        if denied is not None:
+            shown = shorten(path, SHOWN_PATH_CHARS) if isinstance(path, str) else ""
+            return ReadResult(path=shown, text="", denied=denied)
+        return await self._inner.read(path, from_line, lines, **kw)
+
+    async def status(self, *, deep: bool = False, session_key: str | None = None) -> ManagerStatus:
+        denied = self.denial(session_key, "status")
+        if denied is not None:  # not even the workspace folder is shown
+            return ManagerStatus(backend=self._inner.backend, agent_id=self.agent_id, workspace_dir="", denied=denied)
+        return await self._inner.status(deep=deep)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _denial(decision: ScopeDecision) -> ScopeDenial:
+    return ScopeDenial(rule=decision.rule, channel=decision.channel, chat_type=decision.chat_type,
+                       session_key=decision.session_key)
+
+
+def scoped(manager: SearchManager, settings: Any) -> ScopedSearchManager:
+    """`manager` under the scope rules of `settings` (a manager already scoped is returned as is)."""
+    if isinstance(manager, ScopedSearchManager):
+        return manager
+    return ScopedSearchManager(manager, settings.memory.qmd.scope, agent_id=settings.agent_id,
+                               memory_rules=MemoryRules.from_settings(settings))

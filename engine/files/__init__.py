@@ -1,0 +1,1 @@
+"""The memory files: which files are memory, discovery, safe reading, chunking, note dates, transcripts."""

@@ -1,0 +1,164 @@
+"""Has any memory file changed since the last look? Exact and cheap, for searches in a long-running memsift.
+
+A watcher hears of a change 50 ms to 1.6 s after it happened (watchfiles batches its events), so
+a search that trusts the watcher alone misses a note written just before it. The kernel, though,
+queues an inotify event before the write returns: a non-blocking read of our own inotify queue
+at search time sees every change that completed before the search started, at the cost of one
+system call when nothing changed (instead of stat-ing every file).
+
+`ChangeProbe.changed()` drains the queue and says whether anything relevant arrived: a Markdown
+(or multimodal) file or a folder under `memory/` or an extra-path folder, or `MEMORY.md`,
+`memory.md`, `memory/` or an extra path itself. New folders are watched as they appear. Where
+inotify is unavailable (not Linux, or the watch limit is reached), `changed()` always answers
+True: every search then syncs first, which is slower but never misses a change.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import struct
+from pathlib import Path
+
+from ..config import ResolvedConfig
+from ..logging import get_logger
+from .multimodal import extensions_for
+from .watcher import IGNORED_DIRS
+
+__all__ = ["ChangeProbe"]
+
+log = get_logger("memsift.probe")
+
+_IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
+_IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = 0x40, 0x80, 0x100, 0x200
+_IN_DELETE_SELF, _IN_MOVE_SELF = 0x400, 0x800
+_IN_Q_OVERFLOW, _IN_IGNORED = 0x4000, 0x8000
+_IN_ONLYDIR, _IN_DONT_FOLLOW, _IN_ISDIR = 0x01000000, 0x02000000, 0x40000000
+_MASK = (_IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
+         | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR | _IN_DONT_FOLLOW)
+_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then `len` bytes of NUL-padded name
+
+
+class ChangeProbe:
+    """One inotify queue over the memory folders (see the module docstring)."""
+
+    def __init__(self, settings: ResolvedConfig) -> None:
+        ms = settings.memory_search
+        ws = settings.workspace
+        mm = ms.multimodal
+        self.extensions = (".md",) + (extensions_for(mm.modalities) if mm.enabled else ())
+        extra = [Path(os.path.normpath(Path(p).expanduser() if Path(p).expanduser().is_absolute() else ws / p))
+                 for p in ms.extra_paths]
+        self._trees = [ws / "memory", *extra]  # watched recursively when they are folders
+        # Folders watched flat, with the names in them that matter (created, removed, edited).
+        self._names: dict[str, set[str]] = {str(ws): {"MEMORY.md", "memory.md", "memory"}}
+        for p in extra:
+            self._names.setdefault(str(p.parent), set()).add(p.name)
+        self._wds: dict[int, str] = {}
+        self._tree_wds: set[int] = set()
+        self._fd: int | None = None
+        self._libc = None
+        self.exact = False  # False: every call answers True (no inotify here)
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+            if fd < 0:
+                raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+        except (AttributeError, OSError) as exc:
+            log.info("exact change checks unavailable: every search syncs first", error=str(exc))
+            return
+        self._libc, self._fd = libc, fd
+        try:
+            for folder in self._names:
+                self._add(folder, tree=False)
+            for root in self._trees:
+                self._add_tree(root)
+        except OSError as exc:  # ENOSPC: fs.inotify.max_user_watches reached
+            log.warning("exact change checks unavailable: every search syncs first", error=str(exc))
+            self.close()
+            return
+        self.exact = True
+
+    # --- watches ----------------------------------------------------------------------------
+
+    def _add(self, folder: str, *, tree: bool) -> None:
+        wd = self._libc.inotify_add_watch(self._fd, os.fsencode(folder), _MASK)
+        if wd < 0:
+            err = ctypes.get_errno()
+            if err in (errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.ELOOP):
+                return  # not there (yet), or not a real folder: its parent's watch covers it
+            raise OSError(err, f"{os.strerror(err)}: {folder}")
+        self._wds[wd] = folder
+        if tree:
+            self._tree_wds.add(wd)
+
+    def _add_tree(self, root: Path | str) -> None:
+        """Watch `root` and every folder below it (never entering symlinks or ignored folders)."""
+        if os.path.islink(root) or not os.path.isdir(root):
+            return
+        stack = [str(root)]
+        while stack:
+            folder = stack.pop()
+            self._add(folder, tree=True)
+            try:
+                with os.scandir(folder) as entries:
+                    stack.extend(e.path for e in entries if e.name not in IGNORED_DIRS and e.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
+
+    # --- the check --------------------------------------------------------------------------
+
+    def changed(self) -> bool:
+        """True when a memory file may have changed since the last call (always, without inotify)."""
+        if not self.exact:
+            return True
+        relevant = False
+        while True:
+            try:
+                data = os.read(self._fd, 1 << 16)
+            except BlockingIOError:
+                return relevant
+            except OSError as exc:
+                log.warning("change check failed: syncing to be safe", error=str(exc))
+                return True
+            pos = 0
+            while pos + _EVENT.size <= len(data):
+                wd, mask, _cookie, size = _EVENT.unpack_from(data, pos)
+                name = data[pos + _EVENT.size : pos + _EVENT.size + size].rstrip(b"\0")
+                pos += _EVENT.size + size
+                relevant = self._event(wd, mask, os.fsdecode(name)) or relevant
+
+    def _event(self, wd: int, mask: int, name: str) -> bool:
+        if mask & _IN_Q_OVERFLOW:
+            return True  # events were dropped: anything may have changed
+        if mask & _IN_IGNORED:
+            self._wds.pop(wd, None)
+            self._tree_wds.discard(wd)
+            return False
+        folder = self._wds.get(wd)
+        if folder is None:
+            return False
+        if mask & (_IN_DELETE_SELF | _IN_MOVE_SELF):
+            return True  # a watched folder went away
+        path = os.path.join(folder, name)
+        is_dir = bool(mask & _IN_ISDIR)
+        if wd in self._tree_wds:
+            if is_dir:
+                if name in IGNORED_DIRS:
+                    return False
+                if mask & (_IN_CREATE | _IN_MOVED_TO):
+                    self._add_tree(path)  # before the sync scans it, so no later write is missed
+                return True
+            if name.lower().endswith(self.extensions):
+                return True
+        if name in self._names.get(folder, ()):
+            if is_dir and mask & (_IN_CREATE | _IN_MOVED_TO) and Path(path) in self._trees:
+                self._add_tree(path)  # memory/ (or an extra folder) appeared
+            return True
+        return False
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd, self.exact = None, False

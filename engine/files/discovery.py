@@ -1,0 +1,270 @@
+"""Finding the memory files on disk (discovery, for indexing) and reading one safely.
+
+Memory files are `MEMORY.md`, `memory.md`, `memory/**/*.md` and the `.md` files of `extraPaths`.
+Symlinks are never followed, anywhere on the way, and only regular files count. Which paths a
+read or a hit may name is decided in `rules.py`; the file is then opened here with
+`O_NOFOLLOW | O_NONBLOCK` and streamed, so a fifo never blocks and one line of a 200 MB file costs
+one line of memory.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import PathNotAllowedError
+from .multimodal import modality_of
+
+__all__ = ["MemoryFile", "Skipped", "discover_memory_files", "open_memory_file", "read_open_file", "ROOT_FILES",
+           "READABLE_ROOT_FILES"]
+
+ROOT_FILES = ("MEMORY.md", "memory.md")
+READABLE_ROOT_FILES = ("MEMORY.md", "memory.md", "DREAMS.md")
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    abs_path: str  # a plain string: discovery makes one per file on every sync, and Path() is slow
+    rel_path: str  # workspace-relative, "/" separators; may start with "../" for extra paths
+    source: str = "memory"
+    modality: str | None = None  # "image" / "audio" for multimodal files, None for Markdown
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str
+    reason: str
+
+    def __post_init__(self) -> None:
+        if not _utf8_name(self.path):  # shown in status and --json: keep it printable
+            object.__setattr__(self, "path", _printable(self.path))
+
+
+def _rel(workspace: Path, p: Path) -> str:
+    return Path(os.path.relpath(p, workspace)).as_posix()
+
+
+def _utf8_name(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:  # undecodable bytes in a file name arrive as lone surrogates
+        return False
+
+
+def _printable(name: str) -> str:
+    return os.fsencode(name).decode("utf-8", "replace")
+
+
+def _is_md(name: str) -> bool:
+    return name.lower().endswith(".md")
+
+
+def _walk_md(root: Path, skipped: list[Skipped], workspace: Path, extra_ext: tuple[str, ...] = ()) -> list[str]:
+    """Regular `.md` files (and `extra_ext` files) under `root`, recursively, never entering or
+    returning symlinks. Paths stay strings here: this runs over every file on every sync."""
+    out: list[str] = []
+    stack = [str(root)]
+    while stack:
+        d = stack.pop()
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append(Skipped(_rel(workspace, Path(d)), f"cannot list directory: {exc.strerror}"))
+            continue
+        for e in entries:
+            try:
+                if e.is_symlink():
+                    if _is_md(e.name) or e.is_dir():
+                        skipped.append(Skipped(_rel(workspace, Path(e.path)), "symlink (not followed)"))
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+                elif _is_md(e.name) or (extra_ext and e.name.lower().endswith(extra_ext)):
+                    if e.is_file(follow_symlinks=False):
+                        out.append(e.path)
+                    else:
+                        skipped.append(Skipped(_rel(workspace, Path(e.path)), "not a regular file"))
+            except OSError as exc:
+                skipped.append(Skipped(_rel(workspace, Path(e.path)), f"cannot stat: {exc.strerror}"))
+    return out
+
+
+def _lstat(p: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(p)
+    except OSError:
+        return None
+
+
+def _extra_roots(workspace: Path, extra_paths: list[str] | tuple[str, ...]) -> list[Path]:
+    roots = []
+    for raw in extra_paths:
+        p = Path(raw).expanduser()
+        p = p if p.is_absolute() else workspace / p
+        roots.append(Path(os.path.normpath(p)))
+    return roots
+
+
+def discover_memory_files(
+    workspace: Path, extra_paths: list[str] | tuple[str, ...] = (), multimodal_ext: tuple[str, ...] = ()
+) -> tuple[list[MemoryFile], list[Skipped]]:
+    """All memory files, de-duplicated by real path, plus what was skipped and why.
+
+    `multimodal_ext` (image/audio extensions) applies to extra paths only: the memory folder
+    never yields multimodal files."""
+    skipped: list[Skipped] = []
+    # (path, real path, workspace-relative path). The walk never enters a symlink, so a file's
+    # real and relative paths are its root's plus the part below the root: no realpath() (8 lstat
+    # calls) and no relpath() per file.
+    candidates: list[tuple[str, str, str]] = []
+
+    def add_one(p: Path) -> None:
+        candidates.append((str(p), os.path.realpath(p), _rel(workspace, p)))
+
+    def add_tree(root: Path, ext: tuple[str, ...] = ()) -> None:
+        real_root, rel_root, prefix = os.path.realpath(root), _rel(workspace, root), len(str(root))
+        for p in _walk_md(root, skipped, workspace, ext):
+            below = p[prefix:].replace(os.sep, "/")
+            candidates.append((p, real_root + p[prefix:], rel_root + below if rel_root != "." else below.lstrip("/")))
+
+    for name in ROOT_FILES:
+        p = workspace / name
+        st = _lstat(p)
+        if st is None:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            skipped.append(Skipped(name, "symlink (not followed)"))
+        elif stat.S_ISREG(st.st_mode):
+            add_one(p)
+    mem_dir = workspace / "memory"
+    st = _lstat(mem_dir)
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            skipped.append(Skipped("memory", "symlink (not followed)"))
+        elif stat.S_ISDIR(st.st_mode):
+            add_tree(mem_dir)
+    for root in _extra_roots(workspace, extra_paths):
+        st = _lstat(root)
+        if st is None:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            skipped.append(Skipped(_rel(workspace, root), "symlink (not followed)"))
+        elif stat.S_ISDIR(st.st_mode):
+            add_tree(root, multimodal_ext)
+        elif stat.S_ISREG(st.st_mode) and (_is_md(root.name) or (multimodal_ext and root.name.lower().endswith(multimodal_ext))):
+            add_one(root)
+        else:
+            skipped.append(Skipped(_rel(workspace, root), "not a .md file or directory"))
+
+    seen: set[str] = set()
+    files: list[MemoryFile] = []
+    for p, key, rel in candidates:
+        if not _utf8_name(rel):
+            # SQLite, JSON and MCP all need UTF-8; such a name would break every sync.
+            skipped.append(Skipped(rel, "file name is not valid UTF-8"))
+            continue
+        if key in seen:
+            continue
+        seen.add(key)
+        files.append(MemoryFile(p, rel, modality=None if _is_md(p) else modality_of(os.path.basename(p))))
+    files.sort(key=lambda f: f.rel_path)
+    return files, skipped
+
+
+def open_memory_file(abs_path: Path, shown: Any) -> int | None:
+    """An open file descriptor of a regular file, never through a symlink and never blocking on
+    a fifo; None when the file does not exist (it reads as empty)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(abs_path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PathNotAllowedError(shown, "symlinks are not followed") from None
+        if exc.errno in (errno.ENOTDIR,):
+            return None
+        raise PathNotAllowedError(shown, f"cannot open: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses directories
+        os.close(fd)
+        raise PathNotAllowedError(shown, "not a regular file")
+    return fd
+
+
+def read_open_file(fd: int, from_line: int | None = None, lines: int | None = None,
+                   max_chars: int | None = None, offset: int = 0) -> tuple[str, int, bool]:
+    """Lines `from_line`.. (`lines` of them, else to the end) of an open file: (text, the file's
+    total number of lines, whether the text was cut at `max_chars` characters). `offset` skips
+    that many characters (UTF-16 units, as MCP counts them) of the first line. The file is
+    streamed: whatever the offset and the file's size, at most `max_chars` characters are kept."""
+    start = max(1, int(from_line or 1))
+    count = max(1, int(lines)) if lines is not None else None
+    with os.fdopen(fd, "rb") as fh:
+        return _read_text(fh, start, count, max_chars, max(0, int(offset or 0)))
+
+
+_BLOCK = 2**20
+
+
+def _skip_units(text: str, units: int) -> tuple[str, int]:
+    """`text` without its first `units` UTF-16 units (never half a character), and the units left."""
+    if text.isascii():
+        return text[units:], max(0, units - len(text))
+    data = text.encode("utf-16-le", "surrogatepass")
+    if units * 2 >= len(data):
+        return "", units - len(data) // 2
+    cut = units * 2
+    if 0xDC00 <= int.from_bytes(data[cut:cut + 2], "little") <= 0xDFFF:
+        cut -= 2  # inside a surrogate pair: keep the whole character
+    return data[cut:].decode("utf-16-le", "surrogatepass"), 0
+
+
+def _read_text(fh: Any, start: int, count: int | None, max_chars: int | None, skip: int) -> tuple[str, int, bool]:
+    """Lines `start`..`start+count-1` (1-based, joined by "\n", as `text.split("\n")` numbers
+    them), the total number of lines (a final newline ends the last line, it does not start
+    another; an empty file has none) and whether the text was cut at `max_chars`."""
+    end = None if count is None else start + count  # first line not wanted
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    parts: list[str] = []
+    kept, cut = 0, False
+    line = 1  # number of the line the next byte belongs to
+    last = b""  # the file's last byte
+
+    def keep(text: str) -> None:
+        nonlocal kept, cut, skip
+        if skip and line == start:
+            text, skip = _skip_units(text, skip)
+        if not text:
+            return
+        if max_chars is not None and kept + len(text) > max_chars:
+            text, cut = text[: max_chars - kept], True
+        parts.append(text)
+        kept += len(text)
+
+    while block := fh.read(_BLOCK):
+        last = block[-1:]
+        pos = 0
+        while pos < len(block):
+            nl = block.find(b"\n", pos)
+            stop = len(block) if nl < 0 else nl
+            if line >= start and (end is None or line < end) and not cut:
+                keep(decoder.decode(block[pos:stop]))
+                if nl >= 0:
+                    keep(decoder.decode(b"", final=True))  # a character cut at the line's end
+                    decoder.reset()
+                    if (end is None or line + 1 < end) and not cut:
+                        keep("\n")
+            if nl < 0:
+                break
+            line += 1
+            pos = nl + 1
+    if line >= start and (end is None or line < end) and not cut:
+        keep(decoder.decode(b"", final=True))
+    total = 0 if not last else line - 1 if last == b"\n" else line
+    return "".join(parts), total, cut

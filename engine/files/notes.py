@@ -1,0 +1,56 @@
+"""The durable "remember this" path: append a timestamped line to today's daily log.
+
+`memory/YYYY-MM-DD.md` (local date) is created with a `# YYYY-MM-DD` heading when missing, and
+only ever appended to (O_APPEND): existing lines are never rewritten. A symlinked `memory/` or
+daily file is refused, as everywhere else in memsift.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from datetime import datetime
+from pathlib import Path
+
+from ..errors import PathNotAllowedError
+
+__all__ = ["append_note"]
+
+
+def _refuse_symlink(path: Path, shown: str) -> None:
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            raise PathNotAllowedError(shown, "symlinks are not followed")
+    except FileNotFoundError:
+        pass
+
+
+def append_note(workspace: Path, text: str, *, now: datetime | None = None) -> tuple[str, int]:
+    """Append `text` to today's log; return (workspace-relative path, line number of the note)."""
+    lines = [ln.rstrip() for ln in (text or "").strip().splitlines()]
+    if not lines or not lines[0]:
+        raise PathNotAllowedError("memory/", "a note needs some text")
+    now = now or datetime.now().astimezone()
+    day = now.strftime("%Y-%m-%d")
+    folder = workspace / "memory"
+    rel = f"memory/{day}.md"
+    _refuse_symlink(folder, "memory")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{day}.md"
+    _refuse_symlink(path, rel)
+    entry = f"- {now.strftime('%H:%M')} {lines[0]}" + "".join(f"\n  {ln}" for ln in lines[1:]) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with os.fdopen(fd, "ab") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        prefix = ""
+        if size == 0:
+            prefix = f"# {day}\n\n"
+        else:
+            with open(path, "rb") as existing:
+                existing.seek(size - 1)
+                if existing.read(1) != b"\n":
+                    prefix = "\n"
+        fh.write((prefix + entry).encode("utf-8"))
+    with open(path, "rb") as fh:
+        total = fh.read().count(b"\n")
+    return rel, total - entry.count("\n") + 1

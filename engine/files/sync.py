@@ -1,0 +1,106 @@
+"""What every backend's sync does with the files on disk before it stores anything: read a
+Markdown file safely into chunks and their days, and sort the files into changed, touched only
+(same bytes, new mtime) and unchanged against what the index holds."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar
+
+from .chunking import Chunk, chunk_text, split_for_input_limit
+from .discovery import MemoryFile, Skipped
+from .note_dates import ChunkDay, chunk_days
+
+__all__ = ["MAX_MARKDOWN_BYTES", "MarkdownRead", "read_regular", "read_markdown", "FileSort", "sort_files"]
+
+MAX_MARKDOWN_BYTES = 16 * 2**20
+
+P = TypeVar("P")
+
+
+@dataclass
+class MarkdownRead:
+    hash: str  # sha256 of the file's bytes
+    chunks: list[Chunk]
+    days: list[ChunkDay]  # each chunk's day (engine/files/note_dates.py)
+
+
+def read_regular(f: MemoryFile, st: os.stat_result, skipped: list[Skipped]) -> bytes | None:
+    """The file's bytes, read without following a symlink or blocking on a fifo or device
+    swapped in since discovery, and never more than MAX_MARKDOWN_BYTES."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(f.abs_path, flags)
+    except OSError as exc:
+        skipped.append(Skipped(f.rel_path, f"cannot read: {exc.strerror}"))
+        return None
+    now = os.fstat(fd)
+    if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        os.close(fd)
+        skipped.append(Skipped(f.rel_path, "replaced while being indexed (not the file discovered)"))
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(MAX_MARKDOWN_BYTES + 1)
+    if len(data) > MAX_MARKDOWN_BYTES:
+        skipped.append(Skipped(f.rel_path, f"larger than {MAX_MARKDOWN_BYTES // 2**20} MiB (grew while being read)"))
+        return None
+    return data
+
+
+def read_markdown(f: MemoryFile, st: os.stat_result, skipped: list[Skipped], *, strategy: str, tokens: int, overlap: int,
+                  max_input_bytes: int | None = None) -> MarkdownRead | None:
+    """A Markdown file as chunks and days, or None with the reason added to `skipped`."""
+    if st.st_size > MAX_MARKDOWN_BYTES:
+        skipped.append(Skipped(f.rel_path, f"larger than {MAX_MARKDOWN_BYTES // 2**20} MiB ({st.st_size} bytes)"))
+        return None
+    data = read_regular(f, st, skipped)
+    if data is None:
+        return None
+    if b"\x00" in data:
+        skipped.append(Skipped(f.rel_path, "binary content (NUL bytes)"))
+        return None
+    text = data.decode("utf-8", errors="replace")
+    chunks = chunk_text(text, strategy=strategy, tokens=tokens, overlap=overlap)
+    if max_input_bytes:
+        chunks = split_for_input_limit(chunks, max_input_bytes)
+    return MarkdownRead(hashlib.sha256(data).hexdigest(), chunks, chunk_days(f.rel_path, text, chunks))
+
+
+@dataclass
+class FileSort(Generic[P]):
+    changed: list[P]  # read, to be stored
+    touched: list[tuple[MemoryFile, int, int]]  # same bytes, new (mtime_ns, size): only the record moves
+    unchanged: int
+
+
+def sort_files(files: Sequence[MemoryFile], known: Mapping[str, Sequence[Any]], skipped: list[Skipped],
+               read: Callable[[MemoryFile, os.stat_result], P | None], hash_of: Callable[[P], str],
+               each: Callable[[int], None] | None = None) -> FileSort[P]:
+    """`known`: path → (hash, mtime_ns, size, …) as indexed. A file whose mtime and size match is
+    unchanged without being read; one whose bytes hash the same is only touched. `each(n)` runs
+    before the n-th file (progress, cancellation)."""
+    out: FileSort[P] = FileSort([], [], 0)
+    for n, f in enumerate(files):
+        if each is not None:
+            each(n)
+        try:
+            st = os.lstat(f.abs_path)
+        except OSError as exc:
+            skipped.append(Skipped(f.rel_path, f"vanished during sync: {exc.strerror}"))
+            continue
+        prev = known.get(f.rel_path)
+        if prev and prev[1] == st.st_mtime_ns and prev[2] == st.st_size:
+            out.unchanged += 1
+            continue
+        pending = read(f, st)
+        if pending is None:
+            continue
+        if prev and prev[0] == hash_of(pending):
+            out.touched.append((f, st.st_mtime_ns, st.st_size))
+            out.unchanged += 1
+            continue
+        out.changed.append(pending)
+    return out

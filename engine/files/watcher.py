@@ -1,0 +1,129 @@
+"""Watching memory files with `watchfiles` (one inotify descriptor and one thread per watch).
+
+Two watches, whatever the number of files: a recursive one over `memory/` and the extra-path
+folders, and a flat one over the workspace root (for `MEMORY.md`, `memory.md`, extra files, and
+a `memory/` folder created later, which restarts the recursive watch). Changes are collected until
+they stay quiet for `sync.watchDebounceMs`, then handed over as one batch. Searches in the
+meantime do not rely on it: they ask the exact `ChangeProbe` (change_probe.py) first.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Awaitable, Callable
+
+import anyio
+import watchfiles
+
+from ..logging import get_logger
+from ..config import ResolvedConfig
+from .multimodal import extensions_for
+
+__all__ = ["MemoryWatcher", "IGNORED_DIRS"]
+
+log = get_logger("memsift.watch")
+
+ARM_DELAY_S = 0.3
+IGNORED_DIRS = frozenset({".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox", "__pycache__"})
+
+
+class MemoryWatcher:
+    def __init__(
+        self,
+        settings: ResolvedConfig,
+        on_change: Callable[[set[str]], Awaitable[None]],
+        *,
+        debounce_ms: int | None = None,
+    ) -> None:
+        self.settings = settings
+        ms = settings.memory_search
+        self.on_change = on_change
+        self.debounce_s = (debounce_ms if debounce_ms is not None else ms.sync.watch_debounce_ms) / 1000
+        mm = ms.multimodal
+        self.extensions = (".md",) + (extensions_for(mm.modalities) if mm.enabled else ())
+        ws = settings.workspace
+        self._extra = [Path(os.path.normpath(p if Path(p).is_absolute() else ws / p)) for p in ms.extra_paths]
+        self._send, self._receive = anyio.create_memory_object_stream[set[str]](100)
+        self._restart = anyio.Event()
+        self._stop = anyio.Event()
+        self.batches = 0  # handed-over batches, for status lines
+
+    # --- what to watch --------------------------------------------------------------------------
+
+    def recursive_roots(self) -> list[Path]:
+        roots = [self.settings.workspace / "memory", *self._extra]
+        return [r for r in roots if r.is_dir() and not r.is_symlink()]
+
+    def flat_roots(self) -> list[Path]:
+        roots = {self.settings.workspace}
+        roots.update(p.parent for p in self._extra if not p.is_dir())
+        return [r for r in roots if r.is_dir()]
+
+    def _relevant(self, path: str) -> bool:
+        parts = Path(path).parts
+        if any(part in IGNORED_DIRS for part in parts):
+            return False
+        return path.lower().endswith(self.extensions)
+
+    def _flat_relevant(self, path: str) -> bool:
+        p = Path(path)
+        if p.parent == self.settings.workspace and p.name in ("MEMORY.md", "memory.md", "memory"):
+            return True
+        return any(p == e or (p.is_dir() and p == e) for e in self._extra)
+
+    # --- the loops ------------------------------------------------------------------------------
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._flat_loop)
+            tg.start_soon(self._recursive_loop)
+            try:
+                # watchfiles registers its inotify watches when its generator first runs, in a
+                # worker thread: give both a moment before reporting "armed".
+                await anyio.sleep(ARM_DELAY_S)
+                task_status.started()
+                await self._debounce_loop()
+            finally:
+                # Cancelling cannot interrupt a watch thread: it would run to its timeout (5 s)
+                # before the task group could end. Their stop events end them within a step.
+                self._stop.set()
+                self._restart.set()
+
+    async def _recursive_loop(self) -> None:
+        while not self._stop.is_set():
+            roots = self.recursive_roots()
+            self._restart = anyio.Event()
+            if not roots:
+                await self._restart.wait()
+                continue
+            stop = self._restart
+            async for changes in watchfiles.awatch(*roots, watch_filter=lambda _c, p: self._relevant(p), stop_event=stop, step=50, debounce=1600):
+                await self._send.send({p for _c, p in changes})
+            # awatch ended: the stop event was set because a root appeared or vanished
+
+    async def _flat_loop(self) -> None:
+        roots = self.flat_roots()
+        async for changes in watchfiles.awatch(*roots, watch_filter=lambda _c, p: self._flat_relevant(p), recursive=False,
+                                               stop_event=self._stop, step=50, debounce=1600):
+            paths = {p for _c, p in changes}
+            if any(Path(p).is_dir() or not Path(p).exists() for p in paths):
+                self._restart.set()  # memory/ (or an extra folder) appeared or went away
+            await self._send.send(paths)
+
+    async def _debounce_loop(self) -> None:
+        """Hand over a batch once changes have been quiet for the debounce window."""
+        async with self._receive:
+            while True:
+                pending = set(await self._receive.receive())
+                while True:
+                    with anyio.move_on_after(self.debounce_s) as quiet:
+                        pending |= await self._receive.receive()
+                    if quiet.cancelled_caught:
+                        break
+                self.batches += 1
+                log.info("memory files changed", files=len(pending))
+                try:
+                    await self.on_change(pending)
+                except Exception as exc:  # a failed sync only logs; the next change retries
+                    log.warning("sync after a change failed", error=str(exc))

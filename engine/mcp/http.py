@@ -1,0 +1,93 @@
+"""MCP over streamable HTTP, with a strict DNS-rebinding check in front of the SDK's app.
+
+The SDK allows `localhost:*` by testing that the Host header *starts with* `localhost:`, so
+`Host: localhost:8765@evil.com` and `Origin: http://localhost:8765@evil.com` passed. Here the
+authority is parsed strictly, before any request reaches the SDK: a host name or address, then
+at most a port of digits; on a loopback bind the host must be a loopback name and the port the
+one the server listens on (read from the connection, so `--port 0` works). An Origin must be
+exactly `http(s)://<such an authority>`: no user info, no path.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..logging import get_logger
+
+__all__ = ["StrictAuthority", "serve_http", "LOOPBACK_HOSTS"]
+
+log = get_logger("memsift.mcp")
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
+_AUTHORITY = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::(?P<port>[0-9]{1,5}))?")
+_ORIGIN = re.compile(r"(?P<scheme>https?)://(?P<authority>[^/?#@\s]+)")
+
+
+def _authority(text: str) -> tuple[str, int | None] | None:
+    m = _AUTHORITY.fullmatch(text.strip())
+    if not m:
+        return None
+    return m.group("host").lower(), int(m.group("port")) if m.group("port") else None
+
+
+class StrictAuthority:
+    """ASGI middleware: refuse (421/403) requests whose Host or Origin names another server."""
+
+    def __init__(self, app: Any, *, allowed_hosts: frozenset[str] | None) -> None:
+        self.app = app
+        self.allowed_hosts = allowed_hosts  # None: not bound to loopback (the operator's proxy decides)
+
+    def _host_ok(self, value: str | None, port: int | None, default_port: int | None) -> bool:
+        parsed = _authority(value or "")
+        if parsed is None:
+            return False
+        host, given = parsed
+        if self.allowed_hosts is None:  # a non-loopback bind: behind the operator's proxy, any well-formed name
+            return True
+        return host in self.allowed_hosts and (port is None or (given if given is not None else default_port) == port)
+
+    def check(self, headers: dict[str, str], server_port: int | None) -> tuple[int, str] | None:
+        """(status, reason) when the request must be refused, else None."""
+        if not self._host_ok(headers.get("host"), server_port, 80):
+            return 421, "Invalid Host header"
+        origin = headers.get("origin")
+        if origin:
+            m = _ORIGIN.fullmatch(origin.strip())
+            default = 443 if m and m.group("scheme") == "https" else 80
+            if m is None or not self._host_ok(m.group("authority"), server_port, default):
+                return 403, "Invalid Origin header"
+        return None
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope.get("type") == "http":
+            headers: dict[str, str] = {}
+            for key, value in scope.get("headers") or []:
+                name = key.decode("latin-1").lower()
+                if name in ("host", "origin"):
+                    if name in headers:  # two Host headers: which one a proxy used is unknowable
+                        headers[name] = "\x00"
+                    else:
+                        headers[name] = value.decode("latin-1")
+            server = scope.get("server") or (None, None)
+            refused = self.check(headers, server[1] if isinstance(server[1], int) else None)
+            if refused is not None:
+                log.warning("HTTP request refused (DNS-rebinding protection)", reason=refused[1],
+                            host=headers.get("host", "")[:100], origin=headers.get("origin", "")[:100])
+                body = refused[1].encode()
+                await send({"type": "http.response.start", "status": refused[0],
+                            "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+async def serve_http(server: Any, *, host: str, port: int) -> None:
+    """The SDK's streamable HTTP app (JSON answers) behind `StrictAuthority`, served by uvicorn."""
+    import uvicorn  # noqa: PLC0415  (the mcp extra brings it)
+
+    app = server.streamable_http_app(json_response=True, host=host)
+    loopback = host in ("127.0.0.1", "localhost", "::1")
+    guarded = StrictAuthority(app, allowed_hosts=LOOPBACK_HOSTS if loopback else None)
+    config = uvicorn.Config(guarded, host=host, port=port, log_level=server.settings.log_level.lower())
+    await uvicorn.Server(config).serve()

@@ -1,0 +1,396 @@
+"""The MCP server (`memsift mcp`): memory_search, memory_get and memory_status as read-only tools.
+
+One manager serves every call; a background task keeps its index fresh (as `memsift watch`
+does). The scope rules judge every call, memory_get and memory_status as memory_search, by the
+server's `--session-key` or else the call's `sessionKey`. Expected outages (provider down, QMD
+fallen back or down, scope denial, a path that is not a memory file) come back as values the
+model can read, never as exceptions. Every answer is bounded by
+`memory.qmd.limits.maxInjectedChars` (or `--max-chars`).
+
+Needs the optional extra: `pip install 'memsift[mcp]'`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from ..search.citations import decorate_snippet, parse_memory_ref
+from ..config import ResolvedConfig
+from ..errors import MemsiftError, PathNotAllowedError
+from ..manager import SearchManager
+from ..results import BelowMinScore, Degraded, Fallback, ManagerStatus, RerankSummary, ScopeDenial, SearchAnswer
+from ..compose.scoped import SHOWN_PATH_CHARS, scoped
+from ..text import shorten, utf16_len, utf16_slice
+from ..search.time_query import time_filter_for
+
+__all__ = ["build_server", "MemoryServer", "SearchOutput", "GetOutput", "StatusOutput", "INSTRUCTIONS"]
+
+INSTRUCTIONS = """## Memory Recall
+This server searches the user's long-term memory: MEMORY.md and the daily logs memory/YYYY-MM-DD.md.
+Before answering anything about prior work, decisions, dates, people, preferences or todos, call
+memory_search first; then call memory_get for the lines you need. Include `Source: <path#line>`
+when it helps the user check a claim."""
+
+SEARCH_DESCRIPTION = (
+    "Mandatory recall step: search long-term memory (MEMORY.md, memory/*.md) before answering any "
+    "question about prior work, decisions, dates, people, preferences or todos. Returns the best "
+    "snippets with path, line range, score and a citation. An empty result is explained by the "
+    "`denied`, `disabled`, `fallback` or `degraded` fields. Follow up with memory_get to read more lines."
+)
+GET_DESCRIPTION = (
+    "Read a memory file found by memory_search (e.g. `memory/2026-03-02.md`), or only a line range: "
+    "`from` is the first line (1-based), `lines` how many; a hit's citation (`memory/2026-03-02.md#L5-L8`) "
+    "or header (`memory/2026-03-02.md:5-8`) works as the path too. Long files come back in pages: when "
+    "`truncated` is true, call again with `from` = `nextFrom` (and `offset` = `nextOffset` when a long "
+    "line was cut). Only memory files can be read. Pass the chat's `sessionKey` as for memory_search."
+)
+STATUS_DESCRIPTION = (
+    "Show the memory index's health: backend, files and chunks indexed, embedding provider, search "
+    "mode, and anything degraded or fallen back. Call it when memory_search answers look wrong or empty."
+)
+
+_QUOTA = re.compile(r"insufficient_quota|quota|429", re.I)
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class MemoryHit(_Out):
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    source: str = "memory"
+    citation: str | None = None
+    rescued: bool | None = None  # under minScore, kept for its keyword match
+    stale: bool | None = None  # the file changed after it was indexed
+
+
+class SearchOutput(_Out):
+    """memory_search's answer: hits, plus how they were served."""
+
+    results: list[MemoryHit] = Field(default_factory=list)
+    backend: str | None = None
+    mode: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    citations: str | None = None
+    fallback: Fallback | None = None
+    degraded: Degraded | None = None
+    denied: ScopeDenial | None = None  # scope rules refused this chat: no search ran
+    disabled: bool = False  # the search could not run; `error` says why and `action` what fixes it
+    unavailable: bool = False
+    error: str | None = None
+    warning: str | None = None
+    action: str | None = None
+    truncated: bool = False  # hits were cut to fit maxInjectedChars
+    sync_pending: bool | None = None
+    notes: list[str] | None = None  # e.g. QMD's update was still running, so recent changes may be missing
+    sync_error: str | None = None  # the index could not be updated (disk full, read-only): answered as it is
+    took_ms: float | None = None
+    time_windows: list[str] | None = None  # times the query names, as the day windows that favoured hits
+    time_filter: str | None = None  # the since/until filter applied
+    rerank: RerankSummary | None = None  # the rerank stage ran: reranker, candidates, cost, whether it applied
+    below_min_score: BelowMinScore | None = None  # nothing passed minScore: how many scored lower, and the best
+
+
+class GetOutput(_Out):
+    path: str
+    text: str = ""
+    from_: int = Field(default=1, alias="from")
+    lines: int = 0  # lines returned
+    total_lines: int = 0
+    missing: bool = False
+    truncated: bool = False
+    next_from: int | None = None  # call again from here for the rest
+    next_offset: int | None = None  # ... and skip this many characters of that line (a long line was cut)
+    disabled: bool = False
+    error: str | None = None
+    denied: ScopeDenial | None = None  # scope rules refused this chat: nothing was read
+    warning: str | None = None
+
+
+class StatusOutput(_Out):
+    status: ManagerStatus | None = None
+    error: str | None = None
+    denied: ScopeDenial | None = None  # scope rules refused this chat: nothing is shown
+    warning: str | None = None
+
+
+class MemoryServer:
+    """The three tools over one manager; transport-free so it is easy to test and embed."""
+
+    def __init__(self, manager: SearchManager, settings: ResolvedConfig, *, session_key: str | None = None,
+                 max_chars: int | None = None) -> None:
+        if session_key is not None and (not isinstance(session_key, str) or not session_key.strip()):
+            raise ValueError("the fixed session key is empty: pass the chat's session key, or None to take each call's")
+        # Whatever manager it is given, every tool call goes through the scope rules.
+        self.manager, self.settings = scoped(manager, settings), settings
+        self.session_key = session_key  # fixed by the operator: wins over a per-call key
+        self.max_chars = int(max_chars or settings.memory.qmd.limits.max_injected_chars)
+
+    async def search(self, query: str, max_results: int | None = None, min_score: float | None = None,
+                     session_key: str | None = None, mode: str | None = None,
+                     since: str | None = None, until: str | None = None) -> SearchOutput:
+        key, warning = self._key(session_key)
+        denied = self.manager.denial(key, "search")  # scope first: a denied chat's arguments change nothing
+        if denied is not None:
+            out = _from_answer(self.manager.denied_search(denied), self.max_chars)
+            out.warning = warning
+            return out
+        if not (query or "").strip():
+            return SearchOutput(mode="none", warning="the query is empty: nothing was searched",
+                                action="Pass what to recall: a name, a date, a decision or a few keywords")
+        try:
+            time_filter_for(since, until)
+        except ValueError as exc:
+            return SearchOutput(mode="none", error=str(exc), warning="since/until is not a date: nothing was searched",
+                                action="Pass since/until as YYYY-MM-DD or a phrase such as \"last week\"")
+        try:
+            answer = await self.manager.search(query, max_results=max_results, min_score=min_score, session_key=key, mode=mode,
+                                               since=since, until=until)
+        except (MemsiftError, OSError) as exc:
+            quota = bool(_QUOTA.search(str(exc)))
+            return SearchOutput(
+                disabled=True, unavailable=True, error=str(exc),
+                warning="embedding provider quota is exhausted" if quota else "memory search failed",
+                action="Top up or switch embedding provider" if quota else "Check the memory search configuration (memsift status --deep)",
+            )
+        out = _from_answer(answer, self.max_chars)
+        out.warning = warning
+        return out
+
+    async def get(self, path: str, from_line: int | None = None, lines: int | None = None,
+                  offset: int | None = None, session_key: str | None = None) -> GetOutput:
+        """`path` may be a citation or a hit header (its range applies unless `from`/`lines` are
+        given); `offset` skips that many characters (UTF-16 units) of the first line."""
+        key, warning = self._key(session_key)
+        denied = self.manager.denial(key, "read")  # scope first, before the path is even parsed
+        if denied is not None:
+            return GetOutput(path=shorten(path, SHOWN_PATH_CHARS), disabled=True, denied=denied, warning=warning,
+                             error=f"denied by scope ({denied.rule})")
+        path, ref_from, ref_lines = parse_memory_ref(path)
+        from_line, lines = from_line or ref_from, lines or ref_lines
+        start, skip = from_line or 1, offset or 0
+        try:
+            # Just over the bound: enough to tell that a page is cut, never a whole huge file; the
+            # skipped characters are streamed past, never held.
+            result = await self.manager.read(path, from_line, lines, session_key=key, max_chars=self.max_chars + 1,
+                                             offset=skip)
+        except (PathNotAllowedError, MemsiftError, OSError) as exc:  # the error names the path (shortened)
+            return GetOutput(path=shorten(path, 200), disabled=True, error=str(exc), warning=warning)
+        if result.denied:  # the scoped manager guards every caller too
+            return GetOutput(path=result.path, disabled=True, denied=result.denied, warning=warning,
+                             error=f"denied by scope ({result.denied.rule})")
+        page, taken, cut = _page(result.text, self.max_chars)
+        next_from = next_offset = None
+        if cut and taken == 0:  # the page ends inside its first line: continue in that line
+            next_from, next_offset = start, skip + utf16_len(page)
+        elif cut:
+            next_from = start + taken
+        else:
+            available = max(0, result.total_lines - start + 1)
+            taken = min(lines, available) if lines else available
+        return GetOutput(
+            path=result.path, text=page, **{"from": start}, lines=taken, total_lines=result.total_lines,
+            missing=result.missing, truncated=cut, next_from=next_from, next_offset=next_offset, warning=warning,
+        )
+
+    async def status(self, deep: bool = False, session_key: str | None = None) -> StatusOutput:
+        key, warning = self._key(session_key)
+        denied = self.manager.denial(key, "status")  # scope first
+        if denied is not None:
+            return StatusOutput(denied=denied, error=f"denied by scope ({denied.rule})", warning=warning)
+        try:
+            st = await self.manager.status(deep=deep, session_key=key)
+        except (MemsiftError, OSError) as exc:
+            return StatusOutput(error=str(exc), warning=warning)
+        if st.denied:
+            return StatusOutput(denied=st.denied, error=f"denied by scope ({st.denied.rule})", warning=warning)
+        return StatusOutput(status=st, warning=warning)
+
+    def _key(self, per_call: str | None) -> tuple[str | None, str | None]:
+        if self.session_key is None:
+            return per_call, None
+        if per_call and per_call.strip() != self.session_key:
+            return self.session_key, "sessionKey is fixed by the server; the per-call value was ignored"
+        return self.session_key, None
+
+
+def _from_answer(answer: SearchAnswer, budget: int) -> SearchOutput:
+    """Hits as the tool shows them (snippet + `Source:` line), whole while they fit the budget."""
+    hits, used, truncated = [], 0, False
+    for h in answer.results:
+        snippet = decorate_snippet(h.snippet, h.citation) if h.citation else h.snippet.strip()
+        size = utf16_len(snippet)
+        if used + size > budget:
+            truncated = True
+            room = budget - used
+            if room >= 80:  # a fragment shorter than this tells the model nothing
+                hits.append(_hit(h, utf16_slice(snippet, room)))
+            break
+        hits.append(_hit(h, snippet))
+        used += size
+    return SearchOutput(
+        results=hits, backend=answer.backend, mode=answer.mode, provider=answer.provider, model=answer.model,
+        citations=answer.citations, fallback=answer.fallback,
+        degraded=answer.degraded if (answer.degraded.vector or answer.degraded.fts or answer.degraded.rerank) else None,
+        rerank=answer.rerank,
+        denied=answer.denied, disabled=answer.denied is not None or answer.unavailable is not None,
+        unavailable=answer.unavailable is not None, error=answer.unavailable,
+        truncated=truncated, sync_pending=answer.sync_pending, notes=answer.notes, sync_error=answer.sync_error,
+        took_ms=answer.took_ms, time_windows=answer.time_windows, time_filter=answer.time_filter,
+        below_min_score=answer.below_min_score,
+    )
+
+
+def _hit(h: Any, snippet: str) -> MemoryHit:
+    return MemoryHit(path=h.path, start_line=h.start_line, end_line=h.end_line, score=h.score, snippet=snippet,
+                     source=h.source, citation=h.citation, rescued=h.rescued, stale=h.stale)
+
+
+def _page(text: str, budget: int) -> tuple[str, int, bool]:
+    """Whole lines while they fit `budget`; (text, whole lines taken, cut). A first line longer
+    than the budget is itself cut (0 whole lines taken), so a page is never empty."""
+    if utf16_len(text) <= budget:
+        return text, 0, False
+    out, used = [], 0
+    for line in text.splitlines(keepends=True):
+        size = utf16_len(line)
+        if used + size > budget:
+            if not out:
+                return utf16_slice(line, budget), 0, True
+            break
+        out.append(line)
+        used += size
+    return "".join(out), len(out), True
+
+
+def build_server(memory: MemoryServer) -> Any:
+    """The MCPServer with the three read-only tools registered."""
+    from mcp.server.mcpserver import MCPServer  # noqa: PLC0415  (optional extra)
+    from mcp.types import ToolAnnotations  # noqa: PLC0415
+
+    from importlib.metadata import version  # noqa: PLC0415
+
+    server = _plain_errors(MCPServer)("memsift", instructions=INSTRUCTIONS, version=version("memsift"))
+    read_only = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+
+    @server.tool(description=SEARCH_DESCRIPTION, annotations=read_only, title="Search memory")
+    async def memory_search(
+        query: Annotated[str, Field(description="What to recall, in natural language or keywords.")],
+        maxResults: Annotated[int | None, Field(ge=1, le=50, description="Most hits to return (default 6).")] = None,
+        minScore: Annotated[float | None, Field(ge=0, le=1, description="Lowest score to keep (default 0.35).")] = None,
+        sessionKey: Annotated[str | None, Field(description="The asking chat's session key, for scope rules and citations.")] = None,
+        mode: Annotated[Literal["auto", "hybrid", "keyword", "vector"] | None, Field(
+            description="Retrieval for this search: auto (the configured one, default), hybrid, keyword (exact words, "
+                        "names, identifiers) or vector (meaning).")] = None,
+        since: Annotated[str | None, Field(description="Only memories of this day or later: YYYY-MM-DD or a phrase "
+                                                       "such as \"last week\" or \"3 days ago\".")] = None,
+        until: Annotated[str | None, Field(description="Only memories of this day or earlier (same forms as since).")] = None,
+    ) -> SearchOutput:
+        return await memory.search(query, maxResults, minScore, sessionKey, mode, since, until)
+
+    async def memory_get(
+        path: Annotated[str, Field(description="Workspace-relative memory file path, as memory_search returns it "
+                                               "(a citation such as memory/2026-03-02.md#L5-L8 works too).")],
+        from_: Annotated[int | None, Field(alias="from", ge=1, description="First line, 1-based.")] = None,
+        lines: Annotated[int | None, Field(ge=1, description="How many lines (default: to the end).")] = None,
+        offset: Annotated[int | None, Field(ge=0, description="Characters of line `from` to skip: pass "
+                                                             "`nextOffset` to continue a long line a page cut.")] = None,
+        sessionKey: Annotated[str | None, Field(description="The asking chat's session key, for scope rules.")] = None,
+    ) -> GetOutput:
+        return await memory.get(path, from_, lines, offset, sessionKey)
+
+    server.tool(description=GET_DESCRIPTION, annotations=read_only, title="Read memory lines")(
+        _renamed_kwargs(memory_get, {"from": "from_"}))
+
+    @server.tool(description=STATUS_DESCRIPTION, annotations=read_only, title="Memory index status")
+    async def memory_status(
+        deep: Annotated[bool, Field(description="Also probe the embedding provider (slower).")] = False,
+        sessionKey: Annotated[str | None, Field(description="The asking chat's session key, for scope rules.")] = None,
+    ) -> StatusOutput:
+        return await memory.status(deep, sessionKey)
+
+    return server
+
+
+def _plain_errors(base: Any) -> Any:
+    """`base` (MCPServer) whose argument errors read `maxResults: Input should be greater than or
+    equal to 1 (got 0)`, without pydantic's type codes and documentation URL."""
+    from mcp.server.mcpserver.exceptions import ToolError  # noqa: PLC0415
+    from pydantic import ValidationError  # noqa: PLC0415
+
+    class Server(base):  # type: ignore[misc, valid-type]
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if not isinstance(cause, ValidationError):
+                    raise
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                    + (f" (got {e['input']!r})" if not isinstance(e.get("input"), (dict, list)) else "")
+                    for e in cause.errors()
+                )
+                raise ToolError(f"Error executing tool {name}: invalid arguments: {problems}") from cause
+
+    return Server
+
+
+def _renamed_kwargs(fn: Any, renames: dict[str, str]) -> Any:
+    """`fn` callable with wire names that are Python keywords (`from`): the MCP SDK passes each
+    argument under its alias, so the alias is mapped back to the parameter before the call."""
+    import functools  # noqa: PLC0415
+    import inspect  # noqa: PLC0415
+
+    @functools.wraps(fn)
+    async def call(**kwargs: Any) -> Any:
+        return await fn(**{renames.get(k, k): v for k, v in kwargs.items()})
+
+    call.__signature__ = inspect.signature(fn, eval_str=True)  # type: ignore[attr-defined]
+    return call
+
+
+Transport = Literal["stdio", "http"]
+
+
+async def serve(settings: ResolvedConfig, *, backend: str | None = None, transport: Transport = "stdio",
+                host: str = "127.0.0.1", port: int = 8765, session_key: str | None = None,
+                max_chars: int | None = None, fresh: bool = True) -> None:
+    """Open the manager, keep it fresh, and serve MCP until the transport ends or is cancelled."""
+    import anyio  # noqa: PLC0415
+
+    from ..cli.resident_server import serve_resident  # noqa: PLC0415
+    from ..compose.factory import open_manager  # noqa: PLC0415
+    from ..compose.host import serve_freshness  # noqa: PLC0415
+
+    manager = open_manager(settings, backend=backend)
+    server = build_server(MemoryServer(manager, settings, session_key=session_key, max_chars=max_chars))
+    try:
+        async with anyio.create_task_group() as tg:
+            if fresh:
+                tg.start_soon(serve_freshness, manager, settings)
+                # Kept fresh, so it can also answer `memsift search` from a terminal quickly.
+                tg.start_soon(lambda: serve_resident(manager, settings, backend=backend))
+            if transport == "stdio":
+                from .stdio import guarded_stdio  # noqa: PLC0415
+
+                # The SDK's own run_stdio_async, over a transport that answers malformed requests too.
+                lowlevel = server._lowlevel_server  # noqa: SLF001
+                async with guarded_stdio() as (read, write):
+                    await lowlevel.run(read, write, lowlevel.create_initialization_options())
+            else:
+                from .http import serve_http  # noqa: PLC0415
+
+                await serve_http(server, host=host, port=port)
+            tg.cancel_scope.cancel()
+    finally:
+        await manager.aclose()

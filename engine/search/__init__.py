@@ -1,0 +1,1 @@
+"""The search core: a search's request, query planning, candidate ranking, snippets, hits and time."""

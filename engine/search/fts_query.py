@@ -1,0 +1,147 @@
+"""Turn any user string into a safe FTS5 query plan, and text into what the FTS table indexes.
+
+Natural-language questions rarely contain every word of the note they are after, so the plan is
+an OR of the query's terms (stop words dropped), ranked by BM25: chunks matching more and rarer
+terms come first. Identifiers (`memorySearch.query.hybrid`, `a828e60`) and the whole query add
+phrase terms, so exact matches score on top. Every term is a double-quoted string built only from
+letters and digits, so no user input can reach FTS5's query syntax.
+
+CJK text has no spaces between words:
+- `unicode61` mode indexes every CJK character as its own token, so a CJK run is searched as
+  phrases of adjacent characters (bigrams, and the whole run): `数据` finds `数据库`.
+- `trigram` mode's index holds each chunk's text as it is (any substring of 3+ characters
+  matches) plus a copy of its CJK runs with the characters spaced apart, so that a CJK character
+  pair is itself a trigram (`索 靖`). A CJK run is searched as the whole run and its spaced
+  bigrams: a 2-character name inside a question (`索靖擅长什么？`) is searched like any other word,
+  through the index, ranked by BM25 (the trigrams of the whole run alone never contain it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .stopwords import STOP_WORDS
+from ..text import WORD_RE, is_cjk_char, space_cjk
+
+__all__ = ["FtsPlan", "plan_query", "index_text", "split_script_runs", "query_terms", "clean_query", "INDEX_TEXT_REVISION"]
+
+_IDENT_RE = re.compile(r"[^\W][\w]*(?:[._/:#@-][^\W][\w]*)+", re.UNICODE)
+_QUOTED_RE = re.compile(r'"([^"]+)"')
+# Control characters (a NUL would end FTS5's string early) and lone surrogates (not encodable).
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+INDEX_TEXT_REVISION = 2  # bump when `index_text` changes: indexes rebuild (2: trigram pairs and short words)
+MAX_TERMS = 64  # bounds the MATCH expression for huge queries
+MAX_QUERY_CHARS = 4096  # beyond this, the rest of the query is ignored
+
+
+@dataclass
+class FtsPlan:
+    match: str | None  # FTS5 MATCH expression, or None when nothing can be matched
+    terms: list[str] = field(default_factory=list)  # lowercase words/CJK runs, for snippets & boosts
+    match_terms: list[str] = field(default_factory=list)  # the quoted terms `match` ORs together
+
+
+def clean_query(query: str) -> str:
+    """Control characters and lone surrogates become spaces; any string is then safe to use."""
+    return _CONTROL_RE.sub(" ", query)
+
+
+def split_script_runs(token: str) -> list[str]:
+    """Split a word run where it switches between CJK and other scripts: `数据abc` → 数据, abc."""
+    runs: list[str] = []
+    for ch in token:
+        if runs and is_cjk_char(ch) == is_cjk_char(runs[-1][-1]):
+            runs[-1] += ch
+        else:
+            runs.append(ch)
+    return runs
+
+
+def _tokens(text: str) -> list[str]:
+    out: list[str] = []
+    for m in WORD_RE.finditer(text):
+        out.extend(r.lower() for r in split_script_runs(m.group(0)))
+    return out
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct lowercase terms of a query, stop words dropped unless nothing else is left."""
+    toks = list(dict.fromkeys(_tokens(query[:MAX_QUERY_CHARS])))
+    content = [t for t in toks if t not in STOP_WORDS]
+    return content or toks
+
+
+def _spaced(run: str) -> str:
+    """` 索 靖 擅 ` : every CJK character between spaces, so pairs and single characters are trigrams."""
+    return " " + " ".join(run) + " "
+
+
+def index_text(text: str, tokenizer: str) -> str:
+    """The text the FTS table indexes for a chunk (unicode61: CJK characters spaced apart;
+    trigram: the text, then its CJK runs spaced apart and its 1–2 character words between
+    spaces, which a trigram index could not match otherwise)."""
+    if tokenizer != "trigram":
+        return space_cjk(text)
+    extra = []
+    for m in WORD_RE.finditer(text):
+        for run in split_script_runs(m.group(0)):
+            if is_cjk_char(run[0]):
+                extra.append(_spaced(run))
+            elif len(run) < 3:
+                extra.append(f" {run} ")
+    return text + "\n" + "".join(extra) if extra else text
+
+
+def _phrase(words: list[str]) -> str:
+    return '"' + " ".join(words) + '"'
+
+
+def _cjk_terms_unicode61(run: str) -> list[str]:
+    chars = list(run)
+    if len(chars) <= 2:
+        return [_phrase(chars)]
+    return [_phrase(chars)] + [_phrase(chars[i : i + 2]) for i in range(len(chars) - 1)]
+
+
+def _cjk_terms_trigram(run: str) -> list[str]:
+    """The whole run (a substring of the text) and its spaced pairs (see `index_text`)."""
+    if len(run) == 1:
+        return [_phrase([_spaced(run)])]
+    pairs = [_phrase([_spaced(run[i : i + 2]).strip()]) for i in range(len(run) - 1)]
+    return ([_phrase([run])] if len(run) >= 3 else []) + pairs
+
+
+def plan_query(query: str, tokenizer: str = "unicode61") -> FtsPlan:
+    """Build the OR query for `query`. Never raises on any input string."""
+    query = clean_query(query[:MAX_QUERY_CHARS])
+    terms = query_terms(query)
+    match_terms: list[str] = []
+    for term in terms:
+        if is_cjk_char(term[0]):
+            if tokenizer == "trigram":
+                match_terms += _cjk_terms_trigram(term)
+            else:
+                match_terms += _cjk_terms_unicode61(term)
+        elif tokenizer == "trigram" and len(term) < 3:
+            match_terms.append(_phrase([f" {term} "]))  # indexed between spaces (see `index_text`)
+        else:
+            match_terms.append(_phrase([term]))
+
+    # Phrase boosts: quoted parts, identifiers, and the whole query (if it is short).
+    spans = [m.group(1) for m in _QUOTED_RE.finditer(query)]
+    spans += [m.group(0) for m in _IDENT_RE.finditer(query)]
+    whole = _tokens(query)
+    if 2 <= len(whole) <= 12:
+        spans.append(query)
+    for span in spans:
+        words = _tokens(span)
+        if len(words) < 2 or any(is_cjk_char(w[0]) for w in words):
+            continue
+        if tokenizer == "trigram":  # trigram matches raw substrings: keep the span as typed
+            match_terms.append('"' + span.strip().lower().replace('"', '""') + '"')
+        else:
+            match_terms.append(_phrase(words))
+
+    match_terms = list(dict.fromkeys(match_terms))[:MAX_TERMS]
+    return FtsPlan(" OR ".join(match_terms) if match_terms else None, terms, match_terms)

@@ -1,0 +1,181 @@
+"""The ranking pipeline every backend shares: weighted merge, temporal decay, MMR, minScore and
+the keyword rescue, over candidates a backend found (spec 3.9, with the issue's OR-of-terms query).
+
+  keyword ∪ vector → weighted merge → time (since/until, question's windows, decay) → sort → MMR → minScore → top-K
+
+with the keyword-only rescue (a pure keyword hit scores at most textWeight, so the threshold for
+those is min(minScore, textWeight)), and an FTS-only mode with the reference's lexical boost.
+A backend supplies its candidates and a `file_time(path)` lookup (the indexed mtime of an undated
+file, for decay); nothing here touches a store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .ranking import Candidate, brevity_factor, drop_repeated_lines, merge_hybrid, mmr_rerank
+from ..text import word_tokens
+from .time_query import TimeWindow
+from .time_rank import FileTime, TimeParams, apply_decay, apply_time_filter, apply_time_windows
+
+if TYPE_CHECKING:
+    from ..config.models import QueryConfig
+
+__all__ = ["PipelineParams", "TimeParams", "rank", "lexical_boost", "covers_all_terms", "FileTime", "RESCUE_TEXT_SCORE"]
+
+RESCUE_TEXT_SCORE = 0.5  # mapped BM25 of 0.5 = a bm25 rank of -1: real keyword evidence
+
+@dataclass
+class PipelineParams:
+    max_results: int
+    min_score: float
+    vector_weight: float
+    text_weight: float
+    mmr_enabled: bool
+    mmr_lambda: float
+    time: TimeParams = field(default_factory=TimeParams)
+
+    @classmethod
+    def from_query(
+        cls,
+        query: QueryConfig,
+        *,
+        max_results: int,
+        min_score: float,
+        now: float | None = None,
+        windows: list[TimeWindow] | None = None,
+        time_filter: TimeWindow | None = None,
+    ) -> PipelineParams:
+        """The settings of one search, as every backend builds them."""
+        h, decay = query.hybrid, query.hybrid.temporal_decay
+        return cls(
+            max_results=max_results,
+            min_score=min_score,
+            vector_weight=h.vector_weight,
+            text_weight=h.text_weight,
+            mmr_enabled=h.mmr.enabled,
+            mmr_lambda=h.mmr.lambda_,
+            time=TimeParams(
+                windows=list(windows or []) if query.time.enabled else [],
+                window_weight=query.time.weight,
+                filter=time_filter,
+                decay_enabled=decay.enabled,
+                decay_formula=decay.formula,
+                decay_weight=decay.weight,
+                half_life_days=decay.half_life_days,
+                now=now,
+            ),
+        )
+
+
+def _apply_time(file_time: FileTime, items: list[Candidate], p: PipelineParams) -> list[Candidate]:
+    """The since/until filter, the question's windows, then decay (engine/search/time_rank.py)."""
+    items = apply_time_filter(items, p.time.filter, file_time)
+    apply_time_windows(items, p.time.windows, p.time.window_weight)
+    apply_decay(items, p.time, file_time)
+    return items
+
+
+def covers_all_terms(text: str, terms: list[str]) -> bool:
+    """Every query term occurs in the text (case-insensitive substring; CJK has no word breaks)."""
+    if not terms:
+        return False
+    lower = text.lower()
+    return all(t in lower for t in terms)
+
+
+def lexical_boost(query_terms: list[str], c: Candidate) -> float:
+    """FTS-only mode's boost (spec 3.6): term overlap, density, path and length."""
+    q = set(query_terms)
+    if not q:
+        return 0.0
+    text_tokens = set(word_tokens(c.text))
+    overlap = len(q & text_tokens)
+    unique_overlap = overlap / len(q)
+    density = overlap / len(text_tokens) if text_tokens else 0.0
+    path = c.path.lower()
+    path_boost = 0.18 * sum(1 for t in q if t in path)
+    length_boost = min(len(c.text) / 160, 0.18)
+    return 0.45 * unique_overlap + 0.2 * density + path_boost + length_boost
+
+
+def rank(
+    file_time: FileTime,
+    *,
+    keyword: list[Candidate] | None,
+    vector: list[Candidate] | None,
+    terms: list[str],
+    params: PipelineParams,
+) -> tuple[list[Candidate], dict[str, Any]]:
+    """Merge and rank candidates. `None` for a side means that side is unavailable.
+
+    Returns the hits and facts for the answer: mode, whether the threshold was relaxed, which hits
+    were rescued, and each FTS-only boost.
+    """
+    facts: dict[str, Any] = {"relaxed": False, "rescued": set(), "boosts": {}}
+    if vector is None:  # FTS-only mode
+        facts["mode"] = "fts-only"
+        items = keyword or []
+        for c in items:
+            boost = lexical_boost(terms, c)
+            facts["boosts"][c.chunk_id] = boost
+            c.score = min(1.0, c.text_score + boost)
+        items = _apply_time(file_time, items, params)
+        # Hits at the 1.0 clamp keep the order of their unclamped evidence.
+        items.sort(key=lambda c: (-c.score, -(c.text_score + facts["boosts"][c.chunk_id]) * c.decay * c.time_factor))
+        items = drop_repeated_lines(items)
+        passing = [c for c in items if c.score >= params.min_score]
+        if not passing and items:
+            passing, facts["relaxed"] = items, True
+        return passing[: params.max_results], facts
+
+    if keyword is None:  # vector-only mode
+        facts["mode"] = "vector-only"
+        for c in vector:
+            c.brevity = brevity_factor(c.text)
+            c.score = c.vector_score * c.brevity
+        vector = _apply_time(file_time, vector, params)
+        vector.sort(key=lambda c: -c.score)
+        vector = drop_repeated_lines(vector)
+        if params.mmr_enabled:
+            vector = mmr_rerank(vector, params.mmr_lambda, limit=params.max_results, min_score=params.min_score)
+        passing = [c for c in vector if c.score >= params.min_score][: params.max_results]
+        _note_below(facts, passing, vector)
+        return passing, facts
+
+    facts["mode"] = "hybrid"
+    merged = merge_hybrid(keyword, vector, vector_weight=params.vector_weight, text_weight=params.text_weight)
+    merged = _apply_time(file_time, merged, params)
+    merged.sort(key=lambda c: (-c.score, c.path, c.start_line))
+    merged = drop_repeated_lines(merged)
+    if params.mmr_enabled:
+        merged = mmr_rerank(merged, params.mmr_lambda, limit=params.max_results, min_score=params.min_score)
+    strict = [c for c in merged if c.score >= params.min_score]
+    if len(strict) < params.max_results and keyword:
+        # Keyword rescue. A pure BM25 hit scores at most textWeight (0.3), under the default
+        # minScore 0.35, so an exact identifier would vanish. Free slots (never displacing a strict
+        # hit) go to keyword hits with real evidence: the reference's bar min(minScore, textWeight),
+        # every query term present in the chunk, or a strong BM25 score on its own.
+        floor = min(params.min_score, params.text_weight)
+        text_bar = max(params.min_score, RESCUE_TEXT_SCORE)
+        taken = {c.chunk_id for c in strict}
+        rescued = [
+            c
+            for c in merged
+            if c.keyword_hit
+            and c.chunk_id not in taken
+            and (c.score >= floor or c.text_score >= text_bar or covers_all_terms(c.text, terms))
+        ]
+        rescued = rescued[: params.max_results - len(strict)]
+        facts["rescued"] = {c.chunk_id for c in rescued}
+        strict += rescued
+    _note_below(facts, strict, merged)
+    return strict[: params.max_results], facts
+
+
+def _note_below(facts: dict[str, Any], kept: list[Candidate], scored: list[Candidate]) -> None:
+    """When minScore removed every hit, how many scored lower and the best of them (the answer
+    says so instead of a bare "No results")."""
+    if not kept and scored:
+        facts["below_min_score"] = (len(scored), max(c.score for c in scored))
