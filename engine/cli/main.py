@@ -18,36 +18,13 @@ from typing import Any, Awaitable, Callable, Iterator
 import anyio
 import click
 
-from ..errors import ConfigError, IndexUnusableError, MemsiftError, PathNotAllowedError, ProviderError
+from ..errors import ConfigError, MemsiftError
+from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key
 from ..secrets import redact, url_without_password
-from ..search.modes import SEARCH_MODES
-
-SEARCH_MODE_CHOICES = [m for m in SEARCH_MODES if m != "auto"] + ["auto", "fts"]
+from .options import build_request, group_params, model_options, search_params
+from .output import EXIT_CODES, exit_code, json_text, search_output
 
 __all__ = ["main", "cli", "EXIT_CODES", "exit_code", "search_output"]
-
-EXIT_CODES = {
-    "ok": 0,
-    "error": 1,
-    "usage": 2,
-    "config": 3,
-    "index": 4,
-    "provider": 5,
-    "path": 6,
-    "backend": 7,
-}
-
-
-def exit_code(exc: MemsiftError) -> int:
-    if isinstance(exc, ConfigError):
-        return EXIT_CODES["config"]
-    if isinstance(exc, IndexUnusableError):
-        return EXIT_CODES["index"]
-    if isinstance(exc, ProviderError):
-        return EXIT_CODES["provider"]
-    if isinstance(exc, PathNotAllowedError):
-        return EXIT_CODES["path"]
-    return EXIT_CODES["error"]
 
 
 @contextmanager
@@ -59,21 +36,16 @@ def _errors_to_exit() -> Iterator[None]:
         sys.exit(exit_code(exc))
 
 
-def _json_text(data: Any) -> str:
-    """Every document the CLI prints; masked once more on the way out (keys, header values)."""
-    return redact(json.dumps(data, ensure_ascii=False, indent=2))
-
-
 def _emit_json(data: Any) -> None:
-    click.echo(_json_text(data))
+    click.echo(json_text(data))
 
 
 def _session_key(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    """An empty key is not a key (an unset shell variable): refused, never read as "local caller"."""
-    if value is not None and not value.strip():
-        raise click.BadParameter("is empty (an unset shell variable?); pass the chat's session key, or leave the "
-                                 "option out for a local caller", param_hint="--session-key")
-    return value
+    """An empty key is not a key (an unset shell variable): refused as every door refuses it."""
+    try:
+        return check_session_key(value)
+    except InvalidRequest as exc:
+        raise click.BadParameter(exc.problem, param_hint="--session-key") from None
 
 
 class _Ctx:
@@ -113,12 +85,7 @@ class _Ctx:
         return anyio.run(go)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--workspace", "-w", envvar="MEMSIFT_WORKSPACE", help="Workspace folder holding MEMORY.md and memory/ (default: current folder).")
-@click.option("--agent", "-a", envvar="MEMSIFT_AGENT", help="Agent id, case-insensitive; one not in agents.list runs on the defaults (default: the entry marked default, else the first, else 'main').")
-@click.option("--config", "-c", "config_path", envvar="MEMSIFT_CONFIG", help="Config file (JSON5). Default: ~/.config/memsift/config.json5.")
-@click.option("--backend", "-b", type=click.Choice(["builtin", "qmd", "postgres"]), help="Override memory.backend for this call.")
-@click.option("--verbose", "-v", count=True, help="More logs on stderr (-v info, -vv debug).")
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, params=group_params())
 @click.version_option(package_name="memsift")
 @click.pass_context
 def cli(ctx: click.Context, workspace: str | None, agent: str | None, config_path: str | None, backend: str | None, verbose: int) -> None:
@@ -181,42 +148,20 @@ def _index_catalog(folder: Any, *, prune: bool, as_json: bool) -> None:
                    "(or to one memsift did not record yet).")
 
 
-@cli.command()
-@click.argument("query")
-@click.option("--max-results", "-n", type=click.IntRange(min=1), help="Maximum hits (default query.maxResults, 6).")
-@click.option("--min-score", type=click.FloatRange(0, 1), help="Minimum score (default query.minScore, 0.35).")
-@click.option("--session-key", callback=_session_key, help="Session key of the asking chat (scope rules; citations in auto mode).")
-@click.option("--explain", is_flag=True, help="Show how each hit's score was made.")
-@click.option("--mode", "-m", type=click.Choice(SEARCH_MODE_CHOICES, case_sensitive=False),
-              help="Retrieval for this search: hybrid, keyword (BM25 only) or vector; default: as configured.")
-@click.option("--since", help="Only hits of this day or later: YYYY-MM-DD or a phrase (\"last week\", \"3 days ago\").")
-@click.option("--until", help="Only hits of this day or earlier (same forms as --since).")
-@click.option("--backend", "-b", "backend", type=click.Choice(["builtin", "qmd", "postgres"]), help="Override memory.backend for this search.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@cli.command(params=search_params())
 @click.pass_obj
-def search(
-    obj: _Ctx, query: str, max_results: int | None, min_score: float | None, session_key: str | None, explain: bool,
-    mode: str | None, since: str | None, until: str | None, backend: str | None, as_json: bool,
-) -> None:
+def search(obj: _Ctx, query: str, backend: str | None, as_json: bool, **params: Any) -> None:
     """Search memory for QUERY."""
+    from ..requests import run_search  # noqa: PLC0415
+
+    request = build_request(SearchOptions, params, query=query)  # a bad option: exit 2, before any index opens
     if backend:
         obj.backend = backend
-    from ..search.time_query import time_filter_for  # noqa: PLC0415
-
-    try:
-        time_filter_for(since, until)  # a bad date is a usage error, before any index is opened
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--since/--until") from None
-
-    async def go(m: Any) -> Any:
-        return await m.search(query, max_results=max_results, min_score=min_score, session_key=session_key, explain=explain,
-                              mode=mode, since=since, until=until)
-
     with _errors_to_exit():
-        answer = obj.run(go, progress=None)  # a first search says it builds the index, on a terminal or not
+        answer = obj.run(lambda m: run_search(m, request), progress=None)  # a first build is said, on a terminal or not
         if answer.denied is None:  # a denial shows nothing of the workspace, not even its path
             obj.warn_if_no_memory()
-    out, err, code = search_output(answer, as_json=as_json, explain=explain)
+    out, err, code = search_output(answer, as_json=as_json, explain=request.explain)
     click.echo(out, nl=False)
     if err:
         click.echo(err, err=True, nl=False)
@@ -228,44 +173,22 @@ def search(
         sys.exit(code)
 
 
-def search_output(answer: Any, *, as_json: bool, explain: bool) -> tuple[str, str, int]:
-    """What `memsift search` prints: (stdout, stderr, exit code). Shared with resident answers."""
-    from .render import render_answer  # noqa: PLC0415
-
-    if answer.unavailable:
-        # An outage is not "no results": nothing on stdout in text (a script reading it must not see
-        # an empty answer), the JSON document (it says `unavailable`), exit 7 either way.
-        out = _json_text(answer.to_json_dict()) + "\n" if as_json else ""
-        hint = f" (memory.{answer.backend}.fallback is \"none\": no fallback answers)" if answer.backend in ("qmd", "postgres") else ""
-        return out, redact(f"memsift: {answer.unavailable}{hint}\n"), EXIT_CODES["backend"]
-    out = _json_text(answer.to_json_dict()) if as_json else redact(render_answer(answer, explain=explain))
-    return out + "\n", "", EXIT_CODES["ok"]
-
-
 CLI_READ_CHARS = 1_000_000  # what `get` prints at most by default: a bounded read, streamed
 
 
-@cli.command()
-@click.argument("target", metavar="PATH[:FROM-TO | #LFROM-LTO | :FROM[:COUNT]]")
-@click.option("--from", "from_line", type=click.IntRange(min=1), help="First line (1-based).")
-@click.option("--lines", type=click.IntRange(min=1), help="Number of lines.")
-@click.option("--offset", type=click.IntRange(min=0), default=0, help="Characters of the first line to skip (to continue a cut line).")
-@click.option("--max-chars", type=click.IntRange(min=1), default=CLI_READ_CHARS, show_default=True,
-              help="Print at most this many characters; a cut read says where the rest starts.")
-@click.option("--session-key", callback=_session_key, help="Session key of the asking chat (scope rules).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@cli.command(params=[click.Argument(["target"], metavar="PATH[:FROM-TO | #LFROM-LTO | :FROM[:COUNT]]"),
+                     *model_options(ReadOptions), click.Option(["--json", "as_json"], is_flag=True, help="Print one JSON document.")])
 @click.pass_obj
-def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, offset: int, max_chars: int,
-        session_key: str | None, as_json: bool) -> None:
+def get(obj: _Ctx, target: str, as_json: bool, **params: Any) -> None:
     """Read a memory file, or a line range of it (memory_get). Takes what search prints: the hit
-    header (memory/2026-11-05.md:5-8) or the citation (memory/2026-11-05.md#L5-L8)."""
-    from ..search.citations import parse_memory_ref  # noqa: PLC0415
+    header (memory/2026-11-05.md:5-8) or the citation (memory/2026-11-05.md#L5-L8). Prints at most
+    --max-chars (1,000,000) characters and says where the rest starts."""
+    from ..requests import run_read  # noqa: PLC0415
 
-    path, ref_from, ref_lines = parse_memory_ref(target)
-    from_line, lines = from_line or ref_from, lines or ref_lines
-
+    request = build_request(ReadOptions, params, path=target)
+    _path, from_line, _lines = request.target()
     with _errors_to_exit():
-        result = obj.run(lambda m: m.read(path, from_line, lines, session_key=session_key, max_chars=max_chars, offset=offset))
+        result = obj.run(lambda m: run_read(m, request, max_chars=CLI_READ_CHARS))
     text = result.text
     past_end = bool(from_line and from_line > result.total_lines and not result.denied)
     if as_json:
@@ -278,7 +201,8 @@ def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, offset
         click.echo(text, nl=not text.endswith("\n"))
     if result.truncated and not as_json:
         more = f" --offset {result.next_offset}" if result.next_offset else ""
-        click.echo(f"memsift: {result.path}: cut at {max_chars:,} characters (--max-chars); the rest: "
+        cut_at = request.max_chars or CLI_READ_CHARS
+        click.echo(f"memsift: {result.path}: cut at {cut_at:,} characters (--max-chars); the rest: "
                    f"memsift get {result.path} --from {result.next_from}{more}", err=True)
     if result.missing:
         click.echo(f"memsift: {result.path} does not exist (search first, or check the path)", err=True)
@@ -288,17 +212,16 @@ def get(obj: _Ctx, target: str, from_line: int | None, lines: int | None, offset
         sys.exit(EXIT_CODES["error"])
 
 
-@cli.command()
-@click.option("--deep", is_flag=True, help="Also probe the embedding provider and check the database.")
-@click.option("--session-key", callback=_session_key, help="Session key of the asking chat (scope rules).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@cli.command(params=[*model_options(StatusOptions), click.Option(["--json", "as_json"], is_flag=True, help="Print one JSON document.")])
 @click.pass_obj
-def status(obj: _Ctx, deep: bool, session_key: str | None, as_json: bool) -> None:
+def status(obj: _Ctx, as_json: bool, **params: Any) -> None:
     """Show what is indexed, with which provider, and what is degraded."""
+    from ..requests import run_status  # noqa: PLC0415
     from .render import render_status  # noqa: PLC0415
 
+    request = build_request(StatusOptions, params)
     with _errors_to_exit():
-        st = obj.run(lambda m: m.status(deep=deep, session_key=session_key))
+        st = obj.run(lambda m: run_status(m, request))
         if st.denied is None:
             obj.warn_if_no_memory()
     if as_json:
@@ -451,8 +374,8 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
 @click.option("--no-sync", is_flag=True, help="Search the indexes as they are (no sync first).")
 @click.option("--fail-under", type=click.FloatRange(0, 1),
               help="Exit 1 when the mean hit overlap is below this, or when a side fell back or failed on any query.")
-@click.option("--mode", "-m", type=click.Choice(SEARCH_MODE_CHOICES, case_sensitive=False),
-              help="Retrieval on both sides (keyword: builtin BM25 vs qmd search; vector: vsearch; hybrid: query).")
+@click.option("--mode", "-m", help="Retrieval on both sides: auto, hybrid, keyword (builtin BM25 vs qmd search), "
+                                   "vector (vsearch); hybrid is qmd's query.")
 @click.option("--against", type=click.Choice(["qmd", "postgres"]), default="qmd", show_default=True,
               help="The backend compared with builtin.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
@@ -463,6 +386,7 @@ def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_syn
     from .parity import gate_failure, read_queries, run_parity  # noqa: PLC0415
     from .render import render_parity  # noqa: PLC0415
 
+    build_request(SearchOptions, {"mode": mode, "session_key": session_key}, query="")  # a bad mode: exit 2 first
     with _errors_to_exit():
         queries = read_queries(queries_file)
         settings = obj.settings()
@@ -521,7 +445,10 @@ def main() -> None:
     cli(prog_name="memsift")
 
 
-if __name__ == "__main__":
-    from . import main as entry  # noqa: PLC0415  (the console script: a resident answer first)
+if __name__ == "__main__":  # `python -m memsift.engine.cli.main`: as the console script, a resident answer first
+    from .resident import try_resident  # noqa: PLC0415
 
-    entry()
+    resident_exit = try_resident(sys.argv[1:])
+    if resident_exit is not None:
+        sys.exit(resident_exit)
+    main()

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ..config import ResolvedConfig
+from ..requests import SearchOptions, run_search
 from ..errors import ConfigError, MemsiftError
 from ..results import SearchAnswer
 
@@ -167,8 +168,10 @@ async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int
                      sync: bool = True, mode: str | None = None, against: str = "qmd",
                      say: Callable[[str], None] | None = None) -> ParityReport:
     """Sync both backends, warm each up with one untimed query, then time every query on each.
-    `say` hears each step before it starts (what it waits for, and for how long at most)."""
+    `say` hears each step before it starts (what it waits for, and for how long at most). Each
+    query is a `SearchOptions` like any door's (an invalid mode or key: InvalidRequest)."""
     say = say or (lambda _step: None)
+    template = SearchOptions.build("cli", query="", max_results=k, session_key=session_key, mode=mode)
     from ..compose.factory import open_manager  # noqa: PLC0415
 
     if against not in AGAINST:
@@ -181,14 +184,14 @@ async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int
                 await manager.sync(reason="parity")
         say(f"warming up both backends, then {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} on each")
         for manager in managers.values():
-            await manager.search(queries[0], max_results=k, session_key=session_key, mode=mode)  # model load, first spawn
+            await run_search(manager, template.model_copy(update={"query": queries[0]}))  # model load, first spawn
         rows = []
         for query in queries:
             sides = {}
             for name, manager in managers.items():
                 started = time.perf_counter()
                 try:
-                    answer, error = await manager.search(query, max_results=k, session_key=session_key, mode=mode), None
+                    answer, error = await run_search(manager, template.model_copy(update={"query": query})), None
                 except MemsiftError as exc:
                     answer, error = None, str(exc)
                 sides[name] = _side(name, answer, (time.perf_counter() - started) * 1000, error)

@@ -26,8 +26,11 @@ import anyio
 import click
 
 from ..errors import MemsiftError
-from ..logging import get_logger
 from ..files.workspace import workspace_warning
+from ..logging import get_logger
+from ..requests import SearchOptions, run_search
+from .options import build_request, group_params, search_params
+from .output import exit_code, search_output
 from .resident import PROTOCOL, WORKING, asks_for_help, command_index, relevant_env, rendezvous_dir, state_tag
 
 __all__ = ["serve_resident", "frame_reply", "MAX_REQUEST_BYTES", "MAX_CONNECTIONS", "READ_TIMEOUT_S"]
@@ -79,30 +82,29 @@ class ResidentServer:
 
     # --- one request ------------------------------------------------------------------------
 
-    def _parse(self, argv: list[str], cwd: str) -> tuple[Any, dict[str, Any], str | None]:
+    def _parse(self, argv: list[str], cwd: str) -> tuple[Any, SearchOptions, dict[str, Any]]:
+        """The client's settings, its search (the same request the cold CLI builds) and its CLI
+        facts (backend, output form); _Decline for anything the cold CLI should answer itself."""
         from ..compose.factory import resolve_config  # noqa: PLC0415
-        from .main import cli  # noqa: PLC0415
 
         cut = command_index(argv)
         if cut is None or argv[cut] != "search":
             raise _Decline("not a search")
         if asks_for_help(argv, cut):
             raise _Decline("help was asked for")  # click would print it here, into our output
-        search_cmd = cli.commands["search"]
         try:
-            group = click.Command("memsift", params=cli.params).make_context("memsift", argv[:cut])
-            sub = search_cmd.make_context("search", argv[cut + 1 :])
+            group = click.Command("memsift", params=group_params()).make_context("memsift", argv[:cut])
+            sub = click.Command("search", params=search_params()).make_context("search", argv[cut + 1:])
+            request = build_request(SearchOptions, sub.params, query=sub.params["query"])
         except (click.ClickException, click.exceptions.Exit) as exc:
-            raise _Decline(f"arguments: {exc}") from None  # the CLI prints click's own message
+            raise _Decline(f"arguments: {exc}") from None  # the CLI prints click's own message, exit 2
         g, p = group.params, sub.params
         if g.get("verbose"):
             raise _Decline("logs were asked for (-v)")
         settings = resolve_config(g.get("config_path"), workspace=g.get("workspace"), agent=g.get("agent"), cwd=cwd)
-        return settings, p, p.get("backend") or g.get("backend")
+        return settings, request, {"backend": p.get("backend") or g.get("backend"), "as_json": bool(p.get("as_json"))}
 
     async def answer(self, request: dict[str, Any]) -> dict[str, Any]:
-        from .main import exit_code, search_output  # noqa: PLC0415
-
         try:
             if request.get("protocol") != PROTOCOL:
                 raise _Decline("protocol")
@@ -115,13 +117,13 @@ class ResidentServer:
             try:
                 # The client names the config file: read it off the event loop, bounded.
                 with anyio.fail_after(PARSE_TIMEOUT_S):
-                    settings, opts, backend = await anyio.to_thread.run_sync(
+                    settings, search, cli = await anyio.to_thread.run_sync(
                         self._parse, argv, cwd, limiter=self._parsers, abandon_on_cancel=True)
             except MemsiftError as exc:
                 raise _Decline(f"config: {exc}") from None  # the CLI reports it with its exit code
             except TimeoutError:
                 raise _Decline("reading the config took too long") from None
-            if _identity(settings, backend) != self.identity:
+            if _identity(settings, cli["backend"]) != self.identity:
                 raise _Decline("other settings")
         except _Decline as exc:
             log.debug("resident request declined", reason=str(exc))
@@ -129,11 +131,8 @@ class ResidentServer:
         shown_workspace = False  # the cold CLI warns of an empty workspace after an allowed answer only
         try:
             with anyio.fail_after(SEARCH_TIMEOUT_S):
-                answer = await self.manager.search(
-                    opts["query"], max_results=opts.get("max_results"), min_score=opts.get("min_score"),
-                    session_key=opts.get("session_key"), explain=bool(opts.get("explain")), mode=opts.get("mode"),
-                )
-            out, err, code = search_output(answer, as_json=bool(opts.get("as_json")), explain=bool(opts.get("explain")))
+                answer = await run_search(self.manager, search)  # the search the cold CLI would run, every option
+            out, err, code = search_output(answer, as_json=cli["as_json"], explain=search.explain)
             shown_workspace = answer.denied is None
         except TimeoutError:
             return {"status": "decline", "reason": "the search took too long"}

@@ -17,6 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..config.models import ScopeConfig
+from ..errors import PathNotAllowedError
+from ..requests import ReadOptions, SearchOptions, StatusOptions, check_session_key, run_search
 from ..search.fts_query import MAX_QUERY_CHARS
 from ..logging import get_logger
 from ..manager import SearchManager
@@ -73,13 +75,18 @@ class ScopedSearchManager(WrappedManager):
 
     # --- SearchManager --------------------------------------------------------------------------
 
-    async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
-                     session_key: str | None = None, explain: bool = False, **kw: Any) -> SearchAnswer:
+    async def search(self, query: str, *, session_key: str | None = None, now: float | None = None,
+                     **options: Any) -> SearchAnswer:
+        """The Python API's door: the request every door builds (InvalidRequest, a ValueError, for
+        an option no door accepts), after the scope rules (an empty key is refused first: it is no
+        local caller)."""
+        check_session_key(session_key)
         denied = self.denial(session_key, "search")
         if denied is not None:
-            return self.denied_search(denied, query, max_results=max_results, min_score=min_score)
-        answer = await self._inner.search(query, max_results=max_results, min_score=min_score, session_key=session_key,
-                                          explain=explain, **kw)
+            return self.denied_search(denied, query if isinstance(query, str) else "",
+                                      max_results=options.get("max_results"), min_score=options.get("min_score"))
+        request = SearchOptions.build("api", query=query, session_key=session_key, **options)
+        answer = await run_search(self._inner, request, **({"now": now} if now is not None else {}))
         return self._only_memory(answer)
 
     def _only_memory(self, answer: SearchAnswer) -> SearchAnswer:
@@ -99,18 +106,24 @@ class ScopedSearchManager(WrappedManager):
         return answer
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
-                   session_key: str | None = None, **kw: Any) -> ReadResult:
+                   session_key: str | None = None, **options: Any) -> ReadResult:
+        check_session_key(session_key)
         denied = self.denial(session_key, "read")
         if denied is not None:
             shown = shorten(path, SHOWN_PATH_CHARS) if isinstance(path, str) else ""
             return ReadResult(path=shown, text="", denied=denied)
-        return await self._inner.read(path, from_line, lines, **kw)
+        if not isinstance(path, str):
+            raise PathNotAllowedError(str(path)[:SHOWN_PATH_CHARS], "path required")
+        request = ReadOptions.build("api", path=path, from_line=from_line, lines=lines, session_key=session_key, **options)
+        target, start, count = request.target()
+        return await self._inner.read(target, start, count, max_chars=request.max_chars, offset=request.offset)
 
     async def status(self, *, deep: bool = False, session_key: str | None = None) -> ManagerStatus:
+        check_session_key(session_key)
         denied = self.denial(session_key, "status")
         if denied is not None:  # not even the workspace folder is shown
             return ManagerStatus(backend=self._inner.backend, agent_id=self.agent_id, workspace_dir="", denied=denied)
-        return await self._inner.status(deep=deep)
+        return await self._inner.status(deep=StatusOptions.build("api", deep=deep).deep)
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -25,6 +25,7 @@ from ..files.coverage import with_qmd_coverage
 from ..secrets import register_header_secrets, register_secret, register_url_secrets
 from ..files.workspace import find_workspace
 from .memory_section import normalise_memory
+from .resolved import ResolvedConfig
 from .models import AgentDefaults, AgentEntry, ChunkingConfig, MemoryConfig, MemorySearchConfig, MemsiftConfig
 from .sources import default_config_path, env_overrides, read_config_file
 
@@ -34,23 +35,6 @@ SOURCE_ORDER = ("file", "env", "overrides")
 _ENV_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")  # an apiKey naming an environment variable
 DEFAULT_AGENT_ID = "main"
 _AGENT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
-
-
-class ResolvedConfig(BaseModel):
-    """Everything one agent's memory search needs, merged and normalised."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    agent_id: str
-    workspace: Path
-    state_dir: Path
-    store_path: Path
-    config_path: Path | None
-    memory_search: MemorySearchConfig
-    memory: MemoryConfig
-    # Where the workspace came from ("--workspace", a config key), or None for the current folder.
-    # Not part of the settings' identity: the same folder reached two ways is the same workspace.
-    workspace_given_by: str | None = Field(default=None, exclude=True)
 
 
 def default_index_name(agent: str, workspace: Path, ms: MemorySearchConfig | None = None) -> str:

@@ -35,7 +35,7 @@ from .multimodal import extensions_for
 from .coverage import collection_root
 
 if TYPE_CHECKING:
-    from ..config import ResolvedConfig
+    from ..config.resolved import ResolvedConfig
     from ..results import ReadResult
 
 __all__ = [

@@ -13,19 +13,19 @@ Needs the optional extra: `pip install 'memsift[mcp]'`.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from ..search.citations import decorate_snippet, parse_memory_ref
 from ..config import ResolvedConfig
 from ..errors import MemsiftError, PathNotAllowedError
 from ..manager import SearchManager
 from ..results import BelowMinScore, Degraded, Fallback, ManagerStatus, RerankSummary, ScopeDenial, SearchAnswer
 from ..compose.scoped import SHOWN_PATH_CHARS, scoped
 from ..text import shorten, utf16_len, utf16_slice
-from ..search.time_query import time_filter_for
+from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key, door_name, run_read, run_search, run_status
+from ..search.citations import decorate_snippet
 
 __all__ = ["build_server", "MemoryServer", "SearchOutput", "GetOutput", "StatusOutput", "INSTRUCTIONS"]
 
@@ -97,6 +97,7 @@ class SearchOutput(_Out):
     time_windows: list[str] | None = None  # times the query names, as the day windows that favoured hits
     time_filter: str | None = None  # the since/until filter applied
     rerank: RerankSummary | None = None  # the rerank stage ran: reranker, candidates, cost, whether it applied
+    invalid: str | None = None  # the argument that was refused (as MCP spells it): nothing was searched
     below_min_score: BelowMinScore | None = None  # nothing passed minScore: how many scored lower, and the best
 
 
@@ -114,17 +115,23 @@ class GetOutput(_Out):
     error: str | None = None
     denied: ScopeDenial | None = None  # scope rules refused this chat: nothing was read
     warning: str | None = None
+    invalid: str | None = None  # the argument that was refused (as MCP spells it)
 
 
 class StatusOutput(_Out):
     status: ManagerStatus | None = None
+    invalid: str | None = None  # the argument that was refused (as MCP spells it)
     error: str | None = None
     denied: ScopeDenial | None = None  # scope rules refused this chat: nothing is shown
     warning: str | None = None
 
 
 class MemoryServer:
-    """The three tools over one manager; transport-free so it is easy to test and embed."""
+    """The three tools over one manager; transport-free so it is easy to test and embed.
+
+    Each call builds the request every door builds (`engine/requests.py`) from the tool's
+    arguments; a request the model refuses is answered with `error` and `invalid` (the option, as
+    MCP spells it), which the transport turns into a tool error."""
 
     def __init__(self, manager: SearchManager, settings: ResolvedConfig, *, session_key: str | None = None,
                  max_chars: int | None = None) -> None:
@@ -135,26 +142,28 @@ class MemoryServer:
         self.session_key = session_key  # fixed by the operator: wins over a per-call key
         self.max_chars = int(max_chars or settings.memory.qmd.limits.max_injected_chars)
 
-    async def search(self, query: str, max_results: int | None = None, min_score: float | None = None,
-                     session_key: str | None = None, mode: str | None = None,
-                     since: str | None = None, until: str | None = None) -> SearchOutput:
-        key, warning = self._key(session_key)
+    async def search(self, query: str, **options: Any) -> SearchOutput:
+        key, warning = self._key(options.pop("session_key", None))
+        try:
+            check_session_key(key)
+        except InvalidRequest as exc:
+            return SearchOutput(mode="none", error=f"sessionKey: {exc.problem}", invalid="sessionKey", warning=warning)
         denied = self.manager.denial(key, "search")  # scope first: a denied chat's arguments change nothing
         if denied is not None:
             out = _from_answer(self.manager.denied_search(denied), self.max_chars)
             out.warning = warning
             return out
-        if not (query or "").strip():
+        try:
+            request = SearchOptions.build("mcp", query=query, session_key=key, **options)
+        except InvalidRequest as exc:
+            return SearchOutput(mode="none", error=str(exc), invalid=door_name(SearchOptions, exc.field, "mcp")
+                                if exc.field in SearchOptions.model_fields else exc.field, warning=warning,
+                                action="Fix that argument and search again; nothing was searched")
+        if not request.query.strip():
             return SearchOutput(mode="none", warning="the query is empty: nothing was searched",
                                 action="Pass what to recall: a name, a date, a decision or a few keywords")
         try:
-            time_filter_for(since, until)
-        except ValueError as exc:
-            return SearchOutput(mode="none", error=str(exc), warning="since/until is not a date: nothing was searched",
-                                action="Pass since/until as YYYY-MM-DD or a phrase such as \"last week\"")
-        try:
-            answer = await self.manager.search(query, max_results=max_results, min_score=min_score, session_key=key, mode=mode,
-                                               since=since, until=until)
+            answer = await run_search(self.manager, request)
         except (MemsiftError, OSError) as exc:
             quota = bool(_QUOTA.search(str(exc)))
             return SearchOutput(
@@ -166,25 +175,32 @@ class MemoryServer:
         out.warning = warning
         return out
 
-    async def get(self, path: str, from_line: int | None = None, lines: int | None = None,
-                  offset: int | None = None, session_key: str | None = None) -> GetOutput:
+    async def get(self, path: str, **options: Any) -> GetOutput:
         """`path` may be a citation or a hit header (its range applies unless `from`/`lines` are
         given); `offset` skips that many characters (UTF-16 units) of the first line."""
-        key, warning = self._key(session_key)
+        key, warning = self._key(options.pop("session_key", None))
+        try:
+            check_session_key(key)
+        except InvalidRequest as exc:
+            return GetOutput(path=shorten(str(path), SHOWN_PATH_CHARS), disabled=True, error=f"sessionKey: {exc.problem}",
+                             invalid="sessionKey", warning=warning)
         denied = self.manager.denial(key, "read")  # scope first, before the path is even parsed
         if denied is not None:
-            return GetOutput(path=shorten(path, SHOWN_PATH_CHARS), disabled=True, denied=denied, warning=warning,
+            return GetOutput(path=shorten(str(path), SHOWN_PATH_CHARS), disabled=True, denied=denied, warning=warning,
                              error=f"denied by scope ({denied.rule})")
-        path, ref_from, ref_lines = parse_memory_ref(path)
-        from_line, lines = from_line or ref_from, lines or ref_lines
-        start, skip = from_line or 1, offset or 0
+        try:
+            request = ReadOptions.build("mcp", path=path, session_key=key, **options)
+        except InvalidRequest as exc:
+            return GetOutput(path=shorten(str(path), SHOWN_PATH_CHARS), disabled=True, error=str(exc), warning=warning,
+                             invalid=door_name(ReadOptions, exc.field, "mcp") if exc.field in ReadOptions.model_fields else exc.field)
+        target, from_line, lines = request.target()
+        start, skip = from_line or 1, request.offset
         try:
             # Just over the bound: enough to tell that a page is cut, never a whole huge file; the
             # skipped characters are streamed past, never held.
-            result = await self.manager.read(path, from_line, lines, session_key=key, max_chars=self.max_chars + 1,
-                                             offset=skip)
+            result = await run_read(self.manager, request, max_chars=self.max_chars + 1)
         except (PathNotAllowedError, MemsiftError, OSError) as exc:  # the error names the path (shortened)
-            return GetOutput(path=shorten(path, 200), disabled=True, error=str(exc), warning=warning)
+            return GetOutput(path=shorten(target, 200), disabled=True, error=str(exc), warning=warning)
         if result.denied:  # the scoped manager guards every caller too
             return GetOutput(path=result.path, disabled=True, denied=result.denied, warning=warning,
                              error=f"denied by scope ({result.denied.rule})")
@@ -202,13 +218,18 @@ class MemoryServer:
             missing=result.missing, truncated=cut, next_from=next_from, next_offset=next_offset, warning=warning,
         )
 
-    async def status(self, deep: bool = False, session_key: str | None = None) -> StatusOutput:
-        key, warning = self._key(session_key)
+    async def status(self, **options: Any) -> StatusOutput:
+        key, warning = self._key(options.pop("session_key", None))
+        try:
+            request = StatusOptions.build("mcp", session_key=key, **options)
+        except InvalidRequest as exc:
+            return StatusOutput(error=str(exc), invalid=door_name(StatusOptions, exc.field, "mcp")
+                                if exc.field in StatusOptions.model_fields else exc.field, warning=warning)
         denied = self.manager.denial(key, "status")  # scope first
         if denied is not None:
             return StatusOutput(denied=denied, error=f"denied by scope ({denied.rule})", warning=warning)
         try:
-            st = await self.manager.status(deep=deep, session_key=key)
+            st = await run_status(self.manager, request)
         except (MemsiftError, OSError) as exc:
             return StatusOutput(error=str(exc), warning=warning)
         if st.denied:
@@ -275,48 +296,39 @@ def _page(text: str, budget: int) -> tuple[str, int, bool]:
 def build_server(memory: MemoryServer) -> Any:
     """The MCPServer with the three read-only tools registered."""
     from mcp.server.mcpserver import MCPServer  # noqa: PLC0415  (optional extra)
+    from mcp.server.mcpserver.exceptions import ToolError  # noqa: PLC0415
     from mcp.types import ToolAnnotations  # noqa: PLC0415
+
+    from .tools import tool_function  # noqa: PLC0415
 
     from importlib.metadata import version  # noqa: PLC0415
 
     server = _plain_errors(MCPServer)("memsift", instructions=INSTRUCTIONS, version=version("memsift"))
     read_only = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
-    @server.tool(description=SEARCH_DESCRIPTION, annotations=read_only, title="Search memory")
-    async def memory_search(
-        query: Annotated[str, Field(description="What to recall, in natural language or keywords.")],
-        maxResults: Annotated[int | None, Field(ge=1, le=50, description="Most hits to return (default 6).")] = None,
-        minScore: Annotated[float | None, Field(ge=0, le=1, description="Lowest score to keep (default 0.35).")] = None,
-        sessionKey: Annotated[str | None, Field(description="The asking chat's session key, for scope rules and citations.")] = None,
-        mode: Annotated[Literal["auto", "hybrid", "keyword", "vector"] | None, Field(
-            description="Retrieval for this search: auto (the configured one, default), hybrid, keyword (exact words, "
-                        "names, identifiers) or vector (meaning).")] = None,
-        since: Annotated[str | None, Field(description="Only memories of this day or later: YYYY-MM-DD or a phrase "
-                                                       "such as \"last week\" or \"3 days ago\".")] = None,
-        until: Annotated[str | None, Field(description="Only memories of this day or earlier (same forms as since).")] = None,
-    ) -> SearchOutput:
-        return await memory.search(query, maxResults, minScore, sessionKey, mode, since, until)
+    async def refused(kind: str, out: Any) -> Any:
+        """A request the model refused is a tool error (isError), as the SDK makes of a schema error."""
+        if out.invalid:
+            raise ToolError(f"Error executing tool {kind}: invalid arguments: {out.error}")
+        return out
 
-    async def memory_get(
-        path: Annotated[str, Field(description="Workspace-relative memory file path, as memory_search returns it "
-                                               "(a citation such as memory/2026-03-02.md#L5-L8 works too).")],
-        from_: Annotated[int | None, Field(alias="from", ge=1, description="First line, 1-based.")] = None,
-        lines: Annotated[int | None, Field(ge=1, description="How many lines (default: to the end).")] = None,
-        offset: Annotated[int | None, Field(ge=0, description="Characters of line `from` to skip: pass "
-                                                             "`nextOffset` to continue a long line a page cut.")] = None,
-        sessionKey: Annotated[str | None, Field(description="The asking chat's session key, for scope rules.")] = None,
-    ) -> GetOutput:
-        return await memory.get(path, from_, lines, offset, sessionKey)
+    async def search(**fields: Any) -> SearchOutput:
+        return await refused("memory_search", await memory.search(**fields))
 
-    server.tool(description=GET_DESCRIPTION, annotations=read_only, title="Read memory lines")(
-        _renamed_kwargs(memory_get, {"from": "from_"}))
+    async def get(**fields: Any) -> GetOutput:
+        return await refused("memory_get", await memory.get(**fields))
 
-    @server.tool(description=STATUS_DESCRIPTION, annotations=read_only, title="Memory index status")
-    async def memory_status(
-        deep: Annotated[bool, Field(description="Also probe the embedding provider (slower).")] = False,
-        sessionKey: Annotated[str | None, Field(description="The asking chat's session key, for scope rules.")] = None,
-    ) -> StatusOutput:
-        return await memory.status(deep, sessionKey)
+    async def status(**fields: Any) -> StatusOutput:
+        return await refused("memory_status", await memory.status(**fields))
+
+    # Each tool's parameters are the request model's MCP fields (engine/requests.py).
+    for model, call, name, title, description, returns, required in (
+        (SearchOptions, search, "memory_search", "Search memory", SEARCH_DESCRIPTION, SearchOutput, ("query",)),
+        (ReadOptions, get, "memory_get", "Read memory lines", GET_DESCRIPTION, GetOutput, ("path",)),
+        (StatusOptions, status, "memory_status", "Memory index status", STATUS_DESCRIPTION, StatusOutput, ()),
+    ):
+        server.tool(description=description, annotations=read_only, title=title)(
+            tool_function(model, call, name=name, returns=returns, required=required))
 
     return server
 
@@ -343,20 +355,6 @@ def _plain_errors(base: Any) -> Any:
                 raise ToolError(f"Error executing tool {name}: invalid arguments: {problems}") from cause
 
     return Server
-
-
-def _renamed_kwargs(fn: Any, renames: dict[str, str]) -> Any:
-    """`fn` callable with wire names that are Python keywords (`from`): the MCP SDK passes each
-    argument under its alias, so the alias is mapped back to the parameter before the call."""
-    import functools  # noqa: PLC0415
-    import inspect  # noqa: PLC0415
-
-    @functools.wraps(fn)
-    async def call(**kwargs: Any) -> Any:
-        return await fn(**{renames.get(k, k): v for k, v in kwargs.items()})
-
-    call.__signature__ = inspect.signature(fn, eval_str=True)  # type: ignore[attr-defined]
-    return call
 
 
 Transport = Literal["stdio", "http"]

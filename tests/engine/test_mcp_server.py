@@ -216,7 +216,7 @@ def test_answers_are_bounded_and_long_files_come_in_pages(tmp_path):
 
         pages, start = [], 1
         while True:
-            page = await memory.get("memory/2026-11-01.md", start)
+            page = await memory.get("memory/2026-11-01.md", from_line=start)
             assert len(page.text) <= 1000 and not page.disabled
             pages.append(page.text)
             if not page.truncated:
@@ -320,7 +320,7 @@ def test_memory_get_takes_citations_and_continues_inside_a_long_line(tmp_path):
         # Page through the whole file, continuing inside the long line where a page cut it.
         pages, start, offset = [], 1, None
         for _ in range(50):
-            page = await memory.get("memory/2026-11-01.md", start, None, offset)
+            page = await memory.get("memory/2026-11-01.md", from_line=start, offset=offset)
             assert len(page.text) <= 1000 and not page.disabled and page.text
             pages.append(page.text)
             if not page.truncated:
@@ -363,8 +363,8 @@ def test_since_and_until_filter_memory_search_and_a_bad_date_says_what_to_pass(t
         assert [h.path for h in found.results] == ["memory/2026-11-01.md"]
         assert found.time_filter == "2026-10-15..… ('since 2026-10-15')"
         bad = await memory.search("canary deploy pipeline", until="next blue moon")
-        assert bad.results == [] and "until 'next blue moon' is not a date" in bad.error
-        assert "YYYY-MM-DD" in bad.action
+        assert bad.results == [] and "until 'next blue moon' is not a date" in bad.error and "YYYY-MM-DD" in bad.error
+        assert bad.invalid == "until" and bad.error.startswith("until: ")  # as every door names it
         await manager.aclose()
 
     anyio.run(go)

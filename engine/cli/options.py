@@ -1,0 +1,89 @@
+"""The CLI's options, made from the request models (`engine/requests.py`): each field with a
+`cli` spelling becomes a click option, so a search option added to `SearchOptions` reaches the
+CLI (and the resident server, which parses a client's argv with the same parameters) at once.
+
+Click only splits the command line; every value is judged by the model (`build_request`), so the
+CLI refuses exactly what MCP and the Python API refuse, with exit code 2 and the flag named.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+import click
+from pydantic import BaseModel
+
+from ..requests import InvalidRequest, door_name
+
+__all__ = ["model_options", "group_params", "search_params", "build_request", "BACKENDS"]
+
+BACKENDS = ("builtin", "qmd", "postgres")
+
+
+def _click_type(annotation: Any) -> tuple[Any, bool]:
+    """(click type, is a flag) for a field's annotation; anything else is text the model reads."""
+    kinds = {a for a in typing.get_args(annotation)} or {annotation}
+    if bool in kinds:
+        return click.BOOL, True
+    if int in kinds and float not in kinds:
+        return click.INT, False
+    if float in kinds and str not in kinds:
+        return click.FLOAT, False
+    return click.STRING, False
+
+
+def model_options(model: type[BaseModel]) -> list[click.Option]:
+    """A click option for every field of `model` that has a CLI spelling. Values are not
+    defaulted here (None: not given), so the model's and the config's defaults apply."""
+    out = []
+    for name, field in model.model_fields.items():
+        flags = (field.json_schema_extra or {}).get("cli")
+        if not flags:
+            continue
+        kind, flag = _click_type(field.annotation)
+        if flag:
+            out.append(click.Option([*flags, name], is_flag=True, default=False, help=field.description))
+        else:
+            out.append(click.Option([*flags, name], type=kind, default=None, help=field.description))
+    return out
+
+
+def group_params() -> list[click.Parameter]:
+    """The `memsift` group's options (also parsed by the resident server)."""
+    return [
+        click.Option(["--workspace", "-w"], envvar="MEMSIFT_WORKSPACE",
+                     help="Workspace folder holding MEMORY.md and memory/ (default: current folder)."),
+        click.Option(["--agent", "-a"], envvar="MEMSIFT_AGENT",
+                     help="Agent id, case-insensitive; one not in agents.list runs on the defaults (default: the entry "
+                          "marked default, else the first, else 'main')."),
+        click.Option(["--config", "-c", "config_path"], envvar="MEMSIFT_CONFIG",
+                     help="Config file (JSON5). Default: ~/.config/memsift/config.json5."),
+        click.Option(["--backend", "-b"], type=click.Choice(BACKENDS), help="Override memory.backend for this call."),
+        click.Option(["--verbose", "-v"], count=True, help="More logs on stderr (-v info, -vv debug)."),
+    ]
+
+
+def search_params() -> list[click.Parameter]:
+    """`memsift search`'s parameters: the query, the SearchOptions fields, and the CLI's own
+    (which backend, which output form)."""
+    from ..requests import SearchOptions  # noqa: PLC0415
+
+    return [
+        click.Argument(["query"]),
+        *model_options(SearchOptions),
+        click.Option(["--backend", "-b", "backend"], type=click.Choice(BACKENDS), help="Override memory.backend for this search."),
+        click.Option(["--json", "as_json"], is_flag=True, help="Print one JSON document."),
+    ]
+
+
+def build_request(model: type[BaseModel], params: dict[str, Any], **extra: Any) -> Any:
+    """The request from parsed CLI values; a value the model refuses is a usage error (exit 2)
+    naming the flag."""
+    values = {k: v for k, v in params.items() if k in model.model_fields and v is not None}  # not given: the model's default
+    values.update(extra)
+    try:
+        return model.build("cli", **values)
+    except InvalidRequest as exc:
+        raise click.BadParameter(exc.problem, param_hint=door_name(model, exc.field, "cli")
+                                 if exc.field in model.model_fields else exc.field) from None

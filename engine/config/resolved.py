@@ -1,0 +1,29 @@
+"""`ResolvedConfig`: one agent's settings, merged and normalised (made by `load.py`). A module of its
+own, with no other engine imports, so the layers that read settings never import the loader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .models import MemoryConfig, MemorySearchConfig
+
+__all__ = ["ResolvedConfig"]
+
+
+class ResolvedConfig(BaseModel):
+    """Everything one agent's memory search needs, merged and normalised."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    agent_id: str
+    workspace: Path
+    state_dir: Path
+    store_path: Path
+    config_path: Path | None
+    memory_search: MemorySearchConfig
+    memory: MemoryConfig
+    # Where the workspace came from ("--workspace", a config key), or None for the current folder.
+    # Not part of the settings' identity: the same folder reached two ways is the same workspace.
+    workspace_given_by: str | None = Field(default=None, exclude=True)
