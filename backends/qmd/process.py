@@ -7,6 +7,7 @@ exit, output over the cap. Callers turn them into a fallback to the builtin back
 
 from __future__ import annotations
 
+import atexit
 import os
 import shlex
 import shutil
@@ -31,12 +32,30 @@ __all__ = [
     "run_qmd",
     "resolve_command",
     "command_prefix",
+    "kill_live_groups",
 ]
 
 log = get_logger("memsift.qmd.process")
 
 MAX_OUTPUT_CHARS = 200_000
 KILL_GRACE_S = 2.0
+# Process groups of the qmd runs still going in this process. Every run ends its group itself
+# (timeout, cancellation, a finished launcher's strays); this is the last resort when memsift
+# exits another way (SIGTERM, SIGINT unwinding the CLI): the whole group is killed at exit, so a
+# `memory.qmd.command` wrapper script's children die with it.
+_LIVE_GROUPS: set[int] = set()
+
+
+def kill_live_groups() -> None:
+    for pgid in list(_LIVE_GROUPS):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        _LIVE_GROUPS.discard(pgid)
+
+
+atexit.register(kill_live_groups)
 
 
 class QmdError(BackendError):
@@ -186,6 +205,7 @@ async def run_qmd(
         )
     except OSError as exc:
         raise QmdSpawnError(f"cannot start qmd ({argv[0]}) for {doing}: {exc.strerror or exc}") from None
+    _LIVE_GROUPS.add(proc.pid)
     out: list[bytes] = []
     err: list[bytes] = []
     overflow = [False]
@@ -203,6 +223,7 @@ async def run_qmd(
                 await _terminate(proc, kill_grace_s)
         else:
             _kill_group(proc, signal.SIGKILL)  # stray grandchildren of a finished launcher
+        _LIVE_GROUPS.discard(proc.pid)
         await proc.aclose() if hasattr(proc, "aclose") else None
     took = (time.perf_counter() - started) * 1000
     stdout = b"".join(out).decode("utf-8", "replace")

@@ -6,9 +6,13 @@ same manager, keeps the index fresh (as `memsift watch` does) and answers the CL
 resident socket (`resident.py`, `resident_server.py`: the same private folder, 0600 socket, and
 exact-settings check). It exits after `memory.residentHelper.idleTimeout` without a search.
 
-One helper per workspace and settings: a helper holds an exclusive lock on
-`<rendezvous>/helper-<key>.lock` (key: the state directory, the relevant environment, the
-folder and the command-line options), and a second one started meanwhile exits at once.
+**One helper per workspace and settings**: its lock file, `<rendezvous>/helper-<key>.lock`, is
+named after the resolved settings (the identity the resident server compares: workspace, agent,
+config, backend, every key) plus the state folder and the relevant environment, not after how
+the command line spelled them: `-v`, `-w ./ws` or another current folder start no second one. The
+helper holds an exclusive lock on it for its life and writes what `memsift status` and
+`memsift helpers` show (pid, start, idle timeout, workspace); a second one started meanwhile exits
+at once. `memsift helpers stop` ends this workspace's helper, `--all` every helper of the user.
 Opt out with `MEMSIFT_NO_RESIDENT=1` or `memory.residentHelper.enabled: false`.
 """
 
@@ -18,28 +22,41 @@ import fcntl
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import IO, Any, Mapping
 
 from .resident import command_index, relevant_env, rendezvous_dir, state_tag
 
-__all__ = ["helper_argv", "helper_lock_path", "start_helper", "take_helper_lock", "helper_pids"]
+__all__ = ["helper_argv", "helper_lock_path", "settings_identity", "start_helper", "take_helper_lock", "write_helper_info",
+           "helper_pids", "helpers", "helper_for", "stop_helper", "HelperInfo"]
+
+_VERBOSE = ("-v", "-vv", "-vvv", "--verbose")
+
+
+def settings_identity(settings: Any, backend: str | None) -> str:
+    """What a resident server answers for: the resolved settings and the backend, as one string."""
+    data = settings.model_dump(mode="json")
+    data["backend"] = backend or settings.memory.backend
+    return json.dumps(data, sort_keys=True, default=str)
 
 
 def helper_argv(argv: list[str], backend: str | None) -> list[str] | None:
     """The helper's command line for a search's argv: the group options (workspace, agent,
-    config, backend), then `resident-helper`; None when argv is not a search."""
+    config, backend; never -v: logs would change nothing it answers), then `resident-helper`;
+    None when argv is not a search."""
     cut = command_index(argv)
     if cut is None or argv[cut] != "search":
         return None
-    group = list(argv[:cut]) + (["--backend", backend] if backend else [])
+    group = [a for a in argv[:cut] if a not in _VERBOSE] + (["--backend", backend] if backend else [])
     return [*group, "resident-helper"]
 
 
-def helper_lock_path(folder: Path, argv: list[str], cwd: str, env: Mapping[str, str]) -> Path:
-    key = json.dumps([state_tag(env), relevant_env(env), cwd, argv], sort_keys=True)
+def helper_lock_path(folder: Path, settings: Any, backend: str | None, env: Mapping[str, str]) -> Path:
+    key = json.dumps([state_tag(env), relevant_env(env), settings_identity(settings, backend)], sort_keys=True)
     return folder / f"helper-{hashlib.sha256(key.encode()).hexdigest()[:16]}.lock"
 
 
@@ -55,6 +72,15 @@ def take_helper_lock(path: Path) -> IO[str] | None:
     return fh
 
 
+def write_helper_info(lock: IO[str], settings: Any, idle_timeout: str) -> None:
+    """What `status` and `helpers` show of this helper, written into its held lock file."""
+    lock.seek(0)
+    lock.truncate()
+    lock.write(json.dumps({"pid": os.getpid(), "started": time.time(), "idleTimeout": idle_timeout,
+                           "workspace": str(settings.workspace), "agent": settings.agent_id}) + "\n")
+    lock.flush()
+
+
 def start_helper(argv: list[str], backend: str | None, settings: Any, env: Mapping[str, str] | None = None) -> int | None:
     """After a cold search: start a helper unless one runs (or is starting) for these settings,
     or the user opted out. Returns the new process id, or None. Never raises: the search has
@@ -67,7 +93,7 @@ def start_helper(argv: list[str], backend: str | None, settings: Any, env: Mappi
     if helper is None or folder is None:
         return None
     try:
-        lock = take_helper_lock(helper_lock_path(folder, helper, os.getcwd(), env))
+        lock = take_helper_lock(helper_lock_path(folder, settings, backend, env))
         if lock is None:
             return None  # one runs, or is loading
         lock.close()  # the helper takes it itself; if two start, the second exits
@@ -81,12 +107,85 @@ def start_helper(argv: list[str], backend: str | None, settings: Any, env: Mappi
     return proc.pid
 
 
-def helper_pids(folder: Path) -> list[int]:
-    """Process ids of the helpers whose lock files are in `folder` (tests stop them with it)."""
-    pids = []
-    for lock in folder.glob("helper-*.lock"):
+class HelperInfo(dict):
+    """A running helper: pid, started, idleTimeout, workspace, agent, ageS, rssMB, lock."""
+
+
+def _read_info(lock: Path) -> HelperInfo | None:
+    """The helper holding `lock`, or None when none does (the file is left by one that ended)."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
         try:
-            pids.append(int(lock.read_text().strip()))
-        except (OSError, ValueError):
-            continue
-    return pids
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None  # nobody holds it
+        except BlockingIOError:
+            pass
+        raw = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+    finally:
+        os.close(fd)
+    try:
+        data = json.loads(raw) if raw.startswith("{") else {"pid": int(raw)}
+        info = HelperInfo(data, lock=str(lock))
+        info["pid"] = int(info["pid"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    if info.get("started"):
+        info["ageS"] = round(time.time() - float(info["started"]), 1)
+    try:
+        status = Path(f"/proc/{info['pid']}/status").read_text()
+        info["rssMB"] = round(int(status.split("VmRSS:")[1].split()[0]) / 1024, 1)
+    except (OSError, IndexError, ValueError):
+        info["rssMB"] = None
+    return info
+
+
+def helpers(folder: Path | None) -> list[HelperInfo]:
+    """Every running helper whose lock file is in `folder` (the user's rendezvous folder)."""
+    if folder is None or not folder.is_dir():
+        return []
+    return [info for lock in sorted(folder.glob("helper-*.lock")) if (info := _read_info(lock)) is not None]
+
+
+def helper_for(settings: Any, backend: str | None, env: Mapping[str, str] | None = None) -> HelperInfo | None:
+    """The helper serving these settings, if one runs."""
+    env = os.environ if env is None else env
+    folder = rendezvous_dir(env, create=False)
+    return _read_info(helper_lock_path(folder, settings, backend, env)) if folder else None
+
+
+def stop_helper(info: HelperInfo, wait_s: float = 10.0) -> bool:
+    """SIGTERM the helper (it ends its own children on the way out) and wait for its lock to be
+    free; True when it stopped."""
+    try:
+        os.kill(info["pid"], signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if _read_info(Path(info["lock"])) is None and not _alive(info["pid"]):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie waiting to be reaped."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def helper_pids(folder: Path) -> list[int]:
+    """Process ids of the helpers running with lock files in `folder` (tests stop them with it)."""
+    return [info["pid"] for info in helpers(folder)]

@@ -224,10 +224,72 @@ def status(obj: _Ctx, as_json: bool, **params: Any) -> None:
         st = obj.run(lambda m: run_status(m, request))
         if st.denied is None:
             obj.warn_if_no_memory()
+            st.helper = _helper_status(obj)
     if as_json:
         _emit_json(st.to_json_dict())
     else:
         click.echo(redact(render_status(st)))
+
+
+def _helper_status(obj: _Ctx) -> dict[str, Any]:
+    """The resident helper serving these settings, for `status`: running (pid, age, idle timeout,
+    memory), or why none runs."""
+    from .helper import helper_for  # noqa: PLC0415
+
+    settings = obj.settings()
+    if os.environ.get("MEMSIFT_NO_RESIDENT"):
+        return {"running": False, "why": "off (MEMSIFT_NO_RESIDENT=1)"}
+    if not settings.memory.resident_helper.enabled:
+        return {"running": False, "why": "off (memory.residentHelper.enabled: false)"}
+    info = helper_for(settings, obj.backend)
+    if info is None:
+        return {"running": False, "why": "none running (the next search starts one)"}
+    return {"running": True, **{k: info.get(k) for k in ("pid", "ageS", "idleTimeout", "rssMB")}}
+
+
+@cli.group(invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_context
+def helpers(ctx: click.Context, as_json: bool) -> None:
+    """List the resident helpers of this user (pid, age, idle timeout, memory, workspace)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from .helper import helpers as running  # noqa: PLC0415
+    from .resident import rendezvous_dir  # noqa: PLC0415
+
+    found = running(rendezvous_dir(os.environ, create=False))
+    if as_json:
+        _emit_json({"helpers": [{k: v for k, v in h.items() if k != "lock"} for h in found]})
+        return
+    if not found:
+        click.echo("No resident helper is running.")
+    for h in found:
+        age = f"up {h['ageS'] / 60:.0f} min" if h.get("ageS") is not None else "up ?"
+        rss = f"{h['rssMB']:.0f} MB" if h.get("rssMB") is not None else "? MB"
+        click.echo(f"pid {h['pid']} · {age} · exits after {h.get('idleTimeout', '?')} idle · {rss} · {h.get('workspace', '?')}")
+
+
+@helpers.command("stop")
+@click.option("--all", "all_", is_flag=True, help="Stop every resident helper of this user, not only this workspace's.")
+@click.pass_obj
+def helpers_stop(obj: _Ctx, all_: bool) -> None:
+    """Stop the resident helper serving this workspace and settings (or all of them)."""
+    from .helper import helper_for, helpers as running, stop_helper  # noqa: PLC0415
+    from .resident import rendezvous_dir  # noqa: PLC0415
+
+    with _errors_to_exit():
+        found = running(rendezvous_dir(os.environ, create=False)) if all_ else \
+            [h for h in [helper_for(obj.settings(), obj.backend)] if h is not None]
+    if not found:
+        click.echo("No resident helper is running" + ("." if all_ else " for this workspace and settings."))
+        return
+    failed = 0
+    for h in found:
+        stopped = stop_helper(h)
+        failed += not stopped
+        click.echo(f"{'stopped' if stopped else 'could not stop'} the helper pid {h['pid']} ({h.get('workspace', '?')})")
+    if failed:
+        sys.exit(EXIT_CODES["error"])
 
 
 @cli.command()
@@ -299,18 +361,17 @@ def resident_helper(obj: _Ctx) -> None:
 
     from ..durations import check_duration  # noqa: PLC0415
     from ..compose.host import serve_freshness  # noqa: PLC0415
-    from .helper import helper_lock_path, take_helper_lock  # noqa: PLC0415
+    from .helper import helper_lock_path, take_helper_lock, write_helper_info  # noqa: PLC0415
     from .resident import rendezvous_dir  # noqa: PLC0415
     from .resident_server import serve_resident  # noqa: PLC0415
 
+    with _errors_to_exit():
+        settings = obj.settings()
     folder = rendezvous_dir(os.environ, create=True)
-    lock = take_helper_lock(helper_lock_path(folder, sys.argv[1:], os.getcwd(), os.environ)) if folder else None
+    lock = take_helper_lock(helper_lock_path(folder, settings, obj.backend, os.environ)) if folder else None
     if lock is None:
         return  # another helper serves these settings
-    lock.seek(0)
-    lock.truncate()
-    lock.write(f"{os.getpid()}\n")
-    lock.flush()
+    write_helper_info(lock, settings, settings.memory.resident_helper.idle_timeout)
 
     async def go(manager: Any) -> None:
         settings = obj.settings()
@@ -337,7 +398,7 @@ def resident_helper(obj: _Ctx) -> None:
         with _errors_to_exit():
             obj.run(go)
     finally:
-        lock.truncate(0)  # no process id left behind for `helper_pids`
+        lock.truncate(0)  # nothing left behind for `status` and `helpers` to show
         lock.close()
 
 
@@ -441,7 +502,17 @@ def _whole_numbers(value: Any) -> Any:
     return value
 
 
+def _terminated(signum: int, _frame: Any) -> None:
+    """SIGTERM unwinds like Ctrl-C: running work is cancelled and every child process group is
+    ended on the way out (a QMD wrapper script's children too), instead of the process vanishing."""
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
+    import signal  # noqa: PLC0415
+
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _terminated)
     cli(prog_name="memsift")
 
 

@@ -278,8 +278,20 @@ def render_status(s: ManagerStatus) -> str:
             rows.append(("Embeddings", f"unavailable · {emb.get('error')}"))
         if "integrity" in s.deep:
             rows.append(("Integrity", s.deep["integrity"]))
+    if s.helper:
+        h = s.helper
+        rows.append(("Helper", (f"pid {h['pid']} · up {_minutes(h.get('ageS'))} · exits after {h.get('idleTimeout')} idle · "
+                                f"{h['rssMB']:.0f} MB · `memsift helpers stop` ends it") if h.get("running") and h.get("rssMB") is not None
+                     else f"pid {h['pid']} · up {_minutes(h.get('ageS'))} · exits after {h.get('idleTimeout')} idle" if h.get("running")
+                     else h.get("why", "none")))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+def _minutes(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    return f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.0f} min"
 
 
 class WatchStatus:

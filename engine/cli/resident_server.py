@@ -30,6 +30,7 @@ from ..files.workspace import workspace_warning
 from ..logging import get_logger
 from ..requests import SearchOptions, run_search
 from .options import build_request, group_params, search_params
+from .helper import settings_identity
 from .output import exit_code, search_output
 from .resident import PROTOCOL, WORKING, asks_for_help, command_index, relevant_env, rendezvous_dir, state_tag
 
@@ -45,12 +46,6 @@ SEARCH_TIMEOUT_S = 20.0  # the client gives up 30 s after the acknowledgement
 MAX_CONNECTIONS = 16
 _WORKING = WORKING + b"\n"
 _PATH_VARS = ("MEMSIFT_CONFIG", "MEMSIFT_WORKSPACE", "MEMSIFT_STATE_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME")
-
-
-def _identity(settings: Any, backend: str | None) -> str:
-    data = settings.model_dump(mode="json")
-    data["backend"] = backend or settings.memory.backend
-    return json.dumps(data, sort_keys=True, default=str)
 
 
 def frame_reply(reply: dict[str, Any]) -> bytes:
@@ -74,7 +69,7 @@ class ResidentServer:
         self.settings = settings
         self.backend = backend
         self.on_answer = on_answer or (lambda _info: None)
-        self.identity = _identity(settings, backend)
+        self.identity = settings_identity(settings, backend)
         self.env = relevant_env(os.environ)
         self.answered = 0
         self.active = 0  # connections being served
@@ -123,7 +118,7 @@ class ResidentServer:
                 raise _Decline(f"config: {exc}") from None  # the CLI reports it with its exit code
             except TimeoutError:
                 raise _Decline("reading the config took too long") from None
-            if _identity(settings, cli["backend"]) != self.identity:
+            if settings_identity(settings, cli["backend"]) != self.identity:
                 raise _Decline("other settings")
         except _Decline as exc:
             log.debug("resident request declined", reason=str(exc))

@@ -99,3 +99,39 @@ def test_opting_out_starts_no_helper(tmp_path, runtime_dir, example_workspace, o
     assert _search(example_workspace, env, "ledger database")["results"]
     folder = runtime_dir / "memsift"
     assert not folder.exists() or not list(folder.glob("helper-*.lock"))  # the helper is decided before exit
+
+
+def _cli(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=180)
+
+
+def test_one_helper_per_workspace_and_settings_that_status_shows_and_a_command_stops(tmp_path, runtime_dir, example_workspace):
+    """`-v`, a relative `-w` or another current folder used to start a second helper (87-167 MB
+    each, invisible); now one per settings, listed by `status` and `helpers`, ended by `helpers stop`."""
+    env = _env(tmp_path, runtime_dir)
+    assert _cli(env, "-w", str(example_workspace), "search", "ledger").returncode == 0
+    [pid] = _wait_for_helper(runtime_dir)
+    assert _cli(env, "-v", "-w", str(example_workspace), "search", "ledger").returncode == 0
+    assert _cli(env, "-w", example_workspace.name, "search", "ledger", cwd=example_workspace.parent).returncode == 0
+    assert _cli(env, "search", "ledger", cwd=example_workspace / "memory").returncode == 0
+    time.sleep(1.0)  # a second helper, had one been started, would hold its lock by now
+    assert helper_pids(runtime_dir / "memsift") == [pid]
+    status = json.loads(_cli(env, "-w", str(example_workspace), "status", "--json").stdout)["helper"]
+    assert status["running"] and status["pid"] == pid and status["idleTimeout"] == "15m" and status["rssMB"] > 10
+    human = _cli(env, "-w", str(example_workspace), "status").stdout
+    assert f"Helper" in human and f"pid {pid}" in human
+    listed = json.loads(_cli(env, "helpers", "--json").stdout)["helpers"]
+    assert [(h["pid"], h["workspace"]) for h in listed] == [(pid, str(example_workspace))]
+    other = tmp_path / "other"
+    (other / "memory").mkdir(parents=True)
+    (other / "MEMORY.md").write_text("- puffins nest in June\n")
+    _cli(env, "-w", str(other), "search", "puffins")
+    pids = _wait_for_helper(runtime_dir, 2)
+    stopped = _cli(env, "-w", str(example_workspace), "helpers", "stop")
+    assert stopped.returncode == 0 and f"stopped the helper pid {pid}" in stopped.stdout
+    assert not process_alive(pid) and len(helper_pids(runtime_dir / "memsift")) == 1
+    assert "none running" in json.loads(_cli(env, "-w", str(example_workspace), "status", "--json").stdout)["helper"]["why"]
+    everything = _cli(env, "helpers", "stop", "--all")
+    assert everything.returncode == 0 and helper_pids(runtime_dir / "memsift") == []
+    assert not any(process_alive(p) for p in pids)

@@ -1,0 +1,97 @@
+"""No orphans, also with a `memory.qmd.command` that is a wrapper script starting a long child: the
+child dies with qmd's process group when memsift is terminated (SIGTERM, SIGINT), when a search's
+budget runs out, and when a resident helper is stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import EXAMPLE_WORKSPACE, process_alive, stop_helpers
+
+
+@pytest.fixture
+def setup(tmp_path):
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, ws)
+    marker = tmp_path / "children"
+    wrapper = tmp_path / "qmd-wrapper.sh"
+    # A wrapper that starts a long child and waits: the child is what used to be left behind (PPID 1).
+    wrapper.write_text(f"#!/bin/sh\nsleep 600 &\necho $! >> {marker}\nwait\n")
+    wrapper.chmod(0o755)
+    runtime = Path(tempfile.mkdtemp(prefix="mso"))
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"), "memory": {"backend": "qmd", "qmd": {
+        "command": str(wrapper), "limits": {"timeoutMs": 60_000}}}, "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1",
+           "XDG_RUNTIME_DIR": str(runtime)}
+    yield ws, cfg, env, marker, runtime
+    stop_helpers(runtime)
+    for pid in _children(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+def _children(marker: Path) -> list[int]:
+    return [int(line) for line in marker.read_text().split()] if marker.exists() else []
+
+
+def _wait_for_child(marker: Path, timeout: float = 60) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while not _children(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _children(marker), "the wrapper never started its child"
+    return _children(marker)
+
+
+def _gone(pids: list[int], timeout: float = 15) -> bool:
+    deadline = time.monotonic() + timeout
+    while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not any(process_alive(p) for p in pids)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_terminated_cli_leaves_no_wrapper_child(setup, sig):
+    ws, cfg, env, marker, _runtime = setup
+    proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "search", "ledger"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children = _wait_for_child(marker)
+    proc.send_signal(sig)
+    assert proc.wait(timeout=30) != 0
+    assert _gone(children), [p for p in children if process_alive(p)]
+
+
+def test_a_search_over_its_budget_leaves_no_wrapper_child(setup, tmp_path):
+    ws, cfg, env, marker, _runtime = setup
+    data = json.loads(cfg.read_text())
+    data["memory"]["qmd"]["limits"]["timeoutMs"] = 1500
+    cfg.write_text(json.dumps(data))
+    done = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "search", "ledger",
+                           "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and json.loads(done.stdout)["fallback"]["from"] == "qmd"
+    assert _gone(_wait_for_child(marker))
+
+
+def test_a_stopped_helper_leaves_no_wrapper_child(setup):
+    ws, cfg, env, marker, runtime = setup
+    env = {**env, "MEMSIFT_NO_RESIDENT": ""}
+    env.pop("MEMSIFT_NO_RESIDENT")
+    base = [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws)]
+    subprocess.run([*base, "search", "ledger"], env=env, capture_output=True, timeout=180)
+    children = _wait_for_child(marker)  # the helper's boot update runs the wrapper too
+    stopped = subprocess.run([*base, "helpers", "stop"], env=env, capture_output=True, text=True, timeout=60)
+    assert "stopped the helper" in stopped.stdout, stopped.stdout + stopped.stderr
+    assert _gone(children + _children(marker)), [p for p in _children(marker) if process_alive(p)]
