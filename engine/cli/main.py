@@ -21,7 +21,7 @@ import click
 from ..errors import ConfigError, MemsiftError
 from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key
 from ..secrets import redact, url_without_password
-from .options import build_request, group_params, model_options, search_params
+from .options import build_request, group_params, model_options, scoped_request, search_params
 from .output import EXIT_CODES, exit_code, json_text, search_output
 
 __all__ = ["main", "cli", "EXIT_CODES", "exit_code", "search_output"]
@@ -46,6 +46,16 @@ def _session_key(_ctx: click.Context, _param: click.Parameter, value: str | None
         return check_session_key(value)
     except InvalidRequest as exc:
         raise click.BadParameter(exc.problem, param_hint="--session-key") from None
+
+
+def _request(obj: Any, model: Any, params: dict[str, Any], **required: Any) -> Any:
+    """The door's request from the CLI's values (options.scoped_request: scope first, then exit 2)."""
+    key = params.get("session_key")
+    if not (isinstance(key, str) and key.strip()):
+        return build_request(model, params, **required)
+    with _errors_to_exit():
+        settings = obj.settings()
+    return scoped_request(model, params, settings, **required)
 
 
 class _Ctx:
@@ -154,7 +164,7 @@ def search(obj: _Ctx, query: str, backend: str | None, as_json: bool, **params: 
     """Search memory for QUERY."""
     from ..requests import run_search  # noqa: PLC0415
 
-    request = build_request(SearchOptions, params, query=query)  # a bad option: exit 2, before any index opens
+    request = _request(obj, SearchOptions, params, query=query)  # a bad option: exit 2, before any index opens
     if backend:
         obj.backend = backend
     with _errors_to_exit():
@@ -185,7 +195,7 @@ def get(obj: _Ctx, target: str, as_json: bool, **params: Any) -> None:
     --max-chars (1,000,000) characters and says where the rest starts."""
     from ..requests import run_read  # noqa: PLC0415
 
-    request = build_request(ReadOptions, params, path=target)
+    request = _request(obj, ReadOptions, params, path=target)
     _path, from_line, _lines = request.target()
     with _errors_to_exit():
         result = obj.run(lambda m: run_read(m, request, max_chars=CLI_READ_CHARS))
@@ -219,7 +229,7 @@ def status(obj: _Ctx, as_json: bool, **params: Any) -> None:
     from ..requests import run_status  # noqa: PLC0415
     from .render import render_status  # noqa: PLC0415
 
-    request = build_request(StatusOptions, params)
+    request = _request(obj, StatusOptions, params)
     with _errors_to_exit():
         st = obj.run(lambda m: run_status(m, request))
         if st.denied is None:
@@ -513,7 +523,15 @@ def main() -> None:
 
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, _terminated)
-    cli(prog_name="memsift")
+    try:
+        cli(prog_name="memsift")
+    except BaseExceptionGroup as group:  # the signal arrived inside a task group (uvicorn re-raises it after shutdown)
+        ended = group.subgroup(lambda e: isinstance(e, (SystemExit, KeyboardInterrupt)))
+        if ended is None:
+            raise
+        while isinstance(ended, BaseExceptionGroup):
+            ended = ended.exceptions[0]
+        sys.exit(ended.code if isinstance(ended, SystemExit) else 130)
 
 
 if __name__ == "__main__":  # `python -m memsift.engine.cli.main`: as the console script, a resident answer first

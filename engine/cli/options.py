@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from ..requests import InvalidRequest, door_name
 
-__all__ = ["model_options", "group_params", "search_params", "build_request", "BACKENDS"]
+__all__ = ["model_options", "group_params", "search_params", "build_request", "scoped_request", "BACKENDS"]
 
 BACKENDS = ("builtin", "qmd", "postgres")
 
@@ -87,3 +87,20 @@ def build_request(model: type[BaseModel], params: dict[str, Any], **extra: Any) 
     except InvalidRequest as exc:
         raise click.BadParameter(exc.problem, param_hint=door_name(model, exc.field, "cli")
                                  if exc.field in model.model_fields else exc.field) from None
+
+
+def scoped_request(model: type[BaseModel], params: dict[str, Any], settings: Any, **required: Any) -> Any:
+    """`build_request`, judged as every door judges it: an empty session key is refused first; a
+    chat the scope rules deny gets its denial whatever its other values (as over MCP and the
+    Python API: a request with only the key, which the scoped manager answers with the denial);
+    any other bad value is a usage error (exit 2)."""
+    try:
+        return build_request(model, params, **required)
+    except click.BadParameter:
+        key = params.get("session_key")
+        if isinstance(key, str) and key.strip():
+            from ..compose.scope import decide_scope  # noqa: PLC0415
+
+            if not decide_scope(settings.memory.qmd.scope, key).allowed:
+                return model.build("cli", session_key=key, **required)
+        raise

@@ -29,7 +29,7 @@ from ..errors import MemsiftError
 from ..files.workspace import workspace_warning
 from ..logging import get_logger
 from ..requests import SearchOptions, run_search
-from .options import build_request, group_params, search_params
+from .options import group_params, scoped_request, search_params
 from .helper import settings_identity
 from .output import exit_code, search_output
 from .resident import PROTOCOL, WORKING, asks_for_help, command_index, relevant_env, rendezvous_dir, state_tag
@@ -90,13 +90,16 @@ class ResidentServer:
         try:
             group = click.Command("memsift", params=group_params()).make_context("memsift", argv[:cut])
             sub = click.Command("search", params=search_params()).make_context("search", argv[cut + 1:])
-            request = build_request(SearchOptions, sub.params, query=sub.params["query"])
         except (click.ClickException, click.exceptions.Exit) as exc:
             raise _Decline(f"arguments: {exc}") from None  # the CLI prints click's own message, exit 2
         g, p = group.params, sub.params
         if g.get("verbose"):
             raise _Decline("logs were asked for (-v)")
         settings = resolve_config(g.get("config_path"), workspace=g.get("workspace"), agent=g.get("agent"), cwd=cwd)
+        try:
+            request = scoped_request(SearchOptions, p, settings, query=p["query"])  # as the cold CLI builds it
+        except click.ClickException as exc:
+            raise _Decline(f"arguments: {exc}") from None  # the cold CLI exits 2 with the same message
         return settings, request, {"backend": p.get("backend") or g.get("backend"), "as_json": bool(p.get("as_json"))}
 
     async def answer(self, request: dict[str, Any]) -> dict[str, Any]:

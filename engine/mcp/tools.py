@@ -11,25 +11,35 @@ from __future__ import annotations
 import inspect
 import keyword
 import typing
-from typing import Annotated, Any, Awaitable, Callable, Literal
+from typing import Annotated, Any, Awaitable, Callable
 
 from pydantic import BaseModel, Field
 
-__all__ = ["tool_function", "MODE_CHOICES"]
-
-MODE_CHOICES = ("auto", "hybrid", "keyword", "vector")  # what the schema offers; the model also reads aliases
+__all__ = ["tool_function"]
 
 
-def _wire_type(name: str, annotation: Any) -> Any:
+def _wire_type(annotation: Any) -> Any:
     """The parameter's type as the schema shows it: numbers and flags as they are, everything else
-    text (a time bound is a string on the wire), the search mode as its choices."""
-    if name == "mode":
-        return Literal[MODE_CHOICES] | None  # type: ignore[valid-type]
+    text (a time bound is a string on the wire). The search mode is text too: the model reads the
+    same spellings on every door (`fts` is `keyword`), and its description lists them."""
     kinds = set(typing.get_args(annotation)) or {annotation}
+    if str in kinds:  # text first: a time bound also takes dates and timestamps in Python, a string on the wire
+        return str if type(None) not in kinds else str | None
     for kind in (bool, int, float):
         if kind in kinds:
             return kind if type(None) not in kinds else kind | None
     return str if annotation is str else str | None
+
+
+def _described(info: Any) -> str:
+    """The field's description, with its bounds in words (`1 to 100`)."""
+    low = next((m.ge for m in info.metadata if hasattr(m, "ge")), None)
+    high = next((m.le for m in info.metadata if hasattr(m, "le")), None)
+    if low is not None and high is not None:
+        return f"{info.description} From {low:g} to {high:g}."
+    if low is not None:
+        return f"{info.description} At least {low:g}."
+    return info.description or ""
 
 
 def tool_function(model: type[BaseModel], call: Callable[..., Awaitable[Any]], *, name: str, returns: Any,
@@ -45,8 +55,9 @@ def tool_function(model: type[BaseModel], call: Callable[..., Awaitable[Any]], *
         python = f"{wire}_" if keyword.iskeyword(wire) else wire
         field_of[python] = field_of[wire] = field
         extra = {"alias": wire} if python != wire else {}
-        annotation = Annotated[_wire_type(field, info.annotation), *info.metadata,  # type: ignore[misc]
-                               Field(description=info.description, **extra)]
+        # Types and descriptions only: the bounds are the model's to judge, after the scope rules
+        # (a denied chat gets its denial whatever its other values, as on every door).
+        annotation = Annotated[_wire_type(info.annotation), Field(description=_described(info), **extra)]
         default = inspect.Parameter.empty if field in required else (None if info.default is not False else False)
         params.append(inspect.Parameter(python, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
 
