@@ -270,16 +270,19 @@ class QmdMaintenance:
             return fresh
         what = "qmd collection add" if reconcile else "qmd update"
         log.info(f"waiting up to {share:.1f} s for {what} before searching")
+        # Give up on another process's lock a moment before the wait ends, so the answer names the
+        # holder instead of a wait that merely ran out (the two deadlines raced on a loaded machine).
+        lock_until = wait_until - min(0.3, share / 4)
         job = _Job()
         stopped = False
         if self.host is not None:  # a long-running host: the update outlives this search
-            self.host.start_soon(self._update_for_search, job, wait_until)
+            self.host.start_soon(self._update_for_search, job, lock_until)
             with anyio.move_on_after(share):
                 await job.done.wait()
             what = self.step or what
         else:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._update_for_search, job, wait_until)
+                tg.start_soon(self._update_for_search, job, lock_until)
                 with anyio.move_on_after(share):
                     await job.done.wait()
                 what = self.step or what
