@@ -129,6 +129,7 @@ class TimeConfig(_Strict):
 
     enabled: bool = True
     weight: float = Field(default=0.5, ge=0.0, le=1.0)  # a dated hit outside the window loses up to this share of its score
+    hemisphere: Literal["northern", "southern"] = "northern"  # which months "last summer" names
 
 
 class RerankRemoteConfig(_Strict):

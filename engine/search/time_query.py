@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Union
 
+from .time_phrases import calendar_window, find_calendar_phrases
+
 __all__ = ["TimeWindow", "TimeBound", "find_time_windows", "without_time_expressions", "time_filter_for", "parse_day"]
 
 TimeBound = Union[str, date, datetime, float, None]  # a since/until value as the API takes it
@@ -89,7 +91,7 @@ _ENGLISH = [
     # in 2022, since 2019: a bare year needs one too (and is not a version or an amount).
     rf"\b(?:in|during|since|after|before|until|till|of|from)\s+{_YEAR}\b(?![-/.,]?\d)",
     # last Tuesday, on Friday (a bare weekday is too often a name: Ash Wednesday, Sunday mass).
-    rf"\b(?:last|this|past|previous|on)\s+{_WEEKDAY}\b",
+    rf"\b(?:last|this|past|previous|on|since|after|before|until|till)\s+{_WEEKDAY}\b",
     rf"\b{_NUMBER}\s+{_UNIT}\s+ago\b",
     # the past few weeks, the last 3 days: from then until today.
     rf"\bthe\s+(?:past|last)\s+(?:{_NUMBER}\s+)?{_UNIT}\b",
@@ -116,7 +118,8 @@ _SPOT_CJK = re.compile("|".join(f"(?:{p})" for p in _CJK))
 _HAS_DIGIT_OR_WORD = re.compile(r"[0-9A-Za-z\u3000-\u30ff\u4e00-\u9fff]")
 # A quick gate: most questions name no time at all and leave after one search of this.
 _GATE = re.compile(
-    rf"\d|{_MONTH[:-3]}|{_WEEKDAY}|\b(?:ago|yesterday|today|tonight|last|this|past|previous)\b|[年月日天周週前昨今去先]",
+    rf"\d|{_MONTH[:-3]}|{_WEEKDAY}|\b(?:ago|yesterday|today|tonight|last|this|next|past|previous|quarter|spring|summer|"
+    rf"autumn|fall|winter|weekend|earlier|holidays|christmas|xmas|new\s+year)\b|[年月日天周週前昨今去先季夏冬春秋末旬初几幾数數期]",
     re.IGNORECASE,
 )
 _HOW_MANY = re.compile(r"\bhow\s+(?:many|much|long)\s+$", re.IGNORECASE)
@@ -176,13 +179,25 @@ def _window(day: date, period: str, text: str) -> TimeWindow:
     return TimeWindow(day, day, text)  # day, time, part_of_day
 
 
-def find_time_windows(query: str, now: float | None = None) -> list[TimeWindow]:
+def find_time_windows(query: str, now: float | None = None, *, hemisphere: str = "northern") -> list[TimeWindow]:
     """The day windows a question names, resolved against `now` (POSIX seconds; default: now)."""
     if not query or not _GATE.search(query):
         return []
     base = datetime.fromtimestamp(now) if now is not None else datetime.now()
     windows: list[TimeWindow] = []
     taken: list[tuple[int, int]] = []
+    # Calendar phrases first (time_phrases.py: "last March", "Q3", "last summer", "the weekend"…):
+    # read by memsift itself, where a date parser gives one day or nothing.
+    for p in find_calendar_phrases(query, base.date(), hemisphere):
+        window, text = TimeWindow(p.start, p.end, p.text), p.text
+        lead = _LEAD_OPEN.search(query[: p.start_pos])
+        if lead:
+            word = lead.group(0).strip().lower()
+            text = f"{word} {text}"
+            window = (TimeWindow(None, p.start - timedelta(days=1), text) if re.match(_OPEN_BEFORE, word)
+                      else TimeWindow(p.start, None, text))
+        windows.append(window)
+        taken.append((p.start_pos, p.end_pos))
     for m in _RANGE.finditer(query):
         first, last = (_parse(m.group(i), ("en",), base) for i in (1, 2))
         if first and last:
@@ -192,8 +207,8 @@ def find_time_windows(query: str, now: float | None = None) -> list[TimeWindow]:
                 taken.append(m.span())
     for pattern, languages in ((_SPOT, ("en",)), (_SPOT_CJK, ("zh", "ja"))):
         for m in pattern.finditer(query):
-            if any(a <= m.start() < b for a, b in taken):
-                continue  # part of a range read above
+            if any(m.start() < b and a < m.end() for a, b in taken):
+                continue  # part of a range or a calendar phrase read above
             span = m.group(0).strip()
             before = query[: m.start()]
             if _HOW_MANY.search(before) or not _HAS_DIGIT_OR_WORD.search(span):
@@ -245,8 +260,11 @@ def without_time_expressions(query: str, windows: list[TimeWindow]) -> str:
 # --- explicit filters ----------------------------------------------------------------------------
 
 
-def parse_day(value: str | date | datetime | float | int, *, now: float | None = None, what: str = "date") -> date:
-    """A `--since`/`--until` value: an ISO date, POSIX seconds, or a phrase ("last week", "2 days ago")."""
+def parse_day(value: str | date | datetime | float | int, *, now: float | None = None, what: str = "date",
+              end: bool = False, hemisphere: str = "northern") -> date:
+    """A `--since`/`--until` value: an ISO date, POSIX seconds, or a phrase ("last week", "last
+    March", "2 days ago"). A phrase names a window: its first day, or with `end` its last (so
+    `--until "last week"` keeps last week's Sunday)."""
     if isinstance(value, datetime):
         return value.date()
     if isinstance(value, date):
@@ -255,27 +273,38 @@ def parse_day(value: str | date | datetime | float | int, *, now: float | None =
         return datetime.fromtimestamp(float(value)).date()
     text = str(value).strip()
     try:
-        return date.fromisoformat(text[:10]) if re.fullmatch(r"\d{4}-\d{2}-\d{2}(?:[T ].*)?", text) else _phrase_day(text, now)
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}(?:[T ].*)?", text):
+            return date.fromisoformat(text[:10])
+        base = datetime.fromtimestamp(now) if now is not None else datetime.now()
+        window = calendar_window(text, base.date(), hemisphere)
+        if window is not None:
+            return window[1] if end else window[0]
+        return _phrase_day(text, now, end)
     except ValueError as exc:
         raise ValueError(f"{what} {text!r} is not a date: use YYYY-MM-DD or a phrase like \"last week\" ({exc})") from None
 
 
-def _phrase_day(text: str, now: float | None) -> date:
+def _phrase_day(text: str, now: float | None, end: bool = False) -> date:
     base = datetime.fromtimestamp(now) if now is not None else datetime.now()
     languages = ("zh", "ja") if re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", text) else ("en",)
-    parsed = _parse(_normalise_cjk(text) if languages != ("en",) else text, languages, base)
+    spoken = re.sub(r"^(?:in|during|on)\s+", "", text, flags=re.IGNORECASE)
+    parsed = _parse(_normalise_cjk(spoken) if languages != ("en",) else spoken, languages, base)
     if parsed is None:
         raise ValueError("not understood")
-    return _window(*parsed, text).start or parsed[0]
+    window = _window(*parsed, text)
+    return (window.end if end else window.start) or parsed[0]
 
 
-def time_filter_for(since: TimeBound, until: TimeBound, now: float | None = None) -> TimeWindow | None:
-    """The since/until filter's window (both days inclusive), or None when neither is set.
-    ValueError says which value is not a date, or that the range is empty."""
+def time_filter_for(since: TimeBound, until: TimeBound, now: float | None = None, *,
+                    hemisphere: str = "northern") -> TimeWindow | None:
+    """The since/until filter's window (both days inclusive), or None when neither is set: a
+    phrase gives its first day to `since` and its last to `until`, so `--since "last March"
+    --until "last March"` is that month. ValueError says which value is not a date, or that the
+    range is empty."""
     if since in (None, "") and until in (None, ""):
         return None
-    since = parse_day(since, now=now, what="since") if since not in (None, "") else None
-    until = parse_day(until, now=now, what="until") if until not in (None, "") else None
+    since = parse_day(since, now=now, what="since", hemisphere=hemisphere) if since not in (None, "") else None
+    until = parse_day(until, now=now, what="until", end=True, hemisphere=hemisphere) if until not in (None, "") else None
     if since is not None and until is not None and since > until:
         raise ValueError(f"since ({since}) is after until ({until}): nothing can match; swap them")
     text = f"since {since}" if until is None else (f"until {until}" if since is None else f"{since}..{until}")

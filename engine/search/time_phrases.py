@@ -1,0 +1,291 @@
+"""Calendar phrases read by memsift itself: the parts of a year people name, which a date parser
+reads as a single day or not at all.
+
+- months with a word that makes them a time: "last March", "this May", "next June", "in March
+  2024", and their parts: "early/mid-/late March", "the beginning/middle/end of March" (days 1-10,
+  11-20, 21 to the end);
+- quarters: "Q3", "Q3 2025", "the third quarter", "last/this quarter";
+- seasons: "last summer", "this winter", "over the summer", "autumn 2024" (meteorological
+  seasons; the hemisphere is a setting, northern by default);
+- "the weekend", "last weekend", "over the weekend"; "earlier this week/month/year"; "earlier
+  today", "this morning/afternoon" (today);
+- "the day before yesterday"; vague counts as windows: "a couple of days ago" (2 ± 1 days), "a
+  few weeks ago" (3 ± 2 weeks);
+- "the holidays", "Christmas", "New Year" (24 December to 1 January);
+- and their Chinese and Japanese forms: 第三季度, 上季度, 第3四半期, 去年夏天, 今年の夏, 上个月初,
+  3月中旬, 先月末, 周末, 上周末, 先週末, 几天前, 数日前, 前天, 一昨日.
+
+Resolution prefers the past, as a memory question does: "in March" asked in November is this
+year's March, asked in February last year's; "last March" asked in March is last year's. Every
+phrase becomes a window of whole days; nothing here imports a date library.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Callable
+
+__all__ = ["CalendarPhrase", "find_calendar_phrases", "calendar_window", "HEMISPHERES"]
+
+HEMISPHERES = ("northern", "southern")
+
+
+@dataclass(frozen=True)
+class CalendarPhrase:
+    start_pos: int
+    end_pos: int
+    text: str
+    start: date
+    end: date
+
+
+_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december"]
+_MONTH_RE = r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+_YEAR_RE = r"(?P<year>(?:19|20)\d{2})"
+_PART = r"(?P<part>early|mid|late|the\s+(?:beginning|start|middle|end)\s+of)"
+_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
+_SEASONS_NORTH = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # first month of each
+_CJK_DIGITS = {"〇": 0, "零": 0, "一": 1, "二": 2, "两": 2, "兩": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
+               "九": 9, "十": 10, "１": 1, "２": 2, "３": 3, "４": 4}
+
+
+def _month_end(d: date) -> date:
+    return (d.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
+
+
+def _add_months(d: date, n: int) -> date:
+    y, m = divmod(d.month - 1 + n, 12)
+    return date(d.year + y, m + 1, 1)
+
+
+def _month_number(word: str) -> int:
+    w = word.lower().rstrip(".")
+    return next(i for i, name in enumerate(_MONTHS, start=1) if name.startswith(w[:3]))
+
+
+def _which_month(month: int, year: int | None, qualifier: str | None, today: date) -> date:
+    """The first day of the month a phrase names (the past preferred)."""
+    if year is not None:
+        return date(year, month, 1)
+    q = (qualifier or "").lower()
+    if q == "this":
+        return date(today.year, month, 1)
+    if q == "next":
+        return date(today.year if month > today.month else today.year + 1, month, 1)
+    if q == "last":
+        return date(today.year if month < today.month else today.year - 1, month, 1)
+    return date(today.year if month <= today.month else today.year - 1, month, 1)
+
+
+def _part(first: date, part: str | None) -> tuple[date, date]:
+    p = re.sub(r"\s+", " ", (part or "").lower())
+    if p in ("early", "the beginning of", "the start of"):
+        return first, first.replace(day=10)
+    if p in ("mid", "the middle of"):
+        return first.replace(day=11), first.replace(day=20)
+    if p in ("late", "the end of"):
+        return first.replace(day=21), _month_end(first)
+    return first, _month_end(first)
+
+
+def _quarter(q: int, year: int | None, qualifier: str | None, today: date) -> tuple[date, date]:
+    current = (today.month - 1) // 3 + 1
+    if year is None:
+        year = today.year if q <= current else today.year - 1
+        if (qualifier or "").lower() == "next":
+            year = today.year if q > current else today.year + 1
+    first = date(year, 3 * q - 2, 1)
+    return first, _month_end(_add_months(first, 2))
+
+
+def _relative_quarter(which: str, today: date) -> tuple[date, date]:
+    first = date(today.year, 3 * ((today.month - 1) // 3) + 1, 1)
+    first = _add_months(first, {"last": -3, "previous": -3, "this": 0, "current": 0, "next": 3}[which])
+    return first, _month_end(_add_months(first, 2))
+
+
+def _season(name: str, year: int | None, qualifier: str | None, today: date, hemisphere: str) -> tuple[date, date]:
+    """A meteorological season: three months, winter spanning the new year (named by its first month's year)."""
+    first_month = _SEASONS_NORTH[name]
+    if hemisphere == "southern":
+        first_month = (first_month + 5) % 12 + 1
+    def span(y: int) -> tuple[date, date]:
+        first = date(y, first_month, 1)
+        return first, _month_end(_add_months(first, 2))
+    if year is not None:
+        return span(year)
+    # The season that started most recently (it may be under way): this year's, or last year's.
+    latest = span(today.year) if date(today.year, first_month, 1) <= today else span(today.year - 1)
+    q = (qualifier or "").lower()
+    if q == "last" and latest[1] >= today:  # "last summer" while it is summer: the one before
+        return span(latest[0].year - 1)
+    if q == "next":
+        return span(latest[0].year + 1)
+    return latest
+
+
+def _weekend(qualifier: str | None, today: date) -> tuple[date, date]:
+    """The weekend that started most recently (today's when it is Saturday or Sunday)."""
+    saturday = today - timedelta(days=(today.weekday() - 5) % 7)
+    if (qualifier or "").lower() == "last" and today.weekday() >= 5:
+        saturday -= timedelta(days=7)
+    return saturday, saturday + timedelta(days=1)
+
+
+def _earlier_this(unit: str, today: date) -> tuple[date, date]:
+    start = {"week": today - timedelta(days=today.weekday()), "month": today.replace(day=1),
+             "year": date(today.year, 1, 1)}[unit]
+    return start, max(start, today - timedelta(days=1))
+
+
+def _vague_ago(count: str, unit: str, today: date) -> tuple[date, date]:
+    """"a couple of days ago": 2 ± 1 days; "a few weeks ago": 3 ± 2 weeks, never reaching today."""
+    n, spread = (2, 1) if "couple" in count else (3, 2)
+    days = {"day": 1, "week": 7, "month": 30}[unit]
+    return today - timedelta(days=(n + spread) * days), today - timedelta(days=max(1, (n - spread) * days))
+
+
+def _holidays(today: date) -> tuple[date, date]:
+    year = today.year if today >= date(today.year, 12, 24) else today.year - 1
+    return date(year, 12, 24), date(year + 1, 1, 1)
+
+
+def _cjk_int(s: str) -> int:
+    if s.isdigit():
+        return int(s)
+    if "十" in s:
+        tens, _, ones = s.partition("十")
+        return (_CJK_DIGITS.get(tens, 1) if tens else 1) * 10 + (_CJK_DIGITS.get(ones, 0) if ones else 0)
+    return _CJK_DIGITS.get(s, 0)
+
+
+Resolver = Callable[["re.Match[str]", date, str], "tuple[date, date] | None"]
+
+
+def _g(m: re.Match[str], name: str) -> str | None:
+    return m.groupdict().get(name)
+
+
+def _modal_may(m: re.Match[str]) -> bool:
+    """"this may take a while": "may" is a month only with a year or at the end of a phrase."""
+    return (m["month"].lower().startswith("may") and not _g(m, "year")
+            and not re.match(r"\s*(?:[?.!,;:)]|$)", m.string[m.end():]))
+
+
+def _year(m: re.Match[str]) -> int | None:
+    y = _g(m, "year")
+    return int(y) if y else None
+
+
+_EN: list[tuple[str, Resolver]] = [
+    # "the day before yesterday" (before "yesterday" is read alone)
+    (r"\bthe\s+day\s+before\s+yesterday\b", lambda m, t, h: (t - timedelta(days=2),) * 2),
+    # early/mid/late March (2024), the end of March, in mid-March
+    (rf"\b(?:in\s+|during\s+|by\s+)?{_PART}[\s-]+{_MONTH_RE}(?:,?\s+{_YEAR_RE})?\b",
+     lambda m, t, h: None if _modal_may(m) else _part(_which_month(_month_number(m["month"]), _year(m), None, t), m["part"])),
+    # last/this/next March (2024)
+    (rf"\b(?P<q>last|this|next)\s+{_MONTH_RE}(?:,?\s+{_YEAR_RE})?\b(?![.:]\d)",
+     lambda m, t, h: None if _modal_may(m) else _part(_which_month(_month_number(m["month"]), _year(m), m["q"], t), None)),
+    # Q3, Q3 2025, Q3'25
+    (rf"\bQ(?P<n>[1-4])(?:\s+{_YEAR_RE}|'(?P<yy>\d{{2}}))?\b",
+     lambda m, t, h: _quarter(int(m["n"]), _year(m) or (2000 + int(m["yy"]) if _g(m, "yy") else None), None, t)),
+    # the third quarter (of 2024)
+    (rf"\b(?:the\s+)?(?P<o>first|second|third|fourth|1st|2nd|3rd|4th)\s+quarter(?:\s+(?:of\s+)?{_YEAR_RE})?\b",
+     lambda m, t, h: _quarter(_ORDINALS[m["o"].lower()], _year(m), None, t)),
+    # last/this/next quarter
+    (r"\b(?:the\s+)?(?P<w>last|previous|this|current|next)\s+quarter\b", lambda m, t, h: _relative_quarter(m["w"].lower(), t)),
+    # last summer, this winter, over the summer, in autumn 2024, summer of 2023
+    (rf"\b(?:(?P<q>last|this|next|past)|(?:in|during|over|through)(?:\s+the)?)\s+(?P<s>spring|summer|autumn|fall|winter)"
+     rf"(?:\s+(?:of\s+)?{_YEAR_RE})?\b",
+     lambda m, t, h: _season(m["s"].lower(), _year(m), "last" if (m["q"] or "").lower() == "past" else m["q"], t, h)),
+    (rf"\b(?P<s>spring|summer|autumn|fall|winter)\s+(?:of\s+)?{_YEAR_RE}\b",
+     lambda m, t, h: _season(m["s"].lower(), _year(m), None, t, h)),
+    # the weekend, last weekend, over the weekend
+    (r"\b(?:(?P<q>last|this|past)|(?:over|on|at|during)\s+the|the)\s+weekend\b", lambda m, t, h: _weekend(m["q"], t)),
+    # earlier this week / month / year
+    (r"\bearlier\s+this\s+(?P<u>week|month|year)\b", lambda m, t, h: _earlier_this(m["u"].lower(), t)),
+    # earlier today, so far today, this morning / afternoon: today (a bare "today" or "tonight"
+    # more often asks about now, "a film for tonight?", than about the notes of today)
+    (r"\b(?:earlier|so\s+far)\s+today\b|\bthis\s+(?:morning|afternoon)\b", lambda m, t, h: (t, t)),
+    # a couple of days ago, a few weeks ago, several months ago
+    (r"\b(?P<c>a\s+couple\s+of|a\s+few|few|several)\s+(?P<u>day|week|month)s?\s+ago\b",
+     lambda m, t, h: _vague_ago(m["c"].lower(), m["u"].lower(), t)),
+    # over the holidays, the Christmas holidays, at Christmas, New Year
+    (r"\b(?:over|during|at|for|since|after|before|around|in)\s+the\s+(?:christmas\s+|xmas\s+|winter\s+)?holidays\b"
+     r"|\b(?:at|over|around|since|after|before)\s+(?:christmas|xmas|(?:the\s+)?new\s+year'?s?(?:\s+eve)?)\b",
+     lambda m, t, h: _holidays(t)),
+]
+_CJK_NUM = r"[0-9一二两兩三四五六七八九十１２３４]"
+_ZH: list[tuple[str, Resolver]] = [
+    # 第三季度, 2024年第三季度, 第3四半期 (ja)
+    (rf"(?:(?P<year>\d{{4}})年\s*)?第\s*(?P<n>{_CJK_NUM})\s*(?:季度|四半期)",
+     lambda m, t, h: _quarter(_cjk_int(m["n"]), _year(m), None, t)),
+    (r"(?P<w>上|这|這|本|下)(?:个|個|一)?季度|(?P<wj>前|今|来)四半期",
+     lambda m, t, h: _relative_quarter({"上": "last", "这": "this", "這": "this", "本": "this", "下": "next", "前": "last",
+                                        "今": "this", "来": "next"}[m["w"] or m["wj"]], t)),
+    # 去年夏天, 今年的春季, 夏天 (zh); 去年の夏, 今年の冬 (ja)
+    (r"(?P<y>去年|今年|前年|明年|昨年|来年)(?:的|の)?(?P<s>春|夏|秋|冬)(?:天|季)?",
+     lambda m, t, h: _cjk_season(m["s"], {"去年": -1, "昨年": -1, "今年": 0, "前年": -2, "明年": 1, "来年": 1}[m["y"]], t, h)),
+    (r"(?P<s>春|夏|秋|冬)(?:天|季)", lambda m, t, h: _cjk_season(m["s"], None, t, h)),
+    # 上个月初, 这个月中旬, 3月下旬, 先月末, 今月上旬
+    (rf"(?P<m>上(?:个|個)?月|这(?:个|個)?月|這(?:个|個)?月|本月|先月|今月|(?P<n>{_CJK_NUM}{{1,2}})\s*月)\s*的?(?P<p>初め|初|上旬|中旬|下旬|底|末)",
+     lambda m, t, h: _cjk_month_part(m, t)),
+    # 周末, 上周末, 这个周末 (zh); 週末, 先週末, 今週末 (ja)
+    (r"(?P<q>上|这|這|本|先|今)?(?:个|個)?(?:周|週)末", lambda m, t, h: _weekend("last" if m["q"] in ("上", "先") else None, t)),
+    # 前几天, 几天前 (zh); 数日前 (ja)
+    (r"前几天|几天前|幾天前|数日前|數日前", lambda m, t, h: _vague_ago("a few", "day", t)),
+    (r"前天|一昨日|おととい", lambda m, t, h: (t - timedelta(days=2),) * 2),
+]
+
+
+def _cjk_season(s: str, years_back: int | None, today: date, hemisphere: str) -> tuple[date, date]:
+    """去年夏天: the season of last year (named by the year its first month is in); 夏天: the latest."""
+    name = {"春": "spring", "夏": "summer", "秋": "autumn", "冬": "winter"}[s]
+    year = None if years_back is None else today.year + years_back
+    return _season(name, year, None, today, hemisphere)
+
+
+def _cjk_month_part(m: re.Match[str], today: date) -> tuple[date, date]:
+    word = m["m"]
+    if m["n"]:
+        first = _which_month(_cjk_int(m["n"]), None, None, today)
+    elif word.startswith(("上", "先")):
+        first = _add_months(today.replace(day=1), -1)
+    else:
+        first = today.replace(day=1)
+    part = {"初": "early", "初め": "early", "上旬": "early", "中旬": "mid", "下旬": "late", "底": "late", "末": "late"}[m["p"]]
+    return _part(first, part)
+
+
+_COMPILED = [(re.compile(p, re.IGNORECASE), r) for p, r in _EN] + [(re.compile(p), r) for p, r in _ZH]
+_GATE = re.compile(r"(?i)\b(?:early|mid|late|beginning|middle|end|last|this|next|q[1-4]|quarter|spring|summer|autumn|fall|"
+                   r"winter|weekend|earlier|couple|few|several|holidays|christmas|xmas|new\s+year|day\s+before|today|morning|afternoon)\b|"
+                   r"[季夏冬春秋末旬初周週几幾数數前昨期]")
+
+
+def find_calendar_phrases(query: str, today: date, hemisphere: str = "northern") -> list[CalendarPhrase]:
+    """The calendar phrases of `query`, leftmost first, never overlapping."""
+    if not query or not _GATE.search(query):
+        return []
+    found: list[CalendarPhrase] = []
+    for rx, resolve in _COMPILED:
+        for m in rx.finditer(query):
+            if any(m.start() < p.end_pos and p.start_pos < m.end() for p in found):
+                continue
+            window = resolve(m, today, hemisphere)
+            if window is None:
+                continue
+            start, end = window
+            found.append(CalendarPhrase(m.start(), m.end(), m.group(0).strip(), start, end))
+    return sorted(found, key=lambda p: p.start_pos)
+
+
+def calendar_window(text: str, today: date, hemisphere: str = "northern") -> tuple[date, date] | None:
+    """The window of a value that is one calendar phrase as a whole (`--since "last March"`)."""
+    phrases = find_calendar_phrases(text, today, hemisphere)
+    if len(phrases) == 1 and not re.sub(r"\W", "", text[: phrases[0].start_pos] + text[phrases[0].end_pos:]):
+        return phrases[0].start, phrases[0].end
+    return None
