@@ -414,7 +414,8 @@ class Indexer:
             end = t.line_map[min(c.end_line, len(t.line_map)) - 1]
             chunks.append(Chunk(start, end, c.text, c.hash))
             stamp = t.timestamps[first] if first < len(t.timestamps) else 0.0
-            days.append(ChunkDay(datetime.fromtimestamp(stamp).date().isoformat(), "timestamp") if stamp > 0 else ChunkDay(None, None))
+            day = datetime.fromtimestamp(stamp).date().isoformat() if stamp > 0 else None
+            days.append(ChunkDay(day, "timestamp", (day,)) if day else ChunkDay(None, None))
         if self.ident.max_input_bytes:
             chunks = split_for_input_limit(chunks, self.ident.max_input_bytes)
             days = []  # pieces no longer line up with the days; a transcript then reads as undated
@@ -566,6 +567,8 @@ class Indexer:
                 continue  # an identical chunk (same lines and text) already stored
             rowid = conn.last_insert_rowid()
             conn.execute("INSERT INTO chunks_fts(rowid, text) VALUES (?, ?)", (rowid, index_text(c.text, tokenizer)))
+            # Every day the chunk's lines speak of: filters and windows find it by any of them.
+            conn.executemany("INSERT INTO chunk_days(chunk, day) VALUES (?, ?)", [(rowid, d) for d in day.days or (day.day,) if d])
             if blob is not None and ensure_vec_table(conn, vec, len(blob) // 4):
                 conn.execute("INSERT INTO chunks_vec(rowid, embedding) VALUES (?, ?)", (rowid, blob))
             written += 1

@@ -10,6 +10,8 @@ Schema (numbered migrations in `MIGRATIONS`, tracked by `PRAGMA user_version`):
 - `embedding_cache(provider, model, provider_key, hash, embedding, dims, updated_at)`.
 - `vector_log(seq, chunk_rowid, added)`: chunk vectors added and removed, written by triggers
   (migration 3), pruned by each sync; read by vector_memory.py.
+- `chunk_days(chunk, day)`: every day a chunk's lines speak of (migration 4); `chunks.day` is the one
+  it is shown and grouped by.
 """
 
 from __future__ import annotations
@@ -147,7 +149,20 @@ def _migration_3(conn: apsw.Connection, tokenizer: str) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[apsw.Connection, str], None]] = [_migration_1, _migration_2, _migration_3]
+def _migration_4(conn: apsw.Connection, tokenizer: str) -> None:
+    """`chunk_days`: every day a chunk's lines speak of (engine/files/note_dates.py), so a filter or
+    a time window finds a chunk by any of them; rows go with their chunk."""
+    conn.execute(
+        """
+        CREATE TABLE chunk_days(chunk INTEGER NOT NULL, day TEXT NOT NULL);
+        CREATE INDEX chunk_days_day ON chunk_days(day, chunk);
+        CREATE INDEX chunk_days_chunk ON chunk_days(chunk);
+        CREATE TRIGGER chunks_days_removed AFTER DELETE ON chunks BEGIN DELETE FROM chunk_days WHERE chunk = OLD.rowid; END;
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[apsw.Connection, str], None]] = [_migration_1, _migration_2, _migration_3, _migration_4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

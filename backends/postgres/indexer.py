@@ -221,7 +221,8 @@ class _Sync:
                 seen.add(number)
                 postings, length = chunk_postings(c.text)
                 chunk_rows.append((self.agent, gen, number, cid, p.file.rel_path, p.file.source, c.start_line, c.end_line,
-                                   c.hash, self.ident.model, c.text, length, vectors.get(c.hash), now, day.day, day.source))
+                                   c.hash, self.ident.model, c.text, length, vectors.get(c.hash), now, day.day, day.source,
+                                   list(day.days) if len(day.days) > 1 else None))
                 posting_rows += [(self.agent, gen, po.term, number, po.tf, length, po.positions) for po in postings]
         async with self.conn.transaction():
             if replace:  # a new generation starts empty: nothing to replace
@@ -229,7 +230,7 @@ class _Sync:
             async with self.conn.cursor() as cur:
                 async with cur.copy(
                     "COPY memsift_chunks(agent_id, generation, chunk, id, path, source, start_line, end_line, hash, model, text, "
-                    "doc_len, embedding, updated_at, day, day_source) FROM STDIN"
+                    "doc_len, embedding, updated_at, day, day_source, days) FROM STDIN"
                 ) as copy:
                     for row in chunk_rows:
                         await copy.write_row(row)

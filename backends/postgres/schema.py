@@ -92,7 +92,14 @@ ALTER TABLE memsift_chunks ADD COLUMN day text, ADD COLUMN day_source text;
 CREATE INDEX memsift_chunks_day ON memsift_chunks(agent_id, generation, day);
 """
 
-MIGRATIONS: list[str] = [_M1, _M2]
+# Every day a chunk's lines speak of, when more than its `day` (engine/files/note_dates.py): a filter
+# or a time window finds a chunk by any of them.
+_M3 = """
+ALTER TABLE memsift_chunks ADD COLUMN days text[];
+CREATE INDEX memsift_chunks_multiday ON memsift_chunks(agent_id, generation) WHERE days IS NOT NULL;
+"""
+
+MIGRATIONS: list[str] = [_M1, _M2, _M3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -1,9 +1,17 @@
-"""The day a chunk of memory speaks of: a timestamp opening one of its lines, else the nearest dated
-heading above it, else a date in the file's name (`memory/2023-05-08.md`).
+"""The days a chunk of memory speaks of, line by line.
+
+A line's day is the timestamp opening it (`[2023-05-07 23:50] …`, `- 2026-09-03: chose …`; a date
+followed by a time or a separator — a date a sentence merely mentions is no timestamp), carried
+over the continuation lines of that entry; else the nearest dated heading above it; else a date in
+the file's name (`memory/2023-05-08.md`). A chunk speaks of every day its lines do (`days`, what
+filters and windows judge); its `day` is the timestamp of its first line of content when it has
+one, else the heading or file day in force there (what it is shown and grouped by).
 
 Computed once per file at index time by every backend and stored with each chunk, so time windows
-and decay read one column instead of re-reading files. Only unambiguous forms count: ISO and
-slashed year-first dates, and "8 May 2023" / "May 8, 2023" in headings.
+and decay read columns instead of re-reading files; `chunk_line_days` recomputes a chunk's line
+days from its text and its day at query time (to show the lines of a window, and to decay by the
+day of the lines that matched). Only unambiguous forms count: ISO and slashed year-first dates, and
+"8 May 2023" / "May 8, 2023" in headings.
 """
 
 from __future__ import annotations
@@ -14,17 +22,20 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Iterable, Protocol
 
-__all__ = ["ChunkDay", "chunk_days", "file_name_day", "date_in_text", "day_at", "day_timestamp", "SOURCES", "NOTE_DATES_REVISION"]
+__all__ = ["ChunkDay", "chunk_days", "chunk_line_days", "file_name_day", "date_in_text", "day_at", "day_timestamp", "SOURCES",
+           "NOTE_DATES_REVISION"]
 
 SOURCES = ("timestamp", "heading", "file name")
 # Bumped whenever the rules change: indexes store the days, so a new rule means a rebuild.
-NOTE_DATES_REVISION = 1
+# 2: days per line (a chunk speaks of every day its lines do); a timestamp needs a time or separator after it.
+NOTE_DATES_REVISION = 2
 
 
 @dataclass(frozen=True)
 class ChunkDay:
     day: str | None  # ISO YYYY-MM-DD
     source: str | None  # one of SOURCES
+    days: tuple[str, ...] = ()  # every day the chunk's lines speak of, sorted (`day` included)
 
 
 class _ChunkLike(Protocol):
@@ -41,8 +52,11 @@ _NAMED = re.compile(
 )
 _FILE_DAY = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
-# A line that opens with a timestamp: "2023-05-08 14:02 …", "[2023-05-08] …", "- 2023/05/08: …".
-_LINE_STAMP = re.compile(r"^\s*(?:[-*+]\s+)?[\[(]?\s*(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?![\d/])")
+# A line that opens with a timestamp: "2023-05-08 14:02 …", "[2023-05-08] …", "- 2023/05/08: …". A
+# date followed by neither a time nor a separator ("  2026-11-30." wrapping a sentence) is a mention.
+_LINE_STAMP = re.compile(r"^\s*(?:[-*+]\s+)?[\[(]?\s*(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?![\d/])"
+                         r"(?=\s*(?:[\]),:;|–—-]|T?\d{1,2}[:.h]\d{2}\b))")
+_BULLET = re.compile(r"^\s{0,3}(?:[-*+]|\d+[.)])\s")
 
 
 def _iso(y: str, m: str, d: str) -> str | None:
@@ -101,31 +115,92 @@ def _heading_days(lines: list[str]) -> tuple[list[int], list[str | None]]:
     return starts, days
 
 
+def _stamp(line: str) -> str | None:
+    m = _LINE_STAMP.match(line)
+    return _iso(*m.groups()) if m else None
+
+
+def _line_days(lines: list[str], base: list[str | None]) -> list[str | None]:
+    """Each line's day: its own timestamp, carried over the indented continuation of that entry,
+    else `base` (the heading or file day in force there). Blank lines and headings speak of no day."""
+    out: list[str | None] = []
+    carry: str | None = None
+    for line, fallback in zip(lines, base):
+        if not line.strip() or _HEADING.match(line):
+            carry = None
+            out.append(None)
+            continue
+        stamp = _stamp(line)
+        if stamp:
+            carry = stamp
+        elif _BULLET.match(line) or not line[:1].isspace():
+            carry = None  # a new entry: the stamp of the one before does not run on
+        out.append(stamp or carry or fallback)
+    return out
+
+
+def _file_line_days(path: str, lines: list[str]) -> tuple[list[str | None], list[str | None]]:
+    """(each line's day, each line's heading-or-file day) of a whole file."""
+    from_name = file_name_day(path)
+    starts, days = _heading_days(lines)
+    base: list[str | None] = []
+    for n in range(1, len(lines) + 1):
+        i = bisect.bisect_right(starts, n) - 1
+        base.append((days[i] if i >= 0 else None) or from_name)
+    return _line_days(lines, base), base
+
+
+def _chunk_day(lines: list[str], line_days: list[str | None], base: list[str | None]) -> ChunkDay:
+    days = tuple(sorted({d for d in line_days if d}))
+    first = next((k for k, line in enumerate(lines) if line.strip() and not _HEADING.match(line)), None)
+    if first is None:
+        return ChunkDay(None, None, days)
+    stamp = _stamp(lines[first])
+    if stamp:
+        return ChunkDay(stamp, "timestamp", days)
+    if base[first]:
+        return ChunkDay(base[first], "heading", days)  # chunk_days tells a heading's day from the file name's
+    return ChunkDay(None, None, days)
+
+
 def chunk_days(path: str, text: str, chunks: Iterable[_ChunkLike]) -> list[ChunkDay]:
-    """Each chunk's day and where it came from, in the chunks' order."""
+    """Each chunk's day and days (and where its day came from), in the chunks' order."""
     from_name = file_name_day(path)
     lines = text.splitlines()
-    starts, days = _heading_days(lines)
+    line_days, base = _file_line_days(path, lines)
+    starts, heading_days = _heading_days(lines)
     out: list[ChunkDay] = []
     for c in chunks:
-        stamp = None
-        for line in c.text.splitlines():
-            m = _LINE_STAMP.match(line)
-            if m and (stamp := _iso(*m.groups())):
-                break
-        if stamp:
-            out.append(ChunkDay(stamp, "timestamp"))
-            continue
-        # The day in force at the chunk's first line of content (a chunk may open with headings).
-        first = next((k for k, line in enumerate(c.text.splitlines()) if line.strip() and not _HEADING.match(line)), 0)
-        i = bisect.bisect_right(starts, c.start_line + first) - 1
-        if i >= 0 and days[i]:
-            out.append(ChunkDay(days[i], "heading"))
-        elif from_name:
-            out.append(ChunkDay(from_name, "file name"))
-        else:
-            out.append(ChunkDay(None, None))
+        own = c.text.splitlines()
+        lo = max(0, c.start_line - 1)
+        span_days = line_days[lo: lo + len(own)]
+        span_base = base[lo: lo + len(own)]
+        if len(span_days) < len(own):  # a chunk that is not the file's lines (a transcript's flattened text)
+            span_days = _line_days(own, [from_name] * len(own))
+            span_base = [from_name] * len(own)
+        day = _chunk_day(own, span_days, span_base)
+        if day.source == "heading":  # the heading's or the file name's?
+            first = next(k for k, line in enumerate(own) if line.strip() and not _HEADING.match(line))
+            i = bisect.bisect_right(starts, c.start_line + first) - 1
+            if not (i >= 0 and heading_days[i] == day.day):
+                day = ChunkDay(day.day, "file name", day.days)
+        out.append(day)
     return out
+
+
+def chunk_line_days(path: str, text: str, day: str | None, source: str | None) -> list[str | None]:
+    """At query time: the days of a chunk's lines from its path, text and stored day. Unstamped
+    lines fall back to a dated heading inside the chunk, else the heading or file day the chunk was
+    dated by (when its day is not a line's own timestamp), else the file name's date."""
+    lines = text.split("\n")
+    base: list[str | None] = []
+    current = day if source in ("heading", "file name") else file_name_day(path)
+    for line in lines:
+        m = _HEADING.match(line)
+        if m:
+            current = date_in_text(m.group(2)) or current
+        base.append(current)
+    return _line_days(lines, base)
 
 
 @dataclass(frozen=True)
@@ -135,8 +210,8 @@ class _Line:
 
 
 def day_at(path: str, text: str, line: int, shown: str = "") -> ChunkDay:
-    """The day of a hit another tool found (QMD): its shown text's timestamp, else the nearest
-    dated heading above `line`, else the file name's date."""
+    """The day (and days) of a hit another tool found (QMD): the file's lines from `line` on, as
+    many as the shown text has."""
     return chunk_days(path, text, [_Line(line, shown)])[0]
 
 

@@ -28,7 +28,11 @@ def hits_from_ranked(
     h = hybrid
     hits = []
     for c in ranked:
-        snip = make_snippet(c.text, c.start_line, terms, snippet_chars)
+        text, first_line = c.text, c.start_line
+        if c.focus is not None and c.source != "sessions":  # the lines of the time asked for (time_rank.focus_on)
+            lines = c.text.split("\n")
+            text, first_line = "\n".join(lines[c.focus[0]: c.focus[1] + 1]), c.start_line + c.focus[0]
+        snip = make_snippet(text, first_line, terms, snippet_chars)
         # Transcript chunk lines are JSONL line numbers, not contiguous: keep the chunk's range.
         start, end = (c.start_line, c.end_line) if c.source == "sessions" else (snip.start_line, snip.end_line)
         hit = SearchHit(

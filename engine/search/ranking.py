@@ -76,6 +76,8 @@ class Candidate:
     day_source: str | None = None  # timestamp, heading, file name (or mtime, set by decay/filters)
     time_factor: float = 1.0  # the question's time window (engine/search/pipeline.py)
     embedding: object | None = field(default=None, repr=False)
+    line_days: list | None = field(default=None, repr=False)  # each line's day (time_rank.line_days), when asked for
+    focus: tuple[int, int] | None = None  # lines (0-based, inclusive) of the time asked for, when only some are
 
 
 # A chunk of fewer words than this is near-empty: a heading, a one-line note naming the people.

@@ -1,9 +1,12 @@
 """Time in ranking, shared by every backend: the since/until filter, the question's time windows,
-and temporal decay.
+and temporal decay — judged line by line.
 
-- **Filter** (`since`/`until`): a hit is kept when its day lies in the range. A chunk's day is the
-  one its note states (engine/files/note_dates.py); a chunk with none is judged by its file's
-  modification day.
+A chunk speaks of every day its lines do (engine/files/note_dates.py: a MEMORY.md section of
+decisions dated 2026-03-18 and 2026-09-30 is of both); a chunk with none is judged by its file's
+modification day.
+
+- **Filter** (`since`/`until`): a hit is kept when one of its lines' days lies in the range, and
+  it shows those lines (`focus`) when others do not.
 - **Windows** (a time named in the question): a dated hit inside a window keeps its score; one
   outside loses up to `weight` of it, less the closer it is (within half the window's length, at
   least 2 days); an undated hit loses `weight/2` times the share of dated hits in the pool (in
@@ -11,10 +14,11 @@ and temporal decay.
   line must not cost every other note). Factors are relative to the pool's best, so
   when no hit is inside a window (or none is dated) nothing changes.
 - **Decay**, `bounded` (default): score × (1 − w + w · 0.5^(age / halfLife)), the age counted
-  from the newest dated hit of this search (never later than `now`), so decay orders notes by how
-  recent they are without pushing any to zero; evergreen files (MEMORY.md, undated files under
-  memory/) keep 1. `reference`: the reference's score × 0.5^(age / halfLife) with the age from
-  `now` and file-name dates only.
+  from the newest dated hit of this search (never later than `now`) to the day of the lines that
+  matched the query (else the chunk's day), so decay orders notes by how recent they are without
+  pushing any to zero; MEMORY.md always keeps 1, whatever dates its lines carry, and so do
+  undated files under memory/ (a file named without a date whose chunk states no day). `reference`: the reference's score × 0.5^(age / halfLife)
+  with the age from `now` and file-name dates only.
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ from datetime import date, datetime
 from typing import Callable
 
 from .ranking import Candidate, dated_file_timestamp, decay_multiplier, is_evergreen
+from ..files.note_dates import chunk_line_days
 from .time_query import TimeWindow
 
-__all__ = ["TimeParams", "FileTime", "apply_time_filter", "apply_time_windows", "apply_decay"]
+__all__ = ["TimeParams", "FileTime", "apply_time_filter", "apply_time_windows", "apply_decay", "line_days", "stated_days", "focus_on"]
 
 FileTime = Callable[[str], "float | None"]  # path → its indexed mtime (seconds), or None
 
@@ -38,6 +43,7 @@ MIN_MARGIN_DAYS = 2
 @dataclass
 class TimeParams:
     windows: list[TimeWindow] = field(default_factory=list)  # named in the question
+    time_only: bool = False  # ... and nothing else: the windows' notes are the answer (time_only.py)
     window_weight: float = 0.5
     filter: TimeWindow | None = None  # since/until
     decay_enabled: bool = False
@@ -45,6 +51,41 @@ class TimeParams:
     decay_weight: float = 0.1
     half_life_days: float = 30.0
     now: float | None = None
+
+
+def line_days(c: Candidate) -> list[str | None]:
+    """Each line's day of the candidate (computed once from its text and stored day)."""
+    if c.line_days is None:
+        if c.source == "sessions" or c.day_source == "modified":  # transcript lines are not file lines
+            c.line_days = [c.day if c.day_source != "modified" else None] * (c.text.count("\n") + 1)
+        else:
+            c.line_days = chunk_line_days(c.path, c.text, c.day, c.day_source)
+    return c.line_days
+
+
+def stated_days(c: Candidate) -> list[date]:
+    """Every day the candidate's lines state, sorted (its stored day when no line says more)."""
+    days = {d for d in line_days(c) if d}
+    if not days and c.day and c.day_source != "modified":
+        days = {c.day}
+    return sorted(date.fromisoformat(d) for d in days)
+
+
+def focus_on(c: Candidate, inside: Callable[[date], bool]) -> None:
+    """Show the lines of the time asked for when the chunk has dated lines outside it: the first
+    run of lines inside (with the undated lines between them)."""
+    per_line = line_days(c)
+    flags = [None if d is None else inside(date.fromisoformat(d)) for d in per_line]
+    if not any(f is False for f in flags) or not any(flags):
+        return
+    first = flags.index(True)
+    last = first
+    for k in range(first + 1, len(flags)):
+        if flags[k] is False:
+            break
+        if flags[k]:
+            last = k
+    c.focus = (first, last)
 
 
 def _day(c: Candidate, file_time: FileTime, mtimes: dict[str, float | None]) -> date | None:
@@ -61,10 +102,20 @@ def _day(c: Candidate, file_time: FileTime, mtimes: dict[str, float | None]) -> 
 
 
 def apply_time_filter(items: list[Candidate], window: TimeWindow | None, file_time: FileTime) -> list[Candidate]:
+    """Keep the candidates with a line of the range (undated ones by their file's modification day)."""
     if window is None:
         return items
     mtimes: dict[str, float | None] = {}
-    return [c for c in items if (d := _day(c, file_time, mtimes)) is not None and window.distance_days(d) == 0]
+    kept = []
+    for c in items:
+        days = stated_days(c)
+        if days:
+            if any(window.distance_days(d) == 0 for d in days):
+                focus_on(c, lambda d: window.distance_days(d) == 0)
+                kept.append(c)
+        elif (d := _day(c, file_time, mtimes)) is not None and window.distance_days(d) == 0:
+            kept.append(c)
+    return kept
 
 
 def _closeness(day: date, window: TimeWindow) -> float:
@@ -82,19 +133,37 @@ def apply_time_windows(items: list[Candidate], windows: list[TimeWindow], weight
     falls in, or a pool of undated notes, leaves scores and the minScore cut as they were."""
     if not windows or weight <= 0:
         return
-    dated = [bool(c.day and c.day_source != "modified") for c in items]
+    days = [stated_days(c) for c in items]
+    dated = [bool(d) for d in days]
     # A note with no stated day may be of any time: the more of the pool is dated, the less likely
     # it is the one meant (daily logs); in an undated corpus a rare date-like line changes next to nothing.
     undated = 1.0 - weight / 2 * (sum(dated) / len(items) if items else 0.0)
-    factors = [1.0 - weight * (1.0 - max(_closeness(date.fromisoformat(c.day), w) for w in windows)) if d else undated
-               for c, d in zip(items, dated)]
+    factors = [1.0 - weight * (1.0 - max(_closeness(day, w) for day in ds for w in windows)) if ds else undated
+               for ds in days]
+    for c, ds in zip(items, days):  # a chunk of several days shows the lines of the window
+        if len(ds) > 1:
+            focus_on(c, lambda d: any(w.distance_days(d) == 0 for w in windows))
     best = max(factors, default=1.0)
     for c, f in zip(items, factors):
         c.time_factor = f / best
         c.score *= c.time_factor
 
 
-def apply_decay(items: list[Candidate], p: TimeParams, file_time: FileTime) -> None:
+def _curated(c: Candidate) -> bool:
+    """MEMORY.md (or memory.md) at the workspace root: the curated memory, never aged."""
+    return c.source == "memory" and c.path.replace("\\", "/") in ("MEMORY.md", "memory.md")
+
+
+def _matched_day(c: Candidate, terms: list[str]) -> date | None:
+    """The newest day of the lines holding a query term, when the chunk has dated lines."""
+    if not terms:
+        return None
+    lines = c.text.split("\n")
+    matched = [d for line, d in zip(lines, line_days(c)) if d and any(t in line.lower() for t in terms)]
+    return date.fromisoformat(max(matched)) if matched else None
+
+
+def apply_decay(items: list[Candidate], p: TimeParams, file_time: FileTime, terms: list[str] | None = None) -> None:
     if not p.decay_enabled or not items:
         return
     now = p.now if p.now is not None else time.time()
@@ -104,9 +173,9 @@ def apply_decay(items: list[Candidate], p: TimeParams, file_time: FileTime) -> N
     mtimes: dict[str, float | None] = {}
     days: dict[str, date] = {}
     for c in items:
-        if not c.day and is_evergreen(c.path, c.source):
-            continue
-        d = _day(c, file_time, mtimes)
+        if _curated(c) or (not c.day and is_evergreen(c.path, c.source)):
+            continue  # MEMORY.md never decays, whatever dates its lines carry; nor do undated notes
+        d = _matched_day(c, terms or []) or _day(c, file_time, mtimes)
         if d is not None:
             days[c.chunk_id] = d
     if not days:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memsift.engine.files.chunking import Chunk, chunk_text
-from memsift.engine.files.note_dates import ChunkDay, chunk_days, date_in_text, day_at, file_name_day
+from memsift.engine.files.note_dates import ChunkDay, chunk_days, chunk_line_days, date_in_text, day_at, file_name_day
 
 
 def _days(path: str, text: str) -> list[tuple[int, ChunkDay]]:
@@ -31,12 +31,12 @@ def test_a_dated_heading_dates_its_section_and_its_subsections():
 def test_a_timestamp_opening_a_line_wins_over_heading_and_file_name():
     text = "# 2023-05-08\n\n[2023-05-07 23:50] late note about the deploy window and the rollback plan\n"
     [(_, d)] = _days("memory/2023-05-08.md", text)
-    assert d == ChunkDay("2023-05-07", "timestamp")
+    assert (d.day, d.source) == ("2023-05-07", "timestamp")
 
 
 def test_the_file_name_dates_what_nothing_else_does():
     [(_, d)] = _days("memory/2023-05-08.md", "- shipped the billing export\n")
-    assert d == ChunkDay("2023-05-08", "file name")
+    assert d == ChunkDay("2023-05-08", "file name", ("2023-05-08",))
     assert file_name_day("sessions/2023-05-08-standup.md") == "2023-05-08"
     assert file_name_day("2023-05-08/notes.md") is None  # a folder's date is not the note's
 
@@ -52,5 +52,27 @@ def test_what_is_not_a_date_dates_nothing():
 
 def test_a_hit_found_elsewhere_is_dated_by_its_line():
     text = "# 2023-04-10\nfirst\n# 2023-04-11\nsecond\n"
-    assert day_at("memory/log.md", text, 4) == ChunkDay("2023-04-11", "heading")
-    assert day_at("memory/log.md", text, 2) == ChunkDay("2023-04-10", "heading")
+    assert day_at("memory/log.md", text, 4, "second") == ChunkDay("2023-04-11", "heading", ("2023-04-11",))
+    assert day_at("memory/log.md", text, 2, "first") == ChunkDay("2023-04-10", "heading", ("2023-04-10",))
+
+
+def test_a_chunk_speaks_of_every_day_its_lines_do():
+    """A MEMORY.md section listing decisions of several days is of all of them (filters and windows
+    judge the lines), dated by its first entry; an entry's continuation lines keep its day."""
+    text = ("# Memory\n\n## Decisions\n\n- 2026-03-18: chose Postgres for the ledger, because\n"
+            "  multi-row transactions matter.\n- 2026-09-30: moved the exports to Parquet.\n- keep the deploy window on Tuesdays\n")
+    [(_, d)] = _days("MEMORY.md", text)
+    assert (d.day, d.source, d.days) == ("2026-03-18", "timestamp", ("2026-03-18", "2026-09-30"))
+    lines = text.split("\n")
+    per_line = chunk_line_days("MEMORY.md", "\n".join(lines[:8]), d.day, d.source)
+    assert per_line[4:8] == ["2026-03-18", "2026-03-18", "2026-09-30", None]  # the undated entry stays undated
+    log = "[2023-05-07 23:50] late note\n- the next morning's entry\n"
+    assert chunk_line_days("memory/2023-05-08.md", log, "2023-05-07", "timestamp") == ["2023-05-07", "2023-05-08", None]
+
+
+def test_a_date_a_sentence_mentions_is_no_timestamp():
+    """"  2026-11-30." wrapping a sentence used to date the whole daily log 2026-11-30."""
+    text = ("# 2026-11-12\n\n- 09:00 met Chen about the pipeline\n- 14:10 Marco rotated the TLS certificates; the old ones expire on\n"
+            "  2026-11-30.\n- 18:00 2026-12-01 is the renewal deadline\n")
+    [(_, d)] = _days("memory/2026-11-12.md", text)
+    assert (d.day, d.source, d.days) == ("2026-11-12", "heading", ("2026-11-12",))
