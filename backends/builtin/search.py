@@ -12,6 +12,7 @@ import apsw
 import numpy as np
 
 from memsift.engine.search.fts_query import FtsPlan
+from memsift.engine.search.time_only import COMMON_SHARE, is_weightless
 from memsift.engine.search.time_query import TimeWindow
 from memsift.engine.search.ranking import Candidate, bm25_relative_scores
 
@@ -19,7 +20,7 @@ from .store import VectorState, cosines, row_cosines, row_estimate
 from .vector_memory import MemoryVectors
 
 __all__ = ["keyword_candidates", "vector_candidates", "vector_candidates_within", "day_rowids", "complete_vector_scores",
-           "candidate_count", "indexed_file_time", "WINDOW_SCAN_MAX"]
+           "candidate_count", "indexed_file_time", "WINDOW_SCAN_MAX", "window_candidates", "weightless_word_test"]
 
 SCAN_BATCH = 4096  # rows per batch in the numpy fallback scan (bounded memory)
 MAX_CANDIDATES = 200
@@ -51,6 +52,26 @@ def _candidate(row: tuple, **scores: Any) -> Candidate:
 def _matches(conn: apsw.Connection, term: str, cap: int) -> int:
     """Rows matching one quoted term, counted up to `cap` (a common word stops early)."""
     return conn.execute("SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)", (term, cap)).fetchone()[0]
+
+
+def weightless_word_test(conn: apsw.Connection) -> Callable[[str], bool]:
+    """Whether a word selects no notes (engine/search/time_only.is_weightless), its files counted
+    by the index's own tokenizer, up to the count that decides."""
+    notes: list[int] = []
+
+    def weightless(word: str) -> bool:
+        if not notes:
+            notes.append(int(conn.execute("SELECT count(*) FROM files").fetchone()[0] or 0))
+        enough = max(1, math.ceil(notes[0] * COMMON_SHARE))
+        try:
+            found = conn.execute(
+                "SELECT count(*) FROM (SELECT DISTINCT c.path FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid "
+                "WHERE chunks_fts MATCH ? LIMIT ?)", ('"' + word.replace('"', '""') + '"', enough)).fetchone()[0]
+        except apsw.Error:  # a word the tokenizer cannot match (shorter than a trigram): no judgement
+            return False
+        return is_weightless(found, notes[0])
+
+    return weightless
 
 
 def _without_weightless_terms(conn: apsw.Connection, plan: FtsPlan, total: int) -> str:
@@ -211,13 +232,36 @@ def day_rowids(conn: apsw.Connection, windows: Sequence[TimeWindow], *, undated_
     out: set[int] = set()
     for w in windows:
         lo, hi = w.day_range()
-        out.update(r for (r,) in conn.execute("SELECT rowid FROM chunks WHERE day BETWEEN ? AND ?", (lo, hi)))
+        out.update(r for (r,) in conn.execute("SELECT chunk FROM chunk_days WHERE day BETWEEN ? AND ?", (lo, hi)))
         if undated_by_mtime:
             lo_ns, hi_ns = w.mtime_ns_range()
             out.update(r for (r,) in conn.execute(
                 "SELECT c.rowid FROM chunks c JOIN files f ON f.path = c.path WHERE c.day IS NULL AND f.mtime_ns BETWEEN ? AND ?",
                 (lo_ns, hi_ns),
             ))
+    return out
+
+
+def window_candidates(conn: apsw.Connection, windows: Sequence[TimeWindow], per_day: int, cap: int = 5000) -> list[Candidate]:
+    """A time-only question's notes: the first `per_day` chunks (in file order) of every day of
+    its windows, at most `cap` in all (engine/search/time_only.py orders them)."""
+    out: list[Candidate] = []
+    for w in windows:
+        lo, hi = w.day_range()
+        # A chunk is listed under each day of the window it speaks of (its first there wins).
+        rows = conn.execute(
+            "SELECT rowid, id, path, source, start_line, end_line, text, wday, day_source FROM "
+            "(SELECT c.rowid AS rowid, c.id AS id, c.path AS path, c.source AS source, c.start_line AS start_line, "
+            "c.end_line AS end_line, c.text AS text, d.day AS wday, c.day_source AS day_source, "
+            "row_number() OVER (PARTITION BY d.day ORDER BY c.path, c.start_line) AS n "
+            "FROM chunk_days d JOIN chunks c ON c.rowid = d.chunk WHERE d.day BETWEEN ? AND ?) "
+            "WHERE n <= ? ORDER BY wday, path, start_line LIMIT ?", (lo, hi, per_day, cap))
+        seen = {c.chunk_id for c in out}
+        for row in rows:
+            c = _candidate(row)
+            if c.chunk_id not in seen:
+                seen.add(c.chunk_id)
+                out.append(c)
     return out
 
 

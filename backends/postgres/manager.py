@@ -26,6 +26,7 @@ from memsift.engine.files.discovery import discover_memory_files
 from memsift.engine.files.rules import MemoryRules, read_memory
 from memsift.engine.search.pipeline import PipelineParams, rank
 from memsift.engine.search.request import SearchRequest
+from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, topic_words
 from memsift.engine.search.time_query import TimeBound, TimeWindow
 from memsift.engine.search.query_embedding import QueryEmbedding, beside
 from memsift.engine.results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer, SearchHit
@@ -35,7 +36,8 @@ from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 from .connect import connect_once, driver_error, import_driver, open_pool, resolve_dsns
 from .indexer import Identity, fingerprint_diff, sync_agent, wanted_meta
 from .schema import SCHEMA_VERSION, migrate
-from .search import complete_vector_scores, day_chunks, file_times, keyword_candidates, vector_candidates
+from .search import (complete_vector_scores, day_chunks, file_times, keyword_candidates, vector_candidates,
+                     weightless_words, window_candidates)
 from .terms import query_items
 
 __all__ = ["PostgresSearchManager"]
@@ -217,18 +219,19 @@ class PostgresSearchManager:
         answered = "none"
         relaxed = False
         below = None
+        time_only = False
         if q:
             want_vector, want_keyword, set_aside = self._sides(q, requested)
             embedding = QueryEmbedding(self.provider, q) if want_vector and self.provider is not None else None
 
-            async def answer() -> tuple[list[SearchHit], str, bool, Any]:
+            async def answer() -> tuple[list[SearchHit], str, bool, Any, bool]:
                 await self._ensure_fresh()
                 return await self._search_db(q, max_results, min_score, session_key, explain, now, degraded,
                                              (want_vector, want_keyword, set_aside, requested), embedding,
-                                             time_filter=time_filter, windows=windows)
+                                             time_filter=time_filter, windows=windows, time_only=req.time_only)
 
             try:
-                hits, answered, relaxed, below = await beside(embedding.run if embedding else None, answer)
+                hits, answered, relaxed, below, time_only = await beside(embedding.run if embedding else None, answer)
             except (psycopg.Error, psycopg_pool.PoolTimeout, OSError) as exc:
                 raise self._error(exc, "searching") from None
         # `--mode vector` alone, asked for, in a script the model does not cover: say its results are noise.
@@ -237,7 +240,7 @@ class PostgresSearchManager:
             query=query, results=hits, backend=self.backend, mode=answered,
             provider=self.provider.id if self.provider else "none", model=self.provider.model if self.provider else None,
             citations=self.settings.memory.citations, degraded=degraded, min_score=min_score, max_results=max_results,
-            took_ms=round((time.perf_counter() - started) * 1000, 3), relaxed=relaxed, **req.time_facts(),
+            took_ms=round((time.perf_counter() - started) * 1000, 3), relaxed=relaxed, **req.time_facts(time_only=time_only),
             below_min_score=BelowMinScore(candidates=below[0], best_score=below[1]) if below else None,
             notes=[warning] if warning else None,
         )
@@ -260,7 +263,7 @@ class PostgresSearchManager:
     async def _search_db(self, q: str, max_results: int, min_score: float, session_key: str | None, explain: bool,
                          now: float | None, degraded: Degraded, sides: tuple, embedding: QueryEmbedding | None,
                          *, time_filter: TimeWindow | None = None, windows: list[TimeWindow] | None = None,
-                         ) -> tuple[list[SearchHit], str, bool]:
+                         time_only: bool = False) -> tuple[list[SearchHit], str, bool, Any, bool]:
         want_vector, want_keyword, set_aside, requested = sides
         h = self.ms.query.hybrid
         plan = plan_query(q, "unicode61")
@@ -276,7 +279,7 @@ class PostgresSearchManager:
                 row = await (await conn.execute(
                     "SELECT generation, meta FROM memsift_agents WHERE agent_id = %s", (self.agent,))).fetchone()
                 if row is None or row[1] is None:
-                    return [], "none", False, None
+                    return [], "none", False, None, False
                 gen = row[0]
                 # As builtin: a since/until filter searches only its chunks; a time the question
                 # names adds the best of its chunks to the candidates.
@@ -293,14 +296,20 @@ class PostgresSearchManager:
                     if vector is not None:
                         await complete_vector_scores(conn, self.agent, gen, keyword, vector, qvec)
                 if keyword is None and vector is None:
-                    return [], "none", False, None
-                paths = {c.path for c in (keyword or []) + (vector or [])}
+                    return [], "none", False, None, False
+                words = topic_words(q, windows) if windows and not time_only else None
+                if words and len(words) <= MAX_COMMON_WORDS:  # words beside the time may select no notes
+                    weightless = await weightless_words(conn, self.agent, gen, words)
+                    time_only = names_only_a_time(q, windows, weightless.__contains__)
+                # A question that names only a time: its windows' notes are the answer (engine/search/time_only.py).
+                window = await window_candidates(conn, self.agent, gen, windows, max_results) if time_only and windows else None
+                paths = {c.path for c in (keyword or []) + (vector or []) + (window or [])}
                 times = await file_times(conn, self.agent, gen, paths) if h.temporal_decay.enabled or time_filter else {}
             finally:
                 await conn.execute("ROLLBACK")
         params = PipelineParams.from_query(self.ms.query, max_results=max_results, min_score=min_score, now=now,
-                                           windows=windows, time_filter=time_filter)
-        ranked, facts = rank(times.get, keyword=keyword, vector=vector, terms=plan.terms, params=params)
+                                           windows=windows, time_filter=time_filter, time_only=time_only)
+        ranked, facts = rank(times.get, keyword=keyword, vector=vector, terms=plan.terms, params=params, window=window)
         cite = citations_enabled(self.settings.memory.citations, session_key)
         found = hits_from_ranked(ranked, facts, terms=plan.terms, ranks=ranks, hybrid=h, cite=cite,
                                  snippet_chars=self.snippet_chars, explain=True)
@@ -308,7 +317,7 @@ class PostgresSearchManager:
             hit.rescued = True if hit.explain and hit.explain.rescued else None
             if not explain:
                 hit.explain = None
-        return found, facts["mode"], facts["relaxed"], facts.get("below_min_score")
+        return found, facts["mode"], facts["relaxed"], facts.get("below_min_score"), bool(facts.get("time_only"))
 
     # --- read and status ------------------------------------------------------------------------
 

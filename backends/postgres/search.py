@@ -18,11 +18,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from memsift.engine.search.ranking import Candidate, bm25_relative_scores
+from memsift.engine.search.time_only import COMMON_SHARE, is_weightless
 from memsift.engine.search.time_query import TimeWindow
 
-from .terms import QueryItems
+from .terms import QueryItems, word_terms
 
-__all__ = ["keyword_candidates", "vector_candidates", "complete_vector_scores", "day_chunks", "file_times", "K1", "B"]
+__all__ = ["keyword_candidates", "vector_candidates", "complete_vector_scores", "day_chunks", "window_candidates", "file_times",
+           "weightless_words", "K1", "B"]
 
 K1, B = 1.2, 0.75
 COMMON_TERM_MIN_CHUNKS = 5000  # as the builtin: from this many chunks on, weightless words leave the query
@@ -33,6 +35,28 @@ _NCOLS = 9
 def _idf(n: int, df: int) -> float:
     idf = math.log((n - df + 0.5) / (df + 0.5))
     return idf if idf > 0 else 1e-6
+
+
+async def weightless_words(conn: Any, agent: str, gen: int, words: list[str]) -> set[str]:
+    """The words that select no notes (engine/search/time_only.is_weightless), counted by file."""
+    cur = await conn.execute("SELECT count(*) FROM memsift_files WHERE agent_id = %s AND generation = %s", (agent, gen))
+    notes = (await cur.fetchone())[0]
+    enough = max(1, math.ceil(notes * COMMON_SHARE))
+    out = set()
+    for w in words:
+        terms = word_terms(w)
+        if not terms:
+            continue
+        cur = await conn.execute(
+            "SELECT count(*) FROM (SELECT c.path FROM memsift_postings p JOIN memsift_chunks c "
+            "ON c.agent_id = p.agent_id AND c.generation = p.generation AND c.chunk = p.chunk "
+            "WHERE p.agent_id = %s AND p.generation = %s AND p.term = ANY(%s) "
+            "GROUP BY c.path HAVING count(DISTINCT p.term) = %s LIMIT %s) AS f",
+            (agent, gen, terms, len(set(terms)), enough),
+        )
+        if is_weightless((await cur.fetchone())[0], notes):
+            out.add(w)
+    return out
 
 
 async def _stats(conn: Any, agent: str, gen: int) -> tuple[int, float]:
@@ -176,14 +200,39 @@ async def vector_candidates(conn: Any, agent: str, gen: int, query: np.ndarray, 
     return [_candidate(row[:_NCOLS], vector_score=float(row[_NCOLS]), vector_hit=True) for row in await cur.fetchall()]
 
 
+# A chunk is in a window by its day, or by any other day its lines speak of (`days`, multi-day chunks only).
+_IN_WINDOW = ("(day BETWEEN %s AND %s OR (days IS NOT NULL AND EXISTS "
+              "(SELECT 1 FROM unnest(days) AS d WHERE d BETWEEN %s AND %s)))")
+
+
+async def window_candidates(conn: Any, agent: str, gen: int, windows: Sequence[TimeWindow], per_day: int,
+                            cap: int = 5000) -> list[Candidate]:
+    """A time-only question's notes: the first `per_day` chunks of each day of its windows (as
+    backends/builtin/search.window_candidates; engine/search/time_only.py orders them)."""
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for w in windows:
+        lo, hi = w.day_range()
+        cur = await conn.execute(
+            f"SELECT {_COLUMNS} FROM (SELECT *, row_number() OVER (PARTITION BY day ORDER BY path, start_line) AS n "
+            f"FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND {_IN_WINDOW}) AS w WHERE n <= %s "
+            "ORDER BY day, path, start_line LIMIT %s", (agent, gen, lo, hi, lo, hi, per_day, cap))
+        for row in await cur.fetchall():
+            c = _candidate(row)
+            if c.chunk_id not in seen:
+                seen.add(c.chunk_id)
+                out.append(c)
+    return out
+
+
 async def day_chunks(conn: Any, agent: str, gen: int, windows: Sequence[TimeWindow], *, undated_by_mtime: bool = False) -> set[int]:
     """Chunks whose stated day lies in any window; with `undated_by_mtime` (since/until), also
     undated chunks whose file was modified in it (as backends/builtin/search.day_rowids)."""
     out: set[int] = set()
     for w in windows:
         lo, hi = w.day_range()
-        cur = await conn.execute(
-            "SELECT chunk FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND day BETWEEN %s AND %s", (agent, gen, lo, hi))
+        cur = await conn.execute(f"SELECT chunk FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND {_IN_WINDOW}",
+                                 (agent, gen, lo, hi, lo, hi))
         out.update(r for (r,) in await cur.fetchall())
         if undated_by_mtime:
             lo_ns, hi_ns = w.mtime_ns_range()

@@ -14,7 +14,7 @@ import apsw
 from memsift.engine.search.fts_query import FtsPlan, index_text
 from memsift.engine.text import is_cjk_char
 
-__all__ = ["Posting", "chunk_postings", "QueryItems", "query_items", "TOKENIZER_ARGS"]
+__all__ = ["Posting", "chunk_postings", "QueryItems", "query_items", "word_terms", "TOKENIZER_ARGS"]
 
 TOKENIZER_ARGS = ["unicode61", "remove_diacritics", "2"]  # as backends/builtin/store.fts_tokenizer_clause
 _local = threading.local()
@@ -31,6 +31,11 @@ def _tokenizer() -> object:
 def _tokens(text: str, reason: int) -> list[str]:
     found = _tokenizer()(text.encode("utf-8"), reason, None, include_offsets=False, include_colocated=False)
     return [t if isinstance(t, str) else t[0] for t in found]
+
+
+def word_terms(word: str) -> list[str]:
+    """The terms a query word is looked up by (its stem; several for a word the tokenizer splits)."""
+    return _tokens(index_text(word, "unicode61"), apsw.FTS5_TOKENIZE_QUERY)
 
 
 @dataclass

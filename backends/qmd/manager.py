@@ -39,6 +39,8 @@ from memsift.engine.results import BelowMinScore, ManagerStatus, ReadResult, Sea
 from memsift.engine.text import utf16_len, utf16_slice
 from memsift.engine.files.note_dates import day_at
 from memsift.engine.search.ranking import Candidate
+from memsift.engine.search.hits import hits_from_ranked
+from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, topic_words, window_first
 from memsift.engine.search.time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for, without_time_expressions
 from memsift.engine.search.time_rank import apply_time_filter, apply_time_windows
 
@@ -47,6 +49,7 @@ from .lock import LockBusy
 from .maintenance import QmdMaintenance
 from .parse import QmdHit, parse_search_output, parse_status, parse_version
 from .process import KILL_GRACE_S, QmdError, QmdExitError, QmdSpawnError, QmdTimeout, command_prefix, resolve_command, run_qmd
+from .window_notes import weightless_in_notes, window_notes
 
 __all__ = ["QmdSearchManager", "INDEX_NAME", "EVERY_WORD_NOTE", "EVERY_WORD_NOTE_NO_MODELS"]
 
@@ -264,10 +267,13 @@ class QmdSearchManager:
         until: TimeBound = None,
     ) -> SearchAnswer:
         started = time.perf_counter()
-        time_filter = time_filter_for(since, until, now)
+        time_cfg = self.settings.memory_search.query.time
+        time_filter = time_filter_for(since, until, now, hemisphere=time_cfg.hemisphere)
         query = (query or "")[:MAX_QUERY_CHARS]  # an argv of megabytes cannot even start qmd
         q = clean_query(query).strip()
-        windows = find_time_windows(q, now) if q and self.settings.memory_search.query.time.enabled else []
+        windows = find_time_windows(q, now, hemisphere=time_cfg.hemisphere) if q and time_cfg.enabled else []
+        time_only = bool(windows) and names_only_a_time(q, windows)
+        words = topic_words(q, windows) if windows and not time_only else None  # a topic's words, beside the time
         limits = self.qmd.limits
         cap = max(1, int(limits.max_results))
         limit = min(cap, max_results) if max_results else cap
@@ -295,17 +301,24 @@ class QmdSearchManager:
                     raise QmdError(self._over_budget(f"it has no collections to search yet: {'; '.join(fresh.waited)}"))
                 why = "; ".join(fresh.notes) or "run `memsift -b qmd index`"
                 raise QmdError(f"qmd has no collections to search: none is registered ({why})")
-            log.info(f"qmd: searching {len(live)} collection(s)", mode=mode, left=f"{facts['deadline'] - time.monotonic():.1f} s")
-            best: dict[str, tuple[QmdHit, ManagedCollection]] = {}
-            for c in live:
-                for h in await self._search_collection(facts["effective_mode"], without_time_expressions(q, windows), fetch, c, facts):
-                    key = h.docid or f"{c.name}:{h.path}"
-                    if key not in best or h.score > best[key][0].score:
-                        best[key] = (h, c)
-            found = list(best.values())
+            if words and len(words) <= MAX_COMMON_WORDS:  # words beside the time may select no notes
+                weightless = weightless_in_notes(live, words, self._note_text)
+                time_only = names_only_a_time(q, windows, weightless.__contains__)
+            if time_only:  # the named days' notes are the answer; QMD's BM25 has nothing left to match
+                hits = self._window_hits(live, windows, time_filter, limit, session_key, explain)
+                time_only = bool(hits)
+            if time_only:
+                live = []
+            else:
+                log.info(f"qmd: searching {len(live)} collection(s)", mode=mode, left=f"{facts['deadline'] - time.monotonic():.1f} s")
+            found = await self._search_live(live, without_time_expressions(q, windows), fetch, facts)
+            if not found and words and facts["effective_mode"] == "search":
+                # QMD's BM25 wants every word, and a time question's "what did I …" is in no note: its topic words.
+                found = await self._search_live(live, " ".join(words), fetch, facts)
             if time_filter or windows:
                 found = self._timed(found, time_filter, windows)
-            hits = self._to_hits(found, threshold, limit, session_key, explain, facts)
+            if not time_only:
+                hits = self._to_hits(found, threshold, limit, session_key, explain, facts)
             under = [h.score for h, _c in found if h.score < threshold]
             if not hits and under:
                 below = BelowMinScore(candidates=len(under), best_score=max(under))
@@ -326,8 +339,37 @@ class QmdSearchManager:
             notes=notes or None,
             time_windows=[w.describe() for w in windows] or None,
             time_filter=time_filter.describe() if time_filter else None,
+            time_only=True if time_only else None,
             below_min_score=below,
         )
+
+    def _window_hits(self, live: list[ManagedCollection], windows: list[TimeWindow], time_filter: TimeWindow | None,
+                     limit: int, session_key: str | None, explain: bool) -> list[SearchHit]:
+        """A time-only question's answer: the windows' notes read from the collections' files, a day
+        at a time (engine/search/time_only.py), each scoring 1.0, the since/until filter applied."""
+        chunking = self.settings.memory_search.chunking
+        items = window_notes(live, windows, shown_path=self._map_path, read_note=self._note_text,
+                             strategy=chunking.strategy, tokens=chunking.tokens, overlap=chunking.overlap)
+        items = apply_time_filter(items, time_filter, _mtime)
+        ranked = window_first(items, windows)[:limit]
+        for c in ranked:
+            c.score = 1.0
+        facts = {"mode": "time-only", "boosts": {}, "rescued": set()}
+        hits = hits_from_ranked(ranked, facts, terms=[], ranks={}, hybrid=self.settings.memory_search.query.hybrid,
+                                cite=citations_enabled(self.settings.memory.citations, session_key),
+                                snippet_chars=max(1, int(self.qmd.limits.max_snippet_chars)), explain=explain)
+        return _clamp_injected(hits, int(self.qmd.limits.max_injected_chars))
+
+    async def _search_live(self, live: list[ManagedCollection], text: str, fetch: int,
+                           facts: dict[str, Any]) -> list[tuple[QmdHit, ManagedCollection]]:
+        """Each collection searched; a document found in several keeps its best hit."""
+        best: dict[str, tuple[QmdHit, ManagedCollection]] = {}
+        for c in live:
+            for h in await self._search_collection(facts["effective_mode"], text, fetch, c, facts):
+                key = h.docid or f"{c.name}:{h.path}"
+                if key not in best or h.score > best[key][0].score:
+                    best[key] = (h, c)
+        return list(best.values())
 
     def _timed(self, found: list, time_filter: TimeWindow | None, windows: list[TimeWindow]) -> list:
         """QMD's hits judged by their notes' days: the since/until filter, then the question's windows
@@ -342,13 +384,7 @@ class QmdSearchManager:
             items.append(Candidate(chunk_id=str(i), path=str(abs_path), source="memory", start_line=h.start_line or 1,
                                    end_line=h.end_line or 1, text=h.snippet or "", score=h.score, day=day.day, day_source=day.source))
 
-        def mtime(path: str) -> float | None:
-            try:
-                return os.stat(path).st_mtime
-            except OSError:
-                return None
-
-        items = apply_time_filter(items, time_filter, mtime)
+        items = apply_time_filter(items, time_filter, _mtime)
         apply_time_windows(items, windows, self.settings.memory_search.query.time.weight)
         out = []
         for it in items:
@@ -492,6 +528,13 @@ def _collection_state(c: ManagedCollection, registered: dict[str, tuple[str, str
     if registered[c.name] != (str(c.path), c.pattern):
         return f"registered for another folder or pattern ({fix})"
     return "registered, but qmd is failing" if qmd_error else "ok"
+
+
+def _mtime(path: str) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
 
 
 def _diversify(hits: list[SearchHit]) -> list[SearchHit]:

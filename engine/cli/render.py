@@ -26,7 +26,10 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
             out.append(f"    Source: {hit.citation}")
         if explain and hit.qmd:
             out.append(f"    explain: qmd mode={hit.qmd['mode']} raw score={hit.qmd['rawScore']} docid={hit.qmd['docid']} collection={hit.qmd['collection']}")
-        if explain and hit.explain:
+        if explain and hit.explain and answer.time_only:  # scored by the time asked for, not by evidence
+            e = hit.explain
+            out.append(f"    explain: a note of the time asked for: day={e.day} ({e.day_source}) final={e.final_score:.3f}")
+        elif explain and hit.explain:
             e = hit.explain
             parts = [
                 f"keyword={_f(e.keyword_score)}" + (f" (bm25 {e.bm25_rank:.3f})" if e.bm25_rank is not None else ""),
@@ -87,6 +90,10 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         out.append(f"fallback from {answer.fallback.from_}: {answer.fallback.reason}")
     if explain and answer.time_windows:
         out.append("time named in the question: " + "; ".join(answer.time_windows))
+    if explain and answer.time_only and answer.results:
+        days = sorted({h.explain.day for h in answer.results if h.explain and h.explain.day})
+        span = days[0] if len(days) == 1 else f"{days[0]}..{days[-1]}" if days else "the window"
+        out.append(f"the question names only a time: notes of {span}, in order (not cut by minScore)")
     if answer.time_filter:
         out.append(f"filtered to {answer.time_filter}")
     out += answer.notes or []

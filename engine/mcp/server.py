@@ -96,6 +96,7 @@ class SearchOutput(_Out):
     took_ms: float | None = None
     time_windows: list[str] | None = None  # times the query names, as the day windows that favoured hits
     time_filter: str | None = None  # the since/until filter applied
+    time_only: bool | None = None  # the question names only a time: the hits are that time's notes, in order
     rerank: RerankSummary | None = None  # the rerank stage ran: reranker, candidates, cost, whether it applied
     invalid: str | None = None  # the argument that was refused (as MCP spells it): nothing was searched
     below_min_score: BelowMinScore | None = None  # nothing passed minScore: how many scored lower, and the best
@@ -267,7 +268,7 @@ def _from_answer(answer: SearchAnswer, budget: int) -> SearchOutput:
         unavailable=answer.unavailable is not None, error=answer.unavailable,
         truncated=truncated, sync_pending=answer.sync_pending, notes=answer.notes, sync_error=answer.sync_error,
         took_ms=answer.took_ms, time_windows=answer.time_windows, time_filter=answer.time_filter,
-        below_min_score=answer.below_min_score,
+        time_only=answer.time_only, below_min_score=answer.below_min_score,
     )
 
 

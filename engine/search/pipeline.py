@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .ranking import Candidate, brevity_factor, drop_repeated_lines, merge_hybrid, mmr_rerank
 from ..text import word_tokens
+from .time_only import window_first
 from .time_query import TimeWindow
 from .time_rank import FileTime, TimeParams, apply_decay, apply_time_filter, apply_time_windows
 
@@ -46,6 +47,7 @@ class PipelineParams:
         now: float | None = None,
         windows: list[TimeWindow] | None = None,
         time_filter: TimeWindow | None = None,
+        time_only: bool = False,
     ) -> PipelineParams:
         """The settings of one search, as every backend builds them."""
         h, decay = query.hybrid, query.hybrid.temporal_decay
@@ -58,6 +60,7 @@ class PipelineParams:
             mmr_lambda=h.mmr.lambda_,
             time=TimeParams(
                 windows=list(windows or []) if query.time.enabled else [],
+                time_only=time_only and query.time.enabled,
                 window_weight=query.time.weight,
                 filter=time_filter,
                 decay_enabled=decay.enabled,
@@ -69,12 +72,26 @@ class PipelineParams:
         )
 
 
-def _apply_time(file_time: FileTime, items: list[Candidate], p: PipelineParams) -> list[Candidate]:
+def _apply_time(file_time: FileTime, items: list[Candidate], p: PipelineParams, terms: list[str]) -> list[Candidate]:
     """The since/until filter, the question's windows, then decay (engine/search/time_rank.py)."""
     items = apply_time_filter(items, p.time.filter, file_time)
     apply_time_windows(items, p.time.windows, p.time.window_weight)
-    apply_decay(items, p.time, file_time)
+    apply_decay(items, p.time, file_time, terms)
     return items
+
+
+def _time_only(file_time: FileTime, window: list[Candidate], keyword: list[Candidate] | None,
+               vector: list[Candidate] | None, p: PipelineParams) -> list[Candidate]:
+    """A question that names only a time: its windows' notes, a day at a time, never cut by
+    minScore (each scores 1.0: it is what was asked); the since/until filter still applies."""
+    pool = {c.chunk_id: c for c in window}
+    for c in (keyword or []) + (vector or []):
+        pool.setdefault(c.chunk_id, c)
+    items = apply_time_filter(list(pool.values()), p.time.filter, file_time)
+    ordered = window_first(items, p.time.windows)[: p.max_results]
+    for c in ordered:
+        c.score, c.time_factor = 1.0, 1.0
+    return ordered
 
 
 def covers_all_terms(text: str, terms: list[str]) -> bool:
@@ -107,13 +124,21 @@ def rank(
     vector: list[Candidate] | None,
     terms: list[str],
     params: PipelineParams,
+    window: list[Candidate] | None = None,
 ) -> tuple[list[Candidate], dict[str, Any]]:
-    """Merge and rank candidates. `None` for a side means that side is unavailable.
+    """Merge and rank candidates. `None` for a side means that side is unavailable. `window`: the
+    notes of the question's time windows, for a question that names only a time.
 
     Returns the hits and facts for the answer: mode, whether the threshold was relaxed, which hits
-    were rescued, and each FTS-only boost.
+    were rescued, each FTS-only boost, and whether the answer is a time's notes (`time_only`).
     """
     facts: dict[str, Any] = {"relaxed": False, "rescued": set(), "boosts": {}}
+    if params.time.time_only and window:
+        ordered = _time_only(file_time, window, keyword, vector, params)
+        if ordered:
+            facts["mode"] = "fts-only" if vector is None else "vector-only" if keyword is None else "hybrid"
+            facts["time_only"] = True
+            return ordered, facts
     if vector is None:  # FTS-only mode
         facts["mode"] = "fts-only"
         items = keyword or []
@@ -121,7 +146,7 @@ def rank(
             boost = lexical_boost(terms, c)
             facts["boosts"][c.chunk_id] = boost
             c.score = min(1.0, c.text_score + boost)
-        items = _apply_time(file_time, items, params)
+        items = _apply_time(file_time, items, params, terms)
         # Hits at the 1.0 clamp keep the order of their unclamped evidence.
         items.sort(key=lambda c: (-c.score, -(c.text_score + facts["boosts"][c.chunk_id]) * c.decay * c.time_factor))
         items = drop_repeated_lines(items)
@@ -135,7 +160,7 @@ def rank(
         for c in vector:
             c.brevity = brevity_factor(c.text)
             c.score = c.vector_score * c.brevity
-        vector = _apply_time(file_time, vector, params)
+        vector = _apply_time(file_time, vector, params, terms)
         vector.sort(key=lambda c: -c.score)
         vector = drop_repeated_lines(vector)
         if params.mmr_enabled:
@@ -146,7 +171,7 @@ def rank(
 
     facts["mode"] = "hybrid"
     merged = merge_hybrid(keyword, vector, vector_weight=params.vector_weight, text_weight=params.text_weight)
-    merged = _apply_time(file_time, merged, params)
+    merged = _apply_time(file_time, merged, params, terms)
     merged.sort(key=lambda c: (-c.score, c.path, c.start_line))
     merged = drop_repeated_lines(merged)
     if params.mmr_enabled:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 import pytest
 
@@ -10,6 +10,7 @@ from memsift.engine.search.time_query import find_time_windows, parse_day, time_
 
 # Tuesday 18 April 2023, 02:06 local time.
 NOW = datetime(2023, 4, 18, 2, 6).timestamp()
+NOW_DAY = date(2023, 4, 18)
 
 
 def _windows(q: str) -> list[tuple[date | None, date | None]]:
@@ -47,6 +48,29 @@ def _windows(q: str) -> list[tuple[date | None, date | None]]:
         ("去年的目标", [(date(2022, 1, 1), date(2022, 12, 31))]),
         ("先月の旅行はどうだった", [(date(2023, 3, 1), date(2023, 3, 31))]),
         ("3日前に何を食べた", [(date(2023, 4, 15), date(2023, 4, 15))]),
+        # Calendar phrases (engine/search/time_phrases.py), asked on Tuesday 18 April 2023.
+        ("what happened last March", [(date(2023, 3, 1), date(2023, 3, 31))]),
+        ("next March", [(date(2024, 3, 1), date(2024, 3, 31))]),
+        ("what did we do in Q3", [(date(2022, 7, 1), date(2022, 9, 30))]),  # Q3 has not come yet this year
+        ("the third quarter", [(date(2022, 7, 1), date(2022, 9, 30))]),
+        ("what happened last summer", [(date(2022, 6, 1), date(2022, 8, 31))]),
+        ("in mid-March", [(date(2023, 3, 11), date(2023, 3, 20))]),  # not all of March
+        ("early April", [(date(2023, 4, 1), date(2023, 4, 10))]),
+        ("late March", [(date(2023, 3, 21), date(2023, 3, 31))]),
+        ("over the weekend", [(date(2023, 4, 15), date(2023, 4, 16))]),
+        ("earlier this week", [(date(2023, 4, 17), date(2023, 4, 17))]),
+        ("earlier this month", [(date(2023, 4, 1), date(2023, 4, 17))]),
+        ("a couple of days ago", [(date(2023, 4, 15), date(2023, 4, 17))]),
+        ("over the holidays", [(date(2022, 12, 24), date(2023, 1, 1))]),
+        ("what did I do earlier today", [(date(2023, 4, 18), date(2023, 4, 18))]),
+        ("anything new since Monday?", [(date(2023, 4, 17), None)]),
+        ("上周末我们聊了什么", [(date(2023, 4, 15), date(2023, 4, 16))]),
+        ("三月中旬", [(date(2023, 3, 11), date(2023, 3, 20))]),
+        ("第三季度", [(date(2022, 7, 1), date(2022, 9, 30))]),
+        ("去年夏天", [(date(2022, 6, 1), date(2022, 8, 31))]),
+        ("前天", [(date(2023, 4, 16), date(2023, 4, 16))]),
+        ("一昨日は何をした", [(date(2023, 4, 16), date(2023, 4, 16))]),
+        ("先週末", [(date(2023, 4, 15), date(2023, 4, 16))]),
     ],
 )
 def test_time_expressions_resolve_to_day_windows(question: str, expected: list) -> None:
@@ -89,7 +113,11 @@ def test_a_window_says_what_it_was_read_from() -> None:
 
 def test_since_and_until_take_dates_and_phrases() -> None:
     w = time_filter_for("2023-01-05", "last week", NOW)
-    assert (w.start, w.end) == (date(2023, 1, 5), date(2023, 4, 10))
+    assert (w.start, w.end) == (date(2023, 1, 5), date(2023, 4, 16))  # until: the window's last day (Sunday)
+    w = time_filter_for("last March", "last March", NOW)  # a calendar phrase, once refused
+    assert (w.start, w.end) == (date(2023, 3, 1), date(2023, 3, 31))
+    w = time_filter_for("Q1", "the day before yesterday", NOW)
+    assert (w.start, w.end) == (date(2023, 1, 1), NOW_DAY - timedelta(days=2))
     assert time_filter_for(None, "", NOW) is None
     assert parse_day(datetime(2023, 2, 3, 4, 5)) == date(2023, 2, 3)
 
@@ -113,3 +141,40 @@ def test_a_question_without_its_time_expressions():
     q = "canary pipeline in October"
     assert without_time_expressions(q, find_time_windows(q, NOW)) == "canary pipeline"
     assert without_time_expressions("yesterday", find_time_windows("yesterday", NOW)) == "yesterday"  # nothing else left
+
+
+def test_seasons_follow_the_hemisphere() -> None:
+    assert [(w.start, w.end) for w in find_time_windows("last summer", NOW, hemisphere="southern")] == [
+        (date(2022, 12, 1), date(2023, 2, 28))]
+    assert parse_day("last winter", now=NOW, what="since", hemisphere="southern") == date(2022, 6, 1)
+
+
+@pytest.mark.parametrize(("question", "only_time"), [
+    ("what did I do yesterday?", True),
+    ("What did we talk about on May 8?", True),
+    ("anything new from last week?", True),
+    ("Can you give me a recap of yesterday?", True),
+    ("上周末我们聊了什么？", True),
+    ("先週は何をしましたか", True),
+    ("what did I fix yesterday?", False),
+    ("what did Helga ask for last week?", False),
+    ("昨天的数据库迁移怎么样了", False),
+    ("which database did we pick?", False),  # no time at all
+])
+def test_a_question_names_only_a_time_when_nothing_else_is_asked(question: str, only_time: bool) -> None:
+    from memsift.engine.search.time_only import names_only_a_time
+
+    assert names_only_a_time(question, find_time_windows(question, NOW)) is only_time
+
+
+def test_words_the_memory_holds_everywhere_name_no_topic() -> None:
+    from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, topic_words
+
+    q = "What did Priya and Tomas talk about on May 8?"
+    windows = find_time_windows(q, NOW)
+    assert topic_words(q, windows) == ["priya", "tomas"]
+    assert names_only_a_time(q, windows) is False  # nobody asked the memory
+    assert names_only_a_time(q, windows, {"priya", "tomas"}.__contains__) is True
+    assert names_only_a_time(q, windows, {"priya"}.__contains__) is False
+    many = "what did " + " ".join(f"w{i}" for i in range(MAX_COMMON_WORDS + 1)) + " say yesterday"
+    assert names_only_a_time(many, find_time_windows(many, NOW), lambda w: True) is False

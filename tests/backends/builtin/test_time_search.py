@@ -134,3 +134,33 @@ def test_a_time_no_note_can_match_leaves_scores_as_they_were(tmp_path):
     assert timed.time_windows == ["2010-01-01..2010-12-31 ('in 2010')"] and plain.time_windows is None
     assert [(h.path, h.score) for h in timed.results] == [(h.path, h.score) for h in plain.results] != []
     m._close_reader()
+
+
+def test_an_index_from_before_days_per_line_is_upgraded_and_rebuilt_once(tmp_path, workspace):
+    """An index of schema 3 (one day per chunk, note dates revision 1) gains chunk_days, and the
+    changed dating rules rebuild it once: a filter then finds a chunk by any of its lines' days."""
+    import json
+
+    import apsw
+
+    from memsift.backends.builtin.store import META_KEY
+
+    (workspace / "MEMORY.md").write_text("# Memory\n- 2023-03-18: chose Postgres for the ledger.\n"
+                                         "- 2023-04-12: moved billing exports to Parquet.\n")
+    m = _manager(tmp_path, workspace)
+    db = m.db_path
+    m._close_reader()
+    conn = apsw.Connection(str(db))
+    meta = json.loads(conn.execute("SELECT value FROM meta WHERE key=?", (META_KEY,)).fetchone()[0])
+    conn.execute("DROP TRIGGER chunks_days_removed; DROP TABLE chunk_days; PRAGMA user_version=3")
+    conn.execute("UPDATE meta SET value=? WHERE key=?", (json.dumps({**meta, "noteDates": 1}), META_KEY))
+    conn.close()
+    m = _manager(tmp_path, workspace)  # opens (migration 4), then syncs: the revision changed, so it rebuilds
+    answer = run(m.search, "Parquet billing exports", min_score=0, since="2023-04-01", now=NOW)
+    hit = next(h for h in answer.results if h.path == "MEMORY.md")
+    assert "2023-04-12" in hit.snippet and "2023-03-18" not in hit.snippet  # the lines of the range
+    conn = apsw.Connection(str(db))
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+    assert conn.execute("SELECT count(*) FROM chunk_days").fetchone()[0] > 0
+    conn.close()
+    m._close_reader()
