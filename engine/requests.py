@@ -87,9 +87,11 @@ class SearchOptions(_Request):
     explain: bool = _spec("Show how each hit's score was made.", cli=("--explain",), default=False)
     mode: str | None = _spec("Retrieval for this search: auto (as configured), hybrid, keyword (BM25 only: exact words, "
                              "names, identifiers) or vector (meaning).", cli=("--mode", "-m"), mcp="mode", default=None)
-    since: TimeBound = _spec('Only hits of this day or later: YYYY-MM-DD or a phrase ("last week", "3 days ago").',
+    since: TimeBound = _spec('Only hits of this day or later: YYYY-MM-DD or a phrase ("last week", "last March", '
+                             '"3 days ago"; a phrase from its first day).',
                              cli=("--since",), mcp="since", default=None)
-    until: TimeBound = _spec("Only hits of this day or earlier (same forms as since).", cli=("--until",), mcp="until",
+    until: TimeBound = _spec("Only hits of this day or earlier (same forms as since; a phrase to its last day).",
+                             cli=("--until",), mcp="until",
                              default=None)
 
     MODES: ClassVar[tuple[str, ...]] = ("auto", "hybrid", "keyword", "vector")

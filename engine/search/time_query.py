@@ -303,9 +303,22 @@ def time_filter_for(since: TimeBound, until: TimeBound, now: float | None = None
     range is empty."""
     if since in (None, "") and until in (None, ""):
         return None
+    said_since, said_until = since, until
     since = parse_day(since, now=now, what="since", hemisphere=hemisphere) if since not in (None, "") else None
     until = parse_day(until, now=now, what="until", end=True, hemisphere=hemisphere) if until not in (None, "") else None
     if since is not None and until is not None and since > until:
         raise ValueError(f"since ({since}) is after until ({until}): nothing can match; swap them")
-    text = f"since {since}" if until is None else (f"until {until}" if since is None else f"{since}..{until}")
+    # The phrase the user gave, where it was one ("since last October"), so the answer says what it read.
+    since_text, until_text = _as_said(said_since, since), _as_said(said_until, until)
+    if since is not None and until is not None:
+        plain = since_text == str(since) and until_text == str(until)
+        text = f"{since}..{until}" if plain else f"since {since_text} until {until_text}"
+    else:
+        text = f"since {since_text}" if until is None else f"until {until_text}"
     return TimeWindow(since, until, text)
+
+
+def _as_said(said: TimeBound, day: date | None) -> str:
+    if day is None or isinstance(said, date) or str(said).strip() == day.isoformat():
+        return str(day)
+    return " ".join(str(said).split())
