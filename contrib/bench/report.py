@@ -63,6 +63,16 @@ def _time_targets(f: dict[str, Any], add: Any) -> None:
     p95 = _get(f, "time", "parser", "p95_ms")
     if p95 is not None:
         add("time-expression parser adds < 2 ms p95", p95, p95 < 2, f"{p95:.3f} ms")
+    for set_name, figures in (_get(f, "time", "time_only") or {}).items():
+        rows = {t: r for t, r in figures.items() if isinstance(r, dict) and t != "all"}
+        if rows:
+            top1, top5 = min(r["top1"] for r in rows.values()), min(r["top5"] for r in rows.values())
+            empty = max(r["empty"] for r in rows.values())
+            add(f"time-only questions ({set_name}): top-1 in window ≥ 0.95 for every template", top1, top1 >= 0.95,
+                f"lowest {top1:.3f}")
+            add(f"time-only questions ({set_name}): any of top 5 in window ≥ 0.98 for every template", top5, top5 >= 0.98,
+                f"lowest {top5:.3f}")
+            add(f"time-only questions ({set_name}): no empty answer", empty, empty == 0, f"{empty:.3f}")
 
 
 def _speed_targets(f: dict[str, Any], add: Any) -> None:
@@ -207,6 +217,15 @@ def _time_tables(f: dict[str, Any]) -> list[str]:
         p = t["parser"]
         parts.append(f"Time-expression parser: p50 {p['p50_ms']:.3f} ms, p95 {p['p95_ms']:.3f} ms over {p['questions']} questions "
                      f"({p['naming_a_time']} name a time); first call in a new process {p['first_call_ms']:.0f} ms (imports dateparser).")
+    only = t.get("time_only") or {}
+    if only:
+        sets = list(only)
+        templates = list(dict.fromkeys(k for v in only.values() for k, r in v.items() if isinstance(r, dict)))
+        parts.append("**Time-only questions** (`timeonly.py`, default config and minScore; top-1 / top-5 in the window, "
+                     "empty answers)\n\n" + _table(
+                         ["template", *sets],
+                         [[tpl, *[(lambda r: f"{r['top1']:.3f} / {r['top5']:.3f} / {r['empty']:.3f}" if r else "–")(only[x].get(tpl))
+                                  for x in sets]] for tpl in templates]))
     if t.get("scifact"):
         sf = t["scifact"]
         parts.append(f"SciFact with time features on: {sf['rankings_changed']} of {sf['queries'] - sf['naming_a_time']} rankings of "

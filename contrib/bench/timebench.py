@@ -1,6 +1,7 @@
 """Time-aware search: LongMemEval per question type and the chats' evidence with time features on
 and off, decay formulas side by side, SciFact rankings with and without time (they must not
-change), and the time-expression parser's cost.
+change), the time-expression parser's cost, and the time-only questions of `timeonly.py` ("what
+did I do yesterday?": top-1 and top-5 in the window, empty answers, per template).
 
 Variants (all hybrid, local model, each question at its own date):
 - `time off`: no windows, no decay (memsift before time-aware search);
@@ -31,8 +32,11 @@ from datasets import load_longmemeval, load_scifact  # noqa: E402
 from evidence import eval_evidence, load_set, warm  # noqa: E402
 from metrics import percentile  # noqa: E402
 from quality import eval_longmemeval, open_mode, warm_index  # noqa: E402
+from timeonly import time_only  # noqa: E402
 
 __all__ = ["VARIANTS", "time_aware"]
+
+TIME_ONLY_PER_TEMPLATE = 40  # questions of each time-only template (timeonly.py)
 
 _DECAY = {"enabled": True}
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -98,7 +102,7 @@ async def _scifact_unchanged(work: Path) -> dict[str, Any]:
             "timed_rankings_changed": len(changed & timed)}
 
 
-async def time_aware(work: Path, parts: tuple[str, ...] = ("longmemeval", "evidence", "scifact", "parser")) -> dict[str, Any]:
+async def time_aware(work: Path, parts: tuple[str, ...] = ("longmemeval", "evidence", "scifact", "parser", "timeonly")) -> dict[str, Any]:
     out: dict[str, Any] = {"longmemeval": {}, "evidence": {}}
     lme = load_longmemeval(work / "data")
     if "longmemeval" in parts:
@@ -124,6 +128,8 @@ async def time_aware(work: Path, parts: tuple[str, ...] = ("longmemeval", "evide
         sf = out["scifact"]
         say(f"  rankings changed: {sf['rankings_changed']} of {sf['queries'] - sf['naming_a_time']} queries naming no time, "
             f"{sf['timed_rankings_changed']} of {sf['naming_a_time']} naming one")
+    if "timeonly" in parts:
+        out["time_only"] = await time_only(work, per_template=TIME_ONLY_PER_TEMPLATE, say=say)
     if "parser" not in parts:
         return out
     chats = load_set("chats", work / "data")
@@ -138,7 +144,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, default=HERE / "out")
     ap.add_argument("--out", type=Path, help="write the figures as JSON")
-    ap.add_argument("--parts", default="longmemeval,evidence,scifact,parser", help="which parts to run (comma-separated)")
+    ap.add_argument("--parts", default="longmemeval,evidence,scifact,parser,timeonly", help="which parts to run (comma-separated)")
     args = ap.parse_args()
     figures = anyio.run(time_aware, args.work, tuple(args.parts.split(",")))
     if args.out:
