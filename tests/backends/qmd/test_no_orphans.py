@@ -66,8 +66,11 @@ def _gone(pids: list[int], timeout: float = 15) -> bool:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_terminated_cli_leaves_no_wrapper_child(setup, sig):
     ws, cfg, env, marker, _runtime = setup
+    # Ctrl-C's default action restored: a suite started in the background (`pytest &`) has SIGINT
+    # ignored, and a child inherits that, as a shell's background jobs do.
     proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "search", "ledger"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     children = _wait_for_child(marker)
     proc.send_signal(sig)
     assert proc.wait(timeout=30) != 0
