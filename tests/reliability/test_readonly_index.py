@@ -22,8 +22,16 @@ from memory_guard import assert_untouched, snapshot
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small filesystem needs root")
 
 
+def _run(args: list[str]) -> bool:
+    """The command ran and succeeded (False when it is not installed: /sbin may not be on PATH)."""
+    try:
+        return subprocess.run(args, capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
 def _mount(args: list[str]) -> bool:
-    return subprocess.run(["mount", *args], capture_output=True).returncode == 0
+    return _run(["mount", *args])
 
 
 @pytest.fixture
@@ -44,7 +52,7 @@ def ext4(tmp_path):
     where.mkdir()
     with open(image, "wb") as fh:
         fh.truncate(8 * 2**20)
-    if subprocess.run(["mkfs.ext4", "-q", str(image)], capture_output=True).returncode or not _mount(["-o", "loop", str(image), str(where)]):
+    if not _run(["mkfs.ext4", "-q", str(image)]) or not _mount(["-o", "loop", str(image), str(where)]):
         pytest.skip("cannot mount an ext4 image here (mkfs.ext4, loop devices)")
     yield where
     subprocess.run(["chattr", "-R", "-i", str(where)], capture_output=True)
