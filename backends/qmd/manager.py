@@ -30,7 +30,6 @@ from memsift.engine.config import ResolvedConfig
 from memsift.engine.durations import parse_duration_ms
 from memsift.engine.errors import PathNotAllowedError
 from memsift.engine.files.sync import MAX_MARKDOWN_BYTES
-from memsift.engine.search.fts_query import MAX_QUERY_CHARS, clean_query
 from memsift.engine.manager import SyncReport
 from memsift.engine.files.rules import MemoryRules, read_memory, session_export_dir
 from memsift.engine.private_dirs import make_private_dir
@@ -41,7 +40,8 @@ from memsift.engine.files.note_dates import day_at
 from memsift.engine.search.ranking import Candidate
 from memsift.engine.search.hits import hits_from_ranked
 from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, topic_words, window_first
-from memsift.engine.search.time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for, without_time_expressions
+from memsift.engine.search.request import SearchRequest
+from memsift.engine.search.time_query import TimeBound, TimeWindow, without_time_expressions
 from memsift.engine.search.time_rank import apply_time_filter, apply_time_windows
 
 from .collections import ManagedCollection, read_index_yml, resolve_collections
@@ -267,12 +267,10 @@ class QmdSearchManager:
         until: TimeBound = None,
     ) -> SearchAnswer:
         started = time.perf_counter()
-        time_cfg = self.settings.memory_search.query.time
-        time_filter = time_filter_for(since, until, now, hemisphere=time_cfg.hemisphere)
-        query = (query or "")[:MAX_QUERY_CHARS]  # an argv of megabytes cannot even start qmd
-        q = clean_query(query).strip()
-        windows = find_time_windows(q, now, hemisphere=time_cfg.hemisphere) if q and time_cfg.enabled else []
-        time_only = bool(windows) and names_only_a_time(q, windows)
+        # The question read as on every backend (cut, cleaned, its times); an argv of megabytes cannot even start qmd.
+        req = SearchRequest.parse(query, self.settings.memory_search.query, max_results=max_results,
+                                  min_score=min_score, mode=mode, since=since, until=until, now=now)
+        time_filter, query, q, windows, time_only = req.time_filter, req.query, req.q, req.windows, req.time_only
         words = topic_words(q, windows) if windows and not time_only else None  # a topic's words, beside the time
         limits = self.qmd.limits
         cap = max(1, int(limits.max_results))

@@ -121,6 +121,9 @@ TEMPLATES: dict[str, Template] = {
                                         date(d.year, 3 * q - 2, 1), _month_end(date(d.year, 3 * q, 1))))((d.month - 1) // 3 + 1),
     "last <season>": lambda d, r, _p: (lambda name, lo, hi: (f"What happened last {name}?", hi + timedelta(days=r.randint(10, 80)), lo, hi))(
         *_season(d)),
+    # Last, so that the other templates draw the same questions as before it was added.
+    "today": lambda d, r, _p: (r.choice(["What did I do today?", "What have we talked about today?",
+                                         "Anything new so far today?", "Recap today for me."]), d, d, d),
 }
 
 

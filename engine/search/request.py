@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .fts_query import MAX_QUERY_CHARS, clean_query
 from .modes import parse_search_mode
 from .time_only import names_only_a_time
-from .time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for
+from .time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for, today_window
 
 if TYPE_CHECKING:
     from ..config.models import QueryConfig
@@ -39,6 +39,9 @@ class SearchRequest:
         query = (query or "")[:MAX_QUERY_CHARS]
         q = clean_query(query).strip()
         windows = find_time_windows(q, now, hemisphere=hemisphere) if q and config.time.enabled else []
+        if q and config.time.enabled and not windows:  # "what did I do today?": today, and nothing else asked
+            today = today_window(q, now)
+            windows = [today] if today is not None and names_only_a_time(q, [today]) else []
         return cls(
             query=query,
             q=q,

@@ -18,7 +18,8 @@ from typing import Union
 
 from .time_phrases import calendar_window, find_calendar_phrases
 
-__all__ = ["TimeWindow", "TimeBound", "find_time_windows", "without_time_expressions", "time_filter_for", "parse_day"]
+__all__ = ["TimeWindow", "TimeBound", "find_time_windows", "today_window", "without_time_expressions", "time_filter_for",
+           "parse_day"]
 
 TimeBound = Union[str, date, datetime, float, None]  # a since/until value as the API takes it
 
@@ -245,6 +246,21 @@ def find_time_windows(query: str, now: float | None = None, *, hemisphere: str =
                     window = TimeWindow(window.start, None, text)
             windows.append(window)
     return windows
+
+
+_TODAY = re.compile(r"(?i)\b(?:(?:so\s+far\s+)?today|tonight|this\s+evening)\b|今天|今日|今晚|今夜|本日")
+
+
+def today_window(query: str, now: float | None = None) -> TimeWindow | None:
+    """Today, when the question says "today" or "tonight" (今天, 今日). `find_time_windows` does
+    not read these: a question about now ("a film for tonight?", "I'm at the store today, what
+    did I buy last time?") is not about today's notes. The caller takes this window only for a
+    question that asks nothing else ("what did I do today?")."""
+    m = _TODAY.search(query or "")
+    if m is None:
+        return None
+    day = (datetime.fromtimestamp(now) if now is not None else datetime.now()).date()
+    return TimeWindow(day, day, m.group(0))
 
 
 def without_time_expressions(query: str, windows: list[TimeWindow]) -> str:

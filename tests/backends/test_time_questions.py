@@ -125,6 +125,16 @@ def test_words_every_note_holds_name_no_topic(tmp_path, backend):
     assert absent.time_only and _days(absent) == ["2026-10-04"]  # "plate" is in no note: it selects nothing
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_what_did_i_do_today_gets_todays_notes(tmp_path, backend):
+    ws = _workspace(tmp_path)
+    (ws / "memory" / "2026-11-25.md").write_text("# 2026-11-25\n\n- Reviewed the quarterly access report with Priya.\n")
+    settings = make_settings(tmp_path, ws, {"provider": "none"}, memory=backend_memory(backend))
+    today, topic = anyio.run(_ask, settings, [("what did I do today?", {}), ("what did I fix today?", {"min_score": 0})])
+    assert today.time_only and _days(today) == ["2026-11-25"], (_days(today), today.time_windows)
+    assert not topic.time_only and topic.time_windows is None  # "today" beside a topic is not a time
+
+
 def test_the_new_phrases_read_as_filters_too(tmp_path):
     settings = make_settings(tmp_path, _workspace(tmp_path), {"provider": "none"})
     since, until, bad = anyio.run(_ask, settings, [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime, timedelta
 
 import pytest
@@ -178,3 +179,26 @@ def test_words_the_memory_holds_everywhere_name_no_topic() -> None:
     assert names_only_a_time(q, windows, {"priya"}.__contains__) is False
     many = "what did " + " ".join(f"w{i}" for i in range(MAX_COMMON_WORDS + 1)) + " say yesterday"
     assert names_only_a_time(many, find_time_windows(many, NOW), lambda w: True) is False
+
+
+@pytest.mark.parametrize(("question", "today"), [
+    ("what did I do today?", True),
+    ("anything new so far today?", True),
+    ("what did we talk about tonight?", True),
+    ("今天我们聊了什么？", True),
+    ("今日は何をしましたか", True),
+    ("what did I fix today?", False),  # a topic: today is not read at all
+    ("Can you recommend a film for tonight?", False),
+    ("I'm at the store today, what did I buy last time?", False),
+])
+def test_today_is_read_only_when_nothing_else_is_asked(question: str, today: bool) -> None:
+    from memsift.engine.config.models import QueryConfig
+    from memsift.engine.search.request import SearchRequest
+
+    if re.search(r"(?<!far )\b(?:today|tonight)\b", question):  # the question parser leaves a bare today/tonight alone
+        assert find_time_windows(question, NOW) == []
+    req = SearchRequest.parse(question, QueryConfig(), max_results=None, min_score=None, mode=None, since=None,
+                              until=None, now=NOW)
+    day = datetime.fromtimestamp(NOW).date()
+    assert req.time_only is today
+    assert [(w.start, w.end) for w in req.windows] == ([(day, day)] if today else [])
