@@ -53,6 +53,7 @@ def stop_helpers(runtime_dir: str | Path) -> list[int]:
     return pids
 
 
+NO_POSTGRES_EXTRA = 'the Postgres extra is not installed (pip install -e ".[postgres-test]")'
 _PG_SERVERS: list[Any] = []  # one pgserver per test process, for tests outside tests/backends/postgres
 
 
@@ -71,7 +72,7 @@ def backend_memory(backend: str) -> dict[str, Any]:
         if shutil.which("qmd") is None:
             pytest.skip("the real qmd is not on PATH (CI installs it)")
         return {"backend": "qmd", "qmd": {"fallback": "none"}}
-    pytest.importorskip("psycopg", reason='the Postgres extra is not installed (pip install -e ".[postgres-test]")')
+    pytest.importorskip("psycopg", reason=NO_POSTGRES_EXTRA)
     dsn = os.environ.get("MEMSIFT_TEST_PG_DSN")
     if not dsn:
         try:

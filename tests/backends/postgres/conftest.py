@@ -12,7 +12,17 @@ from pathlib import Path
 
 import pytest
 
-psycopg = pytest.importorskip("psycopg", reason='the Postgres extra is not installed (pip install -e ".[postgres-test]")')
+try:  # without the extra each test module skips, saying why (a skip raised here, while pytest loads
+    import psycopg  # this folder's conftest for `pytest tests/backends/postgres`, is a traceback)
+except ImportError:
+    psycopg = None
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """`pytest tests/backends/postgres` without the extra: every module skipped, saying why, is a
+    pass (pytest would call it "no tests collected", exit 5)."""
+    if psycopg is None and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and session.testscollected == 0:
+        session.exitstatus = pytest.ExitCode.OK
 
 
 class Server:

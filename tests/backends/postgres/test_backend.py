@@ -9,17 +9,18 @@ import subprocess
 import sys
 
 import anyio
-import psycopg
 import pytest
 
-from helpers import make_settings
+from helpers import NO_POSTGRES_EXTRA, make_settings
 
-from memsift.backends.postgres import PostgresSearchManager
-from memsift.backends.postgres.schema import SCHEMA_VERSION
-from memsift.engine.config import MemsiftConfig, resolve_agent
-from memsift.engine.embeddings.fake import FakeEmbeddingProvider
-from memsift.engine.errors import BackendError, ConfigError
-from memsift.engine.compose.factory import open_manager
+psycopg = pytest.importorskip("psycopg", reason=NO_POSTGRES_EXTRA)
+
+from memsift.backends.postgres import PostgresSearchManager  # noqa: E402
+from memsift.backends.postgres.schema import SCHEMA_VERSION  # noqa: E402
+from memsift.engine.config import MemsiftConfig, resolve_agent  # noqa: E402
+from memsift.engine.embeddings.fake import FakeEmbeddingProvider  # noqa: E402
+from memsift.engine.errors import BackendError, ConfigError  # noqa: E402
+from memsift.engine.compose.factory import open_manager  # noqa: E402
 
 
 def _settings(tmp_path, ws, dsn, *, agent="main", ms=None, **pg):

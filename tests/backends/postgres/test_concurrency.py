@@ -11,12 +11,14 @@ import time
 from pathlib import Path
 
 import anyio
-import psycopg
+import pytest
 
-from helpers import make_settings
+from helpers import NO_POSTGRES_EXTRA, make_settings
 
-from memsift.backends.postgres import PostgresSearchManager
-from memsift.engine.embeddings.fake import FakeEmbeddingProvider
+psycopg = pytest.importorskip("psycopg", reason=NO_POSTGRES_EXTRA)
+
+from memsift.backends.postgres import PostgresSearchManager  # noqa: E402
+from memsift.engine.embeddings.fake import FakeEmbeddingProvider  # noqa: E402
 
 WORKER = Path(__file__).with_name("worker.py")
 

@@ -12,11 +12,13 @@ import anyio
 import numpy as np
 import pytest
 
-from helpers import EXAMPLE_WORKSPACE, make_settings
+from helpers import EXAMPLE_WORKSPACE, NO_POSTGRES_EXTRA, make_settings
 
-from memsift.backends.builtin import BuiltinSearchManager
-from memsift.backends.postgres import PostgresSearchManager
-from memsift.engine.cli.parity import read_queries, run_parity
+pytest.importorskip("psycopg", reason=NO_POSTGRES_EXTRA)
+
+from memsift.backends.builtin import BuiltinSearchManager  # noqa: E402
+from memsift.backends.postgres import PostgresSearchManager  # noqa: E402
+from memsift.engine.cli.parity import read_queries, run_parity  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLE = Path(__file__).parent / "data" / "scifact-sample.jsonl.gz"

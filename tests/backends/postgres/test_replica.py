@@ -5,12 +5,14 @@ from __future__ import annotations
 import time
 
 import anyio
-import psycopg
+import pytest
 
-from helpers import make_settings
+from helpers import NO_POSTGRES_EXTRA, make_settings
 
-from memsift.backends.postgres import PostgresSearchManager
-from memsift.engine.embeddings.fake import FakeEmbeddingProvider
+psycopg = pytest.importorskip("psycopg", reason=NO_POSTGRES_EXTRA)
+
+from memsift.backends.postgres import PostgresSearchManager  # noqa: E402
+from memsift.engine.embeddings.fake import FakeEmbeddingProvider  # noqa: E402
 
 
 def test_read_your_writes_through_a_lagging_replica(tmp_path, example_workspace, pg_dsn, pg_replica):
