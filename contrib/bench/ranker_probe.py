@@ -71,6 +71,19 @@ def _features(question: str, hits: list[Any]) -> np.ndarray:
     return np.array(rows, dtype=float)
 
 
+def _pool_coverage(question: str, shown: list[str]) -> np.ndarray:
+    """Per hit: (plain coverage, coverage weighted by each word's rarity among the pool's hits:
+    log(1 + n / (1 + hits holding it)), so a word most candidates hold counts little)."""
+    terms = list(dict.fromkeys(t for t in (w.lower() for w in _WORD.findall(question)) if t not in _STOP))
+    if not shown:
+        return np.zeros((0, 2))
+    has = np.array([[t in s.lower() for t in terms] for s in shown], dtype=float).reshape(len(shown), len(terms))
+    if not terms:
+        return np.zeros((len(shown), 2))
+    idf = np.log1p(len(shown) / (1 + has.sum(0)))
+    return np.stack([has.mean(1), has @ idf / idf.sum()], axis=1)
+
+
 def _shows_answer(q: Any, h: Any) -> float:
     lines = range(h.start_line, h.end_line + 1)
     return float(any(p == h.path and any(n in lines for n in ns) for p, ns in q.evidence))
@@ -106,6 +119,15 @@ def _score(data: list[tuple], key) -> tuple[float, float]:
     return float(np.mean(recall)), float(np.mean(mrr))
 
 
+def _score_with(data: list[tuple], keys: list[np.ndarray]) -> tuple[float, float]:
+    recall, mrr = [], []
+    for (q, hits, _x, _y), s in zip(data, keys):
+        m = evidence_metrics(q, [hits[i] for i in sorted(range(len(hits)), key=lambda i: -s[i])])
+        recall.append(m["turn_recall@10"])
+        mrr.append(m["mrr@10"])
+    return float(np.mean(recall)), float(np.mean(mrr))
+
+
 def _train(data: list[tuple], cols: list[int], l2: float = 1e-2, steps: int = 3000, lr: float = 0.5):
     """Class-balanced logistic regression on standardised features (numpy, no dependency)."""
     x = np.vstack([d[2][:, cols] for d in data])
@@ -132,17 +154,16 @@ async def collect_scifact(work: Path) -> dict[str, list[tuple]]:
             for qid, text in queries.items():
                 answer = await manager.search(text, max_results=POOL, min_score=0.0, explain=True)
                 hits = [(Path(h.path).stem, h.score) for h in answer.results]
-                cover = _features(text, answer.results)[:, FEATURES.index("coverage")] if answer.results else np.zeros(0)
-                out[split].append((hits, cover, rels[qid]))
+                out[split].append((hits, _pool_coverage(text, [h.snippet for h in answer.results]), rels[qid]))
     finally:
         await manager.aclose()
     return out
 
 
-def _scifact_ndcg(rows: list[tuple], alpha: float) -> float:
+def _scifact_ndcg(rows: list[tuple], alpha: float, column: int = 0) -> float:
     scores = []
     for hits, cover, rels in rows:
-        order = sorted(range(len(hits)), key=lambda i: -(hits[i][1] + alpha * cover[i]))
+        order = sorted(range(len(hits)), key=lambda i: -(hits[i][1] + alpha * cover[i, column]))
         docs = list(dict.fromkeys(hits[i][0] for i in order))
         scores.append(ndcg_at(docs, rels, 10))
     return float(np.mean(scores)) if scores else 0.0
@@ -177,6 +198,15 @@ async def _main(args: argparse.Namespace) -> None:
         cells = [f"{name} {r[0]:.3f} / {r[1]:.3f}" for name, r in
                  ((n, _score(d, lambda x, _y: x[:, 0] + alpha * x[:, cov])) for n, d in sets.items())]
         cells += [f"SciFact nDCG@10 test {_scifact_ndcg(scifact['test'], alpha):.3f} train {_scifact_ndcg(scifact['train'], alpha):.3f}"]
+        print(f"  α={alpha:<4} " + "   ".join(cells))
+    print("hybrid score + α × rarity-weighted coverage (a word weighs log(1 + n / (1 + pool hits holding it)))")
+    pooled = {n: [_pool_coverage(q.text, [h.snippet for h in hits])[:, 1] for q, hits, _x, _y in d] for n, d in sets.items()}
+    for alpha in (0.1, 0.3, 0.5, 0.7, 1.0):
+        cells = []
+        for n, d in sets.items():
+            r = _score_with(d, [x[:, 0] + alpha * c for (_q, _h, x, _y), c in zip(d, pooled[n])])
+            cells.append(f"{n} {r[0]:.3f} / {r[1]:.3f}")
+        cells += [f"SciFact nDCG@10 test {_scifact_ndcg(scifact['test'], alpha, 1):.3f} train {_scifact_ndcg(scifact['train'], alpha, 1):.3f}"]
         print(f"  α={alpha:<4} " + "   ".join(cells))
 
 
