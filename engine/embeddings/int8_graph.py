@@ -16,9 +16,11 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import importlib.util
+import logging
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..logging import get_logger
@@ -104,12 +106,36 @@ def _build(source: Path, target: Path) -> None:
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         fp32, int8 = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
         onnx.save(folded, str(fp32))
-        quantize_dynamic(str(fp32), str(int8), per_channel=True, weight_type=QuantType.QInt8)
+        with _quantiser_advice_silenced():
+            quantize_dynamic(str(fp32), str(int8), per_channel=True, weight_type=QuantType.QInt8)
         optimised = Path(tmp) / "int8-optimised.onnx"
         _save_optimised(int8, optimised)
         with open(optimised, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(optimised, target)
+
+
+_ADVICE = "pre-processing before quantization"
+
+
+@contextmanager
+def _quantiser_advice_silenced() -> Iterator[None]:
+    """onnxruntime's quantiser gives advice through the root logger ("Please consider to run
+    pre-processing before quantization…"): it printed on a user's terminal on the first search, and
+    `logging.warning`'s implicit basicConfig left a handler on the root logger. Neither stays."""
+    root = logging.getLogger()
+    handlers = list(root.handlers)
+
+    def not_advice(record: logging.LogRecord) -> bool:
+        return _ADVICE not in record.getMessage()
+
+    root.addFilter(not_advice)
+    try:
+        yield
+    finally:
+        root.removeFilter(not_advice)
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
 
 
 def _save_optimised(source: Path, target: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import anyio
 import pytest
 
@@ -37,6 +39,21 @@ def test_int8_graph_is_built_once_with_a_checksum_and_keeps_the_vectors(cache):
     assert float(a[0] @ a[1]) > float(a[0] @ a[2]) + 0.3  # and the same neighbours
     again = LocalMiniLMProvider(cache_dir=cache)
     assert again.graph_file == p.graph_file and again.graph_file.stat().st_mtime_ns == built  # reused
+
+
+def test_building_the_graph_prints_nothing_and_leaves_logging_as_it_was(tmp_path, capfd):
+    root = logging.getLogger()
+    handlers = list(root.handlers)
+    for h in handlers:  # pytest's capture handlers would swallow a root record: let lastResort print it
+        root.removeHandler(h)
+    try:
+        assert LocalMiniLMProvider(cache_dir=tmp_path).quantised  # built here (the graph is made on first use)
+        assert root.handlers == []  # the quantiser's logging.warning used to basicConfig the root logger
+    finally:
+        for h in handlers:
+            root.addHandler(h)
+    err = capfd.readouterr().err
+    assert "quantization" not in err and "WARNING" not in err, err  # the quantiser's advice stays out
 
 
 def test_int8_vectors_get_their_own_fingerprint(cache):
