@@ -39,7 +39,8 @@ from memsift.engine.text import utf16_len, utf16_slice
 from memsift.engine.files.note_dates import day_at
 from memsift.engine.search.ranking import Candidate
 from memsift.engine.search.hits import hits_from_ranked
-from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, topic_words, window_first
+from memsift.engine.search.pipeline import time_only_answer
+from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, topic_words
 from memsift.engine.search.request import SearchRequest
 from memsift.engine.search.time_query import TimeBound, TimeWindow, without_time_expressions
 from memsift.engine.search.time_rank import apply_time_filter, apply_time_windows
@@ -348,10 +349,7 @@ class QmdSearchManager:
         chunking = self.settings.memory_search.chunking
         items = window_notes(live, windows, shown_path=self._map_path, read_note=self._note_text,
                              strategy=chunking.strategy, tokens=chunking.tokens, overlap=chunking.overlap)
-        items = apply_time_filter(items, time_filter, _mtime)
-        ranked = window_first(items, windows)[:limit]
-        for c in ranked:
-            c.score = 1.0
+        ranked = time_only_answer(_mtime, items, windows, time_filter, limit)
         facts = {"mode": "time-only", "boosts": {}, "rescued": set()}
         hits = hits_from_ranked(ranked, facts, terms=[], ranks={}, hybrid=self.settings.memory_search.query.hybrid,
                                 cite=citations_enabled(self.settings.memory.citations, session_key),

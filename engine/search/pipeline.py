@@ -23,7 +23,7 @@ from .time_rank import FileTime, TimeParams, apply_decay, apply_time_filter, app
 if TYPE_CHECKING:
     from ..config.models import QueryConfig
 
-__all__ = ["PipelineParams", "TimeParams", "rank", "lexical_boost", "covers_all_terms", "FileTime", "RESCUE_TEXT_SCORE"]
+__all__ = ["PipelineParams", "TimeParams", "rank", "time_only_answer", "lexical_boost", "covers_all_terms", "FileTime", "RESCUE_TEXT_SCORE"]
 
 RESCUE_TEXT_SCORE = 0.5  # mapped BM25 of 0.5 = a bm25 rank of -1: real keyword evidence
 
@@ -80,18 +80,25 @@ def _apply_time(file_time: FileTime, items: list[Candidate], p: PipelineParams, 
     return items
 
 
-def _time_only(file_time: FileTime, window: list[Candidate], keyword: list[Candidate] | None,
-               vector: list[Candidate] | None, p: PipelineParams) -> list[Candidate]:
+def time_only_answer(file_time: FileTime, items: list[Candidate], windows: list[TimeWindow],
+                     time_filter: TimeWindow | None, limit: int) -> list[Candidate]:
     """A question that names only a time: its windows' notes, a day at a time, never cut by
-    minScore (each scores 1.0: it is what was asked); the since/until filter still applies."""
-    pool = {c.chunk_id: c for c in window}
-    for c in (keyword or []) + (vector or []):
-        pool.setdefault(c.chunk_id, c)
-    items = apply_time_filter(list(pool.values()), p.time.filter, file_time)
-    ordered = window_first(items, p.time.windows)[: p.max_results]
+    minScore (each scores 1.0: it is what was asked); the since/until filter still applies. QMD,
+    whose notes are read from files, calls this directly."""
+    items = apply_time_filter(items, time_filter, file_time)
+    ordered = window_first(items, windows)[:limit]
     for c in ordered:
         c.score, c.time_factor = 1.0, 1.0
     return ordered
+
+
+def _time_only(file_time: FileTime, window: list[Candidate], keyword: list[Candidate] | None,
+               vector: list[Candidate] | None, p: PipelineParams) -> list[Candidate]:
+    """The windows' notes, with any of them the keyword or vector side also found."""
+    pool = {c.chunk_id: c for c in window}
+    for c in (keyword or []) + (vector or []):
+        pool.setdefault(c.chunk_id, c)
+    return time_only_answer(file_time, list(pool.values()), p.time.windows, p.time.filter, p.max_results)
 
 
 def covers_all_terms(text: str, terms: list[str]) -> bool:
