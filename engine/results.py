@@ -16,6 +16,8 @@ __all__ = [
     "HitExplain",
     "RerankExplain",
     "RerankSummary",
+    "RankerExplain",
+    "RankerSummary",
     "SearchHit",
     "Fallback",
     "Degraded",
@@ -79,6 +81,23 @@ class RerankExplain(_Out):
     hybrid_rank: int  # 1-based position in the backend's order
 
 
+class RankerExplain(_Out):
+    """How the evidence ranker scored one hit (any backend): (score + Σ weight × feature) / scale."""
+
+    base_score: float  # the backend's score, before the ranker
+    base_rank: int  # 1-based position in the backend's order
+    features: dict[str, float]
+    final: float
+
+
+class RankerSummary(_Out):
+    """The evidence ranker reordered this answer's top hits (query.ranker.enabled)."""
+
+    version: str
+    candidates: int
+    took_ms: float
+
+
 class SearchHit(_Out):
     path: str
     start_line: int
@@ -88,10 +107,11 @@ class SearchHit(_Out):
     source: Literal["memory", "sessions"] = "memory"
     citation: str | None = None
     stale: bool | None = None
-    rescued: bool | None = None  # under minScore, kept by the keyword rescue (all query terms, or strong BM25)
+    rescued: bool | None = None  # under minScore (the backend's score, before the evidence ranker), kept by the keyword rescue
     explain: HitExplain | None = None
     qmd: dict[str, Any] | None = None  # --explain on the QMD backend: mode, raw score, docid, collection
     rerank: RerankExplain | None = None  # --explain with the rerank stage on: its score, the hybrid score, the blend
+    ranker: RankerExplain | None = None  # --explain: the evidence ranker's features and score
 
 
 class Fallback(_Out):
@@ -164,6 +184,7 @@ class SearchAnswer(_Out):
     time_filter: str | None = None  # the since/until filter applied
     time_only: bool | None = None  # the question names only a time: the hits are that time's notes, in order
     rerank: RerankSummary | None = None  # the rerank stage ran (query.rerank.enabled)
+    ranker: RankerSummary | None = None  # the evidence ranker reordered the hits (query.ranker.enabled)
     below_min_score: BelowMinScore | None = None  # no hit passed minScore, though these scored lower
 
 

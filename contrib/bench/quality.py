@@ -90,14 +90,16 @@ def open_mode(mode: str, workspace: Path, state: Path, extra: dict[str, Any] | N
         return open_manager(settings_for(workspace, state / "qmd", {}, qmd), backend="qmd")
     ms = {k: v for k, v in overrides.items() if k != "provider"}
     ms = _deep_merge(ms, extra or {})
-    from memsift.engine.compose.factory import reranked  # noqa: PLC0415  (the rerank stage, when `extra` turns it on)
+    # The stages above the backend, as the factory composes them: the evidence ranker (on by
+    # default, off with `{"query": {"ranker": {"enabled": false}}}`) and the rerank stage (when `extra` turns it on).
+    from memsift.engine.compose.factory import ranked, reranked  # noqa: PLC0415
 
     if overrides.get("provider") == "none":
         settings = settings_for(workspace, state / "fts", ms)
         manager = BuiltinSearchManager(settings, selection=ProviderSelection(None, "none", unavailable_reason="benchmark: keyword only"))
-        return reranked(manager, settings, "builtin")
+        return reranked(ranked(manager, settings, "builtin"), settings, "builtin")
     settings = settings_for(workspace, state / "local", {"provider": "local", **ms})
-    return reranked(BuiltinSearchManager(settings, provider=local_provider()), settings, "builtin")
+    return reranked(ranked(BuiltinSearchManager(settings, provider=local_provider()), settings, "builtin"), settings, "builtin")
 
 
 async def warm_index(

@@ -18,7 +18,12 @@ def render_denial(d: ScopeDenial) -> str:
 def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
     out: list[str] = []
     for hit in answer.results:
-        marks = [m for m, on in ((f"rescued: under minScore {answer.min_score:g}, kept for its keyword match", hit.rescued),
+        # minScore judged the backend's score; the evidence ranker may have raised the one shown.
+        judged = f" (scored {hit.ranker.base_score:.3f} before the evidence ranker)" if hit.ranker else ""
+        rescued = f"rescued: under minScore {answer.min_score:g}{judged}, kept for its keyword match"
+        if hit.rescued and answer.ranker and not hit.ranker:
+            rescued = f"rescued: under minScore {answer.min_score:g} before the evidence ranker, kept for its keyword match"
+        marks = [m for m, on in ((rescued, hit.rescued),
                                  ("stale: the file changed after it was indexed", hit.stale)) if on]
         out.append(f"{hit.score:.3f} {hit.path}:{hit.start_line}-{hit.end_line}" + "".join(f"  [{m}]" for m in marks))
         out.append(textwrap.indent(hit.snippet.rstrip(), "    "))
@@ -48,6 +53,10 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
             if e.rescued:
                 parts.append("rescued")
             out.append("    explain: " + " ".join(parts))
+        if explain and hit.ranker:
+            k = hit.ranker
+            feats = " ".join(f"{name.replace('_', '-')}={value:.3f}" for name, value in k.features.items())
+            out.append(f"    ranker: backend={k.base_score:.3f} (rank {k.base_rank}) {feats} final={k.final:.3f}")
         if explain and hit.rerank:
             r = hit.rerank
             out.append(f"    rerank: hybrid={r.hybrid_score:.3f} (rank {r.hybrid_rank}) reranker={r.rerank_score:.3f} "
@@ -68,6 +77,8 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         parts.append("denied")
     elif answer.mode != "none" or answer.provider:
         parts.append(_served_by(answer))
+    if explain and answer.ranker:
+        parts.append(f"evidence ranker {answer.ranker.version} ({answer.ranker.candidates} candidates)")
     if answer.rerank and answer.rerank.applied:
         parts.append(f"reranked by {answer.rerank.provider}/{answer.rerank.model} ({answer.rerank.candidates} candidates, "
                      f"{answer.rerank.took_ms:.0f} ms)")

@@ -11,7 +11,7 @@ from ..config import ResolvedConfig, load_config, resolve_agent
 from ..errors import ConfigError
 from ..manager import SearchManager
 
-__all__ = ["open_manager", "resolve_config", "reranked"]
+__all__ = ["open_manager", "resolve_config", "reranked", "ranked"]
 
 log = get_logger("memsift.factory")
 
@@ -76,7 +76,7 @@ def open_manager(
     from .scoped import scoped  # noqa: PLC0415
 
     if chosen == "builtin":
-        return scoped(reranked(builtin(), settings, chosen), settings)
+        return scoped(reranked(ranked(builtin(), settings, chosen), settings, chosen), settings)
     from .fallback import FallbackSearchManager  # noqa: PLC0415
 
     if chosen == "postgres":
@@ -84,25 +84,43 @@ def open_manager(
 
         pg = settings.memory.postgres
         primary = PostgresSearchManager(settings)  # checks the driver and the DSN now: a config error is told at once
-        return scoped(reranked(FallbackSearchManager(
+        return scoped(reranked(ranked(FallbackSearchManager(
             lambda: primary,
             builtin,
             name="postgres",
             fail_closed=pg.fallback == "none",
             # connecting, then the statements of one search: past that the answer is an error or the fallback
             primary_budget_s=(pg.connect_timeout_ms + pg.statement_timeout_ms) / 1000,
-        ), settings, chosen), settings)
+        ), settings, chosen), settings, chosen), settings)
     from memsift.backends.qmd import QmdSearchManager  # noqa: PLC0415
 
     qmd = settings.memory.qmd
-    return scoped(reranked(FallbackSearchManager(
+    return scoped(reranked(ranked(FallbackSearchManager(
         lambda: QmdSearchManager(settings),
         builtin,
         name="qmd",
         fail_closed=qmd.fallback == "none",
         primary_budget_s=qmd.limits.timeout_ms / 1000,  # a search answers within it (or falls back)
         not_covered=qmd_not_covered(settings),
-    ), settings, chosen), settings)
+    ), settings, chosen), settings, chosen), settings)
+
+
+def _default_max_results(settings: ResolvedConfig, backend: str) -> int:
+    # QMD answers at most memory.qmd.limits.maxResults hits: its default cut is that, not builtin's.
+    if backend == "qmd":
+        return int(settings.memory.qmd.limits.max_results)
+    return settings.memory_search.query.max_results
+
+
+def ranked(manager: SearchManager, settings: ResolvedConfig, backend: str) -> SearchManager:
+    """`manager` under the evidence ranker when `memorySearch.query.ranker.enabled` (the default)."""
+    config = settings.memory_search.query.ranker
+    if not config.enabled:
+        return manager
+    from ..rerank.evidence_stage import EvidenceRankedSearchManager  # noqa: PLC0415
+
+    return EvidenceRankedSearchManager(manager, config, mmr=settings.memory_search.query.hybrid.mmr,
+                                       default_max_results=_default_max_results(settings, backend))
 
 
 def reranked(manager: SearchManager, settings: ResolvedConfig, backend: str) -> SearchManager:
@@ -114,9 +132,7 @@ def reranked(manager: SearchManager, settings: ResolvedConfig, backend: str) -> 
     from ..rerank.stage import RerankingSearchManager  # noqa: PLC0415
 
     query = settings.memory_search.query
-    # QMD answers at most memory.qmd.limits.maxResults hits: its default cut is that, not builtin's.
-    default_max = int(settings.memory.qmd.limits.max_results) if backend == "qmd" else query.max_results
     return RerankingSearchManager(
-        manager, config, mmr=query.hybrid.mmr, default_max_results=default_max,
+        manager, config, mmr=query.hybrid.mmr, default_max_results=_default_max_results(settings, backend),
         circuit_path=Path(f"{settings.store_path}.rerank-circuit"), reranker=lambda: create_reranker(config),
     )

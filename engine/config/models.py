@@ -158,12 +158,24 @@ class RerankConfig(_Strict):
     remote: RerankRemoteConfig = Field(default_factory=RerankRemoteConfig)
 
 
+class RankerConfig(_Strict):
+    """`query.ranker`: the shipped evidence ranker (engine/rerank/evidence.py), which reorders the
+    backend's top `candidates` hybrid hits by what they show. On by default; offline, no download."""
+
+    enabled: bool = True
+    candidates: int = Field(default=40, ge=1, le=200)
+
+
 class QueryConfig(_Strict):
     max_results: int = 6
     min_score: float = 0.35
     hybrid: HybridConfig = Field(default_factory=HybridConfig)
     time: TimeConfig = Field(default_factory=TimeConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
+    ranker: RankerConfig = Field(default_factory=RankerConfig)
+    # Bounded lexical expansion of the keyword query (engine/search/expansion.py): "inflections"
+    # (bought → buy, choose → chose), "synonyms" (and a verb's words of its commonest sense), "off".
+    expansion: Literal["off", "inflections", "synonyms"] = "synonyms"
 
     @field_validator("max_results")
     @classmethod

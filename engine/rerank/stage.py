@@ -36,7 +36,7 @@ from ..text import shorten
 from ..compose.wrapped import WrappedManager
 from .base import Reranker, RerankBudgetExceeded, to_relevance
 
-__all__ = ["RerankingSearchManager", "blend", "ERROR_CHARS"]
+__all__ = ["RerankingSearchManager", "blend", "diversify", "ERROR_CHARS"]
 
 log = get_logger("memsift.rerank")
 
@@ -46,6 +46,13 @@ ERROR_CHARS = 300  # a reranker's error is cut to this in degraded.rerank
 def blend(hybrid: float, relevance: float, weight: float) -> float:
     """The documented blend: (1 - weight) * hybrid + weight * rerank."""
     return (1.0 - weight) * hybrid + weight * relevance
+
+
+def diversify(hits: list[SearchHit], scores: list[float], order: list[int], lambda_: float) -> list[int]:
+    """MMR over new scores (on the snippets), so a stage that reorders keeps the diversity MMR gave."""
+    items = [Candidate(chunk_id=str(i), path=hits[i].path, source=hits[i].source, start_line=hits[i].start_line,
+                       end_line=hits[i].end_line, text=hits[i].snippet, score=scores[i]) for i in order]
+    return [int(c.chunk_id) for c in mmr_rerank(items, lambda_)]
 
 
 class RerankingSearchManager(WrappedManager):
@@ -160,7 +167,7 @@ class RerankingSearchManager(WrappedManager):
         blended = [blend(h.score, r, w) for h, r in zip(hits, relevance)]
         order = sorted(range(len(hits)), key=lambda i: (-blended[i], i))  # ties keep the backend's order
         if self.mmr.enabled:
-            order = self._diversify(hits, blended, order)
+            order = diversify(hits, blended, order, self.mmr.lambda_)
         out = []
         for i in order:
             h = hits[i]
@@ -170,12 +177,6 @@ class RerankingSearchManager(WrappedManager):
             h.score = round(blended[i], 6)
             out.append(h)
         return out
-
-    def _diversify(self, hits: list[SearchHit], scores: list[float], order: list[int]) -> list[int]:
-        """MMR over the blended scores (on the snippets), so reranking keeps the diversity MMR gave."""
-        items = [Candidate(chunk_id=str(i), path=hits[i].path, source=hits[i].source, start_line=hits[i].start_line,
-                           end_line=hits[i].end_line, text=hits[i].snippet, score=scores[i]) for i in order]
-        return [int(c.chunk_id) for c in mmr_rerank(items, self.mmr.lambda_)]
 
     async def status(self, *, deep: bool = False, **kw: Any) -> ManagerStatus:
         st = await self._inner.status(deep=deep, **kw)

@@ -1,0 +1,183 @@
+"""Train the evidence ranker (memsift/engine/rerank/evidence.py) and write its shipped weights.
+
+For each question of the conversational dev sets `lme` and `chats` (evidence.py), the hybrid
+search's top 40 is collected once with the ranker off (minScore 0, as evidence.py asks), and each
+hit gets the shipped features (`evidence_features`: the very code that runs at search time). Then:
+
+- a class-balanced logistic model (numpy) is trained on one set and tested on the other, both
+  ways: a gain that does not cross over is not a gain;
+- the documents guard, SciFact (test and train splits, documents ranked at their best chunk), is
+  scored under the same model; it is never trained on;
+- the shipped model is trained on both sets together, turned into weights on the raw features
+  with the backend's score weighing 1, and written to engine/rerank/evidence_ranker.json with the
+  figures above.
+
+    python contrib/bench/train_ranker.py            # collect (about a minute), train, print
+    python contrib/bench/train_ranker.py --write    # and write the weights file
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import sys
+from collections import defaultdict
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from datasets import load_scifact  # noqa: E402
+from evidence import evidence_metrics, load_set  # noqa: E402
+from metrics import ndcg_at  # noqa: E402
+from quality import open_mode  # noqa: E402
+
+from memsift.engine.rerank import evidence as ranker  # noqa: E402
+
+POOL = 40
+SETS = ("lme", "chats")
+RANKER_OFF = {"query": {"ranker": {"enabled": False}}}
+FEATURES = ("score",) + ranker.FEATURES
+WEIGHTS_FILE = Path(ranker.__file__).with_name(ranker.MODEL_FILE)
+
+
+def _matrix(query: str, hits: list[Any]) -> np.ndarray:
+    feats = ranker.evidence_features(ranker.ranker_terms(query), [(h.path, h.score, h.snippet) for h in hits])
+    return np.array([[h.score] + [f[name] for name in ranker.FEATURES] for h, f in zip(hits, feats)], dtype=float)
+
+
+def _shows_answer(q: Any, h: Any) -> float:
+    lines = range(h.start_line, h.end_line + 1)
+    return float(any(p == h.path and any(n in lines for n in ns) for p, ns in q.evidence))
+
+
+async def collect(name: str, work: Path) -> list[tuple]:
+    questions = load_set(name, work / "data")
+    by_ws: dict[Path, list] = defaultdict(list)
+    for q in questions:
+        by_ws[q.workspace].append(q)
+    out = []
+    for ws, group in by_ws.items():
+        manager = open_mode("hybrid", ws, work / "state" / f"evidence-{name}" / ws.name, RANKER_OFF)
+        try:
+            for q in group:
+                hits = (await manager.search(q.text, max_results=POOL, min_score=0.0, now=q.now)).results
+                if hits:
+                    out.append((q, hits, _matrix(q.text, hits), np.array([_shows_answer(q, h) for h in hits])))
+        finally:
+            await manager.aclose()
+    return out
+
+
+async def collect_scifact(work: Path) -> dict[str, list[tuple]]:
+    data = load_scifact(work / "data")
+    manager = open_mode("hybrid", data.workspace, work / "state" / "scifact", RANKER_OFF)
+    out: dict[str, list[tuple]] = {}
+    try:
+        for split in ("test", "train"):
+            queries, rels = data.split(split)
+            out[split] = []
+            for qid, text in queries.items():
+                hits = (await manager.search(text, max_results=POOL, min_score=0.0)).results
+                if hits:
+                    out[split].append(([Path(h.path).stem for h in hits], _matrix(text, hits), rels[qid]))
+    finally:
+        await manager.aclose()
+    return out
+
+
+def _evidence(data: list[tuple], weights: np.ndarray | None) -> tuple[float, float]:
+    """turn_recall@10 and MRR@10 when each pool is ordered by x @ weights (None: the backend's order)."""
+    recall, mrr = [], []
+    for q, hits, x, _y in data:
+        order = range(len(hits)) if weights is None else sorted(range(len(hits)), key=lambda i: (-(x[i] @ weights), i))
+        m = evidence_metrics(q, [hits[i] for i in order])
+        recall.append(m["turn_recall@10"])
+        mrr.append(m["mrr@10"])
+    return float(np.mean(recall)), float(np.mean(mrr))
+
+
+def _scifact(rows: list[tuple], weights: np.ndarray | None) -> float:
+    scores = []
+    for docs, x, rels in rows:
+        order = range(len(docs)) if weights is None else sorted(range(len(docs)), key=lambda i: (-(x[i] @ weights), i))
+        scores.append(ndcg_at(list(dict.fromkeys(docs[i] for i in order)), rels, 10))
+    return float(np.mean(scores))
+
+
+def train(data: list[tuple], l2: float = 1e-2, steps: int = 3000, lr: float = 0.5) -> np.ndarray:
+    """Class-balanced logistic regression on standardised features; returns weights on the raw
+    features, scaled so the backend's score weighs 1 (the bias does not change an order)."""
+    x = np.vstack([d[2] for d in data])
+    y = np.concatenate([d[3] for d in data])
+    mu, sd = x.mean(0), x.std(0) + 1e-9
+    z = np.hstack([(x - mu) / sd, np.ones((len(x), 1))])
+    w = np.zeros(z.shape[1])
+    balance = np.where(y > 0, 0.5 / y.mean(), 0.5 / (1 - y.mean()))
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-z @ w))
+        w -= lr * (z.T @ ((p - y) * balance) / len(y) + l2 * w)
+    raw = w[:-1] / sd
+    if raw[0] <= 0:
+        raise SystemExit("the trained model does not rank by the backend's score: refusing to ship it")
+    return raw / raw[0]
+
+
+async def _main(args: argparse.Namespace) -> None:
+    cache = args.work / "train_ranker.pkl"
+    if cache.exists() and not args.fresh:
+        sets = pickle.loads(cache.read_bytes())
+    else:
+        sets = {name: await collect(name, args.work) for name in SETS}
+        sets["scifact"] = await collect_scifact(args.work)
+        cache.write_bytes(pickle.dumps(sets))
+    scifact = sets.pop("scifact")
+    figures: dict[str, Any] = {}
+
+    def row(label: str, weights: np.ndarray | None, key: str) -> None:
+        cells = {n: _evidence(d, weights) for n, d in sets.items()}
+        sci = {s: _scifact(scifact[s], weights) for s in ("test", "train")}
+        figures[key] = {**{f"{n}_recall@10": round(r, 3) for n, (r, _m) in cells.items()},
+                        **{f"{n}_mrr@10": round(m, 3) for n, (_r, m) in cells.items()},
+                        **{f"scifact_{s}_ndcg@10": round(v, 3) for s, v in sci.items()}}
+        print(f"  {label:28} " + "   ".join(f"{n} {r:.3f} / {m:.3f}" for n, (r, m) in cells.items())
+              + f"   SciFact nDCG@10 test {sci['test']:.3f} train {sci['train']:.3f}")
+
+    print(f"turn_recall@10 / MRR@10 over the hybrid top {POOL} (minScore 0); SciFact nDCG@10 (never trained on)")
+    row("backend's order", None, "baseline")
+    for tr, te in (("lme", "chats"), ("chats", "lme")):
+        w = train(sets[tr], l2=args.l2)
+        r, m = _evidence(sets[te], w)
+        own = _evidence(sets[tr], w)
+        figures[f"{tr}_to_{te}"] = {f"{te}_recall@10": round(r, 3), f"{te}_mrr@10": round(m, 3)}
+        print(f"  trained on {tr}, tested on {te}: {r:.3f} / {m:.3f} (on {tr} itself {own[0]:.3f} / {own[1]:.3f})")
+    shipped = train(sets["lme"] + sets["chats"], l2=args.l2)
+    row("trained on both (shipped)", shipped, "shipped")
+    weights = {name: round(float(v), 4) for name, v in zip(FEATURES[1:], shipped[1:])}
+    print("  weights (the backend's score weighs 1): " + ", ".join(f"{k} {v:+.4f}" for k, v in weights.items()))
+    if args.write:
+        doc = {"format": ranker.MODEL_FORMAT, "version": f"{date.today().isoformat()}.{args.revision}",
+               "weights": weights, "trainedOn": list(SETS), "pool": POOL, "l2": args.l2,
+               "figures": figures, "trainer": "contrib/bench/train_ranker.py"}
+        WEIGHTS_FILE.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {WEIGHTS_FILE}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, default=HERE / "out")
+    ap.add_argument("--fresh", action="store_true", help="collect again (the pools are cached in --work)")
+    ap.add_argument("--write", action="store_true", help="write the shipped weights file")
+    ap.add_argument("--l2", type=float, default=1e-2)
+    ap.add_argument("--revision", type=int, default=1, help="the weights' revision of the day, in their version")
+    anyio.run(_main, ap.parse_args())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""The evidence ranker: a small learned model that reorders a backend's top hits by cheap features
+of what each hit shows (issue 30). It runs offline in well under a millisecond, with no model
+download: its weights are `evidence_ranker.json`, trained by `contrib/bench/train_ranker.py` on the
+conversational dev sets (never on the documents guard) and shipped with memsift.
+
+Features are backend-neutral, read from the hits themselves (score, snippet, path, order):
+
+- `coverage`: the share of the question's words found in the lines the hit shows;
+- `rare_coverage`: the same, each word weighed by its rarity among the pool's hits
+  (log(1 + n / (1 + hits holding it))), so a word most hits hold counts little;
+- `reciprocal_rank`: 1 / the hit's position in the backend's order;
+- `file_best_other`: the best score of another hit from the same file (answers cluster in a file).
+
+The score becomes `(score + Σ weight_f × feature_f) / (1 + Σ positive weights)`: the backend's
+score plus an evidence bonus, kept in 0..1 so the order and the figure a user reads agree.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Sequence
+
+from ..search.fts_query import query_terms
+from ..text import is_cjk_char
+
+__all__ = ["EvidenceModel", "load_model", "ranker_terms", "evidence_features", "FEATURES"]
+
+FEATURES = ("coverage", "rare_coverage", "reciprocal_rank", "file_best_other")
+MODEL_FILE = "evidence_ranker.json"
+MODEL_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class EvidenceModel:
+    version: str
+    weights: dict[str, float]  # feature → weight, with the backend's score weighing 1
+
+    @property
+    def scale(self) -> float:
+        return 1.0 + sum(w for w in self.weights.values() if w > 0)
+
+    def score(self, base: float, features: dict[str, float]) -> float:
+        return (base + sum(w * features[f] for f, w in self.weights.items())) / self.scale
+
+
+def _check(data: dict) -> EvidenceModel:
+    if data.get("format") != MODEL_FORMAT:
+        raise ValueError(f"evidence ranker weights: format {data.get('format')!r}, this memsift reads {MODEL_FORMAT}")
+    weights = {str(k): float(v) for k, v in data["weights"].items()}
+    unknown = set(weights) - set(FEATURES)
+    if unknown:
+        raise ValueError(f"evidence ranker weights: unknown features {sorted(unknown)}")
+    if not all(math.isfinite(w) for w in weights.values()):
+        raise ValueError("evidence ranker weights: not finite")
+    return EvidenceModel(version=str(data["version"]), weights=weights)
+
+
+@lru_cache(maxsize=1)
+def load_model() -> EvidenceModel:
+    """The shipped weights (read once per process)."""
+    text = resources.files(__package__).joinpath(MODEL_FILE).read_text(encoding="utf-8")
+    return _check(json.loads(text))
+
+
+def ranker_terms(query: str) -> list[str]:
+    """The question's words as the features count them: its keyword terms (stop words dropped),
+    a CJK run as its character pairs (CJK has no word breaks, and a whole run rarely recurs)."""
+    out: list[str] = []
+    for term in query_terms(query):
+        if is_cjk_char(term[0]) and len(term) > 2:
+            out.extend(term[i : i + 2] for i in range(len(term) - 1))
+        else:
+            out.append(term)
+    return list(dict.fromkeys(out))
+
+
+def evidence_features(terms: Sequence[str], hits: Sequence[tuple[str, float, str]]) -> list[dict[str, float]]:
+    """The features of each hit, given as (path, score, snippet) in the backend's order."""
+    shown = [snippet.lower() for _path, _score, snippet in hits]
+    holds = [[t in s for t in terms] for s in shown]
+    n = len(hits)
+    rarity = [math.log1p(n / (1 + sum(h[j] for h in holds))) for j in range(len(terms))]
+    total_rarity = sum(rarity)
+    best_by_file: dict[str, list[float]] = {}
+    for path, score, _ in hits:
+        best_by_file.setdefault(path, []).append(score)
+    out = []
+    for rank, ((path, score, _), has) in enumerate(zip(hits, holds)):
+        scores = best_by_file[path]
+        others = sorted(scores, reverse=True)
+        others.remove(score)  # this hit's own score, once
+        out.append({
+            "coverage": sum(has) / len(terms) if terms else 0.0,
+            "rare_coverage": sum(r for r, h in zip(rarity, has) if h) / total_rarity if total_rarity else 0.0,
+            "reciprocal_rank": 1.0 / (rank + 1),
+            "file_best_other": others[0] if others else 0.0,
+        })
+    return out

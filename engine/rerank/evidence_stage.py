@@ -1,0 +1,98 @@
+"""`EvidenceRankedSearchManager`: the evidence ranker (evidence.py) as a stage above every backend,
+composed by the factory under the scope rules and the optional rerank stage.
+
+The backend is asked for `query.ranker.candidates` hits (its merge, time, minScore and keyword
+rescue decide which are eligible); their order is rescored from what they show, and the top
+`maxResults` are kept. Only hybrid answers are reordered (builtin and Postgres `hybrid`, QMD
+`query`): the weights were learned on hybrid scores, and a keyword-only or vector-only score has
+another scale. A time-only answer (a day's notes, in order) is left as it is.
+
+The ranker was learned on conversation, and applies where its candidates are mostly conversation:
+daily logs (`memory/YYYY-MM-DD*.md`) and session transcripts. On a pool of documents (extra paths,
+a knowledge base) the backend's order stands: there, on SciFact, it cost 0.008 of nDCG@10.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from ..config.models import MmrConfig, RankerConfig
+from ..compose.wrapped import WrappedManager
+from ..manager import SearchManager
+from ..results import RankerExplain, RankerSummary, SearchAnswer, SearchHit
+from .evidence import EvidenceModel, evidence_features, load_model, ranker_terms
+from .stage import diversify
+
+__all__ = ["EvidenceRankedSearchManager", "HYBRID_MODES", "rank_by_evidence", "is_conversation", "mostly_conversation"]
+
+HYBRID_MODES = frozenset({"hybrid", "query"})
+_DAILY_LOG = re.compile(r"(?:^|/)memory/(?:.*/)?\d{4}-\d{2}-\d{2}[^/]*\.md$")
+
+
+def is_conversation(hit: SearchHit) -> bool:
+    """A hit from a daily log or a session transcript (what the ranker was learned on)."""
+    return hit.source == "sessions" or bool(_DAILY_LOG.search(hit.path))
+
+
+def mostly_conversation(hits: list[SearchHit]) -> bool:
+    return 2 * sum(is_conversation(h) for h in hits) >= len(hits)
+
+
+def rank_by_evidence(query: str, hits: list[SearchHit], model: EvidenceModel, *, explain: bool,
+                     mmr: MmrConfig | None = None) -> list[SearchHit]:
+    """`hits` (the backend's order) rescored and sorted; ties keep the backend's order."""
+    feats = evidence_features(ranker_terms(query), [(h.path, h.score, h.snippet) for h in hits])
+    scores = [model.score(h.score, f) for h, f in zip(hits, feats)]
+    order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))
+    if mmr is not None and mmr.enabled:
+        order = diversify(hits, scores, order, mmr.lambda_)
+    out = []
+    for i in order:
+        h = hits[i]
+        if explain:
+            h.ranker = RankerExplain(base_score=h.score, base_rank=i + 1,
+                                     features={k: round(v, 4) for k, v in feats[i].items()}, final=round(scores[i], 6))
+        h.score = round(scores[i], 6)
+        out.append(h)
+    return out
+
+
+class EvidenceRankedSearchManager(WrappedManager):
+    """A `SearchManager` whose hybrid answers are reordered by the evidence ranker."""
+
+    _OWN = frozenset({"_inner", "config", "mmr", "default_max_results", "_model"})
+
+    def __init__(self, inner: SearchManager, config: RankerConfig, *, mmr: MmrConfig | None = None,
+                 default_max_results: int = 6, model: EvidenceModel | None = None) -> None:
+        own = object.__setattr__
+        own(self, "_inner", inner)
+        own(self, "config", config)
+        own(self, "mmr", mmr or MmrConfig())
+        own(self, "default_max_results", default_max_results)
+        own(self, "_model", model)
+
+    @property
+    def model(self) -> EvidenceModel:
+        if self._model is None:
+            object.__setattr__(self, "_model", load_model())
+        return self._model
+
+    async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
+                     session_key: str | None = None, explain: bool = False, **kw: Any) -> SearchAnswer:
+        wanted = max(1, int(max_results if max_results is not None else self.default_max_results))
+        pool = max(wanted, self.config.candidates)
+        answer = await self._inner.search(query, max_results=pool, min_score=min_score, session_key=session_key,
+                                          explain=explain, **kw)
+        hits = answer.results
+        if (answer.denied is None and answer.unavailable is None and len(hits) > 1
+                and answer.mode in HYBRID_MODES and not answer.time_only and mostly_conversation(hits)):
+            started = time.perf_counter()
+            answer.results = rank_by_evidence(answer.query, hits, self.model, explain=explain, mmr=self.mmr)
+            took = (time.perf_counter() - started) * 1000
+            answer.took_ms = round(answer.took_ms + took, 3)
+            answer.ranker = RankerSummary(version=self.model.version, candidates=len(hits), took_ms=round(took, 3))
+        answer.results = answer.results[:wanted]
+        answer.max_results = min(answer.max_results, wanted)
+        return answer

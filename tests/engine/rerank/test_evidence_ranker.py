@@ -1,0 +1,165 @@
+"""The evidence ranker (engine/rerank/evidence.py, evidence_stage.py): the shipped weights, its
+features on hand-made hits, how it reorders, where it applies and where not (keyword-only and
+time-only answers, a pool of documents), and on real indexes: README command 1 answers with the
+decision first through the API and the CLI, on builtin and Postgres."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import anyio
+import pytest
+
+from helpers import backend_memory, make_settings
+from memsift.engine.compose.factory import open_manager
+from memsift.engine.config.models import RankerConfig
+from memsift.engine.rerank import evidence
+from memsift.engine.rerank.evidence_stage import EvidenceRankedSearchManager, mostly_conversation, rank_by_evidence
+from memsift.engine.results import SearchAnswer, SearchHit
+
+COMMAND_1 = "which database did we pick for the ledger?"
+
+
+def run(fn, *args, **kw):
+    return anyio.run(lambda: fn(*args, **kw))
+
+
+def _hit(path: str, score: float, snippet: str, line: int = 1) -> SearchHit:
+    return SearchHit(path=path, start_line=line, end_line=line, score=score, snippet=snippet)
+
+
+# --- the shipped weights --------------------------------------------------------------------------
+
+def test_the_shipped_weights_load_and_name_only_known_features():
+    model = evidence.load_model()
+    assert model.version and set(model.weights) <= set(evidence.FEATURES)
+    assert all(math.isfinite(w) for w in model.weights.values())
+    assert model.scale == 1 + sum(w for w in model.weights.values() if w > 0)
+
+
+@pytest.mark.parametrize("doc, message", [
+    ({"format": 99, "version": "x", "weights": {}}, "format 99"),
+    ({"format": 1, "version": "x", "weights": {"length": 1.0}}, "unknown features"),
+    ({"format": 1, "version": "x", "weights": {"coverage": float("nan")}}, "not finite"),
+])
+def test_a_weights_file_of_another_shape_is_refused_with_the_reason(doc, message):
+    with pytest.raises(ValueError, match=message):
+        evidence._check(json.loads(json.dumps(doc)))
+
+
+# --- features -------------------------------------------------------------------------------------
+
+def test_features_count_the_question_words_each_hit_shows():
+    terms = evidence.ranker_terms("Which database did we pick for the ledger?")
+    assert terms == ["database", "pick", "ledger"]
+    hits = [("MEMORY.md", 0.5, "## Decisions\nchose Postgres for the ledger"),
+            ("memory/2026-11-02.md", 0.4, "ledger migration: which database? we pick Postgres"),
+            ("MEMORY.md", 0.3, "## People\nPriya")]
+    f = evidence.evidence_features(terms, hits)
+    assert [round(x["coverage"], 3) for x in f] == [0.333, 1.0, 0.0]
+    assert [x["reciprocal_rank"] for x in f] == [1.0, 0.5, 1 / 3]
+    assert [x["file_best_other"] for x in f] == [0.3, 0.0, 0.5]  # the best *other* hit of the same file
+    # "ledger" is in 2 of 3 hits, "database" and "pick" in 1: the first hit's one word is the commonest.
+    rarity = {"ledger": math.log1p(3 / 3), "database": math.log1p(3 / 2), "pick": math.log1p(3 / 2)}
+    assert f[0]["rare_coverage"] == pytest.approx(rarity["ledger"] / sum(rarity.values()))
+    assert f[1]["rare_coverage"] == pytest.approx(1.0)
+
+
+def test_a_cjk_question_counts_its_character_pairs():
+    assert evidence.ranker_terms("数据管道的延迟") == ["数据", "据管", "管道", "道的", "的延", "延迟"]
+    f = evidence.evidence_features(evidence.ranker_terms("数据管道"), [("memory/2026-11-12.md", 0.5, "讨论数据管道的延迟问题")])
+    assert f[0]["coverage"] == 1.0
+
+
+# --- reordering -----------------------------------------------------------------------------------
+
+def test_a_hit_that_shows_the_question_words_overtakes_a_slightly_better_score():
+    model = evidence.EvidenceModel("t", {"coverage": 1.0})
+    hits = [_hit("memory/2026-01-01.md", 0.50, "nothing of the kind"),
+            _hit("memory/2026-01-02.md", 0.45, "we chose the ledger database")]
+    out = rank_by_evidence("ledger database", hits, model, explain=True)
+    assert [h.path for h in out] == ["memory/2026-01-02.md", "memory/2026-01-01.md"]
+    assert out[0].score == pytest.approx((0.45 + 1.0) / 2) and out[1].score == pytest.approx(0.25)
+    assert out[0].ranker.base_score == 0.45 and out[0].ranker.base_rank == 2 and out[0].ranker.features["coverage"] == 1.0
+
+
+def test_equal_scores_keep_the_backends_order():
+    model = evidence.EvidenceModel("t", {"coverage": 1.0})
+    hits = [_hit(f"memory/2026-01-0{i}.md", 0.4, "same words") for i in range(1, 5)]
+    assert [h.path for h in rank_by_evidence("other", hits, model, explain=False)] == [h.path for h in hits]
+
+
+class _Backend:
+    """A backend with fixed answers (determinism: the stage's own decisions are under test)."""
+
+    def __init__(self, mode: str, paths: list[str], time_only: bool = False) -> None:
+        self.mode, self.paths, self.time_only, self.asked = mode, paths, time_only, []
+
+    async def search(self, query, *, max_results=None, **kw) -> SearchAnswer:
+        self.asked.append(max_results)
+        hits = [_hit(p, 0.5 - i * 0.01, "nothing" if i == 0 else "ledger database") for i, p in enumerate(self.paths)]
+        return SearchAnswer(query=query, results=hits[:max_results], backend="builtin", mode=self.mode,
+                            min_score=0.0, max_results=max_results, took_ms=1.0, time_only=self.time_only or None)
+
+
+LOGS = [f"memory/2026-01-{d:02d}.md" for d in range(1, 9)]
+DOCS = [f"docs/paper-{d}.md" for d in range(1, 9)]
+
+
+@pytest.mark.parametrize("mode, paths, time_only, reordered", [
+    ("hybrid", LOGS, False, True),
+    ("query", LOGS, False, True),  # QMD's hybrid mode
+    ("fts-only", LOGS, False, False),  # another score scale
+    ("vector-only", LOGS, False, False),
+    ("hybrid", LOGS, True, False),  # a day's notes, in order
+    ("hybrid", DOCS, False, False),  # documents: the backend's order stands
+])
+def test_the_stage_reorders_hybrid_answers_over_conversation_only(mode, paths, time_only, reordered):
+    inner = _Backend(mode, paths, time_only)
+    stage = EvidenceRankedSearchManager(inner, RankerConfig(candidates=6), default_max_results=3)
+    answer = run(stage.search, "ledger database")
+    assert inner.asked == [6] and len(answer.results) == 3 and answer.max_results == 3
+    assert (answer.results[0].path != paths[0]) is reordered
+    assert (answer.ranker is not None) is reordered
+
+
+def test_a_pool_is_conversation_when_at_least_half_its_hits_are_daily_logs_or_sessions():
+    assert mostly_conversation([_hit("MEMORY.md", 0.5, ""), _hit("memory/2026-11-02.md", 0.4, "")])
+    assert not mostly_conversation([_hit("MEMORY.md", 0.5, ""), _hit("notes/a.md", 0.4, ""), _hit("memory/2026-11-02.md", 0.4, "")])
+    assert mostly_conversation([SearchHit(path="sessions/abc.jsonl", start_line=1, end_line=2, score=0.3, snippet="", source="sessions")])
+
+
+# --- on real indexes ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", ["builtin", "postgres"])
+def test_readme_command_1_shows_the_decision_first(tmp_path, example_workspace, backend):
+    memory = backend_memory(backend)
+    settings = make_settings(tmp_path, example_workspace, {"provider": "local"}, memory=memory)
+
+    async def search() -> SearchAnswer:
+        manager = open_manager(settings)  # one event loop for a search and the close (Postgres' pool)
+        try:
+            return await manager.search(COMMAND_1, explain=True)
+        finally:
+            await manager.aclose()
+
+    answer = anyio.run(search)
+    top = answer.results[0]
+    assert top.path == "MEMORY.md" and "chose **PostgreSQL 16**" in top.snippet, [h.snippet[:40] for h in answer.results]
+    assert answer.ranker is not None and top.ranker is not None
+
+
+def test_readme_command_1_through_the_cli_and_off_when_configured(tmp_path, example_workspace):
+    cfg = tmp_path / "memsift.json5"
+    cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state")}))
+    cmd = [sys.executable, "-m", "memsift.engine.cli.main", "--config", str(cfg), "--workspace", str(example_workspace), "search", COMMAND_1, "--json"]
+    doc = json.loads(subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout)
+    assert doc["results"][0]["path"] == "MEMORY.md" and "PostgreSQL 16" in doc["results"][0]["snippet"]
+    assert doc["ranker"]["version"] == evidence.load_model().version
+    cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"),
+                               "agents": {"defaults": {"memorySearch": {"query": {"ranker": {"enabled": False}}}}}}))
+    off = json.loads(subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout)
+    assert off.get("ranker") is None and all(h.get("ranker") is None for h in off["results"])
