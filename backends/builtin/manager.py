@@ -583,7 +583,7 @@ class BuiltinSearchManager:
             running = "are being made now" if self._running else "are made by the next sync (`memsift index` makes them now)"
             degraded.vector = f"vectors pending: the index was built for keyword search first and its embeddings {running}"
             sides = _Sides(sides.requested, vector=False, keyword=True)
-        plan = plan_query(q, meta.get("ftsTokenizer", "unicode61"))
+        plan = plan_query(q, meta.get("ftsTokenizer", "unicode61"), expansion=self.ms.query.expansion)
         limit = candidate_count(max_results, h.candidate_multiplier)
         # A since/until filter searches only its rows; a time the question names adds its rows' best.
         within = day_rowids(conn, [time_filter], undated_by_mtime=True) if time_filter else None

@@ -38,7 +38,7 @@ from .indexer import Identity, fingerprint_diff, sync_agent, wanted_meta
 from .schema import SCHEMA_VERSION, migrate
 from .search import (complete_vector_scores, day_chunks, file_times, keyword_candidates, vector_candidates,
                      weightless_words, window_candidates)
-from .terms import query_items
+from .terms import expansion_items, query_items
 
 __all__ = ["PostgresSearchManager"]
 
@@ -266,7 +266,7 @@ class PostgresSearchManager:
                          time_only: bool = False) -> tuple[list[SearchHit], str, bool, Any, bool]:
         want_vector, want_keyword, set_aside, requested = sides
         h = self.ms.query.hybrid
-        plan = plan_query(q, "unicode61")
+        plan = plan_query(q, "unicode61", expansion=self.ms.query.expansion)
         items = query_items(plan)
         limit = min(MAX_CANDIDATES, max(1, int(max_results * h.candidate_multiplier)))
         qvec = await self._query_vector(degraded, embedding) if want_vector else None
@@ -292,7 +292,8 @@ class PostgresSearchManager:
                 keyword, ranks = None, {}
                 if want_keyword or (vector is None and requested != "vector"):
                     keyword, ranks = await keyword_candidates(conn, self.agent, gen, items, limit,
-                                                              also=[c.chunk_id for c in vector or ()], within=within, prefer=prefer)
+                                                              also=[c.chunk_id for c in vector or ()], within=within, prefer=prefer,
+                                                              expansions=expansion_items(plan))
                     if vector is not None:
                         await complete_vector_scores(conn, self.agent, gen, keyword, vector, qvec)
                 if keyword is None and vector is None:

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from memsift.engine.search.expansion import EXPANSION_WEIGHT
 from memsift.engine.search.ranking import Candidate, bm25_relative_scores
 from memsift.engine.search.time_only import COMMON_SHARE, is_weightless
 from memsift.engine.search.time_query import TimeWindow
@@ -146,7 +147,7 @@ def _candidate(row: tuple, **scores: Any) -> Candidate:
 
 async def keyword_candidates(
     conn: Any, agent: str, gen: int, items: QueryItems, limit: int, *, also: Sequence[str] = (),
-    within: set[int] | None = None, prefer: set[int] | None = None,
+    within: set[int] | None = None, prefer: set[int] | None = None, expansions: Sequence[str] = (),
 ) -> tuple[list[Candidate], dict[str, float]]:
     """BM25-ranked chunks; `also` (the vector side's chunk ids) get their BM25 score too when they
     match, as in backends/builtin/search.keyword_candidates; `within` (since/until) and `prefer`
@@ -172,7 +173,15 @@ async def keyword_candidates(
         more = [row for row in found if row[0] in wanted]
         extra = {r for r, _ in more}
         rows += more
-    scored = {chunk: (score, rank) for (chunk, rank), score in zip(rows, bm25_relative_scores([r for _, r in rows]))}
+    scored: dict[int, tuple[float, float | None]] = {
+        chunk: (score, rank) for (chunk, rank), score in zip(rows, bm25_relative_scores([r for _, r in rows]))}
+    if expansions:  # as backends/builtin/search._add_expansion_scores
+        more_scores = await _term_scores(conn, agent, gen, list(expansions), n, avgdl)
+        found_x = [(chunk, -s) for chunk, s in more_scores.items() if within is None or chunk in within]
+        rows_x = heapq.nsmallest(limit, found_x, key=lambda r: (r[1], r[0]))
+        for (chunk, _rank), score in zip(rows_x, bm25_relative_scores([r for _, r in rows_x])):
+            text, rank = scored.get(chunk, (0.0, None))
+            scored[chunk] = (min(1.0, text + EXPANSION_WEIGHT * score), rank)
     top = heapq.nlargest(limit, ((c, v) for c, v in scored.items() if c not in extra), key=lambda kv: kv[1][0])
     top += [(c, scored[c]) for c in extra]
     loaded = await _load(conn, agent, gen, [c for c, _ in top])
@@ -181,7 +190,8 @@ async def keyword_candidates(
         if chunk in loaded:
             cand = _candidate(loaded[chunk], text_score=score, keyword_hit=True)
             out.append(cand)
-            ranks[cand.chunk_id] = rank
+            if rank is not None:
+                ranks[cand.chunk_id] = rank
     return out, ranks
 
 

@@ -68,6 +68,14 @@ class QueryItems:
     phrases: list[tuple[str, ...]]
 
 
+def expansion_items(plan: FtsPlan) -> list[str]:
+    """The plan's expansion words as index terms (stemmed as the index stems them)."""
+    out: list[str] = []
+    for word in plan.expansions:
+        out += _tokens(word, apsw.FTS5_TOKENIZE_QUERY)
+    return [t for t in dict.fromkeys(out)]
+
+
 def query_items(plan: FtsPlan) -> QueryItems:
     terms: list[str] = []
     phrases: list[tuple[str, ...]] = []

@@ -40,6 +40,10 @@ class FtsPlan:
     match: str | None  # FTS5 MATCH expression, or None when nothing can be matched
     terms: list[str] = field(default_factory=list)  # lowercase words/CJK runs, for snippets & boosts
     match_terms: list[str] = field(default_factory=list)  # the quoted terms `match` ORs together
+    # Bounded lexical expansion (engine/search/expansion.py): other forms and words for the
+    # question's own, matched on their own and weighed below them (EXPANSION_WEIGHT).
+    expansions: list[str] = field(default_factory=list)
+    expansion_match: str | None = None
 
 
 def clean_query(query: str) -> str:
@@ -112,8 +116,9 @@ def _cjk_terms_trigram(run: str) -> list[str]:
     return ([_phrase([run])] if len(run) >= 3 else []) + pairs
 
 
-def plan_query(query: str, tokenizer: str = "unicode61") -> FtsPlan:
-    """Build the OR query for `query`. Never raises on any input string."""
+def plan_query(query: str, tokenizer: str = "unicode61", *, expansion: str = "off") -> FtsPlan:
+    """Build the OR query for `query`. Never raises on any input string. `expansion`: "off",
+    "inflections" (irregular forms) or "synonyms" (and a verb's words of its commonest sense)."""
     query = clean_query(query[:MAX_QUERY_CHARS])
     terms = query_terms(query)
     match_terms: list[str] = []
@@ -144,4 +149,11 @@ def plan_query(query: str, tokenizer: str = "unicode61") -> FtsPlan:
             match_terms.append(_phrase(words))
 
     match_terms = list(dict.fromkeys(match_terms))[:MAX_TERMS]
-    return FtsPlan(" OR ".join(match_terms) if match_terms else None, terms, match_terms)
+    expansions: list[str] = []
+    if expansion != "off" and match_terms:
+        from .expansion import expand_terms, verbs_of  # noqa: PLC0415  (reads the lexicon when first used)
+
+        expansions = expand_terms(terms, verbs=verbs_of(_tokens(query)), synonyms=expansion == "synonyms")
+    expansion_terms = [_phrase([f" {w} "]) if tokenizer == "trigram" and len(w) < 3 else _phrase([w]) for w in expansions]
+    return FtsPlan(" OR ".join(match_terms) if match_terms else None, terms, match_terms, expansions,
+                   " OR ".join(expansion_terms) if expansion_terms else None)

@@ -1,0 +1,72 @@
+"""Bounded lexical query expansion (engine/search/expansion.py, the packaged WordNet lexicon):
+which words a question gains, the caps, and on real keyword indexes (builtin and Postgres) that an
+expansion finds a note the question's own words miss, scored below the words themselves."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from helpers import backend_memory, make_settings
+from memsift.engine.compose.factory import open_manager
+from memsift.engine.search.expansion import EXPANSION_WEIGHT, MAX_PER_QUERY, MAX_PER_TERM, expand_terms, lexicon, verbs_of
+from memsift.engine.search.fts_query import plan_query
+from memsift.engine.search.stopwords import STOP_WORDS
+
+
+def test_the_lexicon_knows_irregular_forms_both_ways_and_a_verbs_words():
+    lex = lexicon()
+    assert lex.lemma["bought"] == "buy" and lex.lemma["went"] == "go" and lex.lemma["mice"] == "mouse"
+    assert {"chose", "chosen"} <= set(lex.forms["choose"])
+    assert "choose" in lex.synonyms["pick"] and "purchase" in lex.synonyms["buy"]
+    assert "ledger" not in lex.synonyms and "book" not in lex.synonyms  # nouns get no synonyms
+    assert "stemmed" not in lex.forms.get("stem", ())  # Porter already folds regular forms
+
+
+@pytest.mark.parametrize("question, gains, never", [
+    ("which database did we pick for the ledger?", {"choose", "chose"}, {"book"}),
+    ("What did I buy for my sister?", {"bought", "purchase"}, set()),
+    ("where did we go last summer", {"went"}, {"endure", "spend"}),  # "last" is no verb here
+    ("N-terminal cleavage reduces success identifying transcription start sites.", set(), {"begin", "began"}),
+    ("how many mice in the study", {"mouse"}, set()),
+])
+def test_a_question_gains_other_forms_and_only_its_verbs_gain_synonyms(question, gains, never):
+    got = set(plan_query(question, expansion="synonyms").expansions)
+    assert gains <= got and not (never & got), got
+
+
+def test_expansion_is_bounded_and_leaves_stop_words_cjk_and_identifiers_alone():
+    terms = ["go", "buy", "choose", "say", "start", "read", "pick", "decide", "reduce"]
+    out = expand_terms(terms)
+    assert len(out) <= MAX_PER_QUERY and not set(out) & set(terms) and not set(out) & STOP_WORDS
+    assert all(len([w for w in expand_terms([t]) if w]) <= MAX_PER_TERM for t in terms)
+    assert plan_query("数据管道 payments/ledger", expansion="synonyms").expansions == []
+    assert plan_query("which database did we pick", expansion="off").expansions == []
+    assert plan_query("which database did we pick", expansion="inflections").expansions == []  # pick is regular
+
+
+NOTES = {"2026-01-01": "We chose Postgres for the invoices.", "2026-01-02": "We pick Kafka, for the events.",
+         "2026-01-03": "Lunch with Priya; the invoices are late again."}
+
+
+@pytest.mark.parametrize("backend", ["builtin", "postgres"])
+def test_an_expansion_finds_a_note_below_the_questions_own_word(tmp_path, backend):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for day, line in NOTES.items():
+        (ws / "memory" / f"{day}.md").write_text(f"# {day}\n\n- {line}\n")
+    memory = backend_memory(backend)
+
+    async def search(expansion: str):
+        settings = make_settings(tmp_path / expansion, ws, {"provider": "none", "query": {"expansion": expansion}}, memory=memory)
+        manager = open_manager(settings)
+        try:
+            return await manager.search("what did we pick", explain=True, min_score=0.0)
+        finally:
+            await manager.aclose()
+
+    on = {h.path: h.explain.keyword_score for h in anyio.run(search, "synonyms").results}
+    off = {h.path: h.explain.keyword_score for h in anyio.run(search, "off").results}
+    chose, picked = "memory/2026-01-01.md", "memory/2026-01-02.md"
+    assert chose not in off and picked in off
+    assert 0 < on[chose] <= EXPANSION_WEIGHT < on[picked]
