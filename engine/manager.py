@@ -48,11 +48,14 @@ class SearchManager(Protocol):
         mode: str | None = None,
         since: str | date | datetime | float | None = None,
         until: str | date | datetime | float | None = None,
+        candidates: int | None = None,
     ) -> SearchAnswer:
         """`mode`: None or "auto" runs what the config says; "keyword", "vector" or "hybrid" picks
         the retrieval for this search (engine/search/modes.py). `now` (POSIX seconds, default the
         clock): what relative times in the query and decay count from. `since`/`until`: keep hits
-        of those days, inclusive (engine/search/time_query.py; ValueError for a value that is no date)."""
+        of those days, inclusive (engine/search/time_query.py; ValueError for a value that is no date).
+        `candidates`: how many hits each retrieval side gathers (default maxResults ×
+        candidateMultiplier, at most 200); the evidence ranker's stage sets it for its pool."""
         ...
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,

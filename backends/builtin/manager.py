@@ -48,6 +48,7 @@ from .outlook import Outlook, search_outlook
 from .vector_memory import MemoryVectors
 from .search import (
     WINDOW_SCAN_MAX,
+    MAX_CANDIDATES,
     candidate_count,
     complete_vector_scores,
     day_rowids,
@@ -442,6 +443,7 @@ class BuiltinSearchManager:
         mode: str | None = None,
         since: TimeBound = None,
         until: TimeBound = None,
+        candidates: int | None = None,
     ) -> SearchAnswer:
         started = time.perf_counter()
         req = SearchRequest.parse(query, self.ms.query, max_results=max_results, min_score=min_score, mode=mode,
@@ -472,7 +474,7 @@ class BuiltinSearchManager:
                         # Explained always: whether a hit was rescued under minScore is shown on every hit.
                         found, how, was_relaxed, below, only_time = await self._search_index(
                             conn, meta, q, max_results, min_score, session_key, True, now, degraded, sides, embedding,
-                            time_filter=time_filter, windows=windows, time_only=req.time_only,
+                            time_filter=time_filter, windows=windows, time_only=req.time_only, candidates=candidates,
                         )
                         for hit in found:
                             hit.rescued = True if hit.explain and hit.explain.rescued else None
@@ -576,6 +578,7 @@ class BuiltinSearchManager:
         time_filter: TimeWindow | None = None,
         windows: list[TimeWindow] | None = None,
         time_only: bool = False,
+        candidates: int | None = None,
     ) -> tuple[list[SearchHit], str, bool]:
         h = self.ms.query.hybrid
         if sides.vector and meta.get("vectorsPending") and self.provider is not None:
@@ -584,7 +587,7 @@ class BuiltinSearchManager:
             degraded.vector = f"vectors pending: the index was built for keyword search first and its embeddings {running}"
             sides = _Sides(sides.requested, vector=False, keyword=True)
         plan = plan_query(q, meta.get("ftsTokenizer", "unicode61"), expansion=self.ms.query.expansion)
-        limit = candidate_count(max_results, h.candidate_multiplier)
+        limit = min(MAX_CANDIDATES, candidates) if candidates else candidate_count(max_results, h.candidate_multiplier)
         # A since/until filter searches only its rows; a time the question names adds its rows' best.
         within = day_rowids(conn, [time_filter], undated_by_mtime=True) if time_filter else None
         prefer = day_rowids(conn, windows) if windows and within is None else None

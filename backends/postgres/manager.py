@@ -204,7 +204,8 @@ class PostgresSearchManager:
 
     async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
                      session_key: str | None = None, explain: bool = False, now: float | None = None,
-                     mode: str | None = None, since: TimeBound = None, until: TimeBound = None) -> SearchAnswer:
+                     mode: str | None = None, since: TimeBound = None, until: TimeBound = None,
+                     candidates: int | None = None) -> SearchAnswer:
         psycopg = import_driver()
         import psycopg_pool  # noqa: PLC0415
 
@@ -228,7 +229,8 @@ class PostgresSearchManager:
                 await self._ensure_fresh()
                 return await self._search_db(q, max_results, min_score, session_key, explain, now, degraded,
                                              (want_vector, want_keyword, set_aside, requested), embedding,
-                                             time_filter=time_filter, windows=windows, time_only=req.time_only)
+                                             time_filter=time_filter, windows=windows, time_only=req.time_only,
+                                             candidates=candidates)
 
             try:
                 hits, answered, relaxed, below, time_only = await beside(embedding.run if embedding else None, answer)
@@ -263,12 +265,12 @@ class PostgresSearchManager:
     async def _search_db(self, q: str, max_results: int, min_score: float, session_key: str | None, explain: bool,
                          now: float | None, degraded: Degraded, sides: tuple, embedding: QueryEmbedding | None,
                          *, time_filter: TimeWindow | None = None, windows: list[TimeWindow] | None = None,
-                         time_only: bool = False) -> tuple[list[SearchHit], str, bool, Any, bool]:
+                         time_only: bool = False, candidates: int | None = None) -> tuple[list[SearchHit], str, bool, Any, bool]:
         want_vector, want_keyword, set_aside, requested = sides
         h = self.ms.query.hybrid
         plan = plan_query(q, "unicode61", expansion=self.ms.query.expansion)
         items = query_items(plan)
-        limit = min(MAX_CANDIDATES, max(1, int(max_results * h.candidate_multiplier)))
+        limit = min(MAX_CANDIDATES, candidates or max(1, int(max_results * h.candidate_multiplier)))
         qvec = await self._query_vector(degraded, embedding) if want_vector else None
         if set_aside:
             degraded.vector = set_aside

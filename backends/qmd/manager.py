@@ -266,6 +266,7 @@ class QmdSearchManager:
         mode: str | None = None,
         since: TimeBound = None,
         until: TimeBound = None,
+        candidates: int | None = None,  # QMD gathers its own candidates: the hint is not for it
     ) -> SearchAnswer:
         started = time.perf_counter()
         # The question read as on every backend (cut, cleaned, its times); an argv of megabytes cannot even start qmd.

@@ -29,10 +29,12 @@ def manager(ws: Path, state: Path, kind: str, memory_search: dict | None = None)
     from memsift.backends.builtin import BuiltinSearchManager  # noqa: PLC0415
     from memsift.engine.embeddings import ProviderSelection  # noqa: PLC0415
 
+    from memsift.engine.compose.factory import ranked  # noqa: PLC0415  (the evidence ranker, as shipped)
+
     settings = settings_for(ws, state / kind, memory_search or {}, frozen=False)
     if kind == "fts":
-        return BuiltinSearchManager(settings, selection=ProviderSelection(None, "none", unavailable_reason="benchmark: keyword only"))
-    return BuiltinSearchManager(settings, provider=local_provider())
+        return ranked(BuiltinSearchManager(settings, selection=ProviderSelection(None, "none", unavailable_reason="benchmark: keyword only")), settings, "builtin")
+    return ranked(BuiltinSearchManager(settings, provider=local_provider()), settings, "builtin")
 
 
 def index_size_mb(state: Path, kind: str) -> float:

@@ -1,7 +1,8 @@
 """Train the evidence ranker (memsift/engine/rerank/evidence.py) and write its shipped weights.
 
 For each question of the conversational dev sets `lme` and `chats` (evidence.py), the hybrid
-search's top 40 is collected once with the ranker off (minScore 0, as evidence.py asks), and each
+search's top 40 is collected once with the ranker off, as the stage asks for it (80 candidates a
+side; minScore 0, as evidence.py asks), and each
 hit gets the shipped features (`evidence_features`: the very code that runs at search time). Then:
 
 - a class-balanced logistic model (numpy) is trained on one set and tested on the other, both
@@ -39,8 +40,10 @@ from metrics import ndcg_at  # noqa: E402
 from quality import open_mode  # noqa: E402
 
 from memsift.engine.rerank import evidence as ranker  # noqa: E402
+from memsift.engine.rerank.evidence_stage import CANDIDATES_PER_HIT  # noqa: E402
 
 POOL = 40
+CANDIDATES = CANDIDATES_PER_HIT * POOL  # a side's candidates, as the stage asks the backend for its pool
 SETS = ("lme", "chats")
 RANKER_OFF = {"query": {"ranker": {"enabled": False}}}
 FEATURES = ("score",) + ranker.FEATURES
@@ -67,7 +70,7 @@ async def collect(name: str, work: Path) -> list[tuple]:
         manager = open_mode("hybrid", ws, work / "state" / f"evidence-{name}" / ws.name, RANKER_OFF)
         try:
             for q in group:
-                hits = (await manager.search(q.text, max_results=POOL, min_score=0.0, now=q.now)).results
+                hits = (await manager.search(q.text, max_results=POOL, min_score=0.0, now=q.now, candidates=CANDIDATES)).results
                 if hits:
                     out.append((q, hits, _matrix(q.text, hits), np.array([_shows_answer(q, h) for h in hits])))
         finally:
@@ -84,7 +87,7 @@ async def collect_scifact(work: Path) -> dict[str, list[tuple]]:
             queries, rels = data.split(split)
             out[split] = []
             for qid, text in queries.items():
-                hits = (await manager.search(text, max_results=POOL, min_score=0.0)).results
+                hits = (await manager.search(text, max_results=POOL, min_score=0.0, candidates=CANDIDATES)).results
                 if hits:
                     out[split].append(([Path(h.path).stem for h in hits], _matrix(text, hits), rels[qid]))
     finally:

@@ -21,7 +21,7 @@ from pydantic.alias_generators import to_camel
 from ..config import ResolvedConfig
 from ..errors import MemsiftError, PathNotAllowedError
 from ..manager import SearchManager
-from ..results import BelowMinScore, Degraded, Fallback, ManagerStatus, RerankSummary, ScopeDenial, SearchAnswer
+from ..results import BelowMinScore, Degraded, Fallback, ManagerStatus, RankerSummary, RerankSummary, ScopeDenial, SearchAnswer
 from ..compose.scoped import SHOWN_PATH_CHARS, scoped
 from ..text import shorten, utf16_len, utf16_slice
 from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key, door_name, run_read, run_search, run_status
@@ -98,6 +98,7 @@ class SearchOutput(_Out):
     time_filter: str | None = None  # the since/until filter applied
     time_only: bool | None = None  # the question names only a time: the hits are that time's notes, in order
     rerank: RerankSummary | None = None  # the rerank stage ran: reranker, candidates, cost, whether it applied
+    ranker: RankerSummary | None = None  # the evidence ranker reordered the hits: its version, candidates, cost
     invalid: str | None = None  # the argument that was refused (as MCP spells it): nothing was searched
     below_min_score: BelowMinScore | None = None  # nothing passed minScore: how many scored lower, and the best
 
@@ -263,7 +264,7 @@ def _from_answer(answer: SearchAnswer, budget: int) -> SearchOutput:
         results=hits, backend=answer.backend, mode=answer.mode, provider=answer.provider, model=answer.model,
         citations=answer.citations, fallback=answer.fallback,
         degraded=answer.degraded if (answer.degraded.vector or answer.degraded.fts or answer.degraded.rerank) else None,
-        rerank=answer.rerank,
+        rerank=answer.rerank, ranker=answer.ranker,
         denied=answer.denied, disabled=answer.denied is not None or answer.unavailable is not None,
         unavailable=answer.unavailable is not None, error=answer.unavailable,
         truncated=truncated, sync_pending=answer.sync_pending, notes=answer.notes, sync_error=answer.sync_error,

@@ -99,7 +99,7 @@ class _Backend:
         self.mode, self.paths, self.time_only, self.asked = mode, paths, time_only, []
 
     async def search(self, query, *, max_results=None, **kw) -> SearchAnswer:
-        self.asked.append(max_results)
+        self.asked.append((max_results, kw.get("candidates")))
         hits = [_hit(p, 0.5 - i * 0.01, "nothing" if i == 0 else "ledger database") for i, p in enumerate(self.paths)]
         return SearchAnswer(query=query, results=hits[:max_results], backend="builtin", mode=self.mode,
                             min_score=0.0, max_results=max_results, took_ms=1.0, time_only=self.time_only or None)
@@ -121,7 +121,7 @@ def test_the_stage_reorders_hybrid_answers_over_conversation_only(mode, paths, t
     inner = _Backend(mode, paths, time_only)
     stage = EvidenceRankedSearchManager(inner, RankerConfig(candidates=6), default_max_results=3)
     answer = run(stage.search, "ledger database")
-    assert inner.asked == [6] and len(answer.results) == 3 and answer.max_results == 3
+    assert inner.asked == [(6, 12)] and len(answer.results) == 3 and answer.max_results == 3  # 2 candidates a side per hit
     assert (answer.results[0].path != paths[0]) is reordered
     assert (answer.ranker is not None) is reordered
 
@@ -163,3 +163,21 @@ def test_readme_command_1_through_the_cli_and_off_when_configured(tmp_path, exam
                                "agents": {"defaults": {"memorySearch": {"query": {"ranker": {"enabled": False}}}}}}))
     off = json.loads(subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout)
     assert off.get("ranker") is None and all(h.get("ranker") is None for h in off["results"])
+
+
+def test_mcp_memory_search_says_the_ranker_reordered(tmp_path, example_workspace):
+    pytest.importorskip("mcp", reason="the MCP extra is not installed")
+    from memsift.engine.mcp.server import MemoryServer
+
+    settings = make_settings(tmp_path, example_workspace, {"provider": "local"})
+
+    async def search():
+        manager = open_manager(settings)
+        try:
+            return await MemoryServer(manager, settings).search(COMMAND_1)
+        finally:
+            await manager.aclose()
+
+    out = anyio.run(search)
+    assert out.ranker is not None and out.ranker.version == evidence.load_model().version
+    assert out.results[0].path == "MEMORY.md" and "PostgreSQL 16" in out.results[0].snippet
