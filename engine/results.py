@@ -234,4 +234,5 @@ class ManagerStatus(_Out):
     deep: dict[str, Any] | None = None
     denied: ScopeDenial | None = None  # scope rules refused this session key: nothing is shown
     rerank: dict[str, Any] | None = None  # the rerank stage: provider, model, candidates, circuit, requests
+    ranker: dict[str, Any] | None = None  # the evidence ranker: version, candidates, weights
     helper: dict[str, Any] | None = None  # CLI: the resident helper serving these settings (pid, age, memory)

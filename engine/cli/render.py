@@ -259,6 +259,9 @@ def render_status(s: ManagerStatus) -> str:
                  f"circuit open for {circuit.get('pausedForS')} s more (last error: {circuit.get('lastError')})" if circuit.get("open") else "on")
         rows.append(("Rerank", f"{rr['provider']}/{rr.get('model') or '-'} · {rr['candidates']} candidates · weight "
                                f"{rr['weight']:g} · budget {rr['timeoutMs']:g} ms · {state}"))
+    if s.ranker:
+        rows.append(("Ranker", f"evidence ranker {s.ranker['version']} · top {s.ranker['candidates']} hybrid hits of daily logs "
+                               "and sessions (query.ranker)"))
     if s.batch.get("enabled"):
         b = s.batch
         rows.append(("Batch API", f"{'usable' if b['usable'] else 'disabled'} · {b['jobs']} job(s) · {b['failures']}/{b['limit']} failures"))

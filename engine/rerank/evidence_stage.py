@@ -21,7 +21,7 @@ from typing import Any
 from ..config.models import MmrConfig, RankerConfig
 from ..compose.wrapped import WrappedManager
 from ..manager import SearchManager
-from ..results import RankerExplain, RankerSummary, SearchAnswer, SearchHit
+from ..results import ManagerStatus, RankerExplain, RankerSummary, SearchAnswer, SearchHit
 from .evidence import EvidenceModel, evidence_features, load_model, ranker_terms
 from .stage import diversify
 
@@ -101,3 +101,8 @@ class EvidenceRankedSearchManager(WrappedManager):
         answer.results = answer.results[:wanted]
         answer.max_results = min(answer.max_results, wanted)
         return answer
+
+    async def status(self, *, deep: bool = False, **kw: Any) -> ManagerStatus:
+        st = await self._inner.status(deep=deep, **kw)
+        st.ranker = {"version": self.model.version, "candidates": self.config.candidates, "weights": dict(self.model.weights)}
+        return st

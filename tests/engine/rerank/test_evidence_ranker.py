@@ -181,3 +181,17 @@ def test_mcp_memory_search_says_the_ranker_reordered(tmp_path, example_workspace
     out = anyio.run(search)
     assert out.ranker is not None and out.ranker.version == evidence.load_model().version
     assert out.results[0].path == "MEMORY.md" and "PostgreSQL 16" in out.results[0].snippet
+
+
+def test_status_names_the_ranker_and_not_when_it_is_off(tmp_path, example_workspace):
+    async def status(ranker: dict):
+        manager = open_manager(make_settings(tmp_path / str(ranker), example_workspace,
+                                             {"provider": "none", "query": {"ranker": ranker}}))
+        try:
+            return await manager.status()
+        finally:
+            await manager.aclose()
+
+    on = anyio.run(status, {"candidates": 25})
+    assert on.ranker["version"] == evidence.load_model().version and on.ranker["candidates"] == 25
+    assert anyio.run(status, {"enabled": False}).ranker is None
