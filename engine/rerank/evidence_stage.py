@@ -8,8 +8,10 @@ rescue decide which are eligible); their order is rescored from what they show, 
 another scale. A time-only answer (a day's notes, in order) is left as it is.
 
 The ranker was learned on conversation, and applies where its candidates are mostly conversation:
-daily logs (`memory/YYYY-MM-DD*.md`) and session transcripts. On a pool of documents (extra paths,
-a knowledge base) the backend's order stands: there, on SciFact, it cost 0.008 of nDCG@10.
+daily logs (`memory/YYYY-MM-DD*.md`), session transcripts, and hits whose lines are mostly a
+speaker's turns (`Caroline: …`, `[D3:8] user: …`) wherever the file lives. On a pool of documents
+(extra paths, a knowledge base) the backend's order stands: there, on SciFact, it cost 0.008 of
+nDCG@10.
 """
 
 from __future__ import annotations
@@ -30,11 +32,20 @@ __all__ = ["EvidenceRankedSearchManager", "HYBRID_MODES", "rank_by_evidence", "i
 HYBRID_MODES = frozenset({"hybrid", "query"})
 CANDIDATES_PER_HIT = 2
 _DAILY_LOG = re.compile(r"(?:^|/)memory/(?:.*/)?\d{4}-\d{2}-\d{2}[^/]*\.md$")
+# A speaker's turn: optional bullet and bracketed ids or times, then a name of one or two words and ": ".
+_TURN = re.compile(r"\s*(?:[-*+]\s+)?(?:\[[^\]\n]{0,64}\]\s*)*[^\W\d][\w.'-]{0,23}(?: [^\W\d][\w.'-]{0,23})?: \S")
+_HEADING = re.compile(r"\s*#{1,6}(?:\s|$)")
+
+
+def _mostly_turns(snippet: str) -> bool:
+    lines = [ln for ln in snippet.split("\n") if ln.strip() and not _HEADING.match(ln)]
+    return len(lines) >= 2 and 2 * sum(bool(_TURN.match(ln)) for ln in lines) >= len(lines)
 
 
 def is_conversation(hit: SearchHit) -> bool:
-    """A hit from a daily log or a session transcript (what the ranker was learned on)."""
-    return hit.source == "sessions" or bool(_DAILY_LOG.search(hit.path))
+    """A hit from a daily log or a session transcript, or whose lines are mostly a speaker's turns
+    (what the ranker was learned on)."""
+    return hit.source == "sessions" or bool(_DAILY_LOG.search(hit.path)) or _mostly_turns(hit.snippet)
 
 
 def mostly_conversation(hits: list[SearchHit]) -> bool:

@@ -17,7 +17,8 @@ from helpers import backend_memory, make_settings
 from memsift.engine.compose.factory import open_manager
 from memsift.engine.config.models import RankerConfig
 from memsift.engine.rerank import evidence
-from memsift.engine.rerank.evidence_stage import EvidenceRankedSearchManager, mostly_conversation, rank_by_evidence
+from memsift.engine.rerank.evidence_stage import (EvidenceRankedSearchManager, is_conversation, mostly_conversation,
+                                                  rank_by_evidence)
 from memsift.engine.results import SearchAnswer, SearchHit
 
 COMMAND_1 = "which database did we pick for the ledger?"
@@ -124,6 +125,18 @@ def test_the_stage_reorders_hybrid_answers_over_conversation_only(mode, paths, t
     assert inner.asked == [(6, 12)] and len(answer.results) == 3 and answer.max_results == 3  # 2 candidates a side per hit
     assert (answer.results[0].path != paths[0]) is reordered
     assert (answer.ranker is not None) is reordered
+
+
+@pytest.mark.parametrize("snippet, turns", [
+    ("[D1:1] Jordan: I finished The Nightingale\n[D1:2] Riley: a great book", True),
+    ("## Session answer_x (12:34)\n[answer_x#0] user: I adopted a dog\n[answer_x#1] assistant: congratulations", True),
+    ("Caroline: we met in May\nMelanie: at the lake", True),
+    ("# A paper\nBACKGROUND: structured abstracts name their parts", False),
+    ("- 09:00 Standup: ledger migration\n- 11:15 Priya approved the proposal", False),  # a log's times are no speakers
+    ("As the nervous system develops, neurons vary.\nMore prose.", False),
+])
+def test_a_hit_anywhere_whose_lines_are_mostly_turns_is_conversation(snippet, turns):
+    assert is_conversation(_hit("chats/conv-26/session_3.md", 0.5, snippet)) is turns
 
 
 def test_a_pool_is_conversation_when_at_least_half_its_hits_are_daily_logs_or_sessions():
