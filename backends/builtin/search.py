@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import apsw
 import numpy as np
 
-from memsift.engine.search.expansion import EXPANSION_WEIGHT
+from memsift.engine.search.expansion import add_expansion_scores
 from memsift.engine.search.fts_query import FtsPlan
 from memsift.engine.search.time_only import COMMON_SHARE, is_weightless
 from memsift.engine.search.time_query import TimeWindow
@@ -162,8 +162,8 @@ def keyword_candidates(
             rows += more
         for (rowid, rank), score in zip(rows, bm25_relative_scores([r for _, r in rows])):
             scored[rowid] = (score, rank)
-    if plan.expansion_match and row_estimate(conn) < LARGE_INDEX_CHUNKS:  # past that, only rare terms are ranked
-        _add_expansion_scores(conn, plan.expansion_match, limit, within, scored)
+        if plan.expansion_match and total < LARGE_INDEX_CHUNKS:  # past that, only rare terms are ranked
+            _add_expansions(conn, plan.expansion_match, limit, within, scored)
     top = heapq.nlargest(limit, ((r, v) for r, v in scored.items() if r not in extra), key=lambda kv: kv[1][0])
     top += [(r, scored[r]) for r in extra]
     rows = _load_chunks(conn, [r for r, _ in top])
@@ -177,17 +177,13 @@ def keyword_candidates(
     return out, ranks
 
 
-def _add_expansion_scores(conn: apsw.Connection, match: str, limit: int, within: set[int] | None,
-                          scored: dict[int, tuple[float, float | None]]) -> None:
-    """The expansion terms' own BM25 (relative to their best hit), weighed by EXPANSION_WEIGHT,
-    added to each chunk's keyword score: "chose" counts for "pick", less than "pick" would."""
+def _add_expansions(conn: apsw.Connection, match: str, limit: int, within: set[int] | None,
+                    scored: dict[int, tuple[float, float | None]]) -> None:
+    """The expansion terms matched on their own: "chose" counts for "pick", less than "pick" would."""
     found = conn.execute("SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchall()
     if within is not None:
         found = [row for row in found if row[0] in within]
-    rows = heapq.nsmallest(limit, found, key=lambda row: row[1])
-    for (rowid, _rank), score in zip(rows, bm25_relative_scores([r for _, r in rows])):
-        text, rank = scored.get(rowid, (0.0, None))
-        scored[rowid] = (min(1.0, text + EXPANSION_WEIGHT * score), rank)
+    add_expansion_scores(scored, heapq.nsmallest(limit, found, key=lambda row: row[1]))
 
 
 def _rowids(conn: apsw.Connection, chunk_ids: Sequence[str]) -> list[int]:

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from memsift.engine.search.expansion import EXPANSION_WEIGHT
+from memsift.engine.search.expansion import add_expansion_scores
 from memsift.engine.search.ranking import Candidate, bm25_relative_scores
 from memsift.engine.search.time_only import COMMON_SHARE, is_weightless
 from memsift.engine.search.time_query import TimeWindow
@@ -175,13 +175,10 @@ async def keyword_candidates(
         rows += more
     scored: dict[int, tuple[float, float | None]] = {
         chunk: (score, rank) for (chunk, rank), score in zip(rows, bm25_relative_scores([r for _, r in rows]))}
-    if expansions:  # as backends/builtin/search._add_expansion_scores
-        more_scores = await _term_scores(conn, agent, gen, list(expansions), n, avgdl)
-        found_x = [(chunk, -s) for chunk, s in more_scores.items() if within is None or chunk in within]
-        rows_x = heapq.nsmallest(limit, found_x, key=lambda r: (r[1], r[0]))
-        for (chunk, _rank), score in zip(rows_x, bm25_relative_scores([r for _, r in rows_x])):
-            text, rank = scored.get(chunk, (0.0, None))
-            scored[chunk] = (min(1.0, text + EXPANSION_WEIGHT * score), rank)
+    if expansions:  # matched on their own, weighed below the question's words
+        more = await _term_scores(conn, agent, gen, list(expansions), n, avgdl)
+        found_x = [(chunk, -s) for chunk, s in more.items() if within is None or chunk in within]
+        add_expansion_scores(scored, heapq.nsmallest(limit, found_x, key=lambda r: (r[1], r[0])))
     top = heapq.nlargest(limit, ((c, v) for c, v in scored.items() if c not in extra), key=lambda kv: kv[1][0])
     top += [(c, scored[c]) for c in extra]
     loaded = await _load(conn, agent, gen, [c for c, _ in top])

@@ -73,7 +73,7 @@ def expansion_items(plan: FtsPlan) -> list[str]:
     out: list[str] = []
     for word in plan.expansions:
         out += _tokens(word, apsw.FTS5_TOKENIZE_QUERY)
-    return [t for t in dict.fromkeys(out)]
+    return list(dict.fromkeys(out))
 
 
 def query_items(plan: FtsPlan) -> QueryItems:

@@ -85,18 +85,17 @@ def evidence_features(terms: Sequence[str], hits: Sequence[tuple[str, float, str
     n = len(hits)
     rarity = [math.log1p(n / (1 + sum(h[j] for h in holds))) for j in range(len(terms))]
     total_rarity = sum(rarity)
-    best_by_file: dict[str, list[float]] = {}
+    by_file: dict[str, list[float]] = {}
     for path, score, _ in hits:
-        best_by_file.setdefault(path, []).append(score)
+        by_file.setdefault(path, []).append(score)
+    top_two = {path: sorted(scores, reverse=True)[:2] + [0.0] for path, scores in by_file.items()}
     out = []
     for rank, ((path, score, _), has) in enumerate(zip(hits, holds)):
-        scores = best_by_file[path]
-        others = sorted(scores, reverse=True)
-        others.remove(score)  # this hit's own score, once
+        best, second = top_two[path][:2]
         out.append({
             "coverage": sum(has) / len(terms) if terms else 0.0,
             "rare_coverage": sum(r for r, h in zip(rarity, has) if h) / total_rarity if total_rarity else 0.0,
             "reciprocal_rank": 1.0 / (rank + 1),
-            "file_best_other": others[0] if others else 0.0,
+            "file_best_other": second if score == best else best,  # the best score of another hit of the file
         })
     return out

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from .ranking import bm25_relative_scores
 from .stopwords import STOP_WORDS
 
-__all__ = ["Lexicon", "lexicon", "expand_terms", "verbs_of", "MAX_PER_TERM", "MAX_PER_QUERY", "EXPANSION_WEIGHT"]
+__all__ = ["Lexicon", "lexicon", "expand_terms", "verbs_of", "add_expansion_scores", "MAX_PER_TERM", "MAX_PER_QUERY",
+           "EXPANSION_WEIGHT"]
 
 MAX_PER_TERM = 4
 MAX_PER_QUERY = 8
@@ -91,3 +93,12 @@ def expand_terms(terms: list[str], *, verbs: set[str] | None = None, synonyms: b
         out += [w for w in lex.variants(term, synonyms=with_synonyms)
                 if w not in asked and w not in out and w not in STOP_WORDS][:per_term]
     return out[:per_query]
+
+
+def add_expansion_scores(scored: dict[int, tuple[float, float | None]], rows: list[tuple[int, float]]) -> None:
+    """Add the expansions' keyword evidence to `scored` (chunk → (keyword score, BM25 rank)):
+    `rows` are the best (chunk, rank) matches of the expansions alone, best first; each adds
+    EXPANSION_WEIGHT × its BM25 relative to their best, capped at 1, and keeps the chunk's own rank."""
+    for (chunk, _rank), score in zip(rows, bm25_relative_scores([r for _, r in rows])):
+        text, rank = scored.get(chunk, (0.0, None))
+        scored[chunk] = (min(1.0, text + EXPANSION_WEIGHT * score), rank)

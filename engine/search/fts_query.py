@@ -101,6 +101,11 @@ def _phrase(words: list[str]) -> str:
     return '"' + " ".join(words) + '"'
 
 
+def _word_term(word: str, tokenizer: str) -> str:
+    """One non-CJK word as a MATCH term; a trigram index holds a 1–2 letter word between spaces (see `index_text`)."""
+    return _phrase([f" {word} "]) if tokenizer == "trigram" and len(word) < 3 else _phrase([word])
+
+
 def _cjk_terms_unicode61(run: str) -> list[str]:
     chars = list(run)
     if len(chars) <= 2:
@@ -128,10 +133,8 @@ def plan_query(query: str, tokenizer: str = "unicode61", *, expansion: str = "of
                 match_terms += _cjk_terms_trigram(term)
             else:
                 match_terms += _cjk_terms_unicode61(term)
-        elif tokenizer == "trigram" and len(term) < 3:
-            match_terms.append(_phrase([f" {term} "]))  # indexed between spaces (see `index_text`)
         else:
-            match_terms.append(_phrase([term]))
+            match_terms.append(_word_term(term, tokenizer))
 
     # Phrase boosts: quoted parts, identifiers, and the whole query (if it is short).
     spans = [m.group(1) for m in _QUOTED_RE.finditer(query)]
@@ -154,6 +157,6 @@ def plan_query(query: str, tokenizer: str = "unicode61", *, expansion: str = "of
         from .expansion import expand_terms, verbs_of  # noqa: PLC0415  (reads the lexicon when first used)
 
         expansions = expand_terms(terms, verbs=verbs_of(_tokens(query)), synonyms=expansion == "synonyms")
-    expansion_terms = [_phrase([f" {w} "]) if tokenizer == "trigram" and len(w) < 3 else _phrase([w]) for w in expansions]
+    expansion_terms = [_word_term(w, tokenizer) for w in expansions]
     return FtsPlan(" OR ".join(match_terms) if match_terms else None, terms, match_terms, expansions,
                    " OR ".join(expansion_terms) if expansion_terms else None)
