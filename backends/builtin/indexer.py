@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import apsw
-import numpy as np
+from memsift.engine.lazy import np  # numpy on first use: a keyword search never needs it
 
 from memsift.engine.logging import get_logger
 from memsift.engine.files.chunking import CHUNKER_REVISION, Chunk, chunk_text, split_for_input_limit
@@ -82,7 +82,7 @@ VECTOR_LOG_KEEP = 100_000  # vector_log entries kept for in-memory vectors to ca
 # this large, and chunking one would hold hundreds of MB of chunk text at once.
 WRITE_LOCK_TIMEOUT_S = 600.0  # how long a writer waits for another process's sync or rebuild
 SCAN_REPORT_EVERY = 100  # files checked between two progress reports
-EmbedFn = Callable[[Sequence[str]], np.ndarray]
+EmbedFn = Callable[[Sequence[str]], "np.ndarray"]
 # progress(stage, done, total): "files" (files checked), then "embed" (chunks embedded, reused or
 # written) or "write" (chunks written, keyword-only index).
 ProgressFn = Callable[[str, int, int], None]

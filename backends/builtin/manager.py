@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import anyio
 import apsw
-import numpy as np
+from memsift.engine.lazy import np  # numpy on first use: a keyword search never needs it
 
 from memsift.engine.logging import get_logger
 from memsift.engine.search.citations import citations_enabled

@@ -9,7 +9,7 @@ from itertools import islice
 from typing import Any, Callable, Sequence
 
 import apsw
-import numpy as np
+from memsift.engine.lazy import np  # numpy on first use: a keyword search never needs it
 
 from memsift.engine.search.expansion import add_expansion_scores
 from memsift.engine.search.fts_query import FtsPlan

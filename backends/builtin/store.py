@@ -16,6 +16,7 @@ Schema (numbered migrations in `MIGRATIONS`, tracked by `PRAGMA user_version`):
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import stat
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import apsw
-import numpy as np
+from memsift.engine.lazy import np  # numpy on first use: a keyword search never needs it
 
 from memsift.engine.errors import IndexCorruptError, IndexUnusableError
 from memsift.engine.private_dirs import make_private_dir
@@ -166,6 +167,15 @@ MIGRATIONS: list[Callable[[apsw.Connection, str], None]] = [_migration_1, _migra
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def _vec_extension_path() -> str:
+    """sqlite-vec's loadable extension, found without importing its Python module (which imports
+    numpy and sqlite3: ~60 ms of a cold keyword search). Same path as `sqlite_vec.loadable_path()`."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or spec.origin is None:
+        raise ImportError("the sqlite-vec package is not installed (pip install sqlite-vec)")
+    return os.path.join(os.path.dirname(spec.origin), "vec0")
+
+
 def _load_vec(conn: apsw.Connection, state: VectorState) -> None:
     if not state.enabled:
         return
@@ -173,9 +183,7 @@ def _load_vec(conn: apsw.Connection, state: VectorState) -> None:
         if state.extension_path:
             path = state.extension_path
         else:
-            import sqlite_vec  # noqa: PLC0415
-
-            path = sqlite_vec.loadable_path()
+            path = _vec_extension_path()
         conn.enable_load_extension(True)
         conn.load_extension(path)
         conn.enable_load_extension(False)

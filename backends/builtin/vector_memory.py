@@ -29,7 +29,7 @@ import threading
 from itertools import islice
 
 import apsw
-import numpy as np
+from memsift.engine.lazy import np  # numpy on first use: a keyword search never needs it
 
 from memsift.engine.config.models import VectorStoreConfig
 

@@ -1,7 +1,11 @@
 """Local-model indexing speed: characters/s on realistic chunks, today's code against a baseline
 revision's `engine/embeddings/local.py`, interleaved in one process so both see the same load.
 
-    python contrib/bench/embed_speed.py [--baseline REV] [--chunks 120] [--rounds 3]
+    python contrib/bench/embed_speed.py [--baseline REV|fp32] [--chunks 120] [--rounds 3]
+
+`--baseline fp32`: today's code on the fp32 graph, as an install without the `onnx` package runs it
+(the default install before onnx became a dependency), against the int8 graph a default install
+builds now.
 """
 
 from __future__ import annotations
@@ -67,7 +71,8 @@ def run_embed_speed(work: Path, *, baseline: str = BASELINE_REV, per_set: int = 
     from memsift.engine.embeddings.local import LocalMiniLMProvider  # noqa: PLC0415
 
     sets = realistic_chunks(work, per_set)
-    before, after = _baseline_provider(baseline), LocalMiniLMProvider()
+    before = LocalMiniLMProvider(int8=False) if baseline == "fp32" else _baseline_provider(baseline)
+    after = LocalMiniLMProvider()
     for p in (before, after):
         p.embed_sync(sets["longmemeval"][:16])  # load and warm both
     out: dict[str, Any] = {"baseline": baseline, "int8": after.quantised, "sets": {}}

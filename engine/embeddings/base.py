@@ -6,7 +6,7 @@ import base64
 from dataclasses import dataclass
 from typing import Protocol, Sequence, runtime_checkable
 
-import numpy as np
+from ..lazy import np  # numpy on first use: a keyword search never needs it
 
 __all__ = ["EmbeddingProvider", "MultimodalInput", "l2_normalise", "input_bytes"]
 

@@ -4,7 +4,8 @@ The shipped ONNX file stores int8 weights but dequantises them inside the graph 
 scale), so every MatMul runs in fp32. Folding those back to fp32 weights and running onnxruntime's
 dynamic quantisation (per-channel int8 weights, uint8 activations) gives integer MatMuls: about
 1.7× the characters/s on 2 cores, cosine ≥ 0.99 to the fp32 vectors. The build needs the `onnx`
-package (the `int8` extra, ~33 MB); without it the fp32 graph is used and nothing else changes.
+package, a default dependency; where it is missing (an install that left it out) the fp32 graph is
+used and nothing else changes.
 
 Cache layout: `<source sha256[:16]>-<RECIPE>.onnx` plus a `.sha256` file holding its checksum. A
 graph whose checksum does not match (damaged, truncated, edited) is rebuilt; files are written
@@ -39,7 +40,7 @@ def default_model_cache_dir(env: Mapping[str, str]) -> Path:
 
 
 def int8_build_available() -> bool:
-    """Whether this install can build the int8 graph (`pip install "memsift[int8]"`)."""
+    """Whether this install can build the int8 graph (the `onnx` package, a default dependency)."""
     return importlib.util.find_spec("onnx") is not None
 
 
@@ -99,7 +100,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def _build(source: Path, target: Path) -> None:
-    import onnx  # noqa: PLC0415  (optional: the int8 extra)
+    import onnx  # noqa: PLC0415  (a default dependency; imported only to build)
     from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415
 
     folded = _fold_dequantised_weights(onnx.load(str(source)))

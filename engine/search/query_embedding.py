@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import anyio
-import numpy as np
+from ..lazy import np  # numpy on first use: a keyword search never needs it
 
 from ..embeddings import EmbeddingProvider
 from ..embeddings.circuit import QueryCircuit
