@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import ConfigError, IndexUnusableError, MemsiftError, PathNotAllowedError, ProviderError
 from ..secrets import redact
 
-__all__ = ["EXIT_CODES", "exit_code", "json_text", "search_output"]
+__all__ = ["EXIT_CODES", "EXIT_MEANINGS", "exit_code", "json_text", "search_output"]
 
 EXIT_CODES = {
     "ok": 0,
@@ -25,6 +25,17 @@ EXIT_CODES = {
     "provider": 5,
     "path": 6,
     "backend": 7,
+}
+# What each exit code tells a script (the CLI reference is made from this).
+EXIT_MEANINGS = {
+    0: "success, also when nothing matched, and for a scope denial (the answer states it)",
+    1: "unexpected error",
+    2: "usage: a bad option or value",
+    3: "config error, or memory search disabled for the agent",
+    4: "index unusable (another program's file at the index path, a disk that cannot be written)",
+    5: "embedding provider error (no key, quota, outage) where no fallback applies",
+    6: "path not allowed: not a memory file",
+    7: "backend unavailable (QMD or Postgres) and its fallback is `none`",
 }
 
 
