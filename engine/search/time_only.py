@@ -11,7 +11,7 @@ of the two people of a chat log, in every day's note; "the user" of an agent's l
 ("what did I *fix* yesterday?", "what did *Helga* ask for last week?"), and the ordinary blend of
 relevance and time ranks those. The list and the share were drawn from the dev questions of
 `contrib/bench/timeonly.py`, then checked against the topical time questions of LongMemEval and
-the chats set: see README, *Time-only questions*.
+the chats set: see docs/performance.md, *Time-only questions*.
 
 `window_first`: the order of a time-only answer — the window's notes, a day at a time in order
 (the first chunk of each day, then the second of each…), so the first hits cover the whole

@@ -18,7 +18,7 @@ def test_defaults_match_the_reference():
     ms = s.memory_search
     assert ms.enabled is True and ms.provider == "auto" and ms.fallback == "none"
     assert ms.sources == ["memory"]
-    # memsift's one changed default: a chunk is what a hit shows (README, How a search works).
+    # memsift's one changed default: a chunk is what a hit shows (docs/concepts/search.md).
     assert (ms.chunking.strategy, ms.chunking.tokens, ms.chunking.overlap) == ("evidence", 175, 0)
     assert (ms.query.max_results, ms.query.min_score) == (6, 0.35)
     h = ms.query.hybrid

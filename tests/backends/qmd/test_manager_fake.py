@@ -160,13 +160,13 @@ def test_missing_binary_falls_back_and_fail_closed_refuses(tmp_path, ws, env):
     settings = _settings(tmp_path, ws, command="/nonexistent/qmd-binary --flag")
     answer = run(_wrapped(settings, env).search, "Aurora", min_score=0)
     assert answer.backend == "builtin"
-    assert answer.fallback.reason == "qmd is not installed at /nonexistent/qmd-binary (memory.qmd.command; see README, The QMD backend)"
+    assert answer.fallback.reason == "qmd is not installed at /nonexistent/qmd-binary (memory.qmd.command; see The QMD backend in memsift's docs)"
     closed = _settings(tmp_path, ws, command="/nonexistent/qmd-binary", fallback="none")
     answer = run(_wrapped(closed, env, fail_closed=True).search, "Aurora")
     assert answer.results == [] and "not installed" in answer.unavailable and answer.fallback is None
     off_path = _settings(tmp_path, ws, command="qmd")
     answer = run(_wrapped(off_path, {**env, "PATH": "/nonexistent"}).search, "Aurora", min_score=0)
-    assert answer.fallback.reason == "qmd is not installed or not on PATH (see README, The QMD backend)"  # no PATH dump
+    assert answer.fallback.reason == "qmd is not installed or not on PATH (see The QMD backend in memsift's docs)"  # no PATH dump
 
 
 def test_scope_denial_is_visible_and_spawns_nothing(tmp_path, ws, env):

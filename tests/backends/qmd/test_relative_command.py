@@ -69,7 +69,7 @@ def test_a_missing_relative_command_says_where_it_looked(setup):
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-1500:]
     reason = json.loads(done.stdout)["fallback"]["reason"]
     # The path it looked at (the workspace's), the key to fix and where to read more.
-    assert reason == f"qmd is not installed at {ws / 'bin' / 'no-such-qmd'} (memory.qmd.command; see README, The QMD backend)"
+    assert reason == f"qmd is not installed at {ws / 'bin' / 'no-such-qmd'} (memory.qmd.command; see The QMD backend in memsift's docs)"
     (ws / "tools" / "qmd").chmod(0o644)  # there, but not executable
     done = _run(tmp_path, ws, elsewhere, env, "tools/qmd", "search", "aurora telemetry", "--json")
     reason = json.loads(done.stdout)["fallback"]["reason"]
