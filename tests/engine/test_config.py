@@ -295,9 +295,9 @@ def test_any_agent_id_gets_the_defaults_and_ids_match_case_insensitively():
                 _resolve(raw, agent_id=bad)
 
 
-def test_the_readme_config_example_keeps_main_as_the_default_agent(tmp_path):
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    block = readme.split("## Configuration", 1)[1].split("```json5", 1)[1].split("```", 1)[0]
+def test_the_documented_config_example_keeps_main_as_the_default_agent(tmp_path):
+    page = (Path(__file__).parents[2] / "docs" / "operators" / "configuration.md").read_text(encoding="utf-8")
+    block = page.split("## Where the config comes from", 1)[1].split("```json5", 1)[1].split("```", 1)[0]
     (tmp_path / "ws").mkdir()
     config, _ = load_config(_write(tmp_path, block.replace("~/agent-workspace", str(tmp_path / "ws"))), environ={})
     default = resolve_agent(config, environ={})
