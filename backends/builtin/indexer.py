@@ -733,7 +733,10 @@ class Indexer:
         pending_before = bool(current.get("vectorsPending"))
         if pending_before:
             self.vectors_pending = conn.execute("SELECT 1 FROM chunks WHERE embedding IS NULL LIMIT 1").fetchone() is not None
-        if changed or removed or pending_before or current.get("dims") is None or \
+        # dims unknown yet but known now (the first vectors); a keyword-only index (no provider)
+        # never has dims, and rewriting its meta would make every search a write.
+        dims_learned = current.get("dims") is None and (self.ident.dims is not None or self.embed is not None)
+        if changed or removed or pending_before or dims_learned or \
                 any(current.get(k) != v for k, v in self.meta_extra.items()):
             self._finish(conn, want)
 

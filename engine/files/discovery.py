@@ -73,7 +73,7 @@ def _walk_md(root: Path, skipped: list[Skipped], workspace: Path, extra_ext: tup
     while stack:
         d = stack.pop()
         try:
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
+            entries = list(os.scandir(d))  # in the disk's order: the caller sorts what it keeps
         except OSError as exc:
             skipped.append(Skipped(_rel(workspace, Path(d)), f"cannot list directory: {exc.strerror}"))
             continue
@@ -129,7 +129,7 @@ def discover_memory_files(
 
     def add_tree(root: Path, ext: tuple[str, ...] = ()) -> None:
         real_root, rel_root, prefix = os.path.realpath(root), _rel(workspace, root), len(str(root))
-        for p in _walk_md(root, skipped, workspace, ext):
+        for p in sorted(_walk_md(root, skipped, workspace, ext)):  # duplicates: the first found wins, whatever the disk's order
             below = p[prefix:].replace(os.sep, "/")
             candidates.append((p, real_root + p[prefix:], rel_root + below if rel_root != "." else below.lstrip("/")))
 
@@ -165,7 +165,7 @@ def discover_memory_files(
     seen: set[str] = set()
     files: list[MemoryFile] = []
     for p, key, rel in candidates:
-        if not _utf8_name(rel):
+        if not (rel.isascii() or _utf8_name(rel)):
             # SQLite, JSON and MCP all need UTF-8; such a name would break every sync.
             skipped.append(Skipped(rel, "file name is not valid UTF-8"))
             continue
