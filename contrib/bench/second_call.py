@@ -2,7 +2,10 @@
 and answered by the resident helper the first call started, against `qmd search` on the same
 files, in one run.
 
-    python contrib/bench/second_call.py [--files 10000] [--keyword] [--no-qmd]
+    python contrib/bench/second_call.py [--files 10000] [--keyword] [--no-qmd] [--memsift PATH]
+
+`--memsift PATH` times another install's `memsift` (a wheel installed in its own virtual
+environment, as `pip install memsift` makes it: no editable-install import hook).
 
 `--keyword` indexes without a model (provider none: keyword search, as `qmd search` is BM25);
 without it the local model indexes the workspace first (long at 10k files on 2 cores).
@@ -55,7 +58,7 @@ def _wait_for_helper(folder: Path, timeout: float = 3600) -> int:
 
 
 def run_second_call(work: Path, files: int = 10000, *, keyword: bool = False, with_qmd: bool = True,
-                    say: Callable[[str], None] = print) -> dict[str, Any]:
+                    say: Callable[[str], None] = print, memsift: list[str] | None = None) -> dict[str, Any]:
     start_spawner()
     queries = sample_queries()[:QUERIES]
     ws = build_daily_logs(work / "workspaces", files)
@@ -66,10 +69,11 @@ def run_second_call(work: Path, files: int = 10000, *, keyword: bool = False, wi
     if keyword:
         env["MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__PROVIDER"] = "none"
     cold_env = {**env, "MEMSIFT_NO_RESIDENT": "1"}
-    search = [*MEMSIFT, "-w", str(ws), "search", "--json"]
-    out: dict[str, Any] = {"files": files, "mode": "keyword" if keyword else "hybrid"}
+    command = memsift or MEMSIFT
+    search = [*command, "-w", str(ws), "search", "--json"]
+    out: dict[str, Any] = {"files": files, "mode": "keyword" if keyword else "hybrid", "memsift": command[0]}
     try:
-        run = run_measured([*MEMSIFT, "-w", str(ws), "index"], env=cold_env, timeout=6 * 3600)  # untimed: the index
+        run = run_measured([*command, "-w", str(ws), "index"], env=cold_env, timeout=6 * 3600)  # untimed: the index
         if run.rc != 0:
             raise RuntimeError(f"memsift index failed: {run.stderr[-800:]}")
         out["cold"] = _timed(search, cold_env, queries[:8])
@@ -102,8 +106,10 @@ def main() -> None:
     ap.add_argument("--keyword", action="store_true")
     ap.add_argument("--no-qmd", action="store_true")
     ap.add_argument("--work", type=Path, default=HERE / "out")
+    ap.add_argument("--memsift", help="the memsift command to time (default: this environment's)")
     args = ap.parse_args()
-    print(json.dumps(run_second_call(args.work, args.files, keyword=args.keyword, with_qmd=not args.no_qmd), indent=1))
+    print(json.dumps(run_second_call(args.work, args.files, keyword=args.keyword, with_qmd=not args.no_qmd,
+                                     memsift=[args.memsift] if args.memsift else None), indent=1))
 
 
 if __name__ == "__main__":
