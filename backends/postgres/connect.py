@@ -124,8 +124,12 @@ async def _configure(conn: Any) -> None:
 
 async def open_pool(dsn: str, cfg: PostgresConfig, name: str) -> Any:
     """An open async pool; connections have the pgvector adapter and autocommit (transactions are explicit)."""
+    import logging  # noqa: PLC0415
+
     import psycopg_pool  # noqa: PLC0415
 
+    # The pool logs each failed reconnect; memsift says what failed on the answer, once.
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     pool = psycopg_pool.AsyncConnectionPool(
         dsn,
         kwargs=_kwargs(cfg),

@@ -93,6 +93,17 @@ class PostgresSearchManager:
     def _error(self, exc: BaseException, doing: str) -> BackendError:
         return driver_error(exc, self.dsns.write, doing)
 
+    async def _outage(self, exc: BaseException, doing: str) -> BackendError:
+        """A failure as a BackendError; after a lost connection the pools are closed, so the next
+        call opens new ones and reaches a server that came back at once (a pool left alone keeps
+        backing off its reconnects, and answers PoolTimeout for a while)."""
+        pools, self._pools = list(self._pools.values()), {}
+        self._schema_ready = False  # a restored or replaced server is checked again
+        for pool in pools:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                await pool.close(timeout=0.5)
+        return exc if isinstance(exc, BackendError) else self._error(exc, doing)
+
     async def _ensure_schema(self) -> None:
         if self._schema_ready:
             return
@@ -154,7 +165,7 @@ class PostgresSearchManager:
                 finally:
                     await conn.close()
             except psycopg.Error as exc:
-                raise self._error(exc, "syncing") from None
+                raise await self._outage(exc, "syncing") from None
         self._stale_cause = report.reindex_cause if not report.full_reindex else None
         self._last_sync = report
         self._dirty = False
@@ -234,8 +245,8 @@ class PostgresSearchManager:
 
             try:
                 hits, answered, relaxed, below, time_only = await beside(embedding.run if embedding else None, answer)
-            except (psycopg.Error, psycopg_pool.PoolTimeout, OSError) as exc:
-                raise self._error(exc, "searching") from None
+            except (psycopg.Error, psycopg_pool.PoolTimeout, OSError, BackendError) as exc:
+                raise await self._outage(exc, "searching") from None
         # `--mode vector` alone, asked for, in a script the model does not cover: say its results are noise.
         warning = vector_mode_warning(q, self.provider) if q and requested == "vector" else None
         return SearchAnswer(
@@ -361,12 +372,12 @@ class PostgresSearchManager:
                     "SELECT count(*) FROM memsift_embedding_cache WHERE agent_id = %s", (self.agent,))).fetchone())[0]
                 facts["server"] = (await (await conn.execute("SHOW server_version")).fetchone())[0]
         except (psycopg.Error, psycopg_pool.PoolTimeout, OSError, BackendError) as exc:
-            facts["error"] = str(self._error(exc, "reading status") if not isinstance(exc, BackendError) else exc)
+            facts["error"] = str(await self._outage(exc, "reading status"))
         stale = fingerprint_diff(meta, wanted_meta(self.settings, ident)) if meta else None
         pending = self._pending(meta is not None)
         mode = "none" if facts["error"] else ("fts-only" if self.provider is None or stale else "hybrid")
         if facts["error"]:
-            now_says = f"fail: {facts['error']}"
+            now_says = f"fail: the database is unreachable: {facts['error']}"
         elif meta is None:
             now_says = f"build the index first ({pending} file(s)), then search"
         else:
@@ -387,6 +398,7 @@ class PostgresSearchManager:
                    "postgres": facts},
             last_sync=self._last_sync.model_dump(by_alias=True) if self._last_sync else None,
             skipped=skipped or [],
+            unavailable=facts["error"],
         )
 
     def _pending(self, indexed: bool) -> int:

@@ -239,6 +239,8 @@ def status(obj: _Ctx, as_json: bool, **params: Any) -> None:
         _emit_json(st.to_json_dict())
     else:
         click.echo(redact(render_status(st)))
+    if st.unavailable:  # the backend cannot be reached and nothing answers for it: as a search exits
+        sys.exit(EXIT_CODES["backend"])
 
 
 def _helper_status(obj: _Ctx) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import ConfigError, IndexUnusableError, MemsiftError, PathNotAllowedError, ProviderError
+from ..errors import BackendError, ConfigError, IndexUnusableError, MemsiftError, PathNotAllowedError, ProviderError
 from ..secrets import redact
 
 __all__ = ["EXIT_CODES", "EXIT_MEANINGS", "exit_code", "json_text", "search_output"]
@@ -48,6 +48,8 @@ def exit_code(exc: MemsiftError) -> int:
         return EXIT_CODES["provider"]
     if isinstance(exc, PathNotAllowedError):
         return EXIT_CODES["path"]
+    if isinstance(exc, BackendError):  # QMD or Postgres cannot serve and no fallback may: as search says
+        return EXIT_CODES["backend"]
     return EXIT_CODES["error"]
 
 

@@ -248,6 +248,9 @@ def render_status(s: ManagerStatus) -> str:
         ),
         ("Embedding cache", f"{'on' if s.cache.get('enabled') else 'off'} · {s.cache.get('entries')} entries"),
     ]
+    if s.unavailable:  # nothing could be read from the backend: its counts are unknown, not zero
+        rows = [r for r in rows if r[0] not in ("Indexed", "Changes", "FTS", "Vector", "Embedding cache")]
+        rows.append(("Unreachable", s.unavailable))
     if s.qmd and s.backend == "qmd":  # the QMD backend has no FTS table, vector table or embedding cache of ours
         rows = [r for r in rows if r[0] not in ("FTS", "Vector", "Embedding cache", "Changes", "Extra paths", "Provider", "Model")]
     if s.requests:

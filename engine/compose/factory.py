@@ -89,6 +89,7 @@ def open_manager(
             builtin,
             name="postgres",
             fail_closed=pg.fallback == "none",
+            retry_after_s=POSTGRES_RETRY_S,
             # connecting, then the statements of one search: past that the answer is an error or the fallback
             primary_budget_s=(pg.connect_timeout_ms + pg.statement_timeout_ms) / 1000,
         ), settings, chosen), settings, chosen), settings)
@@ -103,6 +104,12 @@ def open_manager(
         primary_budget_s=qmd.limits.timeout_ms / 1000,  # a search answers within it (or falls back)
         not_covered=qmd_not_covered(settings),
     ), settings, chosen), settings, chosen), settings)
+
+
+# After a Postgres failure the next search within this many seconds answers at once with the
+# failure (and when the next try is); the first one after it connects again. A restarted server
+# is used by the first search after it is up, give or take this interval.
+POSTGRES_RETRY_S = 3.0
 
 
 def _default_max_results(settings: ResolvedConfig, backend: str) -> int:

@@ -5,12 +5,14 @@
 - A primary failure (missing binary, spawn failure, non-zero exit, timeout, unparseable output)
   answers from the fallback backend, recording `fallback: {from, reason}` on the answer and in
   status. The primary is tried again after `retry_after_s`, so it recovers by itself (it is kept,
-  not rebuilt: a long-running host's updates and schedule belong to it).
+  not rebuilt: a long-running host's updates and schedule belong to it). QMD waits a minute (a
+  failing sidecar costs a process and a timeout); Postgres a few seconds (a refused connection
+  costs milliseconds, and a fleet wants its database back as soon as it is).
 - `not_covered`: what the primary indexes that the fallback cannot, stated on every fallback.
 - `primary_budget_s`: however the primary spends its time (processes, locks, updates), a search
   that has not answered by then is stopped and the fallback answers, saying so.
-- `fail_closed` (`memory.qmd.fallback: "none"`): no second index; the answer carries
-  `unavailable` with the reason instead.
+- `fail_closed` (`memory.qmd.fallback: "none"`): no second index; the answer (and status)
+  carries `unavailable`: what was tried, when, what failed, and when the next try is.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ class FallbackSearchManager:
         self.not_covered = not_covered or None  # stated on every fallback answer and status
         self._primary: SearchManager | None = None
         self._fallback: SearchManager | None = None
-        self._failure: tuple[str, float] | None = None  # (reason, when)
+        self._failure: tuple[str, float, float] | None = None  # (reason, monotonic time, wall-clock time)
+        self._tried_now = False  # this call tried the primary (and it failed), rather than skipping it
         self._change_probe: Any = None  # handed to each backend that checks freshness itself
 
     # --- plumbing -------------------------------------------------------------------------------
@@ -97,8 +100,21 @@ class FallbackSearchManager:
     def _mark_failed(self, exc: BaseException | str) -> str:
         reason = _describe_failure(exc)
         log.warning("backend failed; answering from the fallback" if not self.fail_closed else "backend failed", backend=self.backend, reason=reason)
-        self._failure = (reason, time.monotonic())
+        self._failure = (reason, time.monotonic(), time.time())
+        self._tried_now = True
         return reason
+
+    def _unavailable(self) -> str:
+        """Why no answer: what was tried, when, what failed; and when the next try is, when this
+        call did not try (the primary is tried at most every `retry_after_s`)."""
+        reason, at, wall = self._failure or ("unknown", time.monotonic(), time.time())
+        clock = time.strftime("%H:%M:%S", time.localtime(wall))
+        if self._tried_now:
+            return f"{self.backend} unavailable: {reason} (tried at {clock})"
+        ago = time.monotonic() - at
+        wait = max(0.0, self.retry_after_s - ago)
+        return (f"{self.backend} unavailable: {reason} (last tried at {clock}, {ago:.1f} s ago; "
+                f"the next search tries again in {wait:.1f} s)")
 
     async def _primary_search(self, query: str, args: dict[str, Any]) -> SearchAnswer | None:
         """The primary's answer, or None when it ran out of its budget (then it is marked failed)."""
@@ -116,6 +132,7 @@ class FallbackSearchManager:
     async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
                      session_key: str | None = None, explain: bool = False, **kw: Any) -> SearchAnswer:
         args = dict(max_results=max_results, min_score=min_score, session_key=session_key, explain=explain, **kw)
+        self._tried_now = False
         if self._primary_usable():
             try:
                 answer = await self._primary_search(query, args)
@@ -129,7 +146,7 @@ class FallbackSearchManager:
         reason = self.failure_reason
         if self.fail_closed:
             return SearchAnswer(query=query, results=[], backend=self.backend, mode="none", min_score=min_score or 0.0,
-                                max_results=max_results or 0, took_ms=0.0, unavailable=f"{self.backend} unavailable: {reason}")
+                                max_results=max_results or 0, took_ms=0.0, unavailable=self._unavailable())
         answer = await self.fallback().search(query, **args)
         answer.fallback = Fallback(**{"from": self.backend, "reason": reason or "unknown"}, not_covered=self.not_covered)
         return answer
@@ -141,11 +158,20 @@ class FallbackSearchManager:
     async def status(self, *, deep: bool = False) -> ManagerStatus:
         """What a search would do right now: the primary's status while it works; the fallback's
         (with the primary's own facts kept) when the primary failed or does not answer its probe."""
+        self._tried_now = False
         primary = await self.primary().status(deep=deep)
-        probe_error = (primary.qmd or {}).get("error")
+        probe_error = (primary.qmd or {}).get("error") or primary.unavailable
         if probe_error and self._primary_usable():
             self._mark_failed(probe_error)
-        if self._primary_usable() or self.fail_closed:
+        if self.fail_closed:
+            if probe_error:
+                where = f"memory.{self.backend}.fallback"
+                return primary.model_copy(update={
+                    "unavailable": self._unavailable(),
+                    "search_now": f"fail: {self.backend} is unreachable and {where} is \"none\": searches exit 7 "
+                                  "until it is back (see Unreachable)"})
+            return primary
+        if self._primary_usable():
             return primary
         st = await self.fallback().status(deep=deep)
         return st.model_copy(update={"fallback": Fallback(**{"from": self.backend, "reason": self.failure_reason or ""},
