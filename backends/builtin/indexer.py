@@ -22,7 +22,6 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
-from datetime import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -31,7 +30,7 @@ import apsw
 from memsift.engine.lazy import np  # numpy on first use: a keyword search never needs it
 
 from memsift.engine.logging import get_logger
-from memsift.engine.files.chunking import CHUNKER_REVISION, Chunk, chunk_text, split_for_input_limit
+from memsift.engine.files.chunking import CHUNKER_REVISION, Chunk
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import IndexUnusableError
 from memsift.engine.files.note_dates import NOTE_DATES_REVISION, ChunkDay
@@ -39,11 +38,11 @@ from memsift.engine.search.fts_query import INDEX_TEXT_REVISION, index_text
 from memsift.engine.files.fingerprint import fingerprint_diff
 from memsift.engine.manager import SyncReport
 from memsift.engine.embeddings.base import MultimodalInput
-from memsift.engine.files.sync import MAX_MARKDOWN_BYTES, read_markdown, sort_files
+from memsift.engine.files.sync import MAX_MARKDOWN_BYTES, read_markdown, read_transcript, sort_files
 from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
 from memsift.engine.private_dirs import make_private_dir
 from memsift.engine.files.multimodal import extensions_for, label_for, multimodal_hash, sniff_mime
-from memsift.engine.files.transcripts import flatten_transcript, list_transcripts
+from memsift.engine.files.transcripts import list_transcripts
 
 from .index_file import inspect_index_file, is_memsift_database, temp_name_re
 from .store import (
@@ -392,34 +391,11 @@ class Indexer:
             return None
         return _Pending(f, read.hash, st.st_mtime_ns, st.st_size, read.chunks, days=read.days)
 
-    def _chunk(self, text: str) -> list[Chunk]:
-        c = self.ms.chunking
-        return chunk_text(text, strategy=c.strategy, tokens=c.tokens, overlap=c.overlap)
-
     def _read_transcript(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
-        """A JSONL transcript as User/Assistant text; chunk line ranges point at JSONL lines."""
-        try:
-            raw = Path(f.abs_path).read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            self.skipped.append(Skipped(f.rel_path, f"cannot read: {exc.strerror}"))
-            return None
-        t = flatten_transcript(raw)
-        digest = hashlib.sha256(
-            (t.text + "\n" + ",".join(map(str, t.line_map)) + "\n" + ",".join(map(str, t.timestamps))).encode()
-        ).hexdigest()
-        chunks, days = [], []
-        for c in self._chunk(t.text):
-            first = min(c.start_line, len(t.line_map)) - 1
-            start = t.line_map[first]
-            end = t.line_map[min(c.end_line, len(t.line_map)) - 1]
-            chunks.append(Chunk(start, end, c.text, c.hash))
-            stamp = t.timestamps[first] if first < len(t.timestamps) else 0.0
-            day = datetime.fromtimestamp(stamp).date().isoformat() if stamp > 0 else None
-            days.append(ChunkDay(day, "timestamp", (day,)) if day else ChunkDay(None, None))
-        if self.ident.max_input_bytes:
-            chunks = split_for_input_limit(chunks, self.ident.max_input_bytes)
-            days = []  # pieces no longer line up with the days; a transcript then reads as undated
-        return _Pending(f, digest, st.st_mtime_ns, st.st_size, chunks, days=days)
+        c = self.ms.chunking
+        read = read_transcript(f, self.skipped, strategy=c.strategy, tokens=c.tokens, overlap=c.overlap,
+                               max_input_bytes=self.ident.max_input_bytes)
+        return None if read is None else _Pending(f, read.hash, st.st_mtime_ns, st.st_size, read.chunks, days=read.days)
 
     def _read_multimodal(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
         limit = self.ms.multimodal.max_file_bytes

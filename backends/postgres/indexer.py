@@ -32,7 +32,8 @@ from memsift.engine.search.fts_query import INDEX_TEXT_REVISION
 from memsift.engine.files.fingerprint import fingerprint_diff
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
-from memsift.engine.files.sync import read_markdown, sort_files
+from memsift.engine.files.sync import read_markdown, read_transcript, sort_files
+from memsift.engine.files.transcripts import list_transcripts
 from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
 
 from .schema import SCHEMA_VERSION
@@ -113,17 +114,29 @@ class _Sync:
 
     def _read(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
         c = self.ms.chunking
-        read = read_markdown(f, st, self.skipped, strategy=c.strategy, tokens=c.tokens, overlap=c.overlap,
-                             max_input_bytes=self.ident.max_input_bytes)
+        reader = read_transcript if f.source == "sessions" else read_markdown
+        args = (f, self.skipped) if f.source == "sessions" else (f, st, self.skipped)
+        read = reader(*args, strategy=c.strategy, tokens=c.tokens, overlap=c.overlap,  # type: ignore[operator]
+                      max_input_bytes=self.ident.max_input_bytes)
         if read is None:
             return None
         return _Pending(f, read.hash, st.st_mtime_ns, st.st_size, read.chunks, read.days)
 
-    async def scan(self, gen: int) -> tuple[list[_Pending], list[tuple[str, int, int]], set[str], int]:
-        """Files on disk against the generation's files: (changed, touched only, removed, unchanged)."""
+    async def scan(self, gen: int, *, include_sessions: bool = True
+                   ) -> tuple[list[_Pending], list[tuple[str, int, int]], set[str], int]:
+        """Files on disk against the generation's files: (changed, touched only, removed, unchanged).
+        Session transcripts (`sources: ["memory", "sessions"]`) are compared too unless
+        `include_sessions` is false (a search's sync never waits on them, as on builtin); with
+        sessions no longer a source, their rows are removed."""
         files, self.skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
+        wanted = "sessions" in self.ms.sources
+        if wanted and include_sessions:
+            folder = self.settings.state_dir / "agents" / self.agent / "sessions"
+            files += [MemoryFile(str(p), f"sessions/{p.name}", source="sessions") for p in list_transcripts(folder)]
+        sources = ["memory", "sessions"] if (include_sessions or not wanted) else ["memory"]
         cur = await self.conn.execute(
-            "SELECT path, hash, mtime_ns, size FROM memsift_files WHERE agent_id = %s AND generation = %s", (self.agent, gen)
+            "SELECT path, hash, mtime_ns, size FROM memsift_files WHERE agent_id = %s AND generation = %s AND source = ANY(%s)",
+            (self.agent, gen, sources),
         )
         known = {row[0]: row[1:] for row in await cur.fetchall()}
         found = sort_files(files, known, self.skipped, self._read, lambda p: p.hash)
@@ -312,9 +325,11 @@ async def sync_agent(
     lock_timeout_s: float,
     meta_extra: dict[str, Any] | None = None,
     allow_full: bool = True,
+    include_sessions: bool = True,
 ) -> tuple[SyncReport, str | None]:
     """One sync of `settings.agent_id` on `conn` (a dedicated autocommit connection). Returns the
-    report and the last embedding error (None when every chunk has its vector)."""
+    report and the last embedding error (None when every chunk has its vector). A full rebuild
+    always reads session transcripts (when they are a source): it replaces the whole generation."""
     started = time.perf_counter()
     report = SyncReport(reason=reason, backend="postgres")
     agent = settings.agent_id
@@ -349,7 +364,7 @@ async def sync_agent(
             for table in ("memsift_postings", "memsift_chunks", "memsift_files"):
                 await conn.execute(f"DELETE FROM {table} WHERE agent_id = %s AND generation = %s", (agent, live))
         else:
-            changed, touched, removed, unchanged = await s.scan(live)
+            changed, touched, removed, unchanged = await s.scan(live, include_sessions=include_sessions)
             report.files_seen, report.files_unchanged, report.files_removed = len(changed) + unchanged, unchanged, len(removed)
             async with conn.transaction():
                 async with conn.cursor() as cur:

@@ -147,7 +147,8 @@ class PostgresSearchManager:
         parts = [await self.provider.embed_documents(texts[i : i + step]) for i in range(0, len(texts), step)]
         return parts[0] if len(parts) == 1 else np.vstack(parts)
 
-    async def sync(self, *, force: bool = False, reason: str = "manual", allow_full: bool = True) -> SyncReport:
+    async def sync(self, *, force: bool = False, reason: str = "manual", allow_full: bool = True,
+                   include_sessions: bool = True) -> SyncReport:
         psycopg = import_driver()
         self._ensure_provider()
         async with self._sync_lock:
@@ -159,6 +160,7 @@ class PostgresSearchManager:
                     report, self._embed_error = await sync_agent(
                         conn, self.settings, self.identity, self._embed if self.provider else None, force=force,
                         reason=reason, lock_timeout_s=self.cfg.lock_timeout_ms / 1000, meta_extra=extra, allow_full=allow_full,
+                        include_sessions=include_sessions,
                     )
                     if self.dsns.read:
                         self._written_lsn = (await (await conn.execute("SELECT pg_current_wal_lsn()::text")).fetchone())[0]
@@ -188,7 +190,7 @@ class PostgresSearchManager:
         if meta is None:
             await self.sync(reason="bootstrap")
         elif self.ms.sync.on_search:
-            await self.sync(reason="search", allow_full=False)
+            await self.sync(reason="search", allow_full=False, include_sessions=False)  # transcripts: explicit syncs only
         self._dirty = False
 
     async def _agent_meta(self) -> dict[str, Any] | None:
@@ -352,6 +354,7 @@ class PostgresSearchManager:
 
             facts["readDsn"] = shown_dsn(self.dsns.read)
         files = chunks = with_vectors = cache = 0
+        by_source: dict[str, dict[str, int]] = {}
         meta = None
         skipped: list[dict[str, str]] = []
         try:
@@ -363,11 +366,17 @@ class PostgresSearchManager:
                 if row:
                     gen, meta, skipped = row
                     facts["generation"] = gen
-                    files = (await (await conn.execute(
-                        "SELECT count(*) FROM memsift_files WHERE agent_id = %s AND generation = %s", (self.agent, gen))).fetchone())[0]
-                    chunks, with_vectors = await (await conn.execute(
-                        "SELECT count(*), count(embedding) FROM memsift_chunks WHERE agent_id = %s AND generation = %s",
-                        (self.agent, gen))).fetchone()
+                    for source, n in await (await conn.execute(
+                            "SELECT source, count(*) FROM memsift_files WHERE agent_id = %s AND generation = %s GROUP BY source",
+                            (self.agent, gen))).fetchall():
+                        by_source.setdefault(source, {})["files"] = n
+                    for source, n, v in await (await conn.execute(
+                            "SELECT source, count(*), count(embedding) FROM memsift_chunks WHERE agent_id = %s AND generation = %s "
+                            "GROUP BY source", (self.agent, gen))).fetchall():
+                        by_source.setdefault(source, {})["chunks"] = n
+                        with_vectors += v
+                    files = sum(c.get("files", 0) for c in by_source.values())
+                    chunks = sum(c.get("chunks", 0) for c in by_source.values())
                 cache = (await (await conn.execute(
                     "SELECT count(*) FROM memsift_embedding_cache WHERE agent_id = %s", (self.agent,))).fetchone())[0]
                 facts["server"] = (await (await conn.execute("SHOW server_version")).fetchone())[0]
@@ -386,8 +395,9 @@ class PostgresSearchManager:
             backend=self.backend, agent_id=self.agent, workspace_dir=str(self.settings.workspace), db_path=self.dsns.shown,
             files=files, chunks=chunks, dirty=meta is None or stale is not None or self._dirty,
             provider=ident.provider, requested_provider=self.selection.requested if self.selection else None,
-            model=ident.model, dimensions=getattr(self.provider, "dimensions", None), sources=["memory"],
-            extra_paths=list(self.ms.extra_paths), source_counts={"memory": {"files": files, "chunks": chunks}} if files else {},
+            model=ident.model, dimensions=getattr(self.provider, "dimensions", None), sources=list(self.ms.sources),
+            extra_paths=list(self.ms.extra_paths),
+            source_counts={k: {"files": v.get("files", 0), "chunks": v.get("chunks", 0)} for k, v in by_source.items()},
             search_mode=mode, search_now=now_says,
             provider_unavailable_reason=self.selection.unavailable_reason if self.selection else None,
             fts={"enabled": True, "available": meta is not None, "tokenizer": "unicode61", "search": "bm25-postings"},

@@ -178,16 +178,24 @@ class FallbackSearchManager:
                                                           not_covered=self.not_covered),
                                      "qmd": primary.qmd})
 
-    async def sync(self, *, force: bool = False, reason: str = "manual", **_ignored: Any) -> SyncReport:
+    @property
+    def indexes_sessions(self) -> bool:
+        """The primary indexes session transcripts itself (Postgres does; QMD exports them)."""
+        return bool(_sessions_arg(self.primary(), True))
+
+    async def sync(self, *, force: bool = False, reason: str = "manual", include_sessions: bool = True,
+                   **_ignored: Any) -> SyncReport:
+        """The primary's sync (the fallback's when it fails). `include_sessions` reaches a backend that
+        indexes session transcripts (builtin, Postgres); QMD exports them on its own schedule."""
         try:
-            report = await self.primary().sync(force=force, reason=reason)
+            report = await self.primary().sync(force=force, reason=reason, **_sessions_arg(self.primary(), include_sessions))
             self._failure = None
             return report
         except (BackendError, OSError, BaseExceptionGroup) as exc:
             failure = self._mark_failed(_expected_failure(exc) if isinstance(exc, BaseExceptionGroup) else exc)
             if self.fail_closed:
                 raise
-            report = await self.fallback().sync(force=force, reason=reason)
+            report = await self.fallback().sync(force=force, reason=reason, **_sessions_arg(self.fallback(), include_sessions))
             return report.model_copy(update={"reason": f"{reason} (builtin fallback: {failure})"})
 
     async def aclose(self) -> None:
@@ -195,6 +203,13 @@ class FallbackSearchManager:
             if m is not None:
                 await m.aclose()
         self._primary = self._fallback = None
+
+
+def _sessions_arg(manager: SearchManager, include_sessions: bool) -> dict[str, bool]:
+    import inspect  # noqa: PLC0415
+
+    accepts = "include_sessions" in inspect.signature(manager.sync).parameters
+    return {"include_sessions": include_sessions} if accepts else {}
 
 
 def _expected_failure(group: BaseExceptionGroup) -> BaseException:

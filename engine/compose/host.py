@@ -158,8 +158,13 @@ def _search_syncs(manager: SearchManager) -> int:
 
 
 def _accepts_sessions(manager: SearchManager) -> bool:
+    """Whether the backend indexes session transcripts itself (builtin, Postgres; not QMD, which
+    exports them on its own schedule). A wrapper that knows says so (`indexes_sessions`)."""
     import inspect  # noqa: PLC0415
 
+    says = getattr(manager, "indexes_sessions", None)
+    if says is not None:
+        return bool(says)
     return "include_sessions" in inspect.signature(manager.sync).parameters
 
 

@@ -69,6 +69,38 @@ def read_markdown(f: MemoryFile, st: os.stat_result, skipped: list[Skipped], *, 
     return MarkdownRead(hashlib.sha256(data).hexdigest(), chunks, chunk_days(f.rel_path, text, chunks))
 
 
+def read_transcript(f: MemoryFile, skipped: list[Skipped], *, strategy: str, tokens: int, overlap: int,
+                    max_input_bytes: int | None = None) -> MarkdownRead | None:
+    """A JSONL session transcript as `User:` / `Assistant:` chunks whose line ranges point at its
+    JSONL lines, each dated by its first message's timestamp; None with the reason in `skipped`.
+    The hash covers the flattened text and its line and time maps (what the chunks are made of)."""
+    from datetime import datetime  # noqa: PLC0415
+
+    from .transcripts import flatten_transcript  # noqa: PLC0415
+
+    try:
+        with open(f.abs_path, encoding="utf-8", errors="replace") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        skipped.append(Skipped(f.rel_path, f"cannot read: {exc.strerror}"))
+        return None
+    t = flatten_transcript(raw)
+    digest = hashlib.sha256(
+        (t.text + "\n" + ",".join(map(str, t.line_map)) + "\n" + ",".join(map(str, t.timestamps))).encode()
+    ).hexdigest()
+    chunks, days = [], []
+    for c in chunk_text(t.text, strategy=strategy, tokens=tokens, overlap=overlap):
+        first = min(c.start_line, len(t.line_map)) - 1
+        chunks.append(Chunk(t.line_map[first], t.line_map[min(c.end_line, len(t.line_map)) - 1], c.text, c.hash))
+        stamp = t.timestamps[first] if first < len(t.timestamps) else 0.0
+        day = datetime.fromtimestamp(stamp).date().isoformat() if stamp > 0 else None
+        days.append(ChunkDay(day, "timestamp", (day,)) if day else ChunkDay(None, None))
+    if max_input_bytes:
+        chunks = split_for_input_limit(chunks, max_input_bytes)
+        days = []  # pieces no longer line up with the days; a transcript then reads as undated
+    return MarkdownRead(digest, chunks, days)
+
+
 @dataclass
 class FileSort(Generic[P]):
     changed: list[P]  # read, to be stored
