@@ -86,7 +86,7 @@ def wanted_meta(settings: ResolvedConfig, ident: Identity) -> dict[str, Any]:
         "chunkTokens": ms.chunking.tokens,
         "chunkOverlap": ms.chunking.overlap,
         "chunker": CHUNKER_REVISION,
-        "ftsTokenizer": "unicode61",
+        "ftsTokenizer": ms.store.fts.tokenizer,
         "ftsText": INDEX_TEXT_REVISION,
         "noteDates": NOTE_DATES_REVISION,
     }
@@ -232,7 +232,7 @@ class _Sync:
                 if number in seen:
                     continue  # an identical chunk (same lines and text)
                 seen.add(number)
-                postings, length = chunk_postings(c.text)
+                postings, length = chunk_postings(c.text, self.ms.store.fts.tokenizer)
                 chunk_rows.append((self.agent, gen, number, cid, p.file.rel_path, p.file.source, c.start_line, c.end_line,
                                    c.hash, self.ident.model, c.text, length, vectors.get(c.hash), now, day.day, day.source,
                                    list(day.days) if len(day.days) > 1 else None))

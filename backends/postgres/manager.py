@@ -281,8 +281,9 @@ class PostgresSearchManager:
                          time_only: bool = False, candidates: int | None = None) -> tuple[list[SearchHit], str, bool, Any, bool]:
         want_vector, want_keyword, set_aside, requested = sides
         h = self.ms.query.hybrid
-        plan = plan_query(q, "unicode61", expansion=self.ms.query.expansion)
-        items = query_items(plan)
+        tokenizer = self.ms.store.fts.tokenizer
+        plan = plan_query(q, tokenizer, expansion=self.ms.query.expansion)
+        items = query_items(plan, tokenizer)
         limit = min(MAX_CANDIDATES, candidates or max(1, int(max_results * h.candidate_multiplier)))
         qvec = await self._query_vector(degraded, embedding) if want_vector else None
         if set_aside:
@@ -308,14 +309,14 @@ class PostgresSearchManager:
                 if want_keyword or (vector is None and requested != "vector"):
                     keyword, ranks = await keyword_candidates(conn, self.agent, gen, items, limit,
                                                               also=[c.chunk_id for c in vector or ()], within=within, prefer=prefer,
-                                                              expansions=expansion_items(plan))
+                                                              expansions=expansion_items(plan, tokenizer))
                     if vector is not None:
                         await complete_vector_scores(conn, self.agent, gen, keyword, vector, qvec)
                 if keyword is None and vector is None:
                     return [], "none", False, None, False
                 words = topic_words(q, windows) if windows and not time_only else None
                 if words and len(words) <= MAX_COMMON_WORDS:  # words beside the time may select no notes
-                    weightless = await weightless_words(conn, self.agent, gen, words)
+                    weightless = await weightless_words(conn, self.agent, gen, words, tokenizer)
                     time_only = names_only_a_time(q, windows, weightless.__contains__)
                 # A question that names only a time: its windows' notes are the answer (engine/search/time_only.py).
                 window = await window_candidates(conn, self.agent, gen, windows, max_results) if time_only and windows else None
@@ -400,7 +401,8 @@ class PostgresSearchManager:
             source_counts={k: {"files": v.get("files", 0), "chunks": v.get("chunks", 0)} for k, v in by_source.items()},
             search_mode=mode, search_now=now_says,
             provider_unavailable_reason=self.selection.unavailable_reason if self.selection else None,
-            fts={"enabled": True, "available": meta is not None, "tokenizer": "unicode61", "search": "bm25-postings"},
+            fts={"enabled": True, "available": meta is not None, "tokenizer": self.ms.store.fts.tokenizer,
+                 "search": "bm25-postings"},
             vector={"enabled": self.provider is not None, "available": self.provider is not None, "rows": with_vectors,
                     "search": "pgvector exact per-agent scan"},
             cache={"enabled": self.ms.cache.enabled, "entries": cache, "maxEntries": self.ms.cache.max_entries},

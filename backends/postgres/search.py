@@ -38,14 +38,14 @@ def _idf(n: int, df: int) -> float:
     return idf if idf > 0 else 1e-6
 
 
-async def weightless_words(conn: Any, agent: str, gen: int, words: list[str]) -> set[str]:
+async def weightless_words(conn: Any, agent: str, gen: int, words: list[str], kind: str = "unicode61") -> set[str]:
     """The words that select no notes (engine/search/time_only.is_weightless), counted by file."""
     cur = await conn.execute("SELECT count(*) FROM memsift_files WHERE agent_id = %s AND generation = %s", (agent, gen))
     notes = (await cur.fetchone())[0]
     enough = max(1, math.ceil(notes * COMMON_SHARE))
     out = set()
     for w in words:
-        terms = word_terms(w)
+        terms = word_terms(w, kind)
         if not terms:
             continue
         cur = await conn.execute(
@@ -147,7 +147,7 @@ def _candidate(row: tuple, **scores: Any) -> Candidate:
 
 async def keyword_candidates(
     conn: Any, agent: str, gen: int, items: QueryItems, limit: int, *, also: Sequence[str] = (),
-    within: set[int] | None = None, prefer: set[int] | None = None, expansions: Sequence[str] = (),
+    within: set[int] | None = None, prefer: set[int] | None = None, expansions: QueryItems | None = None,
 ) -> tuple[list[Candidate], dict[str, float]]:
     """BM25-ranked chunks; `also` (the vector side's chunk ids) get their BM25 score too when they
     match, as in backends/builtin/search.keyword_candidates; `within` (since/until) and `prefer`
@@ -175,8 +175,10 @@ async def keyword_candidates(
         rows += more
     scored: dict[int, tuple[float, float | None]] = {
         chunk: (score, rank) for (chunk, rank), score in zip(rows, bm25_relative_scores([r for _, r in rows]))}
-    if expansions:  # matched on their own, weighed below the question's words
-        more = await _term_scores(conn, agent, gen, list(expansions), n, avgdl)
+    if expansions and (expansions.terms or expansions.phrases):  # matched on their own, weighed below the question's words
+        more = await _term_scores(conn, agent, gen, expansions.terms, n, avgdl)
+        for chunk, s in (await _phrase_scores(conn, agent, gen, expansions.phrases, n, avgdl)).items():
+            more[chunk] = more.get(chunk, 0.0) + s
         found_x = [(chunk, -s) for chunk, s in more.items() if within is None or chunk in within]
         add_expansion_scores(scored, heapq.nsmallest(limit, found_x, key=lambda r: (r[1], r[0])))
     top = heapq.nlargest(limit, ((c, v) for c, v in scored.items() if c not in extra), key=lambda kv: kv[1][0])

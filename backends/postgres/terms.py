@@ -1,7 +1,12 @@
 """What the postings table holds for a chunk, and what a query looks up: the builtin's tokenisation,
-through the very tokenizer its FTS5 index uses (SQLite's porter over unicode61, diacritics folded),
-so both backends see the same terms. CJK text is indexed as characters (spaced apart as for FTS5)
-plus adjacent-character bigrams, so a 2-character CJK phrase is one term lookup."""
+through the very tokenizer its FTS5 index uses, so both backends see the same terms.
+
+- `unicode61` (the default): SQLite's porter over unicode61, diacritics folded. CJK text is
+  indexed as characters (spaced apart as for FTS5) plus adjacent-character bigrams, so a
+  2-character CJK phrase is one term lookup.
+- `trigram` (`store.fts.tokenizer: "trigram"`): FTS5's trigram tokenizer, case folded, over the
+  same indexed text as builtin's (CJK runs spaced into pairs, short words padded): every query
+  term of three characters or more is a phrase of its trigrams, matched by their positions."""
 
 from __future__ import annotations
 
@@ -14,28 +19,32 @@ import apsw
 from memsift.engine.search.fts_query import FtsPlan, index_text
 from memsift.engine.text import is_cjk_char
 
-__all__ = ["Posting", "chunk_postings", "QueryItems", "query_items", "word_terms", "TOKENIZER_ARGS"]
+__all__ = ["Posting", "chunk_postings", "QueryItems", "query_items", "expansion_items", "word_terms", "TOKENIZER_ARGS"]
 
 TOKENIZER_ARGS = ["unicode61", "remove_diacritics", "2"]  # as backends/builtin/store.fts_tokenizer_clause
 _local = threading.local()
 
 
-def _tokenizer() -> object:
-    tok = getattr(_local, "tok", None)
-    if tok is None:
+def _tokenizer(kind: str) -> object:
+    toks = getattr(_local, "toks", None)
+    if toks is None:
         _local.conn = apsw.Connection(":memory:")
-        tok = _local.tok = _local.conn.fts5_tokenizer("porter", TOKENIZER_ARGS)
-    return tok
+        toks = _local.toks = {}
+    if kind not in toks:  # as backends/builtin/store.fts_tokenizer_clause builds each
+        toks[kind] = (_local.conn.fts5_tokenizer("trigram", ["case_sensitive", "0"]) if kind == "trigram"
+                      else _local.conn.fts5_tokenizer("porter", TOKENIZER_ARGS))
+    return toks[kind]
 
 
-def _tokens(text: str, reason: int) -> list[str]:
-    found = _tokenizer()(text.encode("utf-8"), reason, None, include_offsets=False, include_colocated=False)
+def _tokens(text: str, reason: int, kind: str = "unicode61") -> list[str]:
+    found = _tokenizer(kind)(text.encode("utf-8"), reason, None, include_offsets=False, include_colocated=False)
     return [t if isinstance(t, str) else t[0] for t in found]
 
 
-def word_terms(word: str) -> list[str]:
-    """The terms a query word is looked up by (its stem; several for a word the tokenizer splits)."""
-    return _tokens(index_text(word, "unicode61"), apsw.FTS5_TOKENIZE_QUERY)
+def word_terms(word: str, kind: str = "unicode61") -> list[str]:
+    """The terms a query word is looked up by (its stem, or its trigrams; several for a word the
+    tokenizer splits)."""
+    return _tokens(index_text(word, kind), apsw.FTS5_TOKENIZE_QUERY, kind)
 
 
 @dataclass
@@ -49,13 +58,14 @@ def _is_cjk_token(tok: str) -> bool:
     return len(tok) == 1 and is_cjk_char(tok)
 
 
-def chunk_postings(text: str) -> tuple[list[Posting], int]:
+def chunk_postings(text: str, kind: str = "unicode61") -> tuple[list[Posting], int]:
     """The chunk's postings and its length in tokens (the FTS5 document length; bigrams not counted)."""
-    toks = _tokens(index_text(text, "unicode61"), apsw.FTS5_TOKENIZE_DOCUMENT)
+    toks = _tokens(index_text(text, kind), apsw.FTS5_TOKENIZE_DOCUMENT, kind)
     positions: dict[str, list[int]] = defaultdict(list)
+    bigrams = kind != "trigram"  # a trigram index finds CJK pairs through its padded text
     for i, tok in enumerate(toks):
         positions[tok].append(i)
-        if i and _is_cjk_token(tok) and _is_cjk_token(toks[i - 1]):
+        if bigrams and i and _is_cjk_token(tok) and _is_cjk_token(toks[i - 1]):
             positions[toks[i - 1] + tok].append(i - 1)  # a CJK bigram
     return [Posting(t, len(p), p) for t, p in positions.items()], len(toks)
 
@@ -68,26 +78,33 @@ class QueryItems:
     phrases: list[tuple[str, ...]]
 
 
-def expansion_items(plan: FtsPlan) -> list[str]:
-    """The plan's expansion words as index terms (stemmed as the index stems them)."""
-    out: list[str] = []
-    for word in plan.expansions:
-        out += _tokens(word, apsw.FTS5_TOKENIZE_QUERY)
-    return list(dict.fromkeys(out))
+def expansion_items(plan: FtsPlan, kind: str = "unicode61") -> QueryItems:
+    """The plan's expansion words as the index holds them: terms (stemmed as the index stems
+    them), or with trigrams, phrases of a word's trigrams."""
+    return _items([word_terms(word, kind) if kind == "trigram" else _tokens(word, apsw.FTS5_TOKENIZE_QUERY)
+                   for word in plan.expansions], kind, split_words=kind != "trigram")
 
 
-def query_items(plan: FtsPlan) -> QueryItems:
-    terms: list[str] = []
-    phrases: list[tuple[str, ...]] = []
+def query_items(plan: FtsPlan, kind: str = "unicode61") -> QueryItems:
+    groups = []
     for quoted in plan.match_terms:
         inner = quoted[1:-1].replace('""', '"') if quoted.startswith('"') and quoted.endswith('"') else quoted
-        toks = _tokens(inner, apsw.FTS5_TOKENIZE_QUERY)
-        if not toks:
-            continue
-        if len(toks) == 1:
+        groups.append(_tokens(inner, apsw.FTS5_TOKENIZE_QUERY, kind))
+    return _items(groups, kind)
+
+
+def _items(groups: list[list[str]], kind: str, *, split_words: bool = False) -> QueryItems:
+    """Token groups as terms (one token; a CJK pair indexed as a bigram) and phrases (several);
+    `split_words`: each token of a group stands alone (expansions are words, not phrases)."""
+    terms: list[str] = []
+    phrases: list[tuple[str, ...]] = []
+    for toks in groups:
+        if split_words:
+            terms += toks
+        elif len(toks) == 1:
             terms.append(toks[0])
-        elif len(toks) == 2 and _is_cjk_token(toks[0]) and _is_cjk_token(toks[1]):
+        elif kind != "trigram" and len(toks) == 2 and _is_cjk_token(toks[0]) and _is_cjk_token(toks[1]):
             terms.append(toks[0] + toks[1])  # indexed as a bigram
-        else:
+        elif toks:
             phrases.append(tuple(toks))
     return QueryItems(list(dict.fromkeys(terms)), list(dict.fromkeys(phrases)))
