@@ -41,7 +41,7 @@ from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.files.sync import MAX_MARKDOWN_BYTES, read_markdown, read_transcript, sort_files
 from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
 from memsift.engine.private_dirs import make_private_dir
-from memsift.engine.files.multimodal import extensions_for, label_for, multimodal_hash, sniff_mime
+from memsift.engine.files.multimodal import TOO_LARGE, extensions_for, read_media
 from memsift.engine.files.transcripts import list_transcripts
 
 from .index_file import inspect_index_file, is_memsift_database, temp_name_re
@@ -224,9 +224,6 @@ class _Pending:
 
 
 # Provider messages meaning "this input is too large" (spec 3.1): the file is kept with no chunks.
-_TOO_LARGE = ("413", "too large", "too many tokens", "input limit", "request size")
-
-
 class Indexer:
     """One sync run's worth of state: settings, identity, the embed function, progress."""
 
@@ -398,27 +395,12 @@ class Indexer:
         return None if read is None else _Pending(f, read.hash, st.st_mtime_ns, st.st_size, read.chunks, days=read.days)
 
     def _read_multimodal(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
-        limit = self.ms.multimodal.max_file_bytes
-        if st.st_size > limit:
-            self.skipped.append(Skipped(f.rel_path, f"{f.modality} file over multimodal.maxFileBytes ({st.st_size} > {limit})"))
+        media = read_media(f, st, self.skipped, self.ms.multimodal.max_file_bytes)
+        if media is None:
             return None
-        try:
-            with open(f.abs_path, "rb") as fh:
-                data = fh.read(limit + 1)
-        except OSError as exc:
-            self.skipped.append(Skipped(f.rel_path, f"cannot read: {exc.strerror}"))
-            return None
-        if len(data) != st.st_size:
-            self.skipped.append(Skipped(f.rel_path, "changed while being indexed"))
-            return None
-        mime = sniff_mime(data[:512])
-        if mime is None or not mime.startswith(f.modality):
-            self.skipped.append(Skipped(f.rel_path, f"content is not {f.modality} (sniffed {mime or 'unknown'})"))
-            return None
-        label = label_for(f.modality, f.rel_path)
-        digest = multimodal_hash(f.rel_path, label, mime, data)
-        chunk = Chunk(1, 1, label, digest)
-        return _Pending(f, digest, st.st_mtime_ns, st.st_size, [chunk], inputs={digest: MultimodalInput(label, mime, data)})
+        chunk = Chunk(1, 1, media.label, media.hash)
+        return _Pending(f, media.hash, st.st_mtime_ns, st.st_size, [chunk],
+                        inputs={media.hash: MultimodalInput(media.label, media.mime, media.data)})
 
     # --- embeddings -------------------------------------------------------------------------
 
@@ -506,7 +488,7 @@ class Indexer:
             try:
                 matrix = self.embed([item])
             except Exception as exc:
-                if any(marker in str(exc).lower() for marker in _TOO_LARGE):
+                if any(marker in str(exc).lower() for marker in TOO_LARGE):
                     p.rejected = str(exc)
                     self.skipped.append(Skipped(p.file.rel_path, f"provider refused the file: {exc}"))
                     return

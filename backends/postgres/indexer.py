@@ -34,6 +34,8 @@ from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
 from memsift.engine.files.sync import read_markdown, read_transcript, sort_files
 from memsift.engine.files.transcripts import list_transcripts
+from memsift.engine.files.multimodal import TOO_LARGE, extensions_for, read_media
+from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
 
 from .schema import SCHEMA_VERSION
@@ -56,6 +58,7 @@ class Identity:
     model: str
     provider_key: str
     max_input_bytes: int | None = None
+    multimodal: bool = False  # the provider embeds images and audio (gemini-embedding-2-preview)
 
 
 def agent_lock_key(agent: str) -> int:
@@ -82,6 +85,8 @@ def wanted_meta(settings: ResolvedConfig, ident: Identity) -> dict[str, Any]:
         "model": ident.model,
         "providerKey": ident.provider_key,
         "extraPaths": sorted(ms.extra_paths),
+        "multimodal": {"enabled": ms.multimodal.enabled, "modalities": sorted(ms.multimodal.modalities),
+                       "maxFileBytes": ms.multimodal.max_file_bytes},
         "chunkStrategy": ms.chunking.strategy,
         "chunkTokens": ms.chunking.tokens,
         "chunkOverlap": ms.chunking.overlap,
@@ -100,6 +105,8 @@ class _Pending:
     size: int
     chunks: list[Chunk]
     days: list[ChunkDay] = field(default_factory=list)  # each chunk's day (engine/files/note_dates.py)
+    inputs: dict[str, MultimodalInput] | None = None  # chunk hash → image/audio input
+    rejected: str | None = None  # the provider refused the file (too large): stored with no chunks
 
 
 class _Sync:
@@ -113,6 +120,12 @@ class _Sync:
     # --- files ----------------------------------------------------------------------------------
 
     def _read(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
+        if f.modality is not None:  # an image or audio file of an extra path (multimodal), as on builtin
+            media = read_media(f, st, self.skipped, self.ms.multimodal.max_file_bytes)
+            if media is None:
+                return None
+            return _Pending(f, media.hash, st.st_mtime_ns, st.st_size, [Chunk(1, 1, media.label, media.hash)],
+                            inputs={media.hash: MultimodalInput(media.label, media.mime, media.data)})
         c = self.ms.chunking
         reader = read_transcript if f.source == "sessions" else read_markdown
         args = (f, self.skipped) if f.source == "sessions" else (f, st, self.skipped)
@@ -128,7 +141,9 @@ class _Sync:
         Session transcripts (`sources: ["memory", "sessions"]`) are compared too unless
         `include_sessions` is false (a search's sync never waits on them, as on builtin); with
         sessions no longer a source, their rows are removed."""
-        files, self.skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
+        mm = self.ms.multimodal
+        media = extensions_for(mm.modalities) if (mm.enabled and self.ident.multimodal) else ()
+        files, self.skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths, media)
         wanted = "sessions" in self.ms.sources
         if wanted and include_sessions:
             folder = self.settings.state_dir / "agents" / self.agent / "sessions"
@@ -175,6 +190,10 @@ class _Sync:
         self.report.chunks_from_cache += sum(1 for p in group for c in p.chunks if c.hash in vectors)
         missing: dict[str, str] = {}
         for p in group:
+            if p.inputs:
+                if not failed:
+                    await self._embed_media(p, vectors)
+                continue
             for c in p.chunks:
                 if c.hash not in vectors:
                     missing.setdefault(c.hash, c.text)
@@ -205,6 +224,24 @@ class _Sync:
                 )
         return vectors
 
+    async def _embed_media(self, p: _Pending, vectors: dict[str, np.ndarray]) -> None:
+        """One request per image/audio file, as on builtin; a "too large" refusal keeps the file
+        with no chunks (and says so in status)."""
+        assert self.embed is not None
+        for h, item in (p.inputs or {}).items():
+            if h in vectors:
+                continue
+            try:
+                matrix = await self.embed([item])  # type: ignore[list-item]
+            except Exception as exc:
+                if any(marker in str(exc).lower() for marker in TOO_LARGE):
+                    p.rejected = str(exc)
+                    self.skipped.append(Skipped(p.file.rel_path, f"provider refused the file: {exc}"))
+                    return
+                raise
+            vectors[h] = np.asarray(matrix[0], dtype=np.float32)
+            self.report.chunks_embedded += 1
+
     # --- writing --------------------------------------------------------------------------------
 
     async def _delete_paths(self, gen: int, paths: list[str]) -> None:
@@ -225,7 +262,7 @@ class _Sync:
         now = time.time()
         chunk_rows, posting_rows, seen = [], [], set()
         for p in group:
-            for i, c in enumerate(p.chunks):
+            for i, c in enumerate([] if p.rejected else p.chunks):
                 day = p.days[i] if i < len(p.days) else ChunkDay(None, None)
                 cid = _chunk_id(p.file.source, p.file.rel_path, c.start_line, c.end_line, c.hash, self.ident.model)
                 number = _chunk_number(cid)

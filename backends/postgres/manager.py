@@ -88,7 +88,8 @@ class PostgresSearchManager:
         p = self.provider
         if p is None:
             return Identity("none", "fts-only", "fts-only")
-        return Identity(p.id, p.model, p.fingerprint, getattr(p, "max_input_bytes", None))
+        return Identity(p.id, p.model, p.fingerprint, getattr(p, "max_input_bytes", None),
+                        multimodal=bool(getattr(p, "supports_multimodal", False)))
 
     def _error(self, exc: BaseException, doing: str) -> BackendError:
         return driver_error(exc, self.dsns.write, doing)
