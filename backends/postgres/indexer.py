@@ -79,14 +79,12 @@ def wanted_meta(settings: ResolvedConfig, ident: Identity) -> dict[str, Any]:
     """The index fingerprint. The workspace path is not part of it: the agent id owns the rows, and
     every process serving the agent may mount its files elsewhere."""
     ms = settings.memory_search
-    return {
+    out: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "provider": ident.provider,
         "model": ident.model,
         "providerKey": ident.provider_key,
         "extraPaths": sorted(ms.extra_paths),
-        "multimodal": {"enabled": ms.multimodal.enabled, "modalities": sorted(ms.multimodal.modalities),
-                       "maxFileBytes": ms.multimodal.max_file_bytes},
         "chunkStrategy": ms.chunking.strategy,
         "chunkTokens": ms.chunking.tokens,
         "chunkOverlap": ms.chunking.overlap,
@@ -95,6 +93,9 @@ def wanted_meta(settings: ResolvedConfig, ident: Identity) -> dict[str, Any]:
         "ftsText": INDEX_TEXT_REVISION,
         "noteDates": NOTE_DATES_REVISION,
     }
+    if ms.multimodal.enabled:  # only then: an index made before this key existed stays valid
+        out["multimodal"] = {"modalities": sorted(ms.multimodal.modalities), "maxFileBytes": ms.multimodal.max_file_bytes}
+    return out
 
 
 @dataclass
