@@ -38,10 +38,10 @@ from memsift.engine.search.fts_query import INDEX_TEXT_REVISION, index_text
 from memsift.engine.files.fingerprint import fingerprint_diff
 from memsift.engine.manager import SyncReport
 from memsift.engine.embeddings.base import MultimodalInput
-from memsift.engine.files.sync import MAX_MARKDOWN_BYTES, read_markdown, read_transcript, sort_files
+from memsift.engine.files.sync import MAX_MARKDOWN_BYTES, read_markdown, read_media, read_transcript, sort_files
 from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
 from memsift.engine.private_dirs import make_private_dir
-from memsift.engine.files.multimodal import TOO_LARGE, extensions_for, read_media
+from memsift.engine.files.multimodal import TOO_LARGE, extensions_for
 from memsift.engine.files.transcripts import list_transcripts
 
 from .index_file import inspect_index_file, is_memsift_database, temp_name_re

@@ -32,9 +32,9 @@ from memsift.engine.search.fts_query import INDEX_TEXT_REVISION
 from memsift.engine.files.fingerprint import fingerprint_diff
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
-from memsift.engine.files.sync import read_markdown, read_transcript, sort_files
+from memsift.engine.files.sync import read_markdown, read_media, read_transcript, sort_files
 from memsift.engine.files.transcripts import list_transcripts
-from memsift.engine.files.multimodal import TOO_LARGE, extensions_for, read_media
+from memsift.engine.files.multimodal import TOO_LARGE, extensions_for
 from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
 

@@ -6,7 +6,7 @@ import hashlib
 import json
 
 __all__ = ["IMAGE_EXTENSIONS", "AUDIO_EXTENSIONS", "extensions_for", "sniff_mime", "modality_of", "multimodal_hash", "label_for",
-           "MediaRead", "read_media", "TOO_LARGE"]
+           "TOO_LARGE"]
 
 # How providers word "this file is too large" (a 413, a token limit): the file is kept with no chunks.
 TOO_LARGE = ("413", "too large", "too many tokens", "input limit", "request size")
@@ -67,40 +67,3 @@ def multimodal_hash(rel_path: str, label: str, mime: str, data: bytes) -> str:
     """sha256 of {path, contentText, mimeType, dataHash}, keys in that order (spec 3.3)."""
     doc = {"path": rel_path, "contentText": label, "mimeType": mime, "dataHash": hashlib.sha256(data).hexdigest()}
     return hashlib.sha256(json.dumps(doc, separators=(",", ":")).encode()).hexdigest()
-
-
-class MediaRead:
-    """An image or audio file read for indexing: its hash, its one chunk's label (the text a hit
-    shows) and the bytes and type a multimodal provider embeds."""
-
-    __slots__ = ("hash", "label", "mime", "data")
-
-    def __init__(self, digest: str, label: str, mime: str, data: bytes) -> None:
-        self.hash, self.label, self.mime, self.data = digest, label, mime, data
-
-
-def read_media(f: object, st: object, skipped: list, max_bytes: int) -> MediaRead | None:
-    """`f` (a MemoryFile of an image or audio file) as a MediaRead, or None with the reason added
-    to `skipped`: over `maxFileBytes`, unreadable, changed while read, or not what its name says."""
-    from .discovery import Skipped  # noqa: PLC0415
-
-    rel, modality, size = f.rel_path, f.modality, st.st_size  # type: ignore[attr-defined]
-    if size > max_bytes:
-        skipped.append(Skipped(rel, f"{modality} file over multimodal.maxFileBytes ({size} > {max_bytes})"))
-        return None
-    try:
-        with open(f.abs_path, "rb") as fh:  # type: ignore[attr-defined]
-            data = fh.read(max_bytes + 1)
-    except OSError as exc:
-        skipped.append(Skipped(rel, f"cannot read: {exc.strerror}"))
-        return None
-    if len(data) != size:
-        skipped.append(Skipped(rel, "changed while being indexed"))
-        return None
-    mime = sniff_mime(data[:512])
-    if mime is None or not mime.startswith(modality):
-        skipped.append(Skipped(rel, f"content is not {modality} (sniffed {mime or 'unknown'})"))
-        return None
-    label = label_for(modality, rel)
-    return MediaRead(multimodal_hash(rel, label, mime, data), label, mime, data)
-

@@ -12,9 +12,11 @@ from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar
 
 from .chunking import Chunk, chunk_text, split_for_input_limit
 from .discovery import MemoryFile, Skipped
+from .multimodal import label_for, multimodal_hash, sniff_mime
 from .note_dates import ChunkDay, chunk_days
 
-__all__ = ["MAX_MARKDOWN_BYTES", "MarkdownRead", "read_regular", "read_markdown", "FileSort", "sort_files"]
+__all__ = ["MAX_MARKDOWN_BYTES", "MarkdownRead", "MediaRead", "read_regular", "read_markdown", "read_transcript", "read_media",
+           "FileSort", "sort_files"]
 
 MAX_MARKDOWN_BYTES = 16 * 2**20
 
@@ -136,3 +138,38 @@ def sort_files(files: Sequence[MemoryFile], known: Mapping[str, Sequence[Any]], 
             continue
         out.changed.append(pending)
     return out
+
+
+class MediaRead:
+    """An image or audio file read for indexing: its hash, its one chunk's label (the text a hit
+    shows) and the bytes and type a multimodal provider embeds."""
+
+    __slots__ = ("hash", "label", "mime", "data")
+
+    def __init__(self, digest: str, label: str, mime: str, data: bytes) -> None:
+        self.hash, self.label, self.mime, self.data = digest, label, mime, data
+
+
+def read_media(f: MemoryFile, st: os.stat_result, skipped: list[Skipped], max_bytes: int) -> MediaRead | None:
+    """`f` (a MemoryFile of an image or audio file) as a MediaRead, or None with the reason added
+    to `skipped`: over `maxFileBytes`, unreadable, changed while read, or not what its name says."""
+    rel, modality, size = f.rel_path, f.modality or "", st.st_size
+    if size > max_bytes:
+        skipped.append(Skipped(rel, f"{modality} file over multimodal.maxFileBytes ({size} > {max_bytes})"))
+        return None
+    try:
+        with open(f.abs_path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        skipped.append(Skipped(rel, f"cannot read: {exc.strerror}"))
+        return None
+    if len(data) != size:
+        skipped.append(Skipped(rel, "changed while being indexed"))
+        return None
+    mime = sniff_mime(data[:512])
+    if mime is None or not mime.startswith(modality):
+        skipped.append(Skipped(rel, f"content is not {modality} (sniffed {mime or 'unknown'})"))
+        return None
+    label = label_for(modality, rel)
+    return MediaRead(multimodal_hash(rel, label, mime, data), label, mime, data)
+
