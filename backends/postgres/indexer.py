@@ -337,6 +337,47 @@ class _Sync:
                     )
 
 
+async def hnsw_valid(conn: Any, name: str) -> bool:
+    """The index exists and is usable (a CONCURRENTLY build that failed leaves an invalid one)."""
+    row = await (await conn.execute(
+        "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname = %s", (name,))).fetchone()
+    return bool(row and row[0])
+
+
+async def ensure_hnsw(conn: Any, agent: str, above: int) -> str | None:
+    """An HNSW index of the agent's own (a partial index on its id and vector size) once it has at
+    least `above` vectors: built CONCURRENTLY, so other agents' writes and every search go on
+    meanwhile; a failed build's invalid index is dropped and built again. Returns its name."""
+    if above <= 0:
+        return None
+    cur = await conn.execute(
+        "SELECT count(*), max(vector_dims(embedding)) FROM memsift_chunks WHERE agent_id = %s AND embedding IS NOT NULL",
+        (agent,))
+    n, dims = await cur.fetchone()
+    if not dims or n < above:
+        return None
+    from psycopg import sql  # noqa: PLC0415
+
+    from .search import hnsw_index_name  # noqa: PLC0415
+
+    name = hnsw_index_name(agent, int(dims))
+    if await hnsw_valid(conn, name):
+        return name
+    await conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+    log.info("building the agent's HNSW index", agent=agent, vectors=n, dims=dims)
+    started = time.perf_counter()
+    await conn.execute("SET statement_timeout = 0")  # a large agent's graph takes minutes to build
+    try:
+        await conn.execute(sql.SQL(
+            "CREATE INDEX CONCURRENTLY {} ON memsift_chunks USING hnsw ((embedding::vector({})) vector_cosine_ops) "
+            "WHERE agent_id = {} AND vector_dims(embedding) = {}"
+        ).format(sql.Identifier(name), sql.Literal(int(dims)), sql.Literal(agent), sql.Literal(int(dims))))
+    finally:
+        await conn.execute(f"SET statement_timeout = {SYNC_STATEMENT_TIMEOUT_MS}")
+    log.info("HNSW index built", agent=agent, seconds=round(time.perf_counter() - started, 1))
+    return name
+
+
 async def _take_lock(conn: Any, agent: str, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     key = agent_lock_key(agent)
@@ -420,6 +461,8 @@ async def sync_agent(
                     "UPDATE memsift_agents SET meta = %s, skipped = %s, updated_at = now() WHERE agent_id = %s",
                     (json.dumps(want), json.dumps(skipped), agent),
                 )
+        if embed is not None:
+            await ensure_hnsw(conn, agent, settings.memory.postgres.hnsw_above)
         if s.ms.cache.enabled and s.ms.cache.max_entries:
             await conn.execute(
                 "DELETE FROM memsift_embedding_cache WHERE agent_id = %s AND hash IN (SELECT hash FROM memsift_embedding_cache "

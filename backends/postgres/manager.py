@@ -34,9 +34,9 @@ from memsift.engine.search.scripts import coverage, vector_mode_warning
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 
 from .connect import connect_once, driver_error, import_driver, open_pool, resolve_dsns
-from .indexer import Identity, fingerprint_diff, sync_agent, wanted_meta
+from .indexer import Identity, fingerprint_diff, hnsw_valid, sync_agent, wanted_meta
 from .schema import SCHEMA_VERSION, migrate
-from .search import (complete_vector_scores, day_chunks, file_times, keyword_candidates, vector_candidates,
+from .search import (complete_vector_scores, day_chunks, file_times, hnsw_index_name, keyword_candidates, vector_candidates,
                      weightless_words, window_candidates)
 from .terms import expansion_items, query_items
 
@@ -48,6 +48,8 @@ EMBED_STEP = 64  # texts per embed call for the local model
 REPLICA_POLL_S = 0.02
 MAX_CANDIDATES = 200
 
+
+HNSW_RECHECK_S = 60.0  # an agent without its own HNSW index is looked at again this often (a sync elsewhere may build it)
 
 class PostgresSearchManager:
     backend = "postgres"
@@ -66,6 +68,7 @@ class PostgresSearchManager:
         self.provider = selection.provider if selection else None
         self.agent = settings.agent_id
         self._pools: dict[str, Any] = {}
+        self._hnsw: dict[int, tuple[bool, float]] = {}  # vector size → (the agent's HNSW index exists, when looked)
         self._schema_ready = False
         self._dirty = True
         self._change_probe: Any = None
@@ -194,6 +197,17 @@ class PostgresSearchManager:
             await self.sync(reason="search", allow_full=False, include_sessions=False)  # transcripts: explicit syncs only
         self._dirty = False
 
+    async def _hnsw_ef(self, conn: Any, dims: int) -> int | None:
+        """hnswEfSearch when the agent has its own HNSW index for vectors of `dims` (indexer.ensure_hnsw),
+        else None (the exact scan). Known once found; looked for again at most every HNSW_RECHECK_S."""
+        if self.cfg.hnsw_above <= 0:
+            return None
+        known = self._hnsw.get(dims)
+        if known is None or (not known[0] and time.monotonic() - known[1] > HNSW_RECHECK_S):
+            known = (await hnsw_valid(conn, hnsw_index_name(self.agent, dims)), time.monotonic())
+            self._hnsw[dims] = known
+        return self.cfg.hnsw_ef_search if known[0] else None
+
     async def _agent_meta(self) -> dict[str, Any] | None:
         await self._ensure_schema()
         pool = await self._pool("write")
@@ -302,7 +316,9 @@ class PostgresSearchManager:
                 # names adds the best of its chunks to the candidates.
                 within = await day_chunks(conn, self.agent, gen, [time_filter], undated_by_mtime=True) if time_filter else None
                 prefer = await day_chunks(conn, self.agent, gen, windows) if windows and within is None else None
-                vector = await vector_candidates(conn, self.agent, gen, qvec, limit, within) if qvec is not None else None
+                ef = await self._hnsw_ef(conn, len(qvec)) if qvec is not None else None
+                vector = await vector_candidates(conn, self.agent, gen, qvec, limit, within, hnsw_ef_search=ef) \
+                    if qvec is not None else None
                 if vector is not None and prefer:
                     seen = {c.chunk_id for c in vector}
                     vector += [c for c in await vector_candidates(conn, self.agent, gen, qvec, limit, prefer) if c.chunk_id not in seen]

@@ -3,13 +3,16 @@ IDF clamped to 1e-6 when a term is in half the chunks or more) and exact per-age
 pgvector. engine/search/pipeline.py ranks what these find, as for the builtin index.
 
 Vectors: an HNSW index on a table shared by agents filters by agent after the graph walk, so
-small agents got almost nothing back. Here every search scans its own agent's generation through
-the `(agent_id, generation)` index and orders by `<=>`: exact (recall 1.0) at any fleet size, at
-a cost linear in the agent's own chunks (contrib/bench/postgres_scale.py measures it).
+small agents got almost nothing back. So a search scans its own agent's generation through the
+`(agent_id, generation)` index and orders by `<=>`: exact (recall 1.0) at any fleet size, at a
+cost linear in the agent's own chunks. An agent past `memory.postgres.hnswAbove` vectors gets an
+HNSW index of its own (a partial index on its agent id: no other agent's rows in its graph),
+searched with pgvector's iterative scan so the generation filter never returns too few.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import math
 from collections import defaultdict
@@ -24,7 +27,7 @@ from memsift.engine.search.time_query import TimeWindow
 
 from .terms import QueryItems, word_terms
 
-__all__ = ["keyword_candidates", "vector_candidates", "complete_vector_scores", "day_chunks", "window_candidates", "file_times",
+__all__ = ["keyword_candidates", "vector_candidates", "hnsw_index_name", "complete_vector_scores", "day_chunks", "window_candidates", "file_times",
            "weightless_words", "K1", "B"]
 
 K1, B = 1.2, 0.75
@@ -194,12 +197,33 @@ async def keyword_candidates(
     return out, ranks
 
 
+def hnsw_index_name(agent: str, dims: int) -> str:
+    """The name of an agent's own HNSW index over its vectors of `dims` dimensions."""
+    digest = hashlib.sha256(agent.encode()).hexdigest()[:12]
+    return f"memsift_hnsw_{digest}_{dims}"
+
+
 async def vector_candidates(conn: Any, agent: str, gen: int, query: np.ndarray, limit: int,
-                            within: set[int] | None = None) -> list[Candidate]:
-    """The agent's nearest chunks by cosine, exactly (see the module docstring); `within`: only these."""
+                            within: set[int] | None = None, *, hnsw_ef_search: int | None = None) -> list[Candidate]:
+    """The agent's nearest chunks by cosine; `within`: only these. Exact (see the module docstring),
+    except for an agent with its own HNSW index (`hnsw_ef_search` given: see `ensure_hnsw`), searched
+    through it with pgvector's iterative scan (the generation filter cannot starve it) and put back
+    in exact order."""
     q = np.asarray(query, dtype=np.float32)
     if not np.any(q) or (within is not None and not within):
         return []
+    if hnsw_ef_search is not None and within is None:
+        dims = len(q)  # an int: part of the SQL, so the planner matches the partial index's predicate
+        await conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                           (str(max(hnsw_ef_search, limit)),))
+        cur = await conn.execute(
+            f"SELECT {_COLUMNS}, 1 - (embedding::vector({dims}) <=> %s) FROM memsift_chunks "
+            f"WHERE agent_id = %s AND vector_dims(embedding) = {dims} AND generation = %s "
+            f"ORDER BY embedding::vector({dims}) <=> %s LIMIT %s",
+            (q, agent, gen, q, limit),
+        )
+        found = [_candidate(row[:_NCOLS], vector_score=float(row[_NCOLS]), vector_hit=True) for row in await cur.fetchall()]
+        return sorted(found, key=lambda c: (-(c.vector_score or 0.0), c.chunk_id))  # relaxed order: exact again
     only = "AND chunk = ANY(%s) " if within is not None else ""
     cur = await conn.execute(
         f"SELECT {_COLUMNS}, 1 - (embedding <=> %s) FROM memsift_chunks WHERE agent_id = %s AND generation = %s "

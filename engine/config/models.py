@@ -584,6 +584,15 @@ class PostgresConfig(_Strict):
         "none",
         description="What answers when the server is unreachable: the builtin backend, or nothing (exit 7).",
     )
+    hnsw_above: int = Field(
+        default=50_000, ge=0,
+        description="An agent with at least this many chunk vectors gets its own HNSW index (pgvector, iterative scan); "
+                    "smaller agents are scanned exactly. 0: never.",
+    )
+    hnsw_ef_search: int = Field(
+        default=100, ge=10, le=1000,
+        description="HNSW search breadth (hnsw.ef_search) for an agent with its own index: higher is nearer exact, slower.",
+    )
 
 
 class ResidentHelperConfig(_Strict):

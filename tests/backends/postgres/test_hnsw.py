@@ -1,0 +1,86 @@
+"""Large agents get an HNSW index of their own: built by the sync once an agent passes
+`memory.postgres.hnswAbove` vectors, used by its searches with pgvector's iterative scan, near the
+exact scan (recall measured against it, never assumed); smaller agents keep the exact scan."""
+
+from __future__ import annotations
+
+import random
+
+import anyio
+import numpy as np
+import pytest
+
+from helpers import NO_POSTGRES_EXTRA, make_settings
+
+psycopg = pytest.importorskip("psycopg", reason=NO_POSTGRES_EXTRA)
+
+from memsift.backends.postgres import PostgresSearchManager  # noqa: E402
+from memsift.backends.postgres.connect import connect_once  # noqa: E402
+from memsift.backends.postgres.search import hnsw_index_name, vector_candidates  # noqa: E402
+from memsift.engine.embeddings.fake import FakeEmbeddingProvider  # noqa: E402
+
+WORDS = [f"w{i}" for i in range(300)]
+
+
+def _workspace(root, files: int, seed: int):
+    rng = random.Random(seed)
+    (root / "memory").mkdir(parents=True)
+    for i in range(files):
+        text = " ".join(rng.choice(WORDS) for _ in range(12))
+        (root / "memory" / f"2026-01-{i:04d}.md").write_text(f"- {text}\n")
+    return root
+
+
+def _settings(tmp_path, ws, dsn, agent, above):
+    raw_pg = {"dsn": dsn, "hnswAbove": above, "hnswEfSearch": 80}
+    return make_settings(tmp_path, ws, {"sync": {"onSearch": False}}, memory={"backend": "postgres", "postgres": raw_pg},
+                         agents={"list": [{"id": agent, "default": True}]})
+
+
+def test_a_large_agent_is_searched_through_its_own_hnsw_index_near_exactly(tmp_path, pg_dsn):
+    provider = FakeEmbeddingProvider(dims=64)
+    big = _settings(tmp_path / "big", _workspace(tmp_path / "ws-big", 400, 1), pg_dsn, "big", above=300)
+    small = _settings(tmp_path / "small", _workspace(tmp_path / "ws-small", 100, 2), pg_dsn, "small", above=300)
+
+    async def run() -> None:
+        async with PostgresSearchManager(big, provider=provider) as b, PostgresSearchManager(small, provider=provider) as s:
+            await b.sync()
+            await s.sync()
+            conn = await connect_once(b.dsns.write, b.cfg)
+            try:
+                names = {r[0] for r in await (await conn.execute(
+                    "SELECT indexname FROM pg_indexes WHERE tablename = 'memsift_chunks' AND indexname LIKE 'memsift_hnsw_%%'")).fetchall()}
+                assert names == {hnsw_index_name("big", 64)}  # the small agent has none
+                gen = (await (await conn.execute("SELECT generation FROM memsift_agents WHERE agent_id = 'big'")).fetchone())[0]
+                rng = random.Random(7)
+                recalls = []
+                for _ in range(20):
+                    q = (await provider.embed_query(" ".join(rng.choice(WORDS) for _ in range(4)))).astype(np.float32)
+                    async with conn.transaction():
+                        exact = await vector_candidates(conn, "big", gen, q, 10)
+                        approx = await vector_candidates(conn, "big", gen, q, 10, hnsw_ef_search=80)
+                        plan = "\n".join(r[0] for r in await (await conn.execute(
+                            "EXPLAIN SELECT chunk FROM memsift_chunks WHERE agent_id = 'big' AND vector_dims(embedding) = 64 "
+                            "AND generation = %s ORDER BY embedding::vector(64) <=> %s LIMIT 10", (gen, q))).fetchall())
+                    assert hnsw_index_name("big", 64) in plan
+                    assert len(approx) == 10
+                    # Recall against the exact scan, ties at its cut counted as found (bag-of-words vectors tie often).
+                    cut = exact[-1].vector_score - 1e-6
+                    recalls.append(sum(1 for c in approx if c.vector_score >= cut) / 10)
+                    scores = [c.vector_score for c in approx]
+                    assert scores == sorted(scores, reverse=True)  # put back in exact order
+                assert sum(recalls) / len(recalls) >= 0.95, recalls
+            finally:
+                await conn.close()
+            # Through the manager: the large agent's searches take the index, the answers stay whole.
+            answer = await b.search("w1 w2 w3", mode="vector", max_results=5, min_score=0)
+            assert len(answer.results) == 5 and b._hnsw[64][0] is True
+            assert len((await s.search("w1 w2 w3", mode="vector", max_results=5, min_score=0)).results) == 5
+            assert s._hnsw[64][0] is False
+            # A rebuild writes a new generation into the same index; searches see only the live one.
+            report = await b.sync(force=True)
+            assert report.full_reindex
+            again = await b.search("w1 w2 w3", mode="vector", max_results=5, min_score=0)
+            assert [h.path for h in again.results] == [h.path for h in answer.results]
+
+    anyio.run(run)
