@@ -234,7 +234,7 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int) -> dict[
     provider = Remembering(local_provider())
     ws = work / "scale-large-ws"
     (ws / "memory").mkdir(parents=True, exist_ok=True)
-    raw = {"stateDir": str(work / "state-scale-large"), "memory": {"backend": "postgres", "postgres": {"dsn": db}},
+    raw = {"stateDir": str(work / "state-scale-large"), "memory": {"backend": "postgres", "postgres": {"dsn": db, "hnswAbove": 50_000}},
            "agents": {"defaults": {"memorySearch": {"sync": {"onSearch": False}}}}}
     settings = resolve_agent(MemsiftConfig.model_validate(raw), agent_id="big", workspace=ws, environ={})
     manager = PostgresSearchManager(settings, provider=provider)

@@ -585,9 +585,9 @@ class PostgresConfig(_Strict):
         description="What answers when the server is unreachable: the builtin backend, or nothing (exit 7).",
     )
     hnsw_above: int = Field(
-        default=50_000, ge=0,
+        default=0, ge=0,
         description="An agent with at least this many chunk vectors gets its own HNSW index (pgvector, iterative scan); "
-                    "smaller agents are scanned exactly. 0: never.",
+                    "smaller agents are scanned exactly. 0 (the default, until recall at a million chunks is understood): never.",
     )
     hnsw_ef_search: int = Field(
         default=100, ge=10, le=1000,
