@@ -157,9 +157,10 @@ def helper_for(settings: Any, backend: str | None, env: Mapping[str, str] | None
     return _read_info(helper_lock_path(folder, settings, backend, env)) if folder else None
 
 
-def stop_helper(info: HelperInfo, wait_s: float = 10.0) -> bool:
+def stop_helper(info: HelperInfo, wait_s: float = 30.0) -> bool:
     """SIGTERM the helper (it ends its own children on the way out) and wait for its lock to be
-    free; True when it stopped."""
+    free; True when it stopped. A helper stopped during its QMD boot update ends QMD's process
+    group first: on a loaded 2-core machine that has taken over 10 s."""
     try:
         os.kill(info["pid"], signal.SIGTERM)
     except ProcessLookupError:
