@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import struct
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +94,24 @@ def backend_memory(backend: str) -> dict[str, Any]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     return {"backend": "postgres", "postgres": {"dsn": psycopg.conninfo.make_conninfo(dsn, dbname=name), "fallback": "none"}}
+
+
+def tiny_png() -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b"")
+
+
+def tiny_wav() -> bytes:
+    data = b"\x00\x00" * 800
+    return b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack("<IHHIIHH", 16, 1, 1, 8000, 16000, 2, 16) + b"data" + struct.pack("<I", len(data)) + data
+
+
+def write_transcript(path: Path, turns: list[tuple[str, str]]) -> None:
+    lines = [json.dumps({"type": "session", "id": path.stem})]
+    for role, text in turns:
+        lines.append(json.dumps({"type": "message", "message": {"role": role, "content": text, "timestamp": 1_700_000_000_000}}))
+        lines.append(json.dumps({"type": "tool", "name": "noise"}))
+    path.write_text("\n".join(lines) + "\n")

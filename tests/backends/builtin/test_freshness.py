@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import anyio
 import pytest
 
-from helpers import make_settings
+from helpers import make_settings, write_transcript
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.backends.builtin.store import open_db
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
@@ -121,19 +120,13 @@ def test_search_reads_its_own_writes_and_respects_a_time_budget(tmp_path):
     run(m.aclose)
 
 
-def _transcript(path: Path, turns: list[tuple[str, str]]) -> None:
-    lines = [json.dumps({"type": "session", "id": path.stem})]
-    for role, text in turns:
-        lines.append(json.dumps({"type": "message", "message": {"role": role, "content": text, "timestamp": 1_700_000_000_000}}))
-        lines.append(json.dumps({"type": "tool", "name": "noise"}))
-    path.write_text("\n".join(lines) + "\n")
 
 
 def test_session_transcripts_are_searchable_with_jsonl_line_numbers(tmp_path):
     ws = _ws(tmp_path, 2)
     sessions = tmp_path / "state" / "agents" / "main" / "sessions"
     sessions.mkdir(parents=True)
-    _transcript(sessions / "abc.jsonl", [("user", "what is the wifi password for the cabin"), ("assistant", "It is on the fridge, token: sk-abcdefghijklmnopqrstuvwx")])
+    write_transcript(sessions / "abc.jsonl", [("user", "what is the wifi password for the cabin"), ("assistant", "It is on the fridge, token: sk-abcdefghijklmnopqrstuvwx")])
     (sessions / "abc.jsonl.bak.1").write_text("ignored")
     settings = make_settings(tmp_path, ws, {"sources": ["memory", "sessions"], "experimental": {"sessionMemory": True}})
     m = BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())
@@ -148,7 +141,7 @@ def test_session_transcripts_are_searchable_with_jsonl_line_numbers(tmp_path):
         run(m.read, "sessions/abc.jsonl")  # memory_get stays limited to memory files
 
     # A search-time sync never waits on transcripts; an explicit sync picks up their growth.
-    _transcript(sessions / "abc.jsonl", [("user", "what is the wifi password for the cabin"), ("assistant", "fridge"), ("user", "and the boat key? under the mat")])
+    write_transcript(sessions / "abc.jsonl", [("user", "what is the wifi password for the cabin"), ("assistant", "fridge"), ("user", "and the boat key? under the mat")])
     m._dirty = True
     assert "boat" not in " ".join(h.snippet for h in run(m.search, "boat key mat", min_score=0).results)
     run(m.sync)

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 
 import anyio
 import pytest
 
-from helpers import make_settings
+from helpers import make_settings, tiny_png, tiny_wav
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.backends.builtin.store import open_db
 from memsift.engine.errors import PathNotAllowedError
@@ -174,31 +172,22 @@ def test_chunks_over_the_provider_input_limit_are_split(tmp_path):
         run(m.aclose)
 
 
-def _png() -> bytes:
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b"")
 
 
-def _wav() -> bytes:
-    data = b"\x00\x00" * 800
-    return b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack("<IHHIIHH", 16, 1, 1, 8000, 16000, 2, 16) + b"data" + struct.pack("<I", len(data)) + data
 
 
 def test_multimodal_images_and_audio_with_gemini_embedding_2(tmp_path):
     ws = tmp_path / "w"
     (ws / "memory").mkdir(parents=True)
     (ws / "memory" / "notes.md").write_text("- the whiteboard photo shows the ledger architecture\n")
-    (ws / "memory" / "ignored.png").write_bytes(_png())  # memory/ never yields multimodal files
+    (ws / "memory" / "ignored.png").write_bytes(tiny_png())  # memory/ never yields multimodal files
     media = ws / "media"
     media.mkdir()
-    (media / "whiteboard.png").write_bytes(_png())
-    (media / "standup.wav").write_bytes(_wav())
+    (media / "whiteboard.png").write_bytes(tiny_png())
+    (media / "standup.wav").write_bytes(tiny_wav())
     (media / "fake.png").write_text("this is text, not an image")
     (media / "huge.jpg").write_bytes(b"\xff\xd8\xff" + b"\x00" * 5000)
-    (media / "big.png").write_bytes(_png() + b"\x00" * 3000)  # the server refuses it (413)
+    (media / "big.png").write_bytes(tiny_png() + b"\x00" * 3000)  # the server refuses it (413)
     with ProviderServer("gemini") as server:
         server.reject_inline_over = 2500
         ms = {

@@ -4,13 +4,11 @@ a provider's "too large" keeps the file with no chunks, and hits name the file."
 
 from __future__ import annotations
 
-import struct
-import zlib
 
 import anyio
 import pytest
 
-from helpers import NO_POSTGRES_EXTRA, make_settings
+from helpers import NO_POSTGRES_EXTRA, make_settings, tiny_png, tiny_wav
 
 psycopg = pytest.importorskip("psycopg", reason=NO_POSTGRES_EXTRA)
 
@@ -22,32 +20,22 @@ from provider_server import ProviderServer  # noqa: E402
 KEY = "test-key-123456789"
 
 
-def _png() -> bytes:
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-    raw = b"\x00\xff\x00\x00"
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
-def _wav() -> bytes:
-    data = b"\x00\x00" * 800
-    return (b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack("<IHHIIHH", 16, 1, 1, 8000, 16000, 2, 16)
-            + b"data" + struct.pack("<I", len(data)) + data)
 
 
 def test_multimodal_files_are_indexed_as_on_builtin(tmp_path, pg_dsn):
     ws = tmp_path / "w"
     (ws / "memory").mkdir(parents=True)
     (ws / "memory" / "notes.md").write_text("- the whiteboard photo shows the ledger architecture\n")
-    (ws / "memory" / "ignored.png").write_bytes(_png())  # memory/ never yields multimodal files
+    (ws / "memory" / "ignored.png").write_bytes(tiny_png())  # memory/ never yields multimodal files
     media = ws / "media"
     media.mkdir()
-    (media / "whiteboard.png").write_bytes(_png())
-    (media / "standup.wav").write_bytes(_wav())
+    (media / "whiteboard.png").write_bytes(tiny_png())
+    (media / "standup.wav").write_bytes(tiny_wav())
     (media / "fake.png").write_text("this is text, not an image")
     (media / "huge.jpg").write_bytes(b"\xff\xd8\xff" + b"\x00" * 5000)
-    (media / "big.png").write_bytes(_png() + b"\x00" * 3000)  # the server refuses it (413)
+    (media / "big.png").write_bytes(tiny_png() + b"\x00" * 3000)  # the server refuses it (413)
     with ProviderServer("gemini") as server:
         server.reject_inline_over = 2500
         ms = {"provider": "gemini", "remote": {"baseUrl": server.base_url, "apiKey": KEY},

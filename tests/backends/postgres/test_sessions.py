@@ -4,13 +4,11 @@ removed when sessions are no longer a source."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import anyio
 import pytest
 
-from helpers import NO_POSTGRES_EXTRA, make_settings
+from helpers import NO_POSTGRES_EXTRA, make_settings, write_transcript
 
 pytest.importorskip("psycopg", reason=NO_POSTGRES_EXTRA)
 
@@ -22,12 +20,6 @@ from memsift.engine.embeddings.fake import FakeEmbeddingProvider  # noqa: E402
 SESSIONS = {"sources": ["memory", "sessions"], "experimental": {"sessionMemory": True}}
 
 
-def _transcript(path: Path, turns: list[tuple[str, str]]) -> None:
-    lines = [json.dumps({"type": "session", "id": path.stem})]
-    for role, text in turns:
-        lines.append(json.dumps({"type": "message", "message": {"role": role, "content": text, "timestamp": 1_700_000_000_000}}))
-        lines.append(json.dumps({"type": "tool", "name": "noise"}))
-    path.write_text("\n".join(lines) + "\n")
 
 
 def _settings(tmp_path, ws, dsn, ms=None):
@@ -43,7 +35,7 @@ def _hit(answer):
 def test_transcripts_are_indexed_and_searched_as_on_builtin(tmp_path, example_workspace, pg_dsn):
     sessions = tmp_path / "state" / "agents" / "main" / "sessions"
     sessions.mkdir(parents=True)
-    _transcript(sessions / "abc.jsonl", [("user", "what is the wifi password for the cabin"),
+    write_transcript(sessions / "abc.jsonl", [("user", "what is the wifi password for the cabin"),
                                           ("assistant", "It is on the fridge, token: sk-abcdefghijklmnopqrstuvwx")])
     (sessions / "abc.jsonl.bak.1").write_text("ignored")
     settings = _settings(tmp_path, example_workspace, pg_dsn)
@@ -65,7 +57,7 @@ def test_transcripts_are_indexed_and_searched_as_on_builtin(tmp_path, example_wo
             assert st.sources == ["memory", "sessions"]
 
             # A search's sync never waits on transcripts (as on builtin); an explicit one reads their growth.
-            _transcript(sessions / "abc.jsonl", [("user", "what is the wifi password for the cabin"), ("assistant", "fridge"),
+            write_transcript(sessions / "abc.jsonl", [("user", "what is the wifi password for the cabin"), ("assistant", "fridge"),
                                                   ("user", "and the boat key? under the mat")])
             p.mark_dirty()
             before = await p.search("boat key mat", min_score=0)
@@ -89,7 +81,7 @@ def test_the_watchers_session_sync_reaches_postgres_through_the_composed_manager
     the backend (scope rules, ranker, the Postgres fallback wrapper)."""
     sessions = tmp_path / "state" / "agents" / "main" / "sessions"
     sessions.mkdir(parents=True)
-    _transcript(sessions / "s1.jsonl", [("user", "remember the harbour code 4417")])
+    write_transcript(sessions / "s1.jsonl", [("user", "remember the harbour code 4417")])
     settings = _settings(tmp_path, example_workspace, pg_dsn, ms={**SESSIONS, "provider": "none"})
 
     async def run() -> None:
