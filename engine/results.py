@@ -236,6 +236,7 @@ class ManagerStatus(_Out):
     rerank: dict[str, Any] | None = None  # the rerank stage: provider, model, candidates, circuit, requests
     ranker: dict[str, Any] | None = None  # the evidence ranker: version, candidates, weights
     helper: dict[str, Any] | None = None  # CLI: the resident helper serving these settings (pid, age, memory)
+    plugins: list[dict[str, Any]] | None = None  # CLI: backends, providers and rerankers from other packages (engine/plugins)
     # The backend cannot be reached and no fallback answers (Postgres down, QMD failing with
     # fallback "none"): what was tried, when, and what failed. The CLI's status then exits 7.
     unavailable: str | None = None

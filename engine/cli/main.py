@@ -21,7 +21,7 @@ import click
 from ..errors import ConfigError, MemsiftError
 from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key
 from ..secrets import redact, url_without_password
-from .options import build_request, group_params, model_options, scoped_request, search_params
+from .options import BACKEND_NAME, build_request, group_params, model_options, scoped_request, search_params
 from .output import EXIT_CODES, exit_code, json_text, search_output
 
 __all__ = ["main", "cli", "EXIT_CODES", "exit_code", "search_output"]
@@ -235,12 +235,34 @@ def status(obj: _Ctx, as_json: bool, **params: Any) -> None:
         if st.denied is None:
             obj.warn_if_no_memory()
             st.helper = _helper_status(obj)
+            st.plugins = [f.as_dict() for f in _plugins() if not f.builtin]
     if as_json:
         _emit_json(st.to_json_dict())
     else:
         click.echo(redact(render_status(st)))
     if st.unavailable:  # the backend cannot be reached and nothing answers for it: as a search exits
         sys.exit(EXIT_CODES["backend"])
+
+
+def _plugins() -> list[Any]:
+    from ..plugins import GROUPS  # noqa: PLC0415
+    from ..plugins.registry import installed  # noqa: PLC0415
+
+    return [f for kind in GROUPS for f in installed(kind)]
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def plugins(as_json: bool) -> None:
+    """List the backends, embedding providers and rerankers memsift can use: its own and those of
+    installed plugin packages, with versions, and why one could not be loaded."""
+    from .render import render_plugins  # noqa: PLC0415
+
+    found = _plugins()
+    if as_json:
+        _emit_json({"plugins": [f.as_dict() for f in found]})
+    else:
+        click.echo(redact(render_plugins(found)))
 
 
 def _helper_status(obj: _Ctx) -> dict[str, Any]:
@@ -449,13 +471,13 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
               help="Exit 1 when the mean hit overlap is below this, or when a side fell back or failed on any query.")
 @click.option("--mode", "-m", help="Retrieval on both sides: auto, hybrid, keyword (builtin BM25 vs qmd search), "
                                    "vector (vsearch); hybrid is qmd's query.")
-@click.option("--against", type=click.Choice(["qmd", "postgres"]), default="qmd", show_default=True,
-              help="The backend compared with builtin.")
+@click.option("--against", type=BACKEND_NAME, default="qmd", show_default=True,
+              help="The backend compared with builtin: qmd, postgres or an installed plugin's.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_sync: bool, fail_under: float | None,
            mode: str | None, against: str, as_json: bool) -> None:
-    """Run the queries in QUERIES_FILE on builtin and QMD (or Postgres) and compare the answers."""
+    """Run the queries in QUERIES_FILE on builtin and QMD (or another backend) and compare the answers."""
     from .parity import gate_failure, read_queries, run_parity  # noqa: PLC0415
     from .render import render_parity  # noqa: PLC0415
 

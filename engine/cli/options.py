@@ -16,9 +16,25 @@ from pydantic import BaseModel
 
 from ..requests import InvalidRequest, door_name
 
-__all__ = ["model_options", "group_params", "search_params", "build_request", "scoped_request", "BACKENDS"]
+__all__ = ["model_options", "group_params", "search_params", "build_request", "scoped_request", "BACKEND_NAME"]
 
-BACKENDS = ("builtin", "qmd", "postgres")
+
+class BackendName(click.ParamType):
+    """A backend registered with memsift (its own or an installed plugin's, engine/plugins)."""
+
+    name = "backend"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from ..plugins.registry import check_name  # noqa: PLC0415
+
+        try:
+            check_name("backend", str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value)
+
+
+BACKEND_NAME = BackendName()
 
 
 def _click_type(annotation: Any) -> tuple[Any, bool]:
@@ -59,7 +75,7 @@ def group_params() -> list[click.Parameter]:
                           "marked default, else the first, else 'main')."),
         click.Option(["--config", "-c", "config_path"], envvar="MEMSIFT_CONFIG",
                      help="Config file (JSON5). Default: ~/.config/memsift/config.json5."),
-        click.Option(["--backend", "-b"], type=click.Choice(BACKENDS), help="Override memory.backend for this call."),
+        click.Option(["--backend", "-b"], type=BACKEND_NAME, help="Override memory.backend for this call (builtin, qmd, postgres or a plugin's)."),
         click.Option(["--verbose", "-v"], count=True, help="More logs on stderr (-v info, -vv debug)."),
     ]
 
@@ -72,7 +88,7 @@ def search_params() -> list[click.Parameter]:
     return [
         click.Argument(["query"]),
         *model_options(SearchOptions),
-        click.Option(["--backend", "-b", "backend"], type=click.Choice(BACKENDS), help="Override memory.backend for this search."),
+        click.Option(["--backend", "-b", "backend"], type=BACKEND_NAME, help="Override memory.backend for this search."),
         click.Option(["--json", "as_json"], is_flag=True, help="Print one JSON document."),
     ]
 

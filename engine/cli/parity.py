@@ -57,10 +57,11 @@ class SideResult(_Out):
 
 
 class QueryParity(_Out):
+    # The other side is kept under its backend's name (`"qmd": {…}`, `"lancedb": {…}`: `--against`).
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
     query: str
     builtin: SideResult
-    qmd: SideResult | None = None  # the other side, under its backend's name (`--against`)
-    postgres: SideResult | None = None
     overlap: float  # hits in common / the longer top-k list (1.0 when both are empty)
     file_overlap: float  # the same over distinct files
     common: int
@@ -68,10 +69,8 @@ class QueryParity(_Out):
 
     @property
     def other(self) -> SideResult:
-        return self.qmd if self.qmd is not None else self.postgres
-
-
-AGAINST = ("qmd", "postgres")  # what builtin can be compared with
+        side = next(iter((self.model_extra or {}).values()))
+        return side if isinstance(side, SideResult) else SideResult.model_validate(side)
 
 
 class ParityReport(_Out):
@@ -174,8 +173,8 @@ async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int
     template = SearchOptions.build("cli", query="", max_results=k, session_key=session_key, mode=mode)
     from ..compose.factory import open_manager  # noqa: PLC0415
 
-    if against not in AGAINST:
-        raise ConfigError(f"parity compares builtin with one of {', '.join(AGAINST)}, not {against!r}")
+    if against == "builtin":
+        raise ConfigError("parity compares builtin with another backend (--against qmd, postgres or an installed plugin's)")
     managers = {name: open_manager(settings, backend=name) for name in ("builtin", against)}
     try:
         if sync:

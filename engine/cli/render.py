@@ -94,7 +94,7 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         out.append(f"keyword search unavailable: {answer.degraded.fts}")
     if answer.degraded.rerank:
         out.append(f"not reranked: {answer.degraded.rerank}")
-    if answer.fallback and answer.fallback.from_ in BACKENDS:
+    if answer.fallback and _is_backend(answer.fallback.from_):
         out.append(f"{answer.fallback.reason}; answered from the {answer.backend} index")
         out += [f"not covered by the {answer.backend} index: {gap}" for gap in answer.fallback.not_covered or []]
     elif answer.fallback:
@@ -115,7 +115,11 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
     return "\n".join(out)
 
 
-BACKENDS = ("builtin", "qmd", "postgres")  # a fallback from one of these is a backend's, else an embedding provider's
+def _is_backend(name: str) -> bool:
+    """A fallback from a backend (else it is an embedding provider's)."""
+    from ..plugins.registry import names  # noqa: PLC0415
+
+    return name in names("backend")
 
 
 def _served_by(answer: SearchAnswer) -> str:
@@ -302,6 +306,8 @@ def render_status(s: ManagerStatus) -> str:
             rows.append(("Embeddings", f"unavailable · {emb.get('error')}"))
         if "integrity" in s.deep:
             rows.append(("Integrity", s.deep["integrity"]))
+    if s.plugins is not None:
+        rows.append(("Plugins", "; ".join(_plugin_line(p) for p in s.plugins) or "none installed (`memsift plugins` lists what memsift can use)"))
     if s.helper:
         h = s.helper
         rows.append(("Helper", (f"pid {h['pid']} · up {_minutes(h.get('ageS'))} · exits after {h.get('idleTimeout')} idle · "
@@ -400,3 +406,33 @@ class WatchStatus:
     def stopped(self) -> None:
         if not self.as_json:
             self._say("stopped")
+
+
+def _plugin_line(p: dict[str, Any]) -> str:
+    state = f"failed to load: {p['error']}" if p.get("error") else f"shadowed by {p['shadowedBy']}" if p.get("shadowedBy") else ""
+    return f"{p['name']} ({p['kind']}) · {p['package']} {p['version']}" + (f" · {state}" if state else "")
+
+
+def render_plugins(found: list[Any]) -> str:
+    """`memsift plugins`: one table per kind; memsift's own marked as built in."""
+    out = []
+    for kind in ("backend", "provider", "reranker"):
+        rows = [f for f in found if f.kind == kind]
+        out.append(f"{kind.capitalize()}s:")
+        width = max((len(f.name) for f in rows), default=0)
+        for f in rows:
+            origin = "built in" if f.builtin else f"{f.package} {f.version}"
+            if f.error:
+                what = f"FAILED to load: {f.error}"
+            elif f.shadowed_by:
+                what = f"not used: {f.shadowed_by} registers the same name"
+            else:
+                what = getattr(f.plugin, "description", "") or ""
+            out.append(f"  {f.name:<{width}}  {origin:<24} {what}".rstrip())
+        out.append("")
+    broken = sum(1 for f in found if f.error)
+    if broken:
+        out.append(f"{broken} plugin(s) could not be loaded; the others work. Reinstall or remove the package named.")
+    else:
+        out.append("Use one with memory.backend, memorySearch.provider or memorySearch.query.rerank.provider.")
+    return "\n".join(out)

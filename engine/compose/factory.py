@@ -1,4 +1,5 @@
-"""The composition layer: config → a ready `SearchManager`. The only engine module that imports backends."""
+"""The composition layer: config → a ready `SearchManager`. Backends come from the plugin registry
+(engine/plugins): nothing here names one."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ from typing import Any, Callable, Mapping
 
 from ..logging import get_logger
 from ..config import ResolvedConfig, load_config, resolve_agent
-from ..errors import ConfigError
+from ..config.plugin_blocks import plugin_block, plugin_blocks, validate_block
+from ..errors import BackendError, ConfigError, MemsiftError
 from ..manager import SearchManager
+from ..plugins import BackendContext, BackendPlugin
+from ..plugins import registry
 
-__all__ = ["open_manager", "resolve_config", "reranked", "ranked"]
+__all__ = ["open_manager", "resolve_config", "reranked", "ranked", "backend_context"]
 
 log = get_logger("memsift.factory")
 
@@ -44,11 +48,11 @@ def open_manager(
 ) -> SearchManager:
     """Build the manager the config asks for (`backend` overrides `memory.backend`).
 
-    Raises ConfigError when memory search is disabled. For `qmd`, the QMD sidecar is wrapped with
-    a lazily built builtin fallback (unless `memory.qmd.fallback` is "none"); for `postgres`, with
-    one when `memory.postgres.fallback` is "builtin". With `memorySearch.query.rerank.enabled`, the
-    rerank stage wraps the backend (with its fallback as one). Every backend is wrapped with the
-    scope rules (`memory.qmd.scope`), which then hold for search, read and status.
+    The backend comes from the plugin registry (memsift's own and installed ones alike, see
+    engine/plugins). Raises ConfigError when memory search is disabled, or the backend is unknown
+    or broken. A backend with a fallback policy (QMD, Postgres) is guarded by its fallback backend;
+    above it come the evidence ranker, the rerank stage (`memorySearch.query.rerank.enabled`) and
+    the scope rules (`memory.qmd.scope`), which then hold for search, read and status.
     """
     if settings is None:
         settings = resolve_config(config_path, workspace=workspace, agent=agent)
@@ -61,65 +65,86 @@ def open_manager(
     log.debug("config resolved", config=str(settings.config_path or "-"), agent=settings.agent_id,
               workspace=str(settings.workspace), store=str(settings.store_path), backend=chosen,
               provider=settings.memory_search.provider)
-    if chosen not in ("builtin", "qmd", "postgres"):
-        raise ConfigError(f"unknown backend {chosen!r}; allowed: builtin, qmd, postgres", key_path="memory.backend")
-    from memsift.backends.builtin import BuiltinSearchManager  # noqa: PLC0415
-
-    from ..files.coverage import qmd_not_covered, with_qmd_coverage  # noqa: PLC0415
-
-    # The builtin index also covers QMD's own collections: a QMD fallback (and parity) searches the same files.
-    builtin_settings = with_qmd_coverage(settings)
-
-    def builtin() -> SearchManager:
-        return BuiltinSearchManager(builtin_settings, progress=progress)  # selects its provider when first needed
-
+    plugin = registry.backend(chosen)
+    _warn_orphan_blocks(settings)
+    manager = _guarded(plugin, backend_context(plugin, settings, progress), progress)
     from .scoped import scoped  # noqa: PLC0415
 
-    if chosen == "builtin":
-        return scoped(reranked(ranked(builtin(), settings, chosen), settings, chosen), settings)
+    return scoped(reranked(ranked(manager, settings, plugin), settings, plugin), settings)
+
+
+def backend_context(plugin: BackendPlugin, settings: ResolvedConfig,
+                    progress: Callable[[str, int, int], None] | None = None) -> BackendContext:
+    """What `plugin.open` gets: the settings and its own block (`memory.<name>`), validated by its
+    model with the config file's errors ("did you mean …")."""
+    block = plugin_block(settings.memory, plugin.name)
+    config = None
+    if plugin.config_model is not None:
+        config = validate_block(plugin.config_model, block or {}, prefix=f"memory.{plugin.name}")
+    elif block:
+        raise ConfigError(f"memory.{plugin.name}: the {plugin.name} backend takes no settings here",
+                          key_path=f"memory.{plugin.name}")
+    return BackendContext(settings=settings, config=config, progress=progress)
+
+
+def _warn_orphan_blocks(settings: ResolvedConfig) -> None:
+    """A `memory.<name>` block no installed backend reads (a plugin removed, a name mistyped) is
+    ignored, and said so; the backend in use reads its own."""
+    blocks = plugin_blocks(settings.memory)
+    if not blocks:
+        return
+    known = registry.names("backend")
+    for name in blocks:
+        if name not in known:
+            log.warning(registry.describe_unknown("backend", name, known).replace("unknown backend", f"memory.{name}: no backend")
+                        + "; this block is ignored", key=f"memory.{name}")
+
+
+def _guarded(plugin: BackendPlugin, ctx: BackendContext, progress: Callable[[str, int, int], None] | None) -> SearchManager:
+    """`plugin`'s manager, under a FallbackSearchManager when it has a fallback policy."""
+    policy = plugin.fallback(ctx) if plugin.fallback else None
+    if policy is None:
+        return _opened(plugin, ctx)
     from .fallback import FallbackSearchManager  # noqa: PLC0415
 
-    if chosen == "postgres":
-        from memsift.backends.postgres import PostgresSearchManager  # noqa: PLC0415
-
-        pg = settings.memory.postgres
-        primary = PostgresSearchManager(settings)  # checks the driver and the DSN now: a config error is told at once
-        return scoped(reranked(ranked(FallbackSearchManager(
-            lambda: primary,
-            builtin,
-            name="postgres",
-            fail_closed=pg.fallback == "none",
-            retry_after_s=POSTGRES_RETRY_S,
-            # connecting, then the statements of one search: past that the answer is an error or the fallback
-            primary_budget_s=(pg.connect_timeout_ms + pg.statement_timeout_ms) / 1000,
-        ), settings, chosen), settings, chosen), settings)
-    from memsift.backends.qmd import QmdSearchManager  # noqa: PLC0415
-
-    qmd = settings.memory.qmd
-    return scoped(reranked(ranked(FallbackSearchManager(
-        lambda: QmdSearchManager(settings),
-        builtin,
-        name="qmd",
-        fail_closed=qmd.fallback == "none",
-        primary_budget_s=qmd.limits.timeout_ms / 1000,  # a search answers within it (or falls back)
-        not_covered=qmd_not_covered(settings),
-    ), settings, chosen), settings, chosen), settings)
+    to = registry.backend(policy.to)
+    to_ctx = backend_context(to, ctx.settings, progress)
+    primary = _opened(plugin, ctx) if policy.eager else None  # its config errors are told at once
+    return FallbackSearchManager(
+        (lambda: primary) if primary is not None else (lambda: _opened(plugin, ctx)),
+        lambda: _opened(to, to_ctx),
+        name=plugin.name,
+        fail_closed=policy.fail_closed,
+        retry_after_s=policy.retry_after_s,
+        primary_budget_s=policy.primary_budget_s,
+        not_covered=policy.not_covered,
+    )
 
 
-# After a Postgres failure the next search within this many seconds answers at once with the
-# failure (and when the next try is); the first one after it connects again. A restarted server
-# is used by the first search after it is up, give or take this interval.
-POSTGRES_RETRY_S = 3.0
+def _opened(plugin: BackendPlugin, ctx: BackendContext) -> SearchManager:
+    """`plugin.open(ctx)`; another package's backend under the guard that turns its crashes into
+    BackendErrors naming it (compose/guarded.py)."""
+    found = registry.origin("backend", plugin.name)
+    if found is None or found.builtin:
+        return plugin.open(ctx)
+    from .guarded import PluginGuard  # noqa: PLC0415
+
+    where = f"the {plugin.name} backend ({found.package} {found.version})"
+    try:
+        return PluginGuard(plugin.open(ctx), where)
+    except (MemsiftError, ValueError):
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise BackendError(f"{where} failed to open: {type(exc).__name__}: {exc}") from None
 
 
-def _default_max_results(settings: ResolvedConfig, backend: str) -> int:
-    # QMD answers at most memory.qmd.limits.maxResults hits: its default cut is that, not builtin's.
-    if backend == "qmd":
-        return int(settings.memory.qmd.limits.max_results)
+def _default_max_results(settings: ResolvedConfig, plugin: BackendPlugin) -> int:
+    if plugin.default_max_results is not None:
+        return plugin.default_max_results(settings)
     return settings.memory_search.query.max_results
 
 
-def ranked(manager: SearchManager, settings: ResolvedConfig, backend: str) -> SearchManager:
+def ranked(manager: SearchManager, settings: ResolvedConfig, plugin: BackendPlugin) -> SearchManager:
     """`manager` under the evidence ranker when `memorySearch.query.ranker.enabled` (the default)."""
     config = settings.memory_search.query.ranker
     if not config.enabled:
@@ -127,10 +152,10 @@ def ranked(manager: SearchManager, settings: ResolvedConfig, backend: str) -> Se
     from ..rerank.evidence_stage import EvidenceRankedSearchManager  # noqa: PLC0415
 
     return EvidenceRankedSearchManager(manager, config, mmr=settings.memory_search.query.hybrid.mmr,
-                                       default_max_results=_default_max_results(settings, backend))
+                                       default_max_results=_default_max_results(settings, plugin))
 
 
-def reranked(manager: SearchManager, settings: ResolvedConfig, backend: str) -> SearchManager:
+def reranked(manager: SearchManager, settings: ResolvedConfig, plugin: BackendPlugin) -> SearchManager:
     """`manager` under the rerank stage when `memorySearch.query.rerank.enabled`, else as it is."""
     config = settings.memory_search.query.rerank
     if not config.enabled:
@@ -140,6 +165,6 @@ def reranked(manager: SearchManager, settings: ResolvedConfig, backend: str) -> 
 
     query = settings.memory_search.query
     return RerankingSearchManager(
-        manager, config, mmr=query.hybrid.mmr, default_max_results=_default_max_results(settings, backend),
+        manager, config, mmr=query.hybrid.mmr, default_max_results=_default_max_results(settings, plugin),
         circuit_path=Path(f"{settings.store_path}.rerank-circuit"), reranker=lambda: create_reranker(config),
     )

@@ -7,9 +7,10 @@ exactly as the reference does it.
 
 from __future__ import annotations
 
-from typing import Literal
+import difflib
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from ..durations import check_duration
@@ -31,8 +32,25 @@ __all__ = [
 
 PROVIDER_IDS = ("local", "openai", "gemini", "voyage", "mistral", "ollama")
 # "none": keyword search only (FTS5 BM25, no embeddings), what the reference falls back to without a provider.
-ProviderId = Literal["auto", "none", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
-FallbackId = Literal["none", "local", "openai", "gemini", "voyage", "mistral", "ollama"]
+# Provider and reranker names are memsift's own or an installed plugin's (engine/plugins): checked
+# against the registry when one is built, with the installed names in the error.
+_PLUGIN_NAME = r"^[a-z][a-z0-9_-]*$"
+
+
+def _registered(kind: str, *special: str):  # noqa: ANN202
+    def check(name: str) -> str:
+        if name not in special:
+            from ..plugins.registry import check_name  # noqa: PLC0415
+
+            check_name(kind, name)
+        return name
+
+    return AfterValidator(check)
+
+
+ProviderId = Annotated[str, Field(pattern=_PLUGIN_NAME), _registered("provider", "auto", "none")]
+FallbackId = Annotated[str, Field(pattern=_PLUGIN_NAME), _registered("provider", "none")]
+BackendId = Annotated[str, Field(pattern=_PLUGIN_NAME), _registered("backend")]
 
 
 class _Strict(BaseModel):
@@ -242,7 +260,7 @@ class RerankRemoteConfig(_Strict):
     )
 
 
-RerankProviderId = Literal["local", "voyage", "cohere", "jina", "endpoint"]
+RerankProviderId = Annotated[str, Field(pattern=_PLUGIN_NAME), _registered("reranker")]
 
 
 class RerankConfig(_Strict):
@@ -251,7 +269,7 @@ class RerankConfig(_Strict):
     enabled: bool = Field(False, description="Rescore the top hits with a cross-encoder.")
     provider: RerankProviderId = Field(
         "local",
-        description="`local` (an ONNX cross-encoder on disk), `voyage`, `cohere`, `jina`, or `endpoint` (any server speaking the rerank API).",
+        description="`local` (an ONNX cross-encoder on disk), `voyage`, `cohere`, `jina`, `endpoint` (any server speaking the rerank API), or an installed plugin's reranker.",
     )
     model: str = Field("", description="The reranker model; the provider's default when empty.")
     # local: a folder holding model.onnx and tokenizer.json
@@ -383,9 +401,9 @@ class MemorySearchConfig(_Strict):
     enabled: bool = Field(True, description="Memory search for this agent; false: the CLI refuses to search (exit 3).")
     provider: ProviderId = Field(
         "auto",
-        description="The embedding provider: `auto` (a configured local model, then providers with keys, else the bundled model), `local`, `openai`, `gemini`, `voyage`, `mistral`, `ollama`, or `none` (keyword search only).",
+        description="The embedding provider: `auto` (a configured local model, then providers with keys, else the bundled model), `local`, `openai`, `gemini`, `voyage`, `mistral`, `ollama`, an installed plugin's provider, or `none` (keyword search only).",
     )
-    fallback: FallbackId = Field("none", description="The provider used when the primary one fails.")
+    fallback: FallbackId = Field("none", description="The provider used when the primary one fails (`none`: no fallback).")
     model: str = Field("", description="The provider's embedding model; its default when empty.")
     output_dimensionality: Literal[768, 1536, 3072] | None = Field(
         None,
@@ -616,9 +634,13 @@ class ResidentHelperConfig(_Strict):
 
 
 class MemoryConfig(_Strict):
-    backend: Literal["builtin", "qmd", "postgres"] = Field(
+    # Keys that are not memsift's own are plugin backends' blocks (`memory.lancedb: {…}`), each
+    # validated by its plugin when that backend opens; a near miss of a key of ours is an error here.
+    model_config = ConfigDict(extra="allow", alias_generator=to_camel, populate_by_name=True)
+
+    backend: BackendId = Field(
         "builtin",
-        description="The search backend: `builtin` (SQLite FTS5 + sqlite-vec), `qmd` (the QMD tool as a sidecar) or `postgres` (PostgreSQL + pgvector).",
+        description="The search backend: `builtin` (SQLite FTS5 + sqlite-vec), `qmd` (the QMD tool as a sidecar), `postgres` (PostgreSQL + pgvector), or an installed plugin's (`memsift plugins` lists them).",
     )
     citations: Literal["auto", "on", "off"] = Field(
         "auto",
@@ -630,6 +652,17 @@ class MemoryConfig(_Strict):
         default_factory=ResidentHelperConfig,
         description="The helper that answers repeated CLI searches.",
     )
+
+    @model_validator(mode="after")
+    def _plugin_blocks(self) -> MemoryConfig:
+        ours = sorted(f.alias or n for n, f in type(self).model_fields.items())
+        for key, value in (self.model_extra or {}).items():
+            hint = difflib.get_close_matches(key, ours, n=1, cutoff=0.8)
+            if hint or not isinstance(value, dict):
+                did = f" (did you mean {hint[0]!r}?)" if hint else ""
+                raise ValueError(f"memory.{key}: unknown key{did}; memsift reads {', '.join(ours)} here, "
+                                 "and a plugin backend's settings as an object under its name")
+        return self
 
 
 # --- agents ----------------------------------------------------------------------------------

@@ -74,7 +74,7 @@ def _env(tmp_path: Path, dsn: str) -> dict[str, str]:
 
 
 def _after_retry_window() -> None:
-    from memsift.engine.compose.factory import POSTGRES_RETRY_S  # noqa: PLC0415
+    from memsift.backends.postgres.plugin import RETRY_S as POSTGRES_RETRY_S  # noqa: PLC0415
 
     time.sleep(POSTGRES_RETRY_S + 0.2)
 

@@ -1,0 +1,176 @@
+"""Finding plugins: the entry points of the `memsift.*` groups, memsift's own first.
+
+A lookup by name reads memsift's own entry points (about a millisecond), and scans every installed
+distribution only for a name that is not memsift's own, or to list them all. A plugin that fails
+to import, or names something that is not a plugin, is recorded with its error and never stops
+the others (nor the built-ins) from loading.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any, Iterator
+
+from ..errors import ConfigError
+from . import GROUPS, BackendPlugin, ProviderPlugin, RerankerPlugin
+
+__all__ = ["Found", "installed", "load", "names", "check_name", "backend", "describe_unknown", "origin", "OWN_DISTRIBUTION"]
+
+OWN_DISTRIBUTION = "memsift"
+_KINDS = {"backend": BackendPlugin, "provider": ProviderPlugin, "reranker": RerankerPlugin}
+_KEY_PATHS = {"backend": "memory.backend", "provider": "memorySearch.provider", "reranker": "memorySearch.query.rerank.provider"}
+
+
+@dataclass
+class Found:
+    """One entry point of a memsift group, loaded or not."""
+
+    kind: str  # backend, provider, reranker
+    name: str
+    target: str  # module:attribute
+    package: str
+    version: str
+    builtin: bool  # registered by memsift itself
+    plugin: Any = None
+    error: str | None = None  # why it could not be loaded
+    shadowed_by: str | None = None  # another package registered the same name first
+
+    @property
+    def loaded(self) -> bool:
+        return self.plugin is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "package": self.package, "version": self.version,
+                "builtin": self.builtin, "target": self.target, "ok": self.error is None and self.shadowed_by is None,
+                "error": self.error, "shadowedBy": self.shadowed_by,
+                "description": getattr(self.plugin, "description", "") or None}
+
+
+_loaded: dict[tuple[str, str], Found] = {}  # (kind, name) → what loading it gave, once per process
+
+
+def _own() -> metadata.Distribution | None:
+    try:
+        return metadata.distribution(OWN_DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _points(dist: metadata.Distribution, kind: str, *, builtin: bool) -> Iterator[Found]:
+    group = GROUPS[kind]
+    for ep in dist.entry_points:
+        if ep.group == group:
+            yield Found(kind, ep.name, ep.value, dist.metadata["Name"] or "?", dist.version or "?", builtin)
+
+
+def _all_points(kind: str) -> list[Found]:
+    """Every entry point of the group: memsift's own first, then other packages by name; a name
+    registered twice is kept once (the first), the others marked as shadowed."""
+    own = _own()
+    found = list(_points(own, kind, builtin=True)) if own else []
+    others: list[Found] = []
+    seen_dists: set[str] = {OWN_DISTRIBUTION}
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name in seen_dists:  # the same distribution twice on sys.path: the first one counts
+            continue
+        seen_dists.add(name)
+        others.extend(_points(dist, kind, builtin=False))
+    taken: dict[str, Found] = {f.name: f for f in found}
+    for f in sorted(others, key=lambda f: (f.package.lower(), f.name)):
+        if f.name in taken:
+            f.shadowed_by = taken[f.name].package
+        else:
+            taken[f.name] = f
+        found.append(f)
+    return found
+
+
+def _load(found: Found) -> Found:
+    key = (found.kind, found.name)
+    if found.shadowed_by is None and key in _loaded:
+        return _loaded[key]
+    try:
+        value = metadata.EntryPoint(found.name, found.target, GROUPS[found.kind]).load()
+    except Exception as exc:  # noqa: BLE001  (a broken plugin is reported, never fatal)
+        found.error = f"{type(exc).__name__}: {exc}"
+    else:
+        cls = _KINDS[found.kind]
+        if not isinstance(value, cls):
+            found.error = f"{found.target} is a {type(value).__name__}, not a memsift.engine.plugins.{cls.__name__}"
+        elif value.name != found.name:
+            found.error = f"entry point {found.name!r} names a plugin called {value.name!r}"
+        else:
+            found.plugin = value
+    if found.shadowed_by is None:
+        _loaded[key] = found
+    return found
+
+
+def installed(kind: str, *, load_all: bool = True) -> list[Found]:
+    """Every registered plugin of a kind, loaded (with the error of each that fails)."""
+    points = _all_points(kind)
+    return [_load(f) if load_all and f.shadowed_by is None else f for f in points]
+
+
+def names(kind: str) -> list[str]:
+    """The names a config may use for this kind (entry points not yet imported)."""
+    return [f.name for f in _all_points(kind) if f.shadowed_by is None]
+
+
+_own_names: dict[str, frozenset[str]] = {}
+
+
+def check_name(kind: str, name: str) -> None:
+    """ValueError (with the installed names and a "did you mean") unless `name` is registered;
+    memsift's own names are checked without scanning the installed packages."""
+    if kind not in _own_names:
+        own = _own()
+        _own_names[kind] = frozenset(f.name for f in _points(own, kind, builtin=True)) if own else frozenset()
+    if name in _own_names[kind]:
+        return
+    known = names(kind)
+    if name not in known:
+        raise ValueError(describe_unknown(kind, name, known))
+
+
+def describe_unknown(kind: str, name: str, known: list[str]) -> str:
+    hint = difflib.get_close_matches(name, known, n=1)
+    did = f" (did you mean {hint[0]!r}?)" if hint else ""
+    return f"unknown {kind} {name!r}{did}; installed: {', '.join(known) or 'none'}"
+
+
+def load(kind: str, name: str) -> Any:
+    """The plugin registered under `name`: memsift's own entry points are read first, every
+    installed package's only when the name is not among them. ConfigError (with the installed
+    names, or the plugin's import error and the fix) when there is none to use."""
+    key = (kind, name)
+    if key in _loaded and _loaded[key].plugin is not None:
+        return _loaded[key].plugin
+    own = _own()
+    point = next((f for f in _points(own, kind, builtin=True) if f.name == name), None) if own else None
+    if point is None:
+        everything = _all_points(kind)
+        point = next((f for f in everything if f.name == name and f.shadowed_by is None), None)
+        if point is None:
+            raise ConfigError(describe_unknown(kind, name, [f.name for f in everything if f.shadowed_by is None]),
+                              key_path=_KEY_PATHS[kind])
+    found = _load(point)
+    if found.plugin is None:
+        raise ConfigError(
+            f"the {kind} {name!r} (package {found.package} {found.version}) failed to load: {found.error}; "
+            f"reinstall or remove that package (`memsift plugins` lists what is installed)",
+            key_path=_KEY_PATHS[kind],
+        )
+    return found.plugin
+
+
+def backend(name: str) -> BackendPlugin:
+    return load("backend", name)
+
+
+def origin(kind: str, name: str) -> Found | None:
+    """Where a loaded plugin came from (its package and version)."""
+    return _loaded.get((kind, name))

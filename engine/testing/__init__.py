@@ -1,0 +1,269 @@
+"""The backend contract: what every memsift backend keeps, as pytest tests a backend's author runs.
+
+    # tests/test_contract.py of a plugin package
+    from memsift.engine.testing import BackendContract
+
+    class TestMyBackend(BackendContract):
+        backend = "mybackend"
+
+        def memory_config(self, tmp_path):
+            return {"backend": "mybackend", "mybackend": {"fallback": "none"}}
+
+Each test writes a small workspace of Markdown notes, opens the backend the way every door does
+(`open_manager`: registry, fallback policy, evidence ranker, scope rules) and checks one behaviour:
+files are the truth (never written, deletions and edits seen), a sync with nothing changed does
+nothing, a forced rebuild never answers from an empty index, every hit reads back through `read`
+with its citation, modes and `since`/`until` say what they did, `explain` explains, `status` tells,
+scope rules refuse before the backend runs, and reads stay inside memory. memsift runs it against
+its own backends (tests/backends/test_contract.py).
+
+A backend that falls back to another one must be configured without its fallback here: the
+contract is about the backend's own answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import anyio
+import pytest
+
+from ..compose.factory import open_manager, resolve_config
+from ..errors import MemsiftError
+from ..manager import SearchManager
+from ..results import SearchAnswer
+
+__all__ = ["BackendContract", "NOTES", "GROUP_CHAT"]
+
+# The workspace every contract test starts from: two dated daily logs, an evergreen file, a topic note.
+NOTES = {
+    "MEMORY.md": "# Memory\n\n- The staging deploy key lives in the vault under ops/staging.\n"
+                 "- Preferred editor: Helix with the catppuccin theme.\n",
+    "memory/2026-11-20.md": "# 2026-11-20\n\n- Flew to Lisbon for the zeppelin museum conference.\n"
+                            "- Booked a small hotel near Alfama.\n",
+    "memory/2026-11-24.md": "# 2026-11-24\n\n- Back from Lisbon; wrote up the zeppelin museum notes.\n"
+                            "- Renewed the TLS certificate for the status page.\n",
+    "memory/projects/garden.md": "# Garden project\n\nPlanted tomatoes, basil and a fig tree along the south wall.\n\n"
+                                 "The drip irrigation runs at dawn for twenty minutes.\n",
+}
+GROUP_CHAT = "agent:main:discord:group:42"  # a group chat: refused by the default scope rules
+
+
+def _hashes(workspace: Path) -> dict[str, str]:
+    return {str(p.relative_to(workspace)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(workspace.rglob("*")) if p.is_file()}
+
+
+def _paths(answer: SearchAnswer) -> list[str]:
+    return [h.path for h in answer.results]
+
+
+class BackendContract:
+    """Subclass as `Test…` and set `backend`; override `memory_config` for the backend's settings
+    (a DSN, a command, `fallback: "none"`) and `memory_search` for the agent's (the embedding
+    provider: the bundled local model by default, offline)."""
+
+    backend: str = ""
+    provider: str = "local"
+
+    # --- what a backend's test module may override ----------------------------------------------
+
+    def memory_config(self, tmp_path: Path) -> dict[str, Any]:
+        """The config's `memory` section for this backend."""
+        return {"backend": self.backend}
+
+    def memory_search(self, tmp_path: Path) -> dict[str, Any]:
+        return {"provider": self.provider}
+
+    # --- plumbing -------------------------------------------------------------------------------
+
+    @pytest.fixture
+    def workspace(self, tmp_path: Path) -> Path:
+        ws = tmp_path / "workspace"
+        for rel, text in NOTES.items():
+            (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+            (ws / rel).write_text(text, encoding="utf-8")
+        return ws
+
+    def open(self, tmp_path: Path, workspace: Path) -> SearchManager:
+        if not self.backend:
+            raise TypeError(f"{type(self).__name__} must set `backend` (the registered backend's name)")
+        overrides = {"stateDir": str(tmp_path / "state"), "memory": self.memory_config(tmp_path),
+                     "agents": {"defaults": {"memorySearch": self.memory_search(tmp_path)}}}
+        settings = resolve_config(overrides=overrides, workspace=workspace, environ={}, cwd=tmp_path)
+        return open_manager(settings)
+
+    def run(self, tmp_path: Path, workspace: Path, body: Callable[[SearchManager], Awaitable[None]]) -> None:
+        """Open the backend, sync it, run `body` with it, close it: all in one event loop."""
+
+        async def main() -> None:
+            manager = self.open(tmp_path, workspace)
+            try:
+                await manager.sync(reason="contract")
+                await body(manager)
+            finally:
+                await manager.aclose()
+
+        anyio.run(main)
+
+    def assert_own_answer(self, answer: SearchAnswer) -> None:
+        assert answer.fallback is None, f"{self.backend} fell back: {answer.fallback}; configure it without a fallback"
+        assert answer.unavailable is None, answer.unavailable
+        assert answer.backend == self.backend
+
+    async def keyword(self, manager: SearchManager, query: str, **kw: Any) -> SearchAnswer:
+        answer = await manager.search(query, mode="keyword", min_score=0, **kw)
+        self.assert_own_answer(answer)
+        return answer
+
+    # --- the contract ---------------------------------------------------------------------------
+
+    def test_finds_a_note_and_never_writes_one(self, tmp_path: Path, workspace: Path) -> None:
+        before = _hashes(workspace)
+
+        async def body(m: SearchManager) -> None:
+            answer = await self.keyword(m, "fig tree irrigation")
+            assert answer.results, "a word of one note finds it"
+            assert answer.results[0].path == "memory/projects/garden.md"
+            assert (await m.search("fig tree", min_score=0)).results  # the configured mode as well
+
+        self.run(tmp_path, workspace, body)
+        assert _hashes(workspace) == before, "indexing and searching left the workspace's files as they were"
+
+    def test_a_deleted_note_leaves_the_index(self, tmp_path: Path, workspace: Path) -> None:
+        async def body(m: SearchManager) -> None:
+            assert "memory/projects/garden.md" in _paths(await self.keyword(m, "fig tree"))
+            files = (await m.status()).files
+            (workspace / "memory/projects/garden.md").unlink()
+            await m.sync(reason="contract")
+            assert "memory/projects/garden.md" not in _paths(await self.keyword(m, "fig tree"))
+            assert (await m.status()).files == files - 1
+
+        self.run(tmp_path, workspace, body)
+
+    def test_an_edited_note_is_found_as_it_is_now_and_an_idle_sync_does_nothing(self, tmp_path: Path,
+                                                                               workspace: Path) -> None:
+        async def body(m: SearchManager) -> None:
+            note = workspace / "memory/projects/garden.md"
+            note.write_text(note.read_text().replace("fig tree", "olive sapling"), encoding="utf-8")
+            await m.sync(reason="contract")
+            assert _paths(await self.keyword(m, "olive sapling"))[:1] == ["memory/projects/garden.md"]
+            assert "memory/projects/garden.md" not in _paths(await self.keyword(m, "fig"))
+            idle = await m.sync(reason="contract")
+            assert idle.files_indexed == 0 and idle.files_removed == 0, f"nothing changed, yet: {idle}"
+
+        self.run(tmp_path, workspace, body)
+
+    def test_a_forced_rebuild_never_answers_from_an_empty_index(self, tmp_path: Path, workspace: Path) -> None:
+        async def body(m: SearchManager) -> None:
+            answers: list[SearchAnswer] = []
+            done = anyio.Event()
+
+            async def rebuild() -> None:
+                try:
+                    await m.sync(force=True, reason="contract")
+                finally:
+                    done.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(rebuild)
+                while not done.is_set() or not answers:
+                    answers.append(await self.keyword(m, "zeppelin museum"))
+                    await anyio.sleep(0)
+            for answer in answers:
+                assert {"memory/2026-11-20.md", "memory/2026-11-24.md"} <= set(_paths(answer)), \
+                    "a search during a rebuild answers from the old index or the new one, never from half of one"
+            assert set(_paths(await self.keyword(m, "zeppelin museum"))) >= {"memory/2026-11-20.md", "memory/2026-11-24.md"}
+
+        self.run(tmp_path, workspace, body)
+
+    def test_every_hit_reads_back_through_read_with_its_citation(self, tmp_path: Path, workspace: Path) -> None:
+        async def body(m: SearchManager) -> None:
+            answer = await self.keyword(m, "Lisbon zeppelin")
+            assert answer.results
+            for hit in answer.results:
+                lines = (workspace / hit.path).read_text(encoding="utf-8").split("\n")
+                assert 1 <= hit.start_line <= hit.end_line <= len(lines), f"{hit.path}#L{hit.start_line}-L{hit.end_line}"
+                got = await m.read(hit.path, hit.start_line, hit.end_line - hit.start_line + 1)
+                assert got.text == "\n".join(lines[hit.start_line - 1 : hit.end_line])
+                shown = [ln.strip() for ln in hit.snippet.split("\n") if ln.strip() and not ln.startswith("Source: ")]
+                assert all(ln.rstrip(".…") in got.text or ln.strip("…") in got.text for ln in shown), \
+                    f"the snippet {hit.snippet!r} is text of the lines it cites"
+                if hit.citation:
+                    want = f"{hit.path}#L{hit.start_line}" + (f"-L{hit.end_line}" if hit.end_line != hit.start_line else "")
+                    assert hit.citation == want
+
+        self.run(tmp_path, workspace, body)
+
+    def test_each_mode_says_what_ran(self, tmp_path: Path, workspace: Path) -> None:
+        async def body(m: SearchManager) -> None:
+            assert (await self.keyword(m, "fig tree")).results
+            for mode in ("vector", "hybrid"):
+                answer = await m.search("plants along the garden wall", mode=mode, min_score=0)
+                # A backend that cannot search vectors here (QMD without its models) says so.
+                said = answer.mode != "none" or answer.degraded.vector or answer.fallback or answer.notes or answer.unavailable
+                assert said, f"mode {mode}: the answer says neither what ran nor why nothing did"
+            with pytest.raises((ValueError, MemsiftError)):
+                await m.search("fig", mode="telepathy")
+
+        self.run(tmp_path, workspace, body)
+
+    def test_since_and_until_keep_only_those_days(self, tmp_path: Path, workspace: Path) -> None:
+        async def body(m: SearchManager) -> None:
+            assert set(_paths(await self.keyword(m, "Lisbon zeppelin"))) >= {"memory/2026-11-20.md", "memory/2026-11-24.md"}
+            later = await self.keyword(m, "Lisbon zeppelin", since="2026-11-22")
+            assert set(_paths(later)) == {"memory/2026-11-24.md"} and later.time_filter
+            earlier = await self.keyword(m, "Lisbon zeppelin", until="2026-11-21")
+            assert set(_paths(earlier)) == {"memory/2026-11-20.md"}
+            assert not (await self.keyword(m, "Lisbon zeppelin", since="2026-11-21", until="2026-11-23")).results
+            with pytest.raises((ValueError, MemsiftError)):
+                await m.search("Lisbon", since="the day after never")
+
+        self.run(tmp_path, workspace, body)
+
+    def test_explain_says_why_each_hit_is_there(self, tmp_path: Path, workspace: Path) -> None:
+        async def body(m: SearchManager) -> None:
+            plain = await self.keyword(m, "zeppelin museum")
+            assert plain.results and all(h.explain is None and h.qmd is None for h in plain.results)
+            explained = await self.keyword(m, "zeppelin museum", explain=True)
+            assert [h.path for h in explained.results] == [h.path for h in plain.results]
+            for hit in explained.results:
+                assert hit.explain is not None or hit.qmd is not None, f"{hit.path}: no explanation"
+                if hit.explain is not None:
+                    assert hit.explain.final_score == pytest.approx(hit.score, abs=1e-3) or hit.ranker is not None
+                    assert hit.explain.keyword_score is not None, "a keyword search's hit has its keyword score"
+
+        self.run(tmp_path, workspace, body)
+
+    def test_status_tells_what_is_indexed(self, tmp_path: Path, workspace: Path) -> None:
+        async def body(m: SearchManager) -> None:
+            st = await m.status()
+            assert st.backend == self.backend and st.agent_id == "main"
+            assert Path(st.workspace_dir) == workspace
+            assert st.files == len(NOTES), f"{st.files} files indexed, {len(NOTES)} notes on disk"
+            assert st.unavailable is None and st.denied is None
+
+        self.run(tmp_path, workspace, body)
+
+    def test_scope_rules_refuse_before_the_backend_runs(self, tmp_path: Path, workspace: Path) -> None:
+        async def body(m: SearchManager) -> None:
+            denied = await m.search("fig tree", session_key=GROUP_CHAT, min_score=0)
+            assert denied.denied is not None and denied.results == []
+            assert (await m.read("MEMORY.md", session_key=GROUP_CHAT)).text == ""
+            assert (await m.status(session_key=GROUP_CHAT)).denied is not None
+
+        self.run(tmp_path, workspace, body)
+
+    def test_reads_stay_inside_memory(self, tmp_path: Path, workspace: Path) -> None:
+        (tmp_path / "outside.md").write_text("not memory\n", encoding="utf-8")
+
+        async def body(m: SearchManager) -> None:
+            assert "Helix" in (await m.read("MEMORY.md")).text
+            assert (await m.read("memory/2026-11-20.md", 3, 1)).text == "- Flew to Lisbon for the zeppelin museum conference."
+            for bad in ("../outside.md", str(tmp_path / "outside.md"), "memory/../../outside.md"):
+                with pytest.raises(MemsiftError):
+                    await m.read(bad)
+
+        self.run(tmp_path, workspace, body)

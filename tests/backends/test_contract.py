@@ -1,0 +1,28 @@
+"""The backend contract (memsift.engine.testing) on memsift's own backends: builtin always, QMD
+with the real binary on PATH, Postgres on a real server (each skips, saying why, without it).
+Plugin packages run the same class against theirs (contrib/plugins/memsift-lancedb)."""
+
+from __future__ import annotations
+
+from helpers import backend_memory
+from memsift.engine.testing import BackendContract
+
+
+class TestBuiltin(BackendContract):
+    backend = "builtin"
+
+
+class TestQmd(BackendContract):
+    backend = "qmd"
+
+    def memory_config(self, tmp_path):
+        memory = backend_memory("qmd")
+        memory["qmd"]["update"] = {"debounceMs": 0}
+        return memory
+
+
+class TestPostgres(BackendContract):
+    backend = "postgres"
+
+    def memory_config(self, tmp_path):
+        return backend_memory("postgres")

@@ -1,0 +1,1 @@
+"""A throwaway memsift plugin package for memsift's own tests."""
