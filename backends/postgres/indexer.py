@@ -39,7 +39,7 @@ from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
 
 from .schema import SCHEMA_VERSION
-from .terms import chunk_postings
+from memsift.engine.search.terms import chunk_postings
 
 __all__ = ["sync_agent", "wanted_meta", "fingerprint_diff", "agent_lock_key", "CHUNKER_REVISION", "Identity"]
 

@@ -38,7 +38,7 @@ from .indexer import Identity, fingerprint_diff, hnsw_valid, sync_agent, wanted_
 from .schema import SCHEMA_VERSION, migrate
 from .search import (complete_vector_scores, day_chunks, file_times, hnsw_index_name, keyword_candidates, vector_candidates,
                      weightless_words, window_candidates)
-from .terms import expansion_items, query_items
+from memsift.engine.search.terms import expansion_items, query_items
 
 __all__ = ["PostgresSearchManager"]
 

@@ -25,7 +25,7 @@ from memsift.engine.search.ranking import Candidate, bm25_relative_scores
 from memsift.engine.search.time_only import COMMON_SHARE, is_weightless
 from memsift.engine.search.time_query import TimeWindow
 
-from .terms import QueryItems, word_terms
+from memsift.engine.search.terms import QueryItems, word_terms
 
 __all__ = ["keyword_candidates", "vector_candidates", "hnsw_index_name", "complete_vector_scores", "day_chunks", "window_candidates", "file_times",
            "weightless_words", "K1", "B"]

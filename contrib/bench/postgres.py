@@ -227,7 +227,7 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int) -> dict[
     from memsift.backends.postgres import PostgresSearchManager  # noqa: PLC0415
     from memsift.backends.postgres.indexer import Identity, ensure_hnsw, wanted_meta  # noqa: PLC0415
     from memsift.backends.postgres.search import hnsw_index_name, vector_candidates  # noqa: PLC0415
-    from memsift.backends.postgres.terms import chunk_postings  # noqa: PLC0415
+    from memsift.engine.search.terms import chunk_postings  # noqa: PLC0415
     from memsift.engine.config import MemsiftConfig, resolve_agent  # noqa: PLC0415
 
     db = fresh_database(dsn, "bench_scale_large")

@@ -1,5 +1,6 @@
-"""What the postings table holds for a chunk, and what a query looks up: the builtin's tokenisation,
-through the very tokenizer its FTS5 index uses, so both backends see the same terms.
+"""FTS5's terms outside FTS5: what a chunk holds and what a query looks up, through the very
+tokenizer the builtin index uses, for backends that keep their own keyword index (the Postgres
+postings table, a plugin's full-text index), so every backend sees the same terms.
 
 - `unicode61` (the default): SQLite's porter over unicode61, diacritics folded. CJK text is
   indexed as characters (spaced apart as for FTS5) plus adjacent-character bigrams, so a
@@ -16,10 +17,10 @@ from dataclasses import dataclass
 
 import apsw
 
-from memsift.engine.search.fts_query import FtsPlan, index_text
-from memsift.engine.text import is_cjk_char
+from ..text import is_cjk_char
+from .fts_query import FtsPlan, index_text
 
-__all__ = ["Posting", "chunk_postings", "QueryItems", "query_items", "expansion_items", "word_terms", "TOKENIZER_ARGS"]
+__all__ = ["Posting", "chunk_postings", "chunk_tokens", "QueryItems", "query_items", "expansion_items", "word_terms", "TOKENIZER_ARGS"]
 
 TOKENIZER_ARGS = ["unicode61", "remove_diacritics", "2"]  # as backends/builtin/store.fts_tokenizer_clause
 _local = threading.local()
@@ -39,6 +40,11 @@ def _tokenizer(kind: str) -> object:
 def _tokens(text: str, reason: int, kind: str = "unicode61") -> list[str]:
     found = _tokenizer(kind)(text.encode("utf-8"), reason, None, include_offsets=False, include_colocated=False)
     return [t if isinstance(t, str) else t[0] for t in found]
+
+
+def chunk_tokens(text: str, kind: str = "unicode61") -> list[str]:
+    """The chunk's tokens in order, as FTS5 indexes them (no CJK bigrams: a pair is two adjacent tokens)."""
+    return _tokens(index_text(text, kind), apsw.FTS5_TOKENIZE_DOCUMENT, kind)
 
 
 def word_terms(word: str, kind: str = "unicode61") -> list[str]:

@@ -1,0 +1,14 @@
+"""memsift's backend contract (memsift.engine.testing) on the LanceDB backend."""
+
+from __future__ import annotations
+
+import pytest
+
+from memsift.engine.testing import BackendContract
+
+pytest.importorskip("memsift_lancedb", reason="the LanceDB plugin is not installed "
+                    "(pip install -e contrib/plugins/memsift-lancedb)")
+
+
+class TestLanceDB(BackendContract):
+    backend = "lancedb"
