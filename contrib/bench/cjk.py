@@ -24,7 +24,7 @@ import anyio
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from datasets import BENCH_DATA, _write_if_changed  # noqa: E402
+from bench_data import BENCH_DATA, _write_if_changed  # noqa: E402
 from metrics import mean, percentile  # noqa: E402
 from quality import open_mode, warm_index  # noqa: E402
 

@@ -23,7 +23,7 @@ from typing import Any, Callable
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from datasets import load_longmemeval  # noqa: E402
+from bench_data import load_longmemeval  # noqa: E402
 from synthetic import build_daily_logs  # noqa: E402
 
 BASELINE_REV = "ad8f1e6"  # main before issue 20: fp32 graph, windows batched by padded tokens

@@ -14,7 +14,7 @@ its range (`startLine`–`endLine`, the snippet an agent reads). Per question, o
 - `whole` runs report each hit's whole chunk instead of its snippet: what the same ranking would
   show if the snippet were the ranked unit.
 
-Two dev sets of different layouts (datasets.py): `lme`, the 940 sessions in one workspace, one
+Two dev sets of different layouts (bench_data.py): `lme`, the 940 sessions in one workspace, one
 whole turn per line (long lines, `## Session` headings under a `# date`); `chats`, the sessions as
 chats between two named people in 10 workspaces, one message per line (a turn's paragraphs,
 median 128 characters, each tagged with the speaker), `# Session N — date time (A & B)`
@@ -39,7 +39,7 @@ import anyio
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from datasets import Question, load_chats, load_longmemeval  # noqa: E402
+from bench_data import Question, load_chats, load_longmemeval  # noqa: E402
 from metrics import mean, percentile  # noqa: E402
 from quality import open_mode, warm_index  # noqa: E402
 

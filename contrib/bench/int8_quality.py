@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import quality  # noqa: E402
-from datasets import load_longmemeval  # noqa: E402
+from bench_data import load_longmemeval  # noqa: E402
 
 KEYS = ("recall_any@5", "recall_any@10", "ndcg@10")
 

@@ -39,7 +39,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from datasets import load_scifact  # noqa: E402
+from bench_data import load_scifact  # noqa: E402
 from metrics import mean, ndcg_at, percentile, recall_at  # noqa: E402
 from quality import local_provider, settings_for  # noqa: E402
 from synthetic import build_daily_logs  # noqa: E402

@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from datasets import LongMemEval, SciFact
+from bench_data import LongMemEval, SciFact
 from metrics import mean, mrr_at, ndcg_at, percentile, recall_any_at, recall_at
 
 __all__ = ["MODES", "open_mode", "eval_scifact", "eval_longmemeval", "warm_index"]
@@ -36,6 +36,9 @@ MODES: dict[str, dict[str, Any] | None] = {
     "hybrid+decay": {"query": {"hybrid": {"temporalDecay": {"enabled": True}}}},
     "qmd": None,
 }
+# Other backends (memsift's or a plugin's) through `open_manager`, as a user opens them: the name
+# before ":" is the backend, after it the builtin mode whose settings it uses ("lancedb:hybrid").
+BACKEND_KINDS = ("bm25", "hybrid")
 
 
 def _deep_merge(base: dict, extra: dict) -> dict:
@@ -74,6 +77,13 @@ def open_mode(mode: str, workspace: Path, state: Path, extra: dict[str, Any] | N
     from memsift.backends.builtin import BuiltinSearchManager  # noqa: PLC0415
     from memsift.engine.embeddings import ProviderSelection  # noqa: PLC0415
 
+    if ":" in mode:
+        from memsift.engine.compose.factory import open_manager  # noqa: PLC0415
+
+        backend, kind = mode.split(":", 1)
+        ms = _deep_merge(MODES[kind] or {}, extra or {})
+        ms = {"provider": "local", **ms}
+        return open_manager(settings_for(workspace, state / f"{backend}-{ms['provider']}", ms, {"backend": backend}))
     overrides = MODES[mode]
     if overrides is None:
         from memsift.engine.compose.factory import open_manager  # noqa: PLC0415

@@ -139,7 +139,7 @@ def stage_side_by_side(work: Path, folder: Path, queries: int) -> dict[str, Any]
 
 
 def quality(work: Path, model: Path, modes: list[str], timeout_ms: float) -> dict[str, Any]:
-    from datasets import load_longmemeval, load_scifact  # noqa: PLC0415
+    from bench_data import load_longmemeval, load_scifact  # noqa: PLC0415
     from quality import eval_longmemeval, eval_scifact, warm_index  # noqa: PLC0415
 
     rerank = {"query": {"rerank": {"enabled": True, "provider": "local", "modelPath": str(model), "candidates": 30,

@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from cjk import CJK_MODES, CJK_SETS, eval_cjk  # noqa: E402
-from datasets import load_longmemeval, load_scifact  # noqa: E402
+from bench_data import load_longmemeval, load_scifact  # noqa: E402
 from evidence import EVIDENCE_SETS, eval_evidence, load_set, warm  # noqa: E402
 from qmdcli import qmd_available, start_spawner  # noqa: E402
 from quality import eval_longmemeval, eval_scifact, warm_index  # noqa: E402

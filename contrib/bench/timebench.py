@@ -28,7 +28,7 @@ import anyio
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from datasets import load_longmemeval, load_scifact  # noqa: E402
+from bench_data import load_longmemeval, load_scifact  # noqa: E402
 from evidence import eval_evidence, load_set, warm  # noqa: E402
 from metrics import percentile  # noqa: E402
 from quality import eval_longmemeval, open_mode, warm_index  # noqa: E402

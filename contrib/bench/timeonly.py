@@ -33,7 +33,7 @@ import anyio
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from datasets import load_chats, load_longmemeval  # noqa: E402
+from bench_data import load_chats, load_longmemeval  # noqa: E402
 from metrics import mean  # noqa: E402
 from quality import open_mode, warm_index  # noqa: E402
 

@@ -34,7 +34,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from datasets import load_scifact  # noqa: E402
+from bench_data import load_scifact  # noqa: E402
 from evidence import evidence_metrics, load_set  # noqa: E402
 from metrics import ndcg_at  # noqa: E402
 from quality import open_mode  # noqa: E402

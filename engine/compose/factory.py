@@ -70,7 +70,7 @@ def open_manager(
     manager = _guarded(plugin, backend_context(plugin, settings, progress), progress)
     from .scoped import scoped  # noqa: PLC0415
 
-    return scoped(reranked(ranked(manager, settings, plugin), settings, plugin), settings)
+    return scoped(reranked(ranked(manager, settings, plugin.name), settings, plugin.name), settings)
 
 
 def backend_context(plugin: BackendPlugin, settings: ResolvedConfig,
@@ -138,13 +138,14 @@ def _opened(plugin: BackendPlugin, ctx: BackendContext) -> SearchManager:
         raise BackendError(f"{where} failed to open: {type(exc).__name__}: {exc}") from None
 
 
-def _default_max_results(settings: ResolvedConfig, plugin: BackendPlugin) -> int:
+def _default_max_results(settings: ResolvedConfig, backend: str) -> int:
+    plugin = registry.backend(backend)
     if plugin.default_max_results is not None:
         return plugin.default_max_results(settings)
     return settings.memory_search.query.max_results
 
 
-def ranked(manager: SearchManager, settings: ResolvedConfig, plugin: BackendPlugin) -> SearchManager:
+def ranked(manager: SearchManager, settings: ResolvedConfig, backend: str) -> SearchManager:
     """`manager` under the evidence ranker when `memorySearch.query.ranker.enabled` (the default)."""
     config = settings.memory_search.query.ranker
     if not config.enabled:
@@ -152,10 +153,10 @@ def ranked(manager: SearchManager, settings: ResolvedConfig, plugin: BackendPlug
     from ..rerank.evidence_stage import EvidenceRankedSearchManager  # noqa: PLC0415
 
     return EvidenceRankedSearchManager(manager, config, mmr=settings.memory_search.query.hybrid.mmr,
-                                       default_max_results=_default_max_results(settings, plugin))
+                                       default_max_results=_default_max_results(settings, backend))
 
 
-def reranked(manager: SearchManager, settings: ResolvedConfig, plugin: BackendPlugin) -> SearchManager:
+def reranked(manager: SearchManager, settings: ResolvedConfig, backend: str) -> SearchManager:
     """`manager` under the rerank stage when `memorySearch.query.rerank.enabled`, else as it is."""
     config = settings.memory_search.query.rerank
     if not config.enabled:
@@ -165,6 +166,6 @@ def reranked(manager: SearchManager, settings: ResolvedConfig, plugin: BackendPl
 
     query = settings.memory_search.query
     return RerankingSearchManager(
-        manager, config, mmr=query.hybrid.mmr, default_max_results=_default_max_results(settings, plugin),
+        manager, config, mmr=query.hybrid.mmr, default_max_results=_default_max_results(settings, backend),
         circuit_path=Path(f"{settings.store_path}.rerank-circuit"), reranker=lambda: create_reranker(config),
     )
