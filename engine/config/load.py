@@ -123,8 +123,12 @@ def _describe_errors(exc: ValidationError, root: type[BaseModel], prefix: str) -
     for err in exc.errors():
         loc = tuple(err["loc"])
         path = ".".join(p for p in (prefix, _format_loc(loc)) if p)
+        if err["type"] == "plugin_block":  # engine/config/models._WithPluginBlocks: the key is in the context
+            path = ".".join(p for p in (path, str(err["ctx"]["key"])) if p)
         first_path = first_path or path
-        if err["type"] == "extra_forbidden":
+        if err["type"] == "plugin_block":
+            msg = err["msg"]
+        elif err["type"] == "extra_forbidden":
             holder = _model_at(root, loc)
             allowed = sorted((f.alias or n) for n, f in holder.model_fields.items()) if holder else []
             hint = difflib.get_close_matches(str(loc[-1]), allowed, n=1)

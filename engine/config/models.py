@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from ..durations import check_duration
 
@@ -57,6 +58,27 @@ class _Strict(BaseModel):
     """Keys are camelCase in files; unknown keys are errors inside memsift's own sections."""
 
     model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+
+class _WithPluginBlocks(_Strict):
+    """A section where a plugin keeps its settings under its name (`memory.lancedb`,
+    `memorySearch.<provider>`, `query.rerank.<reranker>`), validated by the plugin's own model
+    when it is used (engine/config/plugin_blocks.py). A key that is a near miss of one of ours, or
+    that is not an object, is still a mistake."""
+
+    model_config = ConfigDict(extra="allow", alias_generator=to_camel, populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _plugin_blocks(self):  # noqa: ANN202
+        ours = sorted(f.alias or n for n, f in type(self).model_fields.items())
+        for key, value in (self.model_extra or {}).items():
+            hint = difflib.get_close_matches(key, ours, n=1, cutoff=0.8)
+            if hint or not isinstance(value, dict):
+                did = f" (did you mean {hint[0]!r}?)" if hint else ""
+                raise PydanticCustomError(
+                    "plugin_block", "unknown key{did}; allowed keys here: {ours}, or a plugin's settings (an object) under its name",
+                    {"key": key, "did": did, "ours": ", ".join(ours)})
+        return self
 
 
 class BatchConfig(_Strict):
@@ -263,7 +285,7 @@ class RerankRemoteConfig(_Strict):
 RerankProviderId = Annotated[str, Field(pattern=_PLUGIN_NAME), _registered("reranker")]
 
 
-class RerankConfig(_Strict):
+class RerankConfig(_WithPluginBlocks):
     """`query.rerank`: an optional stage that rescores the top `candidates` hits (engine/rerank/)."""
 
     enabled: bool = Field(False, description="Rescore the top hits with a cross-encoder.")
@@ -397,7 +419,7 @@ class MemorySearchQmdConfig(_Strict):
     )
 
 
-class MemorySearchConfig(_Strict):
+class MemorySearchConfig(_WithPluginBlocks):
     enabled: bool = Field(True, description="Memory search for this agent; false: the CLI refuses to search (exit 3).")
     provider: ProviderId = Field(
         "auto",
@@ -633,11 +655,7 @@ class ResidentHelperConfig(_Strict):
         return v
 
 
-class MemoryConfig(_Strict):
-    # Keys that are not memsift's own are plugin backends' blocks (`memory.lancedb: {…}`), each
-    # validated by its plugin when that backend opens; a near miss of a key of ours is an error here.
-    model_config = ConfigDict(extra="allow", alias_generator=to_camel, populate_by_name=True)
-
+class MemoryConfig(_WithPluginBlocks):
     backend: BackendId = Field(
         "builtin",
         description="The search backend: `builtin` (SQLite FTS5 + sqlite-vec), `qmd` (the QMD tool as a sidecar), `postgres` (PostgreSQL + pgvector), or an installed plugin's (`memsift plugins` lists them).",
@@ -653,16 +671,6 @@ class MemoryConfig(_Strict):
         description="The helper that answers repeated CLI searches.",
     )
 
-    @model_validator(mode="after")
-    def _plugin_blocks(self) -> MemoryConfig:
-        ours = sorted(f.alias or n for n, f in type(self).model_fields.items())
-        for key, value in (self.model_extra or {}).items():
-            hint = difflib.get_close_matches(key, ours, n=1, cutoff=0.8)
-            if hint or not isinstance(value, dict):
-                did = f" (did you mean {hint[0]!r}?)" if hint else ""
-                raise ValueError(f"memory.{key}: unknown key{did}; memsift reads {', '.join(ours)} here, "
-                                 "and a plugin backend's settings as an object under its name")
-        return self
 
 
 # --- agents ----------------------------------------------------------------------------------

@@ -46,11 +46,13 @@ def create_provider(
     """
     from ..plugins import registry  # noqa: PLC0415
 
+    from ..config.plugin_blocks import plugin_config  # noqa: PLC0415
+
     try:
         plugin = registry.load("provider", provider_id)
     except ConfigError as exc:
         raise ProviderUnavailableError(str(exc)) from None
-    return plugin.create(ms, primary=primary, environ=environ, **kw)
+    return plugin.create(ms, primary=primary, environ=environ, **plugin_config(plugin, ms, "memorySearch"), **kw)
 
 
 def auto_order(ms: MemorySearchConfig) -> list[str]:

@@ -83,6 +83,7 @@ class ProviderPlugin:
     description: str = ""
     auto_rank: int | None = None
     preferred: Callable[[MemorySearchConfig], bool] | None = None
+    config_model: type[BaseModel] | None = None  # validates `memorySearch.<name>`, passed to create as `config=`
 
 
 @dataclass(frozen=True)
@@ -93,3 +94,4 @@ class RerankerPlugin:
     name: str
     create: Callable[..., Reranker]
     description: str = ""
+    config_model: type[BaseModel] | None = None  # validates `memorySearch.query.rerank.<name>`, passed to create as `config=`

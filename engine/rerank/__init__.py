@@ -17,8 +17,10 @@ def create_reranker(config: RerankConfig, *, environ: Mapping[str, str] | None =
     fix (a missing key, a folder without its files, a reranker that is not installed)."""
     from ..plugins import registry  # noqa: PLC0415
 
+    from ..config.plugin_blocks import plugin_config  # noqa: PLC0415
+
     try:
         plugin = registry.load("reranker", config.provider)
     except ConfigError as exc:
         raise ProviderUnavailableError(str(exc)) from None
-    return plugin.create(config, environ=environ, **kw)
+    return plugin.create(config, environ=environ, **plugin_config(plugin, config, "memorySearch.query.rerank"), **kw)

@@ -185,3 +185,8 @@ def test_a_provider_plugin_embeds_for_the_builtin_backend(site, tmp_path, ws):
     assert answer["results"][0]["path"] == "memory/projects/garden.md"
     r = _memsift(site, tmp_path, "search", "fig", cfg=_config(tmp_path, ws, {}, {"provider": "tiny-hsh"}))
     assert r.returncode == 3 and "unknown provider 'tiny-hsh' (did you mean 'tiny-hash'?)" in r.stderr
+    # Its own settings, under memorySearch.<name>, checked by its model.
+    cfg = _config(tmp_path, ws, {}, {"provider": "tiny-hash", "tiny-hash": {"dims": 16}})
+    assert json.loads(_memsift(site, tmp_path, "search", "fig tree", "--json", cfg=cfg).stdout)["model"] == "tiny-hash-16"
+    r = _memsift(site, tmp_path, "search", "fig", cfg=_config(tmp_path, ws, {}, {"provider": "tiny-hash", "tiny-hash": {"dimz": 8}}))
+    assert r.returncode == 3 and "memorySearch.tiny-hash.dimz: unknown key (did you mean 'dims'?)" in r.stderr, r.stderr

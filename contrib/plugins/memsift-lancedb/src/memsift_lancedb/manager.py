@@ -81,8 +81,9 @@ def _in_window(w: TimeWindow) -> str:
 class LanceSearchManager:
     backend = "lancedb"
 
-    def __init__(self, settings: ResolvedConfig, config: Any) -> None:
+    def __init__(self, settings: ResolvedConfig, config: Any, progress: Any = None) -> None:
         self.settings, self.config = settings, config
+        self.progress = progress  # (stage, done, total): "files", then "embed", as memsift's CLI shows them
         self.ms = settings.memory_search
         self.agent = settings.agent_id
         root = Path(os.path.expanduser(config.path)) if config.path else settings.state_dir / "agents" / self.agent / "lancedb"
@@ -147,7 +148,8 @@ class LanceSearchManager:
                                 max_input_bytes=getattr(self.provider, "max_input_bytes", None))
             return (f, st, got) if got is not None else None
 
-        sorted_files = sort_files(files, known, skipped, read, lambda p: p[2].hash)
+        each = (lambda n: self.progress("files", n, len(files))) if self.progress else None
+        sorted_files = sort_files(files, known, skipped, read, lambda p: p[2].hash, each)
         gone = sorted(set(known) - {f.rel_path for f in files})
         changed = sorted_files.changed
         report.files_unchanged, report.files_removed, report.files_skipped = sorted_files.unchanged, len(gone), len(skipped)
@@ -203,7 +205,11 @@ class LanceSearchManager:
         shown in status until a sync embeds again."""
         step = EMBED_STEP if self.provider.id == "local" else len(texts)
         try:
-            parts = [await self.provider.embed_documents(texts[i : i + step]) for i in range(0, len(texts), step)]
+            parts = []
+            for i in range(0, len(texts), step):
+                parts.append(await self.provider.embed_documents(texts[i : i + step]))
+                if self.progress:
+                    self.progress("embed", min(i + step, len(texts)), len(texts))
         except ProviderError as exc:
             self._embed_error = str(exc)
             log.warning("embedding failed; chunks stored without vectors", error=str(exc))

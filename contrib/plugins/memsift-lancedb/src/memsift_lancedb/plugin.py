@@ -28,7 +28,7 @@ class LanceConfig(BaseModel):
 def _open(ctx: BackendContext):  # noqa: ANN202
     from .manager import LanceSearchManager  # noqa: PLC0415  (lancedb and pyarrow load only when used)
 
-    return LanceSearchManager(ctx.settings, ctx.config)
+    return LanceSearchManager(ctx.settings, ctx.config, ctx.progress)
 
 
 def _fallback(ctx: BackendContext) -> FallbackPolicy | None:
