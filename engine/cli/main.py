@@ -369,22 +369,26 @@ def watch(obj: _Ctx, as_json: bool) -> None:
     async def go(manager: Any) -> None:
         settings = obj.settings()
         status = WatchStatus(settings, as_json=as_json)
-        with status:
+        with status, anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with anyio.create_task_group() as tg:
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    await tg.start(lambda task_status: serve_freshness(manager, settings, on_event=status.event, task_status=task_status))
-                    # While watching, `memsift search` in another terminal is answered from here.
-                    sock = await tg.start(lambda task_status: serve_resident(
-                        manager, settings, backend=obj.backend, on_answer=lambda info: status.event("answered", info),
-                        task_status=task_status))
-                    status.event("resident", {"socket": str(sock) if sock else None})
-                    async for _sig in signals:
-                        tg.cancel_scope.cancel()
-                        break
+                tg.start_soon(_cancel_on_signal, signals, tg.cancel_scope)  # also during the first sync
+                await tg.start(lambda task_status: serve_freshness(manager, settings, on_event=status.event, task_status=task_status))
+                # While watching, `memsift search` in another terminal is answered from here.
+                sock = await tg.start(lambda task_status: serve_resident(
+                    manager, settings, backend=obj.backend, on_answer=lambda info: status.event("answered", info),
+                    task_status=task_status))
+                status.event("resident", {"socket": str(sock) if sock else None})
         status.stopped()
 
     with _errors_to_exit():
         obj.run(go)
+
+
+async def _cancel_on_signal(signals: Any, scope: anyio.CancelScope) -> None:
+    """SIGINT or SIGTERM ends a long-running command: its task group is cancelled, children and all."""
+    async for _sig in signals:
+        scope.cancel()
+        return
 
 
 @cli.command("resident-helper", hidden=True)
@@ -417,16 +421,15 @@ def resident_helper(obj: _Ctx) -> None:
                 await anyio.sleep(min(left, 5.0))
             scope.cancel()
 
-        async with anyio.create_task_group() as tg:
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with anyio.create_task_group() as tg:
+                # Stopped at once, also during its first sync (a QMD boot update can run for a minute).
+                tg.start_soon(_cancel_on_signal, signals, tg.cancel_scope)
                 await tg.start(lambda task_status: serve_freshness(manager, settings, task_status=task_status))
                 await tg.start(lambda task_status: serve_resident(
                     manager, settings, backend=obj.backend, on_answer=lambda _info: last.__setitem__(0, time.monotonic()),
                     task_status=task_status))
                 tg.start_soon(exit_when_idle, tg.cancel_scope)
-                async for _sig in signals:
-                    tg.cancel_scope.cancel()
-                    break
 
     try:
         with _errors_to_exit():
