@@ -118,8 +118,40 @@ def main() -> None:
         say("In-process search speed (one process, warmed index)")
         out["speed"] = anyio.run(speed, args.backend, args.work, [int(s) for s in args.sizes.split(",")])
     path = args.results / f"plugins-{args.backend}.json"
+    if path.exists():  # a partial run keeps the other parts' figures
+        out = {**json.loads(path.read_text()), **out}
     path.write_text(json.dumps(out, indent=2) + "\n")
-    say(f"wrote {path}")
+    table = path.with_suffix(".md")
+    table.write_text(markdown(out))
+    say(f"wrote {path} and {table}")
+    say(markdown(out))
+
+
+def markdown(out: dict[str, Any]) -> str:
+    """The figures as the performance page shows them (docs/performance.md includes the file)."""
+    b = out["backend"]
+    lines = [f"| {b} beside builtin ({out.get('date', '?')}) | builtin | {b} | difference |", "| --- | --- | --- | --- |"]
+    q = out.get("quality", {})
+    for kind in ("bm25", "hybrid"):
+        mine, theirs = q.get("scifact", {}).get(kind), q.get("scifact", {}).get(f"{b}:{kind}")
+        if mine and theirs:
+            label = "keyword (no embeddings)" if kind == "bm25" else "hybrid (local model)"
+            for metric in ("ndcg@10", "recall@10"):
+                lines.append(f"| SciFact {metric}, {label} | {mine[metric]:.4f} | {theirs[metric]:.4f} | "
+                             f"{theirs[metric] - mine[metric]:+.4f} |")
+    mine, theirs = q.get("longmemeval", {}).get("hybrid"), q.get("longmemeval", {}).get(f"{b}:hybrid")
+    if mine and theirs:
+        for metric in ("recall_any@10", "ndcg@10"):
+            lines.append(f"| LongMemEval {metric}, hybrid | {mine[metric]:.4f} | {theirs[metric]:.4f} | "
+                         f"{theirs[metric] - mine[metric]:+.4f} |")
+    for n, sides in out.get("speed", {}).items():
+        for kind in ("keyword", "hybrid"):
+            if kind in sides.get("builtin", {}) and kind in sides.get(b, {}):
+                m, t = sides["builtin"][kind], sides[b][kind]
+                lines.append(f"| {int(n):,} files, in-process {kind} search p50 / p95 | {m['p50_ms']:.1f} / {m['p95_ms']:.1f} ms | "
+                             f"{t['p50_ms']:.1f} / {t['p95_ms']:.1f} ms | {t['p95_ms'] / m['p95_ms']:.2f}× (p95) |")
+                lines.append(f"| {int(n):,} files, {kind} index built from nothing | {m['index_s']:.1f} s | {t['index_s']:.1f} s | |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
