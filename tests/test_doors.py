@@ -153,7 +153,8 @@ class HttpMcp:
 class Doors:
     """Every door onto one workspace and config, set up once for the module."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, backend: str = "builtin") -> None:
+        self.backend = backend
         self.ws = root / "ws"
         shutil.copytree(EXAMPLE_WORKSPACE, self.ws)
         # Yesterday's note (real time: the doors have no clock to set), for the time-only questions.
@@ -162,7 +163,7 @@ class Doors:
             f"# {yesterday}\n\n- Fixed the flaky login test; paired with Helga on the billing export.\n")
         self.cfg = root / "cfg.json"
         # A generous answer bound: MCP would cut the last snippets at 4,000 characters, by design.
-        self.cfg.write_text(json.dumps({"stateDir": str(root / "state"), "memory": {"qmd": {
+        self.cfg.write_text(json.dumps({"stateDir": str(root / "state"), "memory": {"backend": backend, "qmd": {
             "scope": SCOPE, "limits": {"maxInjectedChars": 50_000}}}}))
         base = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
         self.runtime = {d: Path(tempfile.mkdtemp(prefix=f"msd{d[:2]}")) for d in ("helper", "watch", "other")}
@@ -270,9 +271,13 @@ class Doors:
         return self.api(query, opts)
 
 
-@pytest.fixture(scope="module")
-def doors(tmp_path_factory):
-    d = Doors(tmp_path_factory.mktemp("doors"))
+# builtin, and a backend from another package (contrib/plugins/memsift-lancedb): a plugin is served
+# by every door as a built-in is.
+@pytest.fixture(scope="module", params=["builtin", "lancedb"])
+def doors(request, tmp_path_factory):
+    if request.param == "lancedb":
+        pytest.importorskip("memsift_lancedb", reason="the LanceDB plugin is not installed (pip install -e contrib/plugins/memsift-lancedb)")
+    d = Doors(tmp_path_factory.mktemp("doors"), request.param)
     yield d
     d.close()
 
@@ -304,6 +309,8 @@ def _check_same(doors: Doors, query: str, opts: dict) -> None:
 @settings(max_examples=24, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=st.sampled_from(QUERIES[:4]), opts=OPTIONS)
 def test_every_door_gives_the_same_answer_for_random_option_sets(doors, query, opts):
+    if doors.backend != "builtin":
+        pytest.skip("random option sets on builtin only (the cases people hit run on every backend here)")
     _check_same(doors, query, opts)
 
 
@@ -338,7 +345,8 @@ def test_the_resident_doors_answered_the_valid_requests(doors):
     """Valid requests were answered by the helper and the watch themselves, refused ones declined
     (the CLI then exited 2): checked per call in _check_same; here, that they answered at all."""
     FIGURES["door matrix: answered by the resident helper / watch"] += doors.answered["helper"] + doors.answered["watch"]
-    assert doors.answered["helper"] > 10 and doors.answered["watch"] > 10, doors.answered
+    need = 10 if doors.backend == "builtin" else 5  # the random option sets run on builtin only
+    assert doors.answered["helper"] > need and doors.answered["watch"] > need, doors.answered
 
 
 # --- citations read back, on every backend ---------------------------------------------------
@@ -379,7 +387,7 @@ def test_every_printed_citation_reads_back_through_get_and_memory_get(doors):
             assert not mcp.get("isError") and not body.get("error") and body["text"], (hit["citation"], body)
             assert body["lines"] == hit["endLine"] - hit["startLine"] + 1 <= body["totalLines"]
             checked += 2
-    FIGURES["citations read back (get, memory_get, API; builtin)"] += checked
+    FIGURES[f"citations read back (get, memory_get, API; {doors.backend})"] += checked
     assert checked > 20
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -78,6 +79,7 @@ async def speed(backend: str, work: Path, sizes: list[int]) -> dict[str, Any]:
         for name in ("builtin", backend):
             for kind, ms in (("keyword", {"provider": "none"}), ("hybrid", {"provider": "local"})):
                 state = work / "state" / f"plugins-speed-{n}-{name}-{kind}"
+                shutil.rmtree(state, ignore_errors=True)  # the index is built from nothing, and timed
                 manager = open_manager(settings_for(ws, state, ms, {"backend": name}))
                 try:
                     t0 = time.perf_counter()

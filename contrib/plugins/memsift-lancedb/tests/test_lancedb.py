@@ -72,6 +72,37 @@ def test_a_rebuild_publishes_a_new_generation_and_keeps_only_the_newest(tmp_path
     assert all(p.read_text() == NOTES[str(p.relative_to(ws))] for p in ws.rglob("*.md"))
 
 
+def test_another_processs_sync_is_seen_at_once_and_an_empty_workspace_answers_nothing(tmp_path, ws):
+    reader, writer = (open_manager(_settings(tmp_path, ws)) for _ in range(2))  # two processes' managers
+
+    async def go():
+        try:
+            assert (await reader.search("fig tree", min_score=0)).results  # its tables are open now
+            note = ws / "memory/projects/garden.md"
+            note.write_text(note.read_text().replace("fig tree", "olive sapling"))
+            assert not (await writer.sync()).full_reindex
+            found = await reader.search("olive sapling", min_score=0, mode="keyword")
+            assert [h.path for h in found.results][:1] == ["memory/projects/garden.md"]
+        finally:
+            await reader.aclose()
+            await writer.aclose()
+
+    anyio.run(go)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    manager = open_manager(_settings(tmp_path / "e", empty))
+
+    async def nothing():
+        try:
+            answer = await manager.search("anything at all", min_score=0)
+            assert answer.results == [] and answer.backend == "lancedb" and answer.unavailable is None
+            assert (await manager.status()).files == 0
+        finally:
+            await manager.aclose()
+
+    anyio.run(nothing)
+
+
 def test_a_damaged_dataset_is_answered_by_builtin_when_the_fallback_is_on(tmp_path, ws):
     manager = open_manager(_settings(tmp_path, ws, {"fallback": "builtin"}))
 

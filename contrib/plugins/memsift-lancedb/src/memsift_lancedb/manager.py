@@ -314,6 +314,8 @@ class LanceSearchManager:
             degraded.vector = "the index was built for another embedding model; run `memsift index` to rebuild"
             qvec = None
         chunks = self.store.chunks(gen.number)
+        if not chunks.count_rows():  # no memory files yet: nothing to search (and no text index to ask)
+            return [], "none", False, None, False
         windows = req.windows
         within = await anyio.to_thread.run_sync(self._filter_clause, gen.number, req.time_filter) if req.time_filter else None
         prefer = " OR ".join(_in_window(w) for w in windows) if windows and within is None else None

@@ -19,6 +19,7 @@ import json
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -56,7 +57,9 @@ class LanceStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
-        self.db = lancedb.connect(str(root / "db"))
+        # Every read checks for a newer version: another process (`memsift index`, a second gateway)
+        # may have written since this one opened the table.
+        self.db = lancedb.connect(str(root / "db"), read_consistency_interval=timedelta(0))
         self._tables: dict[str, Any] = {}
 
     # --- the pointer ----------------------------------------------------------------------------
