@@ -62,6 +62,11 @@ class FallbackPolicy:
 
 @dataclass(frozen=True)
 class BackendPlugin:
+    """A backend, registered under the `memsift.backends` entry point named `name`. `open(context)`
+    returns its `SearchManager`; `config_model` (a pydantic model) validates `memory.<name>`;
+    `fallback(context)` returns how its failures are answered (None: they are errors);
+    `default_max_results(settings)` is its default cut when a search gives no maxResults."""
+
     name: str
     open: Callable[[BackendContext], SearchManager]
     description: str = ""
