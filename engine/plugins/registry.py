@@ -65,7 +65,16 @@ def _points(dist: metadata.Distribution, kind: str, *, builtin: bool) -> Iterato
             yield Found(kind, ep.name, ep.value, dist.metadata["Name"] or "?", dist.version or "?", builtin)
 
 
+_scanned: dict[str, list[Found]] = {}  # kind → every entry point, once per process (installs need a restart)
+
+
 def _all_points(kind: str) -> list[Found]:
+    if kind not in _scanned:
+        _scanned[kind] = _scan(kind)
+    return _scanned[kind]
+
+
+def _scan(kind: str) -> list[Found]:
     """Every entry point of the group: memsift's own first, then other packages by name; a name
     registered twice is kept once (the first), the others marked as shadowed."""
     own = _own()
