@@ -13,7 +13,6 @@ ranker, rerank, scope rules and the doors.
 from __future__ import annotations
 
 import hashlib
-import heapq
 import math
 import os
 import time
@@ -22,8 +21,6 @@ from typing import Any, Sequence
 
 import anyio
 import numpy as np
-import pyarrow as pa
-from lancedb.query import BooleanQuery, MatchQuery, Occur, PhraseQuery
 
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import ProviderSelection, select_provider
@@ -50,7 +47,7 @@ from memsift.engine.search.terms import QueryItems, chunk_tokens, query_items, w
 from memsift.engine.search.time_only import COMMON_SHARE, MAX_COMMON_WORDS, is_weightless, names_only_a_time, topic_words
 from memsift.engine.search.time_query import TimeBound, TimeWindow
 
-from .store import Generation, LanceStore, quote
+from .sql import quote
 
 __all__ = ["LanceSearchManager"]
 
@@ -87,7 +84,8 @@ class LanceSearchManager:
         self.ms = settings.memory_search
         self.agent = settings.agent_id
         root = Path(os.path.expanduser(config.path)) if config.path else settings.state_dir / "agents" / self.agent / "lancedb"
-        self.store = LanceStore(root if root.is_absolute() else settings.state_dir / root)
+        self.root = root if root.is_absolute() else settings.state_dir / root
+        self._store: Any = None
         self.memory_rules = MemoryRules.from_settings(settings)
         self.selection: ProviderSelection | None = None
         self.provider: Any = None
@@ -97,6 +95,16 @@ class LanceSearchManager:
         self._embed_error: str | None = None
         self._skipped: list[Skipped] = []
         self._lock = anyio.Lock()
+
+    @property
+    def store(self) -> Any:
+        """The agent's Lance database, opened at first use: importing lancedb takes most of a second,
+        and `read` (memory_get) never needs it."""
+        if self._store is None:
+            from .store import LanceStore  # noqa: PLC0415
+
+            self._store = LanceStore(self.root)
+        return self._store
 
     # --- sync -----------------------------------------------------------------------------------
 
@@ -159,6 +167,10 @@ class LanceSearchManager:
         stale = gone + [p[0].rel_path for p in changed] + [t[0] for t in touched]
 
         def write() -> None:
+            import pyarrow as pa  # noqa: PLC0415
+
+            from .store import Generation  # noqa: PLC0415
+
             if stale and not full:
                 self.store.forget_paths(gen, stale)
             if rows:
@@ -358,6 +370,8 @@ class LanceSearchManager:
     @staticmethod
     def _fts_query(items: QueryItems) -> Any:
         """The plan's terms OR'ed, its phrases as phrases (a CJK pair: a phrase of its two characters)."""
+        from lancedb.query import BooleanQuery, MatchQuery, Occur, PhraseQuery  # noqa: PLC0415
+
         parts: list[Any] = []
         singles = [t for t in items.terms if not (len(t) == 2 and all(ord(ch) > 0x2E7F for ch in t))]
         pairs = [tuple(t) for t in items.terms if t not in singles]
@@ -445,7 +459,7 @@ class LanceSearchManager:
             terms = word_terms(w, tokenizer)
             if not terms:
                 continue
-            from lancedb.query import FullTextOperator  # noqa: PLC0415
+            from lancedb.query import FullTextOperator, MatchQuery  # noqa: PLC0415
 
             q = MatchQuery(" ".join(terms), "tokens", operator=FullTextOperator.AND)
             rows = chunks.search(q, query_type="fts").select(["path"]).limit(enough * 20).to_list()
@@ -495,7 +509,7 @@ class LanceSearchManager:
             stale = fingerprint_diff(gen.meta, self._wanted_meta())
         p = self.provider
         mode = "fts-only" if p is None or stale else "hybrid"
-        now_says = (f"build the index first, then search" if gen is None
+        now_says = ("build the index first, then search" if gen is None
                     else f"{mode} over {chunks} chunks in LanceDB (its BM25 full-text index; exact cosine)")
         return ManagerStatus(
             backend=self.backend, agent_id=self.agent, workspace_dir=str(self.settings.workspace), db_path=str(self.store.root),

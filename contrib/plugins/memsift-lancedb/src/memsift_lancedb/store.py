@@ -27,6 +27,8 @@ import lancedb
 import pyarrow as pa
 from lancedb.index import FTS
 
+from .sql import quote
+
 __all__ = ["LanceStore", "Generation", "chunk_schema", "FILE_SCHEMA", "quote"]
 
 FILE_SCHEMA = pa.schema([("path", pa.string()), ("source", pa.string()), ("hash", pa.string()),
@@ -40,11 +42,6 @@ def chunk_schema(dims: int | None) -> pa.Schema:
     if dims:
         fields.append(("vector", pa.list_(pa.float32(), dims)))
     return pa.schema(fields)
-
-
-def quote(value: str) -> str:
-    """A string literal for a LanceDB filter."""
-    return "'" + value.replace("'", "''") + "'"
 
 
 @dataclass(frozen=True)
