@@ -32,6 +32,13 @@ __all__ = ["keyword_candidates", "vector_candidates", "hnsw_index_name", "comple
 
 K1, B = 1.2, 0.75
 COMMON_TERM_MIN_CHUNKS = 5000  # as the builtin: from this many chunks on, weightless words leave the query
+# As the builtin (backends/builtin/search._large_index_match): from LARGE_INDEX_CHUNKS chunks on,
+# only the query's rare terms (each in fewer than COMMON_MATCHES chunks) are ranked: a common
+# word's postings are most of the work and a fraction of the score. A query of common words only
+# keeps its single words, each ranked over at most COMMON_RANK_ROWS_MAX of its postings.
+LARGE_INDEX_CHUNKS = 200_000
+COMMON_MATCHES = 20_000
+COMMON_RANK_ROWS_MAX = 10_000
 _COLUMNS = "chunk, id, path, source, start_line, end_line, text, day, day_source"
 _NCOLS = 9
 
@@ -75,7 +82,8 @@ def _tf_part(tf: int, dl: int, avgdl: float) -> float:
     return tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avgdl))
 
 
-async def _term_scores(conn: Any, agent: str, gen: int, terms: list[str], n: int, avgdl: float) -> dict[int, float]:
+async def _term_scores(conn: Any, agent: str, gen: int, terms: list[str], n: int, avgdl: float,
+                       cap: int | None = None) -> dict[int, float]:
     if not terms:
         return {}
     cur = await conn.execute(
@@ -90,13 +98,42 @@ async def _term_scores(conn: Any, agent: str, gen: int, terms: list[str], n: int
     if not terms:
         return {}
     weights = [_idf(n, df[t]) for t in terms]
-    cur = await conn.execute(
-        "SELECT p.chunk, sum(q.w * p.tf * %s / (p.tf + %s * (1 - %s + %s * p.doc_len / %s))) "
-        "FROM memsift_postings p JOIN unnest(%s::text[], %s::float8[]) AS q(term, w) ON q.term = p.term "
-        "WHERE p.agent_id = %s AND p.generation = %s GROUP BY p.chunk",
-        (K1 + 1, K1, B, B, avgdl, terms, weights, agent, gen),
-    )
+    if cap is None:
+        cur = await conn.execute(
+            "SELECT p.chunk, sum(q.w * p.tf * %s / (p.tf + %s * (1 - %s + %s * p.doc_len / %s))) "
+            "FROM memsift_postings p JOIN unnest(%s::text[], %s::float8[]) AS q(term, w) ON q.term = p.term "
+            "WHERE p.agent_id = %s AND p.generation = %s GROUP BY p.chunk",
+            (K1 + 1, K1, B, B, avgdl, terms, weights, agent, gen),
+        )
+    else:  # each term over at most `cap` of its postings (the newest chunk numbers first)
+        cur = await conn.execute(
+            "SELECT p.chunk, sum(q.w * p.tf * %s / (p.tf + %s * (1 - %s + %s * p.doc_len / %s))) "
+            "FROM unnest(%s::text[], %s::float8[]) AS q(term, w) CROSS JOIN LATERAL (SELECT chunk, tf, doc_len "
+            "FROM memsift_postings WHERE agent_id = %s AND generation = %s AND term = q.term ORDER BY chunk DESC LIMIT %s) AS p "
+            "GROUP BY p.chunk",
+            (K1 + 1, K1, B, B, avgdl, terms, weights, agent, gen, cap),
+        )
     return {chunk: float(score) for chunk, score in await cur.fetchall()}
+
+
+async def _bounded_df(conn: Any, agent: str, gen: int, tokens: list[str]) -> dict[str, int]:
+    """How many chunks hold each token, counted no further than COMMON_MATCHES."""
+    out = {}
+    for t in tokens:
+        cur = await conn.execute("SELECT count(*) FROM (SELECT 1 FROM memsift_postings WHERE agent_id = %s AND generation = %s "
+                                 "AND term = %s LIMIT %s) AS m", (agent, gen, t, COMMON_MATCHES))
+        out[t] = (await cur.fetchone())[0]
+    return out
+
+
+def large_index_items(items: QueryItems, df: dict[str, int]) -> tuple[QueryItems, int | None]:
+    """The rare terms and the phrases of rare words only; else the single words, each capped
+    at COMMON_RANK_ROWS_MAX postings. Returns the items and the cap (None: uncapped)."""
+    rare = [t for t in items.terms if df.get(t, 0) < COMMON_MATCHES]
+    phrases = [p for p in items.phrases if all(df.get(t, 0) < COMMON_MATCHES for t in p)]
+    if rare or phrases:
+        return QueryItems(rare, phrases), None
+    return QueryItems(items.terms, []), COMMON_RANK_ROWS_MAX
 
 
 def _phrase_tf(tokens: tuple[str, ...], positions: dict[str, list[int]]) -> int:
@@ -158,7 +195,12 @@ async def keyword_candidates(
     n, avgdl = await _stats(conn, agent, gen)
     if not n:
         return [], {}
-    scores = await _term_scores(conn, agent, gen, items.terms, n, avgdl)
+    cap = None
+    if n >= LARGE_INDEX_CHUNKS:  # only the rare terms are ranked (see LARGE_INDEX_CHUNKS), expansions left out as builtin does
+        tokens = list(dict.fromkeys([*items.terms, *(t for p in items.phrases for t in p)]))
+        items, cap = large_index_items(items, await _bounded_df(conn, agent, gen, tokens))
+        expansions = None
+    scores = await _term_scores(conn, agent, gen, items.terms, n, avgdl, cap)
     for chunk, s in (await _phrase_scores(conn, agent, gen, items.phrases, n, avgdl)).items():
         scores[chunk] = scores.get(chunk, 0.0) + s
     found = [(chunk, -s) for chunk, s in scores.items() if within is None or chunk in within]  # FTS5's rank: -bm25
