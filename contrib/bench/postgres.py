@@ -276,7 +276,7 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int) -> dict[
     say(f"  scale-large: HNSW index {name} built in {built:.0f} s")
     assert name == hnsw_index_name("big", base.shape[1])
     manager._dirty = False
-    hybrid, keyword, recalls = [], [], []
+    hybrid, keyword, recalls, near = [], [], [], []
     with psycopg.connect(db) as sync_conn:
         register_vector(sync_conn)
         for k in range(searches):
@@ -293,15 +293,21 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int) -> dict[
                 async with conn.connection() as c:
                     async with c.transaction():
                         approx = await vector_candidates(c, "big", 1, q, 10, hnsw_ef_search=settings.memory.postgres.hnsw_ef_search)
-                exact = {r[0] for r in sync_conn.execute(
-                    "SELECT id FROM memsift_chunks WHERE agent_id = 'big' AND generation = 1 ORDER BY embedding <=> %s LIMIT 10",
-                    (q,)).fetchall()}
+                exact_rows = sync_conn.execute(
+                    "SELECT id, embedding <=> %s FROM memsift_chunks WHERE agent_id = 'big' AND generation = 1 "
+                    "ORDER BY embedding <=> %s LIMIT 10", (q, q)).fetchall()
+                exact = {r[0] for r in exact_rows}
                 recalls.append(len(exact & {a.chunk_id for a in approx}) / 10)
+                # Tie-aware (as ANN benchmarks count it): a hit as near as the exact 10th is a right one;
+                # the synthetic space has many points at almost the same distance.
+                tenth = exact_rows[-1][1] if exact_rows else 0.0
+                near.append(min(10, sum(1 for a in approx if 1 - a.vector_score <= tenth + 1e-6)) / 10)
     await manager.aclose()
     out = {"chunks": chunks, "write_s": round(written), "hnsw_build_s": round(built), "searches": searches,
            "hybrid_p50_ms": round(percentile(hybrid, 0.5), 1), "hybrid_p95_ms": round(percentile(hybrid, 0.95), 1),
            "keyword_p50_ms": round(percentile(keyword, 0.5), 1), "keyword_p95_ms": round(percentile(keyword, 0.95), 1),
-           "vector_recall@10": round(mean(recalls), 4), "recall_queries": len(recalls)}
+           "vector_recall@10": round(mean(recalls), 4), "vector_recall@10_ties": round(mean(near), 4),
+           "recall_queries": len(recalls)}
     say(f"  scale-large: {out}")
     return out
 

@@ -9,6 +9,7 @@ the others (nor the built-ins) from loading.
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Iterator
@@ -51,6 +52,7 @@ class Found:
 _loaded: dict[tuple[str, str], Found] = {}  # (kind, name) → what loading it gave, once per process
 
 
+@functools.cache
 def _own() -> metadata.Distribution | None:
     try:
         return metadata.distribution(OWN_DISTRIBUTION)
