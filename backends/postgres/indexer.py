@@ -66,8 +66,10 @@ def agent_lock_key(agent: str) -> int:
     return int.from_bytes(hashlib.sha256(f"memsift-sync:{agent}".encode()).digest()[:8], "big", signed=True)
 
 
-def _chunk_number(chunk_id: str) -> int:
-    return int(chunk_id[:16], 16) - 2**63  # a 64-bit number from the (sha256) chunk id
+def chunk_number(chunk_id: str) -> int:
+    """The chunk's key in its agent's rows: a 64-bit number from its (sha256) id. Searches look
+    chunks up by it (the primary key), never by the id column, which has no index."""
+    return int(chunk_id[:16], 16) - 2**63
 
 
 def _chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
@@ -266,7 +268,7 @@ class _Sync:
             for i, c in enumerate([] if p.rejected else p.chunks):
                 day = p.days[i] if i < len(p.days) else ChunkDay(None, None)
                 cid = _chunk_id(p.file.source, p.file.rel_path, c.start_line, c.end_line, c.hash, self.ident.model)
-                number = _chunk_number(cid)
+                number = chunk_number(cid)
                 if number in seen:
                     continue  # an identical chunk (same lines and text)
                 seen.add(number)

@@ -27,6 +27,8 @@ from memsift.engine.search.time_query import TimeWindow
 
 from memsift.engine.search.terms import QueryItems, word_terms
 
+from .indexer import chunk_number
+
 __all__ = ["keyword_candidates", "vector_candidates", "hnsw_index_name", "complete_vector_scores", "day_chunks", "window_candidates", "file_times",
            "weightless_words", "K1", "B"]
 
@@ -212,7 +214,8 @@ async def keyword_candidates(
     extra: set[int] = set()
     if rows and also:
         cur = await conn.execute(
-            "SELECT chunk FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND id = ANY(%s)", (agent, gen, list(also))
+            "SELECT chunk FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND chunk = ANY(%s) AND id = ANY(%s)",
+            (agent, gen, [chunk_number(i) for i in also], list(also))
         )
         wanted = {r for (r,) in await cur.fetchall()} - {r for r, _ in rows}
         more = [row for row in found if row[0] in wanted]
@@ -327,9 +330,9 @@ async def complete_vector_scores(conn: Any, agent: str, gen: int, keyword: list[
         return
     q = np.asarray(query, dtype=np.float32)
     cur = await conn.execute(
-        "SELECT id, 1 - (embedding <=> %s) FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND id = ANY(%s) "
-        "AND embedding IS NOT NULL AND vector_dims(embedding) = %s",
-        (q, agent, gen, list(missing), len(q)),
+        "SELECT id, 1 - (embedding <=> %s) FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND chunk = ANY(%s) "
+        "AND id = ANY(%s) AND embedding IS NOT NULL AND vector_dims(embedding) = %s",
+        (q, agent, gen, [chunk_number(i) for i in missing], list(missing), len(q)),
     )
     for cid, sim in await cur.fetchall():
         if sim is not None and math.isfinite(sim):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -134,11 +135,13 @@ async def scifact(work: Path, dsn: str, modes: tuple[str, ...] = ("keyword", "hy
 
 # --- 100 agents x 10k chunks -----------------------------------------------------------------------
 
+# Chunk ids as the indexer makes them: the chunk number is read from the id (indexer.chunk_number),
+# which is how searches look chunks up.
 _FILL = """
 INSERT INTO memsift_agents(agent_id, generation, meta)
 SELECT 'agent-' || a, 1, %(meta)s::jsonb FROM generate_series(0, %(agents)s - 1) a;
 INSERT INTO memsift_chunks(agent_id, generation, chunk, id, path, source, start_line, end_line, hash, model, text, doc_len, embedding, updated_at)
-SELECT 'agent-' || a, 1, c, md5(a || ':' || c), 'memory/' || (c / 20) || '.md', 'memory', (c %% 20) * 5 + 1, (c %% 20) * 5 + 5,
+SELECT 'agent-' || a, 1, c, to_hex(c::bigint | (-9223372036854775807 - 1)) || substr(md5(a || ':' || c), 1, 16), 'memory/' || (c / 20) || '.md', 'memory', (c %% 20) * 5 + 1, (c %% 20) * 5 + 5,
        md5(c::text), 'synthetic', 'synthetic chunk ' || c, 12,
        (SELECT array_agg(random() - 0.5)::vector FROM generate_series(1, 384) WHERE c >= 0), 0
 FROM generate_series(0, %(agents)s - 1) a, generate_series(0, %(chunks)s - 1) c;
@@ -183,7 +186,7 @@ async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int, r
         size = conn.execute("SELECT pg_size_pretty(pg_database_size(current_database()))").fetchone()[0]
     say(f"  scale: {rows} chunks, {postings} postings of {agents} agents written in {time.perf_counter() - t:.0f} s ({size})")
     rng = np.random.default_rng(5)
-    took, recalls = [], []
+    took, recalls, queries = [], [], []
     with psycopg.connect(db) as conn:
         register_vector(conn)
         for i in range(searches):
@@ -191,6 +194,7 @@ async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int, r
             m = PostgresSearchManager(settings(agent), provider=provider) if i % 10 == 0 or i == 0 else m
             m._dirty = False
             query = " ".join(f"w{int(rng.random() ** 2 * 5000)}" for _ in range(4))  # the vocabulary's skew
+            queries.append(query)
             t = time.perf_counter()
             answer = await m.search(query, mode="hybrid", max_results=10, min_score=0)
             took.append((time.perf_counter() - t) * 1000)
@@ -208,9 +212,50 @@ async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int, r
             assert answer.mode == "hybrid"
     out = {"agents": agents, "chunks_per_agent": chunks, "rows": rows, "postings": postings, "db_size": size,
            "searches": searches, "hybrid_p50_ms": round(percentile(took, 0.5), 1), "hybrid_p95_ms": round(percentile(took, 0.95), 1),
-           "vector_recall@10": round(mean(recalls), 4)}
+           "vector_recall@10": round(mean(recalls), 4), "load_average": round(os.getloadavg()[0], 2)}
+    out.update(await _builtin_beside(work, db, chunks, queries, provider))
+    out["hybrid_p95_vs_builtin"] = round(out["hybrid_p95_ms"] / out["builtin_hybrid_p95_ms"], 2)
     say(f"  scale: {out}")
     return out
+
+
+async def _builtin_beside(work: Path, db: str, chunks: int, queries: list[str], provider: Any) -> dict[str, Any]:
+    """The same searches on builtin, in process, over one agent's rows written as Markdown notes
+    (each chunk's words, one note per chunk; vectors from the local model, as a user's index has
+    them), in the same run: the figure the Postgres p95 is held against."""
+    import psycopg  # noqa: PLC0415
+
+    from memsift.backends.builtin import BuiltinSearchManager  # noqa: PLC0415
+    from memsift.engine.config import MemsiftConfig, resolve_agent  # noqa: PLC0415
+
+    ws = work / f"scale-builtin-ws-{chunks}"
+    if not (ws / ".complete").exists():
+        shutil.rmtree(ws, ignore_errors=True)
+        (ws / "memory").mkdir(parents=True)
+        with psycopg.connect(db) as conn:
+            rows = conn.execute("SELECT chunk, array_agg(term ORDER BY positions[1]) FROM memsift_postings "
+                                "WHERE agent_id = 'agent-0' AND generation = 1 GROUP BY chunk").fetchall()
+        for chunk, terms in rows:
+            (ws / "memory" / f"{chunk:06d}.md").write_text("- " + " ".join(terms) + "\n")
+        (ws / ".complete").write_text("")
+    state = work / "state-scale-builtin"
+    shutil.rmtree(state, ignore_errors=True)
+    raw = {"stateDir": str(state), "agents": {"defaults": {"memorySearch": {"sync": {"onSearch": False}}}}}
+    manager = BuiltinSearchManager(resolve_agent(MemsiftConfig.model_validate(raw), workspace=ws, environ={}), provider=provider)
+    t = time.perf_counter()
+    report = await manager.sync(reason="bench")
+    built = time.perf_counter() - t
+    await manager.search(queries[0], mode="hybrid", max_results=10, min_score=0)
+    took = []
+    for query in queries:
+        t = time.perf_counter()
+        answer = await manager.search(query, mode="hybrid", max_results=10, min_score=0)
+        took.append((time.perf_counter() - t) * 1000)
+        assert answer.mode == "hybrid"
+    await manager.aclose()
+    say(f"  scale: builtin beside, {report.chunks_written} chunks indexed in {built:.0f} s")
+    return {"builtin_chunks": report.chunks_written, "builtin_hybrid_p50_ms": round(percentile(took, 0.5), 1),
+            "builtin_hybrid_p95_ms": round(percentile(took, 0.95), 1)}
 
 
 # --- one large agent: its own HNSW index -----------------------------------------------------------
@@ -258,7 +303,7 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int) -> dict[
                     v = a * base[i] + (1 - a) * base[j] + rng.normal(0, 0.01, base.shape[1]).astype(np.float32)
                     text = seeds[i] if a >= 0.5 else seeds[j]
                     postings, length = chunk_postings(text)
-                    copy.write_row(("big", 1, c, f"{c:032x}", f"memory/{c // 20}.md", "memory", (c % 20) * 5 + 1, (c % 20) * 5 + 5,
+                    copy.write_row(("big", 1, c, f"{c + 2**63:016x}{c:016x}", f"memory/{c // 20}.md", "memory", (c % 20) * 5 + 1, (c % 20) * 5 + 5,
                                     f"h{c}", provider.model, text, length, v / np.linalg.norm(v), 0))
                     for po in postings:
                         posts.write_row(("big", 1, po.term, c, po.tf, length, po.positions))
