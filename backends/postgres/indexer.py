@@ -38,7 +38,7 @@ from memsift.engine.files.multimodal import TOO_LARGE, extensions_for
 from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
 
-from .schema import SCHEMA_VERSION
+from .schema import SCHEMA_VERSION, chunk_number
 from memsift.engine.search.terms import chunk_postings
 
 __all__ = ["sync_agent", "wanted_meta", "fingerprint_diff", "agent_lock_key", "CHUNKER_REVISION", "Identity"]
@@ -64,12 +64,6 @@ class Identity:
 def agent_lock_key(agent: str) -> int:
     """A stable signed 64-bit advisory lock key per agent."""
     return int.from_bytes(hashlib.sha256(f"memsift-sync:{agent}".encode()).digest()[:8], "big", signed=True)
-
-
-def chunk_number(chunk_id: str) -> int:
-    """The chunk's key in its agent's rows: a 64-bit number from its (sha256) id. Searches look
-    chunks up by it (the primary key), never by the id column, which has no index."""
-    return int(chunk_id[:16], 16) - 2**63
 
 
 def _chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, model: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from memsift.engine.errors import BackendError
 
-__all__ = ["SCHEMA_VERSION", "MIGRATIONS", "migrate", "TABLES", "MIGRATION_LOCK"]
+__all__ = ["SCHEMA_VERSION", "MIGRATIONS", "migrate", "TABLES", "MIGRATION_LOCK", "chunk_number"]
 
 TABLES = ("memsift_agents", "memsift_files", "memsift_chunks", "memsift_postings", "memsift_embedding_cache")
 MIGRATION_LOCK = 7_301_905_001  # one advisory lock for schema changes, whatever the agent
@@ -127,3 +127,10 @@ async def migrate(conn: Any) -> int:
                 (SCHEMA_VERSION,),
             )
     return SCHEMA_VERSION
+
+
+def chunk_number(chunk_id: str) -> int:
+    """The chunk's key in its agent's rows (`memsift_chunks.chunk`): a 64-bit number from its
+    (sha256) id. Searches look chunks up by it (the primary key), never by the id column, which
+    has no index."""
+    return int(chunk_id[:16], 16) - 2**63

@@ -27,7 +27,7 @@ from memsift.engine.search.time_query import TimeWindow
 
 from memsift.engine.search.terms import QueryItems, word_terms
 
-from .indexer import chunk_number
+from .schema import chunk_number
 
 __all__ = ["keyword_candidates", "vector_candidates", "hnsw_index_name", "complete_vector_scores", "day_chunks", "window_candidates", "file_times",
            "weightless_words", "K1", "B"]

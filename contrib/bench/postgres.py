@@ -135,7 +135,7 @@ async def scifact(work: Path, dsn: str, modes: tuple[str, ...] = ("keyword", "hy
 
 # --- 100 agents x 10k chunks -----------------------------------------------------------------------
 
-# Chunk ids as the indexer makes them: the chunk number is read from the id (indexer.chunk_number),
+# Chunk ids as the indexer makes them: the chunk number is read from the id (schema.chunk_number),
 # which is how searches look chunks up.
 _FILL = """
 INSERT INTO memsift_agents(agent_id, generation, meta)
