@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,7 +32,8 @@ from memsift.engine.results import (
     SearchAnswer,
     SearchHit,
 )
-from memsift.engine.search.scripts import coverage, vector_mode_warning
+from memsift.engine.search.modes import Sides, search_sides
+from memsift.engine.search.scripts import vector_mode_warning
 from memsift.engine.search.hits import hits_from_ranked
 from memsift.engine.search.pipeline import PipelineParams, rank
 from memsift.engine.search.query_embedding import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding, beside
@@ -75,16 +75,6 @@ SEARCH_SYNC_BUDGET_S = 2.0  # a search waits this long for files changed since t
 FIRST_SEARCH_VECTOR_BUDGET_S = 10.0
 EMBED_STEP = 64  # texts per embed call for the local model and when progress is shown
 SYNC_STOP_TIMEOUT_S = 30.0  # aclose waits this long for a sync it asked to stop
-
-
-@dataclass(frozen=True)
-class _Sides:
-    """The retrieval sides one search runs (see `BuiltinSearchManager._sides`)."""
-
-    requested: str  # auto, hybrid, keyword or vector
-    vector: bool
-    keyword: bool  # also when the vector side answers (a missing vector side always falls back to it)
-    set_aside: str | None = None  # why the vector side stepped aside
 
 
 class BuiltinSearchManager:
@@ -517,21 +507,8 @@ class BuiltinSearchManager:
             **req.time_facts(time_only=time_only),
         )
 
-    def _sides(self, q: str, requested: str) -> _Sides:
-        """Which sides a search runs: the mode asked for, what the config enables, and whether the
-        model covers the query's script (a query mostly in a script the model never learnt gets a
-        vector that is noise, so the keyword side answers alone)."""
-        if requested == "keyword":
-            return _Sides(requested, vector=False, keyword=True)
-        if requested == "vector":
-            return _Sides(requested, vector=True, keyword=False)
-        keyword = requested == "hybrid" or self.ms.query.hybrid.enabled
-        if self.provider is not None:
-            cov = coverage(q, getattr(self.provider, "scripts", None))
-            if cov.mostly_uncovered:
-                reason = f"{cov.describe()}, which {self.provider.id}/{self.provider.model} does not cover: keyword search only"
-                return _Sides(requested, vector=False, keyword=True, set_aside=reason)
-        return _Sides(requested, vector=True, keyword=keyword)
+    def _sides(self, q: str, requested: str) -> Sides:
+        return search_sides(q, requested, hybrid_enabled=self.ms.query.hybrid.enabled, provider=self.provider)
 
     @property
     def _circuit(self) -> QueryCircuit | None:
@@ -572,7 +549,7 @@ class BuiltinSearchManager:
         explain: bool,
         now: float | None,
         degraded: Degraded,
-        sides: _Sides,
+        sides: Sides,
         embedding: QueryEmbedding | None = None,
         *,
         time_filter: TimeWindow | None = None,
@@ -585,7 +562,7 @@ class BuiltinSearchManager:
             # A first search built the keyword index alone: its vectors are still being made.
             running = "are being made now" if self._running else "are made by the next sync (`memsift index` makes them now)"
             degraded.vector = f"vectors pending: the index was built for keyword search first and its embeddings {running}"
-            sides = _Sides(sides.requested, vector=False, keyword=True)
+            sides = Sides(sides.requested, vector=False, keyword=True)
         plan = plan_query(q, meta.get("ftsTokenizer", "unicode61"), expansion=self.ms.query.expansion)
         limit = min(MAX_CANDIDATES, candidates) if candidates else candidate_count(max_results, h.candidate_multiplier)
         # A since/until filter searches only its rows; a time the question names adds its rows' best.

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 
 from ..logging import get_logger
 from ..config import ResolvedConfig, load_config, resolve_agent
-from ..config.plugin_blocks import plugin_block, plugin_blocks, validate_block
+from ..config.plugin_blocks import plugin_block, plugin_blocks, plugin_config
 from ..errors import BackendError, ConfigError, MemsiftError
 from ..manager import SearchManager
 from ..plugins import BackendContext, BackendPlugin
@@ -77,13 +77,10 @@ def backend_context(plugin: BackendPlugin, settings: ResolvedConfig,
                     progress: Callable[[str, int, int], None] | None = None) -> BackendContext:
     """What `plugin.open` gets: the settings and its own block (`memory.<name>`), validated by its
     model with the config file's errors ("did you mean …")."""
-    block = plugin_block(settings.memory, plugin.name)
-    config = None
-    if plugin.config_model is not None:
-        config = validate_block(plugin.config_model, block or {}, prefix=f"memory.{plugin.name}")
-    elif block:
+    if plugin.config_model is None and plugin_block(settings.memory, plugin.name):
         raise ConfigError(f"memory.{plugin.name}: the {plugin.name} backend takes no settings here",
                           key_path=f"memory.{plugin.name}")
+    config = plugin_config(plugin, settings.memory, "memory").get("config")
     return BackendContext(settings=settings, config=config, progress=progress)
 
 
@@ -96,8 +93,8 @@ def _warn_orphan_blocks(settings: ResolvedConfig) -> None:
     known = registry.names("backend")
     for name in blocks:
         if name not in known:
-            log.warning(registry.describe_unknown("backend", name, known).replace("unknown backend", f"memory.{name}: no backend")
-                        + "; this block is ignored", key=f"memory.{name}")
+            log.warning(f"memory.{name}: no installed backend is called {name!r}; this block is ignored",
+                        installed=", ".join(known), key=f"memory.{name}")
 
 
 def _guarded(plugin: BackendPlugin, ctx: BackendContext, progress: Callable[[str, int, int], None] | None) -> SearchManager:

@@ -41,7 +41,8 @@ from memsift.engine.search.pipeline import PipelineParams, rank
 from memsift.engine.search.query_embedding import QueryEmbedding, beside
 from memsift.engine.search.ranking import Candidate, bm25_relative_scores
 from memsift.engine.search.request import SearchRequest
-from memsift.engine.search.scripts import coverage, vector_mode_warning
+from memsift.engine.search.modes import search_sides
+from memsift.engine.search.scripts import vector_mode_warning
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 from memsift.engine.search.terms import QueryItems, chunk_tokens, query_items, word_terms
 from memsift.engine.search.time_only import COMMON_SHARE, MAX_COMMON_WORDS, is_weightless, names_only_a_time, topic_words
@@ -250,17 +251,9 @@ class LanceSearchManager:
     # --- search ---------------------------------------------------------------------------------
 
     def _sides(self, q: str, requested: str) -> tuple[bool, bool, str | None]:
-        """(vector side, keyword side, why vectors stepped aside), as the builtin decides them."""
-        if requested == "keyword":
-            return False, True, None
-        if requested == "vector":
-            return True, False, None
-        keyword = requested == "hybrid" or self.ms.query.hybrid.enabled
-        if self.provider is not None:
-            cov = coverage(q, getattr(self.provider, "scripts", None))
-            if cov.mostly_uncovered:
-                return False, True, f"{cov.describe()}, which {self.provider.id}/{self.provider.model} does not cover: keyword search only"
-        return True, keyword, None
+        """(vector side, keyword side, why vectors stepped aside), as every backend decides them."""
+        sides = search_sides(q, requested, hybrid_enabled=self.ms.query.hybrid.enabled, provider=self.provider)
+        return sides.vector, sides.keyword, sides.set_aside
 
     async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
                      session_key: str | None = None, explain: bool = False, now: float | None = None,
