@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from .lazy import lazy_re
 
 __all__ = [
     "utf16_len",
@@ -39,12 +42,13 @@ _SEARCH_CJK_RANGES = (
 )
 
 
-def _char_class(ranges: tuple[tuple[int, int], ...]) -> re.Pattern[str]:
-    return re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in ranges) + "]")
+def _char_class(ranges: tuple[tuple[int, int], ...]) -> Any:
+    return lazy_re("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in ranges) + "]")
 
 
-# Character classes compiled once: these helpers run over every character of every indexed chunk,
-# and a regex scan is ~50x faster than a Python loop over code points.
+# Character classes compiled once, on first use (wide classes take ~5 ms to compile, and an ASCII
+# search never needs them): these helpers run over every character of every indexed chunk, and a
+# regex scan is ~50x faster than a Python loop over code points.
 _ASTRAL_RE = re.compile("[\U00010000-\U0010FFFF]")  # two UTF-16 units each
 _SEARCH_CJK_RE = _char_class(_SEARCH_CJK_RANGES)
 _WEIGHTED_CJK_RE = _char_class(_CJK_RANGES)

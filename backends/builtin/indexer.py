@@ -357,11 +357,8 @@ class Indexer:
         scanned = ("memory", "sessions") if self.include_sessions else ("memory",)
         if self.include_sessions:
             files += [MemoryFile(str(p), f"sessions/{p.name}", source="sessions") for p in list_transcripts(self.sessions_dir)]
-        known = {
-            row[0]: row[1:]
-            for row in conn.execute("SELECT path, hash, mtime_ns, size, source FROM files")
-            if row[4] in scanned
-        }
+        marks = ",".join("?" * len(scanned))
+        known = {row[0]: row[1:] for row in conn.execute(f"SELECT path, hash, mtime_ns, size FROM files WHERE source IN ({marks})", scanned)}
 
         def each(n: int) -> None:
             if self.progress and n % SCAN_REPORT_EVERY == 0:

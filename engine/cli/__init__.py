@@ -32,4 +32,39 @@ def main() -> None:
 
     gc.freeze()
     gc.enable()
-    run()
+    try:
+        run()
+    except SystemExit as exc:
+        _exit_now(exc.code)
+    _exit_now(0)
+
+
+def _exit_now(code: object) -> None:
+    """Leave as `sys.exit(code)` does, without tearing down the interpreter: the exit handlers
+    run and the output is flushed, but the ~100,000 objects of the imports are not freed one by
+    one (about 18 ms of a cold search). Everything memsift writes is closed before this point,
+    and an index left open is safe anyway (SQLite's journal). A thread still running (work left
+    to finish) gets the ordinary exit, which waits for it."""
+    import os  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
+        sys.exit(code)
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:  # sys.exit("message"): printed, exit status 1
+        print(code, file=sys.stderr)
+        status = 1
+    import atexit  # noqa: PLC0415
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`memsift search … | head`): nothing to flush into
+            if stream is sys.stdout:
+                status = status or 120  # what Python's own exit reports for an unflushable stdout
+    os._exit(status)

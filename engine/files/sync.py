@@ -120,12 +120,15 @@ def sort_files(files: Sequence[MemoryFile], known: Mapping[str, Sequence[Any]], 
     for n, f in enumerate(files):
         if each is not None:
             each(n)
+        prev = known.get(f.rel_path)
+        if prev and f.walked is not None and f.walked == (prev[1], prev[2]):  # the walk's stat
+            out.unchanged += 1
+            continue
         try:
-            st = os.lstat(f.abs_path)
+            st = os.lstat(f.abs_path)  # a fresh one right before the read
         except OSError as exc:
             skipped.append(Skipped(f.rel_path, f"vanished during sync: {exc.strerror}"))
             continue
-        prev = known.get(f.rel_path)
         if prev and prev[1] == st.st_mtime_ns and prev[2] == st.st_size:
             out.unchanged += 1
             continue

@@ -24,6 +24,7 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from ..lazy import lazy_re
 from .stopwords import STOP_WORDS
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ ASKING_WORDS = frozenset(
     """.split()
 )
 # The same for Chinese and Japanese: function words and the ways of asking what happened.
-_CJK_ASKING = re.compile(
+_CJK_ASKING = lazy_re(  # compiled on a time-only question's first use
     "我们|我們|咱们|我|你|他们|他們|大家|做了什么|做了什麼|干了什么|幹了什麼|聊了什么|聊了什麼|聊过什么|谈了什么|談了什麼|"
     "讨论了什么|討論了什麼|发生了什么|發生了什麼|有什么新|有什麼新|说了什么|說了什麼|什么|什麼|都|了|吗|嗎|呢|的|在|过|過|"
     "聊|谈|談|讨论|討論|做|干|幹|说|說|发生|發生|事情|事|情况|情況|"
@@ -72,7 +73,7 @@ _CJK_ASKING = re.compile(
     "は|が|を|に|で|の|と|も|か|よ|ね|こと|について"
 )
 # Ways of asking said in several words ("bring me up to speed on last week").
-_ASKING_PHRASES = re.compile(
+_ASKING_PHRASES = lazy_re(
     r"\b(?:up\s+to\s+speed|walk\s+me\s+through|run\s*down|main\s+points|worth\s+(?:remembering|knowing|noting)|"
     r"what\s+was\s+on\s+my\s+plate|in\s+my\s+life|fill\s+me\s+in|catch\s+me\s+up|bring\s+me)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")

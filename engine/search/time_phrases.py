@@ -22,10 +22,11 @@ phrase becomes a window of whole days; nothing here imports a date library.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Callable
+from typing import Any, Callable
 
 __all__ = ["CalendarPhrase", "find_calendar_phrases", "calendar_window", "HEMISPHERES"]
 
@@ -260,7 +261,12 @@ def _cjk_month_part(m: re.Match[str], today: date) -> tuple[date, date]:
     return _part(first, part)
 
 
-_COMPILED = [(re.compile(p, re.IGNORECASE), r) for p, r in _EN] + [(re.compile(p), r) for p, r in _ZH]
+@functools.cache
+def _compiled() -> list[tuple[re.Pattern[str], Any]]:
+    """The phrase patterns, compiled on the first question that passes the gate (~3 ms)."""
+    return [(re.compile(p, re.IGNORECASE), r) for p, r in _EN] + [(re.compile(p), r) for p, r in _ZH]
+
+
 _GATE = re.compile(r"(?i)\b(?:early|mid|late|beginning|middle|end|last|this|next|q[1-4]|quarter|spring|summer|autumn|fall|"
                    r"winter|weekend|earlier|couple|few|several|holidays|christmas|xmas|new\s+year|day\s+before|today|morning|afternoon)\b|"
                    r"[季夏冬春秋末旬初周週几幾数數前昨期]")
@@ -271,7 +277,7 @@ def find_calendar_phrases(query: str, today: date, hemisphere: str = "northern")
     if not query or not _GATE.search(query):
         return []
     found: list[CalendarPhrase] = []
-    for rx, resolve in _COMPILED:
+    for rx, resolve in _compiled():
         for m in rx.finditer(query):
             if any(m.start() < p.end_pos and p.start_pos < m.end() for p in found):
                 continue

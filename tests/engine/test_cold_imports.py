@@ -9,15 +9,13 @@ import subprocess
 import sys
 
 PROBE = """
-import json, sys
+import atexit, json, sys
+heavy = ["numpy", "onnxruntime", "tokenizers", "sqlite_vec", "dateparser", "structlog", "httpx"]
+# The console script leaves without tearing the interpreter down, but runs the exit handlers.
+atexit.register(lambda: print(json.dumps({"loaded": [m for m in heavy if m in sys.modules]}), file=sys.stderr))
 from memsift.engine.cli import main
 sys.argv = ["memsift", "-w", sys.argv[1], "search", "--json", sys.argv[2]]
-try:
-    main()
-except SystemExit:
-    pass
-heavy = ["numpy", "onnxruntime", "tokenizers", "sqlite_vec", "dateparser", "structlog", "httpx"]
-print(json.dumps({"loaded": [m for m in heavy if m in sys.modules]}), file=sys.stderr)
+main()
 """
 
 
