@@ -246,14 +246,26 @@ class _Sync:
         # By chunk number through the postings' (agent, generation, chunk) index: a DELETE … USING
         # join was planned as repeated scans of the postings on a new table's empty statistics.
         cur = await self.conn.execute(
-            "DELETE FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND path = ANY(%s) RETURNING chunk", args
+            "DELETE FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND path = ANY(%s) RETURNING chunk, doc_len", args
         )
-        chunks = [r for (r,) in await cur.fetchall()]
+        rows = await cur.fetchall()
+        chunks = [r for r, _ in rows]
         if chunks:
+            await self._add_stats(gen, -len(rows), -sum(n for _, n in rows))
             await self.conn.execute(
                 "DELETE FROM memsift_postings WHERE agent_id = %s AND generation = %s AND chunk = ANY(%s)", (self.agent, gen, chunks)
             )
         await self.conn.execute("DELETE FROM memsift_files WHERE agent_id = %s AND generation = %s AND path = ANY(%s)", args)
+
+    async def _add_stats(self, gen: int, chunks: int, total_len: int) -> None:
+        """The generation's BM25 collection size and length (schema._M4), moved in the transaction
+        that writes or deletes its chunks: a search reads them as they are in its snapshot."""
+        await self.conn.execute(
+            "INSERT INTO memsift_stats(agent_id, generation, chunks, total_len) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (agent_id, generation) DO UPDATE SET chunks = memsift_stats.chunks + excluded.chunks, "
+            "total_len = memsift_stats.total_len + excluded.total_len",
+            (self.agent, gen, chunks, total_len),
+        )
 
     async def _write_group(self, gen: int, group: list[_Pending], vectors: dict[str, np.ndarray], *, replace: bool) -> None:
         now = time.time()
@@ -291,6 +303,8 @@ class _Sync:
                     "VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
                     [(self.agent, gen, p.file.rel_path, p.file.source, p.hash, p.mtime_ns, p.size, now) for p in group],
                 )
+            if chunk_rows:
+                await self._add_stats(gen, len(chunk_rows), sum(row[11] for row in chunk_rows))
         self.report.chunks_written += len(chunk_rows)
         self.report.files_indexed += len(group)
 
@@ -416,7 +430,7 @@ async def sync_agent(
         await conn.execute("INSERT INTO memsift_agents(agent_id) VALUES (%s) ON CONFLICT (agent_id) DO NOTHING", (agent,))
         live, meta = await (await conn.execute(
             "SELECT generation, meta FROM memsift_agents WHERE agent_id = %s", (agent,))).fetchone()
-        for table in ("memsift_postings", "memsift_chunks", "memsift_files"):  # a killed rebuild's rows
+        for table in ("memsift_postings", "memsift_chunks", "memsift_files", "memsift_stats"):  # a killed rebuild's rows
             await conn.execute(f"DELETE FROM {table} WHERE agent_id = %s AND generation <> %s", (agent, live))
         want = {**wanted_meta(settings, ident), **(meta_extra or {})}
         cause = "forced" if force else fingerprint_diff(meta, wanted_meta(settings, ident))
@@ -436,7 +450,7 @@ async def sync_agent(
                     "UPDATE memsift_agents SET generation = %s, meta = %s, skipped = %s, updated_at = now() WHERE agent_id = %s",
                     (target, json.dumps(want), json.dumps([{"path": k.path, "reason": k.reason} for k in s.skipped]), agent),
                 )
-            for table in ("memsift_postings", "memsift_chunks", "memsift_files"):
+            for table in ("memsift_postings", "memsift_chunks", "memsift_files", "memsift_stats"):
                 await conn.execute(f"DELETE FROM {table} WHERE agent_id = %s AND generation = %s", (agent, live))
         else:
             changed, touched, removed, unchanged = await s.scan(live, include_sessions=include_sessions)

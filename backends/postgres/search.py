@@ -73,10 +73,15 @@ async def weightless_words(conn: Any, agent: str, gen: int, words: list[str], ki
 
 
 async def _stats(conn: Any, agent: str, gen: int) -> tuple[int, float]:
-    cur = await conn.execute(
-        "SELECT count(*), coalesce(sum(doc_len), 0) FROM memsift_chunks WHERE agent_id = %s AND generation = %s", (agent, gen)
-    )
-    n, total = await cur.fetchone()
+    """The generation's chunk count and mean length, as the sync keeps them (schema._M4); counted
+    when there is no row (rows written by other means, such as a benchmark's COPY)."""
+    row = await (await conn.execute(
+        "SELECT chunks, total_len FROM memsift_stats WHERE agent_id = %s AND generation = %s", (agent, gen))).fetchone()
+    if row is None:
+        row = await (await conn.execute(
+            "SELECT count(*), coalesce(sum(doc_len), 0) FROM memsift_chunks WHERE agent_id = %s AND generation = %s", (agent, gen)
+        )).fetchone()
+    n, total = row
     return n, (total / n if n else 1.0)
 
 

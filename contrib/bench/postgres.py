@@ -151,8 +151,12 @@ FROM generate_series(0, %(agents)s - 1) a, generate_series(0, %(chunks)s - 1) c,
 ON CONFLICT DO NOTHING;
 INSERT INTO memsift_files(agent_id, generation, path, source, hash, mtime_ns, size, indexed_at)
 SELECT DISTINCT agent_id, 1, path, 'memory', 'h', 0, 0, 0 FROM memsift_chunks;
-ANALYZE;
+INSERT INTO memsift_stats(agent_id, generation, chunks, total_len)
+SELECT agent_id, generation, count(*), sum(doc_len) FROM memsift_chunks GROUP BY agent_id, generation;
+VACUUM ANALYZE;
 """
+# VACUUM: the steady state autovacuum keeps (a bulk load is vacuumed by it soon after), in which a
+# term's postings are read from their index alone.
 
 
 async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int, reuse: bool = False) -> dict[str, Any]:
@@ -309,7 +313,9 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int) -> dict[
                         posts.write_row(("big", 1, po.term, c, po.tf, length, po.positions))
         conn.execute("INSERT INTO memsift_files(agent_id, generation, path, source, hash, mtime_ns, size, indexed_at) "
                      "SELECT DISTINCT agent_id, 1, path, 'memory', 'h', 0, 0, 0 FROM memsift_chunks")
-        conn.execute("ANALYZE")
+        conn.execute("INSERT INTO memsift_stats(agent_id, generation, chunks, total_len) "  # as the sync keeps them
+                     "SELECT agent_id, generation, count(*), sum(doc_len) FROM memsift_chunks GROUP BY agent_id, generation")
+        conn.execute("VACUUM ANALYZE")  # as the scale part: autovacuum's steady state
     written = time.perf_counter() - t
     say(f"  scale-large: {chunks} chunks written in {written:.0f} s")
     conn = await manager._pool("write")

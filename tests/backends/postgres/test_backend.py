@@ -107,7 +107,7 @@ def test_schema_is_migrated_once_and_every_key_leads_with_agent_id(tmp_path, exa
         JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
         WHERE i.indisprimary AND c.relname LIKE 'memsift%%' AND c.relname <> 'memsift_schema' ORDER BY 1""")
     assert keys == [(t, "agent_id") for t in ("memsift_agents", "memsift_chunks", "memsift_embedding_cache",
-                                              "memsift_files", "memsift_postings")]
+                                              "memsift_files", "memsift_postings", "memsift_stats")]
 
 
 def test_a_newer_schema_is_refused_untouched(tmp_path, example_workspace, pg_dsn):

@@ -51,3 +51,44 @@ def test_a_large_agent_ranks_only_the_rare_terms_and_still_answers_common_ones(t
             await manager.aclose()
 
     anyio.run(go)
+
+
+def test_the_bm25_statistics_kept_by_the_sync_match_a_count_after_edits_deletes_and_a_rebuild(tmp_path, pg_dsn):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for i in range(6):
+        (ws / "memory" / f"2026-10-{i + 1:02d}.md").write_text(f"# Day {i}\n\n- note {i} about the ledger\n")
+    settings = make_settings(tmp_path, ws, {"provider": "none"}, memory={"backend": "postgres", "postgres": {"dsn": pg_dsn}})
+    manager = PostgresSearchManager(settings)
+
+    async def kept_and_counted() -> tuple[tuple, tuple]:
+        async with (await manager._pool("read")).connection() as conn:
+            gen = (await (await conn.execute("SELECT generation FROM memsift_agents WHERE agent_id = %s",
+                                             (settings.agent_id,))).fetchone())[0]
+            kept = await (await conn.execute("SELECT chunks, total_len FROM memsift_stats WHERE agent_id = %s AND generation = %s",
+                                             (settings.agent_id, gen))).fetchone()
+            counted = await (await conn.execute("SELECT count(*), sum(doc_len) FROM memsift_chunks WHERE agent_id = %s "
+                                                "AND generation = %s", (settings.agent_id, gen))).fetchone()
+            others = await (await conn.execute("SELECT count(*) FROM memsift_stats WHERE agent_id = %s AND generation <> %s",
+                                               (settings.agent_id, gen))).fetchone()
+            assert others == (0,)  # a replaced generation's statistics go with its rows
+            return tuple(kept), tuple(counted)
+
+    async def go():
+        try:
+            await manager.sync()
+            first, counted = await kept_and_counted()
+            assert first == counted and first[0] == 6
+            (ws / "memory" / "2026-10-02.md").write_text("# Day 1\n\n- a much longer note about the ledger and its many accounts\n\n"
+                                                         "## More\n\n- and a second section\n")
+            (ws / "memory" / "2026-10-03.md").unlink()
+            (ws / "memory" / "2026-10-09.md").write_text("- a new day\n")
+            await manager.sync()
+            kept, counted = await kept_and_counted()
+            assert kept == counted and kept != first
+            await manager.sync(force=True)
+            assert await kept_and_counted() == (counted, counted)
+        finally:
+            await manager.aclose()
+
+    anyio.run(go)
