@@ -360,6 +360,10 @@ async def ensure_hnsw(conn: Any, agent: str, above: int) -> str | None:
     meanwhile; a failed build's invalid index is dropped and built again. Returns its name."""
     if above <= 0:
         return None
+    kept = await (await conn.execute(  # the sync's own count (schema._M4): most agents stop here
+        "SELECT sum(chunks) FROM memsift_stats WHERE agent_id = %s", (agent,))).fetchone()
+    if kept is not None and kept[0] is not None and kept[0] < above:
+        return None
     cur = await conn.execute(
         "SELECT count(*), max(vector_dims(embedding)) FROM memsift_chunks WHERE agent_id = %s AND embedding IS NOT NULL",
         (agent,))

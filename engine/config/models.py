@@ -625,13 +625,14 @@ class PostgresConfig(_Strict):
         description="What answers when the server is unreachable: the builtin backend, or nothing (exit 7).",
     )
     hnsw_above: int = Field(
-        default=0, ge=0,
-        description="An agent with at least this many chunk vectors gets its own HNSW index (pgvector, iterative scan); "
-                    "smaller agents are scanned exactly. 0 (the default, until recall at a million chunks is understood): never.",
+        default=50_000, ge=0,
+        description="An agent with at least this many chunk vectors gets its own HNSW index (pgvector, iterative scan), "
+                    "built by its next sync; smaller agents are scanned exactly (about 10 ms per 10,000 vectors). 0: never.",
     )
     hnsw_ef_search: int = Field(
-        default=100, ge=10, le=1000,
-        description="HNSW search breadth (hnsw.ef_search) for an agent with its own index: higher is nearer exact, slower.",
+        default=800, ge=10, le=1000,
+        description="HNSW search breadth (hnsw.ef_search) for an agent with its own index: higher is nearer exact, slower "
+                    "(at a million chunks, real questions: recall@10 0.81 at 100, 0.93 at 400, 0.96 at 800).",
     )
 
 
