@@ -43,6 +43,7 @@ COMMON_MATCHES = 20_000
 COMMON_RANK_ROWS_MAX = 10_000
 _COLUMNS = "chunk, id, path, source, start_line, end_line, text, day, day_source"
 _NCOLS = 9
+_M_COLUMNS = ", ".join(f"m.{c}" for c in _COLUMNS.split(", "))
 
 
 def _idf(n: int, df: int) -> float:
@@ -275,10 +276,14 @@ async def vector_candidates(conn: Any, agent: str, gen: int, query: np.ndarray, 
         found = [_candidate(row[:_NCOLS], vector_score=float(row[_NCOLS]), vector_hit=True) for row in await cur.fetchall()]
         return sorted(found, key=lambda c: (-(c.vector_score or 0.0), c.chunk_id))  # relaxed order: exact again
     only = "AND chunk = ANY(%s) " if within is not None else ""
+    # The scan sorts (chunk, distance) pairs only; the nearest rows' columns are read after. Carrying
+    # every column through the sort cost a third more at 10,000 chunks.
     cur = await conn.execute(
-        f"SELECT {_COLUMNS}, 1 - (embedding <=> %s) FROM memsift_chunks WHERE agent_id = %s AND generation = %s "
-        f"AND embedding IS NOT NULL AND vector_dims(embedding) = %s {only}ORDER BY embedding <=> %s, chunk LIMIT %s",
-        (q, agent, gen, len(q), *([sorted(within)] if within is not None else []), q, limit),
+        f"SELECT {_M_COLUMNS}, 1 - s.d FROM (SELECT chunk, embedding <=> %s AS d FROM memsift_chunks "
+        f"WHERE agent_id = %s AND generation = %s AND embedding IS NOT NULL AND vector_dims(embedding) = %s {only}"
+        "ORDER BY d, chunk LIMIT %s) AS s JOIN memsift_chunks AS m ON m.agent_id = %s AND m.generation = %s AND m.chunk = s.chunk "
+        "ORDER BY s.d, s.chunk",
+        (q, agent, gen, len(q), *([sorted(within)] if within is not None else []), limit, agent, gen),
     )
     return [_candidate(row[:_NCOLS], vector_score=float(row[_NCOLS]), vector_hit=True) for row in await cur.fetchall()]
 
