@@ -80,7 +80,7 @@ def utf16_slice(s: str, limit: int) -> str:
 
 def is_cjk_char(ch: str) -> bool:
     """True for kana, Han and hangul characters: scripts searched as character n-grams."""
-    return _SEARCH_CJK_RE.match(ch) is not None
+    return not ch.isascii() and _SEARCH_CJK_RE.match(ch) is not None
 
 
 def has_cjk(s: str) -> bool:

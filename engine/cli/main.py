@@ -61,11 +61,15 @@ def _request(obj: Any, model: Any, params: dict[str, Any], **required: Any) -> A
 class _Ctx:
     def __init__(self, workspace: str | None, agent: str | None, config: str | None, backend: str | None = None) -> None:
         self.workspace, self.agent, self.config, self.backend = workspace, agent, config, backend
+        self._settings: Any = None
 
     def settings(self):
-        from ..compose.factory import resolve_config  # noqa: PLC0415
+        """The resolved config, read once per command (a search asks for it three times)."""
+        if self._settings is None:
+            from ..compose.factory import resolve_config  # noqa: PLC0415
 
-        return resolve_config(self.config, workspace=self.workspace, agent=self.agent)
+            self._settings = resolve_config(self.config, workspace=self.workspace, agent=self.agent)
+        return self._settings
 
     def warn_if_no_memory(self) -> None:
         """Say so on stderr when the workspace holds no memory files (every search finds nothing)."""
