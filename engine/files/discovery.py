@@ -14,6 +14,7 @@ import errno
 import os
 import stat
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,6 @@ def _is_md(name: str) -> bool:
 
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-_FILE_TYPE, _REGULAR = 0o170000, 0o100000  # stat.S_IFMT / S_IFREG, inline: this runs per file
 
 
 def _walk_md(root: str, skipped: list[Skipped], workspace: Path,
@@ -98,7 +98,7 @@ def _walk_md(root: str, skipped: list[Skipped], workspace: Path,
                 try:
                     if _is_md(name) or (extra_ext and name.lower().endswith(extra_ext)):
                         st = e.stat(follow_symlinks=False)
-                        if st.st_mode & _FILE_TYPE == _REGULAR:
+                        if stat.S_ISREG(st.st_mode):
                             out.append((prefix + name, below + name, st.st_mtime_ns, st.st_size))
                         elif stat.S_ISDIR(st.st_mode):
                             stack.append((prefix + name, below + name + "/"))
@@ -146,14 +146,17 @@ def discover_memory_files(
     files: list[MemoryFile] = []
     seen: set[str] = set()  # real paths: the first found wins
 
-    def add_one(p: Path, st: os.stat_result) -> None:
-        rel, key = _rel(workspace, p), os.path.realpath(p)
+    def keep(p: str, rel: str, key: str, walked: tuple[int, int], maybe_media: bool) -> None:
         if not (rel.isascii() or _utf8_name(rel)):
+            # SQLite, JSON and MCP all need UTF-8; such a name would break every sync.
             skipped.append(Skipped(rel, "file name is not valid UTF-8"))
         elif key not in seen:
             seen.add(key)
-            modality = None if _is_md(p.name) else modality_of(p.name)
-            files.append(MemoryFile(str(p), rel, "memory", modality, (st.st_mtime_ns, st.st_size)))
+            modality = modality_of(os.path.basename(p)) if maybe_media and not _is_md(p) else None
+            files.append(MemoryFile(p, rel, "memory", modality, walked))
+
+    def add_one(p: Path, st: os.stat_result) -> None:
+        keep(str(p), _rel(workspace, p), os.path.realpath(p), (st.st_mtime_ns, st.st_size), True)
 
     def add_tree(root: Path, ext: tuple[str, ...] = ()) -> None:
         # The walk never enters a symlink, so a file's real and relative paths are its root's
@@ -163,17 +166,7 @@ def discover_memory_files(
         found = _walk_md(str(root), skipped, workspace, ext)
         found.sort()  # by path: duplicates resolve alike (the first found wins), whatever the disk's order
         for p, below, mtime_ns, size in found:
-            rel = rel_prefix + below
-            if not (rel.isascii() or _utf8_name(rel)):
-                # SQLite, JSON and MCP all need UTF-8; such a name would break every sync.
-                skipped.append(Skipped(rel, "file name is not valid UTF-8"))
-                continue
-            key = real_root + below
-            if key in seen:
-                continue
-            seen.add(key)
-            modality = None if not ext or _is_md(below) else modality_of(os.path.basename(p))
-            files.append(MemoryFile(p, rel, "memory", modality, (mtime_ns, size)))
+            keep(p, rel_prefix + below, real_root + below, (mtime_ns, size), bool(ext))
 
     for name in ROOT_FILES:
         p = workspace / name
@@ -203,12 +196,8 @@ def discover_memory_files(
             add_one(root, st)
         else:
             skipped.append(Skipped(_rel(workspace, root), "not a .md file or directory"))
-    files.sort(key=_rel_path)
+    files.sort(key=attrgetter("rel_path"))
     return files, skipped
-
-
-def _rel_path(f: MemoryFile) -> str:
-    return f.rel_path
 
 
 def open_memory_file(abs_path: Path, shown: Any) -> int | None:

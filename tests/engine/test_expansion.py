@@ -23,6 +23,16 @@ def test_the_lexicon_knows_irregular_forms_both_ways_and_a_verbs_words():
     assert "stemmed" not in lex.forms.get("stem", ())  # Porter already folds regular forms
 
 
+def test_the_packaged_lexicon_is_sorted_by_word_as_its_lookups_by_bisection_need():
+    import gzip
+    from pathlib import Path
+
+    import memsift.engine.search.expansion as expansion
+
+    lines = gzip.decompress((Path(expansion.__file__).parent / "data" / "lexicon.tsv.gz").read_bytes()).decode().splitlines()
+    assert len(lines) > 5000 and all(a < b for a, b in zip(lines, lines[1:]))
+
+
 @pytest.mark.parametrize("question, gains, never", [
     ("which database did we pick for the ledger?", {"choose", "chose"}, {"book"}),
     ("What did I buy for my sister?", {"bought", "purchase"}, set()),
