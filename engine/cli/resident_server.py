@@ -39,6 +39,7 @@ __all__ = ["serve_resident", "frame_reply", "MAX_REQUEST_BYTES", "MAX_CONNECTION
 log = get_logger("memsift.resident")
 
 MAX_REQUEST_BYTES = 2**20  # a query is cut at 4,096 characters anyway; argv and env are small
+MAX_DRAIN_BYTES = 64 * 2**20  # read and dropped after declining a request that is too large
 MAX_SOCKET_PATH = 100  # sun_path holds 107 bytes
 READ_TIMEOUT_S = 2.0  # a request must arrive whole (the client closes its side) within this
 PARSE_TIMEOUT_S = 5.0  # resolving the client's config, in a worker thread
@@ -195,6 +196,8 @@ class ResidentServer:
             try:
                 with anyio.fail_after(READ_TIMEOUT_S):
                     await stream.send(frame_reply(reply))
+                    if data is None:
+                        await _drain(stream)
             except (TimeoutError, anyio.BrokenResourceError, OSError):
                 pass
 
@@ -236,3 +239,16 @@ async def serve_resident(
 ) -> None:
     """Answer resident searches until cancelled (the socket is removed on the way out)."""
     await ResidentServer(manager, settings, backend=backend, on_answer=on_answer).serve(task_status=task_status)
+
+
+async def _drain(stream: Any) -> None:
+    """A lingering close after declining an oversized request: closing with the client's bytes
+    unread would reset the connection, and the client could miss the decline. Its side is read to
+    the end and thrown away, within MAX_DRAIN_BYTES (the caller bounds the time)."""
+    await stream.send_eof()
+    drained = 0
+    try:
+        while drained <= MAX_DRAIN_BYTES:
+            drained += len(await stream.receive())
+    except anyio.EndOfStream:
+        pass
