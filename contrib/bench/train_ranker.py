@@ -5,8 +5,9 @@ search's top 40 is collected once with the ranker off, as the stage asks for it 
 side; minScore 0, as evidence.py asks), and each
 hit gets the shipped features (`evidence_features`: the very code that runs at search time). Then:
 
-- a class-balanced logistic model (numpy) is trained on one set and tested on the other, both
-  ways: a gain that does not cross over is not a gain;
+- a linear model (numpy; pairwise RankNet loss by default, `--loss pointwise` for a class-balanced
+  logistic one) is trained on one set and tested on the other, both ways: a gain that does not
+  cross over is not a gain;
 - the documents guard, SciFact (test and train splits, documents ranked at their best chunk), is
   scored under the same model; it is never trained on;
 - the shipped model is trained on both sets together, turned into weights on the raw features
@@ -51,7 +52,7 @@ WEIGHTS_FILE = Path(ranker.__file__).with_name(ranker.MODEL_FILE)
 
 
 def _matrix(query: str, hits: list[Any]) -> np.ndarray:
-    feats = ranker.evidence_features(ranker.ranker_terms(query), [(h.path, h.score, h.snippet) for h in hits])
+    feats = ranker.evidence_features(ranker.ranker_terms(query), [(h.path, h.score, h.snippet) for h in hits], query)
     return np.array([[h.score] + [f[name] for name in ranker.FEATURES] for h, f in zip(hits, feats)], dtype=float)
 
 
@@ -114,22 +115,56 @@ def _scifact(rows: list[tuple], weights: np.ndarray | None) -> float:
     return float(np.mean(scores))
 
 
-def train(data: list[tuple], l2: float = 1e-2, steps: int = 3000, lr: float = 0.5) -> np.ndarray:
-    """Class-balanced logistic regression on standardised features; returns weights on the raw
-    features, scaled so the backend's score weighs 1 (the bias does not change an order)."""
+def _standardise(data: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+    x = np.vstack([d[2] for d in data])
+    return x.mean(0), x.std(0) + 1e-9
+
+
+def _to_raw(w: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """Weights on the raw features, scaled so the backend's score weighs 1 (a bias does not change an order)."""
+    raw = w / sd
+    if raw[0] <= 0:
+        raise SystemExit("the trained model does not rank by the backend's score: refusing to ship it")
+    return raw / raw[0]
+
+
+def train_pointwise(data: list[tuple], l2: float = 1e-2, steps: int = 3000, lr: float = 0.5) -> np.ndarray:
+    """Class-balanced logistic regression on standardised features: is this hit an answer?"""
+    mu, sd = _standardise(data)
     x = np.vstack([d[2] for d in data])
     y = np.concatenate([d[3] for d in data])
-    mu, sd = x.mean(0), x.std(0) + 1e-9
     z = np.hstack([(x - mu) / sd, np.ones((len(x), 1))])
     w = np.zeros(z.shape[1])
     balance = np.where(y > 0, 0.5 / y.mean(), 0.5 / (1 - y.mean()))
     for _ in range(steps):
         p = 1 / (1 + np.exp(-z @ w))
         w -= lr * (z.T @ ((p - y) * balance) / len(y) + l2 * w)
-    raw = w[:-1] / sd
-    if raw[0] <= 0:
-        raise SystemExit("the trained model does not rank by the backend's score: refusing to ship it")
-    return raw / raw[0]
+    return _to_raw(w[:-1], sd)
+
+
+def train_pairwise(data: list[tuple], l2: float = 1e-2, steps: int = 2000, lr: float = 0.5) -> np.ndarray:
+    """A linear RankNet: logistic loss on (answer hit − other hit) pairs of the same question, each
+    question weighing the same. It learns the order inside a pool, which is what the stage changes;
+    on the dev sets it keeps the pointwise model's recall@10 and raises MRR@10 (0.53 → 0.58 on lme)."""
+    mu, sd = _standardise(data)
+    pairs, weight = [], []
+    for _q, _hits, x, y in data:
+        z = (x - mu) / sd
+        pos, neg = z[y > 0], z[y == 0]
+        if len(pos) and len(neg):
+            diff = (pos[:, None, :] - neg[None, :, :]).reshape(-1, z.shape[1])
+            pairs.append(diff)
+            weight.append(np.full(len(diff), 1.0 / len(diff)))
+    d, wq = np.vstack(pairs), np.concatenate(weight)
+    wq /= wq.sum()
+    w = np.zeros(d.shape[1])
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-d @ w))
+        w -= lr * (d.T @ ((p - 1) * wq) + l2 * w)
+    return _to_raw(w, sd)
+
+
+TRAINERS = {"pairwise": train_pairwise, "pointwise": train_pointwise}
 
 
 async def _main(args: argparse.Namespace) -> None:
@@ -152,7 +187,8 @@ async def _main(args: argparse.Namespace) -> None:
         print(f"  {label:28} " + "   ".join(f"{n} {r:.3f} / {m:.3f}" for n, (r, m) in cells.items())
               + f"   SciFact nDCG@10 test {sci['test']:.3f} train {sci['train']:.3f}")
 
-    print(f"turn_recall@10 / MRR@10 over the hybrid top {POOL} (minScore 0); SciFact nDCG@10 (never trained on)")
+    train = TRAINERS[args.loss]
+    print(f"turn_recall@10 / MRR@10 over the hybrid top {POOL} (minScore 0); SciFact nDCG@10 (never trained on); {args.loss} loss")
     row("backend's order", None, "baseline")
     for tr, te in (("lme", "chats"), ("chats", "lme")):
         w = train(sets[tr], l2=args.l2)
@@ -166,7 +202,7 @@ async def _main(args: argparse.Namespace) -> None:
     print("  weights (the backend's score weighs 1): " + ", ".join(f"{k} {v:+.4f}" for k, v in weights.items()))
     if args.write:
         doc = {"format": ranker.MODEL_FORMAT, "version": f"{date.today().isoformat()}.{args.revision}",
-               "weights": weights, "trainedOn": list(SETS), "pool": POOL, "l2": args.l2,
+               "weights": weights, "trainedOn": list(SETS), "pool": POOL, "loss": args.loss, "l2": args.l2,
                "figures": figures, "trainer": "contrib/bench/train_ranker.py"}
         WEIGHTS_FILE.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {WEIGHTS_FILE}")
@@ -178,6 +214,8 @@ def main() -> None:
     ap.add_argument("--fresh", action="store_true", help="collect again (the pools are cached in --work)")
     ap.add_argument("--write", action="store_true", help="write the shipped weights file")
     ap.add_argument("--l2", type=float, default=1e-2)
+    ap.add_argument("--loss", choices=sorted(TRAINERS), default="pairwise",
+                    help="pairwise (the shipped weights) or pointwise (a hit at a time, the first ranker's)")
     ap.add_argument("--revision", type=int, default=1, help="the weights' revision of the day, in their version")
     anyio.run(_main, ap.parse_args())
 

@@ -9,7 +9,12 @@ Features are backend-neutral, read from the hits themselves (score, snippet, pat
 - `rare_coverage`: the same, each word weighed by its rarity among the pool's hits
   (log(1 + n / (1 + hits holding it))), so a word most hits hold counts little;
 - `reciprocal_rank`: 1 / the hit's position in the backend's order;
-- `file_best_other`: the best score of another hit from the same file (answers cluster in a file).
+- `file_best_other`: the best score of another hit from the same file (answers cluster in a file);
+- `asker_coverage`: the share of the question's words found in the shown lines spoken by the person
+  the question is about: a speaker it names ("What breed is Elena's dog?" → `Elena: …` lines), or
+  the user (`User: …`, `user: …`) when it speaks in the first person ("what did I buy?"). A fact about
+  someone is usually stated in their own turn, while the other side's long answers repeat the
+  question's words.
 
 The score becomes `(score + Σ weight_f × feature_f) / (1 + Σ positive weights)`: the backend's
 score plus an evidence bonus, kept in 0..1 so the order and the figure a user reads agree.
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -27,11 +33,34 @@ from typing import Sequence
 from ..search.fts_query import query_terms
 from ..text import is_cjk_char
 
-__all__ = ["EvidenceModel", "load_model", "ranker_terms", "evidence_features", "FEATURES"]
+__all__ = ["EvidenceModel", "load_model", "ranker_terms", "evidence_features", "turn_speaker", "FEATURES"]
 
-FEATURES = ("coverage", "rare_coverage", "reciprocal_rank", "file_best_other")
+FEATURES = ("coverage", "rare_coverage", "reciprocal_rank", "file_best_other", "asker_coverage")
 MODEL_FILE = "evidence_ranker.json"
 MODEL_FORMAT = 1
+
+
+# A speaker's turn: optional bullet and bracketed ids or times, then a name of one or two words and ": ".
+TURN = re.compile(r"\s*(?:[-*+]\s+)?(?:\[[^\]\n]{0,64}\]\s*)*([^\W\d][\w.'-]{0,23}(?: [^\W\d][\w.'-]{0,23})?): \S")
+_FIRST_PERSON = re.compile(r"(?<![\w'’])(?:i|me|my|mine|myself)(?!\w)", re.IGNORECASE)
+_USER_SPEAKERS = frozenset({"user"})  # how transcripts and chat logs name the person asking
+
+
+def turn_speaker(line: str) -> str | None:
+    """The speaker of a turn line (`[D3:8] Caroline: …` → "Caroline"), or None."""
+    m = TURN.match(line)
+    return m.group(1) if m else None
+
+
+def _asked_about(speaker: str, question: str, first_person: bool) -> bool:
+    """Is the question about this speaker: named in it (a whole word, or anywhere for a CJK name,
+    which has no word breaks), or the user of a first-person question?"""
+    name = speaker.lower()
+    if first_person and name in _USER_SPEAKERS:
+        return True
+    if is_cjk_char(name[0]):
+        return name in question
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", question) is not None
 
 
 @dataclass(frozen=True)
@@ -44,7 +73,8 @@ class EvidenceModel:
         return 1.0 + sum(w for w in self.weights.values() if w > 0)
 
     def score(self, base: float, features: dict[str, float]) -> float:
-        return (base + sum(w * features[f] for f, w in self.weights.items())) / self.scale
+        # A feature of negative weight could take a near-zero score below 0: scores stay in 0..1.
+        return max(0.0, (base + sum(w * features[f] for f, w in self.weights.items())) / self.scale)
 
 
 def _check(data: dict) -> EvidenceModel:
@@ -78,9 +108,12 @@ def ranker_terms(query: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def evidence_features(terms: Sequence[str], hits: Sequence[tuple[str, float, str]]) -> list[dict[str, float]]:
-    """The features of each hit, given as (path, score, snippet) in the backend's order."""
+def evidence_features(terms: Sequence[str], hits: Sequence[tuple[str, float, str]],
+                      question: str = "") -> list[dict[str, float]]:
+    """The features of each hit, given as (path, score, snippet) in the backend's order; `question`
+    is the question as asked (for who it is about)."""
     shown = [snippet.lower() for _path, _score, snippet in hits]
+    asker_lines = _asker_lines(question, [snippet for _path, _score, snippet in hits])
     holds = [[t in s for t in terms] for s in shown]
     n = len(hits)
     rarity = [math.log1p(n / (1 + sum(h[j] for h in holds))) for j in range(len(terms))]
@@ -90,12 +123,33 @@ def evidence_features(terms: Sequence[str], hits: Sequence[tuple[str, float, str
         by_file.setdefault(path, []).append(score)
     top_two = {path: sorted(scores, reverse=True)[:2] + [0.0] for path, scores in by_file.items()}
     out = []
-    for rank, ((path, score, _), has) in enumerate(zip(hits, holds)):
+    for rank, ((path, score, _), has, lines) in enumerate(zip(hits, holds, asker_lines)):
         best, second = top_two[path][:2]
         out.append({
             "coverage": sum(has) / len(terms) if terms else 0.0,
             "rare_coverage": sum(r for r, h in zip(rarity, has) if h) / total_rarity if total_rarity else 0.0,
             "reciprocal_rank": 1.0 / (rank + 1),
             "file_best_other": second if score == best else best,  # the best score of another hit of the file
+            "asker_coverage": sum(any(t in line for line in lines) for t in terms) / len(terms) if terms and lines else 0.0,
         })
+    return out
+
+
+def _asker_lines(question: str, snippets: Sequence[str]) -> list[list[str]]:
+    """Each snippet's lines (lowercased) spoken by the person the question is about."""
+    asked = question.lower()
+    first_person = _FIRST_PERSON.search(question) is not None
+    verdict: dict[str, bool] = {}  # a pool has few speakers: each is judged once
+    out = []
+    for snippet in snippets:
+        lines = []
+        for line in snippet.split("\n"):
+            speaker = turn_speaker(line)
+            if speaker is None:
+                continue
+            if speaker not in verdict:
+                verdict[speaker] = _asked_about(speaker, asked, first_person)
+            if verdict[speaker]:
+                lines.append(line.lower())
+        out.append(lines)
     return out

@@ -24,7 +24,7 @@ from ..config.models import MmrConfig, RankerConfig
 from ..compose.wrapped import WrappedManager
 from ..manager import SearchManager
 from ..results import ManagerStatus, RankerExplain, RankerSummary, SearchAnswer, SearchHit
-from .evidence import EvidenceModel, evidence_features, load_model, ranker_terms
+from .evidence import TURN, EvidenceModel, evidence_features, load_model, ranker_terms
 from .stage import diversify
 
 __all__ = ["EvidenceRankedSearchManager", "HYBRID_MODES", "rank_by_evidence", "is_conversation", "mostly_conversation"]
@@ -32,14 +32,12 @@ __all__ = ["EvidenceRankedSearchManager", "HYBRID_MODES", "rank_by_evidence", "i
 HYBRID_MODES = frozenset({"hybrid", "query"})
 CANDIDATES_PER_HIT = 2
 _DAILY_LOG = re.compile(r"(?:^|/)memory/(?:.*/)?\d{4}-\d{2}-\d{2}[^/]*\.md$")
-# A speaker's turn: optional bullet and bracketed ids or times, then a name of one or two words and ": ".
-_TURN = re.compile(r"\s*(?:[-*+]\s+)?(?:\[[^\]\n]{0,64}\]\s*)*[^\W\d][\w.'-]{0,23}(?: [^\W\d][\w.'-]{0,23})?: \S")
 _HEADING = re.compile(r"\s*#{1,6}(?:\s|$)")
 
 
 def _mostly_turns(snippet: str) -> bool:
     lines = [ln for ln in snippet.split("\n") if ln.strip() and not _HEADING.match(ln)]
-    return len(lines) >= 2 and 2 * sum(bool(_TURN.match(ln)) for ln in lines) >= len(lines)
+    return len(lines) >= 2 and 2 * sum(bool(TURN.match(ln)) for ln in lines) >= len(lines)
 
 
 def is_conversation(hit: SearchHit) -> bool:
@@ -55,7 +53,7 @@ def mostly_conversation(hits: list[SearchHit]) -> bool:
 def rank_by_evidence(query: str, hits: list[SearchHit], model: EvidenceModel, *, explain: bool,
                      mmr: MmrConfig | None = None) -> list[SearchHit]:
     """`hits` (the backend's order) rescored and sorted; ties keep the backend's order."""
-    feats = evidence_features(ranker_terms(query), [(h.path, h.score, h.snippet) for h in hits])
+    feats = evidence_features(ranker_terms(query), [(h.path, h.score, h.snippet) for h in hits], query)
     scores = [model.score(h.score, f) for h, f in zip(hits, feats)]
     order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))
     if mmr is not None and mmr.enabled:

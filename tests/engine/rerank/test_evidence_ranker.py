@@ -75,6 +75,47 @@ def test_a_cjk_question_counts_its_character_pairs():
     assert f[0]["coverage"] == 1.0
 
 
+@pytest.mark.parametrize("question, snippet, expected", [
+    # the person the question names: their lines count, the other side's do not
+    ("What breed is Elena's dog?", "[D31:9] Elena: a collar for Max, my golden retriever\n[D31:10] Marcus: dog collars by breed", 1 / 3),
+    ("What breed is Elena's dog?", "[D31:10] Marcus: dog collars for every breed Elena might like", 0.0),
+    # a first-person question is about the user of a transcript or a chat log
+    ("Which dog breed did I adopt?", "[s#0] user: I adopted a beagle, a dog breed I love\n[s#1] assistant: beagles", 1.0),
+    ("Which dog breed did I adopt?", "User: the beagle breed\nAssistant: a dog", 1 / 3),
+    ("Which dog breed did Elena adopt?", "[s#0] user: I adopted a beagle, a dog breed I love", 0.0),
+    # a CJK name has no word breaks around it
+    ("小明的狗是什么品种", "小明: 我的狗是柴犬品种\n小红: 狗很可爱", 4 / 8),  # 小明 的狗 狗是 品种
+    # no turns at all
+    ("What breed is Elena's dog?", "Elena adopted a dog of a rare breed", 0.0),
+])
+def test_asker_coverage_counts_the_question_words_in_the_asked_persons_own_lines(question, snippet, expected):
+    f = evidence.evidence_features(evidence.ranker_terms(question), [("memory/2026-01-01.md", 0.5, snippet)], question)
+    assert f[0]["asker_coverage"] == pytest.approx(expected)
+
+
+def test_the_speaker_of_a_turn_line():
+    assert evidence.turn_speaker("[D3:8] Caroline: we met in May") == "Caroline"
+    assert evidence.turn_speaker("- [09:14] Mary Ann: hello") == "Mary Ann"
+    assert evidence.turn_speaker("- 09:00 Standup: ledger migration") is None
+    assert evidence.turn_speaker("no turn here") is None
+
+
+def test_the_persons_own_turn_overtakes_the_other_sides_longer_answer_with_the_shipped_weights():
+    # The assistant's answer repeats the question's words; the user's own line states the fact.
+    question = "What breed is Elena's dog?"
+    hits = [_hit("memory/2026-01-02.md", 0.50, "[D2:4] Marcus: every dog breed has its needs; Elena, a breed guide"),
+            _hit("memory/2026-01-01.md", 0.46, "[D1:3] Elena: my dog Max is a golden retriever, the breed I wanted")]
+    out = rank_by_evidence(question, hits, evidence.load_model(), explain=True)
+    assert out[0].path == "memory/2026-01-01.md"
+    assert out[0].ranker.features["asker_coverage"] > 0 and out[1].ranker.features["asker_coverage"] == 0
+
+
+def test_a_score_stays_in_0_to_1_under_a_negative_weight():
+    model = evidence.EvidenceModel("t", {"coverage": -1.0, "rare_coverage": 0.5})
+    assert model.score(0.01, {"coverage": 1.0, "rare_coverage": 0.0}) == 0.0
+    assert model.score(1.0, {"coverage": 0.0, "rare_coverage": 1.0}) == pytest.approx(1.0)
+
+
 # --- reordering -----------------------------------------------------------------------------------
 
 def test_a_hit_that_shows_the_question_words_overtakes_a_slightly_better_score():
