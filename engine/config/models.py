@@ -258,7 +258,7 @@ class TimeConfig(_Strict):
     enabled: bool = Field(True, description="Times named in a question favour hits of those days.")
     # a dated hit outside the window loses up to this share of its score
     weight: float = Field(
-        default=0.5, ge=0.0, le=1.0,
+        default=0.7, ge=0.0, le=1.0,
         description="The share of its score a dated hit outside the named window may lose.",
     )
     # which months "last summer" names
