@@ -17,7 +17,9 @@ Features are backend-neutral, read from the hits themselves (score, snippet, pat
   question's words.
 
 The score becomes `(score + Σ weight_f × feature_f) / (1 + Σ positive weights)`: the backend's
-score plus an evidence bonus, kept in 0..1 so the order and the figure a user reads agree.
+score plus an evidence bonus, kept in 0..1 so the order and the figure a user reads agree. A
+feature no hit of the pool has leaves the sum of weights, so daily notes with no speakers keep the
+figures the four other features give them.
 """
 
 from __future__ import annotations
@@ -72,9 +74,16 @@ class EvidenceModel:
     def scale(self) -> float:
         return 1.0 + sum(w for w in self.weights.values() if w > 0)
 
-    def score(self, base: float, features: dict[str, float]) -> float:
+    def pool_scale(self, pool: Sequence[dict[str, float]]) -> float:
+        """The scale for one pool: a feature no hit of the pool has (no speaker's turns, say, in notes
+        of another form) does not count, so such notes keep the figures they had without it. The
+        scale is the same for every hit of a pool, so it never changes an order."""
+        return 1.0 + sum(w for f, w in self.weights.items() if w > 0 and any(x[f] for x in pool))
+
+    def score(self, base: float, features: dict[str, float], scale: float | None = None) -> float:
         # A feature of negative weight could take a near-zero score below 0: scores stay in 0..1.
-        return max(0.0, (base + sum(w * features[f] for f, w in self.weights.items())) / self.scale)
+        total = base + sum(w * features[f] for f, w in self.weights.items())
+        return max(0.0, total / (scale or self.scale))
 
 
 def _check(data: dict) -> EvidenceModel:

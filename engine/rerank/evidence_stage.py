@@ -54,7 +54,8 @@ def rank_by_evidence(query: str, hits: list[SearchHit], model: EvidenceModel, *,
                      mmr: MmrConfig | None = None) -> list[SearchHit]:
     """`hits` (the backend's order) rescored and sorted; ties keep the backend's order."""
     feats = evidence_features(ranker_terms(query), [(h.path, h.score, h.snippet) for h in hits], query)
-    scores = [model.score(h.score, f) for h, f in zip(hits, feats)]
+    scale = model.pool_scale(feats)
+    scores = [model.score(h.score, f, scale) for h, f in zip(hits, feats)]
     order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))
     if mmr is not None and mmr.enabled:
         order = diversify(hits, scores, order, mmr.lambda_)

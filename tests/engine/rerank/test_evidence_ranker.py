@@ -110,6 +110,19 @@ def test_the_persons_own_turn_overtakes_the_other_sides_longer_answer_with_the_s
     assert out[0].ranker.features["asker_coverage"] > 0 and out[1].ranker.features["asker_coverage"] == 0
 
 
+def test_a_feature_no_hit_of_the_pool_has_leaves_the_scale_and_the_order_stands():
+    model = evidence.EvidenceModel("t", {"coverage": 1.0, "asker_coverage": 2.0})
+    notes = [_hit("memory/2026-01-01.md", 0.6, "- 10:20 chose Postgres for the ledger"),
+             _hit("memory/2026-01-02.md", 0.5, "- 11:00 the ledger database")]
+    out = rank_by_evidence("which database for the ledger?", notes, model, explain=True)
+    # No speaker's turns in these notes: the scale is 1 + 1 (coverage), not 1 + 1 + 2.
+    assert [h.path for h in out] == ["memory/2026-01-02.md", "memory/2026-01-01.md"]
+    assert out[0].score == pytest.approx((0.5 + 1.0) / 2) and out[1].score == pytest.approx((0.6 + 0.5) / 2)
+    turns = [_hit("memory/2026-01-03.md", 0.5, "[D1:1] Elena: the ledger database is Postgres")]
+    assert rank_by_evidence("which database did Elena pick for the ledger?", turns, model,
+                            explain=False)[0].score == pytest.approx((0.5 + 3 / 4 + 2 * 3 / 4) / 4)  # 3 of its 4 words
+
+
 def test_a_score_stays_in_0_to_1_under_a_negative_weight():
     model = evidence.EvidenceModel("t", {"coverage": -1.0, "rare_coverage": 0.5})
     assert model.score(0.01, {"coverage": 1.0, "rare_coverage": 0.0}) == 0.0
