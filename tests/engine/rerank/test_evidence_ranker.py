@@ -262,3 +262,79 @@ def test_status_names_the_ranker_and_not_when_it_is_off(tmp_path, example_worksp
     on = anyio.run(status, {"candidates": 25})
     assert on.ranker["version"] == evidence.load_model().version and on.ranker["candidates"] == 25
     assert anyio.run(status, {"enabled": False}).ranker is None
+
+
+# --- who the question is about, through every door -------------------------------------------------
+
+ELENA = "What breed is Elena's dog?"
+CHATS = {
+    "MEMORY.md": "# Memory\n- Elena and Marcus are long-term friends.\n",
+    "memory/2026-03-02.md": "# Session 1 — 2026-03-02 10:00 (Elena & Marcus)\n"
+                            "[D1:1] Elena: Can you suggest a good collar?\n"
+                            "[D1:2] Marcus: Every dog breed has its own needs. A collar for a small breed of dog differs "
+                            "from a collar for a large breed: measure the dog's neck and pick by breed size.\n"
+                            "[D1:3] Elena: Thanks, I will measure him tonight.\n",
+    "memory/2026-03-09.md": "# Session 2 — 2026-03-09 18:30 (Elena & Marcus)\n"
+                            "[D2:1] Marcus: How was the weekend?\n"
+                            "[D2:2] Elena: Great! My dog Max is a golden retriever, the breed I always wanted, and he loved the lake.\n"
+                            "[D2:3] Marcus: Lakes are perfect for retrievers.\n",
+    "memory/2026-03-15.md": "# Session 3 — 2026-03-15 09:10 (Elena & Marcus)\n"
+                            "[D3:1] Elena: I started a pottery class on Thursdays.\n"
+                            "[D3:2] Marcus: Pottery is relaxing; glazing is the fun part.\n",
+}
+
+
+@pytest.fixture
+def chat_workspace(tmp_path):
+    ws = tmp_path / "chats"
+    for rel, text in CHATS.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text, encoding="utf-8")
+    return ws
+
+
+def _asked(features: dict) -> float:
+    return features["asker_coverage"]
+
+
+@pytest.mark.parametrize("backend", ["builtin", "postgres"])
+def test_the_asked_persons_own_line_is_found_first_on_every_backend(tmp_path, chat_workspace, backend):
+    settings = make_settings(tmp_path, chat_workspace, {"provider": "local"}, memory=backend_memory(backend))
+
+    async def search() -> SearchAnswer:
+        manager = open_manager(settings)
+        try:
+            return await manager.search(ELENA, explain=True)
+        finally:
+            await manager.aclose()
+
+    hits = anyio.run(search).results
+    assert hits[0].path == "memory/2026-03-09.md" and "golden retriever" in hits[0].snippet
+    # Elena's line holds all three words; the collar session's Elena lines hold only her name.
+    assert _asked(hits[0].ranker.features) == 1.0
+    assert all(_asked(h.ranker.features) < 1.0 for h in hits[1:])
+
+
+def test_the_asked_persons_own_line_through_the_cli_and_mcp(tmp_path, chat_workspace):
+    cfg = tmp_path / "memsift.json5"
+    cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state")}))
+    cmd = [sys.executable, "-m", "memsift.engine.cli.main", "--config", str(cfg), "--workspace", str(chat_workspace),
+           "search", ELENA, "--json", "--explain"]
+    doc = json.loads(subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout)
+    top = doc["results"][0]
+    assert top["path"] == "memory/2026-03-09.md" and _asked(top["ranker"]["features"]) == 1.0
+
+    pytest.importorskip("mcp", reason="the MCP extra is not installed")
+    from memsift.engine.mcp.server import MemoryServer
+
+    settings = make_settings(tmp_path / "mcp", chat_workspace, {"provider": "local"})
+
+    async def search():
+        manager = open_manager(settings)
+        try:
+            return await MemoryServer(manager, settings).search(ELENA)
+        finally:
+            await manager.aclose()
+
+    out = anyio.run(search)
+    assert out.ranker is not None and out.results[0].path == "memory/2026-03-09.md"
