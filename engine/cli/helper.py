@@ -157,20 +157,22 @@ def helper_for(settings: Any, backend: str | None, env: Mapping[str, str] | None
     return _read_info(helper_lock_path(folder, settings, backend, env)) if folder else None
 
 
-def stop_helper(info: HelperInfo, wait_s: float = 30.0) -> bool:
+def stop_helper(info: HelperInfo, wait_s: float = 30.0) -> str | None:
     """SIGTERM the helper (it ends its own children on the way out) and wait for its lock to be
-    free; True when it stopped. A helper stopped during its QMD boot update ends QMD's process
-    group first: on a loaded 2-core machine that has taken over 10 s."""
+    free; None when it stopped, else why not. A helper stopped during its QMD boot update ends
+    QMD's process group first: on a loaded 2-core machine that has taken over 10 s."""
     try:
         os.kill(info["pid"], signal.SIGTERM)
     except ProcessLookupError:
-        return True
+        return None
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if _read_info(Path(info["lock"])) is None and not _alive(info["pid"]):
-            return True
+            return None
         time.sleep(0.05)
-    return False
+    if _alive(info["pid"]):
+        return f"it is still running {wait_s:.0f} s after SIGTERM (`kill -9 {info['pid']}` ends it)"
+    return f"it has ended, but its lock {info['lock']} is still held by another process"
 
 
 def _alive(pid: int) -> bool:

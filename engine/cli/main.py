@@ -323,9 +323,10 @@ def helpers_stop(obj: _Ctx, all_: bool) -> None:
         return
     failed = 0
     for h in found:
-        stopped = stop_helper(h)
-        failed += not stopped
-        click.echo(f"{'stopped' if stopped else 'could not stop'} the helper pid {h['pid']} ({h.get('workspace', '?')})")
+        why = stop_helper(h)
+        failed += why is not None
+        what = f"the helper pid {h['pid']} ({h.get('workspace', '?')})"
+        click.echo(f"stopped {what}" if why is None else f"could not stop {what}: {why}")
     if failed:
         sys.exit(EXIT_CODES["error"])
 

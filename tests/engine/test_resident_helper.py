@@ -135,3 +135,26 @@ def test_one_helper_per_workspace_and_settings_that_status_shows_and_a_command_s
     everything = _cli(env, "helpers", "stop", "--all")
     assert everything.returncode == 0 and helper_pids(runtime_dir / "memsift") == []
     assert not any(process_alive(p) for p in pids)
+
+
+def test_a_helper_that_will_not_stop_is_reported_with_the_reason(tmp_path):
+    # A process holding a helper's lock that ignores SIGTERM: `helpers stop` must say why it failed.
+    from memsift.engine.cli.helper import _read_info, stop_helper
+
+    lock = tmp_path / "helper-0000000000000000.lock"
+    code = ("import fcntl, json, os, signal, sys, time\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            f"fh = open({str(lock)!r}, 'a+'); fcntl.flock(fh, fcntl.LOCK_EX)\n"
+            "fh.write(json.dumps({'pid': os.getpid()}) + '\\n'); fh.flush()\n"
+            "print('ready', flush=True); time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        info = _read_info(lock)
+        assert info is not None and info["pid"] == proc.pid
+        why = stop_helper(info, wait_s=0.5)
+        assert why is not None and "still running" in why and f"kill -9 {proc.pid}" in why
+    finally:
+        proc.kill()
+        proc.wait()
+    assert stop_helper(info, wait_s=0.5) is None  # gone: nothing to stop
