@@ -19,6 +19,32 @@ EXAMPLE_WORKSPACE = REPO / "contrib" / "example-workspace"
 QMD_SAMPLES = REPO / "tests" / "qmd-samples"  # real QMD 2.8.3 captures, vendored (see its README)
 
 
+# A chat log of two named people (the evidence ranker's "who is the question about"): the answer is
+# Elena's own line in session 2, while session 1's answer by Marcus repeats the question's words.
+CHAT_QUESTION = "What breed is Elena's dog?"
+CHAT_SESSIONS = {
+    "memory/2026-03-02.md": "# Session 1 — 2026-03-02 10:00 (Elena & Marcus)\n"
+                            "[D1:1] Elena: Can you suggest a good collar?\n"
+                            "[D1:2] Marcus: Every dog breed has its own needs. A collar for a small breed of dog differs "
+                            "from a collar for a large breed: measure the dog's neck and pick by breed size.\n"
+                            "[D1:3] Elena: Thanks, I will measure him tonight.\n",
+    "memory/2026-03-09.md": "# Session 2 — 2026-03-09 18:30 (Elena & Marcus)\n"
+                            "[D2:1] Marcus: How was the weekend?\n"
+                            "[D2:2] Elena: Great! My dog Max is a golden retriever, the breed I always wanted, and he loved the lake.\n"
+                            "[D2:3] Marcus: Lakes are perfect for retrievers.\n",
+    "memory/2026-03-15.md": "# Session 3 — 2026-03-15 09:10 (Elena & Marcus)\n"
+                            "[D3:1] Elena: I started a pottery class on Thursdays.\n"
+                            "[D3:2] Marcus: Pottery is relaxing; glazing is the fun part.\n",
+}
+
+
+def write_files(root: Path, files: dict[str, str]) -> None:
+    """Write {relative path: text} under root, folders and all."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+
+
 def make_settings(tmp_path: Path, workspace: Path, memory_search: dict[str, Any] | None = None, **top: Any) -> ResolvedConfig:
     """Resolve a config the way the CLI does, with the index under tmp_path."""
     raw = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": memory_search or {}}}, **top}

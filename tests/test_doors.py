@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from figures import FIGURES
-from helpers import EXAMPLE_WORKSPACE, stop_helpers
+from helpers import CHAT_QUESTION, CHAT_SESSIONS, EXAMPLE_WORKSPACE, stop_helpers, write_files
 from memsift.engine.cli.resident import rendezvous_dir
 from memsift.engine.requests import ReadOptions, SearchOptions
 
@@ -161,6 +161,7 @@ class Doors:
         yesterday = (date.today() - timedelta(days=1)).isoformat()
         (self.ws / "memory" / f"{yesterday}.md").write_text(
             f"# {yesterday}\n\n- Fixed the flaky login test; paired with Helga on the billing export.\n")
+        write_files(self.ws, CHAT_SESSIONS)  # chat sessions of two named people, for the evidence ranker
         self.cfg = root / "cfg.json"
         # A generous answer bound: MCP would cut the last snippets at 4,000 characters, by design.
         self.cfg.write_text(json.dumps({"stateDir": str(root / "state"), "memory": {"backend": backend, "qmd": {
@@ -339,6 +340,13 @@ def test_a_time_only_question_gets_that_days_notes_through_every_door(doors, min
     answer = _check_same(doors, "what did I do yesterday?", {} if min_score is None else {"min_score": min_score})
     assert answer["timeOnly"] is True
     assert [h[0] for h in answer["hits"]] == [f"memory/{yesterday}.md"]
+
+
+def test_the_asked_persons_own_line_comes_first_through_every_door(doors):
+    # The evidence ranker's "who is the question about" (asker_coverage), above every backend.
+    answer = _check_same(doors, CHAT_QUESTION, {})
+    path, _start, _end, _score, _citation, snippet, _rescued = answer["hits"][0]
+    assert path == "memory/2026-03-09.md" and "golden retriever" in snippet, answer["hits"][:3]
 
 
 def test_the_resident_doors_answered_the_valid_requests(doors):

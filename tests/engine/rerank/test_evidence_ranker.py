@@ -13,7 +13,7 @@ import sys
 import anyio
 import pytest
 
-from helpers import backend_memory, make_settings
+from helpers import CHAT_QUESTION as ELENA, CHAT_SESSIONS, backend_memory, make_settings, write_files
 from memsift.engine.compose.factory import open_manager
 from memsift.engine.config.models import RankerConfig
 from memsift.engine.rerank import evidence
@@ -201,19 +201,34 @@ def test_a_pool_is_conversation_when_at_least_half_its_hits_are_daily_logs_or_se
 
 # --- on real indexes ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("backend", ["builtin", "postgres"])
-def test_readme_command_1_shows_the_decision_first(tmp_path, example_workspace, backend):
-    memory = backend_memory(backend)
-    settings = make_settings(tmp_path, example_workspace, {"provider": "local"}, memory=memory)
-
+def _api_search(settings, query: str) -> SearchAnswer:
     async def search() -> SearchAnswer:
         manager = open_manager(settings)  # one event loop for a search and the close (Postgres' pool)
         try:
-            return await manager.search(COMMAND_1, explain=True)
+            return await manager.search(query, explain=True)
         finally:
             await manager.aclose()
 
-    answer = anyio.run(search)
+    return anyio.run(search)
+
+
+def _mcp_search(settings, query: str):
+    from memsift.engine.mcp.server import MemoryServer
+
+    async def search():
+        manager = open_manager(settings)
+        try:
+            return await MemoryServer(manager, settings).search(query)
+        finally:
+            await manager.aclose()
+
+    return anyio.run(search)
+
+
+@pytest.mark.parametrize("backend", ["builtin", "postgres"])
+def test_readme_command_1_shows_the_decision_first(tmp_path, example_workspace, backend):
+    memory = backend_memory(backend)
+    answer = _api_search(make_settings(tmp_path, example_workspace, {"provider": "local"}, memory=memory), COMMAND_1)
     top = answer.results[0]
     assert top.path == "MEMORY.md" and "chose **PostgreSQL 16**" in top.snippet, [h.snippet[:40] for h in answer.results]
     assert answer.ranker is not None and top.ranker is not None
@@ -234,18 +249,7 @@ def test_readme_command_1_through_the_cli_and_off_when_configured(tmp_path, exam
 
 def test_mcp_memory_search_says_the_ranker_reordered(tmp_path, example_workspace):
     pytest.importorskip("mcp", reason="the MCP extra is not installed")
-    from memsift.engine.mcp.server import MemoryServer
-
-    settings = make_settings(tmp_path, example_workspace, {"provider": "local"})
-
-    async def search():
-        manager = open_manager(settings)
-        try:
-            return await MemoryServer(manager, settings).search(COMMAND_1)
-        finally:
-            await manager.aclose()
-
-    out = anyio.run(search)
+    out = _mcp_search(make_settings(tmp_path, example_workspace, {"provider": "local"}), COMMAND_1)
     assert out.ranker is not None and out.ranker.version == evidence.load_model().version
     assert out.results[0].path == "MEMORY.md" and "PostgreSQL 16" in out.results[0].snippet
 
@@ -266,30 +270,10 @@ def test_status_names_the_ranker_and_not_when_it_is_off(tmp_path, example_worksp
 
 # --- who the question is about, through every door -------------------------------------------------
 
-ELENA = "What breed is Elena's dog?"
-CHATS = {
-    "MEMORY.md": "# Memory\n- Elena and Marcus are long-term friends.\n",
-    "memory/2026-03-02.md": "# Session 1 — 2026-03-02 10:00 (Elena & Marcus)\n"
-                            "[D1:1] Elena: Can you suggest a good collar?\n"
-                            "[D1:2] Marcus: Every dog breed has its own needs. A collar for a small breed of dog differs "
-                            "from a collar for a large breed: measure the dog's neck and pick by breed size.\n"
-                            "[D1:3] Elena: Thanks, I will measure him tonight.\n",
-    "memory/2026-03-09.md": "# Session 2 — 2026-03-09 18:30 (Elena & Marcus)\n"
-                            "[D2:1] Marcus: How was the weekend?\n"
-                            "[D2:2] Elena: Great! My dog Max is a golden retriever, the breed I always wanted, and he loved the lake.\n"
-                            "[D2:3] Marcus: Lakes are perfect for retrievers.\n",
-    "memory/2026-03-15.md": "# Session 3 — 2026-03-15 09:10 (Elena & Marcus)\n"
-                            "[D3:1] Elena: I started a pottery class on Thursdays.\n"
-                            "[D3:2] Marcus: Pottery is relaxing; glazing is the fun part.\n",
-}
-
-
 @pytest.fixture
 def chat_workspace(tmp_path):
     ws = tmp_path / "chats"
-    for rel, text in CHATS.items():
-        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws / rel).write_text(text, encoding="utf-8")
+    write_files(ws, {"MEMORY.md": "# Memory\n- Elena and Marcus are long-term friends.\n", **CHAT_SESSIONS})
     return ws
 
 
@@ -300,15 +284,7 @@ def _asked(features: dict) -> float:
 @pytest.mark.parametrize("backend", ["builtin", "postgres"])
 def test_the_asked_persons_own_line_is_found_first_on_every_backend(tmp_path, chat_workspace, backend):
     settings = make_settings(tmp_path, chat_workspace, {"provider": "local"}, memory=backend_memory(backend))
-
-    async def search() -> SearchAnswer:
-        manager = open_manager(settings)
-        try:
-            return await manager.search(ELENA, explain=True)
-        finally:
-            await manager.aclose()
-
-    hits = anyio.run(search).results
+    hits = _api_search(settings, ELENA).results
     assert hits[0].path == "memory/2026-03-09.md" and "golden retriever" in hits[0].snippet
     # Elena's line holds all three words; the collar session's Elena lines hold only her name.
     assert _asked(hits[0].ranker.features) == 1.0
@@ -325,16 +301,5 @@ def test_the_asked_persons_own_line_through_the_cli_and_mcp(tmp_path, chat_works
     assert top["path"] == "memory/2026-03-09.md" and _asked(top["ranker"]["features"]) == 1.0
 
     pytest.importorskip("mcp", reason="the MCP extra is not installed")
-    from memsift.engine.mcp.server import MemoryServer
-
-    settings = make_settings(tmp_path / "mcp", chat_workspace, {"provider": "local"})
-
-    async def search():
-        manager = open_manager(settings)
-        try:
-            return await MemoryServer(manager, settings).search(ELENA)
-        finally:
-            await manager.aclose()
-
-    out = anyio.run(search)
+    out = _mcp_search(make_settings(tmp_path / "mcp", chat_workspace, {"provider": "local"}), ELENA)
     assert out.ranker is not None and out.results[0].path == "memory/2026-03-09.md"
