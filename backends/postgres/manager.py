@@ -28,6 +28,7 @@ from memsift.engine.search.pipeline import PipelineParams, rank
 from memsift.engine.search.request import SearchRequest
 from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, topic_words
 from memsift.engine.search.time_query import TimeBound, TimeWindow
+from memsift.engine.search.time_rank import candidate_windows
 from memsift.engine.search.query_embedding import QueryEmbedding, beside
 from memsift.engine.results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer, SearchHit
 from memsift.engine.search.modes import search_sides
@@ -308,7 +309,7 @@ class PostgresSearchManager:
                 # As builtin: a since/until filter searches only its chunks; a time the question
                 # names adds the best of its chunks to the candidates.
                 within = await day_chunks(conn, self.agent, gen, [time_filter], undated_by_mtime=True) if time_filter else None
-                prefer = await day_chunks(conn, self.agent, gen, windows) if windows and within is None else None
+                prefer = await day_chunks(conn, self.agent, gen, candidate_windows(windows)) if windows and within is None else None
                 ef = await self._hnsw_ef(conn, len(qvec)) if qvec is not None else None
                 vector = await vector_candidates(conn, self.agent, gen, qvec, limit, within, hnsw_ef_search=ef) \
                     if qvec is not None else None

@@ -46,6 +46,7 @@ from memsift.engine.search.scripts import vector_mode_warning
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 from memsift.engine.search.terms import QueryItems, chunk_tokens, query_items, word_terms
 from memsift.engine.search.time_only import COMMON_SHARE, MAX_COMMON_WORDS, is_weightless, names_only_a_time, topic_words
+from memsift.engine.search.time_rank import candidate_windows
 from memsift.engine.search.time_query import TimeBound, TimeWindow
 
 from .sql import quote
@@ -323,7 +324,7 @@ class LanceSearchManager:
             return [], "none", False, None, False
         windows = req.windows
         within = await anyio.to_thread.run_sync(self._filter_clause, gen.number, req.time_filter) if req.time_filter else None
-        prefer = " OR ".join(_in_window(w) for w in windows) if windows and within is None else None
+        prefer = " OR ".join(_in_window(w) for w in candidate_windows(windows)) if windows and within is None else None
 
         def retrieve() -> tuple:
             vector = self._vector(chunks, qvec, limit, within) if qvec is not None else None

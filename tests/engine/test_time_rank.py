@@ -1,0 +1,48 @@
+"""The question's time windows in ranking (engine/search/time_rank.py): how near a day is to a
+window, on both sides of it, and the days a backend adds to its candidates."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from memsift.engine.search.ranking import Candidate
+from memsift.engine.search.time_query import TimeWindow
+from memsift.engine.search.time_rank import apply_time_windows, candidate_windows
+
+WEEKEND = TimeWindow(date(2026, 11, 21), date(2026, 11, 22), "last weekend")
+
+
+def _note(day: str) -> Candidate:
+    return Candidate(chunk_id=day, path=f"memory/{day}.md", source="memory", start_line=1, end_line=2,
+                     text=f"# {day}\nbeat the boss", score=0.5, day=day, day_source="file name")
+
+
+def _factors(days: list[str], window: TimeWindow = WEEKEND) -> dict[str, float]:
+    notes = [_note(d) for d in days]
+    apply_time_windows(notes, [window], 0.7)
+    return {c.day: round(c.time_factor, 3) for c in notes}
+
+
+def test_a_day_after_a_window_keeps_more_than_a_day_before_it():
+    # An event is told after it happens: a week's margin after the window, two days before it.
+    f = _factors(["2026-11-21", "2026-11-19", "2026-11-24", "2026-11-28", "2026-11-29", "2026-10-01"])
+    assert f["2026-11-21"] == 1.0
+    assert f["2026-11-19"] == 0.3  # two days before: out of the margin
+    assert f["2026-11-24"] == round(1 - 0.7 * 2 / 7, 3)  # two days after: most of it kept
+    assert f["2026-11-28"] < f["2026-11-24"] and f["2026-11-29"] == 0.3
+    assert f["2026-10-01"] == 0.3
+
+
+def test_a_month_keeps_its_half_month_margin_on_both_sides():
+    march = TimeWindow(date(2026, 3, 1), date(2026, 3, 31), "in March")
+    f = _factors(["2026-03-10", "2026-02-24", "2026-04-05"], march)
+    assert f["2026-02-24"] == f["2026-04-05"] == round(1 - 0.7 * 5 / 15.5, 3)
+
+
+def test_the_candidates_cover_the_days_that_still_get_credit():
+    (weekend,) = candidate_windows([WEEKEND])
+    assert (weekend.start, weekend.end, weekend.text) == (date(2026, 11, 20), date(2026, 11, 28), "last weekend")
+    march, since = candidate_windows([TimeWindow(date(2026, 3, 1), date(2026, 3, 31), "in March"),
+                                      TimeWindow(date(2026, 3, 1), None, "since March")])
+    assert (march.start, march.end) == (date(2026, 2, 14), date(2026, 4, 15))
+    assert (since.start, since.end) == (date(2026, 2, 28), None)  # an open end stays open (2 days: no length)
