@@ -342,6 +342,12 @@ def test_a_time_only_question_gets_that_days_notes_through_every_door(doors, min
     assert [h[0] for h in answer["hits"]] == [f"memory/{yesterday}.md"]
 
 
+def test_a_list_of_times_is_read_whole_through_every_door(doors):
+    # "in March and April": a window each (only March was read before), the same on every door.
+    answer = _check_same(doors, "what did we decide in March and April?", {})
+    assert [w.split(" ", 1)[1] for w in answer["timeWindows"]] == ["('in March')", "('April')"], answer["timeWindows"]
+
+
 def test_the_asked_persons_own_line_comes_first_through_every_door(doors):
     # The evidence ranker's "who is the question about" (asker_coverage), above every backend.
     answer = _check_same(doors, CHAT_QUESTION, {})

@@ -258,7 +258,56 @@ def find_time_windows(query: str, now: float | None = None, *, hemisphere: str =
                 else:
                     window = TimeWindow(window.start, None, text)
             windows.append(window)
+            if languages == ("en",) and not lead and not recent:
+                for item, said, item_span in _coordinated(query, m.end(), span):
+                    parsed = _parse(item, ("en",), base)
+                    if parsed is None:
+                        continue
+                    if item_span == (0, 0):  # the spotted month again, with the list's year
+                        windows[-1] = _window(*parsed, text)
+                    else:
+                        windows.append(_window(*parsed, said))
+                        taken.append(item_span)
     return windows
+
+
+# "in March and April", "on Monday or Tuesday", "in 2021, 2022 and 2023": more of the same kind
+# after a spotted one, each its own window (a trailing year is shared: "in May and June 2022").
+_LIST_SEP = r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&)\s+)"
+_MAY_ENDS_ITEM = re.compile(r"\s*(?:[,.;:!?)]|$|(?:and|or)\b|\d)", re.IGNORECASE)
+_KINDS = {"month": rf"{_MONTH}(?:\s+{_YEAR})?", "weekday": _WEEKDAY, "year": _YEAR}
+
+
+def _coordinated(query: str, pos: int, first: str) -> list[tuple[str, str, tuple[int, int]]]:
+    """The items listed right after a spotted bare month, weekday or year `first` (its span as
+    parsed, the introducing word removed), as (text to parse, text as written, position); [] for
+    any other span.
+    A year written after the first month is given to the months after it; one written after the
+    last, to the months before it, and then `first` comes first in the list, at position (0, 0),
+    to be read again with it."""
+    kind = next((k for k, pat in _KINDS.items() if re.fullmatch(pat, first, re.IGNORECASE)), None)
+    if kind is None:
+        return []
+    item_re = re.compile(rf"{_LIST_SEP}({_KINDS[kind]})\b(?![-/.:]\d)", re.IGNORECASE)
+    items: list[tuple[str, str, tuple[int, int]]] = []
+    while (m := item_re.match(query, pos)) is not None:
+        if m.group(1).lower() == "may" and not _MAY_ENDS_ITEM.match(query, m.end()):
+            break  # "in March and may it be": the modal
+        items.append((m.group(1), m.group(1), m.span(1)))
+        pos = m.end()
+    if not items or kind != "month":
+        return items
+    lead_year = re.search(rf"\s({_YEAR})$", first)
+    if lead_year:  # "in March 2022 and April": April of 2022 too
+        return [(_with_year(parse, lead_year.group(1)), said, where) for parse, said, where in items]
+    year = re.search(rf"\s({_YEAR})$", items[-1][0])
+    if year:
+        items = [(_with_year(parse, year.group(1)), said, where) for parse, said, where in [(first, first, (0, 0)), *items]]
+    return items
+
+
+def _with_year(month: str, year: str) -> str:
+    return month if re.search(_YEAR, month) else f"{month} {year}"
 
 
 _TODAY = re.compile(r"(?i)\b(?:(?:so\s+far\s+)?today|tonight|this\s+evening)\b|今天|今日|今晚|今夜|本日")

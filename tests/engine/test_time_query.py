@@ -7,7 +7,7 @@ from datetime import date, datetime, timedelta
 
 import pytest
 
-from memsift.engine.search.time_query import find_time_windows, parse_day, time_filter_for
+from memsift.engine.search.time_query import find_time_windows, parse_day, time_filter_for, without_time_expressions
 
 # Tuesday 18 April 2023, 02:06 local time.
 NOW = datetime(2023, 4, 18, 2, 6).timestamp()
@@ -100,6 +100,35 @@ def test_time_expressions_resolve_to_day_windows(question: str, expected: list) 
 )
 def test_what_is_not_a_time_is_left_alone(question: str) -> None:
     assert find_time_windows(question, NOW) == []
+
+
+@pytest.mark.parametrize(
+    "question, expected",
+    [
+        # A list of months, weekdays or years after the first: each its own window (only the first
+        # was read before: "in March and April" asked about March alone).
+        ("which airline did I fly with in January and March?",
+         [(date(2023, 1, 1), date(2023, 1, 31)), (date(2023, 3, 1), date(2023, 3, 31))]),
+        ("the novels I finished in January, February or March",
+         [(date(2023, 1, 1), date(2023, 1, 31)), (date(2023, 2, 1), date(2023, 2, 28)), (date(2023, 3, 1), date(2023, 3, 31))]),
+        ("what did I do in May and June 2022",  # the last month's year is the list's
+         [(date(2022, 5, 1), date(2022, 5, 31)), (date(2022, 6, 1), date(2022, 6, 30))]),
+        ("what did we plan in March 2022 and April?",  # and so is the first's
+         [(date(2022, 3, 1), date(2022, 3, 31)), (date(2022, 4, 1), date(2022, 4, 30))]),
+        ("what happened on Monday and Tuesday", [(date(2023, 4, 17), date(2023, 4, 17)), (date(2023, 4, 11), date(2023, 4, 11))]),
+        ("trips in 2021 and 2022", [(date(2021, 1, 1), date(2021, 12, 31)), (date(2022, 1, 1), date(2022, 12, 31))]),
+        # What follows "and" is not always a time.
+        ("trips in March and may I ask why", [(date(2023, 3, 1), date(2023, 3, 31))]),
+        ("in March and 3 friends came", [(date(2023, 3, 1), date(2023, 3, 31))]),
+    ],
+)
+def test_a_list_of_times_gives_a_window_each(question: str, expected: list) -> None:
+    assert _windows(question) == expected
+
+
+def test_a_listed_time_leaves_the_question_as_written() -> None:
+    question = "which airline did I fly with in January and March?"
+    assert without_time_expressions(question, find_time_windows(question, NOW)) == "which airline did I fly with and ?"
 
 
 def test_relative_expressions_follow_the_searchs_now() -> None:
