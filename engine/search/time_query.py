@@ -259,15 +259,13 @@ def find_time_windows(query: str, now: float | None = None, *, hemisphere: str =
                     window = TimeWindow(window.start, None, text)
             windows.append(window)
             if languages == ("en",) and not lead and not recent:
-                for item, said, item_span in _coordinated(query, m.end(), span):
-                    parsed = _parse(item, ("en",), base)
-                    if parsed is None:
-                        continue
-                    if item_span == (0, 0):  # the spotted month again, with the list's year
-                        windows[-1] = _window(*parsed, text)
-                    else:
+                items, first_year = _listed_after(query, m.end(), span)
+                if first_year and (parsed := _parse(f"{span} {first_year}", ("en",), base)):
+                    windows[-1] = _window(*parsed, text)  # "in May and June 2022": May of 2022
+                for item, said, where in items:
+                    if parsed := _parse(item, ("en",), base):
                         windows.append(_window(*parsed, said))
-                        taken.append(item_span)
+                        taken.append(where)
     return windows
 
 
@@ -278,16 +276,14 @@ _MAY_ENDS_ITEM = re.compile(r"\s*(?:[,.;:!?)]|$|(?:and|or)\b|\d)", re.IGNORECASE
 _KINDS = {"month": rf"{_MONTH}(?:\s+{_YEAR})?", "weekday": _WEEKDAY, "year": _YEAR}
 
 
-def _coordinated(query: str, pos: int, first: str) -> list[tuple[str, str, tuple[int, int]]]:
+def _listed_after(query: str, pos: int, first: str) -> tuple[list[tuple[str, str, tuple[int, int]]], str | None]:
     """The items listed right after a spotted bare month, weekday or year `first` (its span as
-    parsed, the introducing word removed), as (text to parse, text as written, position); [] for
-    any other span.
-    A year written after the first month is given to the months after it; one written after the
-    last, to the months before it, and then `first` comes first in the list, at position (0, 0),
-    to be read again with it."""
+    parsed, the introducing word removed), each as (text to parse, text as written, position),
+    and the year the last month gives `first` when only the last has one. A year written after
+    the first month goes to the months after it. Nothing for any other kind of span."""
     kind = next((k for k, pat in _KINDS.items() if re.fullmatch(pat, first, re.IGNORECASE)), None)
     if kind is None:
-        return []
+        return [], None
     item_re = re.compile(rf"{_LIST_SEP}({_KINDS[kind]})\b(?![-/.:]\d)", re.IGNORECASE)
     items: list[tuple[str, str, tuple[int, int]]] = []
     while (m := item_re.match(query, pos)) is not None:
@@ -296,14 +292,13 @@ def _coordinated(query: str, pos: int, first: str) -> list[tuple[str, str, tuple
         items.append((m.group(1), m.group(1), m.span(1)))
         pos = m.end()
     if not items or kind != "month":
-        return items
-    lead_year = re.search(rf"\s({_YEAR})$", first)
-    if lead_year:  # "in March 2022 and April": April of 2022 too
-        return [(_with_year(parse, lead_year.group(1)), said, where) for parse, said, where in items]
-    year = re.search(rf"\s({_YEAR})$", items[-1][0])
-    if year:
-        items = [(_with_year(parse, year.group(1)), said, where) for parse, said, where in [(first, first, (0, 0)), *items]]
-    return items
+        return items, None
+    first_year = re.search(rf"\s({_YEAR})$", first)
+    last_year = re.search(rf"\s({_YEAR})$", items[-1][0])
+    year = first_year or last_year
+    if year:  # "in March 2022 and April", "in May and June 2022": the other months are of that year
+        items = [(_with_year(parse, year.group(1)), said, where) for parse, said, where in items]
+    return items, (last_year.group(1) if last_year and not first_year else None)
 
 
 def _with_year(month: str, year: str) -> str:
