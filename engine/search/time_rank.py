@@ -9,11 +9,12 @@ modification day.
   it shows those lines (`focus`) when others do not.
 - **Windows** (a time named in the question): a dated hit inside a window keeps its score; one
   outside loses up to `weight` of it, less the closer it is (within half the window's length, at
-  least 2 days before it and 7 after it: an event is told after it happens); backends add the
-  best notes of these days to their candidates (`candidate_windows`); an undated hit loses `weight/2` times the share of dated hits in the pool (in
-  daily logs an undated note is unlikely the one meant; in an undated corpus a rare date-like
-  line must not cost every other note). Factors are relative to the pool's best, so
-  when no hit is inside a window (or none is dated) nothing changes.
+  least 2 days before it and 7 after it: an event is told after it happens), and backends add
+  the best notes of these days to their candidates (`candidate_windows`); an undated hit loses
+  `weight/2` times the share of dated hits in the pool (in daily logs an undated note is unlikely
+  the one meant; in an undated corpus a rare date-like line must not cost every other note).
+  Factors are relative to the pool's best, so when no hit is inside a window (or none is dated)
+  nothing changes.
 - **Decay**, `bounded` (default): score × (1 − w + w · 0.5^(age / halfLife)), the age counted
   from the newest dated hit of this search (never later than `now`) to the day of the lines that
   matched the query (else the chunk's day), so decay orders notes by how recent they are without
@@ -128,8 +129,8 @@ def _margin_days(window: TimeWindow) -> float:
 
 def _margin_after(window: TimeWindow) -> float:
     """The margin after a window's end: at least a week, since an event is often told days after
-    it ("last weekend", said on Wednesday). Measured on the dev sets: lme 0.706 → 0.708, chats
-    0.869 → 0.870 (4 days: half of that; 10 days: the same as 7)."""
+    it ("last weekend", said on Wednesday). On the dev sets 4 days gave half the gain of 7, and
+    10 days the same (docs/performance.md)."""
     return max(_margin_days(window), MIN_MARGIN_AFTER_DAYS)
 
 
