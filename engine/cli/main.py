@@ -454,19 +454,17 @@ def resident_helper(obj: _Ctx) -> None:
 @click.pass_obj
 def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None, max_chars: int | None, no_watch: bool) -> None:
     """Serve memory_search, memory_get and memory_status over MCP (needs the `mcp` extra)."""
-    try:
-        from ..mcp.server import serve  # noqa: PLC0415
+    from importlib.util import find_spec  # noqa: PLC0415
 
-        import mcp as _  # noqa: F401, PLC0415
-    except ImportError:
+    if find_spec("mcp") is None:  # not imported here: the SDK takes over a second to load (after the handshake)
         click.echo("memsift: the MCP server needs the mcp extra: pip install 'memsift[mcp]'", err=True)
         sys.exit(EXIT_CODES["usage"])
     if use_http and host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"memsift: warning: serving memory without authentication on {host}:{port}", err=True)
+    from ..mcp.serving import serve  # noqa: PLC0415
 
     with _errors_to_exit():
-        settings = obj.settings()
-        anyio.run(lambda: serve(settings, backend=obj.backend, transport="http" if use_http else "stdio", host=host,
+        anyio.run(lambda: serve(obj.settings, backend=obj.backend, transport="http" if use_http else "stdio", host=host,
                                 port=port, session_key=session_key, max_chars=max_chars, fresh=not no_watch))
 
 

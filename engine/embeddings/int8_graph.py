@@ -123,12 +123,14 @@ _ADVICE = "pre-processing before quantization"
 def _quantiser_advice_silenced() -> Iterator[None]:
     """onnxruntime's quantiser gives advice through the root logger ("Please consider to run
     pre-processing before quantization…"): it printed on a user's terminal on the first search, and
-    `logging.warning`'s implicit basicConfig left a handler on the root logger. Neither stays."""
+    `logging.warning`'s implicit basicConfig left a handler on the root logger. Neither stays. Its
+    INFO lines (one per tensor) are dropped too: under `memsift mcp` the MCP SDK sets the root
+    logger to INFO, and a first search there printed some 200 of them."""
     root = logging.getLogger()
     handlers = list(root.handlers)
 
     def not_advice(record: logging.LogRecord) -> bool:
-        return _ADVICE not in record.getMessage()
+        return record.levelno >= logging.WARNING and _ADVICE not in record.getMessage()
 
     root.addFilter(not_advice)
     try:

@@ -12,8 +12,9 @@ Needs the optional extra: `pip install 'memsift[mcp]'`.
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -26,14 +27,10 @@ from ..compose.scoped import SHOWN_PATH_CHARS, scoped
 from ..text import shorten, utf16_len, utf16_slice
 from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key, door_name, run_read, run_search, run_status
 from ..search.citations import decorate_snippet
+from .handshake import INSTRUCTIONS
 
-__all__ = ["build_server", "MemoryServer", "SearchOutput", "GetOutput", "StatusOutput", "INSTRUCTIONS"]
+__all__ = ["build_server", "tool_result", "MemoryServer", "SearchOutput", "GetOutput", "StatusOutput", "INSTRUCTIONS"]
 
-INSTRUCTIONS = """## Memory Recall
-This server searches the user's long-term memory: MEMORY.md and the daily logs memory/YYYY-MM-DD.md.
-Before answering anything about prior work, decisions, dates, people, preferences or todos, call
-memory_search first; then call memory_get for the lines you need. Include `Source: <path#line>`
-when it helps the user check a claim."""
 
 SEARCH_DESCRIPTION = (
     "Mandatory recall step: search long-term memory (MEMORY.md, memory/*.md) before answering any "
@@ -312,7 +309,7 @@ def build_server(memory: MemoryServer) -> Any:
         """A request the model refused is a tool error (isError), as the SDK makes of a schema error."""
         if out.invalid:
             raise ToolError(f"Error executing tool {kind}: invalid arguments: {out.error}")
-        return out
+        return tool_result(out)
 
     async def search(**fields: Any) -> SearchOutput:
         return await refused("memory_search", await memory.search(**fields))
@@ -333,6 +330,26 @@ def build_server(memory: MemoryServer) -> Any:
             tool_function(model, call, name=name, returns=returns, required=required))
 
     return server
+
+
+def tool_result(out: BaseModel) -> Any:
+    """The answer as the client gets it: structured content and its JSON text, both without the
+    fields that hold nothing (a null is noise the model reads: two hits took 5,542 characters in
+    OpenClaw's tool message with them)."""
+    from mcp.types import CallToolResult, TextContent  # noqa: PLC0415  (optional extra)
+
+    data = _without_nulls(out.model_dump(mode="json", by_alias=True, exclude_none=True))
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _without_nulls(value: Any) -> Any:
+    """exclude_none leaves the None values of plain dicts (a status's details): dropped here too."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def _plain_errors(base: Any) -> Any:
@@ -357,40 +374,3 @@ def _plain_errors(base: Any) -> Any:
                 raise ToolError(f"Error executing tool {name}: invalid arguments: {problems}") from cause
 
     return Server
-
-
-Transport = Literal["stdio", "http"]
-
-
-async def serve(settings: ResolvedConfig, *, backend: str | None = None, transport: Transport = "stdio",
-                host: str = "127.0.0.1", port: int = 8765, session_key: str | None = None,
-                max_chars: int | None = None, fresh: bool = True) -> None:
-    """Open the manager, keep it fresh, and serve MCP until the transport ends or is cancelled."""
-    import anyio  # noqa: PLC0415
-
-    from ..cli.resident_server import serve_resident  # noqa: PLC0415
-    from ..compose.factory import open_manager  # noqa: PLC0415
-    from ..compose.host import serve_freshness  # noqa: PLC0415
-
-    manager = open_manager(settings, backend=backend)
-    server = build_server(MemoryServer(manager, settings, session_key=session_key, max_chars=max_chars))
-    try:
-        async with anyio.create_task_group() as tg:
-            if fresh:
-                tg.start_soon(serve_freshness, manager, settings)
-                # Kept fresh, so it can also answer `memsift search` from a terminal quickly.
-                tg.start_soon(lambda: serve_resident(manager, settings, backend=backend))
-            if transport == "stdio":
-                from .stdio import guarded_stdio  # noqa: PLC0415
-
-                # The SDK's own run_stdio_async, over a transport that answers malformed requests too.
-                lowlevel = server._lowlevel_server  # noqa: SLF001
-                async with guarded_stdio() as (read, write):
-                    await lowlevel.run(read, write, lowlevel.create_initialization_options())
-            else:
-                from .http import serve_http  # noqa: PLC0415
-
-                await serve_http(server, host=host, port=port)
-            tg.cancel_scope.cancel()
-    finally:
-        await manager.aclose()

@@ -14,7 +14,9 @@ forever. Here each line is checked before the SDK sees it:
 - a line over `MAX_LINE_BYTES` is refused without holding it in memory.
 
 The standard descriptors are claimed as the SDK claims them (fd 0 and 1 point at the null device
-and stderr while serving), so a child's stray output never lands on the wire.
+and stderr while serving), so a child's stray output never lands on the wire. They are read and
+written on the event loop, so SIGTERM ends the server at once (`_FdIO`), and the first `initialize`
+is answered before the SDK is even imported (handshake.py).
 """
 
 from __future__ import annotations
@@ -22,15 +24,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from contextlib import asynccontextmanager
-from io import TextIOWrapper
 from typing import Any, AsyncIterator
 
 import anyio
+import anyio.lowlevel
 
 from ..logging import get_logger
+from .handshake import REPLAY_ID, EarlyHandshake, answer_initialize
 
-__all__ = ["guarded_stdio", "check_line", "MAX_LINE_BYTES", "PARSE_ERROR", "INVALID_REQUEST", "INVALID_PARAMS"]
+__all__ = ["StdioWire", "check_line", "MAX_LINE_BYTES", "PARSE_ERROR", "INVALID_REQUEST", "INVALID_PARAMS"]
 
 log = get_logger("memsift.mcp")
 
@@ -121,39 +125,124 @@ def check_line(raw: bytes) -> tuple[str | None, list[str]]:
     return None, [_error(data["id"], code, f"{kind}: {problem}")]
 
 
-class _SerialOut:
-    """stdout for the SDK's writer and ours: one whole line at a time."""
+class _FdIO:
+    """A file descriptor read and written on the event loop, never in a worker thread: a thread
+    blocked in read() kept `memsift mcp` alive after SIGTERM until the client closed its stdin
+    (the interpreter waits for such threads at exit). Pipes and sockets are switched to
+    non-blocking mode while served (and back after); a terminal is waited on, then read; a
+    regular file or the null device never blocks."""
 
-    def __init__(self, file: Any) -> None:
-        self._file, self._lock = file, anyio.Lock()
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        mode = os.fstat(fd).st_mode
+        self._nonblocking = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+        self._pollable = self._nonblocking or stat.S_ISCHR(mode)
+        self._was_blocking = os.get_blocking(fd)
+        if self._nonblocking:
+            os.set_blocking(fd, False)
+
+    async def _wait(self, wait: Any) -> None:
+        if not self._pollable:
+            await anyio.lowlevel.checkpoint()
+            return
+        try:
+            await wait(self.fd)
+        except OSError:  # a device the poller refuses (/dev/null): its reads and writes never block
+            self._pollable = False
+            await anyio.lowlevel.checkpoint()
+
+    async def read(self, size: int) -> bytes:
+        while True:
+            if not self._nonblocking:
+                await self._wait(anyio.wait_readable)
+            try:
+                return os.read(self.fd, size)
+            except BlockingIOError:
+                await self._wait(anyio.wait_readable)
+
+    async def write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.fd, view):]
+            except BlockingIOError:
+                await self._wait(anyio.wait_writable)
+
+    def close(self) -> None:
+        if self._nonblocking:
+            try:
+                os.set_blocking(self.fd, self._was_blocking)
+            except OSError:
+                pass
+        os.close(self.fd)
+
+
+READ_CHUNK = 65536
+
+
+class _Lines:
+    """Lines of at most `limit` bytes from an `_FdIO` (as `file.readline(limit)` returns them)."""
+
+    def __init__(self, io: _FdIO) -> None:
+        self._io, self._buf, self._eof = io, bytearray(), False
+
+    async def readline(self, limit: int) -> bytes:
+        while True:
+            newline = self._buf.find(b"\n", 0, limit)
+            if newline >= 0 or len(self._buf) >= limit or self._eof:
+                end = newline + 1 if newline >= 0 else min(limit, len(self._buf))
+                line = bytes(self._buf[:end])
+                del self._buf[:end]
+                return line
+            data = await self._io.read(READ_CHUNK)
+            if data:
+                self._buf += data
+            else:
+                self._eof = True
+
+
+class _SerialOut:
+    """stdout for the SDK's writer and ours: one whole line at a time. The SDK's answer to the
+    replayed `initialize` (handshake.py) is dropped: the client has had memsift's."""
+
+    def __init__(self, io: _FdIO) -> None:
+        self._io, self._lock = io, anyio.Lock()
 
     async def write(self, text: str) -> None:
+        if REPLAY_ID in text and _answers_replay(text):
+            return
         async with self._lock:
-            await self._file.write(text)
-            await self._file.flush()
+            await self._io.write_all(text.encode("utf-8", "replace"))
 
     async def flush(self) -> None:
-        return None  # every write is flushed under the lock
+        return None  # every write goes out whole under the lock
+
+
+def _answers_replay(text: str) -> bool:
+    try:
+        return json.loads(text).get("id") == REPLAY_ID
+    except (ValueError, AttributeError):
+        return False
 
 
 class _GuardedIn:
-    """stdin as the SDK reads it (an async iterator of lines), with malformed lines answered here."""
+    """stdin as the SDK reads it (an async iterator of lines), with malformed lines answered here;
+    the `initialize` already answered early (if any) comes first, as the SDK must see it."""
 
-    def __init__(self, file: Any, out: _SerialOut) -> None:
-        self._file, self._out = file, out  # a binary file; read in a worker thread, a bounded line at a time
+    def __init__(self, lines: _Lines, out: _SerialOut, first: list[bytes]) -> None:
+        self._lines, self._out, self._first = lines, out, first
 
-    async def _readline(self, limit: int) -> bytes:
-        return await anyio.to_thread.run_sync(self._file.readline, limit, abandon_on_cancel=True)
-
-    async def _lines(self) -> AsyncIterator[bytes]:
+    async def _lines_in(self) -> AsyncIterator[bytes]:
+        while self._first:
+            yield self._first.pop(0)
         while True:
-            line = await self._readline(MAX_LINE_BYTES + 1)
+            line = await self._lines.readline(MAX_LINE_BYTES + 1)
             if not line:
                 return
             if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
                 head = line[:4096]
                 while line and not line.endswith(b"\n"):  # the rest of the line, never kept
-                    line = await self._readline(2**20)
+                    line = await self._lines.readline(2**20)
                 log.warning("an MCP message over the size limit was refused", limit=MAX_LINE_BYTES)
                 await self._out.write(_error(_id_from_text(head), INVALID_REQUEST,
                                              f"Invalid Request: the message is over {MAX_LINE_BYTES} bytes") + "\n")
@@ -161,7 +250,7 @@ class _GuardedIn:
             yield line
 
     async def __aiter__(self) -> AsyncIterator[str]:
-        async for raw in self._lines():
+        async for raw in self._lines_in():
             try:
                 line, errors = check_line(raw)
             except Exception as exc:  # noqa: BLE001  (a bug here must not end the server)
@@ -181,23 +270,51 @@ def _claim(fd: int, divert_to: int) -> tuple[int, int]:
     return private, saved
 
 
-@asynccontextmanager
-async def guarded_stdio() -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's stdio transport over guarded stdin and serialised stdout: (read, write) streams."""
-    from mcp.server.stdio import stdio_server  # noqa: PLC0415  (optional extra)
+class StdioWire:
+    """The process's stdin and stdout as the MCP wire, claimed as the SDK claims them (fd 0 and 1
+    point at the null device and stderr while serving, so a child's stray output never lands on
+    the wire), and restored by `release()`."""
 
-    null = os.open(os.devnull, os.O_RDONLY)
-    in_fd, saved_in = _claim(0, null)
-    out_fd, saved_out = _claim(1, 2)
-    os.close(null)
-    stdin = os.fdopen(in_fd, "rb")
-    stdout = anyio.wrap_file(TextIOWrapper(os.fdopen(out_fd, "wb"), encoding="utf-8", write_through=True))
-    out = _SerialOut(stdout)
-    try:
-        async with stdio_server(stdin=_GuardedIn(stdin, out), stdout=out) as streams:  # type: ignore[arg-type]
+    def __init__(self) -> None:
+        null = os.open(os.devnull, os.O_RDONLY)
+        in_fd, self._saved_in = _claim(0, null)
+        out_fd, self._saved_out = _claim(1, 2)
+        os.close(null)
+        self._in, self._out_io = _FdIO(in_fd), _FdIO(out_fd)
+        self._lines = _Lines(self._in)
+        self._out = _SerialOut(self._out_io)
+        self._first: list[bytes] = []
+        self.early: EarlyHandshake | None = None
+
+    async def handshake(self) -> EarlyHandshake | None:
+        """Wait for the client's first message; an `initialize` is answered at once (handshake.py),
+        before anything heavy is loaded. Whatever it was, the SDK sees it first."""
+        line = await self._lines.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return None
+        self.early = answer_initialize(line) if len(line) <= MAX_LINE_BYTES else None
+        if self.early is not None:
+            await self._out.write(self.early.answer + "\n")
+            self._first.append(self.early.replay.encode() + b"\n")
+        else:
+            self._first.append(line)
+        return self.early
+
+    @asynccontextmanager
+    async def sdk_streams(self) -> AsyncIterator[tuple[Any, Any]]:
+        """The SDK's stdio transport over the guarded wire: (read, write) streams."""
+        from mcp.server.stdio import stdio_server  # noqa: PLC0415  (optional extra)
+
+        async with stdio_server(stdin=_GuardedIn(self._lines, self._out, self._first), stdout=self._out) as streams:  # type: ignore[arg-type]
             yield streams
-    finally:
-        os.dup2(saved_in, 0)
-        os.dup2(saved_out, 1)
-        os.close(saved_in)
-        os.close(saved_out)
+
+    def release(self) -> None:
+        for io in (self._in, self._out_io):
+            try:
+                io.close()
+            except OSError:
+                pass
+        os.dup2(self._saved_in, 0)
+        os.dup2(self._saved_out, 1)
+        os.close(self._saved_in)
+        os.close(self._saved_out)

@@ -1,0 +1,128 @@
+"""`memsift mcp`: the server's life, from the handshake to SIGTERM.
+
+Over stdio the client's `initialize` is answered first (handshake.py), and only then are the
+config, the index and the MCP SDK loaded: a client's connect timeout (OpenClaw's is 5 s) never
+waits for them. SIGTERM and SIGINT end the server promptly, children and all:
+
+- while it waits for the client or serves, the signal cancels the server's task group, so the
+  manager closes its subprocesses and the index on the way out;
+- while it loads (the config, the SDK: synchronous work), the signal ends the process at once,
+  since nothing is open yet;
+- nothing reads the wire in a thread that could keep the process alive (stdio.py).
+
+The exit status is 128 + the signal's number (143 for SIGTERM), as for a process the signal ended.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import TYPE_CHECKING, Any, Callable, Literal
+
+if TYPE_CHECKING:
+    from ..config import ResolvedConfig
+    from .stdio import StdioWire
+
+__all__ = ["serve", "Transport"]
+
+Transport = Literal["stdio", "http"]
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class _Stopper:
+    """The process's SIGTERM/SIGINT handler while it serves: cancels the scope it is given (from
+    the signal handler, through the loop), or, with no scope (synchronous loading), exits."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._scope: Any = None
+        self._loop: Any = None
+        self._saved = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
+        for sig in _STOP_SIGNALS:
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        self.signum = signum
+        if self._scope is None:
+            raise SystemExit(128 + signum)
+        self._loop.call_soon_threadsafe(self._scope.cancel)
+
+    def guard(self, scope: Any) -> None:
+        """`scope` is cancelled by the next signal (None: the next signal exits)."""
+        import asyncio  # noqa: PLC0415
+
+        self._loop = asyncio.get_running_loop()
+        self._scope = scope
+        if scope is not None and self.signum is not None:
+            scope.cancel()
+
+    def restore(self) -> None:
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler)
+
+    def exit_if_stopped(self) -> None:
+        if self.signum is not None:
+            raise SystemExit(128 + self.signum)
+
+
+async def serve(load_settings: Callable[[], ResolvedConfig], *, backend: str | None = None, transport: Transport = "stdio",
+                host: str = "127.0.0.1", port: int = 8765, session_key: str | None = None,
+                max_chars: int | None = None, fresh: bool = True) -> None:
+    """Serve MCP until the transport ends or the process is told to stop. `load_settings` is
+    called once, after the stdio handshake (its ConfigError ends the server with its message)."""
+    import anyio  # noqa: PLC0415
+
+    stopper = _Stopper()
+    wire: StdioWire | None = None
+    try:
+        if transport == "stdio":
+            from .stdio import StdioWire  # noqa: PLC0415
+
+            wire = StdioWire()
+            with anyio.CancelScope() as waiting:
+                stopper.guard(waiting)
+                await wire.handshake()
+            stopper.guard(None)
+            if waiting.cancel_called:
+                return
+        await _serve(load_settings(), stopper, backend=backend, wire=wire, host=host, port=port,
+                     session_key=session_key, max_chars=max_chars, fresh=fresh)
+    finally:
+        stopper.restore()
+        if wire is not None:
+            wire.release()
+        stopper.exit_if_stopped()
+
+
+async def _serve(settings: ResolvedConfig, stopper: _Stopper, *, backend: str | None, wire: StdioWire | None, host: str,
+                 port: int, session_key: str | None, max_chars: int | None, fresh: bool) -> None:
+    """Open the manager, keep it fresh, and serve until the transport ends or is cancelled."""
+    import anyio  # noqa: PLC0415
+
+    from ..cli.resident_server import serve_resident  # noqa: PLC0415
+    from ..compose.factory import open_manager  # noqa: PLC0415
+    from ..compose.host import serve_freshness  # noqa: PLC0415
+    from .server import MemoryServer, build_server  # noqa: PLC0415
+
+    manager = open_manager(settings, backend=backend)
+    try:
+        server = build_server(MemoryServer(manager, settings, session_key=session_key, max_chars=max_chars))
+        async with anyio.create_task_group() as tg:
+            stopper.guard(tg.cancel_scope)
+            if fresh:
+                tg.start_soon(serve_freshness, manager, settings)
+                # Kept fresh, so it can also answer `memsift search` from a terminal quickly.
+                tg.start_soon(lambda: serve_resident(manager, settings, backend=backend))
+            if wire is not None:
+                # The SDK's own run loop, over a transport that answers malformed requests too.
+                lowlevel = server._lowlevel_server  # noqa: SLF001
+                async with wire.sdk_streams() as (read, write):
+                    await lowlevel.run(read, write, lowlevel.create_initialization_options())
+            else:
+                from .http import serve_http  # noqa: PLC0415
+
+                await serve_http(server, host=host, port=port)
+            tg.cancel_scope.cancel()
+    finally:
+        stopper.guard(None)
+        with anyio.CancelScope(shield=True):
+            await manager.aclose()

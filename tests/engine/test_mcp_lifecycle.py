@@ -1,0 +1,210 @@
+"""`memsift mcp` starts and stops the way MCP clients expect: the handshake is answered before the
+SDK loads (and says what the SDK would), SIGTERM and SIGINT end the server (stdio and HTTP) with
+nothing left behind, and answers carry no null-valued fields. Timings are the benchmark's
+(contrib/bench/mcp_lifecycle.py); these tests assert outcomes."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+mcp = pytest.importorskip("mcp")
+from mcp import Client  # noqa: E402
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION  # noqa: E402
+
+from helpers import make_settings  # noqa: E402
+from memsift.engine.mcp.handshake import HANDSHAKE_VERSIONS, INSTRUCTIONS, answer_initialize  # noqa: E402
+from memsift.engine.mcp.server import MemoryServer, build_server  # noqa: E402
+
+INIT = {"jsonrpc": "2.0", "id": 7, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+            "MEMSIFT_NO_RESIDENT": "1"}
+
+
+def _spawn(ws: Path, tmp_path: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "mcp", *args],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tmp_path),
+                            start_new_session=True)
+
+
+def _send(proc: subprocess.Popen, message: dict) -> None:
+    proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+
+
+def _receive(proc: subprocess.Popen, timeout: float = 120) -> dict:
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    assert sel.select(timeout), "no answer from memsift mcp"
+    line = proc.stdout.readline()
+    assert line, proc.stderr.read().decode()[-2000:]
+    return json.loads(line)
+
+
+def _ended(proc: subprocess.Popen, timeout: float = 30) -> int | None:
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return None
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def test_the_early_handshake_says_what_the_sdk_says_for_every_version(tmp_path, example_workspace):
+    """Once the SDK is loaded it answers a repeated `initialize` itself: for each version a client
+    may ask for (known, unknown) that answer is the one memsift gives before the SDK loads."""
+    assert set(HANDSHAKE_VERSIONS) <= set(HANDSHAKE_PROTOCOL_VERSIONS) and HANDSHAKE_VERSIONS[-1] == LATEST_HANDSHAKE_VERSION
+    proc = _spawn(example_workspace, tmp_path, "--no-watch")
+    try:
+        _send(proc, INIT)
+        _receive(proc)
+        _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert _receive(proc)["id"] == 1  # the SDK is serving now
+        for n, asked in enumerate((*HANDSHAKE_PROTOCOL_VERSIONS, "2026-07-28", "1999-01-01"), 100):
+            request = {**INIT, "id": n, "params": {**INIT["params"], "protocolVersion": asked}}
+            _send(proc, request)
+            by_sdk = _receive(proc)
+            early = answer_initialize(json.dumps(request))
+            assert json.loads(early.answer) == by_sdk, asked
+            assert json.loads(early.replay)["params"]["protocolVersion"] == by_sdk["result"]["protocolVersion"]
+        assert by_sdk["result"]["instructions"] == INSTRUCTIONS
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+    for not_initialize in (b"", b"{", b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}', b'[1]',
+                           json.dumps({**INIT, "id": True}).encode(), json.dumps({**INIT, "params": {}}).encode()):
+        assert answer_initialize(not_initialize) is None  # the SDK answers (or refuses) those itself
+
+
+def test_stdio_answers_the_handshake_then_serves_and_ends_on_sigterm(tmp_path, example_workspace):
+    proc = _spawn(example_workspace, tmp_path)
+    try:
+        _send(proc, INIT)
+        init = _receive(proc)
+        assert init["id"] == 7 and init["result"]["serverInfo"]["name"] == "memsift"
+        assert init["result"]["protocolVersion"] == "2025-06-18"
+        _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _send(proc, {"jsonrpc": "2.0", "id": 8, "method": "tools/list"})
+        listed = _receive(proc)
+        assert listed["id"] == 8, listed  # the SDK's answer to the replayed initialize never reaches the client
+        assert {t["name"] for t in listed["result"]["tools"]} == {"memory_search", "memory_get", "memory_status"}
+        _send(proc, {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                     "params": {"name": "memory_search", "arguments": {"query": "which database did we pick for the ledger?",
+                                                                        "maxResults": 2}}})
+        found = _receive(proc)["result"]
+        assert found["structuredContent"]["results"] and "null" not in found["content"][0]["text"]
+        assert json.loads(found["content"][0]["text"]) == found["structuredContent"]
+        proc.send_signal(signal.SIGTERM)  # stdin stays open: the signal alone must end it
+        assert _ended(proc) == 128 + signal.SIGTERM
+        assert not _group_alive(proc.pid)
+        assert b"Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_before_or_during_startup_ends_the_server(tmp_path, example_workspace, signum):
+    """Before the client said anything, and while the SDK loads after the handshake."""
+    quiet = _spawn(example_workspace, tmp_path)
+    busy = _spawn(example_workspace, tmp_path)
+    try:
+        _send(busy, INIT)
+        _receive(busy)
+        time.sleep(0.5)  # the handshake is answered; the SDK and the index are loading now
+        for proc in (quiet, busy):
+            proc.send_signal(signum)
+        for proc in (quiet, busy):
+            assert _ended(proc) is not None
+            assert not _group_alive(proc.pid)
+            assert b"Traceback" not in proc.stderr.read()
+    finally:
+        for proc in (quiet, busy):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_a_broken_config_after_the_handshake_ends_the_server_with_its_message(tmp_path, example_workspace):
+    bad = tmp_path / "bad.json5"
+    bad.write_text("{memory: {backend: 'nope'}}")
+    proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(bad), "-w", str(example_workspace),
+                             "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=_env(tmp_path), start_new_session=True)
+    _send(proc, INIT)
+    assert _receive(proc)["id"] == 7
+    assert _ended(proc) == 3  # a config error, as every command exits on one
+    err = proc.stderr.read().decode()
+    assert "memory.backend" in err and "nope" in err and "Traceback" not in err
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_http_ends_on_sigterm_and_sigint(tmp_path, example_workspace):
+    import httpx
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        port = _free_port()
+        proc = _spawn(example_workspace, tmp_path, "--http", "--port", str(port), "--no-watch")
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                try:
+                    httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=2)
+                    break
+                except httpx.HTTPError:
+                    time.sleep(0.2)
+            else:
+                pytest.fail("the HTTP server did not start: " + proc.stderr.read().decode()[-1000:])
+            proc.send_signal(signum)
+            assert _ended(proc) is not None
+            assert not _group_alive(proc.pid)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_answers_through_the_client_hold_no_null_fields(tmp_path, example_workspace):
+    settings = make_settings(tmp_path, example_workspace, {"provider": "none"})
+    from memsift.backends.builtin import BuiltinSearchManager
+
+    async def go() -> None:
+        manager = BuiltinSearchManager(settings)
+        try:
+            async with Client(build_server(MemoryServer(manager, settings))) as client:
+                for tool, args in (("memory_search", {"query": "ledger"}), ("memory_get", {"path": "MEMORY.md", "lines": 3}),
+                                   ("memory_status", {}), ("memory_search", {"query": "zzqqx nothing"})):
+                    result = await client.call_tool(tool, args)
+                    body = result.structured_content
+                    assert not result.is_error and body
+                    text = result.content[0].text
+                    assert json.loads(text) == body and ": null" not in text and ":null" not in text, (tool, text)
+        finally:
+            await manager.aclose()
+
+    anyio.run(go)
