@@ -59,16 +59,22 @@ def _request(obj: Any, model: Any, params: dict[str, Any], **required: Any) -> A
 
 
 class _Ctx:
-    def __init__(self, workspace: str | None, agent: str | None, config: str | None, backend: str | None = None) -> None:
+    def __init__(self, workspace: str | None, agent: str | None, config: str | None, backend: str | None = None,
+                 openclaw_config: str | None = None) -> None:
         self.workspace, self.agent, self.config, self.backend = workspace, agent, config, backend
+        self.openclaw_config = openclaw_config
         self._settings: Any = None
 
     def settings(self):
-        """The resolved config, read once per command (a search asks for it three times)."""
+        """The resolved config, read once per command (a search asks for it three times); what it
+        has to tell the user (a key set aside, an unset ${VAR}) is said once, on stderr."""
         if self._settings is None:
             from ..compose.factory import resolve_config  # noqa: PLC0415
 
-            self._settings = resolve_config(self.config, workspace=self.workspace, agent=self.agent)
+            self._settings = resolve_config(self.config, workspace=self.workspace, agent=self.agent,
+                                            openclaw_config=self.openclaw_config)
+            for note in self._settings.notes:
+                click.echo(f"memsift: warning: {note}", err=True)
         return self._settings
 
     def warn_if_no_memory(self) -> None:
@@ -102,12 +108,13 @@ class _Ctx:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, params=group_params())
 @click.version_option(package_name="memsift")
 @click.pass_context
-def cli(ctx: click.Context, workspace: str | None, agent: str | None, config_path: str | None, backend: str | None, verbose: int) -> None:
+def cli(ctx: click.Context, workspace: str | None, agent: str | None, config_path: str | None, openclaw_config: str | None,
+        backend: str | None, verbose: int) -> None:
     """Memory search for AI agents over Markdown memory files."""
     from ..logging import configure_logging  # noqa: PLC0415  (structlog is not needed before this)
 
     configure_logging(verbose)
-    ctx.obj = _Ctx(workspace, agent, config_path, backend)
+    ctx.obj = _Ctx(workspace, agent, config_path, backend, openclaw_config)
 
 
 @cli.command()
@@ -511,7 +518,8 @@ def config() -> None:
 @config.command("show")
 @click.pass_obj
 def config_show(obj: _Ctx) -> None:
-    """Print the resolved config for the agent (defaults, file, environment merged; secrets masked)."""
+    """Print the resolved config for the agent (defaults, files, environment merged; secrets
+    masked), and under `sources` which file and key each setting came from."""
     with _errors_to_exit():
         s = obj.settings()
     ms = s.memory_search.model_dump(by_alias=True, mode="json")  # the API key prints as **********
@@ -521,12 +529,16 @@ def config_show(obj: _Ctx) -> None:
             remote["baseUrl"] = url_without_password(remote["baseUrl"])  # http://user:***@host/v1
     data = {
         "configPath": str(s.config_path) if s.config_path else None,
+        "openclawConfigPath": str(s.openclaw_config) if s.openclaw_config else None,
         "agentId": s.agent_id,
         "workspace": str(s.workspace),
         "stateDir": str(s.state_dir),
         "storePath": str(s.store_path),
         "memorySearch": ms,
-        "memory": s.memory.model_dump(by_alias=True, mode="json"),
+        "memory": s.memory.model_dump(by_alias=True, mode="json", exclude={"search"}),
+        # Every setting not listed here is memsift's default.
+        "sources": dict(sorted(s.sources.items())),
+        "warnings": list(s.notes),
     }
     _emit_json(_whole_numbers(data))
 

@@ -71,10 +71,14 @@ def group_params() -> list[click.Parameter]:
         click.Option(["--workspace", "-w"], envvar="MEMSIFT_WORKSPACE",
                      help="Workspace folder holding MEMORY.md and memory/ (default: current folder)."),
         click.Option(["--agent", "-a"], envvar="MEMSIFT_AGENT",
-                     help="Agent id, case-insensitive; one not in agents.list runs on the defaults (default: the entry "
-                          "marked default, else the first, else 'main')."),
+                     help="Agent id, case-insensitive; one no entry has runs on the defaults (default: "
+                          "agents.defaults.systemAgent.agentId, else the entry marked default, else the only or first "
+                          "one, else 'main')."),
         click.Option(["--config", "-c", "config_path"], envvar="MEMSIFT_CONFIG",
-                     help="Config file (JSON5). Default: ~/.config/memsift/config.json5."),
+                     help="Config file (JSON5): memsift's own, or a whole OpenClaw config. Default: ~/.config/memsift/config.json5."),
+        click.Option(["--openclaw-config", "openclaw_config"], envvar="MEMSIFT_OPENCLAW_CONFIG",
+                     help="An OpenClaw config (openclaw.json) read under the config file: its memory keys apply, "
+                          "memsift's own file wins where both set a key."),
         click.Option(["--backend", "-b"], type=BACKEND_NAME, help="Override memory.backend for this call (builtin, qmd, postgres or a plugin's)."),
         click.Option(["--verbose", "-v"], count=True, help="More logs on stderr (-v info, -vv debug)."),
     ]

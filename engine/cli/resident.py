@@ -77,7 +77,7 @@ ASK_BUDGET_S = 1.5  # connecting and acknowledging, over every server tried, bef
 ANSWER_TIMEOUT_S = 30.0  # after the acknowledgement: the search (a sync first, within its budget)
 _HELP = ("-h", "--help")
 # Options of the `memsift` group that take a value (to find the subcommand in argv).
-_GROUP_VALUE_OPTIONS = {"-w", "--workspace", "-a", "--agent", "-c", "--config", "-b", "--backend"}
+_GROUP_VALUE_OPTIONS = {"-w", "--workspace", "-a", "--agent", "-c", "--config", "--openclaw-config", "-b", "--backend"}
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 _NOT_RELEVANT = {"MEMSIFT_LOG_LEVEL", "MEMSIFT_NO_RESIDENT"}  # change no answer
 

@@ -96,7 +96,8 @@ class ResidentServer:
         g, p = group.params, sub.params
         if g.get("verbose"):
             raise _Decline("logs were asked for (-v)")
-        settings = resolve_config(g.get("config_path"), workspace=g.get("workspace"), agent=g.get("agent"), cwd=cwd)
+        settings = resolve_config(g.get("config_path"), workspace=g.get("workspace"), agent=g.get("agent"), cwd=cwd,
+                                  openclaw_config=g.get("openclaw_config"))
         try:
             request = scoped_request(SearchOptions, p, settings, query=p["query"])  # as the cold CLI builds it
         except click.ClickException as exc:
@@ -140,6 +141,7 @@ class ResidentServer:
         warning = workspace_warning(settings) if shown_workspace else None
         if warning:
             err = f"memsift: warning: {warning}\n" + err
+        err = "".join(f"memsift: warning: {note}\n" for note in settings.notes) + err  # as the cold CLI says them
         self.answered += 1
         log.info("answered a CLI search", exit=code)
         self.on_answer({"command": "search", "exit": code})

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 
 from ..logging import get_logger
 from ..config import ResolvedConfig, load_config, resolve_agent
-from ..config.plugin_blocks import plugin_block, plugin_blocks, plugin_config
+from ..config.plugin_blocks import plugin_block, plugin_config
 from ..errors import BackendError, ConfigError, MemsiftError
 from ..manager import SearchManager
 from ..plugins import BackendContext, BackendPlugin
@@ -28,12 +28,15 @@ def resolve_config(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
+    openclaw_config: str | os.PathLike[str] | None = None,
 ) -> ResolvedConfig:
-    """Load the config file (and environment) and resolve it for one agent. Relative paths start
-    from `cwd` (default: the current folder)."""
+    """Load the config file (and an OpenClaw config under it, and the environment) and resolve it
+    for one agent. Relative paths start from `cwd` (default: the current folder)."""
     if config_path is not None and cwd is not None:
         config_path = os.path.join(cwd, os.path.expanduser(config_path))
-    config, path = load_config(config_path, environ=environ, overrides=overrides)
+    if openclaw_config is not None and cwd is not None:
+        openclaw_config = os.path.join(cwd, os.path.expanduser(openclaw_config))
+    config, path = load_config(config_path, environ=environ, overrides=overrides, openclaw_config=openclaw_config)
     return resolve_agent(config, agent_id=agent, workspace=workspace, config_path=path, environ=environ, cwd=cwd)
 
 
@@ -66,7 +69,6 @@ def open_manager(
               workspace=str(settings.workspace), store=str(settings.store_path), backend=chosen,
               provider=settings.memory_search.provider)
     plugin = registry.backend(chosen)
-    _warn_orphan_blocks(settings)
     manager = _guarded(plugin, backend_context(plugin, settings, progress), progress)
     from .scoped import scoped  # noqa: PLC0415
 
@@ -82,19 +84,6 @@ def backend_context(plugin: BackendPlugin, settings: ResolvedConfig,
                           key_path=f"memory.{plugin.name}")
     config = plugin_config(plugin, settings.memory, "memory").get("config")
     return BackendContext(settings=settings, config=config, progress=progress)
-
-
-def _warn_orphan_blocks(settings: ResolvedConfig) -> None:
-    """A `memory.<name>` block no installed backend reads (a plugin removed, a name mistyped) is
-    ignored, and said so; the backend in use reads its own."""
-    blocks = plugin_blocks(settings.memory)
-    if not blocks:
-        return
-    known = registry.names("backend")
-    for name in blocks:
-        if name not in known:
-            log.warning(f"memory.{name}: no installed backend is called {name!r}; this block is ignored",
-                        installed=", ".join(known), key=f"memory.{name}")
 
 
 def _guarded(plugin: BackendPlugin, ctx: BackendContext, progress: Callable[[str, int, int], None] | None) -> SearchManager:

@@ -26,15 +26,15 @@ from ..secrets import register_header_secrets, register_secret, register_url_sec
 from ..files.workspace import find_workspace
 from .memory_section import normalise_memory
 from .resolved import ResolvedConfig
-from .models import AgentDefaults, AgentEntry, ChunkingConfig, MemoryConfig, MemorySearchConfig, MemsiftConfig
+from .agents import agent_workspaces, choose_agent, dotted, merge_layers, search_layers
+from .models import AgentDefaults, AgentEntry, AgentsConfig, ChunkingConfig, KeyedAgentEntry, MemorySearchConfig, MemsiftConfig
 from .sources import default_config_path, env_overrides, read_config_file
 
 __all__ = ["ResolvedConfig", "load_config", "resolve_agent", "normalise_memory_search", "default_index_name", "SOURCE_ORDER"]
 
-SOURCE_ORDER = ("file", "env", "overrides")
+SOURCE_ORDER = ("openclaw", "file", "env", "overrides")
 _ENV_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")  # an apiKey naming an environment variable
-DEFAULT_AGENT_ID = "main"
-_AGENT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+_UNSET_VAR_RE = re.compile(r"^\$\{[A-Z_][A-Z0-9_]*\}$")  # `${NAME}` left as written (includes.py): no secret
 
 
 def default_index_name(agent: str, workspace: Path, ms: MemorySearchConfig | None = None) -> str:
@@ -157,24 +157,58 @@ def load_config(
     *,
     environ: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    openclaw_config: str | os.PathLike[str] | None = None,
 ) -> tuple[MemsiftConfig, Path | None]:
-    """Read and validate the whole config. Returns it and the file it came from (if any)."""
+    """Read and validate the whole config. Returns it and the file it came from (if any).
+
+    `openclaw_config` (else `$MEMSIFT_OPENCLAW_CONFIG`) is an OpenClaw config read under memsift's
+    own file: its memory keys apply, and memsift's file, the environment and the flags win over
+    them. What each file set is remembered for `memsift config show` (`config_sources`)."""
     env = os.environ if environ is None else environ
     explicit = config_path is not None or bool(env.get("MEMSIFT_CONFIG"))
     path = Path(config_path).expanduser() if config_path is not None else default_config_path(env)
-    layers = {
-        "file": read_config_file(path, required=explicit),
+    notes: list[str] = []
+    openclaw = openclaw_config if openclaw_config is not None else env.get("MEMSIFT_OPENCLAW_CONFIG") or None
+    openclaw_path = Path(os.path.abspath(Path(openclaw).expanduser())) if openclaw else None
+    layers: dict[str, dict[str, Any]] = {
+        "openclaw": read_config_file(openclaw_path, required=True, environ=env, notes=notes)
+        if openclaw_path is not None and openclaw_path != Path(os.path.abspath(path)) else {},
+        "file": read_config_file(path, required=explicit, environ=env, notes=notes),
         "env": env_overrides(env),
         "overrides": dict(overrides or {}),
     }
+    labels = {"openclaw": str(openclaw_path), "file": str(Path(os.path.abspath(path))), "env": "environment",
+              "overrides": "command line"}
     merged: dict[str, Any] = {}
+    origins: dict[tuple[Any, ...], str] = {}
     for name in SOURCE_ORDER:
         merged = _deep_merge(merged, layers[name])
+        for leaf in _leaf_paths(layers[name]):
+            origins[leaf] = labels[name]
     _check_agent_typos(merged)
     config = _validate(MemsiftConfig, merged)
+    config._origins = origins  # noqa: SLF001  (private attributes: not settings)
+    config._notes = notes  # noqa: SLF001
+    config._openclaw_path = openclaw_path  # noqa: SLF001
     # Absolute: the same file named relatively (`-c cfg.json5`) and absolutely is the same config
     # (a resident server compares its settings with a client's from another folder).
     return config, (Path(os.path.abspath(path)) if path.exists() else None)
+
+
+def _leaf_paths(data: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    if isinstance(data, dict) and data:
+        return [leaf for key, value in data.items() for leaf in _leaf_paths(value, prefix + (key,))]
+    return [prefix] if prefix else []
+
+
+def config_origin(config: MemsiftConfig, path: tuple[Any, ...]) -> str:
+    """Which source set the raw key at `path` (or the nearest key above it that one did)."""
+    origins: dict[tuple[Any, ...], str] = getattr(config, "_origins", None) or {}
+    for end in range(len(path), 0, -1):
+        found = origins.get(path[:end])
+        if found:
+            return "environment" if found == "environment" else found
+    return "defaults"
 
 
 def _check_agent_typos(raw: dict[str, Any]) -> None:
@@ -184,9 +218,11 @@ def _check_agent_typos(raw: dict[str, Any]) -> None:
     agents = raw.get("agents")
     if not isinstance(agents, dict):
         return
-    entries = [("agents.defaults", agents.get("defaults"), AgentDefaults)]
+    entries = [("agents", agents, AgentsConfig), ("agents.defaults", agents.get("defaults"), AgentDefaults)]
     if isinstance(agents.get("list"), list):
         entries += [(f"agents.list[{i}]", e, AgentEntry) for i, e in enumerate(agents["list"])]
+    if isinstance(agents.get("entries"), dict):
+        entries += [(f"agents.entries.{k}", e, KeyedAgentEntry) for k, e in agents["entries"].items()]
     lines, first = [], None
     for where, entry, model in entries:
         if not isinstance(entry, dict):
@@ -287,68 +323,47 @@ def resolve_agent(
     environ: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
 ) -> ResolvedConfig:
-    """Merge defaults with one agent's overrides and normalise. As in the reference, the defaults
-    apply to any agent id, an id missing from `agents.list` runs on the defaults alone, and ids
-    match case-insensitively (they are lower-cased). Without an id: the `default: true` entry,
-    else the first entry, else "main".
+    """Merge the defaults with one agent's own settings and normalise (agents.py says which
+    agent, which keys and in what order). As in the reference, the defaults apply to any agent id,
+    an id no entry has runs on the defaults alone, and ids match case-insensitively.
 
     `cwd` is the folder relative workspace paths start from (and the default workspace): the
     process's own unless given (a resident server answers for a client elsewhere)."""
     env = os.environ if environ is None else environ
-    agents = config.agents
-    wanted = agent_id if agent_id is not None else env.get("MEMSIFT_AGENT")
-    entry = None
-    if wanted is not None and wanted != "":
-        wanted = wanted.strip().lower()
-        if not _AGENT_ID_RE.match(wanted):
-            # It names files (the index, the QMD home): never a path.
-            raise ConfigError(f"agent id {agent_id or env.get('MEMSIFT_AGENT')!r} is not valid: use letters, digits, "
-                              "'_', '.' and '-', starting with a letter or digit", key_path="agents.list")
-        entry = next((a for a in agents.list_ if a.id.lower() == wanted), None)
-    else:
-        wanted = None
-        entry = next((a for a in agents.list_ if a.default), agents.list_[0] if agents.list_ else None)
-    agent = wanted or (entry.id.lower() if entry else DEFAULT_AGENT_ID)
+    chosen = choose_agent(config, agent_id if agent_id is not None else env.get("MEMSIFT_AGENT"))
+    agent = chosen.id
+    layers = search_layers(config, chosen)
+    merged, sources = merge_layers(layers, lambda path: config_origin(config, path))
+    where_set = dotted(layers[-1][0]) if layers else "agents.defaults.memorySearch"  # the most specific
 
-    base = agents.defaults.memory_search
-    merged: dict[str, Any] = base.model_dump(by_alias=True, exclude_unset=True) if base else {}
-    if entry is not None and entry.memory_search is not None:
-        top = entry.memory_search.model_dump(by_alias=True, exclude_unset=True)
-        extra = list(merged.get("extraPaths", [])) + list(top.get("extraPaths", []))
-        # QMD's extra collections are per agent too: the defaults' first, then the agent's (spec 3.17).
-        collections = [*merged.get("qmd", {}).get("extraCollections", []), *top.get("qmd", {}).get("extraCollections", [])]
-        merged = _deep_merge(merged, top)
-        if extra:
-            merged["extraPaths"] = extra
-        if collections:
-            merged["qmd"]["extraCollections"] = collections
-    index = agents.list_.index(entry) if entry is not None else None
-    where = f"agents.list[{index}].memorySearch" if index is not None else "agents.defaults.memorySearch"
-    ms = normalise_memory_search(_validate(MemorySearchConfig, merged, where))
+    def where(key: str) -> str:
+        """The key a setting was read from (for its error), as the file spells it."""
+        return sources[key].split(": ", 1)[-1].split(" + ")[-1] if key in sources else f"{where_set}.{key}"
+
+    ms = normalise_memory_search(_validate(MemorySearchConfig, merged, where_set))
     _check_multimodal(ms)
     _check_rerank(ms)
     _register_secrets(ms)
 
     base = Path(cwd) if cwd is not None else Path.cwd()
-    given_by, ws_raw = next(
-        ((by, raw) for by, raw in (
-            ("--workspace", workspace),
-            ("MEMSIFT_WORKSPACE", env.get("MEMSIFT_WORKSPACE")),
-            (f"agents.list[{index}].workspace", entry.workspace if entry else None),
-            ("agents.defaults.workspace", agents.defaults.workspace),
+    given_by, ws_raw, ws_key = next(
+        ((by, raw, key) for by, raw, key in (
+            ("--workspace", workspace, None),
+            ("MEMSIFT_WORKSPACE", env.get("MEMSIFT_WORKSPACE"), None),
+            *agent_workspaces(config, chosen),
         ) if raw),
-        (None, base),
+        (None, base, None),
     )
     ws = find_workspace((base / _expand(ws_raw, given_by or "workspace")).resolve(), given_by=given_by)
     state_dir = _expand(config.state_dir, "stateDir") if config.state_dir else default_state_dir(env)
     for raw in ms.extra_paths:
-        _expand(raw, f"{where}.extraPaths")
+        _expand(raw, where("extraPaths"))
     for i, c in enumerate(config.memory.qmd.paths):
         _expand(c.path, f"memory.qmd.paths[{i}].path")
     for i, c in enumerate(ms.qmd.extra_collections):
-        _expand(c.path, f"{where}.qmd.extraCollections[{i}].path")
+        _expand(c.path, f"{where('qmd.extraCollections')}[{i}].path")
     if ms.store.path:
-        store = _expand(ms.store.path.replace("{agentId}", agent), f"{where}.store.path")
+        store = _expand(ms.store.path.replace("{agentId}", agent), where("store.path"))
         store = store if store.is_absolute() else (ws / store)
     else:
         store = state_dir / "memory" / default_index_name(agent, ws, ms)
@@ -363,12 +378,48 @@ def resolve_agent(
         memory_search=ms,
         memory=normalise_memory(config.memory, ws),
         workspace_given_by=given_by,
+        notes=(*(getattr(config, "_notes", None) or ()), *_orphan_blocks(config)),
+        sources={**_memory_sources(config), **{f"memorySearch.{k}": v for k, v in sources.items()},
+                 "workspace": f"{config_origin(config, ws_key)}: {given_by}" if ws_key else (given_by or "the current folder"), "agentId": _agent_source(config, chosen, agent_id, env)},
+        openclaw_config=getattr(config, "_openclaw_path", None),
     )
     # Checked on what the index really covers: the extra paths and QMD's collections (qmd_coverage.py).
     covered = with_qmd_coverage(resolved).memory_search.extra_paths
-    _check_index_path(store, ws, covered, f"{where}.store.path" if ms.store.path else "stateDir")
+    _check_index_path(store, ws, covered, where("store.path") if ms.store.path else "stateDir")
     _check_export_dir(resolved, covered)
     return resolved
+
+
+def _orphan_blocks(config: MemsiftConfig) -> list[str]:
+    """A `memory.<name>` block no installed backend reads (a plugin removed, a name mistyped) is
+    ignored, and said so; the backend in use reads its own (compose/factory.py)."""
+    from ..plugins import registry  # noqa: PLC0415
+
+    blocks = dict(config.memory.model_extra or {})  # plugin_blocks.plugin_blocks (which imports this module)
+    known = registry.names("backend") if blocks else []
+    return [f"memory.{name} ({config_origin(config, ('memory', name))}): no installed backend is called {name!r}, so memsift "
+            f"ignores this block (installed: {', '.join(known)})" for name in blocks if name not in known]
+
+
+def _memory_sources(config: MemsiftConfig) -> dict[str, str]:
+    """Where each `memory.*` setting (backend, citations, qmd, …) and `stateDir` came from."""
+    out: dict[str, str] = {}
+    for leaf in _leaf_paths(config.memory.model_dump(by_alias=True, exclude_unset=True, exclude={"search"}), ("memory",)):
+        out[".".join(str(p) for p in leaf)] = f"{config_origin(config, leaf)}: {'.'.join(str(p) for p in leaf)}"
+    if config.state_dir:
+        out["stateDir"] = f"{config_origin(config, ('stateDir',))}: stateDir"
+    return out
+
+
+def _agent_source(config: MemsiftConfig, chosen: Any, agent_id: str | None, env: Mapping[str, str]) -> str:
+    if agent_id:
+        return "-a (--agent)"
+    if env.get("MEMSIFT_AGENT"):
+        return "MEMSIFT_AGENT"
+    system = config.agents.defaults.system_agent
+    if system and system.agent_id:
+        return f"{config_origin(config, ('agents', 'defaults', 'systemAgent', 'agentId'))}: agents.defaults.systemAgent.agentId"
+    return "the default agent" if (chosen.keyed or chosen.listed) else "the default agent id"
 
 
 def _expand(raw: str | os.PathLike[str], key: str) -> Path:
@@ -445,7 +496,7 @@ def _register_secrets(ms: MemorySearchConfig) -> None:
         register_header_secrets(remote.headers)
         register_url_secrets(remote.base_url)
         key = remote.api_key.get_secret_value() if remote.api_key else None
-        if key and not _ENV_NAME_RE.match(key):
+        if key and not _ENV_NAME_RE.match(key) and not _UNSET_VAR_RE.match(key):
             register_secret(key)
 
 

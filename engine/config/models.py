@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -26,6 +26,9 @@ __all__ = [
     "QmdConfig",
     "PostgresConfig",
     "AgentEntry",
+    "KeyedAgentEntry",
+    "AgentMemory",
+    "SystemAgent",
     "AgentDefaults",
     "AgentsConfig",
     "MemsiftConfig",
@@ -112,6 +115,11 @@ class RemoteConfig(_Strict):
         default_factory=BatchConfig,
         description="The provider's batch API for large indexing runs.",
     )
+
+    @field_validator("api_key", mode="before")
+    @classmethod
+    def _api_key_ref(cls, value: object) -> object:
+        return _secret_ref(value)
 
 
 class VectorStoreConfig(_Strict):
@@ -281,6 +289,11 @@ class RerankRemoteConfig(_Strict):
         description="Extra HTTP headers for the reranker; every value is masked.",
     )
 
+    @field_validator("api_key", mode="before")
+    @classmethod
+    def _api_key_ref(cls, value: object) -> object:
+        return _secret_ref(value)
+
 
 RerankProviderId = Annotated[str, Field(pattern=_PLUGIN_NAME), _registered("reranker")]
 
@@ -419,6 +432,37 @@ class MemorySearchQmdConfig(_Strict):
     )
 
 
+# OpenClaw 2026.9's name for an OpenAI-compatible endpoint is memsift's `openai` provider.
+PROVIDER_ALIASES = {"openai-compatible": "openai"}
+# OpenClaw's `extraPaths: [{path, pattern}]`: these patterns mean what memsift indexes anyway.
+_EVERY_MD = frozenset({None, "", "**/*.md", "*.md", "**/*"})
+
+
+def _extra_path(value: object) -> object:
+    """An extra path as memsift keeps it (a string), from OpenClaw's object form."""
+    if not isinstance(value, dict):
+        return value
+    path, pattern = value.get("path"), value.get("pattern")
+    if set(value) - {"path", "pattern"} or not isinstance(path, str):
+        raise ValueError("an extra path is a string or {path, pattern}")
+    if pattern not in _EVERY_MD:
+        sub = str(pattern).split("/**", 1)[0].split("*", 1)[0].rstrip("/")
+        hint = f"; list {path.rstrip('/') + '/' + sub!r} as the extra path instead" if sub else ""
+        raise ValueError(f"pattern {pattern!r}: memsift indexes every .md file under an extra path{hint}")
+    return path
+
+
+def _secret_ref(value: object) -> object:
+    """OpenClaw's secret reference `{source: "env", provider, id}` is the variable's name, which
+    memsift reads as such; file, exec and store references belong to OpenClaw's secret providers."""
+    if not isinstance(value, dict):
+        return value
+    if value.get("source") == "env" and isinstance(value.get("id"), str):
+        return value["id"]
+    raise ValueError(f"a {value.get('source')!r} secret reference is read by OpenClaw's secret providers only; "
+                     "give memsift the key, or the name of an environment variable holding it")
+
+
 class MemorySearchConfig(_WithPluginBlocks):
     enabled: bool = Field(True, description="Memory search for this agent; false: the CLI refuses to search (exit 3).")
     provider: ProviderId = Field(
@@ -441,8 +485,25 @@ class MemorySearchConfig(_WithPluginBlocks):
     )
     extra_paths: list[str] = Field(
         default_factory=list,
-        description="More Markdown files or folders to index, relative to the workspace or absolute; trimmed and de-duplicated.",
+        description="More Markdown files or folders to index, relative to the workspace or absolute; trimmed and de-duplicated. OpenClaw's object form `{path}` is read too (a `pattern` other than every `.md` file is refused).",
     )
+    remember_across_conversations: bool | None = Field(
+        None,
+        description="OpenClaw 2026.9's cross-conversation transcript recall: accepted so configs carry over; memsift searches the memory files (and `sources: [\"sessions\"]` transcripts), not other conversations.",
+    )
+    input_type: str | None = Field(None, description="OpenClaw 2026.9's embedding input type: accepted so configs carry over; not used.")
+    query_input_type: str | None = Field(None, description="OpenClaw 2026.9's query input type: accepted so configs carry over; not used.")
+    document_input_type: str | None = Field(None, description="OpenClaw 2026.9's document input type: accepted so configs carry over; not used.")
+
+    @field_validator("extra_paths", mode="before")
+    @classmethod
+    def _extra_path_objects(cls, value: object) -> object:
+        return [_extra_path(v) for v in value] if isinstance(value, list) else value
+
+    @field_validator("provider", "fallback", mode="before")
+    @classmethod
+    def _provider_aliases(cls, value: object) -> object:
+        return PROVIDER_ALIASES.get(value, value) if isinstance(value, str) else value
     store: StoreConfig = Field(default_factory=StoreConfig, description="Where and how the index is stored.")
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig, description="How files are cut into chunks.")
     sync: SyncConfig = Field(default_factory=SyncConfig, description="When changed files are synced into the index.")
@@ -671,6 +732,10 @@ class MemoryConfig(_WithPluginBlocks):
         default_factory=ResidentHelperConfig,
         description="The helper that answers repeated CLI searches.",
     )
+    search: MemorySearchConfig | None = Field(
+        None,
+        description="OpenClaw 2026.9's place for the memory search settings of every agent (`agents.defaults.memorySearch` before); wins over the older keys where both are set.",
+    )
 
 
 
@@ -683,6 +748,10 @@ class _Tolerant(BaseModel):
     model_config = ConfigDict(extra="ignore", alias_generator=to_camel, populate_by_name=True)
 
 
+class SystemAgent(_Tolerant):
+    agent_id: str | None = Field(None, description="The agent used without `-a` (OpenClaw 2026.9's default agent).")
+
+
 class AgentDefaults(_Tolerant):
     workspace: str | None = Field(
         None,
@@ -690,33 +759,61 @@ class AgentDefaults(_Tolerant):
     )
     memory_search: MemorySearchConfig | None = Field(
         None,
-        description="Memory search settings every agent starts from.",
+        description="Memory search settings every agent starts from (before OpenClaw 2026.9; now `memory.search`).",
     )
+    system_agent: SystemAgent | None = Field(None, description="OpenClaw 2026.9: which agent is the default.")
 
 
-class AgentEntry(_Tolerant):
+class AgentMemory(_Strict):
+    """`agents.entries.<id>.memory` (OpenClaw 2026.9): the agent's own search settings."""
+
+    search: MemorySearchConfig | None = Field(None, description="This agent's memory search settings, over `memory.search`.")
+
+
+class _AgentSettings(_Tolerant):
+    workspace: str | None = Field(None, description="This agent's workspace; the defaults' when unset.")
+    memory_search: MemorySearchConfig | None = Field(
+        None,
+        description="This agent's settings, over the defaults (`extraPaths` are added to the defaults'); OpenClaw 2026.9 names it `memory.search`.",
+    )
+    memory: AgentMemory | None = Field(None, description="OpenClaw 2026.9: `memory.search`, this agent's settings.")
+
+
+class AgentEntry(_AgentSettings):
+    """`agents.list[]`, the roster before OpenClaw 2026.9."""
+
     id: str = Field(
         min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
         description="The agent id (`-a`); matched case-insensitively.",
     )
     default: bool = Field(False, description="The agent used without `-a`.")
-    workspace: str | None = Field(None, description="This agent's workspace; the defaults' when unset.")
-    memory_search: MemorySearchConfig | None = Field(
-        None,
-        description="This agent's settings, over the defaults (`extraPaths` are added to the defaults').",
-    )
 
 
-class AgentsConfig(_Strict):
+class KeyedAgentEntry(_AgentSettings):
+    """`agents.entries.<id>`, OpenClaw 2026.9's roster: the key is the agent id."""
+
+    default: bool = Field(False, description="Retired by OpenClaw 2026.9 (use `agents.defaults.systemAgent.agentId`); still read.")
+
+
+class AgentsConfig(_Tolerant):
     defaults: AgentDefaults = Field(default_factory=AgentDefaults, description="Settings for every agent.")
     list_: list[AgentEntry] = Field(
         default_factory=list, alias="list",
-        description="Agents by id, each with its own settings.",
+        description="Agents by id, each with its own settings (before OpenClaw 2026.9).",
+    )
+    entries: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")], KeyedAgentEntry] = Field(
+        default_factory=dict,
+        description="OpenClaw 2026.9's agents, keyed by id, each with its own settings (`memory.search`, `workspace`).",
     )
 
 
 class MemsiftConfig(_Strict):
     """The whole file. `stateDir` is memsift's own key (where indexes live)."""
+
+    # Set by load.py: which source set each raw key, what to tell the user, the OpenClaw file read.
+    _origins: dict = PrivateAttr(default_factory=dict)
+    _notes: list = PrivateAttr(default_factory=list)
+    _openclaw_path: object = PrivateAttr(default=None)
 
     state_dir: str | None = Field(
         None,
@@ -726,4 +823,8 @@ class MemsiftConfig(_Strict):
     memory: MemoryConfig = Field(
         default_factory=MemoryConfig,
         description="The backend and what applies to every agent.",
+    )
+    memory_search: MemorySearchConfig | None = Field(
+        None,
+        description="The oldest place of the memory search settings of every agent (OpenClaw moved it to `agents.defaults.memorySearch`, then `memory.search`): still read, under both.",
     )

@@ -27,3 +27,8 @@ class ResolvedConfig(BaseModel):
     # Where the workspace came from ("--workspace", a config key), or None for the current folder.
     # Not part of the settings' identity: the same folder reached two ways is the same workspace.
     workspace_given_by: str | None = Field(default=None, exclude=True)
+    # Said to the user once per command (a top-level key set aside, an unset ${VAR}): not settings.
+    notes: tuple[str, ...] = Field(default=(), exclude=True)
+    # Where each setting came from (`memorySearch.query.maxResults` → "<file>: memory.search.query.maxResults").
+    sources: dict[str, str] = Field(default_factory=dict, exclude=True)
+    openclaw_config: Path | None = Field(default=None, exclude=True)  # the OpenClaw file read under memsift's

@@ -6,6 +6,8 @@ the order given by `SOURCE_ORDER`; later sources win.
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
 import stat
 from pathlib import Path
@@ -15,23 +17,30 @@ import json5
 from pydantic import BaseModel
 
 from ..errors import ConfigError
+from .includes import resolve_includes, substitute_env
 from .models import MemsiftConfig
 
 __all__ = ["default_config_path", "read_config_file", "env_overrides", "parse_json5", "nesting_depth", "ENV_PREFIX",
-           "MAX_CONFIG_BYTES", "MAX_NESTING"]
+           "MAX_CONFIG_BYTES", "MAX_NESTING", "MEMSIFT_SECTIONS", "FOREIGN_SECTIONS"]
 
 ENV_PREFIX = "MEMSIFT__"  # MEMSIFT__MEMORY__BACKEND=qmd, MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__PROVIDER=local
 # A config file is a few KB; a whole reference (OpenClaw) config is well under this.
 MAX_CONFIG_BYTES = 2**20
 
-# Top-level sections of a reference (OpenClaw) config that memsift does not use: dropped quietly
-# so a whole reference config file can be pointed at; any other unknown top-level key is an error.
+# The top-level keys memsift reads; every other top-level key of a file is OpenClaw's (or a
+# stranger's) and is set aside, so a whole `openclaw.json` can be pointed at.
+MEMSIFT_SECTIONS = ("agents", "memory", "memorySearch", "stateDir")
+# OpenClaw's own sections (early 2026 and 2026.9): set aside quietly. Any other top-level key is
+# set aside with a warning, or refused when it is a near miss of memsift's (`memroy`).
 FOREIGN_SECTIONS = frozenset(
     {
         "$schema", "meta", "env", "wizard", "auth", "models", "channels", "gateway", "session",
         "tools", "plugins", "hooks", "skills", "ui", "logging", "messages", "commands", "browser",
         "cron", "diagnostics", "update", "talk", "discovery", "canvasHost", "bindings",
         "broadcast", "audio", "web", "approvals", "secrets", "acp", "nodeHost", "identity",
+        # OpenClaw 2026.9
+        "mcp", "telemetry", "accessGroups", "worktreeRoot", "worktreeAcceleration", "security", "attachments",
+        "tts", "transcripts", "cloudWorkers", "desktop", "surfaces", "proxy", "multiAgent",
     }
 )
 
@@ -116,20 +125,51 @@ def parse_json5(text: str, where: str) -> Any:
         raise ConfigError(f"{where} is not valid JSON5: {message}") from None
 
 
-def read_config_file(path: Path, *, required: bool) -> dict[str, Any]:
-    """Parse a JSON5 file into a dict. A missing optional file is an empty config."""
+def read_config_file(path: Path, *, required: bool, environ: Mapping[str, str] | None = None,
+                     notes: list[str] | None = None) -> dict[str, Any]:
+    """The sections memsift reads from a JSON5 file: memsift's own config, or a whole OpenClaw
+    config (its `$include`s and `${VAR}`s resolved as OpenClaw resolves them, includes.py; its
+    other sections set aside). A missing optional file is an empty config. What was set aside or
+    left unresolved is appended to `notes` as a sentence for the user."""
+    env = os.environ if environ is None else environ
+    notes = [] if notes is None else notes
+    data = _parse_file(path, required=required)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold an object at the top level")
+    if "$include" in data:  # a root include: the whole file is composed first
+        data = _composed(data, path, env)
+    kept: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in MEMSIFT_SECTIONS or difflib.get_close_matches(str(key), MEMSIFT_SECTIONS, n=1, cutoff=0.8):
+            kept[key] = value  # a near miss (`memroy`) stays, to be refused with a suggestion
+        elif key not in FOREIGN_SECTIONS:
+            notes.append(f"{path}: top-level key {key!r} is neither memsift's ({', '.join(MEMSIFT_SECTIONS)}) "
+                         "nor OpenClaw's; it is ignored")
+    kept = _composed(kept, path, env)
+    kept, unset = substitute_env(kept, env)
+    notes.extend(f"{path}: {u}" for u in unset)
+    return kept
+
+
+def _parse_file(path: Path, *, required: bool, what: str = "config file") -> Any:
     try:
         text = _read_bounded(path).decode("utf-8")
     except FileNotFoundError:
         if required:
-            raise ConfigError(f"config file not found: {path}") from None
-        return {}
+            raise ConfigError(f"{what} not found: {path}") from None
+        return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}") from None
-    data = parse_json5(text, f"config file {path}") if text.strip() else {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {path} must hold an object at the top level")
-    return {k: v for k, v in data.items() if k not in FOREIGN_SECTIONS}
+        raise ConfigError(f"cannot read {what} {path}: {exc}") from None
+    return parse_json5(text, f"{what} {path}") if text.strip() else {}
+
+
+def _composed(data: dict[str, Any], path: Path, env: Mapping[str, str]) -> dict[str, Any]:
+    if "$include" not in json.dumps(data, default=str):
+        return data
+    return resolve_includes(data, config_file=path, env=env,
+                            read=lambda target, where: _parse_file(target, required=True, what=f"the file included at {where}"))
 
 
 def _field_alias(model: type[BaseModel], segment: str) -> tuple[str, Any] | None:

@@ -233,7 +233,8 @@ class MemoryServer:
             return StatusOutput(error=str(exc), warning=warning)
         if st.denied:
             return StatusOutput(denied=st.denied, error=f"denied by scope ({st.denied.rule})", warning=warning)
-        return StatusOutput(status=st, warning=warning)
+        notes = "; ".join(self.settings.notes)  # the config's own warnings (a block memsift ignores, an unset ${VAR})
+        return StatusOutput(status=st, warning="; ".join(w for w in (warning, notes) if w) or None)
 
     def _key(self, per_call: str | None) -> tuple[str | None, str | None]:
         if self.session_key is None:

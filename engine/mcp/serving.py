@@ -16,6 +16,7 @@ The exit status is 128 + the signal's number (143 for SIGTERM), as for a process
 from __future__ import annotations
 
 import signal
+import sys
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 if TYPE_CHECKING:
@@ -103,6 +104,8 @@ async def _serve(settings: ResolvedConfig, stopper: _Stopper, *, backend: str | 
     from ..compose.host import serve_freshness  # noqa: PLC0415
     from .server import MemoryServer, build_server  # noqa: PLC0415
 
+    for note in settings.notes:  # the config's warnings, where the client's logs show a server's stderr
+        print(f"memsift: warning: {note}", file=sys.stderr, flush=True)
     manager = open_manager(settings, backend=backend)
     try:
         server = build_server(MemoryServer(manager, settings, session_key=session_key, max_chars=max_chars))
