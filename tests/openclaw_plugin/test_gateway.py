@@ -1,0 +1,266 @@
+"""memsift in a real OpenClaw 2026.9.6 Gateway (CI installs it: .ci/run): the plugin linked as an
+operator links it, loaded in the memory slot, and memory_search / memory_get answered through the
+Gateway's `POST /tools/invoke` and through a real agent turn against a scripted model on loopback.
+
+Three Gateways, each in a HOME of its own, started side by side:
+- `exact`: the issue's setup: `openclaw.json` holds only agents.defaults.workspace,
+  memory.search.query.maxResults 2 and logging.file; memsift on PATH; nothing else configured;
+- `model`: the same, plus a scripted model provider, for an agent turn;
+- `no_memsift`: the same as `exact`, with no memsift on PATH.
+
+Skipped, saying why, without OpenClaw 2026.9 on PATH (or at $MEMSIFT_TEST_OPENCLAW). Every Gateway
+process started here is stopped (found by its HOME; the Gateway re-spawns itself on a config
+change), and `logging.file` keeps its log inside the test's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from helpers import EXAMPLE_WORKSPACE, REPO
+from openai_fake import FakeModel
+
+PLUGIN = REPO / "contrib" / "openclaw-plugin"
+QUESTION = "which database did we pick for the ledger?"
+TOKEN = "memsift-test-token"
+GROUP_KEY = "agent:main:discord:group:42"
+
+
+def _openclaw() -> str | None:
+    exe = os.environ.get("MEMSIFT_TEST_OPENCLAW") or shutil.which("openclaw")
+    if not exe:
+        return None
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return exe if "2026.9." in out else None
+
+
+OPENCLAW = _openclaw()
+pytestmark = pytest.mark.skipif(OPENCLAW is None, reason="OpenClaw 2026.9 is not on PATH (CI installs openclaw@2026.9.6 on "
+                                                          "Node 24: .ci/run); set MEMSIFT_TEST_OPENCLAW to its launcher")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _memsift_bin(folder: Path) -> Path:
+    """A folder holding `memsift` (this interpreter's), to put on the Gateway's PATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shim = folder / "memsift"
+    shim.write_text(f"#!/bin/sh\nexec {sys.executable} -m memsift.engine.cli.main \"$@\"\n")
+    shim.chmod(0o755)
+    return folder
+
+
+class Home:
+    """One OpenClaw HOME: its config, environment and Gateway."""
+
+    def __init__(self, root: Path, *, memsift_on_path: bool) -> None:
+        self.root = root
+        self.port = _free_port()
+        path = [str(Path(OPENCLAW).parent), str(Path(shutil.which("node") or "/usr/bin/node").parent), "/usr/bin", "/bin"]
+        if memsift_on_path:
+            path.insert(0, str(_memsift_bin(root / "bin")))
+        self.env = {"HOME": str(root), "PATH": os.pathsep.join(path), "LANG": "C.UTF-8",
+                    "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME", str(root / ".cache")),  # the session's int8 graph
+                    "OPENCLAW_GATEWAY_PORT": str(self.port), "OPENCLAW_GATEWAY_TOKEN": TOKEN}
+        self.config = root / ".openclaw" / "openclaw.json"
+
+    def openclaw(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+        return subprocess.run([OPENCLAW, *args], capture_output=True, text=True, env=self.env, cwd=self.root, timeout=timeout)
+
+    def start(self) -> None:
+        self.log = open(self.root / "gateway.out", "w")
+        subprocess.Popen([OPENCLAW, "gateway", "run", "--allow-unconfigured", "--bind", "loopback", "--port", str(self.port),
+                          "--auth", "token", "--token", TOKEN], env=self.env, cwd=self.root, stdout=self.log,
+                         stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_ready(self, timeout: float = 240) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if httpx.post(f"http://127.0.0.1:{self.port}/tools/invoke", json={"tool": "memsift_probe"},
+                              headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5).status_code in (400, 404):
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(1)
+        raise AssertionError(f"the Gateway did not start: {(self.root / 'gateway.out').read_text()[-3000:]}")
+
+    def invoke(self, tool: str, args: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        answer = httpx.post(f"http://127.0.0.1:{self.port}/tools/invoke", json={"tool": tool, "args": args, **extra},
+                            headers={"Authorization": f"Bearer {TOKEN}"}, timeout=300)
+        body = answer.json()
+        assert answer.status_code == 200 and body.get("ok"), body
+        return body["result"]["details"]
+
+    def processes(self) -> list[int]:
+        """Every process of this HOME (the Gateway, its workers, memsift)."""
+        mine = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    if f"HOME={self.root}\0".encode() in (entry / "environ").read_bytes():
+                        mine.append(int(entry.name))
+                except OSError:
+                    pass
+        return mine
+
+    def stop(self) -> list[int]:
+        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+            for pid in self.processes():
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + wait
+            while self.processes() and time.monotonic() < deadline:
+                time.sleep(0.2)
+        return self.processes()
+
+
+def _prepare(root: Path) -> Home:
+    """The issue's HOME: a copy of the example workspace, three keys, the plugin linked."""
+    home = Home(root, memsift_on_path=True)
+    shutil.copytree(EXAMPLE_WORKSPACE, root / "ws")
+    home.config.parent.mkdir(parents=True)
+    home.config.write_text(json.dumps({"agents": {"defaults": {"workspace": str(root / "ws")}},
+                                       "memory": {"search": {"query": {"maxResults": 2}}},
+                                       "logging": {"file": str(root / "openclaw.log")}}))
+    linked = home.openclaw("plugins", "install", "--link", "--force", "--accept-capabilities", str(PLUGIN))
+    assert linked.returncode == 0, linked.stdout + linked.stderr
+    return home
+
+
+def _sibling(exact: Home, root: Path, *, memsift_on_path: bool) -> Home:
+    """Another HOME with the same OpenClaw state (the plugin linked), its own workspace."""
+    shutil.copytree(exact.root / ".openclaw", root / ".openclaw")
+    shutil.copytree(EXAMPLE_WORKSPACE, root / "ws")
+    home = Home(root, memsift_on_path=memsift_on_path)
+    config = json.loads(home.config.read_text())
+    config["agents"]["defaults"]["workspace"] = str(root / "ws")
+    config["logging"]["file"] = str(root / "openclaw.log")
+    home.config.write_text(json.dumps(config))
+    return home
+
+
+@pytest.fixture(scope="module")
+def gateways(tmp_path_factory):
+    base = tmp_path_factory.mktemp("openclaw")
+    exact = _prepare(base / "exact")
+    inspected = exact.openclaw("plugins", "inspect", "memsift", "--runtime", "--json")
+    model = FakeModel(QUESTION)
+    with_model = _sibling(exact, base / "model", memsift_on_path=True)
+    config = json.loads(with_model.config.read_text())
+    config["models"] = {"mode": "merge", "providers": {"fake": {
+        "baseUrl": f"http://127.0.0.1:{model.port}/v1", "apiKey": "sk-local", "api": "openai-completions",
+        "models": [{"id": "fake-1", "name": "Fake", "reasoning": False, "input": ["text"],
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                    "contextWindow": 32000, "maxTokens": 1024}]}}}
+    config["agents"]["defaults"]["model"] = {"primary": "fake/fake-1"}
+    with_model.config.write_text(json.dumps(config))
+    missing = _sibling(exact, base / "no_memsift", memsift_on_path=False)
+    homes = {"exact": exact, "model": with_model, "no_memsift": missing}
+    try:
+        for home in homes.values():
+            home.start()
+        with ThreadPoolExecutor(3) as pool:
+            list(pool.map(lambda h: h.wait_ready(), homes.values()))
+        yield {**homes, "inspected": inspected, "fake_model": model}
+    finally:
+        left = {name: home.stop() for name, home in homes.items()}
+        model.close()
+        assert not any(left.values()), f"processes left behind: {left}"
+
+
+def test_the_plugin_loads_in_the_memory_slot_with_no_diagnostics(gateways):
+    inspected = gateways["inspected"]
+    assert inspected.returncode == 0, inspected.stderr
+    report = json.loads(inspected.stdout)
+    plugin = report["plugin"]
+    assert plugin["status"] == "loaded" and plugin["kind"] == "memory" and plugin["memorySlotSelected"] is True
+    assert plugin["activationReason"] == "selected memory slot"
+    assert sorted(plugin["toolNames"]) == ["memory_get", "memory_search"] and plugin["cliCommands"] == ["memsift"]
+    assert report["diagnostics"] == [] and not plugin.get("diagnostics")
+    config = json.loads(gateways["exact"].config.read_text())
+    assert config["plugins"]["slots"]["memory"] == "memsift"
+    assert "config" not in config["plugins"]["entries"]["memsift"]  # nothing configured for memsift
+
+
+def test_memory_search_through_tools_invoke(gateways):
+    found = gateways["exact"].invoke("memory_search", {"query": QUESTION})
+    hits = found["results"]
+    assert 1 <= len(hits) <= 2  # memory.search.query.maxResults in openclaw.json
+    assert hits[0]["path"] == "MEMORY.md"
+    decision = [h for h in hits if "PostgreSQL 16" in h["snippet"]]
+    assert decision and decision[0]["path"] == "MEMORY.md"
+    assert decision[0]["citation"] == f"MEMORY.md#L{decision[0]['startLine']}-L{decision[0]['endLine']}"
+    assert found["debug"]["backend"] == "memsift:builtin" and found["provider"] == "local"
+    # ... and memory_get of that citation's file from its first line returns its text.
+    got = gateways["exact"].invoke("memory_get", {"path": "MEMORY.md", "from": decision[0]["startLine"]})
+    assert got["status"] == "ok" and "PostgreSQL 16" in got["text"] and got["path"] == "MEMORY.md"
+    cited = gateways["exact"].invoke("memory_get", {"path": decision[0]["citation"]})
+    assert cited["status"] == "ok" and cited["text"].startswith("## Decisions")
+
+
+def test_a_denied_session_key_gets_no_memory(gateways):
+    denied = gateways["exact"].invoke("memory_search", {"query": QUESTION}, sessionKey=GROUP_KEY)
+    assert denied["results"] == [] and denied["disabled"] is True and denied["unavailable"] is True
+    assert "default deny" in denied["error"] and denied["warning"] and denied["action"]
+    read = gateways["exact"].invoke("memory_get", {"path": "MEMORY.md"}, sessionKey=GROUP_KEY)
+    assert read["status"] == "error" and read["text"] == "" and read["code"] == "MEMORY_ACCESS_DENIED"
+
+
+def test_memsift_missing_is_a_clear_tool_answer(gateways):
+    down = gateways["no_memsift"].invoke("memory_search", {"query": QUESTION})
+    assert down["results"] == [] and down["unavailable"] is True
+    assert "memsift was not found" in down["error"] and "PATH" in down["action"]
+
+
+def test_one_memsift_per_gateway_answers_every_call(gateways):
+    exact = gateways["exact"]
+    for _ in range(3):
+        exact.invoke("memory_search", {"query": "a828e60"})
+    children = [pid for pid in exact.processes()
+                if b"memsift.engine.cli.main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+                and b"\0mcp" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(children) == 1, children
+
+
+def test_an_agent_turn_reaches_the_model_with_memory(gateways):
+    home, model = gateways["model"], gateways["fake_model"]
+    turn = home.openclaw("agent", "--agent", "main", "--message", "What database did we pick for the ledger?", "--json",
+                         timeout=300)
+    assert turn.returncode == 0, turn.stdout[-2000:] + turn.stderr[-2000:]
+    assert "## Memory Recall" in model.system_prompt()  # the plugin's prompt section
+    results = model.tool_results()
+    assert any("PostgreSQL 16" in r and "MEMORY.md" in r for r in results), results[-2:]
+
+
+def test_the_plugins_cli_namespace(gateways):
+    shown = gateways["exact"].openclaw("memsift", "search", QUESTION, "--json")
+    assert shown.returncode == 0, shown.stderr
+    hits = json.loads(shown.stdout)["results"]
+    assert len(hits) == 2 and any("PostgreSQL 16" in h["snippet"] for h in hits)
+    status = gateways["exact"].openclaw("memsift", "status", "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["workspaceDir"].endswith("/ws")
+    missing = gateways["no_memsift"].openclaw("memsift", "status")
+    assert missing.returncode != 0 and "memsift was not found" in missing.stderr
