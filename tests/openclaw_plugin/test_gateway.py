@@ -166,7 +166,6 @@ def _sibling(exact: Home, root: Path, *, memsift_on_path: bool) -> Home:
 def gateways(tmp_path_factory):
     base = tmp_path_factory.mktemp("openclaw")
     exact = _prepare(base / "exact")
-    inspected = exact.openclaw("plugins", "inspect", "memsift", "--runtime", "--json")
     model = FakeModel(QUESTION)
     with_model = _sibling(exact, base / "model", memsift_on_path=True)
     config = json.loads(with_model.config.read_text())
@@ -182,8 +181,14 @@ def gateways(tmp_path_factory):
     try:
         for home in homes.values():
             home.start()
-        with ThreadPoolExecutor(3) as pool:
+        # `plugins inspect` is a CLI of its own, which a running Gateway's state lock keeps out: it
+        # runs meanwhile on an untouched copy of the issue's HOME (the same config, the same state).
+        shutil.copytree(exact.root / ".openclaw", base / "inspect" / ".openclaw")
+        inspector = Home(base / "inspect", memsift_on_path=True)
+        with ThreadPoolExecutor(4) as pool:
+            inspected = pool.submit(inspector.openclaw, "plugins", "inspect", "memsift", "--runtime", "--json")
             list(pool.map(lambda h: h.wait_ready(), homes.values()))
+            inspected = inspected.result()
         yield {**homes, "inspected": inspected, "fake_model": model}
     finally:
         left = {name: home.stop() for name, home in homes.items()}
@@ -256,11 +261,13 @@ def test_an_agent_turn_reaches_the_model_with_memory(gateways):
 
 
 def test_the_plugins_cli_namespace(gateways):
-    shown = gateways["exact"].openclaw("memsift", "search", QUESTION, "--json")
+    """`openclaw memsift …` runs memsift on the agent's workspace with the Gateway's settings."""
+    with ThreadPoolExecutor(2) as pool:  # each OpenClaw CLI call spends seconds starting
+        shown = pool.submit(gateways["exact"].openclaw, "memsift", "search", QUESTION, "--json")
+        missing = pool.submit(gateways["no_memsift"].openclaw, "memsift", "status")
+        shown, missing = shown.result(), missing.result()
     assert shown.returncode == 0, shown.stderr
-    hits = json.loads(shown.stdout)["results"]
-    assert len(hits) == 2 and any("PostgreSQL 16" in h["snippet"] for h in hits)
-    status = gateways["exact"].openclaw("memsift", "status", "--json")
-    assert status.returncode == 0 and json.loads(status.stdout)["workspaceDir"].endswith("/ws")
-    missing = gateways["no_memsift"].openclaw("memsift", "status")
+    answer = json.loads(shown.stdout)
+    assert len(answer["results"]) == 2 and any("PostgreSQL 16" in h["snippet"] for h in answer["results"])
+    assert answer["maxResults"] == 2  # memory.search.query.maxResults, read from the Gateway's openclaw.json
     assert missing.returncode != 0 and "memsift was not found" in missing.stderr
