@@ -21,7 +21,7 @@ import click
 from ..errors import ConfigError, MemsiftError
 from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key
 from ..secrets import redact, url_without_password
-from .options import BACKEND_NAME, build_request, group_params, model_options, scoped_request, search_params
+from .options import BACKEND_NAME, PARITY_SIDE, build_request, group_params, model_options, scoped_request, search_params
 from .output import EXIT_CODES, exit_code, json_text, search_output
 
 __all__ = ["main", "cli", "EXIT_CODES", "exit_code", "search_output"]
@@ -484,13 +484,17 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
               help="Exit 1 when the mean hit overlap is below this, or when a side fell back or failed on any query.")
 @click.option("--mode", "-m", help="Retrieval on both sides: auto, hybrid, keyword (builtin BM25 vs qmd search), "
                                    "vector (vsearch); hybrid is qmd's query.")
-@click.option("--against", type=BACKEND_NAME, default="qmd", show_default=True,
-              help="The backend compared with builtin: qmd, postgres or an installed plugin's.")
+@click.option("--against", type=PARITY_SIDE, default="qmd", show_default=True,
+              help="What builtin is compared with: qmd, postgres, an installed plugin's backend, or openclaw "
+                   "(OpenClaw's own memory search, through `openclaw memory search`).")
+@click.option("--openclaw-command", default="openclaw", show_default=True,
+              help="With --against openclaw: the OpenClaw command (a name on PATH, a path, or a command line).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_sync: bool, fail_under: float | None,
-           mode: str | None, against: str, as_json: bool) -> None:
-    """Run the queries in QUERIES_FILE on builtin and QMD (or another backend) and compare the answers."""
+           mode: str | None, against: str, openclaw_command: str, as_json: bool) -> None:
+    """Run the queries in QUERIES_FILE on builtin and QMD (or another backend, or OpenClaw's own memory
+    search) and compare the answers."""
     from .parity import gate_failure, read_queries, run_parity  # noqa: PLC0415
     from .render import render_parity  # noqa: PLC0415
 
@@ -499,7 +503,8 @@ def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_syn
         queries = read_queries(queries_file)
         settings = obj.settings()
         report = anyio.run(lambda: run_parity(settings, queries, k=k, session_key=session_key, sync=not no_sync, mode=mode,
-                                                 against=against, say=lambda step: click.echo(f"memsift: parity: {step}", err=True)))
+                                                 against=against, say=lambda step: click.echo(f"memsift: parity: {step}", err=True),
+                                                 openclaw_command=openclaw_command))
     if as_json:
         _emit_json(report.model_dump(by_alias=True, mode="json"))
     else:

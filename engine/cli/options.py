@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from ..requests import InvalidRequest, door_name
 
-__all__ = ["model_options", "group_params", "search_params", "build_request", "scoped_request", "BACKEND_NAME"]
+__all__ = ["model_options", "group_params", "search_params", "build_request", "scoped_request", "BACKEND_NAME", "PARITY_SIDE"]
 
 
 class BackendName(click.ParamType):
@@ -35,6 +35,18 @@ class BackendName(click.ParamType):
 
 
 BACKEND_NAME = BackendName()
+
+
+class ParitySide(BackendName):
+    """What `memsift parity --against` takes: a backend, or `openclaw` (OpenClaw's own memory search)."""
+
+    name = "backend or openclaw"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        return "openclaw" if str(value) == "openclaw" else super().convert(value, param, ctx)
+
+
+PARITY_SIDE = ParitySide()
 
 
 def _click_type(annotation: Any) -> tuple[Any, bool]:

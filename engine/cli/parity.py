@@ -1,4 +1,5 @@
-"""Backend parity (`memsift parity`): the same queries on builtin and QMD (or Postgres), compared.
+"""Backend parity (`memsift parity`): the same queries on builtin and QMD (or Postgres, or OpenClaw's own
+memory search), compared.
 
 Two hits are the same memory when they name the same file and their line ranges overlap (the
 backends chunk differently, so exact ranges rarely match). Per query: overlap@k of hits and of
@@ -76,6 +77,7 @@ class QueryParity(_Out):
 class ParityReport(_Out):
     comparable: bool = True  # False when a side fell back or failed on some query (first, so it is read first)
     warnings: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)  # what is worth knowing about a side, comparable all the same
     against: str = "qmd"  # the backend compared with builtin
     k: int
     queries: list[QueryParity]
@@ -165,27 +167,35 @@ def _side(backend: str, answer: SearchAnswer | None, ms: float, error: str | Non
 
 async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int = 5, session_key: str | None = None,
                      sync: bool = True, mode: str | None = None, against: str = "qmd",
-                     say: Callable[[str], None] | None = None) -> ParityReport:
+                     say: Callable[[str], None] | None = None, openclaw_command: str = "openclaw") -> ParityReport:
     """Sync both backends, warm each up with one untimed query, then time every query on each.
     `say` hears each step before it starts (what it waits for, and for how long at most). Each
-    query is a `SearchOptions` like any door's (an invalid mode or key: InvalidRequest)."""
+    query is a `SearchOptions` like any door's (an invalid mode or key: InvalidRequest).
+    `against="openclaw"`: OpenClaw's own memory search through its CLI (parity_openclaw.py)."""
     say = say or (lambda _step: None)
     template = SearchOptions.build("cli", query="", max_results=k, session_key=session_key, mode=mode)
     from ..compose.factory import open_manager  # noqa: PLC0415
+    from .parity_openclaw import OPENCLAW_SIDE, OpenClawSide  # noqa: PLC0415
 
     if against == "builtin":
-        raise ConfigError("parity compares builtin with another backend (--against qmd, postgres or an installed plugin's)")
-    managers = {name: open_manager(settings, backend=name) for name in ("builtin", against)}
+        raise ConfigError("parity compares builtin with another backend (--against qmd, postgres, openclaw or an installed plugin's)")
+    openclaw = OpenClawSide(settings, openclaw_command, say) if against == OPENCLAW_SIDE else None
+    managers = {name: open_manager(settings, backend=name) for name in ("builtin", against) if name != OPENCLAW_SIDE}
     try:
         if sync:
             for name, manager in managers.items():
                 say(f"syncing {name}{_sync_bound(settings, name)}")
                 await manager.sync(reason="parity")
-        say(f"warming up both backends, then {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} on each")
+            if openclaw:
+                await openclaw.sync()
+        elif openclaw:
+            await openclaw.check_workspace()
+        say(f"warming up {'memsift' if openclaw else 'both backends'}, then {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} "
+            f"on each{' (an OpenClaw CLI call per query: seconds each)' if openclaw else ''}")
         for manager in managers.values():
             await run_search(manager, template.model_copy(update={"query": queries[0]}))  # model load, first spawn
         rows = []
-        for query in queries:
+        for n, query in enumerate(queries, 1):
             sides = {}
             for name, manager in managers.items():
                 started = time.perf_counter()
@@ -194,13 +204,18 @@ async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int
                 except MemsiftError as exc:
                     answer, error = None, str(exc)
                 sides[name] = _side(name, answer, (time.perf_counter() - started) * 1000, error)
+            if openclaw:
+                say(f"query {n} of {len(queries)} on OpenClaw")
+                hits, ms, error = await openclaw.search(query, k)
+                sides[OPENCLAW_SIDE] = SideResult(backend=OPENCLAW_SIDE, answered_by=OPENCLAW_SIDE, hits=hits, ms=round(ms, 2),
+                                                  error=error)
             rows.append(compare(query, sides["builtin"], sides[against], k))
     finally:
         for manager in managers.values():
             await manager.aclose()
-    warnings = _warnings(rows)
-    return ParityReport(comparable=not warnings, against=against, warnings=warnings, k=k, queries=rows,
-                        summary=_summary(rows, against))
+    warnings = _warnings(rows) + (openclaw.warnings if openclaw else [])
+    return ParityReport(comparable=not warnings, against=against, warnings=warnings, notes=openclaw.notes if openclaw else [],
+                        k=k, queries=rows, summary=_summary(rows, against))
 
 
 def _sync_bound(settings: ResolvedConfig, backend: str) -> str:

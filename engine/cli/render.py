@@ -156,6 +156,7 @@ def render_parity(report: "ParityReport") -> str:  # noqa: F821  (imported lazil
     """One line per query, notes for fallbacks and errors, then the summary."""
     k, o = report.k, report.against
     out = [f"NOT COMPARABLE: {w}" for w in report.warnings]  # first: the figures below cannot be trusted
+    out += [f"note: {n}" for n in report.notes]
     out += [""] if out else []
     out += [f"{'overlap@' + str(k):>10} {'files@' + str(k):>8} {'tau':>6} {'builtin ms':>10} {o + ' ms':>8}  query"]
     for r in report.queries:

@@ -162,6 +162,16 @@ def _sibling(exact: Home, root: Path, *, memsift_on_path: bool) -> Home:
     return home
 
 
+def _parity(home: Home) -> subprocess.CompletedProcess:
+    """`memsift parity --against openclaw` with the HOME's OpenClaw config: memory-core beside memsift."""
+    queries = home.root / "queries.txt"
+    queries.write_text(f"{QUESTION}\na828e60\n")
+    return subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(home.config), "parity", str(queries),
+                           "--against", "openclaw", "--openclaw-command", OPENCLAW, "-k", "3", "--json"],
+                          capture_output=True, text=True, env={**os.environ, **home.env, "PATH": os.environ["PATH"],
+                                                               "MEMSIFT_STATE_DIR": str(home.root / "state")}, timeout=600)
+
+
 @pytest.fixture(scope="module")
 def gateways(tmp_path_factory):
     base = tmp_path_factory.mktemp("openclaw")
@@ -187,9 +197,10 @@ def gateways(tmp_path_factory):
         inspector = Home(base / "inspect", memsift_on_path=True)
         with ThreadPoolExecutor(4) as pool:
             inspected = pool.submit(inspector.openclaw, "plugins", "inspect", "memsift", "--runtime", "--json")
+            parity = pool.submit(_parity, inspector)
             list(pool.map(lambda h: h.wait_ready(), homes.values()))
-            inspected = inspected.result()
-        yield {**homes, "inspected": inspected, "fake_model": model}
+            inspected, parity = inspected.result(), parity.result()
+        yield {**homes, "inspected": inspected, "parity": parity, "fake_model": model}
     finally:
         left = {name: home.stop() for name, home in homes.items()}
         model.close()
@@ -271,3 +282,17 @@ def test_the_plugins_cli_namespace(gateways):
     assert len(answer["results"]) == 2 and any("PostgreSQL 16" in h["snippet"] for h in answer["results"])
     assert answer["maxResults"] == 2  # memory.search.query.maxResults, read from the Gateway's openclaw.json
     assert missing.returncode != 0 and "memsift was not found" in missing.stderr
+
+
+def test_parity_with_openclaws_own_memory_search(gateways):
+    """What changes before the slot is switched: memory-core and memsift on the same files and questions."""
+    run = gateways["parity"]
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout)
+    assert report["against"] == "openclaw" and report["comparable"] is True, report["warnings"]
+    rows = {r["query"]: r for r in report["queries"]}
+    for row in rows.values():
+        assert row["openclaw"]["hits"] and row["builtin"]["hits"] and not row["openclaw"].get("error")
+    assert rows["a828e60"]["overlap"] > 0  # both find the commit's note
+    assert any("keywords alone" in n for n in report["notes"])  # memory-core has no embedding key here
+    assert "indexing with OpenClaw's memory-core" in run.stderr  # progress, step by step
