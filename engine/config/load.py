@@ -196,7 +196,8 @@ def load_config(
 
 
 def _leaf_paths(data: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    if isinstance(data, dict) and data:
+    """The key paths of `data`'s values (a list is one value; an empty object none)."""
+    if isinstance(data, dict):
         return [leaf for key, value in data.items() for leaf in _leaf_paths(value, prefix + (key,))]
     return [prefix] if prefix else []
 
@@ -419,7 +420,9 @@ def _agent_source(config: MemsiftConfig, chosen: Any, agent_id: str | None, env:
     system = config.agents.defaults.system_agent
     if system and system.agent_id:
         return f"{config_origin(config, ('agents', 'defaults', 'systemAgent', 'agentId'))}: agents.defaults.systemAgent.agentId"
-    return "the default agent" if (chosen.keyed or chosen.listed) else "the default agent id"
+    if chosen.keyed or chosen.listed:
+        return "the default agent of the config's roster (no -a)"
+    return "memsift's default agent id (no -a, no agent configured)"
 
 
 def _expand(raw: str | os.PathLike[str], key: str) -> Path:

@@ -84,7 +84,7 @@ class StrictAuthority:
 
 async def serve_http(server: Any, *, host: str, port: int) -> None:
     """The SDK's streamable HTTP app (JSON answers) behind `StrictAuthority`, served by uvicorn."""
-    import uvicorn  # noqa: PLC0415  (the mcp extra brings it)
+    import uvicorn  # noqa: PLC0415  (the MCP SDK brings it)
 
     app = server.streamable_http_app(json_response=True, host=host)
     loopback = host in ("127.0.0.1", "localhost", "::1")

@@ -7,7 +7,8 @@ fallen back or down, scope denial, a path that is not a memory file) come back a
 model can read, never as exceptions. Every answer is bounded by
 `memory.qmd.limits.maxInjectedChars` (or `--max-chars`).
 
-Needs the optional extra: `pip install 'memsift[mcp]'`.
+The MCP SDK (a default dependency) is imported only here and by the transports, after the handshake
+(handshake.py, serving.py).
 """
 
 from __future__ import annotations
