@@ -50,6 +50,10 @@ export function registerMemsiftCli({ program, config }, deps) {
     process.exitCode = code;
   };
 
+  // Each option goes to memsift under its own flag (a flag without a value: `true`).
+  const forwarded = (opts, flags) => Object.entries(flags).flatMap(([key, flag]) =>
+    opts[key] === undefined || opts[key] === false ? [] : opts[key] === true ? [flag] : [flag, String(opts[key])]);
+
   group.command("search")
     .description("Search memory as the agent's memory_search does")
     .argument("<query>", "what to recall")
@@ -59,10 +63,7 @@ export function registerMemsiftCli({ program, config }, deps) {
     .option("--json", "one JSON document")
     .action(async (query, opts, command) => {
       await run(command, ["search", query,
-        ...(opts.maxResults ? ["-n", String(opts.maxResults)] : []),
-        ...(opts.sessionKey ? ["--session-key", opts.sessionKey] : []),
-        ...(opts.explain ? ["--explain"] : []),
-        ...(opts.json ? ["--json"] : [])]);
+        ...forwarded(opts, { maxResults: "-n", sessionKey: "--session-key", explain: "--explain", json: "--json" })]);
     });
 
   group.command("get")
@@ -74,10 +75,7 @@ export function registerMemsiftCli({ program, config }, deps) {
     .option("--json", "one JSON document")
     .action(async (path, opts, command) => {
       await run(command, ["get", path,
-        ...(opts.from ? ["--from", String(opts.from)] : []),
-        ...(opts.lines ? ["--lines", String(opts.lines)] : []),
-        ...(opts.sessionKey ? ["--session-key", opts.sessionKey] : []),
-        ...(opts.json ? ["--json"] : [])]);
+        ...forwarded(opts, { from: "--from", lines: "--lines", sessionKey: "--session-key", json: "--json" })]);
     });
 
   group.command("status")
@@ -85,13 +83,13 @@ export function registerMemsiftCli({ program, config }, deps) {
     .option("--deep", "also probe the embedding provider and check the index")
     .option("--json", "one JSON document")
     .action(async (opts, command) => {
-      await run(command, ["status", ...(opts.deep ? ["--deep"] : []), ...(opts.json ? ["--json"] : [])]);
+      await run(command, ["status", ...forwarded(opts, { deep: "--deep", json: "--json" })]);
     });
 
   group.command("index")
     .description("Bring the index up to date with the memory files (it is kept fresh while the Gateway runs)")
     .option("--force", "rebuild it from the files")
     .action(async (opts, command) => {
-      await run(command, ["index", ...(opts.force ? ["--force"] : [])]);
+      await run(command, ["index", ...forwarded(opts, { force: "--force" })]);
     });
 }

@@ -5,6 +5,7 @@
 // gave (fetched when the manager is made, refreshed after every call) and answers from it.
 
 import { providerStatus, readResult, searchHits } from "./answers.js";
+import { given } from "./tools.js";
 
 class MemsiftSearchManager {
   constructor(deps, target) {
@@ -24,19 +25,19 @@ class MemsiftSearchManager {
   }
 
   async search(query, opts = {}) {
-    const answer = await this.child.call("memory_search", {
+    const answer = await this.child.call("memory_search", given({
       query,
-      ...(opts.maxResults ? { maxResults: opts.maxResults } : {}),
-      ...(typeof opts.minScore === "number" ? { minScore: opts.minScore } : {}),
-      ...(opts.sessionKey ? { sessionKey: opts.sessionKey } : {}),
-      ...(opts.lexicalOnly ? { mode: "keyword" } : {}), // reply-path recall: no embedding round-trip
-    }, { signal: opts.signal });
+      maxResults: opts.maxResults || undefined,
+      minScore: typeof opts.minScore === "number" ? opts.minScore : undefined,
+      sessionKey: opts.sessionKey || undefined,
+      mode: opts.lexicalOnly ? "keyword" : undefined, // reply-path recall: no embedding round-trip
+    }), { signal: opts.signal });
     const hits = searchHits(answer);
     return opts.sources?.length ? hits.filter((h) => opts.sources.includes(h.source)) : hits;
   }
 
   async readFile({ relPath, from, lines }) {
-    const got = await this.child.call("memory_get", { path: relPath, ...(from ? { from } : {}), ...(lines ? { lines } : {}) });
+    const got = await this.child.call("memory_get", given({ path: relPath, from: from || undefined, lines: lines || undefined }));
     const read = readResult(got, relPath);
     if (read.status === "error") throw new Error(read.error);
     return read;

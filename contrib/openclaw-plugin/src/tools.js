@@ -67,6 +67,11 @@ function sessionKeyOf(ctx) {
   return typeof ctx?.sessionKey === "string" && ctx.sessionKey.trim() ? ctx.sessionKey : undefined;
 }
 
+/** memsift's arguments: the ones given (memsift's defaults apply to the rest). */
+export function given(args) {
+  return Object.fromEntries(Object.entries(args).filter(([, value]) => value !== undefined));
+}
+
 function failure(error, signal) {
   if (signal?.aborted) throw signal.reason ?? new Error("aborted");
   if (!(error instanceof MemsiftCallError)) throw error;
@@ -98,12 +103,8 @@ export function memorySearchTool(ctx, deps) {
       }
       try {
         const child = deps.processFor(ctx);
-        const answer = await child.call("memory_search", {
-          query: args.query,
-          ...(maxResults ? { maxResults } : {}),
-          ...(minScore !== undefined ? { minScore } : {}),
-          ...(sessionKeyOf(ctx) ? { sessionKey: sessionKeyOf(ctx) } : {}),
-        }, { signal });
+        const answer = await child.call("memory_search",
+          given({ query: args.query, maxResults, minScore, sessionKey: sessionKeyOf(ctx) }), { signal });
         return jsonResult(searchResult(answer, { corpus, toolMs: Date.now() - started }));
       } catch (error) {
         return jsonResult(failure(error, signal));
@@ -129,12 +130,8 @@ export function memoryGetTool(ctx, deps) {
       }
       try {
         const child = deps.processFor(ctx);
-        const got = await child.call("memory_get", {
-          path: args.path,
-          ...(from ? { from } : {}),
-          ...(lines ? { lines } : {}),
-          ...(sessionKeyOf(ctx) ? { sessionKey: sessionKeyOf(ctx) } : {}),
-        }, { signal });
+        const got = await child.call("memory_get",
+          given({ path: args.path, from, lines, sessionKey: sessionKeyOf(ctx) }), { signal });
         return jsonResult(readResult(got, args.path));
       } catch (error) {
         const down = failure(error, signal);
