@@ -208,8 +208,9 @@ def config_origin(config: MemsiftConfig, path: tuple[Any, ...]) -> str:
     for end in range(len(path), 0, -1):
         found = origins.get(path[:end])
         if found:
-            return "environment" if found == "environment" else found
-    return "defaults"
+            return found
+    below = [origin for key, origin in origins.items() if key[:len(path)] == path]  # a block: the keys in it
+    return below[-1] if below else "defaults"
 
 
 def _check_agent_typos(raw: dict[str, Any]) -> None:

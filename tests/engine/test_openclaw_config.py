@@ -1,16 +1,22 @@
 """OpenClaw 2026.9 configs carry over: `memory.search`, `agents.entries`, a whole `openclaw.json`
 (its other sections, `$include`, `${VAR}`), an OpenClaw file under memsift's own
-(`--openclaw-config`), and `memsift config show` naming the file and key of every setting."""
+(`--openclaw-config`), and `memsift config show` naming the file and key of every setting; the
+keys and the warnings reach every door."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from memsift.engine.config import load_config, resolve_agent
@@ -176,3 +182,85 @@ def test_config_show_and_warnings_at_the_default_verbosity(tmp_path, example_wor
     searched = _cli("-c", str(path), "search", "ledger", tmp_path=tmp_path)  # no -v
     assert searched.returncode == 0 and "memory.weaviate" in searched.stderr and "memsift: warning:" in searched.stderr
     assert len(re.findall(r"^\d\.\d{3} ", searched.stdout, re.M)) == 2  # memory.search.query.maxResults
+
+
+RESIDENT_DRIVER = ("import sys\nfrom memsift.engine.cli.resident import try_resident\n"
+                   "code = try_resident(sys.argv[1:])\nsys.exit(99 if code is None else code)\n")  # 99: declined
+
+
+def _wait_for_socket(runtime: Path) -> None:
+    deadline = time.monotonic() + 180
+    while not list((runtime / "memsift").glob("*.sock")):
+        assert time.monotonic() < deadline, f"no resident server under {runtime}"
+        time.sleep(0.2)
+
+
+def test_openclaw_2026_9_keys_reach_every_door(tmp_path, example_workspace):
+    """memory.search.query.maxResults from an OpenClaw 2026.9 file, and its warning, through the
+    cold CLI, the resident helper, `watch`, MCP over stdio and the Python API."""
+    from memsift.engine import open_manager
+    from helpers import stop_helpers
+
+    path = _write(tmp_path, "openclaw.json", {"agents": {"entries": {"main": {"workspace": str(example_workspace)}}},
+                                               "memory": {"search": {"query": {"maxResults": 2}, "provider": "none"},
+                                                          "weaviate": {"x": 1}},
+                                               "plugins": {"slots": {"memory": "memsift"}}})
+    argv = ["-c", str(path), "search", "ledger", "--json"]
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}
+    env = {**base, "MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    counted = lambda out: len(json.loads(out)["results"])  # noqa: E731
+
+    cold = _cli(*argv, tmp_path=tmp_path)
+    assert counted(cold.stdout) == 2 and "memory.weaviate" in cold.stderr
+
+    # Short folders: a socket's path must fit 107 bytes (tmp_path's do not).
+    runtimes = {door: Path(tempfile.mkdtemp(prefix=f"mso{door[0]}")) for door in ("helper", "watch")}
+    helper_env = {**env, "XDG_RUNTIME_DIR": str(runtimes["helper"])}
+    watch_env = {**env, "XDG_RUNTIME_DIR": str(runtimes["watch"]), "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false"}
+    cli = [sys.executable, "-m", "memsift.engine.cli.main"]
+    subprocess.run([*cli, *argv], env=helper_env, capture_output=True, timeout=300)  # starts the helper
+    watch = subprocess.Popen([*cli, "-c", str(path), "watch"], env=watch_env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        for door, door_env in (("helper", helper_env), ("watch", watch_env)):
+            _wait_for_socket(runtimes[door])
+            answered = subprocess.run([sys.executable, "-c", RESIDENT_DRIVER, *argv], env=door_env, capture_output=True,
+                                      text=True, timeout=300)
+            assert answered.returncode == 0, (door, answered.returncode, answered.stderr)  # answered there, not declined
+            assert counted(answered.stdout) == 2 and "memory.weaviate" in answered.stderr, door
+    finally:
+        watch.send_signal(signal.SIGINT)
+        watch.wait(timeout=60)
+        stop_helpers(runtimes["helper"])
+        for runtime in runtimes.values():
+            shutil.rmtree(runtime, ignore_errors=True)
+
+    mcp = subprocess.Popen([*cli, "-c", str(path), "mcp", "--no-watch"], env={**env, "MEMSIFT_NO_RESIDENT": "1"},
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+                        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memory_search",
+                                                                                      "arguments": {"query": "ledger"}}},
+                        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory_status", "arguments": {}}}):
+            mcp.stdin.write((json.dumps(message) + "\n").encode())
+        mcp.stdin.flush()
+        answers = {}
+        while len(answers) < 3:
+            line = json.loads(mcp.stdout.readline())
+            answers[line["id"]] = line
+        assert len(answers[2]["result"]["structuredContent"]["results"]) == 2
+        assert "memory.weaviate" in answers[3]["result"]["structuredContent"]["warning"]
+    finally:
+        mcp.kill()
+        mcp.wait()
+
+    async def api() -> int:
+        manager = open_manager(config_path=path)
+        try:
+            return len((await manager.search("ledger")).results)
+        finally:
+            await manager.aclose()
+
+    assert anyio.run(api) == 2
