@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import ConfigError
 from .models import AgentEntry, KeyedAgentEntry, MemsiftConfig, MemorySearchConfig
@@ -126,27 +126,25 @@ def _leaves(data: dict[str, Any], prefix: tuple[Any, ...] = ()) -> dict[tuple[An
     return out
 
 
-def merge_layers(layers: list[tuple[tuple[Any, ...], MemorySearchConfig]],
-                 origin: Callable[[tuple[Any, ...]], str]) -> tuple[dict[str, Any], dict[str, str]]:
-    """The layers merged (raw, camelCase keys, as set), and for each setting where it came from:
-    `{"query.maxResults": "<file>: memory.search.query.maxResults"}`."""
+def merge_layers(layers: list[tuple[tuple[Any, ...], MemorySearchConfig]]
+                 ) -> tuple[dict[str, Any], dict[str, list[tuple[Any, ...]]]]:
+    """The layers merged (raw, camelCase keys, as set), and for each setting (`query.maxResults`)
+    the key paths in the file that set it, in order (several for the lists that add up)."""
     merged: dict[str, Any] = {}
-    sources: dict[str, str] = {}
+    set_by: dict[str, list[tuple[Any, ...]]] = {}
     for where, section in layers:
         for path, value in _leaves(section.model_dump(by_alias=True, exclude_unset=True)).items():
             node = merged
             for key in path[:-1]:
                 node = node.setdefault(key, {})
-            full = where + path
-            shown = dotted(full)
+            key = ".".join(path)
             if path in _ADDED_UP and isinstance(value, list):
                 node[path[-1]] = [*node.get(path[-1], []), *value]
-                before = sources.get(".".join(path))
-                sources[".".join(path)] = f"{before} + {origin(full)}: {shown}" if before else f"{origin(full)}: {shown}"
+                set_by.setdefault(key, []).append(where + path)
             else:
                 node[path[-1]] = value
-                sources[".".join(path)] = f"{origin(full)}: {shown}"
-    return merged, sources
+                set_by[key] = [where + path]
+    return merged, set_by
 
 
 def agent_workspaces(config: MemsiftConfig, chosen: ChosenAgent) -> list[tuple[str, str | None, tuple[Any, ...]]]:

@@ -335,12 +335,12 @@ def resolve_agent(
     chosen = choose_agent(config, agent_id if agent_id is not None else env.get("MEMSIFT_AGENT"))
     agent = chosen.id
     layers = search_layers(config, chosen)
-    merged, sources = merge_layers(layers, lambda path: config_origin(config, path))
+    merged, set_by = merge_layers(layers)
     where_set = dotted(layers[-1][0]) if layers else "agents.defaults.memorySearch"  # the most specific
 
     def where(key: str) -> str:
         """The key a setting was read from (for its error), as the file spells it."""
-        return sources[key].split(": ", 1)[-1].split(" + ")[-1] if key in sources else f"{where_set}.{key}"
+        return dotted(set_by[key][-1]) if key in set_by else f"{where_set}.{key}"
 
     ms = normalise_memory_search(_validate(MemorySearchConfig, merged, where_set))
     _check_multimodal(ms)
@@ -381,8 +381,13 @@ def resolve_agent(
         memory=normalise_memory(config.memory, ws),
         workspace_given_by=given_by,
         notes=(*(getattr(config, "_notes", None) or ()), *_orphan_blocks(config)),
-        sources={**_memory_sources(config), **{f"memorySearch.{k}": v for k, v in sources.items()},
-                 "workspace": f"{config_origin(config, ws_key)}: {given_by}" if ws_key else (given_by or "the current folder"), "agentId": _agent_source(config, chosen, agent_id, env)},
+        sources={
+            **_memory_sources(config),
+            **{f"memorySearch.{key}": " + ".join(f"{config_origin(config, p)}: {dotted(p)}" for p in paths)
+               for key, paths in set_by.items()},
+            "workspace": f"{config_origin(config, ws_key)}: {given_by}" if ws_key else (given_by or "the current folder"),
+            "agentId": _agent_source(config, chosen, agent_id, env),
+        },
         openclaw_config=getattr(config, "_openclaw_path", None),
     )
     # Checked on what the index really covers: the extra paths and QMD's collections (qmd_coverage.py).
