@@ -21,7 +21,7 @@ from memsift.engine.rerank.evidence_stage import (EvidenceRankedSearchManager, i
                                                   rank_by_evidence)
 from memsift.engine.results import SearchAnswer, SearchHit
 
-COMMAND_1 = "which database did we pick for the ledger?"
+COMMAND_1 = "why did we pick Postgres for the ledger?"
 
 
 def run(fn, *args, **kw):
