@@ -82,11 +82,13 @@ class RerankExplain(_Out):
 
 
 class RankerExplain(_Out):
-    """How the evidence ranker scored one hit (any backend): (score + Σ weight × feature) / scale."""
+    """How the evidence ranker scored one hit (any backend): (score + Σ weight × feature) / scale,
+    times the hit's time factor when the question names a time."""
 
     base_score: float  # the backend's score, before the ranker
     base_rank: int  # 1-based position in the backend's order
     features: dict[str, float]
+    time_factor: float | None = None  # the question's time window, applied again after the features (below 1 only)
     final: float
 
 
@@ -183,6 +185,8 @@ class SearchAnswer(_Out):
     time_windows: list[str] | None = None  # the times the question names, as day windows ("2023-04-11 ('last Tuesday')")
     time_filter: str | None = None  # the since/until filter applied
     time_only: bool | None = None  # the question names only a time: the hits are that time's notes, in order
+    time_window_days: int | None = None  # time-only: how many days of the window hold notes (0: none, the nearest shown)
+    time_note: str | None = None  # time-only: the window holds no notes, or more days than are shown (and how to see them)
     rerank: RerankSummary | None = None  # the rerank stage ran (query.rerank.enabled)
     ranker: RankerSummary | None = None  # the evidence ranker reordered the hits (query.ranker.enabled)
     below_min_score: BelowMinScore | None = None  # no hit passed minScore, though these scored lower

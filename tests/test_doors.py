@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 from figures import FIGURES
 from helpers import CHAT_QUESTION, CHAT_SESSIONS, EXAMPLE_WORKSPACE, stop_helpers, write_files
+from time_workspace import topic_questions, write_time_workspace
 from memsift.engine.cli.resident import rendezvous_dir
 from memsift.engine.requests import ReadOptions, SearchOptions
 
@@ -65,7 +66,7 @@ def _normal(doc: dict) -> dict:
     degraded = doc.get("degraded") or {}
     below = doc.get("belowMinScore")
     return {"invalid": None, "hits": hits, "timeFilter": doc.get("timeFilter"), "timeWindows": doc.get("timeWindows"),
-            "timeOnly": doc.get("timeOnly"),
+            "timeOnly": doc.get("timeOnly"), "timeWindowDays": doc.get("timeWindowDays"), "timeNote": doc.get("timeNote"),
             "vector": degraded.get("vector"), "fts": degraded.get("fts"), "denied": (doc.get("denied") or {}).get("rule"),
             "below": (below["candidates"], round(below["bestScore"], 4)) if below else None,
             "mode": doc.get("mode") if hits or doc.get("denied") else None}
@@ -162,6 +163,8 @@ class Doors:
         (self.ws / "memory" / f"{yesterday}.md").write_text(
             f"# {yesterday}\n\n- Fixed the flaky login test; paired with Helga on the billing export.\n")
         write_files(self.ws, CHAT_SESSIONS)  # chat sessions of two named people, for the evidence ranker
+        # Notes dated relative to today, for questions that name a topic and a time (tests/time_workspace.py).
+        self.time = write_time_workspace(self.ws, with_memory_md=False)
         self.cfg = root / "cfg.json"
         # A generous answer bound: MCP would cut the last snippets at 4,000 characters, by design.
         self.cfg.write_text(json.dumps({"stateDir": str(root / "state"), "memory": {"backend": backend, "qmd": {
@@ -340,6 +343,27 @@ def test_a_time_only_question_gets_that_days_notes_through_every_door(doors, min
     answer = _check_same(doors, "what did I do yesterday?", {} if min_score is None else {"min_score": min_score})
     assert answer["timeOnly"] is True
     assert [h[0] for h in answer["hits"]] == [f"memory/{yesterday}.md"]
+
+
+def test_a_topic_at_a_time_gets_that_times_note_first_through_every_door(doors):
+    for question, words in topic_questions(doors.time):
+        answer = _check_same(doors, question, {})
+        assert answer["hits"] and words in answer["hits"][0][5], (question, [h[0] for h in answer["hits"]])
+
+
+def test_a_day_without_notes_says_so_through_every_door(doors):
+    tw = doors.time
+    answer = _check_same(doors, tw.question_for_empty_day(), {})
+    assert answer["timeWindowDays"] == 0 and answer["timeNote"].startswith("no notes in"), answer["timeNote"]
+    assert [h[0] for h in answer["hits"]][:1] == [f"memory/{tw.nearest_to_empty.isoformat()}.md"]
+    # Daily notes of the days around it (MEMORY.md's dated lines of those days may be shown too).
+    assert all(abs((date.fromisoformat(h[0][7:17]) - tw.empty_day).days) <= 7 for h in answer["hits"] if h[0] != "MEMORY.md")
+
+
+def test_a_window_cut_by_max_results_says_how_many_days_through_every_door(doors):
+    answer = _check_same(doors, "what happened in the past few weeks?", {"max_results": 1})
+    assert answer["timeWindowDays"] > 1 and f"holds notes on {answer['timeWindowDays']} days, 1 shown" in \
+        answer["timeNote"], answer["timeNote"]
 
 
 def test_a_list_of_times_is_read_whole_through_every_door(doors):

@@ -38,8 +38,8 @@ from memsift.engine.search.hits import hits_from_ranked
 from memsift.engine.search.pipeline import PipelineParams, rank
 from memsift.engine.search.query_embedding import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding, beside
 from memsift.engine.search.request import SearchRequest
-from memsift.engine.search.time_only import names_only_a_time
-from memsift.engine.search.time_query import TimeBound, TimeWindow
+from memsift.engine.search.time_only import names_only_a_time, nearby_windows
+from memsift.engine.search.time_query import TimeBound, TimeWindow, without_time_expressions
 from memsift.engine.search.time_rank import candidate_windows
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 
@@ -564,7 +564,9 @@ class BuiltinSearchManager:
             running = "are being made now" if self._running else "are made by the next sync (`memsift index` makes them now)"
             degraded.vector = f"vectors pending: the index was built for keyword search first and its embeddings {running}"
             sides = Sides(sides.requested, vector=False, keyword=True)
-        plan = plan_query(q, meta.get("ftsTokenizer", "unicode61"), expansion=self.ms.query.expansion)
+        # The times the question names are not its topic: "week" or "20" must not find notes months away.
+        plan = plan_query(without_time_expressions(q, windows or []), meta.get("ftsTokenizer", "unicode61"),
+                          expansion=self.ms.query.expansion)
         limit = min(MAX_CANDIDATES, candidates) if candidates else candidate_count(max_results, h.candidate_multiplier)
         # A since/until filter searches only its rows; a time the question names adds its rows' best.
         within = day_rowids(conn, [time_filter], undated_by_mtime=True) if time_filter else None
@@ -606,14 +608,14 @@ class BuiltinSearchManager:
         params = PipelineParams.from_query(self.ms.query, max_results=max_results, min_score=min_score, now=now,
                                            windows=windows, time_filter=time_filter, time_only=time_only)
         # A question that names only a time: its windows' notes are the answer (engine/search/time_only.py).
-        window = window_candidates(conn, windows, per_day=max_results) if params.time.time_only else None
+        window = window_candidates(conn, nearby_windows(windows), per_day=max_results) if params.time.time_only else None
         ranked, facts = rank(indexed_file_time(conn), keyword=keyword, vector=vector, terms=plan.terms, params=params,
                              window=window)
         cite = citations_enabled(self.settings.memory.citations, session_key)
         hits = hits_from_ranked(ranked, facts, terms=plan.terms, ranks=ranks, hybrid=h, cite=cite,
                                 snippet_chars=self.snippet_chars, explain=explain)
         self._flag_stale(conn, hits)
-        return hits, facts["mode"], facts["relaxed"], facts.get("below_min_score"), bool(facts.get("time_only"))
+        return hits, facts["mode"], facts["relaxed"], facts.get("below_min_score"), facts.get("time_only")
 
     def _flag_stale(self, conn: apsw.Connection, hits: list[SearchHit]) -> None:
         """Mark hits whose file changed (or vanished) after it was indexed."""

@@ -26,8 +26,8 @@ from memsift.engine.files.discovery import discover_memory_files
 from memsift.engine.files.rules import MemoryRules, read_memory
 from memsift.engine.search.pipeline import PipelineParams, rank
 from memsift.engine.search.request import SearchRequest
-from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, topic_words
-from memsift.engine.search.time_query import TimeBound, TimeWindow
+from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, nearby_windows, topic_words
+from memsift.engine.search.time_query import TimeBound, TimeWindow, without_time_expressions
 from memsift.engine.search.time_rank import candidate_windows
 from memsift.engine.search.query_embedding import QueryEmbedding, beside
 from memsift.engine.results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer, SearchHit
@@ -291,7 +291,7 @@ class PostgresSearchManager:
         want_vector, want_keyword, set_aside, requested = sides
         h = self.ms.query.hybrid
         tokenizer = self.ms.store.fts.tokenizer
-        plan = plan_query(q, tokenizer, expansion=self.ms.query.expansion)
+        plan = plan_query(without_time_expressions(q, windows or []), tokenizer, expansion=self.ms.query.expansion)  # topic words only
         items = query_items(plan, tokenizer)
         limit = min(MAX_CANDIDATES, candidates or max(1, int(max_results * h.candidate_multiplier)))
         qvec = await self._query_vector(degraded, embedding) if want_vector else None
@@ -330,7 +330,7 @@ class PostgresSearchManager:
                     weightless = await weightless_words(conn, self.agent, gen, words, tokenizer)
                     time_only = names_only_a_time(q, windows, weightless.__contains__)
                 # A question that names only a time: its windows' notes are the answer (engine/search/time_only.py).
-                window = await window_candidates(conn, self.agent, gen, windows, max_results) if time_only and windows else None
+                window = await window_candidates(conn, self.agent, gen, nearby_windows(windows), max_results) if time_only and windows else None
                 paths = {c.path for c in (keyword or []) + (vector or []) + (window or [])}
                 times = await file_times(conn, self.agent, gen, paths) if h.temporal_decay.enabled or time_filter else {}
             finally:
@@ -345,7 +345,7 @@ class PostgresSearchManager:
             hit.rescued = True if hit.explain and hit.explain.rescued else None
             if not explain:
                 hit.explain = None
-        return found, facts["mode"], facts["relaxed"], facts.get("below_min_score"), bool(facts.get("time_only"))
+        return found, facts["mode"], facts["relaxed"], facts.get("below_min_score"), facts.get("time_only")
 
     # --- read and status ------------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ from memsift.engine.files.note_dates import day_at
 from memsift.engine.search.ranking import Candidate
 from memsift.engine.search.hits import hits_from_ranked
 from memsift.engine.search.pipeline import time_only_answer
-from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, topic_words
+from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, nearby_windows, topic_words
 from memsift.engine.search.request import SearchRequest
 from memsift.engine.search.time_query import TimeBound, TimeWindow, without_time_expressions
 from memsift.engine.search.time_rank import apply_time_filter, apply_time_windows
@@ -304,10 +304,8 @@ class QmdSearchManager:
             if words and len(words) <= MAX_COMMON_WORDS:  # words beside the time may select no notes
                 weightless = weightless_in_notes(live, words, self._note_text)
                 time_only = names_only_a_time(q, windows, weightless.__contains__)
-            if time_only:  # the named days' notes are the answer; QMD's BM25 has nothing left to match
-                hits = self._window_hits(live, windows, time_filter, limit, session_key, explain)
-                time_only = bool(hits)
-            if time_only:
+            if time_only:  # the named days' notes (or the nearest days') are the answer; QMD's BM25 has nothing left to match
+                hits, time_only = self._window_hits(live, windows, time_filter, limit, session_key, explain)
                 live = []
             else:
                 log.info(f"qmd: searching {len(live)} collection(s)", mode=mode, left=f"{facts['deadline'] - time.monotonic():.1f} s")
@@ -324,6 +322,9 @@ class QmdSearchManager:
                 below = BelowMinScore(candidates=len(under), best_score=max(under))
             elif not hits and facts["effective_mode"] == "search" and len(q.split()) > 1:
                 notes.append(self._every_word_note())
+        timed = req.time_facts(time_only=time_only)
+        if timed.get("time_note") and (timed.get("time_window_days") or 0) > cap:
+            timed["time_note"] += f"; QMD answers at most {cap} (memory.qmd.limits.maxResults)"
         return SearchAnswer(
             query=query,
             results=hits,
@@ -337,25 +338,24 @@ class QmdSearchManager:
             took_ms=round((time.perf_counter() - started) * 1000, 3),
             sync_pending=pending or None,
             notes=notes or None,
-            time_windows=[w.describe() for w in windows] or None,
-            time_filter=time_filter.describe() if time_filter else None,
-            time_only=True if time_only else None,
             below_min_score=below,
+            **timed,
         )
 
     def _window_hits(self, live: list[ManagedCollection], windows: list[TimeWindow], time_filter: TimeWindow | None,
-                     limit: int, session_key: str | None, explain: bool) -> list[SearchHit]:
+                     limit: int, session_key: str | None, explain: bool) -> tuple[list[SearchHit], dict[str, Any]]:
         """A time-only question's answer: the windows' notes read from the collections' files, a day
-        at a time (engine/search/time_only.py), each scoring 1.0, the since/until filter applied."""
+        at a time (engine/search/time_only.py), each scoring 1.0, the since/until filter applied; for
+        a window without notes, the nearest days' notes. Returns the hits and the window's facts."""
         chunking = self.settings.memory_search.chunking
-        items = window_notes(live, windows, shown_path=self._map_path, read_note=self._note_text,
+        items = window_notes(live, nearby_windows(windows), shown_path=self._map_path, read_note=self._note_text,
                              strategy=chunking.strategy, tokens=chunking.tokens, overlap=chunking.overlap)
-        ranked = time_only_answer(_mtime, items, windows, time_filter, limit)
+        ranked, window_facts = time_only_answer(_mtime, items, windows, time_filter, limit)
         facts = {"mode": "time-only", "boosts": {}, "rescued": set()}
         hits = hits_from_ranked(ranked, facts, terms=[], ranks={}, hybrid=self.settings.memory_search.query.hybrid,
                                 cite=citations_enabled(self.settings.memory.citations, session_key),
                                 snippet_chars=max(1, int(self.qmd.limits.max_snippet_chars)), explain=explain)
-        return _clamp_injected(hits, int(self.qmd.limits.max_injected_chars))
+        return _clamp_injected(hits, int(self.qmd.limits.max_injected_chars)), window_facts
 
     async def _search_live(self, live: list[ManagedCollection], text: str, fetch: int,
                            facts: dict[str, Any]) -> list[tuple[QmdHit, ManagedCollection]]:

@@ -56,7 +56,8 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         if explain and hit.ranker:
             k = hit.ranker
             feats = " ".join(f"{name.replace('_', '-')}={value:.3f}" for name, value in k.features.items())
-            out.append(f"    ranker: backend={k.base_score:.3f} (rank {k.base_rank}) {feats} final={k.final:.3f}")
+            timed = f" time={k.time_factor:.3f}" if k.time_factor is not None else ""
+            out.append(f"    ranker: backend={k.base_score:.3f} (rank {k.base_rank}) {feats}{timed} final={k.final:.3f}")
         if explain and hit.rerank:
             r = hit.rerank
             out.append(f"    rerank: hybrid={r.hybrid_score:.3f} (rank {r.hybrid_rank}) reranker={r.rerank_score:.3f} "
@@ -101,10 +102,12 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         out.append(f"fallback from {answer.fallback.from_}: {answer.fallback.reason}")
     if explain and answer.time_windows:
         out.append("time named in the question: " + "; ".join(answer.time_windows))
-    if explain and answer.time_only and answer.results:
+    if explain and answer.time_only and answer.results and answer.time_window_days != 0:
         days = sorted({h.explain.day for h in answer.results if h.explain and h.explain.day})
         span = days[0] if len(days) == 1 else f"{days[0]}..{days[-1]}" if days else "the window"
         out.append(f"the question names only a time: notes of {span}, in order (not cut by minScore)")
+    if answer.time_note:
+        out.append(answer.time_note)
     if answer.time_filter:
         out.append(f"filtered to {answer.time_filter}")
     out += answer.notes or []

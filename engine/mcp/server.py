@@ -95,6 +95,8 @@ class SearchOutput(_Out):
     time_windows: list[str] | None = None  # times the query names, as the day windows that favoured hits
     time_filter: str | None = None  # the since/until filter applied
     time_only: bool | None = None  # the question names only a time: the hits are that time's notes, in order
+    time_window_days: int | None = None  # time-only: the days of the window that hold notes (0: none; the nearest shown)
+    time_note: str | None = None  # time-only: the window holds no notes, or more days than are shown, and what to do
     rerank: RerankSummary | None = None  # the rerank stage ran: reranker, candidates, cost, whether it applied
     ranker: RankerSummary | None = None  # the evidence ranker reordered the hits: its version, candidates, cost
     invalid: str | None = None  # the argument that was refused (as MCP spells it): nothing was searched
@@ -268,7 +270,8 @@ def _from_answer(answer: SearchAnswer, budget: int) -> SearchOutput:
         unavailable=answer.unavailable is not None, error=answer.unavailable,
         truncated=truncated, sync_pending=answer.sync_pending, notes=answer.notes, sync_error=answer.sync_error,
         took_ms=answer.took_ms, time_windows=answer.time_windows, time_filter=answer.time_filter,
-        time_only=answer.time_only, below_min_score=answer.below_min_score,
+        time_only=answer.time_only, time_window_days=answer.time_window_days, time_note=answer.time_note,
+        below_min_score=answer.below_min_score,
     )
 
 

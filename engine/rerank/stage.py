@@ -30,6 +30,7 @@ from ..errors import ProviderError
 from ..logging import get_logger
 from ..manager import SearchManager
 from ..search.ranking import Candidate, mmr_rerank
+from ..search.request import renote_window
 from ..results import ManagerStatus, RerankExplain, RerankSummary, SearchAnswer, SearchHit
 from ..secrets import redact
 from ..text import shorten
@@ -104,6 +105,7 @@ class RerankingSearchManager(WrappedManager):
         if answer.denied is not None or answer.unavailable is not None or not answer.results:
             answer.max_results = min(answer.max_results, wanted)
             answer.results = answer.results[:wanted]
+            renote_window(answer)
             return answer
         started = time.perf_counter()
         reranker = self.reranker()
@@ -121,6 +123,7 @@ class RerankingSearchManager(WrappedManager):
             provider=self.config.provider, model=reranker.model if reranker else (self.config.model or ""),
             candidates=len(hits), weight=self.config.weight, took_ms=round(took, 3), applied=raw is not None,
         )
+        renote_window(answer)  # a time-only answer cut here says so
         return answer
 
     async def _scores(self, reranker: Reranker | None, query: str, hits: list[SearchHit]) -> tuple[list[float] | None, str | None]:

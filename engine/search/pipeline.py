@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .ranking import Candidate, brevity_factor, drop_repeated_lines, merge_hybrid, mmr_rerank
 from ..text import word_tokens
-from .time_only import window_first
+from .time_only import NEARBY_DAYS, nearest_notes, window_days, window_first
 from .time_query import TimeWindow
 from .time_rank import FileTime, TimeParams, apply_decay, apply_time_filter, apply_time_windows
 
@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["PipelineParams", "TimeParams", "rank", "time_only_answer", "lexical_boost", "covers_all_terms", "FileTime", "RESCUE_TEXT_SCORE"]
 
 RESCUE_TEXT_SCORE = 0.5  # mapped BM25 of 0.5 = a bm25 rank of -1: real keyword evidence
+# A note of the time a question names is rescued under minScore on this much similarity alone (the
+# local model: a related sentence; unrelated notes of the same days score about 0.1).
+RESCUE_IN_WINDOW_VECTOR = 0.25
 
 @dataclass
 class PipelineParams:
@@ -81,19 +84,32 @@ def _apply_time(file_time: FileTime, items: list[Candidate], p: PipelineParams, 
 
 
 def time_only_answer(file_time: FileTime, items: list[Candidate], windows: list[TimeWindow],
-                     time_filter: TimeWindow | None, limit: int) -> list[Candidate]:
+                     time_filter: TimeWindow | None, limit: int) -> tuple[list[Candidate], dict[str, Any]]:
     """A question that names only a time: its windows' notes, a day at a time, never cut by
-    minScore (each scores 1.0: it is what was asked); the since/until filter still applies. QMD,
-    whose notes are read from files, calls this directly."""
+    minScore (each scores 1.0: it is what was asked); the since/until filter still applies. A
+    window without notes is answered by the notes of the days around it (at most NEARBY_DAYS
+    away, the closest first, scored by closeness), and says so. QMD, whose notes are read from
+    files, calls this directly.
+
+    Returns the notes and what the answer says of the window: `window_days` (the days inside it
+    that hold notes; 0 when the nearest days' notes are shown) and how many notes are `shown`."""
     items = apply_time_filter(items, time_filter, file_time)
-    ordered = window_first(items, windows)[:limit]
-    for c in ordered:
-        c.score, c.time_factor = 1.0, 1.0
-    return ordered
+    inside = window_first(items, windows)
+    if inside:
+        ordered = inside[:limit]
+        for c in ordered:
+            c.score, c.time_factor = 1.0, 1.0
+        return ordered, {"window_days": len(window_days(items, windows)), "shown": len(ordered)}
+    ordered = []
+    for c, dist in nearest_notes(items, windows)[:limit]:
+        c.time_factor = 1.0 - dist / (NEARBY_DAYS + 1)
+        c.score = round(c.time_factor, 6)
+        ordered.append(c)
+    return ordered, {"window_days": 0, "shown": len(ordered)}
 
 
 def _time_only(file_time: FileTime, window: list[Candidate], keyword: list[Candidate] | None,
-               vector: list[Candidate] | None, p: PipelineParams) -> list[Candidate]:
+               vector: list[Candidate] | None, p: PipelineParams) -> tuple[list[Candidate], dict[str, Any]]:
     """The windows' notes, with any of them the keyword or vector side also found."""
     pool = {c.chunk_id: c for c in window}
     for c in (keyword or []) + (vector or []):
@@ -140,12 +156,13 @@ def rank(
     were rescued, each FTS-only boost, and whether the answer is a time's notes (`time_only`).
     """
     facts: dict[str, Any] = {"relaxed": False, "rescued": set(), "boosts": {}}
-    if params.time.time_only and window:
-        ordered = _time_only(file_time, window, keyword, vector, params)
-        if ordered:
-            facts["mode"] = "fts-only" if vector is None else "vector-only" if keyword is None else "hybrid"
-            facts["time_only"] = True
-            return ordered, facts
+    if params.time.time_only and window is not None:
+        # Answered by the window's notes, or, when it has none, by the days around it (or nothing):
+        # never by notes months away that share a word or a number with the question.
+        ordered, window_facts = _time_only(file_time, window, keyword, vector, params)
+        facts["mode"] = "fts-only" if vector is None else "vector-only" if keyword is None else "hybrid"
+        facts["time_only"] = window_facts
+        return ordered, facts
     if vector is None:  # FTS-only mode
         facts["mode"] = "fts-only"
         items = keyword or []
@@ -199,11 +216,27 @@ def rank(
             and c.chunk_id not in taken
             and (c.score >= floor or c.text_score >= text_bar or covers_all_terms(c.text, terms))
         ]
+        if any(c.window_closeness == 1.0 for c in merged):
+            rescued = _rescued_in_time(merged, rescued, taken)
         rescued = rescued[: params.max_results - len(strict)]
         facts["rescued"] = {c.chunk_id for c in rescued}
         strict += rescued
     _note_below(facts, strict, merged)
     return strict[: params.max_results], facts
+
+
+def _rescued_in_time(merged: list[Candidate], rescued: list[Candidate], taken: set[str]) -> list[Candidate]:
+    """The rescue when the question names a time and a note of it was found: the window's notes
+    that match a topic word, or are near it in meaning, come first (minScore had cut them: their
+    words are few, their day is right; "Met Björn" for "who did I meet yesterday?" where no
+    keyword side reads "met" as "meet"), then those of the days around it the keyword bar let
+    through. Nothing else is rescued: not a note months away that shares a word ("the meeting"
+    in March), nor an undated one (MEMORY.md's list of people for "who did I meet yesterday?");
+    either is still shown when it scores minScore on its own."""
+    inside = [c for c in merged if c.window_closeness == 1.0 and c.chunk_id not in taken
+              and (c.keyword_hit or c.vector_score >= RESCUE_IN_WINDOW_VECTOR)]
+    seen = {c.chunk_id for c in inside}
+    return inside + [c for c in rescued if c.chunk_id not in seen and (c.window_closeness or 0.0) > 0.0]
 
 
 def _note_below(facts: dict[str, Any], kept: list[Candidate], scored: list[Candidate]) -> None:

@@ -75,6 +75,9 @@ class Candidate:
     day: str | None = None  # the day the chunk speaks of (engine/files/note_dates.py), ISO
     day_source: str | None = None  # timestamp, heading, file name (or mtime, set by decay/filters)
     time_factor: float = 1.0  # the question's time window (engine/search/pipeline.py)
+    # How close its days are to the question's windows: 1 inside one, down to 0 past the margins;
+    # None when the question names no time or the chunk states no day (time_rank.apply_time_windows).
+    window_closeness: float | None = None
     embedding: object | None = field(default=None, repr=False)
     line_days: list | None = field(default=None, repr=False)  # each line's day (time_rank.line_days), when asked for
     focus: tuple[int, int] | None = None  # lines (0-based, inclusive) of the time asked for, when only some are

@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from .fts_query import MAX_QUERY_CHARS, clean_query
 from .modes import parse_search_mode
-from .time_only import names_only_a_time
-from .time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for, today_window
+from .time_only import NEARBY_DAYS, names_only_a_time
+from .time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for, today_window, without_time_expressions
 
 if TYPE_CHECKING:
     from ..config.models import QueryConfig
+    from ..results import SearchAnswer
 
-__all__ = ["SearchRequest"]
+__all__ = ["SearchRequest", "window_note", "renote_window"]
 
 
 @dataclass
@@ -53,9 +54,44 @@ class SearchRequest:
             time_only=bool(windows) and names_only_a_time(q, windows),
         )
 
-    def time_facts(self, *, time_only: bool) -> dict[str, Any]:
-        """The answer's `time_windows`, `time_filter` and `time_only` (whether it was answered as a
-        time's notes: a window without notes is answered by the ordinary blend)."""
-        return {"time_windows": [w.describe() for w in self.windows] or None,
-                "time_filter": self.time_filter.describe() if self.time_filter else None,
-                "time_only": True if time_only else None}
+    @property
+    def topic(self) -> str:
+        """The question without the times it names: the words the keyword side looks for ("week",
+        "October" or "20" in "what did I do on October 20?" name a time, not a topic)."""
+        return without_time_expressions(self.q, self.windows) if self.windows else self.q
+
+    def time_facts(self, *, time_only: bool | dict[str, Any] | None) -> dict[str, Any]:
+        """The answer's `time_windows`, `time_filter`, `time_only` (whether it was answered as a
+        time's notes), and for a time-only answer what it says of the window (`time_only` is then
+        the pipeline's window facts: see engine/search/pipeline.time_only_answer): how many days of
+        it hold notes, and a sentence when it holds none or more days than are shown."""
+        facts = {"time_windows": [w.describe() for w in self.windows] or None,
+                 "time_filter": self.time_filter.describe() if self.time_filter else None,
+                 "time_only": True if time_only else None}
+        if isinstance(time_only, dict):
+            facts["time_window_days"] = time_only.get("window_days")
+            facts["time_note"] = window_note(facts["time_windows"] or [], facts["time_window_days"] or 0,
+                                             time_only.get("shown", 0))
+        return facts
+
+
+def window_note(windows: list[str], window_days: int, shown: int) -> str | None:
+    """What a time-only answer says of its windows (as the answer describes them): that they hold no
+    notes (and whether the nearest days' are shown instead), or that they hold more days than the
+    `shown` notes cover (a time-only answer takes a day's first note before any day's second, so
+    `shown` notes cover that many days) and how to see them all."""
+    named = "; ".join(windows)
+    if window_days == 0:
+        if shown:
+            return f"no notes in {named}; shown instead: the nearest days' notes, at most {NEARBY_DAYS} days away"
+        return f"no notes in {named}, nor within {NEARBY_DAYS} days of it"
+    if window_days > shown:
+        return (f"{named} holds notes on {window_days} days, {shown} shown: ask for {window_days} results "
+                f"(`-n {window_days}`, MCP `maxResults`) for a note of each")
+    return None
+
+
+def renote_window(answer: SearchAnswer) -> None:
+    """After a stage above the backend cut a time-only answer to fewer hits, say so again."""
+    if answer.time_only and answer.time_window_days is not None:
+        answer.time_note = window_note(answer.time_windows or [], answer.time_window_days, len(answer.results))

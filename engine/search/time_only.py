@@ -31,12 +31,16 @@ if TYPE_CHECKING:
     from .ranking import Candidate
     from .time_query import TimeWindow
 
-__all__ = ["names_only_a_time", "topic_words", "window_first", "ASKING_WORDS", "COMMON_SHARE", "COMMON_MIN_NOTES",
-           "MAX_COMMON_WORDS", "is_weightless"]
+__all__ = ["names_only_a_time", "topic_words", "window_first", "nearest_notes", "nearby_windows", "window_days", "ASKING_WORDS",
+           "COMMON_SHARE", "COMMON_MIN_NOTES", "MAX_COMMON_WORDS", "NEARBY_DAYS", "is_weightless"]
 
 COMMON_SHARE = 0.5  # a word in this share of the notes or more names no topic of one day
 COMMON_MIN_NOTES = 20  # below this many notes, a share says little: only absent words are weightless
 MAX_COMMON_WORDS = 2  # more words left than this: a topic, whatever their counts
+# A window without notes is answered by the notes of the days around it, at most this far away
+# ("what did I do on November 20?" when the 17th has a note), never by notes months away that
+# happen to hold the number 20.
+NEARBY_DAYS = 7
 Weightless = Callable[[str], bool]  # a word in no note, or in COMMON_SHARE of them or more
 
 
@@ -142,3 +146,35 @@ def window_first(items: list[Candidate], windows: Sequence[TimeWindow]) -> list[
             if q:
                 out.append(q.pop(0))
     return out
+
+
+def nearby_windows(windows: Sequence[TimeWindow]) -> list[TimeWindow]:
+    """The windows widened by NEARBY_DAYS on each side: the days whose notes a backend reads for a
+    time-only question, so that an empty window can be answered by the days around it."""
+    from datetime import timedelta  # noqa: PLC0415
+
+    from .time_query import TimeWindow as Window  # noqa: PLC0415
+
+    pad = timedelta(days=NEARBY_DAYS)
+    return [Window(w.start - pad if w.start else None, w.end + pad if w.end else None, w.text) for w in windows]
+
+
+def window_days(items: list[Candidate], windows: Sequence[TimeWindow]) -> set[object]:
+    """The days inside the windows that hold notes among `items`."""
+    from .time_rank import stated_days  # noqa: PLC0415
+
+    return {d for c in items for d in stated_days(c) if any(w.distance_days(d) == 0 for w in windows)}
+
+
+def nearest_notes(items: list[Candidate], windows: Sequence[TimeWindow]) -> list[tuple[Candidate, int]]:
+    """For a window with no notes: the notes at most NEARBY_DAYS from it, the closest day first
+    (the earlier of two as close), each with its distance in days."""
+    from .time_rank import stated_days  # noqa: PLC0415
+
+    found = []
+    for c in items:
+        dist = min(((w.distance_days(d), d) for d in stated_days(c) for w in windows), default=None)
+        if dist is not None and 0 < dist[0] <= NEARBY_DAYS:
+            found.append((dist, c.path, c.start_line, c))
+    found.sort(key=lambda t: t[:3])
+    return [(c, dist[0]) for dist, _p, _l, c in found]

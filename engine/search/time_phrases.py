@@ -12,6 +12,8 @@ reads as a single day or not at all.
 - "the day before yesterday"; vague counts as windows: "a couple of days ago" (2 ± 1 days), "a
   few weeks ago" (3 ± 2 weeks);
 - "the holidays", "Christmas", "New Year" (24 December to 1 January);
+- vague times: "the week before last" (Monday to Sunday two weeks back), "the other day" (2 to 10
+  days ago), "recently" / "lately" (the last 30 days), "a while ago" (two weeks to six months ago);
 - and their Chinese and Japanese forms: 第三季度, 上季度, 第3四半期, 去年夏天, 今年の夏, 上个月初,
   3月中旬, 先月末, 周末, 上周末, 先週末, 几天前, 数日前, 前天, 一昨日.
 
@@ -150,6 +152,11 @@ def _vague_ago(count: str, unit: str, today: date) -> tuple[date, date]:
     return today - timedelta(days=(n + spread) * days), today - timedelta(days=max(1, (n - spread) * days))
 
 
+def _week_before_last(today: date) -> tuple[date, date]:
+    monday = today - timedelta(days=today.weekday() + 14)
+    return monday, monday + timedelta(days=6)
+
+
 def _holidays(today: date) -> tuple[date, date]:
     year = today.year if today >= date(today.year, 12, 24) else today.year - 1
     return date(year, 12, 24), date(year + 1, 1, 1)
@@ -215,6 +222,16 @@ _EN: list[tuple[str, Resolver]] = [
     # a couple of days ago, a few weeks ago, several months ago
     (r"\b(?P<c>a\s+couple\s+of|a\s+few|few|several)\s+(?P<u>day|week|month)s?\s+ago\b",
      lambda m, t, h: _vague_ago(m["c"].lower(), m["u"].lower(), t)),
+    # the week before last: the Monday-to-Sunday week two weeks back
+    (r"\bthe\s+week\s+before\s+last\b", lambda m, t, h: _week_before_last(t)),
+    # the other day: 2 to 10 days ago (not yesterday: that would be said)
+    (r"\bthe\s+other\s+day\b", lambda m, t, h: (t - timedelta(days=10), t - timedelta(days=2))),
+    # recently, lately, of late, in recent weeks: the last 30 days
+    (r"\b(?:(?:just\s+|very\s+|more\s+|most\s+)?recently|lately|of\s+late|in\s+recent\s+(?:days|weeks))\b",
+     lambda m, t, h: (t - timedelta(days=30), t)),
+    # a while ago, a while back, some time ago: two weeks to six months ago
+    (r"\b(?:a\s+(?:little\s+|good\s+)?while|some\s+time)\s+(?:ago|back)\b",
+     lambda m, t, h: (t - timedelta(days=183), t - timedelta(days=14))),
     # over the holidays, the Christmas holidays, at Christmas, New Year
     (r"\b(?:over|during|at|for|since|after|before|around|in)\s+the\s+(?:christmas\s+|xmas\s+|winter\s+)?holidays\b"
      r"|\b(?:at|over|around|since|after|before)\s+(?:christmas|xmas|(?:the\s+)?new\s+year'?s?(?:\s+eve)?)\b",
@@ -265,7 +282,7 @@ def _cjk_month_part(m: re.Match[str], today: date) -> tuple[date, date]:
 # Compiled on the first question that passes the gate (~3 ms of a cold search otherwise).
 _COMPILED = [(lazy_re(p, re.IGNORECASE), r) for p, r in _EN] + [(lazy_re(p), r) for p, r in _ZH]
 _GATE = re.compile(r"(?i)\b(?:early|mid|late|beginning|middle|end|last|this|next|q[1-4]|quarter|spring|summer|autumn|fall|"
-                   r"winter|weekend|earlier|couple|few|several|holidays|christmas|xmas|new\s+year|day\s+before|today|morning|afternoon)\b|"
+                   r"winter|weekend|earlier|couple|few|several|holidays|christmas|xmas|new\s+year|day\s+before|today|morning|afternoon|before\s+last|other\s+day|recently|lately|late|recent|while|some\s+time)\b|"
                    r"[季夏冬春秋末旬初周週几幾数數前昨期]")
 
 

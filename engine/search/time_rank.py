@@ -166,8 +166,9 @@ def apply_time_windows(items: list[Candidate], windows: list[TimeWindow], weight
     # A note with no stated day may be of any time: the more of the pool is dated, the less likely
     # it is the one meant (daily logs); in an undated corpus a rare date-like line changes next to nothing.
     undated = 1.0 - weight / 2 * (sum(dated) / len(items) if items else 0.0)
-    factors = [1.0 - weight * (1.0 - max(_closeness(day, w) for day in ds for w in windows)) if ds else undated
-               for ds in days]
+    for c, ds in zip(items, days):
+        c.window_closeness = max(_closeness(day, w) for day in ds for w in windows) if ds else None
+    factors = [1.0 - weight * (1.0 - c.window_closeness) if c.window_closeness is not None else undated for c in items]
     for c, ds in zip(items, days):  # a chunk of several days shows the lines of the window
         if len(ds) > 1:
             focus_on(c, lambda d: any(w.distance_days(d) == 0 for w in windows))

@@ -63,6 +63,15 @@ def _windows(q: str) -> list[tuple[date | None, date | None]]:
         ("earlier this month", [(date(2023, 4, 1), date(2023, 4, 17))]),
         ("a couple of days ago", [(date(2023, 4, 15), date(2023, 4, 17))]),
         ("over the holidays", [(date(2022, 12, 24), date(2023, 1, 1))]),
+        ("what did I buy around Christmas?", [(date(2022, 12, 24), date(2023, 1, 1))]),
+        ("what did I do this past weekend?", [(date(2023, 4, 15), date(2023, 4, 16))]),
+        # The vague times people use (docs/concepts/time.md): each a documented window.
+        ("who did I meet the week before last?", [(date(2023, 4, 3), date(2023, 4, 9))]),
+        ("what did Lea say the other day?", [(date(2023, 4, 8), date(2023, 4, 16))]),
+        ("what did I read recently?", [(date(2023, 3, 19), date(2023, 4, 18))]),
+        ("what have I been cooking lately?", [(date(2023, 3, 19), date(2023, 4, 18))]),
+        ("what did I cook a while ago?", [(date(2022, 10, 17), date(2023, 4, 4))]),
+        ("what did we ship earlier this year?", [(date(2023, 1, 1), date(2023, 4, 17))]),
         ("what did I do earlier today", [(date(2023, 4, 18), date(2023, 4, 18))]),
         ("anything new since Monday?", [(date(2023, 4, 17), None)]),
         ("上周末我们聊了什么", [(date(2023, 4, 15), date(2023, 4, 16))]),
@@ -96,6 +105,9 @@ def test_time_expressions_resolve_to_day_windows(question: str, expected: list) 
         "10.0.0.1 is the gateway",
         "How many days passed between the Sunday mass and the Ash Wednesday service?",
         "Can you recommend a film for tonight?",
+        "I was late to the meeting",
+        "what did we do while Bob was away?",
+        "the other days of the conference",
     ],
 )
 def test_what_is_not_a_time_is_left_alone(question: str) -> None:

@@ -46,3 +46,55 @@ def test_the_candidates_cover_the_days_that_still_get_credit():
                                       TimeWindow(date(2026, 3, 1), None, "since March")])
     assert (march.start, march.end) == (date(2026, 2, 14), date(2026, 4, 15))
     assert (since.start, since.end) == (date(2026, 2, 28), None)  # an open end stays open (2 days: no length)
+
+
+def _hybrid(day: str, text: str, *, keyword: float, vector: float) -> Candidate:
+    c = _note(day)
+    c.chunk_id, c.text, c.text_score, c.vector_score = f"{day}:{text[:8]}", text, keyword, vector
+    c.keyword_hit, c.vector_hit = keyword > 0, True
+    return c
+
+
+def _rescue(cands: list[Candidate], windows: list[TimeWindow]) -> list[str]:
+    from memsift.engine.search.pipeline import PipelineParams, TimeParams, rank  # noqa: PLC0415
+
+    params = PipelineParams(max_results=6, min_score=0.35, vector_weight=0.7, text_weight=0.3, mmr_enabled=False,
+                            mmr_lambda=0.7, time=TimeParams(windows=windows, window_weight=0.7))
+    hits, facts = rank(lambda _p: None, keyword=[c for c in cands if c.keyword_hit], vector=cands, terms=["fix"],
+                       params=params)
+    return [f"{c.day}{' (rescued)' if c.chunk_id in facts['rescued'] else ''}" for c in hits]
+
+
+def test_a_note_months_away_is_not_rescued_over_a_note_of_the_time_asked():
+    last_week = TimeWindow(date(2026, 11, 16), date(2026, 11, 22), "last week")
+    july = _hybrid("2026-07-02", "fixed the deploy script; fix the cache", keyword=0.9, vector=0.2)
+    in_week = _hybrid("2026-11-18", "Fixed HER-95: invoices rounded twice", keyword=0.2, vector=0.2)
+    assert _rescue([july, in_week], [last_week]) == ["2026-11-18 (rescued)"]
+    # No note of the window found: the keyword rescue is as it was.
+    assert _rescue([_hybrid("2026-07-02", "fixed the deploy script; fix the cache", keyword=0.9, vector=0.2)],
+                   [last_week]) == ["2026-07-02 (rescued)"]
+    # Without a time, both are rescued for their keywords, July's first.
+    assert _rescue([_hybrid("2026-07-02", "fixed the deploy script; fix the cache", keyword=0.9, vector=0.2),
+                    _hybrid("2026-11-18", "Fixed HER-95: invoices rounded twice", keyword=0.2, vector=0.2)], []) \
+        == ["2026-07-02 (rescued)", "2026-11-18 (rescued)"]
+
+
+def test_the_evidence_ranker_keeps_the_time_factor():
+    from memsift.engine.rerank.evidence import load_model  # noqa: PLC0415
+    from memsift.engine.rerank.evidence_stage import rank_by_evidence  # noqa: PLC0415
+    from memsift.engine.results import HitExplain, SearchHit  # noqa: PLC0415
+
+    def hit(path: str, text: str, factor: float) -> SearchHit:
+        explain = HitExplain(vector_weight=0.7, text_weight=0.3, time_factor=factor, final_score=0.3)
+        return SearchHit(path=path, start_line=1, end_line=2, score=0.3, snippet=text, source="memory", explain=explain)
+
+    # The same words: only the day differs. The far note keeps 0.3 of its score after the ranker too.
+    near = hit("memory/2026-11-18.md", "Lea fixed the login bug", 1.0)
+    far = hit("memory/2026-07-02.md", "Lea fixed the login bug", 0.3)
+    ranked = rank_by_evidence("what bug did Lea fix last week?", [far, near], load_model(), explain=True)
+    assert [h.path for h in ranked] == ["memory/2026-11-18.md", "memory/2026-07-02.md"]
+    untimed = rank_by_evidence("what bug did Lea fix last week?", [hit("memory/2026-07-02.md", "Lea fixed the login bug", 1.0),
+                                                                   hit("memory/2026-11-18.md", "Lea fixed the login bug", 1.0)],
+                               load_model(), explain=True)
+    assert untimed[0].path == "memory/2026-07-02.md"  # without the factor its rank decides
+    assert ranked[1].ranker.time_factor == 0.3 and abs(ranked[1].score - 0.3 * untimed[0].score) < 1e-5

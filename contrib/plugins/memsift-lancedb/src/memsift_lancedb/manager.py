@@ -44,8 +44,10 @@ from memsift.engine.search.request import SearchRequest
 from memsift.engine.search.modes import search_sides
 from memsift.engine.search.scripts import vector_mode_warning
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
-from memsift.engine.search.terms import QueryItems, chunk_tokens, query_items, word_terms
-from memsift.engine.search.time_only import COMMON_SHARE, MAX_COMMON_WORDS, is_weightless, names_only_a_time, topic_words
+from memsift.engine.search.expansion import EXPANSION_WEIGHT
+from memsift.engine.search.terms import QueryItems, chunk_tokens, expansion_items, query_items, word_terms
+from memsift.engine.search.time_only import (COMMON_SHARE, MAX_COMMON_WORDS, is_weightless, names_only_a_time, nearby_windows,
+                                              topic_words)
 from memsift.engine.search.time_rank import candidate_windows
 from memsift.engine.search.time_query import TimeBound, TimeWindow
 
@@ -310,7 +312,7 @@ class LanceSearchManager:
             return [], "none", False, None, False
         h = self.ms.query.hybrid
         tokenizer = self.ms.store.fts.tokenizer
-        plan = plan_query(req.q, tokenizer, expansion=self.ms.query.expansion)
+        plan = plan_query(req.topic, tokenizer, expansion=self.ms.query.expansion)  # the time named is not a topic
         items = query_items(plan, tokenizer)
         limit = min(MAX_CANDIDATES, candidates or max(1, int(req.max_results * h.candidate_multiplier)))
         qvec = await self._query_vector(degraded, embedding) if want_vector else None
@@ -333,7 +335,8 @@ class LanceSearchManager:
                 vector += [c for c in self._vector(chunks, qvec, limit, prefer) if c.chunk_id not in seen]
             keyword, ranks = None, {}
             if want_keyword or (vector is None and req.mode != "vector"):
-                keyword, ranks = self._keyword(chunks, items, limit, within, prefer, [c.chunk_id for c in vector or ()])
+                keyword, ranks = self._keyword(chunks, items, limit, within, prefer, [c.chunk_id for c in vector or ()],
+                                               expansions=expansion_items(plan, tokenizer))
                 if vector is not None:
                     self._complete_vector_scores(chunks, keyword, vector, qvec)
             return vector, keyword, ranks
@@ -346,7 +349,7 @@ class LanceSearchManager:
         if words and len(words) <= MAX_COMMON_WORDS:  # words beside the time may select no notes
             weightless = self._weightless(chunks, gen.number, words, tokenizer)
             time_only = names_only_a_time(req.q, windows, weightless.__contains__)
-        window = self._window_rows(chunks, windows, req.max_results) if time_only and windows else None
+        window = self._window_rows(chunks, nearby_windows(windows), req.max_results) if time_only and windows else None
         paths = {c.path for c in (keyword or []) + (vector or []) + (window or [])}
         times = self._file_times(gen.number, paths) if h.temporal_decay.enabled or req.time_filter else {}
         params = PipelineParams.from_query(self.ms.query, max_results=req.max_results, min_score=req.min_score, now=now,
@@ -357,7 +360,7 @@ class LanceSearchManager:
                                  snippet_chars=SNIPPET_MAX_CHARS, explain=True)
         for hit in found:
             hit.rescued = True if hit.explain and hit.explain.rescued else None
-        return found, facts["mode"], facts["relaxed"], facts.get("below_min_score"), bool(facts.get("time_only"))
+        return found, facts["mode"], facts["relaxed"], facts.get("below_min_score"), facts.get("time_only")
 
     # --- retrieval (blocking: run in a worker thread) -------------------------------------------
 
@@ -377,16 +380,18 @@ class LanceSearchManager:
         return parts[0] if len(parts) == 1 else BooleanQuery([(Occur.SHOULD, p) for p in parts])
 
     def _keyword(self, chunks: Any, items: QueryItems, limit: int, within: str | None, prefer: str | None,
-                 also: Sequence[str]) -> tuple[list[Candidate], dict[str, float]]:
+                 also: Sequence[str], *, expansions: QueryItems | None = None) -> tuple[list[Candidate], dict[str, float]]:
         """BM25-ranked chunks (LanceDB's full-text index); `also` (the vector side's ids) get their
-        score too when they match, and `prefer` (the days a question names) adds its best."""
+        score too when they match, and `prefer` (the days a question names) adds its best. The
+        question's `expansions` ("met" for "meet") are matched on their own and weigh less, as on
+        builtin and Postgres (engine/search/expansion.py)."""
         fts = self._fts_query(items)
         if fts is None:
             return [], {}
         cols = [*_COLUMNS, *(["vector"] if "vector" in chunks.schema.names else [])]
 
-        def run(where: str | None, n: int) -> list[dict]:
-            q = chunks.search(fts, query_type="fts").select(cols).limit(n)
+        def run(where: str | None, n: int, query: Any = fts) -> list[dict]:
+            q = chunks.search(query, query_type="fts").select(cols).limit(n)
             if where:
                 q = q.where(where, prefilter=True)
             return q.to_list()
@@ -407,6 +412,17 @@ class LanceSearchManager:
             c.embedding = r.get("vector")
             out.append(c)
             ranks[c.chunk_id] = rnk
+        more = self._fts_query(expansions) if expansions is not None and (expansions.terms or expansions.phrases) else None
+        if more is not None:
+            found = {c.chunk_id: c for c in out}
+            xrows = run(within, limit, more)
+            for r, score in zip(xrows, bm25_relative_scores([-float(r["_score"]) for r in xrows])):
+                c = found.get(r["id"])
+                if c is None:
+                    c = found[r["id"]] = _candidate(r, text_score=0.0, keyword_hit=True)
+                    c.embedding = r.get("vector")
+                    out.append(c)
+                c.text_score = min(1.0, c.text_score + EXPANSION_WEIGHT * score)
         return out, ranks
 
     @staticmethod
