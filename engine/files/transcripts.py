@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 __all__ = ["Transcript", "flatten_transcript", "redact_text", "list_transcripts", "TRANSCRIPT_SUFFIXES"]
@@ -52,9 +53,19 @@ def _message_text(content) -> str:
 
 
 def _timestamp(rec: dict, msg: dict) -> float:
+    """POSIX seconds of a record: a number (seconds or milliseconds) or an ISO 8601 string
+    ("2026-11-20T09:00:00Z", as OpenClaw writes them); 0 when there is none or it cannot be read."""
     ts = msg.get("timestamp", rec.get("timestamp"))
+    if isinstance(ts, bool):
+        return 0.0
     if isinstance(ts, (int, float)):
         return ts / 1000 if ts >= 1e11 else float(ts)  # milliseconds or seconds
+    if isinstance(ts, str):
+        try:
+            when = datetime.fromisoformat(ts.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return 0.0
+        return (when if when.tzinfo else when.astimezone()).timestamp()
     return 0.0
 
 

@@ -122,6 +122,9 @@ def names_only_a_time(question: str, windows: Sequence[TimeWindow], weightless: 
     return weightless is not None and len(words) <= MAX_COMMON_WORDS and all(weightless(w) for w in words)
 
 
+_CURATED = ("MEMORY.md", "memory.md")
+
+
 def window_first(items: list[Candidate], windows: Sequence[TimeWindow]) -> list[Candidate]:
     """The candidates of the question's windows, a day at a time (each day's chunks in file order),
     days in order; candidates outside every window are dropped. A chunk that also speaks of other
@@ -136,9 +139,10 @@ def window_first(items: list[Candidate], windows: Sequence[TimeWindow]) -> list[
         first = next((d for d in stated_days(c) if inside(d)), None)
         if first is not None:
             focus_on(c, inside)
+            c.day = first.isoformat()  # the day of the lines shown, not the chunk's first (explain)
             by_day[first].append(c)
-    for day_items in by_day.values():
-        day_items.sort(key=lambda c: (c.path, c.start_line))
+    for day_items in by_day.values():  # the day's own notes before MEMORY.md's line of that day
+        day_items.sort(key=lambda c: (c.path in _CURATED, c.path, c.start_line))
     out: list[Candidate] = []
     queues = [by_day[d] for d in sorted(by_day)]  # type: ignore[type-var]
     while any(queues):

@@ -76,3 +76,21 @@ def test_a_date_a_sentence_mentions_is_no_timestamp():
             "  2026-11-30.\n- 18:00 2026-12-01 is the renewal deadline\n")
     [(_, d)] = _days("memory/2026-11-12.md", text)
     assert (d.day, d.source, d.days) == ("2026-11-12", "heading", ("2026-11-12",))
+
+
+def test_a_transcripts_iso_timestamps_date_its_messages():
+    """OpenClaw writes `"timestamp": "2026-11-20T09:00:00Z"`; numbers (seconds or milliseconds)
+    stay as they were; what cannot be read is no date (the file's modification day applies)."""
+    import json  # noqa: PLC0415
+    from datetime import datetime, timezone  # noqa: PLC0415
+
+    from memsift.engine.files.transcripts import flatten_transcript  # noqa: PLC0415
+
+    def record(ts, text):
+        return json.dumps({"type": "message", "timestamp": ts, "message": {"role": "user", "content": text}})
+
+    raw = "\n".join([record("2026-11-20T09:00:00Z", "iso with Z"), record("2026-11-21T10:00:00+02:00", "with an offset"),
+                     record(1763629200000, "milliseconds"), record("next tuesday", "not a date"), record(True, "a bool")])
+    t = flatten_transcript(raw)
+    utc = [datetime.fromtimestamp(s, timezone.utc).isoformat() if s else None for s in t.timestamps]
+    assert utc == ["2026-11-20T09:00:00+00:00", "2026-11-21T08:00:00+00:00", "2025-11-20T09:00:00+00:00", None, None]

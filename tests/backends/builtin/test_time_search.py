@@ -166,3 +166,18 @@ def test_an_index_from_before_days_per_line_is_upgraded_and_rebuilt_once(tmp_pat
     assert conn.execute("SELECT count(*) FROM chunk_days").fetchone()[0] > 0
     conn.close()
     m._close_reader()
+
+
+def test_a_days_own_note_comes_before_memory_mds_line_of_that_day(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Decisions\n- 2023-03-02: kept weekly releases.\n- 2023-03-18: chose Postgres for the ledger.\n")
+    (ws / "memory" / "2023-03-18.md").write_text("# 2023-03-18\n\n- Migrated the invoices table.\n")
+    m = _manager(tmp_path, ws)
+    answer = run(m.search, "what happened on March 18?", now=NOW, explain=True)
+    assert answer.time_only and [h.path for h in answer.results] == ["memory/2023-03-18.md", "MEMORY.md"]
+    memory = answer.results[1]
+    # The line shown is of that day, and so is the day explain names (not the chunk's first, 03-02).
+    assert "2023-03-18" in memory.snippet and "2023-03-02" not in memory.snippet
+    assert memory.explain.day == "2023-03-18"
+    m._close_reader()
