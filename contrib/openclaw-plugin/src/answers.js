@@ -74,6 +74,8 @@ export function searchResult(answer, { corpus = "memory", toolMs } = {}) {
     ...(answer.fallback ? { fallback: { from: answer.fallback.from, reason: answer.fallback.reason } } : {}),
     ...(answer.truncated ? { truncated: true } : {}),
     ...(answer.timeWindows ? { timeWindows: answer.timeWindows } : {}),
+    // A time-only answer whose window holds no notes, or more days than shown: said to the agent.
+    ...(answer.timeNote ? { timeNote: answer.timeNote } : {}),
     ...(warnings.length ? { warning: warnings.join("; ") } : {}),
     ...(answer.action ? { action: answer.action } : {}),
     debug: {

@@ -122,6 +122,12 @@ describe("tools against the real memsift", () => {
     assert.ok(!JSON.stringify(found).includes("null"));
   });
 
+  test("memory_search says when the day asked for has no notes, and shows the nearest", async () => {
+    const found = await call(seen, "memory_search", { query: "what did I do on November 20, 2026?" });
+    assert.match(found.timeNote ?? "", /^no notes in 2026-11-20/);
+    assert.equal(found.results[0]?.path, "memory/2026-11-18.md", JSON.stringify(found.results.map((h) => h.path)));
+  });
+
   test("memory_get reads a hit's citation and a range", async () => {
     const got = await call(seen, "memory_get", { path: "MEMORY.md", from: 21, lines: 3 });
     assert.equal(got.status, "ok");
