@@ -82,13 +82,11 @@ class RerankExplain(_Out):
 
 
 class RankerExplain(_Out):
-    """How the evidence ranker scored one hit (any backend): (score + Σ weight × feature) / scale,
-    times the hit's time factor when the question names a time."""
+    """How the evidence ranker scored one hit (any backend): (score + Σ weight × feature) / scale."""
 
     base_score: float  # the backend's score, before the ranker
     base_rank: int  # 1-based position in the backend's order
     features: dict[str, float]
-    time_factor: float | None = None  # the question's time window, applied again after the features (below 1 only)
     final: float
 
 

@@ -56,8 +56,7 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         if explain and hit.ranker:
             k = hit.ranker
             feats = " ".join(f"{name.replace('_', '-')}={value:.3f}" for name, value in k.features.items())
-            timed = f" time={k.time_factor:.3f}" if k.time_factor is not None else ""
-            out.append(f"    ranker: backend={k.base_score:.3f} (rank {k.base_rank}) {feats}{timed} final={k.final:.3f}")
+            out.append(f"    ranker: backend={k.base_score:.3f} (rank {k.base_rank}) {feats} final={k.final:.3f}")
         if explain and hit.rerank:
             r = hit.rerank
             out.append(f"    rerank: hybrid={r.hybrid_score:.3f} (rank {r.hybrid_rank}) reranker={r.rerank_score:.3f} "

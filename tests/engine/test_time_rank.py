@@ -78,23 +78,3 @@ def test_a_note_months_away_is_not_rescued_over_a_note_of_the_time_asked():
                     _hybrid("2026-11-18", "Fixed HER-95: invoices rounded twice", keyword=0.2, vector=0.2)], []) \
         == ["2026-07-02 (rescued)", "2026-11-18 (rescued)"]
 
-
-def test_the_evidence_ranker_keeps_the_time_factor():
-    from memsift.engine.rerank.evidence import load_model  # noqa: PLC0415
-    from memsift.engine.rerank.evidence_stage import rank_by_evidence  # noqa: PLC0415
-    from memsift.engine.results import HitExplain, SearchHit  # noqa: PLC0415
-
-    def hit(path: str, text: str, factor: float) -> SearchHit:
-        explain = HitExplain(vector_weight=0.7, text_weight=0.3, time_factor=factor, final_score=0.3)
-        return SearchHit(path=path, start_line=1, end_line=2, score=0.3, snippet=text, source="memory", explain=explain)
-
-    # The same words: only the day differs. The far note keeps 0.3 of its score after the ranker too.
-    near = hit("memory/2026-11-18.md", "Lea fixed the login bug", 1.0)
-    far = hit("memory/2026-07-02.md", "Lea fixed the login bug", 0.3)
-    ranked = rank_by_evidence("what bug did Lea fix last week?", [far, near], load_model(), explain=True)
-    assert [h.path for h in ranked] == ["memory/2026-11-18.md", "memory/2026-07-02.md"]
-    untimed = rank_by_evidence("what bug did Lea fix last week?", [hit("memory/2026-07-02.md", "Lea fixed the login bug", 1.0),
-                                                                   hit("memory/2026-11-18.md", "Lea fixed the login bug", 1.0)],
-                               load_model(), explain=True)
-    assert untimed[0].path == "memory/2026-07-02.md"  # without the factor its rank decides
-    assert ranked[1].ranker.time_factor == 0.3 and abs(ranked[1].score - 0.3 * untimed[0].score) < 1e-5
