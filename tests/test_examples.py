@@ -14,7 +14,7 @@ SCRIPT = REPO / "contrib" / "refresh_examples.py"
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 # Examples whose output depends on nothing but the shipped workspace (no QMD, no Postgres, no
 # clock): re-run on every test run, to catch drift between memsift and what the pages show.
-STABLE = ["readme-search", "readme-get", "start-get", "bad-config", "search-json"]
+STABLE = ["readme-search", "readme-get", "start-get", "bad-config", "search-json", "time-empty", "time-cut"]
 
 
 def _shown_outside_illustrations(text: str) -> str:
