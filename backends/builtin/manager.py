@@ -39,7 +39,7 @@ from memsift.engine.search.pipeline import PipelineParams, rank
 from memsift.engine.search.query_embedding import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding, beside
 from memsift.engine.search.request import SearchRequest
 from memsift.engine.search.time_only import names_only_a_time, nearby_windows
-from memsift.engine.search.time_query import TimeBound, TimeWindow, without_time_expressions
+from memsift.engine.search.time_query import TimeBound, TimeWindow
 from memsift.engine.search.time_rank import candidate_windows
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 
@@ -466,6 +466,7 @@ class BuiltinSearchManager:
                         found, how, was_relaxed, below, only_time = await self._search_index(
                             conn, meta, q, max_results, min_score, session_key, True, now, degraded, sides, embedding,
                             time_filter=time_filter, windows=windows, time_only=req.time_only, candidates=candidates,
+                            topic=req.topic,
                         )
                         for hit in found:
                             hit.rescued = True if hit.explain and hit.explain.rescued else None
@@ -557,6 +558,7 @@ class BuiltinSearchManager:
         windows: list[TimeWindow] | None = None,
         time_only: bool = False,
         candidates: int | None = None,
+        topic: str | None = None,  # the question without the times it names (SearchRequest.topic)
     ) -> tuple[list[SearchHit], str, bool]:
         h = self.ms.query.hybrid
         if sides.vector and meta.get("vectorsPending") and self.provider is not None:
@@ -565,7 +567,7 @@ class BuiltinSearchManager:
             degraded.vector = f"vectors pending: the index was built for keyword search first and its embeddings {running}"
             sides = Sides(sides.requested, vector=False, keyword=True)
         # The times the question names are not its topic: "week" or "20" must not find notes months away.
-        plan = plan_query(without_time_expressions(q, windows or []), meta.get("ftsTokenizer", "unicode61"),
+        plan = plan_query(topic if topic is not None else q, meta.get("ftsTokenizer", "unicode61"),
                           expansion=self.ms.query.expansion)
         limit = min(MAX_CANDIDATES, candidates) if candidates else candidate_count(max_results, h.candidate_multiplier)
         # A since/until filter searches only its rows; a time the question names adds its rows' best.

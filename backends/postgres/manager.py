@@ -27,7 +27,7 @@ from memsift.engine.files.rules import MemoryRules, read_memory
 from memsift.engine.search.pipeline import PipelineParams, rank
 from memsift.engine.search.request import SearchRequest
 from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, nearby_windows, topic_words
-from memsift.engine.search.time_query import TimeBound, TimeWindow, without_time_expressions
+from memsift.engine.search.time_query import TimeBound, TimeWindow
 from memsift.engine.search.time_rank import candidate_windows
 from memsift.engine.search.query_embedding import QueryEmbedding, beside
 from memsift.engine.results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer, SearchHit
@@ -252,7 +252,7 @@ class PostgresSearchManager:
                 return await self._search_db(q, max_results, min_score, session_key, explain, now, degraded,
                                              (want_vector, want_keyword, set_aside, requested), embedding,
                                              time_filter=time_filter, windows=windows, time_only=req.time_only,
-                                             candidates=candidates)
+                                             candidates=candidates, topic=req.topic)
 
             try:
                 hits, answered, relaxed, below, time_only = await beside(embedding.run if embedding else None, answer)
@@ -287,11 +287,12 @@ class PostgresSearchManager:
     async def _search_db(self, q: str, max_results: int, min_score: float, session_key: str | None, explain: bool,
                          now: float | None, degraded: Degraded, sides: tuple, embedding: QueryEmbedding | None,
                          *, time_filter: TimeWindow | None = None, windows: list[TimeWindow] | None = None,
-                         time_only: bool = False, candidates: int | None = None) -> tuple[list[SearchHit], str, bool, Any, bool]:
+                         time_only: bool = False, candidates: int | None = None,
+                         topic: str | None = None) -> tuple[list[SearchHit], str, bool, Any, bool]:
         want_vector, want_keyword, set_aside, requested = sides
         h = self.ms.query.hybrid
         tokenizer = self.ms.store.fts.tokenizer
-        plan = plan_query(without_time_expressions(q, windows or []), tokenizer, expansion=self.ms.query.expansion)  # topic words only
+        plan = plan_query(topic if topic is not None else q, tokenizer, expansion=self.ms.query.expansion)  # the time named is no topic
         items = query_items(plan, tokenizer)
         limit = min(MAX_CANDIDATES, candidates or max(1, int(max_results * h.candidate_multiplier)))
         qvec = await self._query_vector(degraded, embedding) if want_vector else None

@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from datetime import timedelta
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..lazy import lazy_re
 from .stopwords import STOP_WORDS
 
+from .time_query import TimeWindow
+
 if TYPE_CHECKING:
     from .ranking import Candidate
-    from .time_query import TimeWindow
 
 __all__ = ["names_only_a_time", "topic_words", "window_first", "nearest_notes", "nearby_windows", "window_days", "ASKING_WORDS",
            "COMMON_SHARE", "COMMON_MIN_NOTES", "MAX_COMMON_WORDS", "NEARBY_DAYS", "is_weightless"]
@@ -122,14 +124,11 @@ def names_only_a_time(question: str, windows: Sequence[TimeWindow], weightless: 
     return weightless is not None and len(words) <= MAX_COMMON_WORDS and all(weightless(w) for w in words)
 
 
-_CURATED = ("MEMORY.md", "memory.md")
-
-
 def window_first(items: list[Candidate], windows: Sequence[TimeWindow]) -> list[Candidate]:
     """The candidates of the question's windows, a day at a time (each day's chunks in file order),
     days in order; candidates outside every window are dropped. A chunk that also speaks of other
     days shows the lines of the window."""
-    from .time_rank import focus_on, stated_days  # noqa: PLC0415  (time_rank reads no time-only rule)
+    from .time_rank import focus_on, is_curated, stated_days  # noqa: PLC0415  (time_rank reads no time-only rule)
 
     def inside(d: object) -> bool:
         return any(w.distance_days(d) == 0 for w in windows)  # type: ignore[arg-type]
@@ -142,7 +141,7 @@ def window_first(items: list[Candidate], windows: Sequence[TimeWindow]) -> list[
             c.day = first.isoformat()  # the day of the lines shown, not the chunk's first (explain)
             by_day[first].append(c)
     for day_items in by_day.values():  # the day's own notes before MEMORY.md's line of that day
-        day_items.sort(key=lambda c: (c.path in _CURATED, c.path, c.start_line))
+        day_items.sort(key=lambda c: (is_curated(c), c.path, c.start_line))
     out: list[Candidate] = []
     queues = [by_day[d] for d in sorted(by_day)]  # type: ignore[type-var]
     while any(queues):
@@ -155,12 +154,8 @@ def window_first(items: list[Candidate], windows: Sequence[TimeWindow]) -> list[
 def nearby_windows(windows: Sequence[TimeWindow]) -> list[TimeWindow]:
     """The windows widened by NEARBY_DAYS on each side: the days whose notes a backend reads for a
     time-only question, so that an empty window can be answered by the days around it."""
-    from datetime import timedelta  # noqa: PLC0415
-
-    from .time_query import TimeWindow as Window  # noqa: PLC0415
-
     pad = timedelta(days=NEARBY_DAYS)
-    return [Window(w.start - pad if w.start else None, w.end + pad if w.end else None, w.text) for w in windows]
+    return [TimeWindow(w.start - pad if w.start else None, w.end + pad if w.end else None, w.text) for w in windows]
 
 
 def window_days(items: list[Candidate], windows: Sequence[TimeWindow]) -> set[object]:

@@ -36,7 +36,7 @@ from ..files.note_dates import chunk_line_days
 from .time_query import TimeWindow
 
 __all__ = ["TimeParams", "FileTime", "apply_time_filter", "apply_time_windows", "apply_decay", "line_days", "stated_days", "focus_on",
-           "candidate_windows"]
+           "candidate_windows", "is_curated"]
 
 FileTime = Callable[[str], "float | None"]  # path → its indexed mtime (seconds), or None
 
@@ -178,7 +178,7 @@ def apply_time_windows(items: list[Candidate], windows: list[TimeWindow], weight
         c.score *= c.time_factor
 
 
-def _curated(c: Candidate) -> bool:
+def is_curated(c: Candidate) -> bool:
     """MEMORY.md (or memory.md) at the workspace root: the curated memory, never aged."""
     return c.source == "memory" and c.path.replace("\\", "/") in ("MEMORY.md", "memory.md")
 
@@ -202,7 +202,7 @@ def apply_decay(items: list[Candidate], p: TimeParams, file_time: FileTime, term
     mtimes: dict[str, float | None] = {}
     days: dict[str, date] = {}
     for c in items:
-        if _curated(c) or (not c.day and is_evergreen(c.path, c.source)):
+        if is_curated(c) or (not c.day and is_evergreen(c.path, c.source)):
             continue  # MEMORY.md never decays, whatever dates its lines carry; nor do undated notes
         d = _matched_day(c, terms or []) or _day(c, file_time, mtimes)
         if d is not None:
