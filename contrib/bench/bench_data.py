@@ -44,6 +44,10 @@ class Question:
     # The turns marked `has_answer`, each as (path, its line numbers): the evidence an agent must see.
     evidence: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     workspace: Path | None = None  # set when the questions of a set span several workspaces
+    # The evidence sessions as (path, first, last line), for session recall (empty: not scored).
+    sessions: list[tuple[str, int, int]] = field(default_factory=list)
+    # Line ranges the question may not be answered from (RealMem: its own and later sessions).
+    hidden: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -134,6 +138,7 @@ def load_longmemeval(root: Path, path: Path = BENCH_DATA / "longmemeval_oracle.j
             text=item["question"],
             now=_lme_date(item["question_date"]).timestamp(),
             answer_sessions=list(item["answer_session_ids"]),
+            sessions=[ranges[sid] for sid in item["answer_session_ids"] if sid in ranges],
             evidence=[
                 (ranges[sid][0], (turn_line[(sid, i)],))
                 for sid, turns in zip(item["haystack_session_ids"], item["haystack_sessions"])
@@ -205,6 +210,7 @@ def load_chats(root: Path, path: Path = BENCH_DATA / "longmemeval_oracle.json", 
         order = sorted(sessions, key=lambda sid: (sessions[sid][0], sid))
         files: dict[str, list[str]] = defaultdict(list)
         turn_lines: dict[tuple[str, int], tuple[str, tuple[int, ...]]] = {}
+        spans: dict[str, tuple[str, int, int]] = {}
         for n, sid in enumerate(order, start=1):
             when, turns = sessions[sid]
             rel = f"memory/{when.strftime('%Y-%m-%d')}.md"
@@ -212,12 +218,14 @@ def load_chats(root: Path, path: Path = BENCH_DATA / "longmemeval_oracle.json", 
             if lines:
                 lines.append("")
             lines.append(f"# Session {n} — {when.strftime('%Y-%m-%d %H:%M')} ({a} & {b})")
+            heading = len(lines)
             for i, turn in enumerate(turns):
                 speaker = a if turn.get("role") == "user" else b
                 paras = [p.strip() for p in str(turn.get("content", "")).split("\n") if p.strip()] or [""]
                 first = len(lines) + 1
                 lines.extend(f"[D{n}:{i + 1}] {speaker}: {p}" for p in paras)  # a chat app's one message per line
                 turn_lines[(sid, i)] = (rel, tuple(range(first, len(lines) + 1)))
+            spans[sid] = (rel, heading, len(lines))
         for rel, lines in files.items():
             _write_if_changed(ws / rel, "\n".join(lines) + "\n")
         _write_if_changed(ws / "MEMORY.md", f"# Memory\n- {a} and {b} are long-term friends.\n")
@@ -229,6 +237,7 @@ def load_chats(root: Path, path: Path = BENCH_DATA / "longmemeval_oracle.json", 
                     text=_third_person(item["question"], a),
                     now=_lme_date(item["question_date"]).timestamp(),
                     answer_sessions=list(item["answer_session_ids"]),
+                    sessions=[spans[sid] for sid in item["answer_session_ids"] if sid in spans],
                     evidence=[
                         turn_lines[(sid, i)]
                         for sid, turns in zip(item["haystack_session_ids"], item["haystack_sessions"])

@@ -36,16 +36,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_data import load_scifact  # noqa: E402
-from evidence import evidence_metrics, load_set  # noqa: E402
+from evidence import ALL_SETS, HIDDEN_SLACK, _overlaps, evidence_metrics, load_set  # noqa: E402
 from metrics import ndcg_at  # noqa: E402
-from quality import open_mode  # noqa: E402
+from quality import open_mode, warm_index  # noqa: E402
 
 from memsift.engine.rerank import evidence as ranker  # noqa: E402
 from memsift.engine.rerank.evidence_stage import CANDIDATES_PER_HIT  # noqa: E402
 
 POOL = 40
 CANDIDATES = CANDIDATES_PER_HIT * POOL  # a side's candidates, as the stage asks the backend for its pool
-SETS = ("lme", "chats")
+SETS = ("lme", "chats")  # what the shipped weights are trained on (licences: LongMemEval is MIT)
 RANKER_OFF = {"query": {"ranker": {"enabled": False}}}
 FEATURES = ("score",) + ranker.FEATURES
 WEIGHTS_FILE = Path(ranker.__file__).with_name(ranker.MODEL_FILE)
@@ -68,11 +68,15 @@ async def collect(name: str, work: Path) -> list[tuple]:
         by_ws[q.workspace].append(q)
     out = []
     for ws, group in by_ws.items():
-        manager = open_mode("hybrid", ws, work / "state" / f"evidence-{name}" / ws.name, RANKER_OFF)
+        state = work / "state" / f"evidence-{name}" / ws.name
+        await warm_index("hybrid", ws, state, lambda s: print(s, flush=True))  # a pool from a half-built index would mislead
+        manager = open_mode("hybrid", ws, state, RANKER_OFF)
         try:
             for q in group:
-                hits = (await manager.search(q.text, max_results=POOL, min_score=0.0, now=q.now, candidates=CANDIDATES)).results
-                if hits:
+                wanted = POOL + HIDDEN_SLACK if q.hidden else POOL
+                hits = (await manager.search(q.text, max_results=wanted, min_score=0.0, now=q.now, candidates=CANDIDATES)).results
+                hits = [h for h in hits if not _overlaps(h, q.hidden)][:POOL]
+                if hits and q.evidence:
                     out.append((q, hits, _matrix(q.text, hits), np.array([_shows_answer(q, h) for h in hits])))
         finally:
             await manager.aclose()
@@ -81,6 +85,7 @@ async def collect(name: str, work: Path) -> list[tuple]:
 
 async def collect_scifact(work: Path) -> dict[str, list[tuple]]:
     data = load_scifact(work / "data")
+    await warm_index("hybrid", data.workspace, work / "state" / "scifact", lambda s: print(s, flush=True))
     manager = open_mode("hybrid", data.workspace, work / "state" / "scifact", RANKER_OFF)
     out: dict[str, list[tuple]] = {}
     try:
@@ -90,7 +95,7 @@ async def collect_scifact(work: Path) -> dict[str, list[tuple]]:
             for qid, text in queries.items():
                 hits = (await manager.search(text, max_results=POOL, min_score=0.0, candidates=CANDIDATES)).results
                 if hits:
-                    out[split].append(([Path(h.path).stem for h in hits], _matrix(text, hits), rels[qid]))
+                    out[split].append((text, hits, rels[qid]))
     finally:
         await manager.aclose()
     return out
@@ -109,7 +114,7 @@ def _evidence(data: list[tuple], weights: np.ndarray | None) -> tuple[float, flo
 
 def _scifact(rows: list[tuple], weights: np.ndarray | None) -> float:
     scores = []
-    for docs, x, rels in rows:
+    for docs, x, rels in rows:  # see _with_features
         order = range(len(docs)) if weights is None else sorted(range(len(docs)), key=lambda i: (-(x[i] @ weights), i))
         scores.append(ndcg_at(list(dict.fromkeys(docs[i] for i in order)), rels, 10))
     return float(np.mean(scores))
@@ -166,19 +171,48 @@ def train_pairwise(data: list[tuple], l2: float = 1e-2, steps: int = 2000, lr: f
 TRAINERS = {"pairwise": train_pairwise, "pointwise": train_pointwise}
 
 
-async def _main(args: argparse.Namespace) -> None:
-    cache = args.work / "train_ranker.pkl"
+async def _pools(name: str, args: argparse.Namespace) -> Any:
+    """A set's pools, collected once and cached in --work (one file a set, so sets can be added)."""
+    cache = args.work / f"train_ranker-{name}.pkl"
     if cache.exists() and not args.fresh:
-        sets = pickle.loads(cache.read_bytes())
+        pools = pickle.loads(cache.read_bytes())
     else:
-        sets = {name: await collect(name, args.work) for name in SETS}
-        sets["scifact"] = await collect_scifact(args.work)
-        cache.write_bytes(pickle.dumps(sets))
-    scifact = sets.pop("scifact")
+        pools = await collect_scifact(args.work) if name == "scifact" else await collect(name, args.work)
+        cache.write_bytes(pickle.dumps(pools))
+    return _with_features(pools)
+
+
+def _with_features(pools: Any) -> Any:
+    """The feature matrices, computed afresh from the cached hits: a feature added to the ranker
+    needs no new collection."""
+    if isinstance(pools, dict):  # SciFact: split → (claim, hits, qrels), scored as documents
+        return {split: [([Path(h.path).stem for h in hits], _matrix(text, hits), rels) for text, hits, rels in rows]
+                for split, rows in pools.items()}
+    return [(q, hits, _matrix(q.text, hits), y) for q, hits, _x, y in pools]
+
+
+def leave_one_set_out(sets: dict[str, list[tuple]], train: Any, l2: float, shipped: np.ndarray) -> dict[str, Any]:
+    """For each set: the backend's order, the shipped weights, and weights trained on every other set."""
+    table: dict[str, Any] = {}
+    print("leave one set out: turn_recall@10 / MRR@10 of each set (backend's order | shipped | trained without it)")
+    for held in sets:
+        rest = [d for n, d in sets.items() if n != held]
+        w = train([row for d in rest for row in d], l2=l2)
+        cells = {"backend": _evidence(sets[held], None), "shipped": _evidence(sets[held], shipped), "without": _evidence(sets[held], w)}
+        table[held] = {k: {"recall@10": round(r, 3), "mrr@10": round(m, 3)} for k, (r, m) in cells.items()}
+        print(f"  {held:8} " + "   ".join(f"{k} {r:.3f} / {m:.3f}" for k, (r, m) in cells.items()))
+    return table
+
+
+async def _main(args: argparse.Namespace) -> None:
+    names = list(dict.fromkeys([*SETS, *args.check.split(",")])) if args.check else list(SETS)
+    sets = {name: await _pools(name, args) for name in names}
+    scifact = await _pools("scifact", args)
     figures: dict[str, Any] = {}
+    trained_on = args.train_on.split(",")
 
     def row(label: str, weights: np.ndarray | None, key: str) -> None:
-        cells = {n: _evidence(d, weights) for n, d in sets.items()}
+        cells = {n: _evidence(sets[n], weights) for n in SETS}
         sci = {s: _scifact(scifact[s], weights) for s in ("test", "train")}
         figures[key] = {**{f"{n}_recall@10": round(r, 3) for n, (r, _m) in cells.items()},
                         **{f"{n}_mrr@10": round(m, 3) for n, (_r, m) in cells.items()},
@@ -195,13 +229,15 @@ async def _main(args: argparse.Namespace) -> None:
         own = _evidence(sets[tr], w)
         figures[f"{tr}_to_{te}"] = {f"{te}_recall@10": round(r, 3), f"{te}_mrr@10": round(m, 3)}
         print(f"  trained on {tr}, tested on {te}: {r:.3f} / {m:.3f} (on {tr} itself {own[0]:.3f} / {own[1]:.3f})")
-    shipped = train(sets["lme"] + sets["chats"], l2=args.l2)
-    row("trained on both (shipped)", shipped, "shipped")
+    shipped = train([row_ for n in trained_on for row_ in sets[n]], l2=args.l2)
+    row(f"trained on {'+'.join(trained_on)} (shipped)", shipped, "shipped")
     weights = {name: round(float(v), 4) for name, v in zip(FEATURES[1:], shipped[1:])}
     print("  weights (the backend's score weighs 1): " + ", ".join(f"{k} {v:+.4f}" for k, v in weights.items()))
+    if len(sets) > len(SETS):
+        figures["leaveOneSetOut"] = leave_one_set_out(sets, train, args.l2, shipped)
     if args.write:
         doc = {"format": ranker.MODEL_FORMAT, "version": f"{date.today().isoformat()}.{args.revision}",
-               "weights": weights, "trainedOn": list(SETS), "pool": POOL, "loss": args.loss, "l2": args.l2,
+               "weights": weights, "trainedOn": trained_on, "pool": POOL, "loss": args.loss, "l2": args.l2,
                "figures": figures, "trainer": "contrib/bench/train_ranker.py"}
         WEIGHTS_FILE.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {WEIGHTS_FILE}")
@@ -212,6 +248,9 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=HERE / "out")
     ap.add_argument("--fresh", action="store_true", help="collect again (the pools are cached in --work)")
     ap.add_argument("--write", action="store_true", help="write the shipped weights file")
+    ap.add_argument("--check", default="", help=f"also check on these sets, one left out at a time (all: {','.join(ALL_SETS)})")
+    ap.add_argument("--train-on", default=",".join(SETS),
+                    help="the sets the shipped weights learn from (only sets whose licence allows it: lme, chats, realmem)")
     ap.add_argument("--l2", type=float, default=1e-2)
     ap.add_argument("--loss", choices=sorted(TRAINERS), default="pairwise",
                     help="pairwise (the shipped weights) or pointwise (a hit at a time, the first ranker's)")
