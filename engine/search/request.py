@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..text import has_cjk
 from .fts_query import MAX_QUERY_CHARS, clean_query
 from .modes import parse_search_mode
 from .time_only import NEARBY_DAYS, names_only_a_time
@@ -57,8 +58,12 @@ class SearchRequest:
     @property
     def topic(self) -> str:
         """The question without the times it names: the words the keyword side looks for ("week",
-        "October" or "20" in "what did I do on October 20?" name a time, not a topic)."""
-        return without_time_expressions(self.q, self.windows) if self.windows else self.q
+        "October" or "20" in "what did I do on October 20?" name a time, not a topic). A time said
+        in CJK stays: a CJK run has no word breaks, so taking it out cuts the words around it
+        ("五月艾", a plant, is not May), and its characters are the text's own (the CJK question
+        sets lost keyword hit@1 without them: 0.970 → 0.966, 0.932 → 0.930, 0.893 → 0.885)."""
+        spoken = [w for w in self.windows if not has_cjk(w.text)]
+        return without_time_expressions(self.q, spoken) if spoken else self.q
 
     def time_facts(self, *, time_only: bool | dict[str, Any] | None) -> dict[str, Any]:
         """The answer's `time_windows`, `time_filter`, `time_only` (whether it was answered as a

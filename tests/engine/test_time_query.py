@@ -243,3 +243,21 @@ def test_today_is_read_only_when_nothing_else_is_asked(question: str, today: boo
     day = datetime.fromtimestamp(NOW).date()
     assert req.time_only is today
     assert [(w.start, w.end) for w in req.windows] == ([(day, day)] if today else [])
+
+
+@pytest.mark.parametrize(("question", "topic"), [
+    # a time said in words is no topic: the keyword side looks for the rest
+    ("what did we decide about the ledger last October?", "what did we decide about the ledger"),
+    # a time said in CJK stays: the run has no word breaks ("五月艾" is a plant, not May) and the
+    # question's date is often the text's own ("1992年4月")
+    ("五月艾分布在哪些地区？", "五月艾分布在哪些地区？"),
+    ("1992年4月，罗保铭担任什么职务？", "1992年4月，罗保铭担任什么职务？"),
+])
+def test_the_topic_leaves_out_a_time_said_in_words_but_not_one_said_in_cjk(question: str, topic: str) -> None:
+    from memsift.engine.config.models import QueryConfig
+    from memsift.engine.search.request import SearchRequest
+
+    req = SearchRequest.parse(question, QueryConfig(), max_results=None, min_score=None, mode=None, since=None,
+                              until=None, now=NOW)
+    assert req.windows  # each names a time
+    assert req.topic.rstrip("? ") == topic.rstrip("? ")
