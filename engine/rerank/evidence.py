@@ -15,10 +15,6 @@ Features are backend-neutral, read from the hits themselves (score, snippet, pat
   the user (`User: …`, `user: …`) when it speaks in the first person ("what did I buy?"). A fact about
   someone is usually stated in their own turn, while the other side's long answers repeat the
   question's words.
-- `asker_first_person`: the share of those lines (the asked person's) that speak in the first
-  person ("I", "my", "me"): a fact about someone is told by them about themselves ("I painted that
-  lake sunrise last year"), where their questions and small talk are not. Checked leave-one-set-out
-  on five conversational sets (contrib/bench/train_ranker.py --check): it helps on each.
 
 The score becomes `(score + Σ weight_f × feature_f) / (1 + Σ positive weights)`: the backend's
 score plus an evidence bonus, kept in 0..1 so the order and the figure a user reads agree. A
@@ -41,7 +37,7 @@ from ..text import is_cjk_char
 
 __all__ = ["EvidenceModel", "load_model", "ranker_terms", "evidence_features", "turn_speaker", "FEATURES"]
 
-FEATURES = ("coverage", "rare_coverage", "reciprocal_rank", "file_best_other", "asker_coverage", "asker_first_person")
+FEATURES = ("coverage", "rare_coverage", "reciprocal_rank", "file_best_other", "asker_coverage")
 MODEL_FILE = "evidence_ranker.json"
 MODEL_FORMAT = 1
 
@@ -49,7 +45,6 @@ MODEL_FORMAT = 1
 # A speaker's turn: optional bullet and bracketed ids or times, then a name of one or two words and ": ".
 TURN = re.compile(r"\s*(?:[-*+]\s+)?(?:\[[^\]\n]{0,64}\]\s*)*([^\W\d][\w.'-]{0,23}(?: [^\W\d][\w.'-]{0,23})?): \S")
 _FIRST_PERSON = re.compile(r"(?<![\w'’])(?:i|me|my|mine|myself)(?!\w)", re.IGNORECASE)
-_SPEAKS_OF_SELF = re.compile(r"(?<![\w'’])(?:i|i'm|i've|my|me)(?!\w)", re.IGNORECASE)
 _USER_SPEAKERS = frozenset({"user"})  # how transcripts and chat logs name the person asking
 
 
@@ -145,7 +140,6 @@ def evidence_features(terms: Sequence[str], hits: Sequence[tuple[str, float, str
             "reciprocal_rank": 1.0 / (rank + 1),
             "file_best_other": second if score == best else best,  # the best score of another hit of the file
             "asker_coverage": sum(any(t in line for line in lines) for t in terms) / len(terms) if terms and lines else 0.0,
-            "asker_first_person": sum(1 for line in lines if _SPEAKS_OF_SELF.search(line)) / len(lines) if lines else 0.0,
         })
     return out
 

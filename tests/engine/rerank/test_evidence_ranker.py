@@ -93,26 +93,6 @@ def test_asker_coverage_counts_the_question_words_in_the_asked_persons_own_lines
     assert f[0]["asker_coverage"] == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("question, snippet, expected", [
-    # of the asked person's lines, those that speak of themselves
-    ("What did Melanie paint?", "[D1:14] Melanie: I painted that lake sunrise last year\n[D1:15] Melanie: Do you paint?", 0.5),
-    ("What did Melanie paint?", "[D1:13] Caroline: I love it, did you paint it?\n[D1:14] Melanie: Yes, my lake sunrise", 1.0),
-    # the other side speaking of themselves does not count
-    ("What did Melanie paint?", "[D1:13] Caroline: I painted a sunrise too", 0.0),
-    # a first-person question: the user's lines ("I'm" is first person, "Iris" is not)
-    ("Which car did I buy?", "[s#0] user: I'm happy with the Corolla\n[s#2] user: Iris sold hers", 0.5),
-    ("Which car did I buy?", "I bought a Corolla", 0.0),  # no turns
-])
-def test_asker_first_person_is_the_share_of_the_asked_persons_lines_that_speak_of_themselves(question, snippet, expected):
-    f = evidence.evidence_features(evidence.ranker_terms(question), [("memory/2026-01-01.md", 0.5, snippet)], question)
-    assert f[0]["asker_first_person"] == pytest.approx(expected)
-
-
-def test_the_shipped_weights_favour_a_persons_account_of_themselves():
-    model = evidence.load_model()
-    assert model.weights["asker_first_person"] > 0 and "asker_first_person" in evidence.FEATURES
-
-
 def test_the_speaker_of_a_turn_line():
     assert evidence.turn_speaker("[D3:8] Caroline: we met in May") == "Caroline"
     assert evidence.turn_speaker("- [09:14] Mary Ann: hello") == "Mary Ann"
