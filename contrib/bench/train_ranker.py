@@ -194,7 +194,7 @@ def _with_features(pools: Any) -> Any:
 def leave_one_set_out(sets: dict[str, list[tuple]], train: Any, l2: float, shipped: np.ndarray) -> dict[str, Any]:
     """For each set: the backend's order, the shipped weights, and weights trained on every other set."""
     table: dict[str, Any] = {}
-    print("leave one set out: turn_recall@10 / MRR@10 of each set (backend's order | shipped | trained without it)")
+    print("leave one set out: turn_recall@10 / MRR@10 of each set (backend's order | the shipped weights | trained on the other sets)")
     for held in sets:
         rest = [d for n, d in sets.items() if n != held]
         w = train([row for d in rest for row in d], l2=l2)
@@ -234,7 +234,10 @@ async def _main(args: argparse.Namespace) -> None:
     weights = {name: round(float(v), 4) for name, v in zip(FEATURES[1:], shipped[1:])}
     print("  weights (the backend's score weighs 1): " + ", ".join(f"{k} {v:+.4f}" for k, v in weights.items()))
     if len(sets) > len(SETS):
-        figures["leaveOneSetOut"] = leave_one_set_out(sets, train, args.l2, shipped)
+        # The weights as they ship (written with --write), or those just trained when writing them now.
+        model = ranker.load_model()
+        in_file = np.array([1.0] + [model.weights.get(f, 0.0) for f in ranker.FEATURES])
+        figures["leaveOneSetOut"] = leave_one_set_out(sets, train, args.l2, shipped if args.write else in_file)
     if args.write:
         doc = {"format": ranker.MODEL_FORMAT, "version": f"{date.today().isoformat()}.{args.revision}",
                "weights": weights, "trainedOn": trained_on, "pool": POOL, "loss": args.loss, "l2": args.l2,
