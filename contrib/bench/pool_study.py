@@ -27,6 +27,8 @@ sys.path.insert(0, str(HERE))
 from evidence import K, evidence_metrics, load_set  # noqa: E402
 from metrics import mean  # noqa: E402
 
+from train_ranker import _with_features  # noqa: E402
+
 from memsift.engine.rerank import evidence as ranker  # noqa: E402
 
 Order = Callable[[list[Any], np.ndarray], list[int]]
@@ -78,7 +80,8 @@ def main() -> None:
     sets = {}
     for n in args.sets.split(","):
         current = {q.qid: q for q in load_set(n, args.work / "data")}  # the questions as loaded today (session spans)
-        sets[n] = [(current[q.qid], *rest) for q, *rest in pickle.loads((args.work / f"train_ranker-{n}.pkl").read_bytes())]
+        pools = _with_features(pickle.loads((args.work / f"train_ranker-{n}.pkl").read_bytes()))  # today's features
+        sets[n] = [(current[q.qid], *rest) for q, *rest in pools if q.qid in current]
     w = shipped_weights()
     variants: dict[str, Order] = {"ranker": by_score(w)}
     variants.update({f"spread {p}": spread(w, float(p)) for p in args.penalties.split(",")})
