@@ -79,7 +79,14 @@ def _load_manifest(path: Path, export_dir: Path) -> dict[str, str]:
         return {}
     if not isinstance(data, dict) or data.get("dir") != str(export_dir) or not isinstance(data.get("files"), dict):
         return {}  # another export folder's files are not ours to touch here
-    return {str(k): str(v) for k, v in data["files"].items()}
+    # Only a plain name of an export inside the folder: a tampered entry ("../memory/x.md", an
+    # absolute path) must never reach an unlink outside it.
+    return {str(k): str(v) for k, v in data["files"].items() if _is_export_name(str(k))}
+
+
+def _is_export_name(name: str) -> bool:
+    """A file name memsift could have written: `<name>.md`, one component, no separators."""
+    return name.endswith(".md") and Path(name).name == name and not any(c in name for c in ("/", "\\", "\0"))
 
 
 def _save_manifest(path: Path, export_dir: Path, files: dict[str, str]) -> None:

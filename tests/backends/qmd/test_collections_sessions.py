@@ -98,3 +98,33 @@ def test_session_export_never_replaces_or_deletes_a_file_it_did_not_write(tmp_pa
     export_sessions(src, out, None, manifest=manifest)
     assert (out / "edited.md").exists() and (out / "2026-01-05.md").exists()
     assert not list(out.glob(".memsift-export-*"))  # no temp file left behind
+
+
+def test_a_tampered_manifest_never_deletes_a_file_outside_the_export_folder(tmp_path):
+    """Entries naming notes outside the folder, with their real hashes, are ignored; the folder's own
+    exports are still pruned."""
+    import hashlib
+
+    ws, src, manifest = tmp_path / "ws", tmp_path / "sessions", tmp_path / "state" / "manifest.json"
+    out = ws / "sessions-export"
+    (ws / "memory" / "projects").mkdir(parents=True)
+    notes = {"MEMORY.md": "# Memory\n- the ledger runs on Postgres\n", "memory/2026-01-07.md": "- a day\n",
+             "memory/projects/travel.md": "- Lisbon in May\n"}
+    for rel, text in notes.items():
+        (ws / rel).write_text(text)
+    src.mkdir()
+    _jsonl(src / "gone.jsonl", [{"type": "message", "message": {"role": "user", "content": "soon gone"}}])
+    export_sessions(src, out, None, manifest=manifest)
+    (src / "gone.jsonl").unlink()
+    doc = json.loads(manifest.read_text())
+    digest = {rel: hashlib.sha256((ws / rel).read_bytes()).hexdigest() for rel in notes}
+    doc["files"].update({"../memory/2026-01-07.md": digest["memory/2026-01-07.md"],
+                         str(ws / "MEMORY.md"): digest["MEMORY.md"],
+                         "../memory/projects/travel.md": digest["memory/projects/travel.md"],
+                         "..": "x", "sub/dir.md": "y"})
+    manifest.write_text(json.dumps(doc))
+    report = export_sessions(src, out, None, manifest=manifest)
+    assert report.removed == 1 and not (out / "gone.md").exists()  # its own export, still pruned
+    for rel, text in notes.items():
+        assert (ws / rel).read_text() == text
+    assert set(json.loads(manifest.read_text())["files"]) == set()
