@@ -42,7 +42,22 @@ class Dsns:
 
 
 _URI_PREFIX_RE = re.compile(r"(?i)^\s*(postgres(?:ql)?://)")
-_URI_PARAM_PASSWORD_RE = re.compile(r"(?i)([?&]password=)([^&]*)")
+_URI_PARAM_RE = re.compile(r"([?&])([^=&#]*)=([^&]*)")
+
+
+def _is_password_param(name: str) -> bool:
+    """libpq decodes a parameter's name too: `pass%77ord=` is `password=`."""
+    from urllib.parse import unquote  # noqa: PLC0415
+
+    return unquote(name).strip().lower() == "password"
+
+
+def _uri_param_passwords(rest: str) -> list[str]:
+    return [m.group(3) for m in _URI_PARAM_RE.finditer(rest) if _is_password_param(m.group(2))]
+
+
+def _mask_uri_params(rest: str) -> str:
+    return _URI_PARAM_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}=***" if _is_password_param(m.group(2)) else m.group(0), rest)
 
 
 def _split_uri(dsn: str) -> tuple[str, str | None, str | None, str] | None:
@@ -68,7 +83,7 @@ def _register(dsn: str) -> None:
     if uri is not None:
         _scheme, _user, password, rest = uri
         found += [password] if password else []
-        found += [m.group(2) for m in _URI_PARAM_PASSWORD_RE.finditer(rest)]
+        found += _uri_param_passwords(rest)
     else:
         found += [m.group(2).strip("'") for m in _KV_PASSWORD_RE.finditer(dsn)]
         found += [m.group(2)[1:-1].replace("\\'", "'").replace("\\\\", "\\") for m in _KV_PASSWORD_RE.finditer(dsn)
@@ -85,7 +100,7 @@ def shown_dsn(dsn: str) -> str:
         return redact(_KV_PASSWORD_RE.sub(r"\1***", dsn))
     scheme, user, password, rest = uri
     creds = "" if user is None else f"{user}{':***' if password is not None else ''}@"
-    return redact(scheme + creds + _URI_PARAM_PASSWORD_RE.sub(r"\1***", rest))
+    return redact(scheme + creds + _mask_uri_params(rest))
 
 
 def resolve_dsns(cfg: PostgresConfig, environ: Mapping[str, str] | None = None) -> Dsns:

@@ -261,6 +261,8 @@ DSN_FORMS = {
     "uri": f"postgresql://memsift:{HASH_SECRET}@127.0.0.1:1/memsift?connect_timeout=1",
     "uri-encoded": "postgresql://memsift:Zq81%23never-shown%239x@127.0.0.1:1/memsift?connect_timeout=1",
     "uri-param": f"postgres://memsift@127.0.0.1:1/memsift?connect_timeout=1&password={HASH_SECRET}",
+    # libpq decodes a parameter's name as well as its value: `pass%77ord` is `password`
+    "uri-param-encoded-name": f"postgres://memsift@127.0.0.1:1/memsift?connect_timeout=1&pass%77ord={HASH_SECRET}",
     "uri-multihost": f"postgresql://memsift:{HASH_SECRET}@127.0.0.1:1,127.0.0.1:2/memsift?connect_timeout=1",
     "key-value": f"host=127.0.0.1 port=1 user=memsift password={HASH_SECRET} dbname=memsift connect_timeout=1",
     "key-value-quoted": "host=127.0.0.1 port=1 password='Zq81#never shown\\'9x' dbname=memsift connect_timeout=1",
