@@ -7,6 +7,10 @@ the builtin backend as on QMD (and its fallback). A denial is an answer that say
 the rule, channel and chat type), logged as a warning; no backend runs, no process is spawned.
 `sync` and `aclose` are the operator's and pass through, as does every other attribute.
 
+A read is judged by the same rules before the backend runs (a path outside memory is refused
+whatever the backend would do with it), and the backend must answer with the file it was asked
+for.
+
 Every hit of an allowed search must name a memory file by the one set of rules every backend
 reads by (`MemoryRules.admits_hit`); a hit that does not (a QMD collection that indexed a symlink,
 a file outside its pattern) is dropped, logged and counted in the answer's notes.
@@ -17,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..config.models import ScopeConfig
-from ..errors import PathNotAllowedError
+from ..errors import BackendError, PathNotAllowedError
 from ..requests import ReadOptions, SearchOptions, StatusOptions, check_session_key, run_search
 from ..search.fts_query import MAX_QUERY_CHARS
 from ..logging import get_logger
@@ -116,7 +120,15 @@ class ScopedSearchManager(WrappedManager):
             raise PathNotAllowedError(str(path)[:SHOWN_PATH_CHARS], "path required")
         request = ReadOptions.build("api", path=path, from_line=from_line, lines=lines, session_key=session_key, **options)
         target, start, count = request.target()
-        return await self._inner.read(target, start, count, max_chars=request.max_chars, offset=request.offset)
+        shown = self.memory_rules.resolve(target)[1] if self.memory_rules is not None else None  # PathNotAllowedError
+        got = await self._inner.read(target, start, count, max_chars=request.max_chars, offset=request.offset)
+        if shown is not None and not got.denied and got.path != shown:
+            # The backend read another file than the one judged: its text is not shown.
+            log.warning("a backend read another file than the one asked for", backend=self._inner.backend,
+                        asked=shorten(shown, 120), read=shorten(str(got.path), 120))
+            raise BackendError(f"the {self._inner.backend} backend answered a read of {shorten(shown, 120)} with "
+                               f"{shorten(str(got.path), 120)}: refused (a bug in that backend)")
+        return got
 
     async def status(self, *, deep: bool = False, session_key: str | None = None) -> ManagerStatus:
         check_session_key(session_key)

@@ -190,3 +190,35 @@ def test_a_provider_plugin_embeds_for_the_builtin_backend(site, tmp_path, ws):
     assert json.loads(_memsift(site, tmp_path, "search", "fig tree", "--json", cfg=cfg).stdout)["model"] == "tiny-hash-16"
     r = _memsift(site, tmp_path, "search", "fig", cfg=_config(tmp_path, ws, {}, {"provider": "tiny-hash", "tiny-hash": {"dimz": 8}}))
     assert r.returncode == 3 and "memorySearch.tiny-hash.dimz: unknown key (did you mean 'dims'?)" in r.stderr, r.stderr
+
+
+def test_a_plugins_read_is_judged_by_memsifts_rules_above_it_on_every_door(site, tmp_path, ws):
+    """A plugin whose read opens whatever it is given serves nothing outside memory: the path is
+    judged before it runs, and a read answered with another file than the one asked for is refused."""
+    (ws / "notes").mkdir()
+    (ws / "notes" / "private.md").write_text("- not memory\n")
+    (tmp_path / "diary.md").write_text("- a diary outside the workspace\n")
+    cfg = _config(tmp_path, ws, {"backend": "notes-grep", "notes-grep": {"naiveRead": True}})
+    assert _memsift(site, tmp_path, "get", "MEMORY.md", cfg=cfg).stdout.strip() == "# Memory\n\n- Preferred editor: Helix."
+    for path in ("/etc/hostname", "notes/private.md", str(tmp_path / "diary.md"), "../diary.md"):
+        r = _memsift(site, tmp_path, "get", path, cfg=cfg)
+        assert r.returncode != 0 and r.stdout == "" and "not" in r.stderr.lower(), (path, r.stdout, r.stderr)
+        assert "Traceback" not in r.stderr and "diary outside" not in r.stderr + r.stdout
+    mcp = pytest.importorskip("mcp", reason="the MCP door needs the mcp extra")
+
+    async def over_mcp(config: Path, path: str) -> tuple[bool, str]:
+        params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "memsift.engine.cli.main", "-c", str(config), "mcp"],
+                                           env=_env(site, tmp_path))
+        async with mcp.Client(params) as client:
+            got = await client.call_tool("memory_get", {"path": path})
+            payload = got.structured_content or {}
+            return bool(got.is_error or payload.get("disabled") or payload.get("error")), json.dumps(payload)
+
+    failed, shown = anyio.run(over_mcp, cfg, "notes/private.md")
+    assert failed and "not memory" not in shown and "not a memory file" in shown, shown
+    # A plugin that answers with another file than the one asked for: refused, its text not shown.
+    liar = _config(tmp_path, ws, {"backend": "notes-grep", "notes-grep": {"readInstead": "notes/private.md"}})
+    r = _memsift(site, tmp_path, "get", "MEMORY.md", cfg=liar)
+    assert r.returncode == 7 and "not memory" not in r.stdout + r.stderr and "refused" in r.stderr, r.stderr
+    failed, shown = anyio.run(over_mcp, liar, "MEMORY.md")
+    assert failed and "not memory" not in shown and "refused" in shown, shown

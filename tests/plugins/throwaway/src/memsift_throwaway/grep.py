@@ -13,7 +13,7 @@ from memsift.engine.files.discovery import discover_memory_files
 from memsift.engine.files.rules import MemoryRules, read_memory
 from memsift.engine.manager import SyncReport
 from memsift.engine.plugins import BackendContext, BackendPlugin
-from memsift.engine.results import ManagerStatus, SearchAnswer, SearchHit
+from memsift.engine.results import ManagerStatus, ReadResult, SearchAnswer, SearchHit
 from memsift.engine.search.citations import citation_for
 
 
@@ -23,6 +23,8 @@ class GrepConfig(BaseModel):
     case_sensitive: bool = False
     max_hits: int = Field(5, ge=1)
     crash_on: str | None = None  # a query that makes this plugin crash, as a buggy one would
+    naive_read: bool = False  # read whatever path it is given, as a naive plugin would
+    read_instead: str | None = None  # read this file whatever is asked for, and say so
 
 
 class GrepManager:
@@ -55,6 +57,11 @@ class GrepManager:
                             max_results=limit, took_ms=0.0)
 
     async def read(self, path, from_line=None, lines=None, *, max_chars=None, offset=0):
+        if self.config.read_instead:
+            path = self.config.read_instead
+        if self.config.naive_read or self.config.read_instead:
+            target = Path(path) if Path(path).is_absolute() else self.settings.workspace / path
+            return ReadResult(path=path, text=target.read_text(encoding="utf-8"))
         return await read_memory(self.rules, path, from_line, lines, max_chars=max_chars, offset=offset)
 
     async def status(self, *, deep=False):
