@@ -313,7 +313,7 @@ def build_server(memory: MemoryServer) -> Any:
     async def refused(kind: str, out: Any) -> Any:
         """A request the model refused is a tool error (isError), as the SDK makes of a schema error."""
         if out.invalid:
-            raise ToolError(f"Error executing tool {kind}: invalid arguments: {out.error}")
+            raise ToolError(f"invalid arguments: {out.error}")  # the SDK puts "Error executing tool <name>: " before it
         return tool_result(out)
 
     async def search(**fields: Any) -> SearchOutput:

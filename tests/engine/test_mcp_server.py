@@ -88,6 +88,13 @@ def test_stdio_builtin_lists_and_calls_all_three_tools(example_workspace, tmp_pa
             assert payload["mode"] == "hybrid" and payload["provider"] == "local"
             bad = await client.call_tool("memory_search", {"query": "x", "maxResults": 0})
             assert bad.is_error  # invalid arguments are refused with the schema's message
+            # Refused by the schema or by memsift's own checks, the message says so once.
+            for args in ({"query": "x", "maxResults": "abc"}, {"query": "x", "since": "garbage-date"},
+                         {"query": "x", "mode": "nope"}):
+                refused = await client.call_tool("memory_search", args)
+                text = refused.content[0].text
+                assert refused.is_error and text.startswith("Error executing tool memory_search: invalid arguments: "), text
+                assert text.count("Error executing tool") == 1, text
 
     anyio.run(go)
 
