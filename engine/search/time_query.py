@@ -202,6 +202,8 @@ def find_time_windows(query: str, now: float | None = None, *, hemisphere: str =
     # Calendar phrases first (time_phrases.py: "last March", "Q3", "last summer", "the weekend"…):
     # read by memsift itself, where a date parser gives one day or nothing.
     for p in find_calendar_phrases(query, base.date(), hemisphere):
+        if len(windows) >= MAX_WINDOWS:
+            break
         window, text = TimeWindow(p.start, p.end, p.text), p.text
         lead = _LEAD_OPEN.search(query[: p.start_pos])
         if lead:
@@ -213,6 +215,8 @@ def find_time_windows(query: str, now: float | None = None, *, hemisphere: str =
         taken.append((p.start_pos, p.end_pos))
     range_re, spot_en, spot_cjk = _spotters()
     for m in range_re.finditer(query):
+        if len(windows) >= MAX_WINDOWS:
+            break
         first, last = (_parse(m.group(i), ("en",), base) for i in (1, 2))
         if first and last:
             start, end = _window(*first, "").start, _window(*last, "").end
@@ -221,6 +225,8 @@ def find_time_windows(query: str, now: float | None = None, *, hemisphere: str =
                 taken.append(m.span())
     for pattern, languages in ((spot_en, ("en",)), (spot_cjk, ("zh", "ja"))):
         for m in pattern.finditer(query):
+            if len(windows) >= MAX_WINDOWS:
+                break  # a pasted text naming hundreds of times: the first ones are enough
             if any(m.start() < b and a < m.end() for a, b in taken):
                 continue  # part of a range or a calendar phrase read above
             span = m.group(0).strip()
@@ -333,6 +339,15 @@ def without_time_expressions(query: str, windows: list[TimeWindow]) -> str:
 # --- explicit filters ----------------------------------------------------------------------------
 
 
+MAX_TIME_VALUE_CHARS = 100  # a since/until value: a date or a phrase, never a paragraph
+MAX_WINDOWS = 16  # the times one question may name (a long pasted text names hundreds)
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    """A value as an error echoes it: its start, never all of a long one."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def parse_day(value: str | date | datetime | float | int, *, now: float | None = None, what: str = "date",
               end: bool = False, hemisphere: str = "northern") -> date:
     """A `--since`/`--until` value: an ISO date, POSIX seconds, or a phrase ("last week", "last
@@ -345,6 +360,9 @@ def parse_day(value: str | date | datetime | float | int, *, now: float | None =
     if isinstance(value, (int, float)):
         return datetime.fromtimestamp(float(value)).date()
     text = str(value).strip()
+    if len(text) > MAX_TIME_VALUE_CHARS:  # no date or phrase is this long: refused before any parsing
+        raise ValueError(f"{what} {_shown(text)!r} is not a date: {len(text)} characters, use YYYY-MM-DD or a short "
+                         f"phrase like \"last week\" (at most {MAX_TIME_VALUE_CHARS})")
     try:
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}(?:[T ].*)?", text):
             return date.fromisoformat(text[:10])
@@ -354,7 +372,7 @@ def parse_day(value: str | date | datetime | float | int, *, now: float | None =
             return window[1] if end else window[0]
         return _phrase_day(text, now, end)
     except ValueError as exc:
-        raise ValueError(f"{what} {text!r} is not a date: use YYYY-MM-DD or a phrase like \"last week\" ({exc})") from None
+        raise ValueError(f"{what} {_shown(text)!r} is not a date: use YYYY-MM-DD or a phrase like \"last week\" ({exc})") from None
 
 
 def _phrase_day(text: str, now: float | None, end: bool = False) -> date:

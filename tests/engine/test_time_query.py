@@ -261,3 +261,36 @@ def test_the_topic_leaves_out_a_time_said_in_words_but_not_one_said_in_cjk(quest
                               until=None, now=NOW)
     assert req.windows  # each names a time
     assert req.topic.rstrip("? ") == topic.rstrip("? ")
+
+
+def test_a_long_since_or_until_is_refused_at_once_without_echoing_it() -> None:
+    from memsift.engine.search.time_query import MAX_TIME_VALUE_CHARS
+
+    for value in ("last week " * 9000, "2026-01-01" + "x" * 400_000):
+        with pytest.raises(ValueError) as err:
+            time_filter_for(value, None, NOW)
+        message = str(err.value)
+        assert len(message) < 300 and f"{len(value.strip())} characters" in message and message.startswith("since '")
+    assert time_filter_for("last week", None, NOW) is not None  # a short phrase still reads
+    with pytest.raises(ValueError, match="not a date"):
+        parse_day("y" * (MAX_TIME_VALUE_CHARS + 1), now=NOW, what="until")
+
+
+def test_a_question_names_at_most_a_bounded_number_of_times() -> None:
+    from memsift.engine.search.time_query import MAX_WINDOWS
+
+    assert len(find_time_windows("五月" * 2048, NOW)) == MAX_WINDOWS  # 2,048 before the bound
+    assert len(find_time_windows("what happened on May 3, June 4 or July 5?", NOW)) == 3
+
+
+def test_the_cli_refuses_a_long_since_in_one_short_line(tmp_path, example_workspace) -> None:
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(example_workspace), "search", "ledger",
+           "--since", "last week " * 9000]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                       env={"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+                            "MEMSIFT_NO_RESIDENT": "1", "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 2 and "89999 characters" in r.stderr and len(r.stderr) < 600, r.stderr[:800]
+    assert "Traceback" not in r.stderr
