@@ -2,14 +2,19 @@
 
 A lookup by name reads memsift's own entry points (about a millisecond), and scans every installed
 distribution only for a name that is not memsift's own, or to list them all. A plugin that fails
-to import, or names something that is not a plugin, is recorded with its error and never stops
-the others (nor the built-ins) from loading.
+to import (an exception, `sys.exit`, an import that hangs past `$MEMSIFT_PLUGIN_IMPORT_TIMEOUT`
+seconds), or names something that is not a plugin, is recorded with its error and never stops
+the others (nor the built-ins) from loading; what it prints at import goes to stderr.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
+import os
+import sys
+import threading
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Iterator
@@ -20,6 +25,8 @@ from . import GROUPS, BackendPlugin, ProviderPlugin, RerankerPlugin
 __all__ = ["Found", "installed", "load", "names", "check_name", "backend", "describe_unknown", "origin", "OWN_DISTRIBUTION"]
 
 OWN_DISTRIBUTION = "memsift"
+DEFAULT_IMPORT_TIMEOUT_S = 10.0
+_IMPORT_LOCK = threading.Lock()  # one plugin import at a time: stdout is redirected process-wide meanwhile
 _KINDS = {"backend": BackendPlugin, "provider": ProviderPlugin, "reranker": RerankerPlugin}
 _KEY_PATHS = {"backend": "memory.backend", "provider": "memorySearch.provider", "reranker": "memorySearch.query.rerank.provider"}
 
@@ -99,15 +106,48 @@ def _scan(kind: str) -> list[Found]:
     return found
 
 
+def import_timeout() -> float:
+    """How long another package's plugin may take to import (`$MEMSIFT_PLUGIN_IMPORT_TIMEOUT`, s)."""
+    try:
+        return max(0.1, float(os.environ.get("MEMSIFT_PLUGIN_IMPORT_TIMEOUT", DEFAULT_IMPORT_TIMEOUT_S)))
+    except ValueError:
+        return DEFAULT_IMPORT_TIMEOUT_S
+
+
+def _import_guarded(found: Found) -> tuple[Any, str | None]:
+    """Import another package's entry point so that nothing it does at import stops memsift: any
+    exception, `sys.exit` included (a keyboard interrupt excepted), is its error; what it prints goes
+    to stderr, never into `--json` on stdout; one that does not finish in time is left behind."""
+    point = metadata.EntryPoint(found.name, found.target, GROUPS[found.kind])
+    got: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            got["value"] = point.load()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001  (SystemExit too: a plugin never ends memsift)
+            got["error"] = f"{type(exc).__name__}: {exc}"
+
+    limit = import_timeout()
+    with _IMPORT_LOCK, contextlib.redirect_stdout(sys.stderr):
+        worker = threading.Thread(target=run, name=f"memsift-plugin-import-{found.name}", daemon=True)
+        worker.start()
+        worker.join(limit)
+    if worker.is_alive():
+        return None, f"importing {found.target} did not finish within {limit:g} s (it hangs at import)"
+    return got.get("value"), got.get("error")
+
+
 def _load(found: Found) -> Found:
     key = (found.kind, found.name)
     if found.shadowed_by is None and key in _loaded:
         return _loaded[key]
-    try:
-        value = metadata.EntryPoint(found.name, found.target, GROUPS[found.kind]).load()
-    except Exception as exc:  # noqa: BLE001  (a broken plugin is reported, never fatal)
-        found.error = f"{type(exc).__name__}: {exc}"
+    if found.builtin:
+        value, found.error = metadata.EntryPoint(found.name, found.target, GROUPS[found.kind]).load(), None
     else:
+        value, found.error = _import_guarded(found)
+    if found.error is None:
         cls = _KINDS[found.kind]
         if not isinstance(value, cls):
             found.error = f"{found.target} is a {type(value).__name__}, not a memsift.engine.plugins.{cls.__name__}"

@@ -222,3 +222,22 @@ def test_a_plugins_read_is_judged_by_memsifts_rules_above_it_on_every_door(site,
     assert r.returncode == 7 and "not memory" not in r.stdout + r.stderr and "refused" in r.stderr, r.stderr
     failed, shown = anyio.run(over_mcp, liar, "MEMORY.md")
     assert failed and "not memory" not in shown and "refused" in shown, shown
+
+
+def test_a_plugin_that_exits_hangs_or_prints_at_import_never_stops_status_or_plugins(tmp_path, ws):
+    site = tmp_path / "unruly-site"
+    install_plugin(REPO / "tests" / "plugins" / "unruly", site)
+    env = {**_env(site, tmp_path), "MEMSIFT_PLUGIN_IMPORT_TIMEOUT": "2"}
+    base = [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws)]
+    listed = subprocess.run([*base, "plugins", "--json"], capture_output=True, text=True, env=env, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    found = {p["name"]: p for p in json.loads(listed.stdout)["plugins"] if p["package"] == "memsift-unruly"}
+    assert not found["exits"]["ok"] and "SystemExit: 3" in found["exits"]["error"]
+    assert not found["hangs"]["ok"] and "did not finish within 2 s" in found["hangs"]["error"]
+    assert found["noisy"]["ok"] and "noisy plugin says hello" in listed.stderr  # stdout stays JSON
+    status = subprocess.run([*base, "status", "--json"], capture_output=True, text=True, env=env, timeout=120)
+    assert status.returncode == 0, status.stderr
+    doc = json.loads(status.stdout)
+    assert doc["backend"] == "builtin" and "Traceback" not in status.stderr
+    text = subprocess.run([*base, "plugins"], capture_output=True, text=True, env=env, timeout=120)
+    assert text.returncode == 0 and "FAILED to load: SystemExit: 3" in text.stdout and "Traceback" not in text.stderr

@@ -1,0 +1,1 @@
+"""Plugins that misbehave when imported (memsift's tests only)."""
