@@ -2,8 +2,10 @@
 inside it (an AttributeError, a KeyError: the plugin's bug) becomes a BackendError naming the
 plugin and its package, so the CLI prints one line and exits 7, MCP returns a value, and a
 fallback policy (if the plugin has one) answers instead; the traceback goes to the debug log.
-Errors memsift defines (MemsiftError) and bad values (ValueError: a date that is no date) pass as
-they are. memsift's own backends are not wrapped: a bug of ours should show its traceback."""
+Errors memsift defines (MemsiftError) and memsift's own bad-value errors (ValueError raised by
+memsift's request parsing: a date that is no date) pass as they are; a ValueError from the plugin or
+its storage library ("table not found") is the plugin failing, not the user. memsift's own backends
+are not wrapped: a bug of ours should show its traceback."""
 
 from __future__ import annotations
 
@@ -28,9 +30,11 @@ class PluginGuard(WrappedManager):
     async def _call(self, doing: str, name: str, *args: Any, **kw: Any) -> Any:
         try:
             return await getattr(self._inner, name)(*args, **kw)
-        except (MemsiftError, ValueError):
+        except MemsiftError:
             raise
         except Exception as exc:  # noqa: BLE001  (a plugin's bug, told in one line)
+            if isinstance(exc, ValueError) and _raised_by_memsift(exc):
+                raise
             log.debug("plugin crashed", plugin=self._origin, doing=doing, exc_info=True)
             raise BackendError(f"{self._origin} failed while {doing}: {type(exc).__name__}: {exc}") from None
 
@@ -48,3 +52,11 @@ class PluginGuard(WrappedManager):
 
     async def aclose(self) -> None:
         await self._call("closing", "aclose")
+
+
+def _raised_by_memsift(exc: BaseException) -> bool:
+    """The error was raised in memsift's own code (the innermost frame is memsift.engine's)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and str(tb.tb_frame.f_globals.get("__name__", "")).startswith("memsift.engine.")

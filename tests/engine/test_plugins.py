@@ -176,6 +176,15 @@ def test_a_crashing_plugin_is_told_in_one_line_naming_its_package(site, tmp_path
     assert _memsift(site, tmp_path, "search", "fig", cfg=cfg).returncode == 0  # the next search is answered
 
 
+def test_a_plugins_value_error_is_the_plugin_failing_and_a_bad_date_is_still_the_users(site, tmp_path, ws):
+    cfg = _config(tmp_path, ws, {"backend": "notes-grep", "notes-grep": {"valueErrorOn": "lost table"}})
+    r = _memsift(site, tmp_path, "search", "lost table", cfg=cfg)
+    assert r.returncode == 7 and "Traceback" not in r.stderr
+    assert "the notes-grep backend (memsift-throwaway 0.0.1) failed while searching: ValueError: Table 'files_g7'" in r.stderr
+    r = _memsift(site, tmp_path, "search", "fig", "--since", "the day after never", cfg=cfg)
+    assert r.returncode == 2 and "is not a date" in r.stderr and "notes-grep" not in r.stderr, r.stderr
+
+
 def test_a_provider_plugin_embeds_for_the_builtin_backend(site, tmp_path, ws):
     cfg = _config(tmp_path, ws, {}, {"provider": "tiny-hash"})
     r = _memsift(site, tmp_path, "search", "fig tree", "--json", cfg=cfg)

@@ -60,10 +60,11 @@ def test_a_rebuild_publishes_a_new_generation_and_keeps_only_the_newest(tmp_path
                 assert again.full_reindex and again.reindex_cause == "forced"
             assert store.current().number == 3 and store.generations() == [2, 3]
             assert (await manager.search("fig tree", min_score=0)).results[0].path == "memory/projects/garden.md"
-            # A pointer that cannot be read is no index: the next sync builds one, nothing is lost.
+            # A pointer that cannot be read is no index: the next sync builds a new generation (never
+            # over one a search may be reading), nothing is lost.
             store.pointer.write_text("{not json")
             rebuilt = await manager.sync()
-            assert rebuilt.full_reindex and store.current().number == 1
+            assert rebuilt.full_reindex and "was damaged" in rebuilt.reindex_cause and store.current().number == 4
             assert (await manager.search("fig tree", min_score=0)).results[0].path == "memory/projects/garden.md"
         finally:
             await manager.aclose()
@@ -103,14 +104,19 @@ def test_another_processs_sync_is_seen_at_once_and_an_empty_workspace_answers_no
     anyio.run(nothing)
 
 
-def test_a_damaged_dataset_is_answered_by_builtin_when_the_fallback_is_on(tmp_path, ws):
+def test_a_dataset_lancedb_cannot_open_is_answered_by_builtin_when_the_fallback_is_on(tmp_path, ws):
     manager = open_manager(_settings(tmp_path, ws, {"fallback": "builtin"}))
 
     async def go():
         try:
             assert (await manager.search("fig tree", min_score=0)).backend == "lancedb"
-            for table in (tmp_path / "state" / "agents" / "main" / "lancedb" / "db").glob("chunks_g*.lance"):
+            db = tmp_path / "state" / "agents" / "main" / "lancedb" / "db"
+            for table in db.glob("chunks_g*.lance"):
                 shutil.rmtree(table)
+            healed = await manager.search("zeppelin museum", min_score=0)  # a missing table: rebuilt from the notes
+            assert healed.backend == "lancedb" and healed.fallback is None and healed.results
+            shutil.rmtree(db)
+            db.write_text("not a folder")  # nothing LanceDB can read or rebuild in
             answer = await manager.search("zeppelin museum", min_score=0)
             assert answer.backend == "builtin" and answer.fallback.from_ == "lancedb"
             assert "the lancedb backend (memsift-lancedb" in answer.fallback.reason

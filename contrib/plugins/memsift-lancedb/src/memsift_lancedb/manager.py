@@ -12,9 +12,11 @@ ranker, rerank, scope rules and the doors.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -24,7 +26,7 @@ import numpy as np
 
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import ProviderSelection, select_provider
-from memsift.engine.errors import ProviderError
+from memsift.engine.errors import BackendError, IndexUnusableError, ProviderError
 from memsift.engine.files.chunking import CHUNKER_REVISION
 from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
 from memsift.engine.files.fingerprint import fingerprint_diff
@@ -60,6 +62,9 @@ log = get_logger("memsift.lancedb")
 SCHEMA = 1
 EMBED_STEP = 64
 MAX_CANDIDATES = 200
+# What LanceDB raises for a damaged dataset: a missing or truncated file, a corrupt page ("lance
+# error: …", a panic in a reader task). Disk errors (OSError) are not damage: the data is intact.
+DAMAGE = (RuntimeError, ValueError)
 _COLUMNS = ["id", "path", "source", "start_line", "end_line", "text", "day", "day_source"]
 
 
@@ -131,19 +136,43 @@ class LanceSearchManager:
         async with self._lock:
             started = time.perf_counter()
             report = SyncReport(reason=reason, backend=self.backend)
-            with self.store.writing():
-                await self._sync(report, force)
+            try:
+                with self.store.writing():
+                    report = await self._sync_or_heal(report, force, reason)
+            except OSError as exc:  # a full disk, a read-only folder: the data as it is stays searchable
+                raise IndexUnusableError(f"cannot write the LanceDB dataset at {self.store.root}: {_os_error(exc)}; "
+                                         "searches answer from it as it is until it can be updated") from None
             report.took_ms = round((time.perf_counter() - started) * 1000, 3)
         self._last_sync, self._dirty = report, False
         log.info("sync done", **report.model_dump(exclude_none=True))
         return report
 
-    async def _sync(self, report: SyncReport, force: bool) -> None:
+    async def _sync_or_heal(self, report: SyncReport, force: bool, reason: str) -> SyncReport:
+        try:
+            await self._sync(report, force)
+        except DAMAGE as exc:
+            if (storage := _storage_error(exc)) is not None:
+                raise storage from None  # the disk's or the folder's failure: the data is intact
+            if force:
+                raise BackendError(_damaged(self.store.root, exc, again=True)) from None
+            # The files are the truth: a new generation is built from them beside the damaged one
+            # (dropped once `keepGenerations` newer ones exist).
+            log.error("LanceDB dataset damaged; rebuilding from the Markdown files", error=_short(exc))
+            report = SyncReport(reason=reason, backend=self.backend)
+            await self._sync(report, True, cause=f"the dataset was damaged ({_short(exc)})")
+        return report
+
+    async def _sync(self, report: SyncReport, force: bool, cause: str | None = None) -> None:
         wanted = self._wanted_meta()
         current = self.store.current()
-        cause = "forced" if force else ("no index yet" if current is None else fingerprint_diff(current.meta, wanted))
+        if force:
+            cause = cause or "forced"
+        elif current is None:
+            cause = "the index pointer (current.json) was damaged" if self.store.pointer.exists() else "no index yet"
+        else:
+            cause = fingerprint_diff(current.meta, wanted)
         full = cause is not None
-        gen = (current.number + 1 if current else 1) if full else current.number
+        gen = self.store.next_generation() if full else current.number
         if full:
             report.full_reindex, report.reindex_cause = True, cause
             await anyio.to_thread.run_sync(self.store.create, gen, wanted["dims"])
@@ -240,16 +269,22 @@ class LanceSearchManager:
         self._change_probe = probe
         self.mark_dirty()
 
-    async def _ensure_fresh(self) -> None:
+    async def _ensure_fresh(self) -> str | None:
+        """Sync what changed before a search; returns why the index could not be updated, if so."""
         if self._change_probe is not None and self._change_probe.changed():
             self._dirty = True
-        if not self._dirty:
-            return
-        if self.store.current() is None:
+        if self.store.current() is None:  # none yet, or its pointer or tables gone: built from the notes
             await self.sync(reason="bootstrap")
+        elif not self._dirty:
+            return None
         elif self.ms.sync.on_search:
-            await self.sync(reason="search")
+            try:
+                await self.sync(reason="search")
+            except IndexUnusableError as exc:  # a full disk or a read-only state folder: the index as it is answers
+                log.warning("index not updated; answering from it as it is", error=str(exc))
+                return f"the index could not be updated ({exc})"
         self._dirty = False
+        return None
 
     # --- search ---------------------------------------------------------------------------------
 
@@ -269,14 +304,25 @@ class LanceSearchManager:
         degraded = Degraded()
         hits: list[SearchHit] = []
         answered, relaxed, below, time_only = "none", False, None, False
+        sync_error: str | None = None
         if req.q:
             want_vector, want_keyword, set_aside = self._sides(req.q, req.mode)
             embedding = QueryEmbedding(self.provider, req.q) if want_vector and self.provider is not None else None
 
             async def answer() -> Any:
-                await self._ensure_fresh()
-                return await self._search(req, session_key, degraded, (want_vector, want_keyword, set_aside), embedding,
-                                          now=now, candidates=candidates)
+                nonlocal sync_error
+                sync_error = await self._ensure_fresh()
+                try:
+                    return await self._search(req, session_key, degraded, (want_vector, want_keyword, set_aside),
+                                              embedding, now=now, candidates=candidates)
+                except DAMAGE as exc:  # rebuilt from the files once, then asked again
+                    log.error("LanceDB dataset damaged; rebuilding from the Markdown files", error=_short(exc))
+                    await self.sync(force=True, reason=f"the dataset was damaged ({_short(exc)})")
+                try:
+                    return await self._search(req, session_key, degraded, (want_vector, want_keyword, set_aside),
+                                              embedding, now=now, candidates=candidates)
+                except DAMAGE as exc:
+                    raise BackendError(_damaged(self.store.root, exc, again=True)) from None
 
             hits, answered, relaxed, below, time_only = await beside(embedding.run if embedding else None, answer)
             if not explain:
@@ -287,7 +333,8 @@ class LanceSearchManager:
             query=req.query, results=hits, backend=self.backend, mode=answered,
             provider=self.provider.id if self.provider else "none", model=self.provider.model if self.provider else None,
             citations=self.settings.memory.citations, degraded=degraded, min_score=req.min_score, max_results=req.max_results,
-            took_ms=round((time.perf_counter() - started) * 1000, 3), relaxed=relaxed, **req.time_facts(time_only=time_only),
+            took_ms=round((time.perf_counter() - started) * 1000, 3), relaxed=relaxed, sync_error=sync_error,
+            **req.time_facts(time_only=time_only),
             below_min_score=BelowMinScore(candidates=below[0], best_score=below[1]) if below else None,
             notes=[warning] if warning else None,
         )
@@ -541,3 +588,31 @@ class LanceSearchManager:
     async def aclose(self) -> None:
         if self.provider is not None:
             await self.provider.aclose()
+
+
+def _os_error(exc: OSError) -> str:
+    hint = {errno.ENOSPC: "the disk is full", errno.EROFS: "the file system is read-only",
+            errno.EACCES: "permission denied", errno.EDQUOT: "the disk quota is used up"}.get(exc.errno or 0)
+    return hint or exc.strerror or str(exc)
+
+
+def _storage_error(exc: BaseException) -> OSError | None:
+    """LanceDB reports an operating-system error inside its own ("… (os error 28)"): that one is the
+    disk's or the folder's, not damage, and is raised as the OSError it is."""
+    found = re.search(r"\(os error (\d+)\)", str(exc))
+    if found is None:
+        return None
+    number = int(found.group(1))
+    return OSError(number, os.strerror(number))
+
+
+def _short(exc: BaseException) -> str:
+    """LanceDB's message without the Rust source location it appends."""
+    text = str(exc).split(", /root/.cargo/", 1)[0].split(", /home/", 1)[0]
+    return re.sub(r", [^ ]*\.rs:\d+:\d+$", "", text)[:300]
+
+
+def _damaged(root: Path, exc: BaseException, *, again: bool) -> str:
+    when = " again after a rebuild" if again else ""
+    return (f"the LanceDB dataset at {root} is damaged{when}: {_short(exc)}; move the folder aside and run "
+            "`memsift index --force` (the Markdown files are the truth: nothing of them is lost)")

@@ -27,6 +27,8 @@ import lancedb
 import pyarrow as pa
 from lancedb.index import FTS
 
+from memsift.engine.private_dirs import make_private_dir
+
 from .sql import quote
 
 __all__ = ["LanceStore", "Generation", "chunk_schema", "FILE_SCHEMA", "quote"]
@@ -53,11 +55,17 @@ class Generation:
 class LanceStore:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.root.mkdir(parents=True, exist_ok=True)
+        # The chunks are private notes: the folders this creates are 0700, as builtin's state folder
+        # (the files LanceDB writes inside take the umask, unreachable behind them).
+        make_private_dir(root / "db")
+        self._connect()
+
+    def _connect(self) -> None:
         # Every read checks for a newer version: another process (`memsift index`, a second gateway)
         # may have written since this one opened the table.
-        self.db = lancedb.connect(str(root / "db"), read_consistency_interval=timedelta(0))
+        self.db = lancedb.connect(str(self.root / "db"), read_consistency_interval=timedelta(0))
         self._tables: dict[str, Any] = {}
+        self._seen_db = _identity(self.root / "db")
 
     # --- the pointer ----------------------------------------------------------------------------
 
@@ -66,13 +74,27 @@ class LanceStore:
         return self.root / "current.json"
 
     def current(self) -> Generation | None:
+        """The generation searches read; None when there is none or the pointer is damaged (not
+        JSON, not a positive whole number, or naming tables that are not there): the next sync
+        builds a new generation, and nothing of the Markdown files is touched."""
+        if _identity(self.root / "db") != self._seen_db:
+            self._connect()  # the database folder was replaced under this process: open the new one
         try:
             raw = json.loads(self.pointer.read_text(encoding="utf-8"))
+            number, meta = raw["generation"], raw.get("meta") or {}
         except FileNotFoundError:
             return None
-        except (OSError, ValueError):
-            return None  # a damaged pointer: the next sync rebuilds
-        return Generation(int(raw["generation"]), raw.get("meta") or {})
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1 or not isinstance(meta, dict):
+            return None
+        if number not in self.generations():
+            return None
+        return Generation(number, meta)
+
+    def next_generation(self) -> int:
+        """A number no table has: a rebuild never overwrites a generation a search may be reading."""
+        return max(self.generations(), default=0) + 1
 
     def publish(self, gen: Generation) -> None:
         tmp = self.pointer.with_suffix(".tmp")
@@ -86,7 +108,8 @@ class LanceStore:
     def writing(self) -> Iterator[None]:
         """One writer per agent across processes (the tables' own commits are atomic; a sync's
         several steps are not)."""
-        with open(self.root / ".lock", "a+") as fh:
+        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "a+") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 yield
@@ -109,6 +132,7 @@ class LanceStore:
     def create(self, gen: int, dims: int | None) -> None:
         for name, schema in ((f"chunks_g{gen}", chunk_schema(dims)), (f"files_g{gen}", FILE_SCHEMA)):
             self._tables[name] = self.db.create_table(name, schema=schema, mode="overwrite")
+        self._seen_db = _identity(self.root / "db")
 
     def index_text(self, gen: int) -> None:
         """(Re)build the full-text index over `tokens`: rows added since are searched too, unindexed."""
@@ -120,18 +144,21 @@ class LanceStore:
         return any("tokens" in (getattr(i, "columns", None) or []) for i in self.chunks(gen).list_indices())
 
     def generations(self) -> list[int]:
-        names = self.db.list_tables().tables
-        return sorted({int(n.split("_g", 1)[1]) for n in names if n.startswith(("chunks_g", "files_g"))})
+        """The generations whose two tables both exist."""
+        names = set(self.db.list_tables().tables)
+        numbers = {n.split("_g", 1)[1] for n in names if n.startswith(("chunks_g", "files_g"))}
+        return sorted(int(g) for g in numbers if g.isdigit() and {f"chunks_g{g}", f"files_g{g}"} <= names)
 
     def drop_before(self, keep_from: int) -> None:
-        for g in self.generations():
-            if g < keep_from:
-                for name in (f"chunks_g{g}", f"files_g{g}"):
-                    self._tables.pop(name, None)
-                    try:
-                        self.db.drop_table(name)
-                    except (FileNotFoundError, ValueError):
-                        pass
+        """Drop older generations, and any half of one a rebuild cut short left behind."""
+        for name in self.db.list_tables().tables:
+            number = name.split("_g", 1)[1] if name.startswith(("chunks_g", "files_g")) else ""
+            if number.isdigit() and int(number) < keep_from:
+                self._tables.pop(name, None)
+                try:
+                    self.db.drop_table(name)
+                except (FileNotFoundError, ValueError):
+                    pass
 
     def known_files(self, gen: int) -> dict[str, tuple[str, int, int, str]]:
         """path → (hash, mtime_ns, size, source) as indexed."""
@@ -143,3 +170,11 @@ class LanceStore:
             where = f"path IN ({', '.join(quote(p) for p in paths[i : i + 500])})"
             self.chunks(gen).delete(where)
             self.files(gen).delete(where)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino

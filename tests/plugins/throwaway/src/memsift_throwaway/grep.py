@@ -23,6 +23,7 @@ class GrepConfig(BaseModel):
     case_sensitive: bool = False
     max_hits: int = Field(5, ge=1)
     crash_on: str | None = None  # a query that makes this plugin crash, as a buggy one would
+    value_error_on: str | None = None  # a query its storage library answers with a ValueError ("table not found")
     naive_read: bool = False  # read whatever path it is given, as a naive plugin would
     read_instead: str | None = None  # read this file whatever is asked for, and say so
 
@@ -42,6 +43,8 @@ class GrepManager:
                      mode=None, since=None, until=None, candidates=None):
         if query == self.config.crash_on:
             raise KeyError("a bug in the plugin")
+        if query == self.config.value_error_on:
+            raise ValueError("Table 'files_g7' was not found")
         fold = (lambda s: s) if self.config.case_sensitive else str.lower
         words = [fold(w) for w in query.split()]
         hits = []
