@@ -7,7 +7,8 @@
     │   └── IndexCorruptError  the file is damaged: it is moved aside and rebuilt
     ├── ProviderError          an embedding provider failed (no key, bad response, model file)
     │   └── ProviderUnavailableError   the provider cannot be set up at all on this machine
-    └── BackendError           a search backend failed in a way the caller must see
+    ├── BackendError           a search backend failed in a way the caller must see
+    └── CommandTimeout         a command ran out of its time budget (memory.limits, --timeout)
 
 Expected outages (no provider, vectors unavailable, a fallback taken) are *values* on results
 and status, not exceptions; these classes are for bugs and bad input.
@@ -26,6 +27,7 @@ __all__ = [
     "ProviderError",
     "ProviderUnavailableError",
     "BackendError",
+    "CommandTimeout",
 ]
 
 
@@ -69,3 +71,7 @@ class ProviderUnavailableError(ProviderError):
 
 class BackendError(MemsiftError):
     """A search backend failed in a way the caller must see."""
+
+
+class CommandTimeout(MemsiftError):
+    """A command ran out of its time budget, or `index` saw nothing move for too long."""

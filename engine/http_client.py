@@ -23,6 +23,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from .errors import ProviderError
 from .secrets import masked_cut, redact
+from .limits import waiting_on
 
 __all__ = ["RemoteClient", "RetryableProviderError", "RequestStats", "MAX_RETRIES", "RETRY_AFTER_CAP_S"]
 
@@ -192,7 +193,9 @@ class RemoteClient:
         )
         try:
             async for attempt in retrying:
-                with attempt:
+                with attempt, waiting_on(f"{self.id} at {self._host}" + (
+                        f" (attempt {attempt.retry_state.attempt_number} of {MAX_RETRIES + 1})"
+                        if attempt.retry_state.attempt_number > 1 else "")):
                     return await once()
         except ProviderError as exc:
             self.stats.failures += 1

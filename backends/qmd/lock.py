@@ -17,6 +17,7 @@ from pathlib import Path
 import anyio
 
 from memsift.engine.logging import get_logger
+from memsift.engine.limits import waiting_on
 
 from .process import QmdError
 
@@ -132,7 +133,8 @@ class WriterLock:
                     told = now
                     log.info(f"waiting for the QMD lock before {what}: held by {self._read_holder(fd)[0]}",
                              waited=f"{now - waited_since:.1f} s")
-                await anyio.sleep(POLL_S)
+                with waiting_on(f"the QMD lock (held by {self._read_holder(fd)[0]})"):
+                    await anyio.sleep(POLL_S)
         except BaseException:
             os.close(fd)
             raise

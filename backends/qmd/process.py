@@ -21,6 +21,7 @@ import anyio
 
 from memsift.engine.logging import get_logger
 from memsift.engine.errors import BackendError
+from memsift.engine.limits import waiting_on
 
 __all__ = [
     "QmdError",
@@ -211,7 +212,7 @@ async def run_qmd(
     overflow = [False]
     timed_out = False
     try:
-        with anyio.move_on_after(timeout_s) as scope:
+        with anyio.move_on_after(timeout_s) as scope, waiting_on(f"qmd {doing}"):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_drain, proc.stdout, out, max_output * 4, overflow)
                 tg.start_soon(_drain, proc.stderr, err, 64_000, [False])

@@ -3,7 +3,7 @@
 Results go to stdout (human text, or one JSON document with --json); logs and progress go to
 stderr. Exit codes: 0 success (also no hits, also a scope denial, which the answer states),
 1 unexpected error, 2 usage, 3 config error, 4 index unusable, 5 embedding provider error, 6 path
-not allowed, 7 backend unavailable with no fallback allowed.
+not allowed, 7 backend unavailable with no fallback allowed, 8 the command's time budget ran out.
 """
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ def _request(obj: Any, model: Any, params: dict[str, Any], **required: Any) -> A
 
 class _Ctx:
     def __init__(self, workspace: str | None, agent: str | None, config: str | None, backend: str | None = None,
-                 openclaw_config: str | None = None) -> None:
+                 openclaw_config: str | None = None, timeout: str | None = None) -> None:
         self.workspace, self.agent, self.config, self.backend = workspace, agent, config, backend
-        self.openclaw_config = openclaw_config
+        self.openclaw_config, self.timeout = openclaw_config, timeout
         self._settings: Any = None
 
     def settings(self):
@@ -85,10 +85,13 @@ class _Ctx:
         if warning:
             click.echo(f"memsift: warning: {warning}", err=True)
 
-    def run(self, fn: Callable[..., Awaitable[Any]], *, progress: bool | None = False) -> Any:
+    def run(self, fn: Callable[..., Awaitable[Any]], *, progress: bool | None = False, command: str | None = None) -> Any:
         """Open the manager, run `fn(manager)`, close it. `progress`: True shows the progress of
-        long work on a terminal, None only once the manager says it builds the index first."""
+        long work on a terminal, None only once the manager says it builds the index first.
+        `command`: the budget of `memory.limits.<command>` (or --timeout) applies, with a line on
+        stderr while nothing moves (`engine/limits.py`)."""
         from ..compose.factory import open_manager  # noqa: PLC0415
+        from ..limits import budget_s, progressed, run_within, stall_s  # noqa: PLC0415
         from .progress import progress_display  # noqa: PLC0415
 
         settings = self.settings()
@@ -96,11 +99,23 @@ class _Ctx:
         async def go() -> Any:
             with progress_display(always=bool(progress), workspace=settings.workspace) if progress is not False \
                     else nullcontext() as cb:
-                manager = open_manager(settings, backend=self.backend, progress=cb)
+
+                def moved(stage: str, done: int, total: int) -> None:
+                    progressed()
+                    if cb is not None:
+                        cb(stage, done, total)
+
+                manager = open_manager(settings, backend=self.backend, progress=moved if command else cb)
                 try:
-                    return await fn(manager)
+                    if command is None:
+                        return await fn(manager)
+                    return await run_within(lambda: fn(manager), command=command, budget=budget_s(settings, command, self.timeout),
+                                            stall=stall_s(settings) if command == "index" else None,
+                                            say=lambda line: click.echo(line, err=True),
+                                            budget_from="--timeout" if self.timeout else "memory.limits")
                 finally:
-                    await manager.aclose()
+                    with anyio.CancelScope(shield=True):
+                        await manager.aclose()
 
         return anyio.run(go)
 
@@ -109,12 +124,19 @@ class _Ctx:
 @click.version_option(package_name="memsift")
 @click.pass_context
 def cli(ctx: click.Context, workspace: str | None, agent: str | None, config_path: str | None, openclaw_config: str | None,
-        backend: str | None, verbose: int) -> None:
+        backend: str | None, verbose: int, timeout: str | None) -> None:
     """Memory search for AI agents over Markdown memory files."""
+    from ..durations import check_duration  # noqa: PLC0415
     from ..logging import configure_logging  # noqa: PLC0415  (structlog is not needed before this)
 
+    if timeout:
+        try:
+            check_duration(timeout, bare_unit="s")
+        except ValueError:
+            raise click.BadParameter(f"{timeout!r} is not a duration: use seconds (90) or a number with a unit "
+                                     "(90s, 5m, 1h)", param_hint="--timeout / $MEMSIFT_TIMEOUT") from None
     configure_logging(verbose)
-    ctx.obj = _Ctx(workspace, agent, config_path, backend, openclaw_config)
+    ctx.obj = _Ctx(workspace, agent, config_path, backend, openclaw_config, timeout)
 
 
 @cli.command()
@@ -135,7 +157,7 @@ def index(obj: _Ctx, force: bool, list_: bool, prune: bool, as_json: bool) -> No
         return
     with _errors_to_exit():
         obj.warn_if_no_memory()
-        report = obj.run(lambda m: m.sync(force=force, reason="cli"), progress=not as_json)
+        report = obj.run(lambda m: m.sync(force=force, reason="cli"), progress=not as_json, command="index")
     if as_json:
         _emit_json(report.model_dump(by_alias=True, mode="json"))
     else:
@@ -179,7 +201,7 @@ def search(obj: _Ctx, query: str, backend: str | None, as_json: bool, **params: 
     if backend:
         obj.backend = backend
     with _errors_to_exit():
-        answer = obj.run(lambda m: run_search(m, request), progress=None)  # a first build is said, on a terminal or not
+        answer = obj.run(lambda m: run_search(m, request), progress=None, command="search")  # a first build is said, on a terminal or not
         if answer.denied is None:  # a denial shows nothing of the workspace, not even its path
             obj.warn_if_no_memory()
     out, err, code = search_output(answer, as_json=as_json, explain=request.explain)
@@ -209,7 +231,7 @@ def get(obj: _Ctx, target: str, as_json: bool, **params: Any) -> None:
     request = _request(obj, ReadOptions, params, path=target)
     _path, from_line, _lines = request.target()
     with _errors_to_exit():
-        result = obj.run(lambda m: run_read(m, request, max_chars=CLI_READ_CHARS))
+        result = obj.run(lambda m: run_read(m, request, max_chars=CLI_READ_CHARS), command="get")
     text = result.text
     past_end = bool(from_line and from_line > result.total_lines and not result.denied)
     if as_json:
@@ -242,7 +264,7 @@ def status(obj: _Ctx, as_json: bool, **params: Any) -> None:
 
     request = _request(obj, StatusOptions, params)
     with _errors_to_exit():
-        st = obj.run(lambda m: run_status(m, request))
+        st = obj.run(lambda m: run_status(m, request), command="status")
         if st.denied is None:
             obj.warn_if_no_memory()
             st.helper = _helper_status(obj)

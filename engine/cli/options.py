@@ -93,6 +93,9 @@ def group_params() -> list[click.Parameter]:
                           "memsift's own file wins where both set a key."),
         click.Option(["--backend", "-b"], type=BACKEND_NAME, help="Override memory.backend for this call (builtin, qmd, postgres or a plugin's)."),
         click.Option(["--verbose", "-v"], count=True, help="More logs on stderr (-v info, -vv debug)."),
+        click.Option(["--timeout"], envvar="MEMSIFT_TIMEOUT", metavar="DURATION",
+                     help="This command's time budget (90, 90s, 5m; a bare number is seconds) instead of "
+                          "memory.limits.<command>; past it the command stops and says what it waited on."),
     ]
 
 

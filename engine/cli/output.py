@@ -3,7 +3,7 @@ answers a CLI search with exactly what the CLI would have printed).
 
 Exit codes: 0 success (also no hits, also a scope denial, which the answer states), 1 unexpected
 error, 2 usage (a bad option), 3 config error, 4 index unusable, 5 embedding provider error, 6 path
-not allowed, 7 backend unavailable with no fallback allowed.
+not allowed, 7 backend unavailable with no fallback allowed, 8 the command's time budget ran out.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import BackendError, ConfigError, IndexUnusableError, MemsiftError, PathNotAllowedError, ProviderError
+from ..errors import BackendError, CommandTimeout, ConfigError, IndexUnusableError, MemsiftError, PathNotAllowedError, ProviderError
 from ..secrets import redact
 
 __all__ = ["EXIT_CODES", "EXIT_MEANINGS", "exit_code", "json_text", "search_output"]
@@ -25,6 +25,7 @@ EXIT_CODES = {
     "provider": 5,
     "path": 6,
     "backend": 7,
+    "timeout": 8,
 }
 # What each exit code tells a script (the CLI reference is made from this).
 EXIT_MEANINGS = {
@@ -36,6 +37,7 @@ EXIT_MEANINGS = {
     5: "embedding provider error (no key, quota, outage) where no fallback applies",
     6: "path not allowed: not a memory file",
     7: "backend unavailable (QMD or Postgres) and its fallback is `none`",
+    8: "gave up: the command's time budget ran out (memory.limits, --timeout), or `index` saw nothing move for memory.limits.stall",
 }
 
 
@@ -50,6 +52,8 @@ def exit_code(exc: MemsiftError) -> int:
         return EXIT_CODES["path"]
     if isinstance(exc, BackendError):  # QMD or Postgres cannot serve and no fallback may: as search says
         return EXIT_CODES["backend"]
+    if isinstance(exc, CommandTimeout):
+        return EXIT_CODES["timeout"]
     return EXIT_CODES["error"]
 
 

@@ -27,6 +27,7 @@ import click
 
 from ..errors import MemsiftError
 from ..files.workspace import workspace_warning
+from ..limits import budget_s, run_within
 from ..logging import get_logger
 from ..requests import SearchOptions, run_search
 from .options import group_params, scoped_request, search_params
@@ -102,7 +103,8 @@ class ResidentServer:
             request = scoped_request(SearchOptions, p, settings, query=p["query"])  # as the cold CLI builds it
         except click.ClickException as exc:
             raise _Decline(f"arguments: {exc}") from None  # the cold CLI exits 2 with the same message
-        return settings, request, {"backend": p.get("backend") or g.get("backend"), "as_json": bool(p.get("as_json"))}
+        return settings, request, {"backend": p.get("backend") or g.get("backend"), "as_json": bool(p.get("as_json")),
+                                   "timeout": g.get("timeout")}
 
     async def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -129,9 +131,14 @@ class ResidentServer:
             log.debug("resident request declined", reason=str(exc))
             return {"status": "decline", "reason": str(exc)}
         shown_workspace = False  # the cold CLI warns of an empty workspace after an allowed answer only
+        budget = budget_s(settings, "search", cli["timeout"])
         try:
             with anyio.fail_after(SEARCH_TIMEOUT_S):
-                answer = await run_search(self.manager, search)  # the search the cold CLI would run, every option
+                # The search the cold CLI would run, every option, within the same budget (memory.limits.search,
+                # --timeout): past it the cold CLI's message and exit code. Past SEARCH_TIMEOUT_S (the
+                # client's patience) the request is declined and the cold CLI tries within its own.
+                answer = await run_within(lambda: run_search(self.manager, search), command="search", budget=budget,
+                                          budget_from="--timeout" if cli["timeout"] else "memory.limits")
             out, err, code = search_output(answer, as_json=cli["as_json"], explain=search.explain)
             shown_workspace = answer.denied is None
         except TimeoutError:

@@ -717,6 +717,28 @@ class ResidentHelperConfig(_Strict):
         return v
 
 
+class LimitsConfig(_Strict):
+    """`memory.limits`: every command's time budget (`--timeout` or `$MEMSIFT_TIMEOUT` overrides the
+    running command's). Past it the work is cancelled with a message saying what it waited on; the
+    Markdown files are never touched and the index keeps what it held."""
+
+    index: str | float = Field("30m", description="`memsift index`: the whole sync (a first index of a large workspace with the local model takes minutes).")
+    search: str | float = Field("2m", description="`memsift search`, MCP `memory_search`: one search, a first index it builds included.")
+    get: str | float = Field("30s", description="`memsift get`, MCP `memory_get`: one read.")
+    status: str | float = Field("1m", description="`memsift status`.")
+    stall: str | float = Field(
+        "3m",
+        description="`memsift index` also gives up when nothing has moved for this long (a hanging embedding endpoint, "
+                    "a lock held elsewhere) instead of waiting out every retry; `0` turns it off.",
+    )
+
+    @field_validator("index", "search", "get", "status", "stall")
+    @classmethod
+    def _duration(cls, v: str | float) -> str | float:
+        check_duration(v, bare_unit="s")  # a bare number is seconds
+        return v
+
+
 class MemoryConfig(_WithPluginBlocks):
     backend: BackendId = Field(
         "builtin",
@@ -732,6 +754,7 @@ class MemoryConfig(_WithPluginBlocks):
         default_factory=ResidentHelperConfig,
         description="The helper that answers repeated CLI searches.",
     )
+    limits: LimitsConfig = Field(default_factory=LimitsConfig, description="Every command's time budget.")
     search: MemorySearchConfig | None = Field(
         None,
         description="OpenClaw 2026.9's place for the memory search settings of every agent (`agents.defaults.memorySearch` before); wins over the older keys where both are set.",

@@ -21,11 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ..config import ResolvedConfig
-from ..errors import MemsiftError, PathNotAllowedError
+from ..errors import CommandTimeout, MemsiftError, PathNotAllowedError
 from ..manager import SearchManager
 from ..results import BelowMinScore, Degraded, Fallback, ManagerStatus, RankerSummary, RerankSummary, ScopeDenial, SearchAnswer
 from ..compose.scoped import SHOWN_PATH_CHARS, scoped
 from ..text import shorten, utf16_len, utf16_slice
+from ..limits import budget_s, run_within
 from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key, door_name, run_read, run_search, run_status
 from ..search.citations import decorate_snippet
 from .handshake import INSTRUCTIONS
@@ -165,7 +166,11 @@ class MemoryServer:
             return SearchOutput(mode="none", warning="the query is empty: nothing was searched",
                                 action="Pass what to recall: a name, a date, a decision or a few keywords")
         try:
-            answer = await run_search(self.manager, request)
+            answer = await run_within(lambda: run_search(self.manager, request), command="search",
+                                      budget=budget_s(self.settings, "search"))
+        except CommandTimeout as exc:
+            return SearchOutput(mode="none", unavailable=True, error=str(exc), warning="memory search took too long",
+                                action="Try again shortly; the operator can raise memory.limits.search")
         except (MemsiftError, OSError) as exc:
             quota = bool(_QUOTA.search(str(exc)))
             return SearchOutput(
@@ -200,7 +205,8 @@ class MemoryServer:
         try:
             # Just over the bound: enough to tell that a page is cut, never a whole huge file; the
             # skipped characters are streamed past, never held.
-            result = await run_read(self.manager, request, max_chars=self.max_chars + 1)
+            result = await run_within(lambda: run_read(self.manager, request, max_chars=self.max_chars + 1), command="get",
+                                      budget=budget_s(self.settings, "get"))
         except (PathNotAllowedError, MemsiftError, OSError) as exc:  # the error names the path (shortened)
             return GetOutput(path=shorten(target, 200), disabled=True, error=str(exc), warning=warning)
         if result.denied:  # the scoped manager guards every caller too

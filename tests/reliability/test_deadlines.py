@@ -1,0 +1,176 @@
+"""Every command has a time budget (`memory.limits`, `--timeout`, `$MEMSIFT_TIMEOUT`): a hanging
+embedding endpoint (a real loopback server that accepts and never answers), a QMD lock held by
+another process and a hung `qmd` end within it, with lines naming what the command waits on while
+nothing moves, one clear message and exit code 8; nothing is lost. Through the cold CLI, the
+resident helper and MCP. Generous bounds prove the absence of the old minutes-long waits; nothing
+here measures speed."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from figures import FIGURES
+from helpers import EXAMPLE_WORKSPACE, QMD_SAMPLES
+from memory_guard import assert_untouched, snapshot
+
+FAKEBIN = Path(__file__).resolve().parents[1] / "backends" / "qmd" / "fakebin"
+
+
+@pytest.fixture
+def hanging_endpoint():
+    """An HTTP endpoint that accepts every connection and never answers."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/v1"
+    stop.set()
+    thread.join()
+    for c in held:
+        c.close()
+    server.close()
+
+
+def _workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, ws)
+    return ws
+
+
+def _config(tmp_path: Path, ws: Path, *, endpoint: str | None = None, limits: dict | None = None, memory: dict | None = None) -> Path:
+    search = {"provider": "openai", "model": "text-embedding-3-small", "remote": {"baseUrl": endpoint, "apiKey": "sk-test-1234"}} \
+        if endpoint else {"provider": "none"}
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"), "memory": {**(memory or {}), "limits": limits or {}},
+                               "agents": {"defaults": {"workspace": str(ws), "memorySearch": search}}}))
+    return cfg
+
+
+def _env(tmp_path: Path, **more: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    return {**env, "XDG_RUNTIME_DIR": str(tmp_path / "run"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+            "MEMSIFT_NO_RESIDENT": "1", **more}
+
+
+def _cli(cfg: Path, env: dict, *args: str) -> tuple[subprocess.CompletedProcess, float]:
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), *args],
+                          capture_output=True, text=True, env=env, timeout=240)
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    return done, time.monotonic() - started
+
+
+def _gave_up(done: subprocess.CompletedProcess, waited_on: str) -> None:
+    assert done.returncode == 8, (done.returncode, done.stderr[-1500:])
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("memsift: ") and "gave up after" in last and waited_on in last and "Nothing was lost" in last, last
+    assert "sk-test-1234" not in done.stderr
+
+
+def test_index_with_a_hanging_embedding_endpoint_ends_at_its_stall_limit_and_keeps_the_index(tmp_path, hanging_endpoint):
+    ws = _workspace(tmp_path)
+    before = snapshot(ws)
+    keyword = _config(tmp_path, ws)
+    assert _cli(keyword, _env(tmp_path), "index")[0].returncode == 0  # an index to keep
+    cfg = _config(tmp_path, ws, endpoint=hanging_endpoint, limits={"stall": "6s"})
+    done, took = _cli(cfg, _env(tmp_path), "index")
+    _gave_up(done, f"openai at {hanging_endpoint.split('/')[2]}")
+    assert "nothing moved for 6 s (memory.limits.stall)" in done.stderr
+    told = [line for line in done.stderr.splitlines() if line.startswith("memsift index: still waiting on openai at 127.0.0.1")]
+    assert len(told) >= 2, done.stderr  # progress while it waits, not 6 s of silence
+    FIGURES["deadline: worst time a hanging embedding endpoint held `memsift index` (s, stall 6 s)"] = max(
+        FIGURES.get("deadline: worst time a hanging embedding endpoint held `memsift index` (s, stall 6 s)", 0), round(took, 1))
+    # The budget, not the stall, when it is the shorter; $MEMSIFT_TIMEOUT and --timeout name themselves.
+    done, _ = _cli(cfg, _env(tmp_path, MEMSIFT_TIMEOUT="3"), "index")
+    _gave_up(done, "openai at")
+    assert "ran out of its 3 s budget (--timeout)" in done.stderr
+    found, _ = _cli(keyword, _env(tmp_path), "search", "Lena birthday", "--json")
+    assert found.returncode == 0 and json.loads(found.stdout)["results"]  # the index it held still answers
+    assert_untouched(before, ws)
+
+
+def test_a_search_past_its_budget_says_so_on_the_cold_cli_the_helper_and_mcp(tmp_path, hanging_endpoint):
+    ws = _workspace(tmp_path)
+    cfg = _config(tmp_path, ws, endpoint=hanging_endpoint, limits={"search": "3s", "get": "3s"})
+    done, _ = _cli(cfg, _env(tmp_path), "search", "Lena birthday")
+    _gave_up(done, "openai at")
+    assert "ran out of its 3 s budget (memory.limits.search)" in done.stderr
+    resident = _env(tmp_path)
+    del resident["MEMSIFT_NO_RESIDENT"]
+    try:
+        _cli(cfg, resident, "--timeout", "60", "search", "Lena birthday")  # starts the helper (and builds the index)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            st = json.loads(_cli(cfg, resident, "status", "--json")[0].stdout)
+            if st.get("helper", {}).get("running"):
+                break
+            time.sleep(0.5)
+        done, _ = _cli(cfg, resident, "search", "Marco certificates")
+        _gave_up(done, "openai at")
+    finally:
+        _cli(cfg, resident, "helpers", "stop", "--all")
+    mcp = pytest.importorskip("mcp", reason="the MCP door needs memsift's mcp extra")
+
+    async def ask() -> dict:
+        params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "memsift.engine.cli.main", "-c", str(cfg), "mcp",
+                                                                         "--no-watch"], env=_env(tmp_path))
+        async with mcp.Client(params) as client:
+            return (await client.call_tool("memory_search", {"query": "Lena birthday"})).structured_content
+
+    answer = anyio.run(ask)
+    assert answer["unavailable"] and "gave up after" in answer["error"] and "memory.limits.search" in answer["error"], answer
+
+
+def test_index_waiting_on_a_qmd_lock_held_elsewhere_says_who_holds_it_and_gives_up(tmp_path):
+    ws = tmp_path / "ws"
+    shutil.copytree(QMD_SAMPLES / "corpus", ws)
+    cfg = _config(tmp_path, ws, limits={"stall": "5s"}, memory={
+        "backend": "qmd", "qmd": {"command": str(FAKEBIN / "qmd"), "includeDefaultMemory": False,
+                                  "paths": [{"path": ".", "name": "notes"}], "update": {"debounceMs": 0}}})
+    env = _env(tmp_path, FAKE_QMD_SAMPLES=str(QMD_SAMPLES), FAKE_QMD_LOG=str(tmp_path / "qmd-calls.jsonl"))
+    assert _cli(cfg, env, "index")[0].returncode == 0
+    lock = next((tmp_path / "state").rglob("qmd.lock"))
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.pwrite(fd, json.dumps({"pid": 4242, "what": "qmd update", "since": time.time()}).encode(), 0)
+        done, took = _cli(cfg, env, "index")
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    _gave_up(done, "the QMD lock (held by")
+    assert "4242" in done.stderr.strip().splitlines()[-1]
+    FIGURES["deadline: worst time a held QMD lock kept `memsift index` waiting (s, stall 5 s)"] = round(took, 1)
+    assert _cli(cfg, env, "index")[0].returncode == 0  # the lock free again: the next index runs
+
+
+def test_a_bad_budget_is_refused_where_it_is_written(tmp_path):
+    ws = _workspace(tmp_path)
+    done, _ = _cli(_config(tmp_path, ws), _env(tmp_path), "--timeout", "soon", "status")
+    assert done.returncode == 2 and "'soon' is not a duration" in done.stderr, done.stderr
+    done, _ = _cli(_config(tmp_path, ws, limits={"index": "a while"}), _env(tmp_path), "index")
+    assert done.returncode == 3 and "memory.limits.index" in done.stderr, done.stderr
