@@ -148,7 +148,9 @@ def _segments(key: str) -> tuple[list[str], str | None]:
     """The key's normalised segments, and why it is malformed (None when it is not)."""
     if len(key) > MAX_KEY_CHARS:
         return [], f"longer than {MAX_KEY_CHARS} characters"
-    if any("\ud800" <= ch <= "\udfff" for ch in key):
+    # A lone surrogate (undecodable argv bytes on the CLI), or U+FFFD, what a lone surrogate or a
+    # broken byte becomes in JSON (MCP, HTTP): the same key is denied on every door.
+    if any("\ud800" <= ch <= "\udfff" or ch == "\ufffd" for ch in key):
         return [], "not valid Unicode"
     # Before normalisation: NFKC turns some look-alikes into other text (`︰` into `..`). A
     # character NFKC makes exactly ":" (the fullwidth colon) splits like one.

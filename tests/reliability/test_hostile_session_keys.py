@@ -193,3 +193,51 @@ def test_an_empty_session_key_is_refused_at_start(tmp_path, command):
     settings = _settings(tmp_path, ws, "builtin")
     with pytest.raises(ValueError, match="session key"):
         MemoryServer(open_manager(settings), settings, session_key=" ")
+
+
+def test_a_key_that_is_not_valid_unicode_is_denied_alike_on_every_door(tmp_path):
+    """A lone surrogate reaches the CLI as undecodable argv bytes, MCP as a JSON escape (made U+FFFD
+    on the way in) and the Python API as it is: one decision, denied on all three."""
+    ws = tmp_path / "ws"
+    shutil.copytree(QMD_SAMPLES / "corpus", ws)
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "none"}}},
+                               "memory": {"qmd": {"scope": SCOPE}}}))
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1"}
+    base = [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws)]
+    for raw in (b"agent:main:telegram:direct:\xed\xa0\x80", b"agent:main:telegram:direct:\xff"):
+        r = subprocess.run([*base, "search", "aurora", "--json", "--session-key", raw], capture_output=True, env=env, timeout=120)
+        body = json.loads(r.stdout)
+        assert r.returncode == 0 and body["denied"]["rule"].startswith("malformed session key (not valid Unicode)"), body
+    requests = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    keys = ["agent:main:telegram:direct:\\ud800", "agent:main:telegram:direct:\\udfff", "agent:main:telegram:direct:\\ufffd"]
+    calls = [json.dumps(r) for r in requests] + [
+        '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"memory_search","arguments":'
+        '{"query":"aurora","sessionKey":"%s"}}}' % (i, key) for i, key in enumerate(keys, 2)]
+    server = subprocess.Popen([*base, "mcp", "--no-watch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, env=env)
+    answers = []
+    try:
+        for line in calls:  # one at a time, each answered before the next (stdin stays open)
+            server.stdin.write(line.encode() + b"\n")
+            server.stdin.flush()
+            if '"id"' in line:
+                answers.append(json.loads(server.stdout.readline()))
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
+    found = [a["result"]["structuredContent"] for a in answers if a["id"] >= 2]
+    assert len(found) == len(keys) and all(c["denied"]["rule"].startswith("malformed session key") for c in found), found
+    settings = _settings(tmp_path, ws, "builtin")
+    manager = open_manager(settings)
+
+    async def api() -> list:
+        try:
+            return [await manager.search("aurora", session_key=f"agent:main:telegram:direct:{ch}") for ch in ("\ud800", "\ufffd")]
+        finally:
+            await manager.aclose()
+
+    assert all(a.denied and "not valid Unicode" in a.denied.rule and not a.results for a in anyio.run(api))
+    FIGURES["session keys that are not valid Unicode denied alike (CLI, MCP, API)"] += 7
