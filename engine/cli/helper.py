@@ -13,6 +13,9 @@ the command line spelled them: `-v`, `-w ./ws` or another current folder start n
 helper holds an exclusive lock on it for its life and writes what `memsift status` and
 `memsift helpers` show (pid, start, idle timeout, workspace); a second one started meanwhile exits
 at once. `memsift helpers stop` ends this workspace's helper, `--all` every helper of the user.
+At most `memory.residentHelper.maxHelpers` run per user (each holds an index and a model: about
+60–230 MB); past it a search is answered cold and starts none. Lock files of helpers that ended
+are removed when helpers are listed (`status`, `helpers`, a cold search).
 Opt out with `MEMSIFT_NO_RESIDENT=1` or `memory.residentHelper.enabled: false`.
 """
 
@@ -35,6 +38,7 @@ __all__ = ["helper_argv", "helper_lock_path", "settings_identity", "start_helper
            "helper_pids", "helpers", "helper_for", "stop_helper", "HelperInfo"]
 
 _VERBOSE = ("-v", "-vv", "-vvv", "--verbose")
+STALE_LOCK_S = 60.0  # a lock file nobody holds is removed once this old (a helper starting takes it within a second)
 
 
 def settings_identity(settings: Any, backend: str | None) -> str:
@@ -62,14 +66,40 @@ def helper_lock_path(folder: Path, settings: Any, backend: str | None, env: Mapp
 
 def take_helper_lock(path: Path) -> IO[str] | None:
     """The open, exclusively locked lock file (held for the helper's life), or None when another
-    helper holds it."""
-    fh = open(path, "a+")  # noqa: SIM115  (kept open: the lock lives as long as the file handle)
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    helper holds it. A lock file removed as stale between the open and the lock (`helpers`) is
+    not the one at the path any more: opened again."""
+    for _ in range(3):
+        fh = open(path, "a+")  # noqa: SIM115  (kept open: the lock lives as long as the file handle)
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            return None
+        try:
+            if os.stat(path).st_ino == os.fstat(fh.fileno()).st_ino:
+                return fh
+        except FileNotFoundError:
+            pass
         fh.close()
-        return None
-    return fh
+    return None
+
+
+def _remove_if_stale(lock: Path) -> None:
+    """A lock file no helper holds, left for a minute, is removed (taken first, so a helper
+    starting on it either holds it, and it stays, or opens the path again)."""
+    try:
+        if time.time() - lock.stat().st_mtime < STALE_LOCK_S:
+            return
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock.unlink(missing_ok=True)
+    except OSError:
+        pass  # held: a helper runs
+    finally:
+        os.close(fd)
 
 
 def write_helper_info(lock: IO[str], settings: Any, idle_timeout: str) -> None:
@@ -92,6 +122,9 @@ def start_helper(argv: list[str], backend: str | None, settings: Any, env: Mappi
     folder = rendezvous_dir(env, create=True)
     if helper is None or folder is None:
         return None
+    cap = settings.memory.resident_helper.max_helpers
+    if len(helpers(folder)) >= cap:
+        return None  # enough helpers of this user run (memory.residentHelper.maxHelpers); searches go cold
     try:
         lock = take_helper_lock(helper_lock_path(folder, settings, backend, env))
         if lock is None:
@@ -144,10 +177,18 @@ def _read_info(lock: Path) -> HelperInfo | None:
 
 
 def helpers(folder: Path | None) -> list[HelperInfo]:
-    """Every running helper whose lock file is in `folder` (the user's rendezvous folder)."""
+    """Every running helper whose lock file is in `folder` (the user's rendezvous folder); the
+    lock files of helpers that ended are removed on the way."""
     if folder is None or not folder.is_dir():
         return []
-    return [info for lock in sorted(folder.glob("helper-*.lock")) if (info := _read_info(lock)) is not None]
+    running = []
+    for lock in sorted(folder.glob("helper-*.lock")):
+        info = _read_info(lock)
+        if info is None:
+            _remove_if_stale(lock)
+        else:
+            running.append(info)
+    return running
 
 
 def helper_for(settings: Any, backend: str | None, env: Mapping[str, str] | None = None) -> HelperInfo | None:

@@ -704,6 +704,11 @@ class ResidentHelperConfig(_Strict):
         True,
         description="A cold `memsift search` starts a helper that keeps the index and model loaded and answers later searches.",
     )
+    max_helpers: int = Field(
+        4, ge=1, le=64,
+        description="At most this many helpers run per user (one per workspace and settings, each holding its index and "
+                    "model); past it a search is answered cold and starts none.",
+    )
     # the helper exits after this long without a search
     idle_timeout: str = Field(
         "15m",

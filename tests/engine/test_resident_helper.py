@@ -158,3 +158,32 @@ def test_a_helper_that_will_not_stop_is_reported_with_the_reason(tmp_path):
         proc.kill()
         proc.wait()
     assert stop_helper(info, wait_s=0.5) is None  # gone: nothing to stop
+
+
+def test_at_most_max_helpers_run_and_the_locks_of_ended_ones_are_removed(tmp_path, runtime_dir):
+    """Thirteen workspaces once started thirteen helpers (about 800 MB); lock files of helpers that
+    ended stayed for ever."""
+    config = tmp_path / "xdg" / "memsift" / "config.json5"
+    config.parent.mkdir(parents=True)
+    config.write_text(json.dumps({"memory": {"residentHelper": {"maxHelpers": 2}},
+                                  "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
+    env = _env(tmp_path, runtime_dir)
+    for i in range(3):
+        ws = tmp_path / f"ws{i}"
+        (ws / "memory").mkdir(parents=True)
+        (ws / "MEMORY.md").write_text(f"# Notes {i}\n\nThe heron count on pond {i} was {i + 7}.\n")
+        assert _search(ws, env, "heron count")["results"]
+        if i < 2:
+            _wait_for_helper(runtime_dir, i + 1)
+    time.sleep(3)  # a third helper, had one been started, would be listening by now
+    assert len(helper_pids(runtime_dir / "memsift")) == 2
+    folder = runtime_dir / "memsift"
+    stale, fresh = folder / "helper-0123456789abcdef.lock", folder / "helper-fedcba9876543210.lock"
+    for lock in (stale, fresh):
+        lock.write_text('{"pid": 999999}\n')
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    listed = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "helpers", "--json"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and len(json.loads(listed.stdout)["helpers"]) == 2, listed.stdout
+    assert not stale.exists() and fresh.exists()  # ended an hour ago: removed; a helper may be starting on the new one
+    assert len(list(folder.glob("helper-*.lock"))) == 3  # the two running helpers' locks, and the fresh one
