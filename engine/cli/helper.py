@@ -102,11 +102,12 @@ def _remove_if_stale(lock: Path) -> None:
         os.close(fd)
 
 
-def write_helper_info(lock: IO[str], settings: Any, idle_timeout: str) -> None:
-    """What `status` and `helpers` show of this helper, written into its held lock file."""
+def write_helper_info(lock: IO[str], settings: Any, idle_timeout: str, *, kind: str = "helper") -> None:
+    """What `status` and `helpers` show of this helper (`kind`: a helper, or `watch` / `mcp`
+    answering the CLI's searches while they run), written into its held lock file."""
     lock.seek(0)
     lock.truncate()
-    lock.write(json.dumps({"pid": os.getpid(), "started": time.time(), "idleTimeout": idle_timeout,
+    lock.write(json.dumps({"pid": os.getpid(), "started": time.time(), "idleTimeout": idle_timeout, "kind": kind,
                            "workspace": str(settings.workspace), "agent": settings.agent_id}) + "\n")
     lock.flush()
 
@@ -123,7 +124,7 @@ def start_helper(argv: list[str], backend: str | None, settings: Any, env: Mappi
     if helper is None or folder is None:
         return None
     cap = settings.memory.resident_helper.max_helpers
-    if len(helpers(folder)) >= cap:
+    if sum(h.get("kind", "helper") == "helper" for h in helpers(folder)) >= cap:
         return None  # enough helpers of this user run (memory.residentHelper.maxHelpers); searches go cold
     try:
         lock = take_helper_lock(helper_lock_path(folder, settings, backend, env))

@@ -311,7 +311,7 @@ def _helper_status(obj: _Ctx) -> dict[str, Any]:
     info = helper_for(settings, obj.backend)
     if info is None:
         return {"running": False, "why": "none running (the next search starts one)"}
-    return {"running": True, **{k: info.get(k) for k in ("pid", "ageS", "idleTimeout", "rssMB")}}
+    return {"running": True, **{k: info.get(k) for k in ("pid", "ageS", "idleTimeout", "rssMB", "kind")}}
 
 
 @cli.group(invoke_without_command=True)
@@ -333,7 +333,8 @@ def helpers(ctx: click.Context, as_json: bool) -> None:
     for h in found:
         age = f"up {h['ageS'] / 60:.0f} min" if h.get("ageS") is not None else "up ?"
         rss = f"{h['rssMB']:.0f} MB" if h.get("rssMB") is not None else "? MB"
-        click.echo(f"pid {h['pid']} · {age} · exits after {h.get('idleTimeout', '?')} idle · {rss} · {h.get('workspace', '?')}")
+        life = f"`memsift {h['kind']}`" if h.get("kind") in ("watch", "mcp") else f"exits after {h.get('idleTimeout', '?')} idle"
+        click.echo(f"pid {h['pid']} · {age} · {life} · {rss} · {h.get('workspace', '?')}")
 
 
 @helpers.command("stop")
@@ -352,6 +353,9 @@ def helpers_stop(obj: _Ctx, all_: bool) -> None:
         return
     failed = 0
     for h in found:
+        if h.get("kind") in ("watch", "mcp"):  # the user's own long-running command: not ours to end
+            click.echo(f"left `memsift {h['kind']}` pid {h['pid']} running ({h.get('workspace', '?')}): stop it where it runs")
+            continue
         why = stop_helper(h)
         failed += why is not None
         what = f"the helper pid {h['pid']} ({h.get('workspace', '?')})"
@@ -414,8 +418,28 @@ def watch(obj: _Ctx, as_json: bool) -> None:
                 status.event("resident", {"socket": str(sock) if sock else None})
         status.stopped()
 
-    with _errors_to_exit():
+    with _errors_to_exit(), _serving_as_helper(obj, "watch"):
         obj.run(go)
+
+
+@contextmanager
+def _serving_as_helper(obj: _Ctx, kind: str) -> Iterator[None]:
+    """A long-running command that answers the CLI's searches holds these settings' helper lock
+    while it runs: `status` shows it, and no helper is started beside it (`-v search` included).
+    When a helper holds it already, that one goes on answering too."""
+    from .helper import helper_lock_path, take_helper_lock, write_helper_info  # noqa: PLC0415
+    from .resident import rendezvous_dir  # noqa: PLC0415
+
+    folder = rendezvous_dir(os.environ, create=True) if not os.environ.get("MEMSIFT_NO_RESIDENT") else None
+    lock = take_helper_lock(helper_lock_path(folder, obj.settings(), obj.backend, os.environ)) if folder else None
+    if lock is not None:
+        write_helper_info(lock, obj.settings(), "never", kind=kind)
+    try:
+        yield
+    finally:
+        if lock is not None:
+            lock.truncate(0)
+            lock.close()
 
 
 async def _cancel_on_signal(signals: Any, scope: anyio.CancelScope) -> None:

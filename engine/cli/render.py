@@ -312,13 +312,19 @@ def render_status(s: ManagerStatus) -> str:
     if s.plugins is not None:
         rows.append(("Plugins", "; ".join(_plugin_line(p) for p in s.plugins) or "none installed (`memsift plugins` lists what memsift can use)"))
     if s.helper:
-        h = s.helper
-        rows.append(("Helper", (f"pid {h['pid']} · up {_minutes(h.get('ageS'))} · exits after {h.get('idleTimeout')} idle · "
-                                f"{h['rssMB']:.0f} MB · `memsift helpers stop` ends it") if h.get("running") and h.get("rssMB") is not None
-                     else f"pid {h['pid']} · up {_minutes(h.get('ageS'))} · exits after {h.get('idleTimeout')} idle" if h.get("running")
-                     else h.get("why", "none")))
+        rows.append(("Helper", _helper_line(s.helper)))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+def _helper_line(h: dict) -> str:
+    if not h.get("running"):
+        return h.get("why", "none")
+    rss = f" · {h['rssMB']:.0f} MB" if h.get("rssMB") is not None else ""
+    if h.get("kind") in ("watch", "mcp"):  # a long-running command answers the CLI's searches
+        return f"`memsift {h['kind']}` answers searches · pid {h['pid']} · up {_minutes(h.get('ageS'))}{rss}"
+    return (f"pid {h['pid']} · up {_minutes(h.get('ageS'))} · exits after {h.get('idleTimeout')} idle{rss}"
+            + (" · `memsift helpers stop` ends it" if rss else ""))
 
 
 def _minutes(seconds: float | None) -> str:

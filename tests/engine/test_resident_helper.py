@@ -187,3 +187,30 @@ def test_at_most_max_helpers_run_and_the_locks_of_ended_ones_are_removed(tmp_pat
     assert listed.returncode == 0 and len(json.loads(listed.stdout)["helpers"]) == 2, listed.stdout
     assert not stale.exists() and fresh.exists()  # ended an hour ago: removed; a helper may be starting on the new one
     assert len(list(folder.glob("helper-*.lock"))) == 3  # the two running helpers' locks, and the fresh one
+
+
+def test_while_watch_runs_status_shows_it_and_no_helper_starts_beside_it(tmp_path, runtime_dir, example_workspace):
+    env = _env(tmp_path, runtime_dir)
+    watch = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "watch"], cwd=example_workspace, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert _wait_for_helper(runtime_dir) == [watch.pid]  # watch holds the settings' helper lock and socket
+        status = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "status", "--json"], cwd=example_workspace,
+                                env=env, capture_output=True, text=True, timeout=120)
+        helper = json.loads(status.stdout)["helper"]
+        assert helper["running"] and helper["pid"] == watch.pid and helper["kind"] == "watch", helper
+        human = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "status"], cwd=example_workspace,
+                               env=env, capture_output=True, text=True, timeout=120).stdout
+        assert f"`memsift watch` answers searches · pid {watch.pid}" in human, human
+        loud = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-v", "search", "ledger database", "--json"],
+                              cwd=example_workspace, env=env, capture_output=True, text=True, timeout=180)
+        assert loud.returncode == 0 and json.loads(loud.stdout)["results"]
+        time.sleep(3)  # a helper started by that search would hold its lock by now
+        assert helper_pids(runtime_dir / "memsift") == [watch.pid]
+        stop = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "helpers", "stop", "--all"], env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert f"left `memsift watch` pid {watch.pid} running" in stop.stdout and watch.poll() is None
+    finally:
+        watch.terminate()
+        watch.wait(timeout=60)
+    assert helper_pids(runtime_dir / "memsift") == []
