@@ -111,11 +111,19 @@ async def run_within(fn: Callable[[], Awaitable[Any]], *, command: str, budget: 
                 told = now
                 say(f"memsift {command}: still {_waiting_words()} ({now - started:.0f} s so far)")
 
+    failed: list[Exception] = []
     async with anyio.create_task_group() as tg:
         tg.start_soon(watchdog, tg.cancel_scope)
-        result = await fn()
+        try:
+            result = await fn()
+        except Exception as exc:  # noqa: BLE001  (raised as it is below, not wrapped in the task group's ExceptionGroup)
+            failed.append(exc)
+        else:
+            tg.cancel_scope.cancel()
+            return result
         tg.cancel_scope.cancel()
-        return result
+    if failed:
+        raise failed[0]
     # Only reached when the watchdog cancelled the work.
     raise CommandTimeout(
         f"{command} gave up after {time.monotonic() - started:.0f} s: {outcome['why']}, {outcome['waiting']}. "

@@ -210,8 +210,8 @@ class ManagerStatus(_Out):
     agent_id: str
     workspace_dir: str
     db_path: str | None = None
-    files: int = 0
-    chunks: int = 0
+    files: int | None = 0  # None: not known now (the database is unreachable), never a made-up 0
+    chunks: int | None = 0
     dirty: bool = False
     provider: str | None = None
     requested_provider: str | None = None

@@ -406,7 +406,8 @@ class PostgresSearchManager:
             now_says = f"{mode} over {chunks} chunks in Postgres (BM25 over postings; exact per-agent cosine)"
         return ManagerStatus(
             backend=self.backend, agent_id=self.agent, workspace_dir=str(self.settings.workspace), db_path=self.dsns.shown,
-            files=files, chunks=chunks, dirty=meta is None or stale is not None or self._dirty,
+            files=None if facts["error"] else files, chunks=None if facts["error"] else chunks,
+            dirty=meta is None or stale is not None or self._dirty,
             provider=ident.provider, requested_provider=self.selection.requested if self.selection else None,
             model=ident.model, dimensions=getattr(self.provider, "dimensions", None), sources=list(self.ms.sources),
             extra_paths=list(self.ms.extra_paths),

@@ -217,6 +217,8 @@ def render_sync(report: SyncReport) -> str:
     ]
     if report.reindex_cause and not report.full_reindex:
         lines.append(f"rebuild needed: {report.reindex_cause}")
+    if "(builtin fallback: " in report.reason:  # the backend failed: what was indexed instead, and why
+        lines.insert(0, f"{report.reason.split('(builtin fallback: ', 1)[1][:-1]}; the builtin index was synced instead")
     return "\n".join(lines)
 
 
@@ -242,7 +244,7 @@ def render_status(s: ManagerStatus) -> str:
         ("Search mode", s.search_mode),
         ("Sources", ", ".join(s.sources)),
         ("Extra paths", ", ".join(s.extra_paths) or "-"),
-        ("Indexed", f"{s.files} files · {s.chunks} chunks"),
+        ("Indexed", f"{s.files} files · {s.chunks} chunks" if s.files is not None else "unknown: the index cannot be read now"),
         ("Changes", _changes(s)),
         ("Store", s.db_path or "-"),
         ("Workspace", s.workspace_dir),

@@ -99,7 +99,9 @@ class FallbackSearchManager:
 
     def _mark_failed(self, exc: BaseException | str) -> str:
         reason = _describe_failure(exc)
-        log.warning("backend failed; answering from the fallback" if not self.fail_closed else "backend failed", backend=self.backend, reason=reason)
+        # Info, not a warning: every answer, sync report and status that the failure touches says it
+        # in a sentence of its own; at the default verbosity it is said once, there.
+        log.info("backend failed; answering from the fallback" if not self.fail_closed else "backend failed", backend=self.backend, reason=reason)
         self._failure = (reason, time.monotonic(), time.time())
         self._tried_now = True
         return reason
@@ -132,6 +134,7 @@ class FallbackSearchManager:
     async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
                      session_key: str | None = None, explain: bool = False, **kw: Any) -> SearchAnswer:
         args = dict(max_results=max_results, min_score=min_score, session_key=session_key, explain=explain, **kw)
+        started = time.perf_counter()
         self._tried_now = False
         if self._primary_usable():
             try:
@@ -146,9 +149,11 @@ class FallbackSearchManager:
         reason = self.failure_reason
         if self.fail_closed:
             return SearchAnswer(query=query, results=[], backend=self.backend, mode="none", min_score=min_score or 0.0,
-                                max_results=max_results or 0, took_ms=0.0, unavailable=self._unavailable())
+                                max_results=max_results or 0, took_ms=round((time.perf_counter() - started) * 1000, 3),
+                                unavailable=self._unavailable())
         answer = await self.fallback().search(query, **args)
         answer.fallback = Fallback(**{"from": self.backend, "reason": reason or "unknown"}, not_covered=self.not_covered)
+        answer.took_ms = round((time.perf_counter() - started) * 1000, 3)  # the failed attempt's time included
         return answer
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, **kw: Any) -> ReadResult:

@@ -200,6 +200,8 @@ def test_outage_gives_a_clear_error_or_the_builtin_fallback_and_recovers(tmp_pat
                 await anyio.to_thread.run_sync(pg_server.handle.stop)  # mid-search
                 down = await closed.search("ledger database", mode="keyword")
                 assert down.results == [] and "postgres unavailable: postgres at" in down.unavailable
+                st = (await closed.status()).model_dump(by_alias=True)
+                assert st["unavailable"] and st["files"] is None and st["chunks"] is None, st  # unknown, not 0
                 fell = await falling.search("ledger database", mode="keyword")
                 assert fell.results and fell.backend == "builtin" and fell.fallback.from_ == "postgres"
                 await anyio.to_thread.run_sync(pg_server.handle.ensure_postgres_running)

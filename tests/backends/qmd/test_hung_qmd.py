@@ -90,9 +90,19 @@ def test_cli_search_with_a_qmd_that_hangs_on_everything_answers_within_its_budge
     assert answer["backend"] == "builtin" and answer["results"]
     reason = answer["fallback"]["reason"]
     assert answer["fallback"]["from"] == "qmd" and "4.0 s" in reason and "memory.qmd.limits.timeoutMs" in reason
+    assert answer["tookMs"] >= 3200  # the 3.2 s the failed QMD attempt waited count (it reported 1.2 s of an 8 s wait)
     # -vv says what the search waited for, and for how long at most.
     assert "waiting up to 3.2 s for qmd collection add" in done.stderr  # 80 % of 4 s: nothing to search before it
     assert _all_gone(_hung_pids(tmp_path))  # every hung qmd was stopped, none left behind
+    # At the default verbosity the failure is said once, in the answer's sentence, not also as a log line.
+    env.pop("HANG_ON")
+    (tmp_path / "hung-pids").unlink(missing_ok=True)
+    env["HANG_ON"] = EVERYTHING
+    human, _ = _cli(config, env, "search", "aurora telemetry")
+    said = human.stdout + human.stderr
+    assert human.returncode == 0 and said.count("was stopped") == 1 and "answered from the builtin index" in said, said
+    assert "[warning" not in human.stderr, human.stderr
+    assert _all_gone(_hung_pids(tmp_path))
 
 
 def test_a_hung_update_never_sits_in_front_of_a_search(setup):
