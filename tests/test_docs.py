@@ -4,6 +4,7 @@ stays a front page."""
 from __future__ import annotations
 
 import html
+import json
 import re
 import shutil
 import subprocess
@@ -112,3 +113,46 @@ def test_the_performance_page_shows_the_benchmark_tables_and_plots(site):
     assert "SciFact" in text and "LongMemEval" in text and "python contrib/bench/run.py" in text
     for plot in (REPO / "contrib" / "bench" / "results").glob("*.png"):
         assert (site / "performance" / plot.name).is_file(), plot.name
+
+
+def _default_at(model, dotted: str):
+    """The default of `a.b.c` (camelCase keys) in a pydantic model; KeyError when there is none."""
+    from pydantic import BaseModel  # noqa: PLC0415
+
+    value = model()
+    for part in dotted.split("."):
+        if not isinstance(value, BaseModel):
+            raise KeyError(dotted)
+        names = {(f.alias or re.sub(r"_(\w)", lambda m: m.group(1).upper(), n.rstrip("_"))): n
+                 for n, f in type(value).model_fields.items()}
+        if part not in names:
+            raise KeyError(dotted)
+        value = getattr(value, names[part])
+    return value
+
+
+def test_the_configuration_pages_defaults_are_the_codes():
+    """Every plain default in "How values are normalised" (a number, true/false, a quoted string) is
+    the model's: the page once said `query.time.weight` 0.5 where the code had 0.7."""
+    from memsift.engine.config.models import MemorySearchConfig  # noqa: PLC0415
+
+    page = (REPO / "docs" / "operators" / "configuration.md").read_text(encoding="utf-8")
+    checked = 0
+    for row in re.findall(r"^\| (`[^|]+) \| ([^|]+) \|", page, flags=re.M):
+        keys = re.findall(r"`([A-Za-z0-9_.*]+)`", row[0])
+        values = [v.strip().strip("`") for v in row[1].split(" / ")]
+        if not keys or len(values) != len(keys):
+            continue
+        head = keys[0].rsplit(".", 1)[0] + "." if "." in keys[0] else ""
+        for key, shown in zip(keys, values):
+            path = key if "." in key or key == keys[0] else head + key
+            if not re.fullmatch(r'-?\d+(\.\d+)?|true|false|"[^"]*"', shown):
+                continue  # prose ("provider defaults", "unbounded"): not a value to compare
+            try:
+                actual = _default_at(MemorySearchConfig, path)
+            except KeyError:
+                continue
+            expected = json.loads(shown)
+            assert actual == expected, f"docs/operators/configuration.md: {path} is {shown} there, {actual!r} in the code"
+            checked += 1
+    assert checked >= 30, checked  # the table is read, not skipped

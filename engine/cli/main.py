@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from contextlib import contextmanager, nullcontext
 from typing import Any, Awaitable, Callable, Iterator
 
@@ -563,7 +564,57 @@ def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_syn
 
 @cli.group()
 def config() -> None:
-    """Inspect the configuration."""
+    """Write a starter configuration, or inspect the resolved one."""
+
+
+STARTER_CONFIG = """// memsift's configuration (JSON5). Every key, its default and allowed values:
+// `memsift config show` (this file merged with the defaults) and the configuration reference.
+{
+  memory: {
+    backend: "builtin",          // "builtin" (SQLite), "qmd" (the QMD tool), "postgres", or a plugin's
+    // limits: { search: "2m", index: "30m", stall: "3m" },   // every command's time budget
+  },
+  agents: {
+    defaults: {
+      workspace: __WORKSPACE__,  // the folder holding MEMORY.md and memory/YYYY-MM-DD.md
+      memorySearch: {
+        provider: "local",       // the bundled model: offline, no key ("openai", "gemini", "voyage", "mistral", "ollama")
+        // remote: { apiKey: "OPENAI_API_KEY" },   // a key, or the name of the variable holding it
+        query: { maxResults: 6, minScore: 0.35 },
+      },
+    },
+  },
+}
+"""
+
+
+@config.command("init")
+@click.option("--force", is_flag=True, help="Replace an existing file.")
+@click.pass_obj
+def config_init(obj: _Ctx, force: bool) -> None:
+    """Write a starter config (to --config / $MEMSIFT_CONFIG, else ~/.config/memsift/config.json5),
+    readable by you alone; the workspace is the current one when it is a memory workspace."""
+    from ..config.sources import default_config_path  # noqa: PLC0415
+    from ..files.workspace import find_workspace, is_workspace  # noqa: PLC0415
+    from ..private_dirs import make_private_dir  # noqa: PLC0415
+
+    path = Path(obj.config).expanduser() if obj.config else default_config_path(os.environ)
+    if path.exists() and not force:
+        click.echo(f"memsift: {path} exists; `memsift config show` shows what it sets (--force replaces it)", err=True)
+        sys.exit(EXIT_CODES["usage"])
+    start = Path(obj.workspace).expanduser().resolve() if obj.workspace else Path.cwd()
+    found = find_workspace(start, given_by=None)
+    found = found if is_workspace(found) else None
+    workspace = json.dumps(str(found)) if found else '"~/agent-workspace"'
+    try:
+        make_private_dir(path.parent)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it may hold an API key later
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(STARTER_CONFIG.replace("__WORKSPACE__", workspace))
+    except OSError as exc:
+        click.echo(f"memsift: cannot write {path}: {exc.strerror or exc}", err=True)
+        sys.exit(EXIT_CODES["config"])
+    click.echo(f"wrote {path}" + ("" if found else " (set agents.defaults.workspace: no memory workspace is here)"))
 
 
 @config.command("show")

@@ -80,20 +80,20 @@ def model_options(model: type[BaseModel]) -> list[click.Option]:
 def group_params() -> list[click.Parameter]:
     """The `memsift` group's options (also parsed by the resident server)."""
     return [
-        click.Option(["--workspace", "-w"], envvar="MEMSIFT_WORKSPACE",
+        click.Option(["--workspace", "-w"], envvar="MEMSIFT_WORKSPACE", show_envvar=True,
                      help="Workspace folder holding MEMORY.md and memory/ (default: current folder)."),
-        click.Option(["--agent", "-a"], envvar="MEMSIFT_AGENT",
+        click.Option(["--agent", "-a"], envvar="MEMSIFT_AGENT", show_envvar=True,
                      help="Agent id, case-insensitive; one no entry has runs on the defaults (default: "
                           "agents.defaults.systemAgent.agentId, else the entry marked default, else the only or first "
                           "one, else 'main')."),
-        click.Option(["--config", "-c", "config_path"], envvar="MEMSIFT_CONFIG",
+        click.Option(["--config", "-c", "config_path"], envvar="MEMSIFT_CONFIG", show_envvar=True,
                      help="Config file (JSON5): memsift's own, or a whole OpenClaw config. Default: ~/.config/memsift/config.json5."),
-        click.Option(["--openclaw-config", "openclaw_config"], envvar="MEMSIFT_OPENCLAW_CONFIG",
+        click.Option(["--openclaw-config", "openclaw_config"], envvar="MEMSIFT_OPENCLAW_CONFIG", show_envvar=True,
                      help="An OpenClaw config (openclaw.json) read under the config file: its memory keys apply, "
                           "memsift's own file wins where both set a key."),
         click.Option(["--backend", "-b"], type=BACKEND_NAME, help="Override memory.backend for this call (builtin, qmd, postgres or a plugin's)."),
         click.Option(["--verbose", "-v"], count=True, help="More logs on stderr (-v info, -vv debug)."),
-        click.Option(["--timeout"], envvar="MEMSIFT_TIMEOUT", metavar="DURATION",
+        click.Option(["--timeout"], envvar="MEMSIFT_TIMEOUT", show_envvar=True, metavar="DURATION",
                      help="This command's time budget (90, 90s, 5m; a bare number is seconds) instead of "
                           "memory.limits.<command>; past it the command stops and says what it waited on."),
     ]

@@ -80,7 +80,9 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
     if explain and answer.ranker:
         parts.append(f"evidence ranker {answer.ranker.version} ({answer.ranker.candidates} candidates)")
     if answer.rerank and answer.rerank.applied:
-        parts.append(f"reranked by {answer.rerank.provider}/{answer.rerank.model} ({answer.rerank.candidates} candidates, "
+        who = f"{answer.rerank.provider}/{answer.rerank.model}" if answer.rerank.model else \
+            f"{answer.rerank.provider} (the server's own model)"  # no model set: the endpoint chooses
+        parts.append(f"reranked by {who} ({answer.rerank.candidates} candidates, "
                      f"{answer.rerank.took_ms:.0f} ms)")
     if answer.took_ms:
         parts.append(f"{answer.took_ms:.0f} ms")
@@ -269,8 +271,9 @@ def render_status(s: ManagerStatus) -> str:
         rr, circuit = s.rerank, s.rerank.get("circuit") or {}
         state = (f"unavailable: {rr['error']}" if rr.get("error") else
                  f"circuit open for {circuit.get('pausedForS')} s more (last error: {circuit.get('lastError')})" if circuit.get("open") else "on")
-        rows.append(("Rerank", f"{rr['provider']}/{rr.get('model') or '-'} · {rr['candidates']} candidates · weight "
-                               f"{rr['weight']:g} · budget {rr['timeoutMs']:g} ms · {state}"))
+        who = f"{rr['provider']}/{rr['model']}" if rr.get("model") else f"{rr['provider']} (the server's own model)"
+        rows.append(("Rerank", f"{who} · {rr['candidates']} candidates · weight {rr['weight']:g} · budget "
+                               f"{rr['timeoutMs']:g} ms · {state}"))
     if s.ranker:
         rows.append(("Ranker", f"evidence ranker {s.ranker['version']} · top {s.ranker['candidates']} hybrid hits of daily logs "
                                "and sessions (query.ranker)"))
@@ -287,7 +290,9 @@ def render_status(s: ManagerStatus) -> str:
         rows.append(("QMD", f"{q.get('version') or '?'} · {q.get('command')} · home {q.get('home')}"))
         said = {s.fallback.reason} if s.fallback else set()  # each reason once
         if q.get("error") and q["error"] not in said:
-            rows.append(("QMD failing", q["error"] + ("" if s.fallback else " (searches fall back to the builtin index)")))
+            # Said only when it is so: with `fallback: "none"` (status carries `unavailable`) searches exit 7.
+            falls_back = not s.fallback and not s.unavailable
+            rows.append(("QMD failing", q["error"] + (" (searches fall back to the builtin index)" if falls_back else "")))
             said.add(q["error"])
         for c in q.get("collections", []):
             rows.append(("  collection", f"{c['name']} · {c['path']} ({c['pattern']}) · {c.get('state')}"))

@@ -253,14 +253,14 @@ def test_cli_explain_json_and_status_show_the_stage(tmp_path, example_workspace)
         done = _cli(tmp_path, example_workspace, config, "search", "--explain", QUERY)
         assert done.returncode == 0, done.stderr
         assert "    rerank: hybrid=" in done.stdout and " reranker=" in done.stdout and " blend=" in done.stdout
-        assert "reranked by endpoint/" in done.stdout
+        assert "reranked by endpoint (the server's own model) (" in done.stdout and "endpoint/ " not in done.stdout  # no model set
         data = json.loads(_cli(tmp_path, example_workspace, config, "search", "--json", "--explain", QUERY).stdout)
         assert data["rerank"]["applied"] is True and data["results"][0]["rerank"]["weight"] == 0.5
         server.faults = [RerankFault(404)] * 4
         done = _cli(tmp_path, example_workspace, config, "search", QUERY)
         assert "not reranked: rerank failed: endpoint: HTTP 404" in done.stdout and "Traceback" not in done.stderr
         status = _cli(tmp_path, example_workspace, config, "status")
-        assert "Rerank" in status.stdout and "endpoint/" in status.stdout and "30 candidates" in status.stdout
+        assert "Rerank" in status.stdout and "Rerank           endpoint (the server's own model) · 30 candidates" in status.stdout and "30 candidates" in status.stdout
 
 
 def test_mcp_memory_search_carries_the_stage(tmp_path, example_workspace):
