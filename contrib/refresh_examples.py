@@ -19,7 +19,8 @@ replaced. The commands run with bash, one after the other, in a temporary folder
 of contrib/example-workspace (and contrib/parity-queries.txt) at the same relative paths (so they read as in a checkout), with a
 private state folder (indexed once beforehand, and restored before every block, so no block sees
 another's notes), no config file, no API keys and no running memsift answering
-(MEMSIFT_NO_RESIDENT=1). stdout and stderr are both shown, as a terminal would. The temporary
+(MEMSIFT_NO_RESIDENT=1), and memsift's own plugins only (MEMSIFT_NO_PLUGINS=1: what a new install
+shows). stdout and stderr are both shown, as a terminal would. The temporary
 folder's path is shown as the checkout, the state folder as `~/.local/state/memsift`.
 
 A block whose commands use QMD (`-b qmd`, `--backend qmd`, `parity`) runs only when `qmd` is on
@@ -99,7 +100,9 @@ class Sandbox:
         (self.root / ".rt").mkdir(mode=0o700)  # a watch's resident socket stays in here
         # The model's int8 graph is built once, here, whatever HOME a block runs with (OpenClaw's own).
         env.setdefault("XDG_CACHE_HOME", str(Path.home() / ".cache"))
+        # MEMSIFT_NO_PLUGINS: what a new user's install shows, not the plugins of this development environment.
         env.update(MEMSIFT_STATE_DIR=str(self.state), XDG_CONFIG_HOME=str(self.root / ".config"), MEMSIFT_NO_RESIDENT="1",
+                   MEMSIFT_NO_PLUGINS="1",
                    XDG_RUNTIME_DIR=str(self.root / ".rt"),
                    NO_COLOR="1", TERM="dumb", COLUMNS="100", PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
         self.env = env

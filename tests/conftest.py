@@ -44,3 +44,16 @@ def local_provider():
     provider = LocalMiniLMProvider()
     provider.embed_sync(["warm up"])
     return provider
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A skip raised inside a shared helper or fixture (helpers.py's "the real qmd is not on PATH")
+    is reported at the skipped test, so `-rs` says which test did not run, not where the helper is."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        path, _line, reason = report.longrepr
+        test_file = str(item.path)
+        if not test_file.endswith(str(path).lstrip("./")) and item.location[1] is not None:
+            report.longrepr = (item.nodeid.split("::", 1)[0], item.location[1] + 1, reason)

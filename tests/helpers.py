@@ -82,6 +82,7 @@ def stop_helpers(runtime_dir: str | Path) -> list[int]:
     return pids
 
 
+NO_REAL_QMD = "the real qmd 2.8.3 is not on PATH (.ci/run installs it)"
 NO_POSTGRES_EXTRA = 'the Postgres extra is not installed (pip install -e ".[postgres-test]")'
 _PG_SERVERS: list[Any] = []  # one pgserver per test process, for tests outside tests/backends/postgres
 
@@ -99,7 +100,7 @@ def backend_memory(backend: str) -> dict[str, Any]:
         return {}
     if backend == "qmd":
         if shutil.which("qmd") is None:
-            pytest.skip("the real qmd is not on PATH (CI installs it)")
+            pytest.skip(NO_REAL_QMD)
         return {"backend": "qmd", "qmd": {"fallback": "none"}}
     if backend == "lancedb":
         pytest.importorskip("memsift_lancedb", reason="the LanceDB plugin is not installed "

@@ -90,6 +90,8 @@ def _scan(kind: str) -> list[Found]:
     found = list(_points(own, kind, builtin=True)) if own else []
     others: list[Found] = []
     seen_dists: set[str] = {OWN_DISTRIBUTION}
+    if os.environ.get("MEMSIFT_NO_PLUGINS"):  # memsift's own only: a broken package set aside, or a clean demo
+        return found
     for dist in metadata.distributions():
         name = (dist.metadata["Name"] or "").lower().replace("_", "-")
         if name in seen_dists:  # the same distribution twice on sys.path: the first one counts

@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from helpers import make_settings
+from helpers import NO_REAL_QMD, make_settings
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.backends.qmd import QmdSearchManager
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
@@ -33,7 +33,7 @@ def _real_qmd() -> str | None:
 
 
 QMD = _real_qmd()
-pytestmark = pytest.mark.skipif(QMD is None, reason="the real qmd 2.8.3 is not on PATH (.ci/run installs it)")
+pytestmark = pytest.mark.skipif(QMD is None, reason=NO_REAL_QMD)
 
 
 def run(fn, *args, **kw):
