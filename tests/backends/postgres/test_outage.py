@@ -95,7 +95,7 @@ def test_the_api_uses_a_restarted_server_at_once_and_says_what_failed_meanwhile(
             down = await manager.search(QUESTION)
             assert not down.results and "postgres unavailable" in down.unavailable and "tried at" in down.unavailable
             again = await manager.search(QUESTION)  # within the retry window: at once, saying when it tries again
-            assert "the next search tries again in" in again.unavailable and again.took_ms == 0.0
+            assert "the next search tries again in" in again.unavailable and "last tried at" in again.unavailable  # not tried now
             st = await manager.status()
             assert st.unavailable and "unreachable" in st.search_now
             server.start()
