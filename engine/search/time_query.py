@@ -15,7 +15,7 @@ import re
 import threading
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from typing import Union
+from typing import Any, Union
 
 from .time_phrases import calendar_window, find_calendar_phrases
 
@@ -272,7 +272,18 @@ def find_time_windows(query: str, now: float | None = None, *, hemisphere: str =
                     if parsed := _parse(item, ("en",), base):
                         windows.append(_window(*parsed, said))
                         taken.append(where)
-    return windows
+    return _distinct(windows)
+
+
+def _distinct(windows: list[TimeWindow]) -> list[TimeWindow]:
+    """One window per span of days (a text naming 五月三日 a thousand times names one day)."""
+    seen: set[tuple[Any, Any]] = set()
+    out = []
+    for w in windows:
+        if (w.start, w.end) not in seen:
+            seen.add((w.start, w.end))
+            out.append(w)
+    return out
 
 
 # "in March and April", "on Monday or Tuesday", "in 2021, 2022 and 2023": more of the same kind

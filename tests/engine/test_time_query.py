@@ -279,7 +279,9 @@ def test_a_long_since_or_until_is_refused_at_once_without_echoing_it() -> None:
 def test_a_question_names_at_most_a_bounded_number_of_times() -> None:
     from memsift.engine.search.time_query import MAX_WINDOWS
 
-    assert len(find_time_windows("五月" * 2048, NOW)) == MAX_WINDOWS  # 2,048 before the bound
+    many = "、".join(f"{m}月{d}日" for m in range(1, 13) for d in range(1, 29))  # 336 different days
+    assert len(find_time_windows(many, NOW)) == MAX_WINDOWS
+    assert len(find_time_windows("五月" * 2048, NOW)) == 1  # 2,048 before the bound; one month said 2,048 times
     assert len(find_time_windows("what happened on May 3, June 4 or July 5?", NOW)) == 3
 
 
