@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 from urllib.parse import unquote
+
+import anyio
 
 from memsift.engine.config.models import PostgresConfig
 from memsift.engine.errors import BackendError, ConfigError
 from memsift.engine.secrets import redact, register_secret
 
-__all__ = ["Dsns", "resolve_dsns", "shown_dsn", "open_pool", "connect_once", "driver_error", "ENV_DSN", "import_driver"]
+__all__ = ["Dsns", "resolve_dsns", "shown_dsn", "new_pool", "shared_pool", "release_pools", "drop_pools", "schema_checked",
+           "mark_schema_checked", "connect_once", "driver_error", "ENV_DSN", "import_driver"]
 
 ENV_DSN = "MEMSIFT_POSTGRES_DSN"
 INSTALL_HINT = 'the Postgres backend needs its extra: pip install "memsift[postgres]"'
@@ -137,8 +141,9 @@ async def _configure(conn: Any) -> None:
     await conn.set_autocommit(True)
 
 
-async def open_pool(dsn: str, cfg: PostgresConfig, name: str) -> Any:
-    """An open async pool; connections have the pgvector adapter and autocommit (transactions are explicit)."""
+def new_pool(dsn: str, cfg: PostgresConfig, name: str) -> Any:
+    """An async pool, not yet open; connections have the pgvector adapter and autocommit
+    (transactions are explicit)."""
     import logging  # noqa: PLC0415
 
     import psycopg_pool  # noqa: PLC0415
@@ -157,8 +162,76 @@ async def open_pool(dsn: str, cfg: PostgresConfig, name: str) -> Any:
         reconnect_timeout=max(1.0, cfg.connect_timeout_ms / 1000),
         name=name,
     )
-    await pool.open(wait=False)
     return pool
+
+
+# --- one pool per database, shared by every agent a process serves -------------------------------
+# A gateway serving a hundred agents opens one manager per agent: each used to open its own pool
+# (a connection, the pgvector type lookup and a migration check on its first search). The pools
+# live here instead, one per database and pool settings per event loop (a pool belongs to one
+# loop), held while any manager uses them; a lost connection drops the database's pool for all.
+
+
+@dataclass
+class _Shared:
+    pool: Any
+    owners: set[int] = field(default_factory=set)
+
+
+_pools_by_loop: "weakref.WeakKeyDictionary[Any, dict[tuple, _Shared]]" = weakref.WeakKeyDictionary()
+_schema_checked: set[str] = set()  # databases whose schema this process has migrated (or found current)
+
+
+def _pool_key(dsn: str, cfg: PostgresConfig, name: str) -> tuple:
+    return (dsn, name, cfg.pool.min_size, cfg.pool.max_size, cfg.connect_timeout_ms, cfg.statement_timeout_ms)
+
+
+def _loop_pools() -> dict[tuple, _Shared]:
+    import asyncio  # noqa: PLC0415
+
+    return _pools_by_loop.setdefault(asyncio.get_running_loop(), {})
+
+
+async def shared_pool(dsn: str, cfg: PostgresConfig, name: str, owner: object) -> Any:
+    """The database's pool for this event loop, opened at first use; `owner` holds it until
+    `release_pools`."""
+    pools = _loop_pools()
+    key = _pool_key(dsn, cfg, name)
+    entry = pools.get(key)
+    if entry is None:
+        entry = pools[key] = _Shared(new_pool(dsn, cfg, name))  # registered before the await: one pool, not two
+        await entry.pool.open(wait=False)
+    entry.owners.add(id(owner))
+    return entry.pool
+
+
+async def release_pools(owner: object) -> None:
+    """`owner` is done: the pools nobody else holds are closed."""
+    pools = _loop_pools()
+    for key, entry in list(pools.items()):
+        entry.owners.discard(id(owner))
+        if not entry.owners:
+            del pools[key]
+            await entry.pool.close()
+
+
+async def drop_pools(dsns: set[str]) -> None:
+    """After a lost connection: the pools of these databases are closed for every owner, so the next
+    call opens new ones and reaches a server that came back at once."""
+    pools = _loop_pools()
+    for key in [k for k in pools if k[0] in dsns]:
+        entry = pools.pop(key)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+            await entry.pool.close(timeout=0.5)
+    _schema_checked.difference_update(dsns)  # a restored or replaced server is checked again
+
+
+def schema_checked(dsn: str) -> bool:
+    return dsn in _schema_checked
+
+
+def mark_schema_checked(dsn: str) -> None:
+    _schema_checked.add(dsn)
 
 
 async def connect_once(dsn: str, cfg: PostgresConfig, *, vectors: bool = True) -> Any:

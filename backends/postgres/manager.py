@@ -35,7 +35,8 @@ from memsift.engine.search.modes import search_sides
 from memsift.engine.search.scripts import vector_mode_warning
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 
-from .connect import connect_once, driver_error, import_driver, open_pool, resolve_dsns
+from .connect import (connect_once, driver_error, drop_pools, import_driver, mark_schema_checked, release_pools, resolve_dsns,
+                      schema_checked, shared_pool)
 from .indexer import Identity, fingerprint_diff, hnsw_valid, sync_agent, wanted_meta
 from .schema import SCHEMA_VERSION, migrate
 from .search import (complete_vector_scores, day_chunks, file_times, hnsw_index_name, keyword_candidates, vector_candidates,
@@ -69,9 +70,8 @@ class PostgresSearchManager:
         self.selection = selection
         self.provider = selection.provider if selection else None
         self.agent = settings.agent_id
-        self._pools: dict[str, Any] = {}
+        self._pool_dsns: set[str] = set()  # the databases whose shared pools this manager holds (connect.py)
         self._hnsw: dict[int, tuple[bool, float]] = {}  # vector size → (the agent's HNSW index exists, when looked)
-        self._schema_ready = False
         self._dirty = True
         self._change_probe: Any = None
         self._written_lsn: str | None = None  # the WAL position of this process's last sync
@@ -103,28 +103,24 @@ class PostgresSearchManager:
         """A failure as a BackendError; after a lost connection the pools are closed, so the next
         call opens new ones and reaches a server that came back at once (a pool left alone keeps
         backing off its reconnects, and answers PoolTimeout for a while)."""
-        pools, self._pools = list(self._pools.values()), {}
-        self._schema_ready = False  # a restored or replaced server is checked again
-        for pool in pools:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(1):
-                await pool.close(timeout=0.5)
+        await drop_pools(self._pool_dsns | {self.dsns.write})  # for every agent of this process: one database
         return exc if isinstance(exc, BackendError) else self._error(exc, doing)
 
     async def _ensure_schema(self) -> None:
-        if self._schema_ready:
+        """Once per database and process, not per agent: a gateway's hundredth agent pays no migration check."""
+        if schema_checked(self.dsns.write):
             return
         conn = await connect_once(self.dsns.write, self.cfg, vectors=False)
         try:
             await migrate(conn)
         finally:
             await conn.close()
-        self._schema_ready = True
+        mark_schema_checked(self.dsns.write)
 
     async def _pool(self, which: str) -> Any:
-        if which not in self._pools:
-            dsn = self.dsns.read if which == "read" and self.dsns.read else self.dsns.write
-            self._pools[which] = await open_pool(dsn, self.cfg, f"memsift-{which}")
-        return self._pools[which]
+        dsn = self.dsns.read if which == "read" and self.dsns.read else self.dsns.write
+        self._pool_dsns.add(dsn)
+        return await shared_pool(dsn, self.cfg, f"memsift-{which}", owner=self)
 
     async def _read_pool(self) -> Any:
         """The replica, unless it has not replayed this process's last sync within replicaWaitMs."""
@@ -433,9 +429,7 @@ class PostgresSearchManager:
         return len(files)
 
     async def aclose(self) -> None:
-        for pool in self._pools.values():
-            await pool.close()
-        self._pools.clear()
+        await release_pools(self)
         if self.provider is not None:
             await self.provider.aclose()
 

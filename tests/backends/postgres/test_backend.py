@@ -287,3 +287,46 @@ def test_a_password_with_a_hash_never_leaks_in_any_form(tmp_path, example_worksp
     data = json.loads(runs[1].stdout)
     for shown in (data["dbPath"], data["index"]["postgres"]["dsn"]):
         assert "***" in shown and "127.0.0.1" in shown, shown
+
+
+def test_every_agent_of_a_process_shares_one_pool_and_one_schema_check(tmp_path, example_workspace, pg_dsn):
+    """A gateway serving many agents opens a manager per agent: they share the database's pool (no
+    connection or migration check per agent), and the pool closes with the last of them."""
+    from memsift.backends.postgres import connect
+
+    agents = [f"fleet-{i}" for i in range(6)]
+    managers = [PostgresSearchManager(_settings(tmp_path, example_workspace, pg_dsn, agent=a, **{"pool": {"maxSize": 2}}),
+                                      provider=FakeEmbeddingProvider()) for a in agents]
+    migrations: list[str] = []
+    real_connect_once = connect.connect_once
+
+    async def counting(dsn, cfg, **kw):
+        if kw.get("vectors") is False:  # the schema check's connection (a sync's writer has the adapter)
+            migrations.append(dsn)
+        return await real_connect_once(dsn, cfg, **kw)
+
+    async def run():
+        import memsift.backends.postgres.manager as manager_module
+
+        original = manager_module.connect_once
+        manager_module.connect_once = counting
+        try:
+            for m in managers:
+                await m.sync()
+            answers = [await m.search("ledger database", mode="keyword") for m in managers]
+            assert all(a.results and a.backend == "postgres" for a in answers)
+            assert len(connect._loop_pools()) == 1  # one pool for six agents
+            ours = _rows(pg_dsn, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'memsift'")[0][0]
+            assert ours <= 2, ours  # the pool's maxSize, not one connection per agent
+            for m in managers[:-1]:
+                await m.aclose()
+            assert len(connect._loop_pools()) == 1  # the last agent still holds it
+            assert (await managers[-1].search("ledger database", mode="keyword")).results
+            await managers[-1].aclose()
+            assert connect._loop_pools() == {}
+        finally:
+            manager_module.connect_once = original
+
+    connect._schema_checked.clear()
+    anyio.run(run)
+    assert migrations == [pg_dsn], migrations  # one schema check for six agents
