@@ -22,7 +22,7 @@ __all__ = [
 # Unicode letters, numbers and underscore: the reference's token definition ([\p{L}\p{N}_]).
 WORD_RE = re.compile(r"[^\W]+", re.UNICODE)
 
-# CJK ranges that the chunker weights as 4 chars each (spec 3.2).
+# CJK ranges that the chunker weights as 4 chars each (as OpenClaw does; docs/parity.md).
 _CJK_RANGES = (
     (0x2E80, 0x9FFF),
     (0xA000, 0xA4FF),

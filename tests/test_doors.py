@@ -32,7 +32,6 @@ from hypothesis import strategies as st
 from figures import FIGURES
 from helpers import CHAT_QUESTION, CHAT_SESSIONS, EXAMPLE_WORKSPACE, stop_helpers, write_files
 from time_workspace import topic_questions, write_time_workspace
-from memsift.engine.cli.resident import rendezvous_dir
 from memsift.engine.requests import ReadOptions, SearchOptions
 
 pytest.importorskip("mcp", reason="the MCP doors need the mcp extra")

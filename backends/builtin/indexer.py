@@ -223,7 +223,7 @@ class _Pending:
     days: list[ChunkDay] = field(default_factory=list)  # each chunk's day (engine/files/note_dates.py)
 
 
-# Provider messages meaning "this input is too large" (spec 3.1): the file is kept with no chunks.
+# Provider messages meaning "this input is too large" (as OpenClaw does; docs/parity.md): the file is kept with no chunks.
 class Indexer:
     """One sync run's worth of state: settings, identity, the embed function, progress."""
 

@@ -22,7 +22,7 @@ import click
 from ..errors import ConfigError, MemsiftError
 from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key
 from ..secrets import redact, url_without_password
-from .options import BACKEND_NAME, PARITY_SIDE, build_request, group_params, model_options, scoped_request, search_params
+from .options import PARITY_SIDE, build_request, group_params, model_options, scoped_request, search_params
 from .output import EXIT_CODES, exit_code, json_text, search_output
 
 __all__ = ["main", "cli", "EXIT_CODES", "exit_code", "search_output"]

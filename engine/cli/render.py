@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 from ..results import ManagerStatus, ScopeDenial, SearchAnswer
 from ..manager import SyncReport

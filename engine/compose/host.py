@@ -25,7 +25,7 @@ __all__ = ["serve_freshness", "SessionDeltaTracker"]
 
 log = get_logger("memsift.host")
 
-SESSION_DEBOUNCE_S = 5.0  # transcript updates are batched (spec 3.13)
+SESSION_DEBOUNCE_S = 5.0  # transcript updates are batched (as OpenClaw does; docs/parity.md)
 
 
 class SessionDeltaTracker:
@@ -137,7 +137,7 @@ async def _serve(manager: SearchManager, settings: ResolvedConfig, ms: Any, sync
                 emit("changed", {"files": len(paths)})
                 await sync("watch", include_sessions=False) if _accepts_sessions(manager) else await sync("watch")
 
-            # The files the builtin index covers, QMD's collections included (qmd_coverage.py).
+            # The files the builtin index covers, QMD's collections included (files/coverage.py).
             watcher = MemoryWatcher(with_qmd_coverage(settings), on_change)
             await tg.start(lambda task_status: watcher.run(task_status=task_status))
         if ms.sync.interval_minutes and ms.sync.interval_minutes > 0:

@@ -2,7 +2,7 @@
 
 Precedence is data (`SOURCE_ORDER`): built-in defaults < config file < environment < explicit
 overrides from the caller (CLI flags). Within the file, an agent's `memorySearch` wins over
-`agents.defaults.memorySearch`, except `extraPaths`, which are concatenated (spec 2.1).
+`agents.defaults.memorySearch`, except `extraPaths`, which are concatenated (as OpenClaw does; docs/parity.md).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..files.chunking import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
 from ..errors import ConfigError
@@ -269,7 +269,7 @@ def normalise_chunking(c: ChunkingConfig) -> ChunkingConfig:
 
 
 def normalise_memory_search(ms: MemorySearchConfig) -> MemorySearchConfig:
-    """Apply the reference's clamping and normalisation (spec 2.1) to a merged config."""
+    """Apply the reference's clamping and normalisation (as OpenClaw does; docs/parity.md) to a merged config."""
     chunking = normalise_chunking(ms.chunking)
     h = ms.query.hybrid
     vw, tw = _clamp01(h.vector_weight), _clamp01(h.text_weight)
@@ -390,7 +390,7 @@ def resolve_agent(
         },
         openclaw_config=getattr(config, "_openclaw_path", None),
     )
-    # Checked on what the index really covers: the extra paths and QMD's collections (qmd_coverage.py).
+    # Checked on what the index really covers: the extra paths and QMD's collections (files/coverage.py).
     covered = with_qmd_coverage(resolved).memory_search.extra_paths
     _check_index_path(store, ws, covered, where("store.path") if ms.store.path else "stateDir")
     _check_export_dir(resolved, covered)

@@ -1,4 +1,4 @@
-"""The global `memory` section read as the reference reads it (spec 2.2): QMD limits and timeouts
+"""The global `memory` section read as the reference reads it (as OpenClaw does; docs/parity.md): QMD limits and timeouts
 only when above 0 (floored), `debounceMs` only when 0 or more, a relative `sessions.exportDir`
 and a relative `command` path from the workspace, `retentionDays` floored and only when above 0."""
 

@@ -1,7 +1,7 @@
 """pydantic models for the config keys, named as in the reference system so configs carry over.
 
 These models validate *types and allowed values*. Clamping and normalisation (weights summed to 1,
-candidateMultiplier 1..20, overlap < tokens, …) happen in `resolve.py`, after the per-agent merge,
+candidateMultiplier 1..20, overlap < tokens, …) happen in `load.py` (`normalise_memory_search`), after the per-agent merge,
 exactly as the reference does it.
 """
 

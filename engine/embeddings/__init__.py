@@ -87,7 +87,7 @@ def _auto_reason(failures: list[tuple[str, ProviderUnavailableError]]) -> str:
 
 
 def select_provider(ms: MemorySearchConfig, *, environ: Mapping[str, str] | None = None, **kw: Any) -> ProviderSelection:
-    """Pick the provider as the reference does (spec 3.12), with the embedded model as the keyless default.
+    """Pick the provider as the reference does (as OpenClaw does; docs/parity.md), with the embedded model as the keyless default.
 
     `auto`: a configured local model file first, then openai, gemini, voyage, mistral (each only
     when its key is found), then the embedded local model; if none can be set up, FTS-only with the

@@ -1,6 +1,6 @@
 """Pre-compaction memory flush: when a gateway should ask the model to write durable notes.
 
-The reference's gate (spec 3.20), with its dedup defect fixed: "already flushed for this
+The reference's gate (as OpenClaw does; docs/parity.md), with its dedup defect fixed: "already flushed for this
 compaction" is an explicit compaction number, so a session that never flushed is never mistaken
 for one that did (the reference compared a missing count, 0, with a missing count, 0).
 

@@ -64,6 +64,6 @@ def label_for(modality: str, rel_path: str) -> str:
 
 
 def multimodal_hash(rel_path: str, label: str, mime: str, data: bytes) -> str:
-    """sha256 of {path, contentText, mimeType, dataHash}, keys in that order (spec 3.3)."""
+    """sha256 of {path, contentText, mimeType, dataHash}, keys in that order (as OpenClaw does; docs/parity.md)."""
     doc = {"path": rel_path, "contentText": label, "mimeType": mime, "dataHash": hashlib.sha256(data).hexdigest()}
     return hashlib.sha256(json.dumps(doc, separators=(",", ":")).encode()).hexdigest()

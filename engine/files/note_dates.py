@@ -19,10 +19,10 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 from typing import Iterable, Protocol
 
-__all__ = ["ChunkDay", "chunk_days", "chunk_line_days", "file_name_day", "date_in_text", "day_at", "day_timestamp", "SOURCES",
+__all__ = ["ChunkDay", "chunk_days", "chunk_line_days", "file_name_day", "date_in_text", "day_at", "SOURCES",
            "NOTE_DATES_REVISION"]
 
 SOURCES = ("timestamp", "heading", "file name")
@@ -214,7 +214,3 @@ def day_at(path: str, text: str, line: int, shown: str = "") -> ChunkDay:
     many as the shown text has."""
     return chunk_days(path, text, [_Line(line, shown)])[0]
 
-
-def day_timestamp(day: str) -> float:
-    """Local midnight of an ISO day, in POSIX seconds."""
-    return datetime.fromisoformat(day).timestamp()

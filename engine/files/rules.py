@@ -46,7 +46,6 @@ __all__ = [
     "slug_name",
     "glob_matches",
     "extra_roots",
-    "resolve_memory_path",
     "read_memory_file",
     "read_memory",
     "FileText",
@@ -389,10 +388,6 @@ def extra_roots(workspace: Path, extra_paths: list[str] | tuple[str, ...]) -> tu
     return tuple(roots)
 
 
-def resolve_memory_path(workspace: Path, extra_paths: list[str] | tuple[str, ...], path: str) -> tuple[Path, str]:
-    """Map a requested path to (absolute path, workspace-relative path) or refuse it (the
-    workspace's memory files and these extra paths)."""
-    return MemoryRules.plain(workspace, extra_paths).resolve(path)
 
 
 def read_memory_file(workspace: Path, extra_paths: list[str] | tuple[str, ...], path: str, from_line: int | None = None,

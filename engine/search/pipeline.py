@@ -1,5 +1,5 @@
 """The ranking pipeline every backend shares: weighted merge, temporal decay, MMR, minScore and
-the keyword rescue, over candidates a backend found (spec 3.9, with the issue's OR-of-terms query).
+the keyword rescue, over candidates a backend found (as OpenClaw does, docs/parity.md, with an OR-of-terms query).
 
   keyword ∪ vector → weighted merge → time (since/until, question's windows, decay) → sort → MMR → minScore → top-K
 
@@ -126,7 +126,7 @@ def covers_all_terms(text: str, terms: list[str]) -> bool:
 
 
 def lexical_boost(query_terms: list[str], c: Candidate) -> float:
-    """FTS-only mode's boost (spec 3.6): term overlap, density, path and length."""
+    """FTS-only mode's boost (as OpenClaw does; docs/parity.md): term overlap, density, path and length."""
     q = set(query_terms)
     if not q:
         return 0.0

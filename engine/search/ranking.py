@@ -1,4 +1,4 @@
-"""Scoring: BM25 rank → score, hybrid weighted merge, temporal decay, MMR (spec 3.7–3.11)."""
+"""Scoring: BM25 rank → score, hybrid weighted merge, temporal decay, MMR (as OpenClaw does; docs/parity.md)."""
 
 from __future__ import annotations
 
@@ -222,7 +222,7 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def mmr_rerank(items: list[Candidate], lam: float, *, limit: int | None = None, min_score: float = -math.inf) -> list[Candidate]:
-    """Greedy maximal marginal relevance over min-max normalised scores (spec 3.11).
+    """Greedy maximal marginal relevance over min-max normalised scores (as OpenClaw does; docs/parity.md).
 
     Each remaining item's similarity to the chosen set is kept up to date as items are chosen
     (O(n²) Jaccard comparisons, not O(n³)). With `limit`, the greedy choice stops once `limit`

@@ -9,7 +9,7 @@ import pytest
 
 from helpers import backend_memory, make_settings
 from memsift.engine.compose.factory import open_manager
-from memsift.engine.search.expansion import EXPANSION_WEIGHT, MAX_PER_QUERY, MAX_PER_TERM, expand_terms, lexicon, verbs_of
+from memsift.engine.search.expansion import EXPANSION_WEIGHT, MAX_PER_QUERY, MAX_PER_TERM, expand_terms, lexicon
 from memsift.engine.search.fts_query import plan_query
 from memsift.engine.search.stopwords import STOP_WORDS
 

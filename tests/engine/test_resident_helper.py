@@ -120,7 +120,7 @@ def test_one_helper_per_workspace_and_settings_that_status_shows_and_a_command_s
     status = json.loads(_cli(env, "-w", str(example_workspace), "status", "--json").stdout)["helper"]
     assert status["running"] and status["pid"] == pid and status["idleTimeout"] == "15m" and status["rssMB"] > 10
     human = _cli(env, "-w", str(example_workspace), "status").stdout
-    assert f"Helper" in human and f"pid {pid}" in human
+    assert "Helper" in human and f"pid {pid}" in human
     listed = json.loads(_cli(env, "helpers", "--json").stdout)["helpers"]
     assert [(h["pid"], h["workspace"]) for h in listed] == [(pid, str(example_workspace))]
     other = tmp_path / "other"

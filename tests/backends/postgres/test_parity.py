@@ -5,14 +5,13 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import shutil
 from pathlib import Path
 
 import anyio
 import numpy as np
 import pytest
 
-from helpers import EXAMPLE_WORKSPACE, NO_POSTGRES_EXTRA, make_settings
+from helpers import NO_POSTGRES_EXTRA, make_settings
 
 pytest.importorskip("psycopg", reason=NO_POSTGRES_EXTRA)
 
