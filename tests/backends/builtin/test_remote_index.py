@@ -65,6 +65,7 @@ def test_cli_index_and_search_through_a_loopback_openai_server(tmp_path, example
         assert len(server.embedding_requests()) == n_embed + 1  # only the query was embedded
 
         r3 = _cli(tmp_path, cfg, "status", "--deep", "--json")
+        assert r3.returncode == 0, r3.stderr
         st = json.loads(r3.stdout)
         assert st["provider"] == "openai" and st["dimensions"] == 48
         assert st["deep"]["embedding"]["ok"] and st["deep"]["embedding"]["dimensions"] == 48
