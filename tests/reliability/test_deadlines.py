@@ -113,26 +113,15 @@ def test_index_with_a_hanging_embedding_endpoint_ends_at_its_stall_limit_and_kee
     assert_untouched(before, ws)
 
 
-def test_a_search_past_its_budget_says_so_on_the_cold_cli_the_helper_and_mcp(tmp_path, hanging_endpoint):
+def test_a_search_past_its_budget_says_so_on_the_cold_cli_and_mcp(tmp_path, hanging_endpoint):
     ws = _workspace(tmp_path)
     cfg = _config(tmp_path, ws, endpoint=hanging_endpoint, limits={"search": "3s", "get": "3s"})
     done, _ = _cli(cfg, _env(tmp_path), "search", "Lena birthday")
     _gave_up(done, "openai at")
     assert "ran out of its 3 s budget (memory.limits.search)" in done.stderr
-    resident = _env(tmp_path)
-    del resident["MEMSIFT_NO_RESIDENT"]
-    try:
-        _cli(cfg, resident, "--timeout", "60", "search", "Lena birthday")  # starts the helper (and builds the index)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            st = json.loads(_cli(cfg, resident, "status", "--json")[0].stdout)
-            if st.get("helper", {}).get("running"):
-                break
-            time.sleep(0.5)
-        done, _ = _cli(cfg, resident, "search", "Marco certificates")
-        _gave_up(done, "openai at")
-    finally:
-        _cli(cfg, resident, "helpers", "stop", "--all")
+    # The resident helper applies the same budget (resident_server.py); it is not driven here: a
+    # helper's first sync waits on the same hanging endpoint before it opens its socket, so the
+    # CLI would be answered cold either way.
     mcp = pytest.importorskip("mcp", reason="the MCP door needs memsift's mcp extra")
 
     async def ask() -> dict:
