@@ -156,13 +156,19 @@ def test_no_hostile_key_is_allowed_by_any_tool(tmp_path, fake_qmd, backend):
     assert_untouched(before, ws)
 
 
-def test_the_cli_denies_hostile_keys_too(tmp_path):
+def _cli_setup(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A workspace, a config with the scope rules and an environment for the CLI (no helper)."""
     ws = tmp_path / "ws"
     shutil.copytree(QMD_SAMPLES / "corpus", ws)
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "none"}}},
                                "memory": {"qmd": {"scope": SCOPE}}}))
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1"}
+    return ws, cfg, env
+
+
+def test_the_cli_denies_hostile_keys_too(tmp_path):
+    ws, cfg, env = _cli_setup(tmp_path)
     sample = [k for k in random.Random(7).sample(KEYS, 40) if "\x00" not in k][:8]  # argv cannot hold NUL
     wrongly = []
     for key, command in itertools.product(sample, (["search", "aurora"], ["get", "MEMORY.md"], ["status"])):
@@ -198,12 +204,7 @@ def test_an_empty_session_key_is_refused_at_start(tmp_path, command):
 def test_a_key_that_is_not_valid_unicode_is_denied_alike_on_every_door(tmp_path):
     """A lone surrogate reaches the CLI as undecodable argv bytes, MCP as a JSON escape (made U+FFFD
     on the way in) and the Python API as it is: one decision, denied on all three."""
-    ws = tmp_path / "ws"
-    shutil.copytree(QMD_SAMPLES / "corpus", ws)
-    cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "none"}}},
-                               "memory": {"qmd": {"scope": SCOPE}}}))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1"}
+    ws, cfg, env = _cli_setup(tmp_path)
     base = [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws)]
     for raw in (b"agent:main:telegram:direct:\xed\xa0\x80", b"agent:main:telegram:direct:\xff"):
         r = subprocess.run([*base, "search", "aurora", "--json", "--session-key", raw], capture_output=True, env=env, timeout=120)
