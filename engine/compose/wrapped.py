@@ -28,3 +28,10 @@ class WrappedManager:
     @property
     def inner(self) -> SearchManager:
         return self._inner
+
+    # `async with open_manager(...) as m:` (looked up on the type, so not through __getattr__).
+    async def __aenter__(self) -> WrappedManager:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
