@@ -134,7 +134,7 @@ def scoped_request(model: type[BaseModel], params: dict[str, Any], settings: Any
     except click.BadParameter:
         key = params.get("session_key")
         if isinstance(key, str) and key.strip():
-            from ..compose.scope import decide_scope  # noqa: PLC0415
+            from ..config.scope import decide_scope  # noqa: PLC0415
 
             if not decide_scope(settings.memory.qmd.scope, key).allowed:
                 return model.build("cli", session_key=key, **required)

@@ -28,7 +28,7 @@ from ..logging import get_logger
 from ..manager import SearchManager
 from ..files.rules import MemoryRules
 from ..results import ManagerStatus, ReadResult, ScopeDenial, SearchAnswer
-from .scope import ScopeDecision, decide_scope
+from ..config.scope import ScopeDecision, decide_scope
 from ..text import shorten
 from .wrapped import WrappedManager
 

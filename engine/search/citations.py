@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..compose.scope import parse_session_key
+from ..config.scope import parse_session_key
 
 __all__ = ["citation_for", "citations_enabled", "chat_type_for_citations", "decorate_snippet", "parse_memory_ref"]
 

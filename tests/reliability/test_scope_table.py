@@ -22,7 +22,7 @@ from memsift.engine.config.models import QmdConfig, ScopeConfig
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.compose.fallback import FallbackSearchManager
 from memsift.engine.compose.scoped import scoped
-from memsift.engine.compose.scope import decide_scope, parse_session_key
+from memsift.engine.config.scope import decide_scope, parse_session_key
 
 FAKEBIN = Path(__file__).resolve().parents[1] / "backends" / "qmd" / "fakebin"
 DEFAULT = QmdConfig().scope  # deny; allow direct; allow channel

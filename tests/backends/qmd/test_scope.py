@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memsift.engine.config.models import QmdConfig, ScopeConfig
-from memsift.engine.compose.scope import decide_scope, parse_session_key
+from memsift.engine.config.scope import decide_scope, parse_session_key
 
 DEFAULT = QmdConfig().scope  # deny, allow direct, allow channel
 

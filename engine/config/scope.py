@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from ..config.models import ScopeConfig, ScopeRule
+from .models import ScopeConfig, ScopeRule
 from ..logging import get_logger
 from ..text import shorten
 
