@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, ValidationError
 
-from ..files.chunking import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
+from ..files.sizes import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
 from ..errors import ConfigError
 from ..private_dirs import default_state_dir
 from ..files.coverage import with_qmd_coverage

@@ -20,11 +20,14 @@ import errno
 import os
 import struct
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..config import ResolvedConfig
 from ..logging import get_logger
 from .multimodal import extensions_for
 from .watcher import IGNORED_DIRS
+
+if TYPE_CHECKING:
+    from ..config import ResolvedConfig
 
 __all__ = ["ChangeProbe"]
 

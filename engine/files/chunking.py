@@ -17,8 +17,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from ..search.snippets import SNIPPET_MAX_CHARS
 from ..text import utf16_len, utf16_slice, weighted_len
+from .sizes import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
 
 __all__ = [
     "Chunk",
@@ -37,8 +37,6 @@ __all__ = [
 # In every index's fingerprint. 2: long lines cut between words; 3: a final newline ends the last
 # line (it used to open an empty line past the end, so a chunk ending the file cited line N+1).
 CHUNKER_REVISION = "capped-overlap+sections-3"
-EVIDENCE_TOKENS = SNIPPET_MAX_CHARS // 4  # 175: a chunk is at most what a hit shows (4 characters a token)
-REFERENCE_TOKENS, REFERENCE_OVERLAP = 400, 80  # the reference's chunker defaults
 
 
 _HEADING_RE = re.compile(r"#{1,6}(?:[ \t]|$)")

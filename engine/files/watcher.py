@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 import anyio
 import watchfiles
 
 from ..logging import get_logger
-from ..config import ResolvedConfig
 from .multimodal import extensions_for
+
+if TYPE_CHECKING:
+    from ..config import ResolvedConfig
 
 __all__ = ["MemoryWatcher", "IGNORED_DIRS"]
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..files.sizes import SNIPPET_MAX_CHARS
 from ..text import utf16_len, utf16_slice
 
 __all__ = ["Snippet", "make_snippet", "SNIPPET_MAX_CHARS"]
 
-SNIPPET_MAX_CHARS = 700
 
 _HEADING_RE = re.compile(r"\s*#{1,6}(?:\s|$)")
 # A line's structure before its content: bullets, bracketed ids or times, a speaker label.
