@@ -41,7 +41,7 @@ from metrics import ndcg_at  # noqa: E402
 from quality import open_mode, warm_index  # noqa: E402
 
 from memsift.engine.rerank import evidence as ranker  # noqa: E402
-from memsift.engine.rerank.evidence_stage import CANDIDATES_PER_HIT  # noqa: E402
+from memsift.engine.compose.evidence_stage import CANDIDATES_PER_HIT  # noqa: E402
 
 POOL = 40
 CANDIDATES = CANDIDATES_PER_HIT * POOL  # a side's candidates, as the stage asks the backend for its pool

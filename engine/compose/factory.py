@@ -136,7 +136,7 @@ def ranked(manager: SearchManager, settings: ResolvedConfig, backend: str) -> Se
     config = settings.memory_search.query.ranker
     if not config.enabled:
         return manager
-    from ..rerank.evidence_stage import EvidenceRankedSearchManager  # noqa: PLC0415
+    from .evidence_stage import EvidenceRankedSearchManager  # noqa: PLC0415
 
     return EvidenceRankedSearchManager(manager, config, mmr=settings.memory_search.query.hybrid.mmr,
                                        default_max_results=_default_max_results(settings, backend))
@@ -148,7 +148,7 @@ def reranked(manager: SearchManager, settings: ResolvedConfig, backend: str) -> 
     if not config.enabled:
         return manager
     from ..rerank import create_reranker  # noqa: PLC0415
-    from ..rerank.stage import RerankingSearchManager  # noqa: PLC0415
+    from .rerank_stage import RerankingSearchManager  # noqa: PLC0415
 
     query = settings.memory_search.query
     return RerankingSearchManager(

@@ -17,7 +17,7 @@ from helpers import CHAT_QUESTION as ELENA, CHAT_SESSIONS, backend_memory, make_
 from memsift.engine.compose.factory import open_manager
 from memsift.engine.config.models import RankerConfig
 from memsift.engine.rerank import evidence
-from memsift.engine.rerank.evidence_stage import (EvidenceRankedSearchManager, is_conversation, mostly_conversation,
+from memsift.engine.compose.evidence_stage import (EvidenceRankedSearchManager, is_conversation, mostly_conversation,
                                                   rank_by_evidence)
 from memsift.engine.results import SearchAnswer, SearchHit
 

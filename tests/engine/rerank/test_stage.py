@@ -21,7 +21,7 @@ from memsift.engine.errors import ConfigError
 from memsift.engine.compose.factory import open_manager, resolve_config
 from memsift.engine.compose.fallback import FallbackSearchManager
 from memsift.engine.rerank import create_reranker
-from memsift.engine.rerank.stage import RerankingSearchManager, blend
+from memsift.engine.compose.rerank_stage import RerankingSearchManager, blend
 from memsift.engine.results import SearchAnswer, SearchHit
 from rerank_server import RerankFault, RerankServer, overlap
 

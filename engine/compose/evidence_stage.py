@@ -1,4 +1,4 @@
-"""`EvidenceRankedSearchManager`: the evidence ranker (evidence.py) as a stage above every backend,
+"""`EvidenceRankedSearchManager`: the evidence ranker (rerank/evidence.py) as a stage above every backend,
 composed by the factory under the scope rules and the optional rerank stage.
 
 The backend is asked for `query.ranker.candidates` hits (its merge, time, minScore and keyword
@@ -21,12 +21,12 @@ import time
 from typing import Any
 
 from ..config.models import MmrConfig, RankerConfig
-from ..compose.wrapped import WrappedManager
+from .wrapped import WrappedManager
 from ..manager import SearchManager
 from ..search.request import renote_window
 from ..results import ManagerStatus, RankerExplain, RankerSummary, SearchAnswer, SearchHit
-from .evidence import TURN, EvidenceModel, evidence_features, load_model, ranker_terms
-from .stage import diversify
+from ..rerank.evidence import TURN, EvidenceModel, evidence_features, load_model, ranker_terms
+from .rerank_stage import diversify
 
 __all__ = ["EvidenceRankedSearchManager", "HYBRID_MODES", "rank_by_evidence", "is_conversation", "mostly_conversation"]
 

@@ -34,8 +34,8 @@ from ..search.request import renote_window
 from ..results import ManagerStatus, RerankExplain, RerankSummary, SearchAnswer, SearchHit
 from ..secrets import redact
 from ..text import shorten
-from ..compose.wrapped import WrappedManager
-from .base import Reranker, RerankBudgetExceeded, to_relevance
+from .wrapped import WrappedManager
+from ..rerank.base import Reranker, RerankBudgetExceeded, to_relevance
 
 __all__ = ["RerankingSearchManager", "blend", "diversify", "ERROR_CHARS"]
 
