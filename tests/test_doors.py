@@ -386,6 +386,20 @@ def test_the_resident_doors_answered_the_valid_requests(doors):
     assert doors.answered["helper"] > need and doors.answered["watch"] > need, doors.answered
 
 
+
+def test_a_running_mcp_server_answers_a_terminal_search_too(doors):
+    """`memsift mcp` keeps the index fresh and serves `memsift search` from a terminal on the same
+    settings (the CLI hands MCP its resident server): a search there is answered, not declined,
+    and says what the cold CLI says."""
+    env = {k: v for k, v in doors.env["cold"].items() if k != "MEMSIFT_NO_RESIDENT"}  # the MCP servers' runtime
+    doors.stdio.call("tools/call", {"name": "memory_search", "arguments": {"query": "billing review"}})
+    doors._wait_for_socket(doors.runtime["other"])
+    argv = doors.argv("billing review invoices", {})
+    r = subprocess.run([sys.executable, "-c", DRIVER, "-c", str(doors.cfg), "-w", str(doors.ws), *argv],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])  # 99: declined, nobody served it
+    assert _normal(json.loads(r.stdout)) == doors.cli(doors.env["cold"], "billing review invoices", {})
+
 # --- citations read back, on every backend ---------------------------------------------------
 
 

@@ -516,10 +516,15 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
     if use_http and host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"memsift: warning: serving memory without authentication on {host}:{port}", err=True)
     from ..mcp.serving import serve  # noqa: PLC0415
+    from .resident_server import serve_resident  # noqa: PLC0415
+
+    async def terminal(manager, settings) -> None:  # `memsift search` answered by this process
+        await serve_resident(manager, settings, backend=obj.backend)
 
     with _errors_to_exit():
         anyio.run(lambda: serve(obj.settings, backend=obj.backend, transport="http" if use_http else "stdio", host=host,
-                                port=port, session_key=session_key, max_chars=max_chars, fresh=not no_watch))
+                                port=port, session_key=session_key, max_chars=max_chars, fresh=not no_watch,
+                                also_serve=terminal))
 
 
 @cli.command()

@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import signal
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
 
 if TYPE_CHECKING:
     from ..config import ResolvedConfig
+    from ..manager import SearchManager
     from .stdio import StdioWire
 
-__all__ = ["serve", "Transport"]
+__all__ = ["serve", "Transport", "AlsoServe"]
 
 Transport = Literal["stdio", "http"]
+AlsoServe = Callable[["SearchManager", "ResolvedConfig"], Awaitable[None]]
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -67,9 +69,12 @@ class _Stopper:
 
 async def serve(load_settings: Callable[[], ResolvedConfig], *, backend: str | None = None, transport: Transport = "stdio",
                 host: str = "127.0.0.1", port: int = 8765, session_key: str | None = None,
-                max_chars: int | None = None, fresh: bool = True) -> None:
+                max_chars: int | None = None, fresh: bool = True, also_serve: AlsoServe | None = None) -> None:
     """Serve MCP until the transport ends or the process is told to stop. `load_settings` is
-    called once, after the stdio handshake (its ConfigError ends the server with its message)."""
+    called once, after the stdio handshake (its ConfigError ends the server with its message).
+    `also_serve(manager, settings)` runs beside it while the index is kept fresh: the CLI passes
+    its resident server, so `memsift search` from a terminal is answered by this process (MCP
+    itself knows nothing of the CLI)."""
     import anyio  # noqa: PLC0415
 
     stopper = _Stopper()
@@ -86,7 +91,7 @@ async def serve(load_settings: Callable[[], ResolvedConfig], *, backend: str | N
             if waiting.cancel_called:
                 return
         await _serve(load_settings(), stopper, backend=backend, wire=wire, host=host, port=port,
-                     session_key=session_key, max_chars=max_chars, fresh=fresh)
+                     session_key=session_key, max_chars=max_chars, fresh=fresh, also_serve=also_serve)
     finally:
         stopper.restore()
         if wire is not None:
@@ -95,11 +100,11 @@ async def serve(load_settings: Callable[[], ResolvedConfig], *, backend: str | N
 
 
 async def _serve(settings: ResolvedConfig, stopper: _Stopper, *, backend: str | None, wire: StdioWire | None, host: str,
-                 port: int, session_key: str | None, max_chars: int | None, fresh: bool) -> None:
+                 port: int, session_key: str | None, max_chars: int | None, fresh: bool,
+                 also_serve: AlsoServe | None) -> None:
     """Open the manager, keep it fresh, and serve until the transport ends or is cancelled."""
     import anyio  # noqa: PLC0415
 
-    from ..cli.resident_server import serve_resident  # noqa: PLC0415
     from ..compose.factory import open_manager  # noqa: PLC0415
     from ..compose.host import serve_freshness  # noqa: PLC0415
     from .server import MemoryServer, build_server  # noqa: PLC0415
@@ -113,8 +118,8 @@ async def _serve(settings: ResolvedConfig, stopper: _Stopper, *, backend: str | 
             stopper.guard(tg.cancel_scope)
             if fresh:
                 tg.start_soon(serve_freshness, manager, settings)
-                # Kept fresh, so it can also answer `memsift search` from a terminal quickly.
-                tg.start_soon(lambda: serve_resident(manager, settings, backend=backend))
+                if also_serve is not None:  # kept fresh, so it can answer `memsift search` quickly too
+                    tg.start_soon(also_serve, manager, settings)
             if wire is not None:
                 # The SDK's own run loop, over a transport that answers malformed requests too.
                 lowlevel = server._lowlevel_server  # noqa: SLF001
