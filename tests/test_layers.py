@@ -1,6 +1,8 @@
-"""The package's layers, read from its imports: no import circle anywhere, the engine's core never
-imports a backend (only composition and the front-ends do), backends never import each other,
-nothing imports contrib, and engine/ keeps at most a dozen loose modules beside its role folders.
+"""The package's layers, read from its imports: no import circle anywhere, between modules or
+between engine's packages (each imports only the packages below it in `PACKAGE_ORDER`), the
+engine's core never imports a backend (only composition and the front-ends do), backends never
+import each other, nothing imports contrib, and engine/ keeps at most a dozen loose modules
+beside its role folders.
 
 Imports are read with `ast` from the source, at module level and inside functions alike; only
 those under `if TYPE_CHECKING:` (never run) are left out.
@@ -14,6 +16,9 @@ from pathlib import Path
 from helpers import REPO
 
 TOPS = {"engine": "memsift.engine", "backends": "memsift.backends"}
+# engine's packages, lowest first: each may import those before it (and the loose modules), never
+# one after it. The doors (mcp, cli) are on top; the CLI starts the MCP server, never the reverse.
+PACKAGE_ORDER = ("plugins", "files", "config", "embeddings", "search", "rerank", "compose", "testing", "mcp", "cli")
 
 
 def _modules() -> dict[str, Path]:
@@ -119,6 +124,47 @@ def test_no_import_circle_anywhere_in_the_package():
     graph = _graph()
     assert len(graph) > 80  # the whole package was read
     assert _circles(graph) == []
+
+
+def _package(module: str) -> str:
+    """engine's package of a module (`memsift.engine.search.hits` → "search"), a loose module's own
+    name, or the backend (`memsift.backends.qmd`)."""
+    parts = module.split(".")
+    if parts[1] == "engine":
+        return parts[2] if len(parts) > 2 else "engine"
+    return ".".join(parts[:3])
+
+
+def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for module, imports in graph.items():
+        edges = out.setdefault(_package(module), set())
+        edges.update(p for p in map(_package, imports) if p != _package(module))
+    for targets in list(out.values()):
+        for t in targets:
+            out.setdefault(t, set())
+    return out
+
+
+def _order_breaks(packages: dict[str, set[str]]) -> list[tuple[str, str]]:
+    rank = {p: i for i, p in enumerate(PACKAGE_ORDER)}
+    return sorted((a, b) for a, targets in packages.items() if a in rank
+                  for b in targets if b in rank and rank[b] >= rank[a])
+
+
+def test_no_import_circle_between_packages_and_each_imports_only_those_below():
+    packages = _package_graph(_graph())
+    assert set(PACKAGE_ORDER) <= set(packages), set(PACKAGE_ORDER) - set(packages)  # every package was read
+    assert _circles(packages) == []
+    assert _order_breaks(packages) == []
+
+
+def test_the_package_checks_find_a_break():
+    graph = {"memsift.engine.files.chunking": {"memsift.engine.search.snippets"},
+             "memsift.engine.search.snippets": {"memsift.engine.files.sizes"}, "memsift.engine.files.sizes": set()}
+    packages = _package_graph(graph)
+    assert _circles(packages) == [["files", "search"]]
+    assert _order_breaks(packages) == [("files", "search")]
 
 
 def test_the_checker_finds_a_circle():
