@@ -50,7 +50,7 @@ def _exit_now(code: object) -> None:
     import threading  # noqa: PLC0415
 
     if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
-        sys.exit(code)
+        sys.exit(code)  # type: ignore[arg-type]  # sys.exit takes any object (it prints a non-int)
     if code is None:
         status = 0
     elif isinstance(code, int):

@@ -608,8 +608,8 @@ def config_init(obj: _Ctx, force: bool) -> None:
         click.echo(f"memsift: {path} exists; `memsift config show` shows what it sets (--force replaces it)", err=True)
         sys.exit(EXIT_CODES["usage"])
     start = Path(obj.workspace).expanduser().resolve() if obj.workspace else Path.cwd()
-    found = find_workspace(start, given_by=None)
-    found = found if is_workspace(found) else None
+    candidate = find_workspace(start, given_by=None)
+    found = candidate if is_workspace(candidate) else None
     workspace = json.dumps(str(found)) if found else '"~/agent-workspace"'
     try:
         make_private_dir(path.parent)

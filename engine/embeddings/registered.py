@@ -37,7 +37,7 @@ def _create_local(ms: MemorySearchConfig, *, primary: bool = True, environ: Mapp
 
 def _local_model_file(ms: MemorySearchConfig) -> bool:
     p = ms.local.model_path
-    return bool(p) and not p.startswith(("hf:", "http:", "https:")) and Path(p).expanduser().exists()
+    return p is not None and bool(p) and not p.startswith(("hf:", "http:", "https:")) and Path(p).expanduser().exists()
 
 
 def _remote(provider_id: str, module: str, name: str):  # noqa: ANN202

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection
 
 __all__ = ["IMAGE_EXTENSIONS", "AUDIO_EXTENSIONS", "extensions_for", "sniff_mime", "modality_of", "multimodal_hash", "label_for",
            "TOO_LARGE"]
@@ -15,7 +16,8 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".heic", ".heif")
 AUDIO_EXTENSIONS = (".mp3", ".wav", ".ogg", ".opus", ".m4a", ".aac", ".flac")
 
 
-def extensions_for(modalities: list[str]) -> tuple[str, ...]:
+def extensions_for(modalities: Collection[str] | None) -> tuple[str, ...]:
+    modalities = modalities or ()
     return (IMAGE_EXTENSIONS if "image" in modalities else ()) + (AUDIO_EXTENSIONS if "audio" in modalities else ())
 
 

@@ -291,7 +291,8 @@ def _page(text: str, budget: int) -> tuple[str, int, bool]:
     than the budget is itself cut (0 whole lines taken), so a page is never empty."""
     if utf16_len(text) <= budget:
         return text, 0, False
-    out, used = [], 0
+    out: list[str] = []
+    used = 0
     for line in text.splitlines(keepends=True):
         size = utf16_len(line)
         if used + size > budget:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import signal
 import sys
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Literal
 
 if TYPE_CHECKING:
     from ..config import ResolvedConfig
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["serve", "Transport", "AlsoServe"]
 
 Transport = Literal["stdio", "http"]
-AlsoServe = Callable[["SearchManager", "ResolvedConfig"], Awaitable[None]]
+AlsoServe = Callable[["SearchManager", "ResolvedConfig"], Coroutine[Any, Any, None]]
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 

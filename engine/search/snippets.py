@@ -36,7 +36,8 @@ def _content(line: str) -> str:
     """The part of a line that can be evidence: nothing of a heading, no bullet/tag/speaker prefix."""
     if _HEADING_RE.match(line):
         return ""
-    return line[_PREFIX_RE.match(line).end() :].lower()
+    prefix = _PREFIX_RE.match(line)  # always matches (every part is optional)
+    return line[prefix.end() if prefix else 0 :].lower()
 
 
 def _terms_in(content: str, terms: list[str]) -> set[str]:

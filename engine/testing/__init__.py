@@ -136,6 +136,7 @@ class BackendContract:
         async def body(m: SearchManager) -> None:
             assert "memory/projects/garden.md" in _paths(await self.keyword(m, "fig tree"))
             files = (await m.status()).files
+            assert files is not None, "status() must count the indexed files"
             (workspace / "memory/projects/garden.md").unlink()
             await m.sync(reason="contract")
             assert "memory/projects/garden.md" not in _paths(await self.keyword(m, "fig tree"))
