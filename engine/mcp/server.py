@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
 
 from ..config import ResolvedConfig
 from ..errors import CommandTimeout, MemsiftError, PathNotAllowedError
 from ..manager import SearchManager
-from ..results import BelowMinScore, Degraded, Fallback, ManagerStatus, RankerSummary, RerankSummary, ScopeDenial, SearchAnswer
+from ..results import Degraded, ManagerStatus, ScopeDenial, SearchAnswer
 from ..compose.scoped import SHOWN_PATH_CHARS, scoped
 from ..text import shorten, utf16_len, utf16_slice
 from ..limits import budget_s, run_within
@@ -71,37 +71,31 @@ class MemoryHit(_Out):
     stale: bool | None = None  # the file changed after it was indexed
 
 
-class SearchOutput(_Out):
-    """memory_search's answer: hits, plus how they were served."""
+# What memory_search shows of a SearchAnswer: every field of the result model (a new one reaches
+# MCP by itself) except the request's own echo and the internals below; every field optional,
+# since an answer refused before any search (a bad argument, a timeout) has none of them.
+_NOT_SHOWN = frozenset({"query", "min_score", "max_results", "relaxed", "pending_files"})
+_MCP_OWN = frozenset({"results", "degraded", "unavailable"})  # shown in MCP's own form (SearchOutput)
+_ShownAnswer: type[_Out] = create_model(  # type: ignore[call-overload]
+    "_ShownAnswer", __base__=_Out,
+    **{name: (Optional[info.annotation], Field(None, description=info.description))
+       for name, info in SearchAnswer.model_fields.items() if name not in _NOT_SHOWN | _MCP_OWN},
+)
+
+
+class SearchOutput(_ShownAnswer):  # type: ignore[valid-type,misc]
+    """memory_search's answer: hits, plus how they were served (the SearchAnswer's fields), and
+    what only MCP says: whether the search could run at all, and what to do."""
 
     results: list[MemoryHit] = Field(default_factory=list)
-    backend: str | None = None
-    mode: str | None = None
-    provider: str | None = None
-    model: str | None = None
-    citations: str | None = None
-    fallback: Fallback | None = None
-    degraded: Degraded | None = None
-    denied: ScopeDenial | None = None  # scope rules refused this chat: no search ran
+    degraded: Degraded | None = None  # only when something is degraded
     disabled: bool = False  # the search could not run; `error` says why and `action` what fixes it
     unavailable: bool = False
     error: str | None = None
     warning: str | None = None
     action: str | None = None
     truncated: bool = False  # hits were cut to fit maxInjectedChars
-    sync_pending: bool | None = None
-    notes: list[str] | None = None  # e.g. QMD's update was still running, so recent changes may be missing
-    sync_error: str | None = None  # the index could not be updated (disk full, read-only): answered as it is
-    took_ms: float | None = None
-    time_windows: list[str] | None = None  # times the query names, as the day windows that favoured hits
-    time_filter: str | None = None  # the since/until filter applied
-    time_only: bool | None = None  # the question names only a time: the hits are that time's notes, in order
-    time_window_days: int | None = None  # time-only: the days of the window that hold notes (0: none; the nearest shown)
-    time_note: str | None = None  # time-only: the window holds no notes, or more days than are shown, and what to do
-    rerank: RerankSummary | None = None  # the rerank stage ran: reranker, candidates, cost, whether it applied
-    ranker: RankerSummary | None = None  # the evidence ranker reordered the hits: its version, candidates, cost
     invalid: str | None = None  # the argument that was refused (as MCP spells it): nothing was searched
-    below_min_score: BelowMinScore | None = None  # nothing passed minScore: how many scored lower, and the best
 
 
 class GetOutput(_Out):
@@ -267,17 +261,12 @@ def _from_answer(answer: SearchAnswer, budget: int) -> SearchOutput:
             break
         hits.append(_hit(h, snippet))
         used += size
+    shown = {name: getattr(answer, name) for name in _ShownAnswer.model_fields}
     return SearchOutput(
-        results=hits, backend=answer.backend, mode=answer.mode, provider=answer.provider, model=answer.model,
-        citations=answer.citations, fallback=answer.fallback,
+        results=hits, truncated=truncated,
         degraded=answer.degraded if (answer.degraded.vector or answer.degraded.fts or answer.degraded.rerank) else None,
-        rerank=answer.rerank, ranker=answer.ranker,
-        denied=answer.denied, disabled=answer.denied is not None or answer.unavailable is not None,
-        unavailable=answer.unavailable is not None, error=answer.unavailable,
-        truncated=truncated, sync_pending=answer.sync_pending, notes=answer.notes, sync_error=answer.sync_error,
-        took_ms=answer.took_ms, time_windows=answer.time_windows, time_filter=answer.time_filter,
-        time_only=answer.time_only, time_window_days=answer.time_window_days, time_note=answer.time_note,
-        below_min_score=answer.below_min_score,
+        disabled=answer.denied is not None or answer.unavailable is not None,
+        unavailable=answer.unavailable is not None, error=answer.unavailable, **shown,
     )
 
 

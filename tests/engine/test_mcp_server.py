@@ -375,3 +375,21 @@ def test_since_and_until_filter_memory_search_and_a_bad_date_says_what_to_pass(t
         await manager.aclose()
 
     anyio.run(go)
+
+
+def test_memory_search_shows_every_answer_field_the_result_model_has():
+    """MCP's output is derived from SearchAnswer: a field the answer gains reaches memory_search by
+    itself, and one filled in on an answer is what the tool returns."""
+    from memsift.engine.mcp.server import _NOT_SHOWN, SearchOutput, _from_answer
+    from memsift.engine.results import SearchAnswer
+
+    assert _NOT_SHOWN == {"query", "min_score", "max_results", "relaxed", "pending_files"}
+    missing = set(SearchAnswer.model_fields) - _NOT_SHOWN - set(SearchOutput.model_fields)
+    assert not missing, missing
+    answer = SearchAnswer(query="q", results=[], backend="builtin", mode="hybrid", min_score=0.35, max_results=6,
+                          took_ms=3.5, sync_error="the disk is full", time_note="no notes that week",
+                          notes=["an update is still running"])
+    shown = _from_answer(answer, 4000).model_dump(by_alias=True, exclude_none=True)
+    assert shown["syncError"] == "the disk is full" and shown["timeNote"] == "no notes that week"
+    assert shown["notes"] == ["an update is still running"] and shown["tookMs"] == 3.5 and shown["backend"] == "builtin"
+    assert "query" not in shown and "minScore" not in shown and "degraded" not in shown
