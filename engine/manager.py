@@ -1,16 +1,19 @@
-"""The `SearchManager` protocol: one async interface over every backend."""
+"""The `SearchManager` protocol: one async interface over every backend, and the optional
+protocols the runtime looks for (a backend implements those that apply to it; the wrappers above
+it pass them through)."""
 
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from .results import ManagerStatus, ReadResult, SearchAnswer
 
-__all__ = ["SearchManager", "SyncReport"]
+__all__ = ["SearchManager", "SyncReport", "WatchesChanges", "MarksDirty", "IndexesSessions", "CountsSearchSyncs",
+           "RunsInBackground", "HasPrimary"]
 
 
 class SyncReport(BaseModel):
@@ -71,3 +74,53 @@ class SearchManager(Protocol):
     async def sync(self, *, force: bool = False, reason: str = "manual") -> SyncReport: ...
 
     async def aclose(self) -> None: ...
+
+
+# --- optional protocols: what the host (compose/host.py) and the fallback use when a backend has it
+
+
+@runtime_checkable
+class WatchesChanges(Protocol):
+    """Takes the host's exact "did memory files change?" check (files/change_probe.py), so a
+    search syncs only when something changed (builtin, Postgres); None removes it."""
+
+    def watch_changes(self, probe: Any) -> None: ...
+
+
+@runtime_checkable
+class MarksDirty(Protocol):
+    """Keeps its own freshness state, told when files changed."""
+
+    def mark_dirty(self) -> None: ...
+
+
+@runtime_checkable
+class IndexesSessions(Protocol):
+    """Indexes session transcripts itself (builtin, Postgres; not QMD, which exports them on its own
+    schedule) when `indexes_sessions` is true: its `sync` takes `include_sessions`."""
+
+    indexes_sessions: bool
+
+    async def sync(self, *, force: bool = False, reason: str = "manual", include_sessions: bool = True) -> SyncReport: ...
+
+
+@runtime_checkable
+class CountsSearchSyncs(Protocol):
+    """Counts the syncs its searches ran (so `watch` can say a change was already indexed)."""
+
+    search_syncs: int
+
+
+@runtime_checkable
+class RunsInBackground(Protocol):
+    """Has background work of its own to run while a host serves (QMD's update/embed schedule)."""
+
+    async def start_background(self, task_group: Any) -> None: ...
+
+
+@runtime_checkable
+class HasPrimary(Protocol):
+    """A guard over a primary backend with a fallback (compose/fallback.py)."""
+
+    def primary(self) -> SearchManager: ...
+

@@ -82,6 +82,7 @@ class BuiltinSearchManager:
     """Owns one index database, its read connection, and the embedding provider."""
 
     backend = "builtin"
+    indexes_sessions = True  # sync(include_sessions=...) (engine/manager.py IndexesSessions)
 
     def __init__(
         self,

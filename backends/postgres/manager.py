@@ -56,6 +56,7 @@ HNSW_RECHECK_S = 60.0  # an agent without its own HNSW index is looked at again 
 
 class PostgresSearchManager:
     backend = "postgres"
+    indexes_sessions = True  # sync(include_sessions=...) (engine/manager.py IndexesSessions)
 
     def __init__(self, settings: ResolvedConfig, *, provider: EmbeddingProvider | None = None,
                  selection: ProviderSelection | None = None) -> None:

@@ -25,7 +25,7 @@ import anyio
 
 from ..logging import get_logger
 from ..errors import BackendError
-from ..manager import SearchManager, SyncReport
+from ..manager import IndexesSessions, MarksDirty, SearchManager, SyncReport, WatchesChanges
 from ..results import Fallback, ManagerStatus, ReadResult, SearchAnswer
 
 __all__ = ["FallbackSearchManager"]
@@ -80,7 +80,7 @@ class FallbackSearchManager:
         return self._fallback
 
     def _with_probe(self, manager: SearchManager) -> SearchManager:
-        if self._change_probe is not None and hasattr(manager, "watch_changes"):
+        if self._change_probe is not None and isinstance(manager, WatchesChanges):
             manager.watch_changes(self._change_probe)
         return manager
 
@@ -88,13 +88,13 @@ class FallbackSearchManager:
         """The host's exact change check, for the backends that use one (the builtin index)."""
         self._change_probe = probe
         for m in (self._primary, self._fallback):
-            if m is not None and hasattr(m, "watch_changes"):
+            if isinstance(m, WatchesChanges):
                 m.watch_changes(probe)
 
     def mark_dirty(self) -> None:
         """Files changed: tell the managers that keep their own freshness state."""
         for m in (self._primary, self._fallback):
-            if m is not None and hasattr(m, "mark_dirty"):
+            if isinstance(m, MarksDirty):
                 m.mark_dirty()
 
     def _mark_failed(self, exc: BaseException | str) -> str:
@@ -211,9 +211,7 @@ class FallbackSearchManager:
 
 
 def _sessions_arg(manager: SearchManager, include_sessions: bool) -> dict[str, bool]:
-    import inspect  # noqa: PLC0415
-
-    accepts = "include_sessions" in inspect.signature(manager.sync).parameters
+    accepts = isinstance(manager, IndexesSessions) and manager.indexes_sessions
     return {"include_sessions": include_sessions} if accepts else {}
 
 

@@ -17,7 +17,7 @@ import watchfiles
 
 from ..logging import get_logger
 from ..config import ResolvedConfig
-from ..manager import SearchManager
+from ..manager import CountsSearchSyncs, HasPrimary, IndexesSessions, RunsInBackground, SearchManager, WatchesChanges
 from ..files.coverage import with_qmd_coverage
 from ..files.watcher import MemoryWatcher
 
@@ -111,13 +111,12 @@ async def serve_freshness(
 
 def _install_probe(manager: SearchManager, settings: ResolvedConfig) -> Any:
     """Give the manager an exact "did memory files change?" check for its searches."""
-    watch_changes = getattr(manager, "watch_changes", None)
-    if watch_changes is None or "memory" not in settings.memory_search.sources:
+    if not isinstance(manager, WatchesChanges) or "memory" not in settings.memory_search.sources:
         return None
     from ..files.change_probe import ChangeProbe  # noqa: PLC0415
 
     probe = ChangeProbe(with_qmd_coverage(settings))  # the same files as the index and the watcher
-    watch_changes(probe)
+    manager.watch_changes(probe)
     return probe
 
 
@@ -125,11 +124,10 @@ async def _serve(manager: SearchManager, settings: ResolvedConfig, ms: Any, sync
                  emit: Callable[[str, Any], None], task_status: anyio.abc.TaskStatus[None]) -> None:
     async with anyio.create_task_group() as tg:
         await sync("start")
-        primary = getattr(manager, "primary", None)
-        qmd = primary() if callable(primary) else None
-        if qmd is not None and hasattr(qmd, "start_background"):
+        backend = manager.primary() if isinstance(manager, HasPrimary) else None  # QMD's, behind its fallback
+        if isinstance(backend, RunsInBackground):
             try:
-                await qmd.start_background(tg)
+                await backend.start_background(tg)
             except Exception as exc:
                 log.warning("qmd scheduler not started", error=str(exc))
         if ms.sync.watch and "memory" in ms.sources:
@@ -152,20 +150,15 @@ async def _serve(manager: SearchManager, settings: ResolvedConfig, ms: Any, sync
 def _search_syncs(manager: SearchManager) -> int:
     """How many syncs searches have run (the builtin index counts them; 0 for other backends)."""
     for m in (manager, getattr(manager, "_fallback", None)):
-        if m is not None and hasattr(m, "search_syncs"):
+        if isinstance(m, CountsSearchSyncs):
             return m.search_syncs
     return 0
 
 
 def _accepts_sessions(manager: SearchManager) -> bool:
     """Whether the backend indexes session transcripts itself (builtin, Postgres; not QMD, which
-    exports them on its own schedule). A wrapper that knows says so (`indexes_sessions`)."""
-    import inspect  # noqa: PLC0415
-
-    says = getattr(manager, "indexes_sessions", None)
-    if says is not None:
-        return bool(says)
-    return "include_sessions" in inspect.signature(manager.sync).parameters
+    exports them on its own schedule): it says so (`IndexesSessions`)."""
+    return isinstance(manager, IndexesSessions) and manager.indexes_sessions
 
 
 async def _every(seconds: float, fn: Callable[[], Any]) -> None:
