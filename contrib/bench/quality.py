@@ -63,13 +63,15 @@ def settings_for(
 _PROVIDERS: dict[str, Any] = {}
 
 
-def local_provider():
-    """One local model for every manager of the run (it loads once)."""
+def local_provider(model_path: str | None = None):
+    """One local model for every manager of the run (it loads once); `model_path` as
+    `local.modelPath` (another ONNX encoder: a trained candidate, contrib/embedder/)."""
     from memsift.engine.embeddings.local import LocalMiniLMProvider  # noqa: PLC0415
 
-    if "local" not in _PROVIDERS:
-        _PROVIDERS["local"] = LocalMiniLMProvider()
-    return _PROVIDERS["local"]
+    key = model_path or "local"
+    if key not in _PROVIDERS:
+        _PROVIDERS[key] = LocalMiniLMProvider(model_path=model_path)
+    return _PROVIDERS[key]
 
 
 def open_mode(mode: str, workspace: Path, state: Path, extra: dict[str, Any] | None = None):
@@ -109,7 +111,8 @@ def open_mode(mode: str, workspace: Path, state: Path, extra: dict[str, Any] | N
         manager = BuiltinSearchManager(settings, selection=ProviderSelection(None, "none", unavailable_reason="benchmark: keyword only"))
         return reranked(ranked(manager, settings, "builtin"), settings, "builtin")
     settings = settings_for(workspace, state / "local", {"provider": "local", **ms})
-    return reranked(ranked(BuiltinSearchManager(settings, provider=local_provider()), settings, "builtin"), settings, "builtin")
+    provider = local_provider(settings.memory_search.local.model_path)
+    return reranked(ranked(BuiltinSearchManager(settings, provider=provider), settings, "builtin"), settings, "builtin")
 
 
 async def warm_index(
