@@ -18,7 +18,7 @@ from helpers import REPO
 TOPS = {"engine": "memsift.engine", "backends": "memsift.backends"}
 # engine's packages, lowest first: each may import those before it (and the loose modules), never
 # one after it. The doors (mcp, cli) are on top; the CLI starts the MCP server, never the reverse.
-PACKAGE_ORDER = ("plugins", "files", "config", "embeddings", "search", "rerank", "compose", "testing", "mcp", "cli")
+PACKAGE_ORDER = ("plugins", "files", "config", "embeddings", "search", "rerank", "compose", "testing", "kit", "mcp", "cli")
 
 
 def _modules() -> dict[str, Path]:
@@ -193,3 +193,32 @@ def test_engine_keeps_at_most_a_dozen_loose_modules():
     assert len(loose) <= 12, loose
     for folder in ("search", "files", "compose", "cli", "mcp", "config", "embeddings", "rerank"):
         assert (REPO / "engine" / folder / "__init__.py").is_file(), folder
+
+
+KIT = ("memsift.engine.kit", "memsift.engine.kit.testing")
+
+
+def _memsift_imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module)
+    return {name for name in found if name == "memsift" or name.startswith("memsift.")}
+
+
+def test_plugins_import_memsift_only_through_the_kit():
+    files = [p for p in (REPO / "contrib" / "plugins").rglob("*.py") if "__pycache__" not in p.parts]
+    assert files
+    outside = {str(p.relative_to(REPO)): sorted(_memsift_imports(p) - set(KIT)) for p in files}
+    assert {k: v for k, v in outside.items() if v} == {}
+    assert any(_memsift_imports(p) for p in files)  # the walk sees their imports at all
+
+
+
+def test_the_plugin_pages_example_is_one_short_file_through_the_kit():
+    source = REPO / "contrib" / "plugins" / "memsift-example" / "src" / "memsift_example" / "__init__.py"
+    assert len(source.read_text(encoding="utf-8").splitlines()) < 150
+    assert _memsift_imports(source) == {"memsift.engine.kit"}
+    assert "contrib/plugins/memsift-example" in (REPO / "docs" / "contributing" / "plugins.md").read_text(encoding="utf-8")

@@ -14,9 +14,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from memsift.engine.compose.factory import open_manager, resolve_config
-from memsift.engine.errors import ConfigError
-from memsift.engine.testing import NOTES
+from memsift.engine.kit import ConfigError
+from memsift.engine.kit.testing import NOTES, open_manager, resolve_config
 
 pytest.importorskip("memsift_lancedb", reason="the LanceDB plugin is not installed "
                     "(pip install -e contrib/plugins/memsift-lancedb)")

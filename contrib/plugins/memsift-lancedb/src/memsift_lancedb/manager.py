@@ -24,34 +24,16 @@ from typing import Any, Sequence
 import anyio
 import numpy as np
 
-from memsift.engine.config import ResolvedConfig
-from memsift.engine.embeddings import ProviderSelection, select_provider
-from memsift.engine.errors import BackendError, IndexUnusableError, ProviderError
-from memsift.engine.files.chunking import CHUNKER_REVISION
-from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
-from memsift.engine.files.fingerprint import fingerprint_diff
-from memsift.engine.files.note_dates import NOTE_DATES_REVISION, ChunkDay
-from memsift.engine.files.rules import MemoryRules, read_memory
-from memsift.engine.files.sync import MarkdownRead, read_markdown, sort_files
-from memsift.engine.logging import get_logger
-from memsift.engine.manager import SyncReport
-from memsift.engine.results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer, SearchHit
-from memsift.engine.search.citations import citations_enabled
-from memsift.engine.search.fts_query import INDEX_TEXT_REVISION, plan_query
-from memsift.engine.search.hits import hits_from_ranked
-from memsift.engine.search.pipeline import PipelineParams, rank
-from memsift.engine.search.query_embedding import QueryEmbedding, beside
-from memsift.engine.search.ranking import Candidate, bm25_relative_scores
-from memsift.engine.search.request import SearchRequest
-from memsift.engine.search.modes import search_sides
-from memsift.engine.search.scripts import vector_mode_warning
-from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
-from memsift.engine.search.expansion import EXPANSION_WEIGHT
-from memsift.engine.search.terms import QueryItems, chunk_tokens, expansion_items, query_items, word_terms
-from memsift.engine.search.time_only import (COMMON_SHARE, MAX_COMMON_WORDS, is_weightless, names_only_a_time, nearby_windows,
-                                              topic_words)
-from memsift.engine.search.time_rank import candidate_windows
-from memsift.engine.search.time_query import TimeBound, TimeWindow
+from memsift.engine.kit import (COMMON_SHARE, CHUNKER_REVISION, EXPANSION_WEIGHT, INDEX_TEXT_REVISION, MAX_COMMON_WORDS,
+                                NOTE_DATES_REVISION, SNIPPET_MAX_CHARS, BackendError, BelowMinScore, Candidate, ChunkDay,
+                                Degraded, IndexUnusableError, ManagerStatus, MarkdownRead, MemoryFile, MemoryRules,
+                                PipelineParams, ProviderError, ProviderSelection, QueryEmbedding, QueryItems, ReadResult,
+                                ResolvedConfig, SearchAnswer, SearchHit, SearchRequest, Skipped, SyncReport, TimeBound,
+                                TimeWindow, beside, bm25_relative_scores, candidate_windows, chunk_tokens, citations_enabled,
+                                discover_memory_files, expansion_items, fingerprint_diff, get_logger, hits_from_ranked,
+                                is_weightless, names_only_a_time, nearby_windows, plan_query, query_items, rank, read_markdown,
+                                read_memory, search_sides, select_provider, sort_files, topic_words, vector_mode_warning,
+                                word_terms)
 
 from .sql import quote
 

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from memsift.engine.plugins import BackendContext, BackendPlugin, FallbackPolicy
+from memsift.engine.kit import BackendContext, BackendPlugin, FallbackPolicy
 
 
 class LanceConfig(BaseModel):

@@ -27,7 +27,7 @@ import lancedb
 import pyarrow as pa
 from lancedb.index import FTS
 
-from memsift.engine.private_dirs import make_private_dir
+from memsift.engine.kit import make_private_dir
 
 from .sql import quote
 
