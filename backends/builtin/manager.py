@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import anyio
 import apsw
@@ -104,6 +105,8 @@ class BuiltinSearchManager:
         self.progress = progress
         self.db_path = settings.store_path
         self._conn: apsw.Connection | None = None
+        self._searches_reading = 0  # searches between taking the read connection and their hits
+        self._retired: list[apsw.Connection] = []  # closed when the last of those searches ends
         self._conn_id: tuple[int, int] | None = None
         self._vec = VectorState(enabled=self.ms.store.vector.enabled)
         # Set by a long-running host (watch_changes): vectors then stay in memory for every index
@@ -182,9 +185,27 @@ class BuiltinSearchManager:
         return self._conn
 
     def _close_reader(self) -> None:
+        """Stop using the read connection (a sync is about to write or swap the file). A search
+        that holds it awaits its query vector meanwhile: it reads on to its end, and the last such
+        search closes it (`_reading`)."""
         if self._conn is not None:
-            self._conn.close()
+            if self._searches_reading:
+                self._retired.append(self._conn)
+            else:
+                self._conn.close()
         self._conn, self._conn_id = None, None
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        self._searches_reading += 1
+        try:
+            yield
+        finally:
+            self._searches_reading -= 1
+            if not self._searches_reading:
+                for conn in self._retired:
+                    conn.close()
+                self._retired.clear()
 
     def _vectors_in_memory(self) -> MemoryVectors:
         if self._memory_vectors is None:
@@ -459,16 +480,17 @@ class BuiltinSearchManager:
                 for attempt in (1, 2):
                     try:
                         fresh = await self._ensure_fresh(session_key)
-                        conn = self._reader()
-                        meta = read_meta(conn) if conn is not None else None
-                        if meta is None:
-                            return fresh, [], "none", False, None, False
-                        # Explained always: whether a hit was rescued under minScore is shown on every hit.
-                        found, how, was_relaxed, below, only_time = await self._search_index(
-                            conn, meta, q, max_results, min_score, session_key, True, now, degraded, sides, embedding,
-                            time_filter=time_filter, windows=windows, time_only=req.time_only, candidates=candidates,
-                            topic=req.topic,
-                        )
+                        with self._reading():
+                            conn = self._reader()
+                            meta = read_meta(conn) if conn is not None else None
+                            if conn is None or meta is None:
+                                return fresh, [], "none", False, None, False
+                            # Explained always: whether a hit was rescued under minScore is shown on every hit.
+                            found, how, was_relaxed, below, only_time = await self._search_index(
+                                conn, meta, q, max_results, min_score, session_key, True, now, degraded, sides, embedding,
+                                time_filter=time_filter, windows=windows, time_only=req.time_only, candidates=candidates,
+                                topic=req.topic,
+                            )
                         for hit in found:
                             hit.rescued = True if hit.explain and hit.explain.rescued else None
                             if not explain:

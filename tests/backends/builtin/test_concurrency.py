@@ -156,3 +156,30 @@ def test_an_older_index_held_for_a_moment_is_still_recognised_as_memsifts(tmp_pa
     # Used to be refused as 'another program's SQLite database' while the writer held it.
     assert inspect_index_file(older, None) == "ours"
     release.join()
+
+
+def test_a_sync_that_starts_while_a_search_waits_for_its_vector_leaves_that_search_whole(tmp_path):
+    # In `memsift watch` the watcher's sync may start while a resident search waits for its query
+    # vector; the sync closed the search's read connection, and both sides of that search then
+    # "failed" on a closed connection: an answer without its hits that did not say the index was
+    # being synced (seen in CI as a note missing right after `memsift note`).
+    ws = _ws(tmp_path, 3)
+    manager = BuiltinSearchManager(make_settings(tmp_path, ws), provider=FakeEmbeddingProvider(delay=0.3))
+
+    async def main():
+        await manager.sync()
+        answers = []
+
+        async def search():
+            answers.append(await manager.search("oat milk coffee"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(search)
+            await anyio.sleep(0.1)  # the search has its connection and waits for the query's vector
+            await manager.sync(reason="watch")
+        await manager.aclose()
+        return answers[0]
+
+    answer = anyio.run(main)
+    assert answer.degraded.fts is None and answer.degraded.vector is None, answer.degraded
+    assert any("oat milk" in h.snippet for h in answer.results)
