@@ -10,10 +10,13 @@ the kit holds, by what a backend does (docs/contributing/plugins.md walks throug
   result models and the errors to raise;
 - index the memory files every backend indexes, by the same rules: discovery, safe reading,
   chunking, note dates, the fingerprint that says when a full rebuild is due;
-- search as every backend searches: the parsed request, the keyword plan and terms, the query
-  vector within its budget, the shared ranking pipeline (merge, time, decay, MMR, minScore,
-  rescue), hits with snippets and citations; and the time-only helpers a backend with its own
-  keyword index uses to weigh a question that names only a time.
+- search as every backend searches: a backend that keeps memsift's chunks in its own engine
+  implements `CandidateStore` (keyword and vector candidates, the days' rows, file times) and
+  calls `search_indexed`, which runs the rest (plan, sides, time, ranking, hits) as memsift's own
+  backends do; the pieces stay here for a backend that searches differently: the parsed
+  request, the keyword plan and terms, the query vector within its budget, the ranking pipeline
+  (merge, time, decay, MMR, minScore, rescue), hits with snippets and citations, and the
+  time-only helpers.
 """
 
 from __future__ import annotations
@@ -36,9 +39,10 @@ from ..private_dirs import make_private_dir
 from ..results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer, SearchHit
 from ..search.citations import citations_enabled
 from ..search.expansion import EXPANSION_WEIGHT
-from ..search.fts_query import INDEX_TEXT_REVISION, plan_query
+from ..search.fts_query import INDEX_TEXT_REVISION, FtsPlan, plan_query
 from ..search.hits import hits_from_ranked
-from ..search.modes import search_sides
+from ..search.indexed import CandidateStore, IndexedAnswer, Selection, search_indexed
+from ..search.modes import Sides, search_sides
 from ..search.pipeline import PipelineParams, rank
 from ..search.query_embedding import QueryEmbedding, beside
 from ..search.ranking import Candidate, bm25_relative_scores
@@ -64,7 +68,7 @@ __all__ = [
     "read_memory", "Chunk", "chunk_markdown", "CHUNKER_REVISION", "NOTE_DATES_REVISION", "ChunkDay",
     "fingerprint_diff", "SNIPPET_MAX_CHARS",
     # search
-    "SearchRequest", "plan_query", "INDEX_TEXT_REVISION", "QueryItems", "chunk_tokens", "query_items",
+    "SearchRequest", "CandidateStore", "Selection", "search_indexed", "IndexedAnswer", "Sides", "FtsPlan", "plan_query", "INDEX_TEXT_REVISION", "QueryItems", "chunk_tokens", "query_items",
     "expansion_items", "word_terms", "EXPANSION_WEIGHT", "Candidate", "bm25_relative_scores", "PipelineParams",
     "rank", "hits_from_ranked", "search_sides", "vector_mode_warning", "citations_enabled",
     # time

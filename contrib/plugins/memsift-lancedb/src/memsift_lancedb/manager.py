@@ -14,28 +14,24 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import math
 import os
 import re
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import anyio
 import numpy as np
 
-from memsift.engine.kit import (COMMON_SHARE, CHUNKER_REVISION, EXPANSION_WEIGHT, INDEX_TEXT_REVISION, MAX_COMMON_WORDS,
-                                NOTE_DATES_REVISION, SNIPPET_MAX_CHARS, BackendError, BelowMinScore, Candidate, ChunkDay,
-                                Degraded, IndexUnusableError, ManagerStatus, MarkdownRead, MemoryFile, MemoryRules,
-                                PipelineParams, ProviderError, ProviderSelection, QueryEmbedding, QueryItems, ReadResult,
-                                ResolvedConfig, SearchAnswer, SearchHit, SearchRequest, Skipped, SyncReport, TimeBound,
-                                TimeWindow, beside, bm25_relative_scores, candidate_windows, chunk_tokens, citations_enabled,
-                                discover_memory_files, expansion_items, fingerprint_diff, get_logger, hits_from_ranked,
-                                is_weightless, names_only_a_time, nearby_windows, plan_query, query_items, rank, read_markdown,
-                                read_memory, search_sides, select_provider, sort_files, topic_words, vector_mode_warning,
-                                word_terms)
+from memsift.engine.kit import (CHUNKER_REVISION, INDEX_TEXT_REVISION, NOTE_DATES_REVISION, SNIPPET_MAX_CHARS,
+                                BackendError, BelowMinScore, ChunkDay, Degraded, IndexedAnswer, IndexUnusableError,
+                                ManagerStatus, MarkdownRead, MemoryFile, MemoryRules, ProviderError, ProviderSelection,
+                                QueryEmbedding, ReadResult, ResolvedConfig, SearchAnswer, SearchHit, SearchRequest, Sides,
+                                Skipped, SyncReport, TimeBound, beside, chunk_tokens, citations_enabled,
+                                discover_memory_files, fingerprint_diff, get_logger, read_markdown, read_memory,
+                                search_indexed, search_sides, select_provider, sort_files, vector_mode_warning)
 
-from .sql import quote
+from .candidates import LanceCandidates
 
 __all__ = ["LanceSearchManager"]
 
@@ -43,27 +39,11 @@ log = get_logger("memsift.lancedb")
 
 SCHEMA = 1
 EMBED_STEP = 64
-MAX_CANDIDATES = 200
 # What LanceDB raises for a damaged dataset: a missing or truncated file, a corrupt page ("lance
 # error: …", a panic in a reader task). Disk errors (OSError) are not damage: the data is intact.
 DAMAGE = (RuntimeError, ValueError)
-_COLUMNS = ["id", "path", "source", "start_line", "end_line", "text", "day", "day_source"]
-
-
 def _chunk_id(path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
     return hashlib.sha256(f"memory:{path}:{start}:{end}:{chunk_hash}:{model}".encode()).hexdigest()
-
-
-def _candidate(row: dict[str, Any], **scores: Any) -> Candidate:
-    return Candidate(chunk_id=row["id"], path=row["path"], source=row["source"], start_line=row["start_line"],
-                     end_line=row["end_line"], text=row["text"], day=row["day"], day_source=row["day_source"], **scores)
-
-
-def _in_window(w: TimeWindow) -> str:
-    """Chunks whose days reach into the window (the days they speak of run from first_day to
-    last_day); the pipeline then keeps exactly the chunks with a line of those days."""
-    lo, hi = w.day_range()
-    return f"(first_day <= {quote(hi)} AND last_day >= {quote(lo)})"
 
 
 class LanceSearchManager:
@@ -270,11 +250,6 @@ class LanceSearchManager:
 
     # --- search ---------------------------------------------------------------------------------
 
-    def _sides(self, q: str, requested: str) -> tuple[bool, bool, str | None]:
-        """(vector side, keyword side, why vectors stepped aside), as every backend decides them."""
-        sides = search_sides(q, requested, hybrid_enabled=self.ms.query.hybrid.enabled, provider=self.provider)
-        return sides.vector, sides.keyword, sides.set_aside
-
     async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
                      session_key: str | None = None, explain: bool = False, now: float | None = None,
                      mode: str | None = None, since: TimeBound = None, until: TimeBound = None,
@@ -288,25 +263,26 @@ class LanceSearchManager:
         answered, relaxed, below, time_only = "none", False, None, False
         sync_error: str | None = None
         if req.q:
-            want_vector, want_keyword, set_aside = self._sides(req.q, req.mode)
-            embedding = QueryEmbedding(self.provider, req.q) if want_vector and self.provider is not None else None
+            sides = search_sides(req.q, req.mode, hybrid_enabled=self.ms.query.hybrid.enabled, provider=self.provider)
+            embedding = QueryEmbedding(self.provider, req.q) if sides.vector and self.provider is not None else None
 
             async def answer() -> Any:
                 nonlocal sync_error
                 sync_error = await self._ensure_fresh()
                 try:
-                    return await self._search(req, session_key, degraded, (want_vector, want_keyword, set_aside),
+                    return await self._search(req, session_key, degraded, sides,
                                               embedding, now=now, candidates=candidates)
                 except DAMAGE as exc:  # rebuilt from the files once, then asked again
                     log.error("LanceDB dataset damaged; rebuilding from the Markdown files", error=_short(exc))
                     await self.sync(force=True, reason=f"the dataset was damaged ({_short(exc)})")
                 try:
-                    return await self._search(req, session_key, degraded, (want_vector, want_keyword, set_aside),
+                    return await self._search(req, session_key, degraded, sides,
                                               embedding, now=now, candidates=candidates)
                 except DAMAGE as exc:
                     raise BackendError(_damaged(self.store.root, exc, again=True)) from None
 
-            hits, answered, relaxed, below, time_only = await beside(embedding.run if embedding else None, answer)
+            found = await beside(embedding.run if embedding else None, answer)
+            hits, answered, relaxed, below, time_only = found.hits, found.mode, found.relaxed, found.below_min_score, found.time_only
             if not explain:
                 for hit in hits:
                     hit.explain = None
@@ -333,201 +309,24 @@ class LanceSearchManager:
             degraded.vector = embedding.error
         return embedding.vector
 
-    async def _search(self, req: SearchRequest, session_key: str | None, degraded: Degraded, sides: tuple,
-                      embedding: QueryEmbedding | None, *, now: float | None, candidates: int | None) -> tuple:
-        want_vector, want_keyword, set_aside = sides
+    async def _search(self, req: SearchRequest, session_key: str | None, degraded: Degraded, sides: Sides,
+                      embedding: QueryEmbedding | None, *, now: float | None, candidates: int | None) -> IndexedAnswer:
         gen = self.store.current()
         if gen is None:
-            return [], "none", False, None, False
-        h = self.ms.query.hybrid
-        tokenizer = self.ms.store.fts.tokenizer
-        plan = plan_query(req.topic, tokenizer, expansion=self.ms.query.expansion)  # the time named is not a topic
-        items = query_items(plan, tokenizer)
-        limit = min(MAX_CANDIDATES, candidates or max(1, int(req.max_results * h.candidate_multiplier)))
-        qvec = await self._query_vector(degraded, embedding) if want_vector else None
-        if set_aside:
-            degraded.vector = set_aside
-        if qvec is not None and gen.meta.get("dims") != len(qvec):
-            degraded.vector = "the index was built for another embedding model; run `memsift index` to rebuild"
-            qvec = None
-        chunks = self.store.chunks(gen.number)
-        if not chunks.count_rows():  # no memory files yet: nothing to search (and no text index to ask)
-            return [], "none", False, None, False
-        windows = req.windows
-        within = await anyio.to_thread.run_sync(self._filter_clause, gen.number, req.time_filter) if req.time_filter else None
-        prefer = " OR ".join(_in_window(w) for w in candidate_windows(windows)) if windows and within is None else None
+            return IndexedAnswer([], "none")
 
-        def retrieve() -> tuple:
-            vector = self._vector(chunks, qvec, limit, within) if qvec is not None else None
-            if vector is not None and prefer:
-                seen = {c.chunk_id for c in vector}
-                vector += [c for c in self._vector(chunks, qvec, limit, prefer) if c.chunk_id not in seen]
-            keyword, ranks = None, {}
-            if want_keyword or (vector is None and req.mode != "vector"):
-                keyword, ranks = self._keyword(chunks, items, limit, within, prefer, [c.chunk_id for c in vector or ()],
-                                               expansions=expansion_items(plan, tokenizer))
-                if vector is not None:
-                    self._complete_vector_scores(chunks, keyword, vector, qvec)
-            return vector, keyword, ranks
+        async def query_vector() -> np.ndarray | None:
+            qvec = await self._query_vector(degraded, embedding)
+            if qvec is not None and gen.meta.get("dims") != len(qvec):
+                degraded.vector = "the index was built for another embedding model; run `memsift index` to rebuild"
+                return None
+            return qvec
 
-        vector, keyword, ranks = await anyio.to_thread.run_sync(retrieve)
-        if keyword is None and vector is None:
-            return [], "none", False, None, False
-        time_only = req.time_only
-        words = topic_words(req.q, windows) if windows and not time_only else None
-        if words and len(words) <= MAX_COMMON_WORDS:  # words beside the time may select no notes
-            weightless = self._weightless(chunks, gen.number, words, tokenizer)
-            time_only = names_only_a_time(req.q, windows, weightless.__contains__)
-        window = self._window_rows(chunks, nearby_windows(windows), req.max_results) if time_only and windows else None
-        paths = {c.path for c in (keyword or []) + (vector or []) + (window or [])}
-        times = self._file_times(gen.number, paths) if h.temporal_decay.enabled or req.time_filter else {}
-        params = PipelineParams.from_query(self.ms.query, max_results=req.max_results, min_score=req.min_score, now=now,
-                                           windows=windows, time_filter=req.time_filter, time_only=time_only)
-        ranked, facts = rank(times.get, keyword=keyword, vector=vector, terms=plan.terms, params=params, window=window)
-        cite = citations_enabled(self.settings.memory.citations, session_key)
-        found = hits_from_ranked(ranked, facts, terms=plan.terms, ranks=ranks, hybrid=h, cite=cite,
-                                 snippet_chars=SNIPPET_MAX_CHARS, explain=True)
-        for hit in found:
-            hit.rescued = True if hit.explain and hit.explain.rescued else None
-        return found, facts["mode"], facts["relaxed"], facts.get("below_min_score"), facts.get("time_only")
-
-    # --- retrieval (blocking: run in a worker thread) -------------------------------------------
-
-    @staticmethod
-    def _fts_query(items: QueryItems) -> Any:
-        """The plan's terms OR'ed, its phrases as phrases (a CJK pair: a phrase of its two characters)."""
-        from lancedb.query import BooleanQuery, MatchQuery, Occur, PhraseQuery  # noqa: PLC0415
-
-        parts: list[Any] = []
-        singles = [t for t in items.terms if not (len(t) == 2 and all(ord(ch) > 0x2E7F for ch in t))]
-        pairs = [tuple(t) for t in items.terms if t not in singles]
-        if singles:
-            parts.append(MatchQuery(" ".join(singles), "tokens"))
-        parts += [PhraseQuery(" ".join(p), "tokens") for p in [*items.phrases, *pairs]]
-        if not parts:
-            return None
-        return parts[0] if len(parts) == 1 else BooleanQuery([(Occur.SHOULD, p) for p in parts])
-
-    def _keyword(self, chunks: Any, items: QueryItems, limit: int, within: str | None, prefer: str | None,
-                 also: Sequence[str], *, expansions: QueryItems | None = None) -> tuple[list[Candidate], dict[str, float]]:
-        """BM25-ranked chunks (LanceDB's full-text index); `also` (the vector side's ids) get their
-        score too when they match, and `prefer` (the days a question names) adds its best. The
-        question's `expansions` ("met" for "meet") are matched on their own and weigh less, as on
-        builtin and Postgres (engine/search/expansion.py)."""
-        fts = self._fts_query(items)
-        if fts is None:
-            return [], {}
-        cols = [*_COLUMNS, *(["vector"] if "vector" in chunks.schema.names else [])]
-
-        def run(where: str | None, n: int, query: Any = fts) -> list[dict]:
-            q = chunks.search(query, query_type="fts").select(cols).limit(n)
-            if where:
-                q = q.where(where, prefilter=True)
-            return q.to_list()
-
-        rows = run(within, limit)
-        if prefer:
-            taken = {r["id"] for r in rows}
-            rows += [r for r in run(prefer if within is None else f"({within}) AND ({prefer})", limit) if r["id"] not in taken]
-        extra = [i for i in also if i not in {r["id"] for r in rows}]
-        if rows and extra:
-            ids = f"id IN ({', '.join(quote(i) for i in extra)})"
-            rows += run(ids if within is None else f"({within}) AND {ids}", len(extra))
-        ranks_list = [-float(r["_score"]) for r in rows]  # FTS5's rank: -bm25
-        scores = bm25_relative_scores(ranks_list)
-        out, ranks = [], {}
-        for r, score, rnk in zip(rows, scores, ranks_list):
-            c = _candidate(r, text_score=score, keyword_hit=True)
-            c.embedding = r.get("vector")
-            out.append(c)
-            ranks[c.chunk_id] = rnk
-        more = self._fts_query(expansions) if expansions is not None and (expansions.terms or expansions.phrases) else None
-        if more is not None:
-            found = {c.chunk_id: c for c in out}
-            xrows = run(within, limit, more)
-            for r, score in zip(xrows, bm25_relative_scores([-float(r["_score"]) for r in xrows])):
-                c = found.get(r["id"])
-                if c is None:
-                    c = found[r["id"]] = _candidate(r, text_score=0.0, keyword_hit=True)
-                    c.embedding = r.get("vector")
-                    out.append(c)
-                c.text_score = min(1.0, c.text_score + EXPANSION_WEIGHT * score)
-        return out, ranks
-
-    @staticmethod
-    def _vector(chunks: Any, qvec: np.ndarray, limit: int, where: str | None) -> list[Candidate]:
-        q = np.asarray(qvec, dtype=np.float32)
-        if not np.any(q):
-            return []
-        search = chunks.search(q, vector_column_name="vector").distance_type("cosine").select(_COLUMNS).limit(limit)
-        if where:
-            search = search.where(where, prefilter=True)
-        return [_candidate(r, vector_score=1.0 - float(r["_distance"]), vector_hit=True) for r in search.to_list()
-                if math.isfinite(r["_distance"])]
-
-    @staticmethod
-    def _complete_vector_scores(chunks: Any, keyword: list[Candidate], vector: list[Candidate], qvec: np.ndarray) -> None:
-        """Keyword hits the vector side did not return get their real cosine instead of 0 (as builtin)."""
-        seen = {c.chunk_id for c in vector}
-        q = np.asarray(qvec, dtype=np.float32)
-        qn = float(np.linalg.norm(q)) or 1.0
-        for c in keyword:
-            v = c.embedding
-            c.embedding = None
-            if c.chunk_id in seen or v is None:
-                continue
-            v = np.asarray(v, dtype=np.float32)
-            vn = float(np.linalg.norm(v))
-            if vn:
-                c.vector_score, c.vector_hit = float(v @ q) / (vn * qn), True
-
-    def _filter_clause(self, gen: int, window: TimeWindow) -> str:
-        """since/until: chunks of those days, and undated ones whose file was modified then."""
-        lo_ns, hi_ns = window.mtime_ns_range()
-        files = self.store.files(gen).to_arrow().select(["path", "mtime_ns"]).to_pylist()
-        paths = [r["path"] for r in files if lo_ns <= r["mtime_ns"] <= hi_ns]
-        undated = f" OR (day IS NULL AND path IN ({', '.join(quote(p) for p in paths)}))" if paths else ""
-        return f"({_in_window(window)}{undated})"
-
-    def _weightless(self, chunks: Any, gen: int, words: list[str], tokenizer: str) -> set[str]:
-        """The words that select no notes (engine/search/time_only.is_weightless), counted by file."""
-        notes = self.store.files(gen).count_rows()
-        enough = max(1, math.ceil(notes * COMMON_SHARE))
-        out = set()
-        for w in words:
-            terms = word_terms(w, tokenizer)
-            if not terms:
-                continue
-            from lancedb.query import FullTextOperator, MatchQuery  # noqa: PLC0415
-
-            q = MatchQuery(" ".join(terms), "tokens", operator=FullTextOperator.AND)
-            rows = chunks.search(q, query_type="fts").select(["path"]).limit(enough * 20).to_list()
-            if is_weightless(len({r["path"] for r in rows}), notes):
-                out.add(w)
-        return out
-
-    @staticmethod
-    def _window_rows(chunks: Any, windows: Sequence[TimeWindow], per_day: int, cap: int = 5000) -> list[Candidate]:
-        """A time-only question's notes: the first `per_day` chunks of each day of its windows."""
-        out: list[Candidate] = []
-        seen: set[str] = set()
-        for w in windows:
-            rows = chunks.search().where(_in_window(w)).select([*_COLUMNS]).limit(cap).to_list()
-            rows.sort(key=lambda r: (r["day"] or "", r["path"], r["start_line"]))
-            per: dict[str | None, int] = {}
-            for r in rows:
-                per[r["day"]] = per.get(r["day"], 0) + 1
-                if per[r["day"]] <= per_day and r["id"] not in seen:
-                    seen.add(r["id"])
-                    out.append(_candidate(r))
-        return out
-
-    def _file_times(self, gen: int, paths: set[str]) -> dict[str, float]:
-        if not paths:
-            return {}
-        where = f"path IN ({', '.join(quote(p) for p in paths)})"
-        rows = self.store.files(gen).search().where(where).select(["path", "mtime_ns"]).limit(len(paths)).to_list()
-        return {r["path"]: r["mtime_ns"] / 1e9 for r in rows}
+        store = LanceCandidates(self.store.chunks(gen.number), self.store.files(gen.number), self.ms.store.fts.tokenizer)
+        return await search_indexed(store, req, query=self.ms.query, tokenizer=self.ms.store.fts.tokenizer, sides=sides,
+                                    query_vector=query_vector, degraded=degraded, run=anyio.to_thread.run_sync,
+                                    cite=citations_enabled(self.settings.memory.citations, session_key),
+                                    snippet_chars=SNIPPET_MAX_CHARS, now=now, candidates=candidates)
 
     # --- read, status, close --------------------------------------------------------------------
 

@@ -1,0 +1,134 @@
+"""One search over an index memsift fills (the store seam): the choreography every indexed backend
+shares, written once.
+
+A backend that keeps memsift's chunks in its own engine (LanceDB, Qdrant) implements
+`CandidateStore`: the few questions only its engine can answer (keyword candidates, vector
+candidates, the cosine of a keyword hit, which rows hold some days, a time's notes, file times,
+whether a word selects no notes). `search_indexed` asks them in memsift's order and does the
+rest as every backend does: the query plan without the times the question names, the candidate
+count, since/until as a filter and a named time as a preference, each side scoring the other's
+finds, the time-only decision, the ranking pipeline (merge, time, decay, MMR, minScore, rescue)
+and the hits with their snippets, citations and explain.
+
+`Selection` is the store's own handle on "the rows of these days" (a list of row ids, a filter
+expression): memsift only passes it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Protocol, Sequence
+
+from ..config.models import QueryConfig
+from ..results import Degraded, SearchHit
+from .hits import hits_from_ranked
+from .modes import Sides
+from .pipeline import PipelineParams, rank
+from .fts_query import FtsPlan, plan_query
+from .ranking import Candidate
+from .request import SearchRequest
+from .time_only import names_only_a_time, nearby_windows
+from .time_query import TimeWindow
+from .time_rank import candidate_windows
+
+__all__ = ["CandidateStore", "IndexedAnswer", "Selection", "search_indexed", "MAX_CANDIDATES"]
+
+MAX_CANDIDATES = 200  # per side: more costs time and never reaches the top results
+
+Selection = Any
+
+
+class CandidateStore(Protocol):
+    """What an indexed backend answers for one search (blocking calls: run in a worker thread)."""
+
+    def select_days(self, windows: Sequence[TimeWindow], *, undated_by_mtime: bool) -> Selection:
+        """The rows whose days reach into `windows` (and, `undated_by_mtime`, undated rows of files
+        modified then): since/until filters by it, a named time prefers it."""
+
+    def keyword(self, plan: FtsPlan, limit: int, *, within: Selection | None, prefer: Selection | None,
+                also: Sequence[str]) -> tuple[list[Candidate], dict[str, float]]:
+        """BM25-ranked chunks with `text_score` in 0..1 and the raw ranks by chunk id; the vector
+        side's `also` ids scored too when they match; `prefer` adds its best."""
+
+    def vector(self, qvec: Any, limit: int, *, within: Selection | None) -> list[Candidate]:
+        """The nearest chunks with `vector_score` (cosine)."""
+
+    def complete_vector_scores(self, keyword: list[Candidate], vector: list[Candidate], qvec: Any) -> None:
+        """Keyword hits the vector side did not return get their real cosine instead of 0."""
+
+    def weightless(self, word: str) -> bool:
+        """Whether a word selects no notes (engine/search/time_only.is_weightless)."""
+
+    def window_rows(self, windows: Sequence[TimeWindow], per_day: int) -> list[Candidate]:
+        """A time-only question's notes: the first `per_day` chunks of each day of `windows`."""
+
+    def file_times(self, paths: set[str]) -> dict[str, float]:
+        """The files' modification times as indexed (seconds), for decay and undated rows."""
+
+
+@dataclass
+class IndexedAnswer:
+    hits: list[SearchHit]
+    mode: str  # hybrid, fts-only, vector-only or none
+    relaxed: bool = False
+    below_min_score: tuple[int, float] | None = None
+    time_only: bool = False
+
+
+NOTHING = IndexedAnswer([], "none")
+
+
+async def search_indexed(store: CandidateStore, req: SearchRequest, *, query: QueryConfig, tokenizer: str,
+                         sides: Sides, query_vector: Callable[[], Awaitable[Any]], degraded: Degraded,
+                         run: Callable[[Callable[[], Any]], Awaitable[Any]], cite: bool, snippet_chars: int,
+                         now: float | None = None, candidates: int | None = None) -> IndexedAnswer:
+    """One search of `store`. `query_vector()` gives the question's vector or None (saying why in
+    `degraded`); `run(fn)` runs a blocking store call (in a worker thread). Hits carry explain;
+    the caller drops it when not asked for."""
+    h = query.hybrid
+    # The times the question names are not its topic: "week" or "20" must not find notes months away.
+    plan = plan_query(req.topic, tokenizer, expansion=query.expansion)
+    limit = min(MAX_CANDIDATES, candidates or max(1, int(req.max_results * h.candidate_multiplier)))
+    windows = req.windows
+    qvec = await query_vector() if sides.vector else None
+    if sides.set_aside:
+        degraded.vector = sides.set_aside
+
+    def retrieve() -> tuple[list[Candidate] | None, list[Candidate] | None, dict[str, float]]:
+        # A since/until filter searches only its rows; a time the question names adds its rows' best.
+        within = store.select_days([req.time_filter], undated_by_mtime=True) if req.time_filter else None
+        prefer = store.select_days(candidate_windows(windows), undated_by_mtime=False) if windows and within is None else None
+        vector = store.vector(qvec, limit, within=within) if qvec is not None else None
+        if vector is not None and prefer is not None:
+            seen = {c.chunk_id for c in vector}
+            vector += [c for c in store.vector(qvec, limit, within=prefer) if c.chunk_id not in seen]
+        keyword: list[Candidate] | None = None
+        ranks: dict[str, float] = {}
+        if sides.keyword or (vector is None and sides.requested != "vector"):
+            # Each side scores the other side's finds too: no real evidence counts as 0.
+            keyword, ranks = store.keyword(plan, limit, within=within, prefer=prefer, also=[c.chunk_id for c in vector or ()])
+            if vector is not None:
+                store.complete_vector_scores(keyword, vector, qvec)
+        return vector, keyword, ranks
+
+    vector, keyword, ranks = await run(retrieve)
+    if keyword is None and vector is None:
+        return NOTHING
+
+    def decide_and_rank() -> IndexedAnswer:
+        # Words beside the time may select no notes (a chat's people, in every one).
+        time_only = req.time_only or (bool(windows) and names_only_a_time(req.q, windows, store.weightless))
+        params = PipelineParams.from_query(query, max_results=req.max_results, min_score=req.min_score, now=now,
+                                           windows=windows, time_filter=req.time_filter, time_only=time_only)
+        # A question that names only a time: its windows' notes are the answer (engine/search/time_only.py).
+        window = store.window_rows(nearby_windows(windows), req.max_results) if params.time.time_only and windows else None
+        paths = {c.path for c in (keyword or []) + (vector or []) + (window or [])}
+        times = store.file_times(paths) if paths and (query.hybrid.temporal_decay.enabled or req.time_filter) else {}
+        ranked, facts = rank(times.get, keyword=keyword, vector=vector, terms=plan.terms, params=params, window=window)
+        hits = hits_from_ranked(ranked, facts, terms=plan.terms, ranks=ranks, hybrid=h, cite=cite,
+                                snippet_chars=snippet_chars, explain=True)
+        for hit in hits:
+            hit.rescued = True if hit.explain and hit.explain.rescued else None
+        return IndexedAnswer(hits, facts["mode"], facts["relaxed"], facts.get("below_min_score"), bool(facts.get("time_only")))
+
+    return await run(decide_and_rank)
