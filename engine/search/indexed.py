@@ -72,7 +72,7 @@ class IndexedAnswer:
     mode: str  # hybrid, fts-only, vector-only or none
     relaxed: bool = False
     below_min_score: tuple[int, float] | None = None
-    time_only: bool = False
+    time_only: bool | dict[str, Any] | None = None  # the pipeline's window facts for SearchRequest.time_facts
 
 
 NOTHING = IndexedAnswer([], "none")
@@ -129,6 +129,6 @@ async def search_indexed(store: CandidateStore, req: SearchRequest, *, query: Qu
                                 snippet_chars=snippet_chars, explain=True)
         for hit in hits:
             hit.rescued = True if hit.explain and hit.explain.rescued else None
-        return IndexedAnswer(hits, facts["mode"], facts["relaxed"], facts.get("below_min_score"), bool(facts.get("time_only")))
+        return IndexedAnswer(hits, facts["mode"], facts["relaxed"], facts.get("below_min_score"), facts.get("time_only"))
 
     return await run(decide_and_rank)

@@ -42,6 +42,8 @@ EMBED_STEP = 64
 # What LanceDB raises for a damaged dataset: a missing or truncated file, a corrupt page ("lance
 # error: …", a panic in a reader task). Disk errors (OSError) are not damage: the data is intact.
 DAMAGE = (RuntimeError, ValueError)
+
+
 def _chunk_id(path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
     return hashlib.sha256(f"memory:{path}:{start}:{end}:{chunk_hash}:{model}".encode()).hexdigest()
 
