@@ -274,12 +274,13 @@ class Doors:
         return self.api(query, opts)
 
 
-# builtin, and a backend from another package (contrib/plugins/memsift-lancedb): a plugin is served
-# by every door as a built-in is.
-@pytest.fixture(scope="module", params=["builtin", "lancedb"])
+# builtin, and backends from other packages (contrib/plugins/memsift-lancedb, memsift-qdrant in its
+# local mode): a plugin is served by every door as a built-in is.
+@pytest.fixture(scope="module", params=["builtin", "lancedb", "qdrant"])
 def doors(request, tmp_path_factory):
-    if request.param == "lancedb":
-        pytest.importorskip("memsift_lancedb", reason="the LanceDB plugin is not installed (pip install -e contrib/plugins/memsift-lancedb)")
+    if request.param != "builtin":
+        pytest.importorskip(f"memsift_{request.param}", reason=f"the {request.param} plugin is not installed "
+                            f"(pip install -e contrib/plugins/memsift-{request.param})")
     d = Doors(tmp_path_factory.mktemp("doors"), request.param)
     yield d
     d.close()

@@ -1,0 +1,271 @@
+"""One agent's collections in Qdrant: two per generation (`<base>_g<N>_chunks`, `<base>_g<N>_files`)
+and a pointer collection (`<base>_pointer`, one point) naming the generation searches read and
+its fingerprint.
+
+A full rebuild fills generation N+1 beside N and then replaces the pointer's one point (a single
+upsert): a search reads the old generation or the new one, never half of one; the oldest are
+dropped once `keepGenerations` newer ones exist. Incremental syncs change the current
+generation in place: a changed file's points are deleted and written again, its file point last,
+so a sync cut short is redone by the next one.
+
+A chunk point holds a dense vector (`dense`, cosine; none without an embedding provider) and a
+sparse one (`bm25`): each FTS5 token of the chunk (memsift.engine.search.terms) hashed to an
+index, weighted by BM25's term-frequency part, with Qdrant's IDF modifier supplying the rest, so a
+sparse query scores BM25 over the same terms as the builtin index. Its payload keeps the chunk
+(path, lines, text, day), its tokens (for "which notes hold this word") and the first and last
+day it speaks of as day numbers (range filters).
+
+Local mode (no `url`) keeps the collections in a folder that one Qdrant client may open at a
+time: memsift opens it for a piece of work and closes it `LOCAL_LINGER_S` after its last use (a
+burst of searches loads it once), and processes take turns through a lock file, so `memsift
+watch`, the CLI and an MCP server share it. A server (`url`) is
+opened once per process and shared by any number of them.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import threading
+import time
+import uuid
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from memsift.engine.kit import BackendError, get_logger, make_private_dir
+
+__all__ = ["QdrantStore", "Generation", "point_id", "LOCAL_WAIT_S"]
+
+log = get_logger("memsift.qdrant")
+
+LOCAL_WAIT_S = 30.0  # how long a process waits for another one's turn at the local folder
+# Local mode loads the whole folder when it opens it: a process keeps it this long after its last
+# use, so a burst of searches loads it once, and then hands the turn over.
+LOCAL_LINGER_S = 1.0
+POINTER_ID = 1
+
+
+def point_id(key: str) -> str:
+    """Qdrant wants an integer or a UUID: the key's hash made one (chunk ids are sha256 hex)."""
+    return str(uuid.UUID(hex=key[:32])) if re.fullmatch(r"[0-9a-f]{32,}", key) else str(uuid.uuid5(uuid.NAMESPACE_URL, key))
+
+
+@dataclass(frozen=True)
+class Generation:
+    number: int
+    meta: dict[str, Any]
+
+
+class QdrantStore:
+    def __init__(self, config: Any, root: Path, agent: str) -> None:
+        self.config, self.root = config, root
+        self.base = f"{config.collection_prefix}_{re.sub(r'[^A-Za-z0-9_-]', '_', agent)}"
+        self.where = config.url or str(root / "db")
+        self._mutex = threading.Lock()
+        self._client: Any = None
+        self._users = 0
+        self._lock_fd: int | None = None
+        self._linger: threading.Timer | None = None
+        if not config.url:
+            make_private_dir(root / "db")  # the chunks are private notes: 0700, as builtin's state folder
+
+    # --- the client -----------------------------------------------------------------------------
+
+    @contextmanager
+    def client(self) -> Iterator[Any]:
+        """The Qdrant client for a piece of work (nested uses share it)."""
+        with self._mutex:
+            if self._linger is not None:
+                self._linger.cancel()
+                self._linger = None
+            if self._client is None:
+                self._client = self._open()
+            self._users += 1
+        try:
+            yield self._client
+        finally:
+            with self._mutex:
+                self._users -= 1
+                if self._users == 0 and not self.config.url:
+                    self._linger = threading.Timer(LOCAL_LINGER_S, self._close_if_idle)
+                    self._linger.daemon = True
+                    self._linger.start()
+
+    def _close_if_idle(self) -> None:
+        with self._mutex:
+            if self._users == 0 and self._linger is not None:
+                self._linger = None
+                self._close_local()
+
+    def _open(self) -> Any:
+        from qdrant_client import QdrantClient  # noqa: PLC0415
+
+        if self.config.url:
+            key = os.environ.get(self.config.api_key_env) if self.config.api_key_env else None
+            if self.config.api_key_env and not key:
+                raise BackendError(f"Qdrant's API key variable {self.config.api_key_env} is not set; set it or "
+                                   "remove memory.qdrant.apiKeyEnv")
+            if key and self.config.url.startswith("http://"):
+                log.warning("Qdrant's API key travels unencrypted: use an https:// url", url=self.config.url)
+            with warnings.catch_warnings():  # said above, once, in memsift's log
+                warnings.simplefilter("ignore", UserWarning)
+                # check_compatibility: no version request (and no warning) each time a process opens it
+                return QdrantClient(url=self.config.url, api_key=key, timeout=max(1, round(self.config.timeout_s)),
+                                    check_compatibility=False)
+        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        deadline = time.monotonic() + LOCAL_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise BackendError(f"Qdrant's local folder {self.where} stayed in use by another memsift process "
+                                       f"for {LOCAL_WAIT_S:.0f} s; try again, or run a Qdrant server (memory.qdrant.url) "
+                                       "for several processes at once") from None
+                time.sleep(0.02)
+        try:
+            client = QdrantClient(path=self.where)
+        except Exception:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            raise
+        self._lock_fd = fd
+        return client
+
+    def _close_local(self) -> None:
+        client, self._client = self._client, None
+        try:
+            if client is not None:
+                client.close()
+        finally:
+            if self._lock_fd is not None:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._linger is not None:
+                self._linger.cancel()
+                self._linger = None
+            if self._client is not None:
+                if self.config.url:
+                    self._client.close()
+                    self._client = None
+                else:
+                    self._close_local()
+
+    # --- names and the pointer ------------------------------------------------------------------
+
+    def chunks(self, gen: int) -> str:
+        return f"{self.base}_g{gen}_chunks"
+
+    def files(self, gen: int) -> str:
+        return f"{self.base}_g{gen}_files"
+
+    @property
+    def pointer(self) -> str:
+        return f"{self.base}_pointer"
+
+    def current(self) -> Generation | None:
+        """The generation searches read; None when there is none or its collections are gone."""
+        with self.client() as c:
+            if not c.collection_exists(self.pointer):
+                return None
+            got = c.retrieve(self.pointer, ids=[POINTER_ID], with_payload=True)
+            if not got:
+                return None
+            number, meta = got[0].payload.get("generation"), got[0].payload.get("meta") or {}
+            if isinstance(number, bool) or not isinstance(number, int) or number not in self.generations():
+                return None
+            return Generation(number, meta)
+
+    def publish(self, gen: Generation) -> None:
+        from qdrant_client import models  # noqa: PLC0415
+
+        with self.client() as c:
+            if not c.collection_exists(self.pointer):
+                c.create_collection(self.pointer, vectors_config={})
+            c.upsert(self.pointer, points=[models.PointStruct(id=POINTER_ID, vector={},
+                                                              payload={"generation": gen.number, "meta": gen.meta})])
+
+    def generations(self) -> list[int]:
+        """The generations whose two collections both exist."""
+        with self.client() as c:
+            names = {col.name for col in c.get_collections().collections}
+        found = re.compile(re.escape(self.base) + r"_g(\d+)_chunks")
+        numbers = {int(m.group(1)) for n in names if (m := found.fullmatch(n))}
+        return sorted(g for g in numbers if self.files(g) in names)
+
+    def next_generation(self) -> int:
+        """A number no collection has: a rebuild never overwrites a generation a search may read."""
+        with self.client() as c:
+            names = [col.name for col in c.get_collections().collections]
+        used = [int(m.group(1)) for n in names if (m := re.fullmatch(re.escape(self.base) + r"_g(\d+)_(?:chunks|files)", n))]
+        return max(used, default=0) + 1
+
+    def create(self, gen: int, dims: int | None) -> None:
+        from qdrant_client import models  # noqa: PLC0415
+
+        with self.client() as c:
+            for name in (self.chunks(gen), self.files(gen)):
+                if c.collection_exists(name):
+                    c.delete_collection(name)
+            dense = {"dense": models.VectorParams(size=dims, distance=models.Distance.COSINE)} if dims else {}
+            c.create_collection(self.chunks(gen), vectors_config=dense,
+                                sparse_vectors_config={"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)})
+            c.create_collection(self.files(gen), vectors_config={})
+            if self.config.url:  # a server filters through payload indexes (local mode scans)
+                for field, kind in (("path", "keyword"), ("tokens", "keyword"), ("first_day", "integer"),
+                                    ("last_day", "integer"), ("day", "keyword")):
+                    c.create_payload_index(self.chunks(gen), field, field_schema=kind)
+                c.create_payload_index(self.files(gen), "path", field_schema="keyword")
+
+    def drop_before(self, keep_from: int) -> None:
+        """Drop older generations, and any half of one a rebuild cut short left behind."""
+        pattern = re.compile(re.escape(self.base) + r"_g(\d+)_(?:chunks|files)")
+        with self.client() as c:
+            for col in c.get_collections().collections:
+                m = pattern.fullmatch(col.name)
+                if m and int(m.group(1)) < keep_from:
+                    c.delete_collection(col.name)
+
+    # --- rows -----------------------------------------------------------------------------------
+
+    def scroll(self, collection: str, flt: Any = None, *, fields: list[str] | bool = True, limit: int | None = None,
+               vectors: Any = False) -> list[Any]:
+        """Every point matching `flt` (up to `limit`)."""
+        out: list[Any] = []
+        offset = None
+        with self.client() as c:
+            while True:
+                page = 1000 if limit is None else min(1000, limit - len(out))
+                points, offset = c.scroll(collection, scroll_filter=flt, limit=page, offset=offset, with_payload=fields,
+                                          with_vectors=vectors)
+                out += points
+                if offset is None or (limit is not None and len(out) >= limit):
+                    return out
+
+    def known_files(self, gen: int) -> dict[str, tuple[str, int, int, str]]:
+        """path → (hash, mtime_ns, size, source) as indexed."""
+        return {p.payload["path"]: (p.payload["hash"], p.payload["mtime_ns"], p.payload["size"], p.payload["source"])
+                for p in self.scroll(self.files(gen))}
+
+    def forget_paths(self, gen: int, paths: list[str]) -> None:
+        from qdrant_client import models  # noqa: PLC0415
+
+        with self.client() as c:
+            for i in range(0, len(paths), 500):
+                flt = models.Filter(must=[models.FieldCondition(key="path", match=models.MatchAny(any=paths[i : i + 500]))])
+                for name in (self.chunks(gen), self.files(gen)):
+                    c.delete(name, points_selector=models.FilterSelector(filter=flt))
+
+    def count(self, collection: str, flt: Any = None) -> int:
+        with self.client() as c:
+            return int(c.count(collection, count_filter=flt, exact=True).count)
