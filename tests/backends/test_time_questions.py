@@ -16,7 +16,7 @@ from helpers import EXAMPLE_WORKSPACE, backend_memory, make_settings
 from memsift.engine import open_manager
 
 NOW = datetime(2026, 11, 25, 12, 0).timestamp()  # a Wednesday
-BACKENDS = ["builtin", "qmd", "postgres"]
+BACKENDS = ["builtin", "qmd", "postgres", "lancedb", "qdrant"]
 
 NOTES = {
     "2026-11-24": "Fixed the flaky login test (a fix for the session timeout); paired with Helga on the billing export.",
@@ -190,7 +190,7 @@ TOLD_AFTER = {
 }
 
 
-@pytest.mark.parametrize("backend", [*BACKENDS, "lancedb"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_an_event_told_days_after_the_time_asked_is_found_first(tmp_path, backend):
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)

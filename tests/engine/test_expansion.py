@@ -59,7 +59,7 @@ NOTES = {"2026-01-01": "We chose Postgres for the invoices.", "2026-01-02": "We 
          "2026-01-03": "Lunch with Priya; the invoices are late again."}
 
 
-@pytest.mark.parametrize("backend", ["builtin", "postgres"])
+@pytest.mark.parametrize("backend", ["builtin", "postgres", "lancedb", "qdrant"])
 def test_an_expansion_finds_a_note_below_the_questions_own_word(tmp_path, backend):
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)

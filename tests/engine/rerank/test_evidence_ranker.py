@@ -225,7 +225,7 @@ def _mcp_search(settings, query: str):
     return anyio.run(search)
 
 
-@pytest.mark.parametrize("backend", ["builtin", "postgres"])
+@pytest.mark.parametrize("backend", ["builtin", "postgres", "lancedb", "qdrant"])
 def test_readme_command_1_shows_the_decision_first(tmp_path, example_workspace, backend):
     memory = backend_memory(backend)
     answer = _api_search(make_settings(tmp_path, example_workspace, {"provider": "local"}, memory=memory), COMMAND_1)

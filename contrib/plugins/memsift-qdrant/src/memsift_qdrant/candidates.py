@@ -20,7 +20,7 @@ from memsift.engine.kit import (COMMON_SHARE, EXPANSION_WEIGHT, Candidate, FtsPl
 
 from .store import QdrantStore, point_id
 
-__all__ = ["QdrantCandidates", "sparse_document", "day_number"]
+__all__ = ["QdrantCandidates", "sparse_document", "day_number", "document_terms"]
 
 K1, B = 1.2, 0.75  # BM25's usual constants (FTS5's too)
 _PAYLOAD = ["id", "path", "source", "start_line", "end_line", "text", "day", "day_source"]
@@ -28,6 +28,18 @@ _PAYLOAD = ["id", "path", "source", "start_line", "end_line", "text", "day", "da
 
 def _index(token: str) -> int:
     return int.from_bytes(hashlib.blake2b(token.encode(), digest_size=4).digest(), "little")
+
+
+def _cjk(token: str) -> bool:
+    return len(token) == 1 and ord(token) > 0x2E7F
+
+
+def document_terms(tokens: list[str]) -> list[str]:
+    """The chunk's FTS5 tokens and, for CJK text (one token per character), each pair of
+    neighbouring characters: the query plan asks for CJK words as such pairs, which FTS5 and
+    LanceDB match as two-character phrases and a sparse vector, without positions, as terms."""
+    pairs = [a + b for a, b in zip(tokens, tokens[1:]) if _cjk(a) and _cjk(b)]
+    return tokens + pairs
 
 
 def sparse_document(tokens: list[str], average_length: float) -> models.SparseVector:
@@ -101,10 +113,10 @@ class QdrantCandidates:
     def keyword(self, plan: FtsPlan, limit: int, *, within: models.Filter | None, prefer: models.Filter | None,
                 also: Sequence[str]) -> tuple[list[Candidate], dict[str, float]]:
         """BM25-ranked chunks; the question's expansions ("met" for "meet") are matched on their
-        own and weigh less, as on builtin and Postgres (engine/search/expansion.py). Phrases are
-        matched as their words (a sparse vector has no positions)."""
-        items = query_items(plan, self.tokenizer)
-        terms = [*items.terms, *(w for p in items.phrases for w in p)]
+        own and weigh less, as on builtin and Postgres (engine/search/expansion.py). The plan's
+        phrases (the question word for word, a hyphenated word) have no match here: a sparse
+        vector has no positions, and their content words are among the terms already."""
+        terms = query_items(plan, self.tokenizer).terms
         points = self._bm25(terms, limit, within)
         if prefer is not None:
             taken = {p.id for p in points}
@@ -120,7 +132,7 @@ class QdrantCandidates:
             out.append(c)
             ranks[c.chunk_id] = rnk
         expansions = expansion_items(plan, self.tokenizer)
-        more = [*expansions.terms, *(w for p in expansions.phrases for w in p)]
+        more = expansions.terms
         if more:
             found = {c.chunk_id: c for c in out}
             xpoints = self._bm25(more, limit, within)

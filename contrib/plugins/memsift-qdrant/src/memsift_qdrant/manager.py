@@ -26,7 +26,7 @@ from memsift.engine.kit import (CHUNKER_REVISION, INDEX_TEXT_REVISION, NOTE_DATE
                                 discover_memory_files, fingerprint_diff, get_logger, read_markdown, read_memory,
                                 search_indexed, search_sides, select_provider, sort_files, vector_mode_warning)
 
-from .candidates import QdrantCandidates, day_number, sparse_document
+from .candidates import QdrantCandidates, day_number, document_terms, sparse_document
 from .store import Generation, QdrantStore, point_id
 
 __all__ = ["QdrantSearchManager"]
@@ -200,7 +200,7 @@ class QdrantSearchManager:
             report.chunks_embedded = len(rows) if vectors is not None else 0
         points = []
         for n, (cid, payload, tokens) in enumerate(rows):
-            vector: dict[str, Any] = {"bm25": sparse_document(tokens, average)}
+            vector: dict[str, Any] = {"bm25": sparse_document(document_terms(tokens), average)}
             if vectors is not None:
                 vector["dense"] = np.asarray(vectors[n], dtype=np.float32).tolist()
             points.append(models.PointStruct(id=point_id(cid), vector=vector, payload=payload))
