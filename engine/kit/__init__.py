@@ -41,7 +41,7 @@ from ..search.citations import citations_enabled
 from ..search.expansion import EXPANSION_WEIGHT
 from ..search.fts_query import INDEX_TEXT_REVISION, FtsPlan, plan_query
 from ..search.hits import hits_from_ranked
-from ..search.indexed import CandidateStore, IndexedAnswer, Selection, search_indexed
+from ..search.indexed import CandidateStore, IndexedAnswer, Selection, complete_from_embeddings, search_indexed
 from ..search.modes import Sides, search_sides
 from ..search.pipeline import PipelineParams, rank
 from ..search.query_embedding import QueryEmbedding, beside
@@ -68,7 +68,7 @@ __all__ = [
     "read_memory", "Chunk", "chunk_markdown", "CHUNKER_REVISION", "NOTE_DATES_REVISION", "ChunkDay",
     "fingerprint_diff", "SNIPPET_MAX_CHARS",
     # search
-    "SearchRequest", "CandidateStore", "Selection", "search_indexed", "IndexedAnswer", "Sides", "FtsPlan", "plan_query", "INDEX_TEXT_REVISION", "QueryItems", "chunk_tokens", "query_items",
+    "SearchRequest", "CandidateStore", "Selection", "search_indexed", "IndexedAnswer", "complete_from_embeddings", "Sides", "FtsPlan", "plan_query", "INDEX_TEXT_REVISION", "QueryItems", "chunk_tokens", "query_items",
     "expansion_items", "word_terms", "EXPANSION_WEIGHT", "Candidate", "bm25_relative_scores", "PipelineParams",
     "rank", "hits_from_ranked", "search_sides", "vector_mode_warning", "citations_enabled",
     # time

@@ -31,7 +31,7 @@ from .time_only import names_only_a_time, nearby_windows
 from .time_query import TimeWindow
 from .time_rank import candidate_windows
 
-__all__ = ["CandidateStore", "IndexedAnswer", "Selection", "search_indexed", "MAX_CANDIDATES"]
+__all__ = ["CandidateStore", "IndexedAnswer", "Selection", "search_indexed", "complete_from_embeddings", "MAX_CANDIDATES"]
 
 MAX_CANDIDATES = 200  # per side: more costs time and never reaches the top results
 
@@ -132,3 +132,21 @@ async def search_indexed(store: CandidateStore, req: SearchRequest, *, query: Qu
         return IndexedAnswer(hits, facts["mode"], facts["relaxed"], facts.get("below_min_score"), facts.get("time_only"))
 
     return await run(decide_and_rank)
+
+
+def complete_from_embeddings(keyword: list[Candidate], vector: list[Candidate], qvec: Any) -> None:
+    """`CandidateStore.complete_vector_scores` for a store whose keyword candidates carry their
+    vector (`Candidate.embedding`, dropped here): the real cosine instead of 0."""
+    import numpy as np  # noqa: PLC0415  (a keyword search never needs it)
+
+    seen = {c.chunk_id for c in vector}
+    q = np.asarray(qvec, dtype=np.float32)
+    qn = float(np.linalg.norm(q)) or 1.0
+    for c in keyword:
+        v, c.embedding = c.embedding, None
+        if c.chunk_id in seen or v is None:
+            continue
+        v = np.asarray(v, dtype=np.float32)
+        vn = float(np.linalg.norm(v))
+        if vn:
+            c.vector_score, c.vector_hit = float(v @ q) / (vn * qn), True

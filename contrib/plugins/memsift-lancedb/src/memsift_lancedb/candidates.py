@@ -11,7 +11,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from memsift.engine.kit import (COMMON_SHARE, EXPANSION_WEIGHT, Candidate, FtsPlan, QueryItems, TimeWindow,
-                                bm25_relative_scores, expansion_items, is_weightless, query_items, word_terms)
+                                bm25_relative_scores, complete_from_embeddings, expansion_items, is_weightless,
+                                query_items, word_terms)
 
 from .sql import quote
 
@@ -120,20 +121,7 @@ class LanceCandidates:
         return [candidate(r, vector_score=1.0 - float(r["_distance"]), vector_hit=True) for r in search.to_list()
                 if math.isfinite(r["_distance"])]
 
-    @staticmethod
-    def complete_vector_scores(keyword: list[Candidate], vector: list[Candidate], qvec: Any) -> None:
-        seen = {c.chunk_id for c in vector}
-        q = np.asarray(qvec, dtype=np.float32)
-        qn = float(np.linalg.norm(q)) or 1.0
-        for c in keyword:
-            v = c.embedding
-            c.embedding = None
-            if c.chunk_id in seen or v is None:
-                continue
-            v = np.asarray(v, dtype=np.float32)
-            vn = float(np.linalg.norm(v))
-            if vn:
-                c.vector_score, c.vector_hit = float(v @ q) / (vn * qn), True
+    complete_vector_scores = staticmethod(complete_from_embeddings)  # keyword rows carry their vectors
 
     def weightless(self, word: str) -> bool:
         """Counted by file, up to the count that decides."""

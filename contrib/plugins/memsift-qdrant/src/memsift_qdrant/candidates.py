@@ -16,7 +16,7 @@ import numpy as np
 from qdrant_client import models
 
 from memsift.engine.kit import (COMMON_SHARE, EXPANSION_WEIGHT, Candidate, FtsPlan, TimeWindow, bm25_relative_scores,
-                                expansion_items, is_weightless, query_items, word_terms)
+                                complete_from_embeddings, expansion_items, is_weightless, query_items, word_terms)
 
 from .store import QdrantStore, point_id
 
@@ -154,20 +154,7 @@ class QdrantCandidates:
                                     with_payload=_PAYLOAD).points
         return [candidate(p, vector_score=float(p.score), vector_hit=True) for p in points if math.isfinite(p.score)]
 
-    @staticmethod
-    def complete_vector_scores(keyword: list[Candidate], vector: list[Candidate], qvec: Any) -> None:
-        """Keyword hits the vector side did not return get their real cosine instead of 0 (as builtin)."""
-        seen = {c.chunk_id for c in vector}
-        q = np.asarray(qvec, dtype=np.float32)
-        qn = float(np.linalg.norm(q)) or 1.0
-        for c in keyword:
-            v, c.embedding = c.embedding, None
-            if c.chunk_id in seen or v is None:
-                continue
-            v = np.asarray(v, dtype=np.float32)
-            vn = float(np.linalg.norm(v))
-            if vn:
-                c.vector_score, c.vector_hit = float(v @ q) / (vn * qn), True
+    complete_vector_scores = staticmethod(complete_from_embeddings)  # keyword rows carry their vectors
 
     def weightless(self, word: str) -> bool:
         """Counted by file (chunks holding every token of the word), up to the count that decides."""
