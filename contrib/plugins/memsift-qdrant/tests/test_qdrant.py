@@ -73,6 +73,8 @@ def test_a_rebuild_publishes_a_new_generation_and_keeps_only_the_newest(tmp_path
                 again = await manager.sync(force=True)
                 assert again.full_reindex and again.reindex_cause == "forced"
             assert store.current().number == 3 and store.generations() == [2, 3]
+            # BM25's average length is these short notes' own, not a full chunk's (300 words).
+            assert 0 < store.current().meta["averageLength"] < 60
             assert (await manager.search("fig tree", min_score=0)).results[0].path == "memory/projects/garden.md"
             note = ws / "memory/projects/garden.md"
             note.write_text(note.read_text().replace("fig tree", "olive sapling"))

@@ -146,7 +146,10 @@ class QdrantSearchManager:
         changed = sorted_files.changed
         report.files_unchanged, report.files_removed, report.files_skipped = sorted_files.unchanged, len(gone), len(skipped)
         self._skipped = skipped
-        points, file_points = await self._points(changed, report)
+        # BM25's average length is the generation's own, measured when it is built (an incremental
+        # sync keeps it, as the weights already written use it).
+        average = None if full else current.meta.get("averageLength")
+        points, file_points, average = await self._points(changed, report, average)
         touched = [(f, known[f.rel_path][0], m, s) for f, m, s in sorted_files.touched]
         file_points += [self._file_point(f.rel_path, f.source, h, m, s) for f, h, m, s in touched]
         stale = gone + [p[0].rel_path for p in changed]
@@ -160,7 +163,7 @@ class QdrantSearchManager:
                 for i in range(0, len(file_points), UPSERT_STEP):
                     client.upsert(self.store.files(gen), points=file_points[i : i + UPSERT_STEP])
                 if full:
-                    self.store.publish(Generation(gen, wanted))
+                    self.store.publish(Generation(gen, {**wanted, "averageLength": average}))
                     self.store.drop_before(gen - self.config.keep_generations + 1)
 
         await self._in_thread(write)
@@ -174,13 +177,12 @@ class QdrantSearchManager:
         return models.PointStruct(id=point_id(f"file:{path}"), vector={},
                                   payload={"path": path, "source": source, "hash": digest, "mtime_ns": mtime_ns, "size": size})
 
-    async def _points(self, changed: list[tuple[MemoryFile, os.stat_result, MarkdownRead]],
-                      report: SyncReport) -> tuple[list[Any], list[Any]]:
+    async def _points(self, changed: list[tuple[MemoryFile, os.stat_result, MarkdownRead]], report: SyncReport,
+                      average: float | None) -> tuple[list[Any], list[Any], float]:
         from qdrant_client import models  # noqa: PLC0415
 
         model = self.provider.model if self.provider else "fts-only"
         tokenizer = self.ms.store.fts.tokenizer
-        average = max(1.0, self.ms.chunking.tokens * 0.75)  # words in a full chunk: BM25's average length
         rows: list[tuple[str, dict[str, Any], list[str]]] = []
         file_points = []
         for f, st, got in changed:
@@ -194,6 +196,8 @@ class QdrantSearchManager:
                                    "first_day": day_number(min(day.days, default=day.day)),
                                    "last_day": day_number(max(day.days, default=day.day))}, tokens))
             file_points.append(self._file_point(f.rel_path, f.source, got.hash, st.st_mtime_ns, st.st_size))
+        if not average:
+            average = sum(len(document_terms(tokens)) for _, _, tokens in rows) / len(rows) if rows else self.ms.chunking.tokens * 0.75
         vectors = None
         if self.provider is not None and rows:
             vectors = await self._embed([payload["text"] for _, payload, _ in rows])
@@ -204,7 +208,7 @@ class QdrantSearchManager:
             if vectors is not None:
                 vector["dense"] = np.asarray(vectors[n], dtype=np.float32).tolist()
             points.append(models.PointStruct(id=point_id(cid), vector=vector, payload=payload))
-        return points, file_points
+        return points, file_points, average
 
     async def _embed(self, texts: list[str]) -> np.ndarray | None:
         """The chunks' vectors; a provider failure keeps the text searchable (no dense vector) and
