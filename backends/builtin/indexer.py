@@ -41,6 +41,7 @@ from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.files.sync import MAX_MARKDOWN_BYTES, read_markdown, read_media, read_transcript, sort_files
 from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
 from memsift.engine.private_dirs import make_private_dir
+from memsift.engine.files.flock import flock_within
 from memsift.engine.files.multimodal import TOO_LARGE, extensions_for
 from memsift.engine.files.transcripts import list_transcripts
 
@@ -184,19 +185,11 @@ def write_lock(db_path: Path, cancel: threading.Event | None = None) -> Iterator
             "the index can be searched but not updated"
         ) from None
     try:
-        deadline = time.monotonic() + WRITE_LOCK_TIMEOUT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                _check(cancel)
-                if time.monotonic() >= deadline:
-                    raise IndexUnusableError(
-                        f"index {db_path} is locked by another memsift process (waited {WRITE_LOCK_TIMEOUT_S:.0f} s); "
-                        "try again when it finishes"
-                    ) from None
-                time.sleep(0.05)
+        if not flock_within(fd, WRITE_LOCK_TIMEOUT_S, check=lambda: _check(cancel)):
+            raise IndexUnusableError(
+                f"index {db_path} is locked by another memsift process (waited {WRITE_LOCK_TIMEOUT_S:.0f} s); "
+                "try again when it finishes"
+            )
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)

@@ -28,7 +28,6 @@ import fcntl
 import os
 import re
 import threading
-import time
 import uuid
 import warnings
 from contextlib import contextmanager
@@ -36,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from memsift.engine.kit import BackendError, get_logger, make_private_dir
+from memsift.engine.kit import BackendError, flock_within, get_logger, make_private_dir
 
 __all__ = ["QdrantStore", "Generation", "point_id", "LOCAL_WAIT_S"]
 
@@ -117,18 +116,11 @@ class QdrantStore:
                 return QdrantClient(url=self.config.url, api_key=key, timeout=max(1, round(self.config.timeout_s)),
                                     check_compatibility=False)
         fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        deadline = time.monotonic() + LOCAL_WAIT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    raise BackendError(f"Qdrant's local folder {self.where} stayed in use by another memsift process "
-                                       f"for {LOCAL_WAIT_S:.0f} s; try again, or run a Qdrant server (memory.qdrant.url) "
-                                       "for several processes at once") from None
-                time.sleep(0.02)
+        if not flock_within(fd, LOCAL_WAIT_S, poll_s=0.02):
+            os.close(fd)
+            raise BackendError(f"Qdrant's local folder {self.where} stayed in use by another memsift process "
+                               f"for {LOCAL_WAIT_S:.0f} s; try again, or run a Qdrant server (memory.qdrant.url) "
+                               "for several processes at once")
         try:
             client = QdrantClient(path=self.where)
         except Exception:
