@@ -17,7 +17,7 @@ expression): memsift only passes it back.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Protocol, Sequence
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Protocol, Sequence
 
 from ..config.models import QueryConfig
 from ..results import Degraded, SearchHit
@@ -31,7 +31,8 @@ from .time_only import names_only_a_time, nearby_windows
 from .time_query import TimeWindow
 from .time_rank import candidate_windows
 
-__all__ = ["CandidateStore", "IndexedAnswer", "Selection", "search_indexed", "complete_from_embeddings", "MAX_CANDIDATES"]
+__all__ = ["CandidateStore", "IndexedAnswer", "Selection", "search_indexed", "complete_from_embeddings", "MAX_CANDIDATES",
+           "ROW_FIELDS", "candidate_from_row", "first_per_day"]
 
 MAX_CANDIDATES = 200  # per side: more costs time and never reaches the top results
 
@@ -150,3 +151,26 @@ def complete_from_embeddings(keyword: list[Candidate], vector: list[Candidate], 
         vn = float(np.linalg.norm(v))
         if vn:
             c.vector_score, c.vector_hit = float(v @ q) / (vn * qn), True
+
+
+ROW_FIELDS = ["id", "path", "source", "start_line", "end_line", "text", "day", "day_source"]  # what a candidate needs
+
+
+def candidate_from_row(row: Mapping[str, Any], **scores: Any) -> Candidate:
+    """A stored chunk (a row or payload with `ROW_FIELDS`) as a ranking candidate."""
+    return Candidate(chunk_id=row["id"], path=row["path"], source=row["source"], start_line=row["start_line"],
+                     end_line=row["end_line"], text=row["text"], day=row.get("day"), day_source=row.get("day_source"),
+                     **scores)
+
+
+def first_per_day(rows: Iterable[Mapping[str, Any]], per_day: int, seen: set[str]) -> list[Mapping[str, Any]]:
+    """`CandidateStore.window_rows` for one window: its rows in the order of their days (then file
+    and line), at most `per_day` of each day, none already in `seen` (which records them)."""
+    kept: list[Mapping[str, Any]] = []
+    per: dict[str | None, int] = {}
+    for row in sorted(rows, key=lambda r: (r.get("day") or "", r["path"], r["start_line"])):
+        per[row.get("day")] = per.get(row.get("day"), 0) + 1
+        if per[row.get("day")] <= per_day and row["id"] not in seen:
+            seen.add(row["id"])
+            kept.append(row)
+    return kept

@@ -10,21 +10,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from memsift.engine.kit import (COMMON_SHARE, EXPANSION_WEIGHT, Candidate, FtsPlan, QueryItems, TimeWindow,
-                                bm25_relative_scores, complete_from_embeddings, expansion_items, is_weightless,
-                                query_items, word_terms)
+from memsift.engine.kit import (COMMON_SHARE, EXPANSION_WEIGHT, ROW_FIELDS, Candidate, FtsPlan, QueryItems,
+                                TimeWindow, bm25_relative_scores, candidate_from_row, complete_from_embeddings,
+                                expansion_items, first_per_day, is_weightless, query_items, word_terms)
 
 from .sql import quote
 
 __all__ = ["LanceCandidates"]
-
-_COLUMNS = ["id", "path", "source", "start_line", "end_line", "text", "day", "day_source"]
-
-
-def candidate(row: dict[str, Any], **scores: Any) -> Candidate:
-    return Candidate(chunk_id=row["id"], path=row["path"], source=row["source"], start_line=row["start_line"],
-                     end_line=row["end_line"], text=row["text"], day=row["day"], day_source=row["day_source"], **scores)
-
 
 def _in_window(w: TimeWindow) -> str:
     """Chunks whose days reach into the window (the days they speak of run from first_day to
@@ -74,7 +66,7 @@ class LanceCandidates:
         fts = self._fts_query(query_items(plan, self.tokenizer))
         if fts is None or not self.chunks.count_rows():
             return [], {}
-        cols = [*_COLUMNS, *(["vector"] if "vector" in self.chunks.schema.names else [])]
+        cols = [*ROW_FIELDS, *(["vector"] if "vector" in self.chunks.schema.names else [])]
 
         def run(where: str | None, n: int, query: Any = fts) -> list[dict]:
             q = self.chunks.search(query, query_type="fts").select(cols).limit(n)
@@ -93,7 +85,7 @@ class LanceCandidates:
         ranks_list = [-float(r["_score"]) for r in rows]  # FTS5's rank: -bm25
         out, ranks = [], {}
         for r, score, rnk in zip(rows, bm25_relative_scores(ranks_list), ranks_list):
-            c = candidate(r, text_score=score, keyword_hit=True)
+            c = candidate_from_row(r, text_score=score, keyword_hit=True)
             c.embedding = r.get("vector")
             out.append(c)
             ranks[c.chunk_id] = rnk
@@ -105,7 +97,7 @@ class LanceCandidates:
             for r, score in zip(xrows, bm25_relative_scores([-float(r["_score"]) for r in xrows])):
                 c = found.get(r["id"])
                 if c is None:
-                    c = found[r["id"]] = candidate(r, text_score=0.0, keyword_hit=True)
+                    c = found[r["id"]] = candidate_from_row(r, text_score=0.0, keyword_hit=True)
                     c.embedding = r.get("vector")
                     out.append(c)
                 c.text_score = min(1.0, c.text_score + EXPANSION_WEIGHT * score)
@@ -115,10 +107,10 @@ class LanceCandidates:
         q = np.asarray(qvec, dtype=np.float32)
         if not np.any(q) or "vector" not in self.chunks.schema.names:
             return []
-        search = self.chunks.search(q, vector_column_name="vector").distance_type("cosine").select(_COLUMNS).limit(limit)
+        search = self.chunks.search(q, vector_column_name="vector").distance_type("cosine").select(ROW_FIELDS).limit(limit)
         if within:
             search = search.where(within, prefilter=True)
-        return [candidate(r, vector_score=1.0 - float(r["_distance"]), vector_hit=True) for r in search.to_list()
+        return [candidate_from_row(r, vector_score=1.0 - float(r["_distance"]), vector_hit=True) for r in search.to_list()
                 if math.isfinite(r["_distance"])]
 
     complete_vector_scores = staticmethod(complete_from_embeddings)  # keyword rows carry their vectors
@@ -141,14 +133,8 @@ class LanceCandidates:
         out: list[Candidate] = []
         seen: set[str] = set()
         for w in windows:
-            rows = self.chunks.search().where(_in_window(w)).select([*_COLUMNS]).limit(cap).to_list()
-            rows.sort(key=lambda r: (r["day"] or "", r["path"], r["start_line"]))
-            per: dict[str | None, int] = {}
-            for r in rows:
-                per[r["day"]] = per.get(r["day"], 0) + 1
-                if per[r["day"]] <= per_day and r["id"] not in seen:
-                    seen.add(r["id"])
-                    out.append(candidate(r))
+            rows = self.chunks.search().where(_in_window(w)).select([*ROW_FIELDS]).limit(cap).to_list()
+            out += [candidate_from_row(r) for r in first_per_day(rows, per_day, seen)]
         return out
 
     def file_times(self, paths: set[str]) -> dict[str, float]:

@@ -15,15 +15,15 @@ from typing import Any, Sequence
 import numpy as np
 from qdrant_client import models
 
-from memsift.engine.kit import (COMMON_SHARE, EXPANSION_WEIGHT, Candidate, FtsPlan, TimeWindow, bm25_relative_scores,
-                                complete_from_embeddings, expansion_items, is_weightless, query_items, word_terms)
+from memsift.engine.kit import (COMMON_SHARE, EXPANSION_WEIGHT, ROW_FIELDS, Candidate, FtsPlan, TimeWindow,
+                                bm25_relative_scores, candidate_from_row, complete_from_embeddings, expansion_items,
+                                first_per_day, is_weightless, query_items, word_terms)
 
 from .store import QdrantStore, point_id
 
 __all__ = ["QdrantCandidates", "sparse_document", "day_number", "document_terms"]
 
 K1, B = 1.2, 0.75  # BM25's usual constants (FTS5's too)
-_PAYLOAD = ["id", "path", "source", "start_line", "end_line", "text", "day", "day_source"]
 
 
 def _index(token: str) -> int:
@@ -60,12 +60,6 @@ def _sparse_query(terms: Sequence[str]) -> models.SparseVector | None:
 
 def day_number(day: str | None) -> int | None:
     return date.fromisoformat(day).toordinal() if day else None
-
-
-def candidate(point: Any, **scores: Any) -> Candidate:
-    p = point.payload
-    return Candidate(chunk_id=p["id"], path=p["path"], source=p["source"], start_line=p["start_line"],
-                     end_line=p["end_line"], text=p["text"], day=p.get("day"), day_source=p.get("day_source"), **scores)
 
 
 def _in_window(w: TimeWindow) -> models.Filter:
@@ -108,7 +102,7 @@ class QdrantCandidates:
             return []
         with self.store.client() as c:
             return c.query_points(self.chunks, query=query, using="bm25", query_filter=flt, limit=limit,
-                                  with_payload=_PAYLOAD, with_vectors=["dense"] if self.dense else False).points
+                                  with_payload=ROW_FIELDS, with_vectors=["dense"] if self.dense else False).points
 
     def keyword(self, plan: FtsPlan, limit: int, *, within: models.Filter | None, prefer: models.Filter | None,
                 also: Sequence[str]) -> tuple[list[Candidate], dict[str, float]]:
@@ -127,7 +121,7 @@ class QdrantCandidates:
         ranks_list = [-float(p.score) for p in points]  # FTS5's rank: -bm25
         out, ranks = [], {}
         for p, score, rnk in zip(points, bm25_relative_scores(ranks_list), ranks_list):
-            c = candidate(p, text_score=score, keyword_hit=True)
+            c = candidate_from_row(p.payload, text_score=score, keyword_hit=True)
             c.embedding = (p.vector or {}).get("dense") if self.dense else None
             out.append(c)
             ranks[c.chunk_id] = rnk
@@ -139,7 +133,7 @@ class QdrantCandidates:
             for p, score in zip(xpoints, bm25_relative_scores([-float(x.score) for x in xpoints])):
                 c = found.get(p.payload["id"])
                 if c is None:
-                    c = found[p.payload["id"]] = candidate(p, text_score=0.0, keyword_hit=True)
+                    c = found[p.payload["id"]] = candidate_from_row(p.payload, text_score=0.0, keyword_hit=True)
                     c.embedding = (p.vector or {}).get("dense") if self.dense else None
                     out.append(c)
                 c.text_score = min(1.0, c.text_score + EXPANSION_WEIGHT * score)
@@ -151,8 +145,8 @@ class QdrantCandidates:
             return []
         with self.store.client() as c:
             points = c.query_points(self.chunks, query=q.tolist(), using="dense", query_filter=within, limit=limit,
-                                    with_payload=_PAYLOAD).points
-        return [candidate(p, vector_score=float(p.score), vector_hit=True) for p in points if math.isfinite(p.score)]
+                                    with_payload=ROW_FIELDS).points
+        return [candidate_from_row(p.payload, vector_score=float(p.score), vector_hit=True) for p in points if math.isfinite(p.score)]
 
     complete_vector_scores = staticmethod(complete_from_embeddings)  # keyword rows carry their vectors
 
@@ -172,15 +166,8 @@ class QdrantCandidates:
         out: list[Candidate] = []
         seen: set[str] = set()
         for w in windows:
-            points = self.store.scroll(self.chunks, _in_window(w), fields=_PAYLOAD, limit=cap)
-            points.sort(key=lambda p: (p.payload.get("day") or "", p.payload["path"], p.payload["start_line"]))
-            per: dict[str | None, int] = {}
-            for p in points:
-                day = p.payload.get("day")
-                per[day] = per.get(day, 0) + 1
-                if per[day] <= per_day and p.payload["id"] not in seen:
-                    seen.add(p.payload["id"])
-                    out.append(candidate(p))
+            points = self.store.scroll(self.chunks, _in_window(w), fields=ROW_FIELDS, limit=cap)
+            out += [candidate_from_row(row) for row in first_per_day([p.payload for p in points], per_day, seen)]
         return out
 
     def file_times(self, paths: set[str]) -> dict[str, float]:
