@@ -10,6 +10,9 @@ the kit holds, by what a backend does (docs/contributing/plugins.md walks throug
   result models and the errors to raise;
 - index the memory files every backend indexes, by the same rules: discovery, safe reading,
   chunking, note dates, the fingerprint that says when a full rebuild is due;
+- be an indexed backend with little code: `IndexedManager` is the manager such a backend writes
+  alike (provider, fingerprint, changed files and their chunks, embedding, freshness, search,
+  the answer, reads, status); a subclass adds its storage and its `CandidateStore`;
 - search as every backend searches: a backend that keeps memsift's chunks in its own engine
   implements `CandidateStore` (keyword and vector candidates, the days' rows, file times) and
   calls `search_indexed`, which runs the rest (plan, sides, time, ranking, hits) as memsift's own
@@ -35,13 +38,15 @@ from ..logging import get_logger
 from ..manager import (CountsSearchSyncs, IndexesSessions, MarksDirty, RunsInBackground, SearchManager, SyncReport,
                        WatchesChanges)
 from ..plugins import BackendContext, BackendPlugin, FallbackPolicy
+from ..files.flock import flock_within
 from ..private_dirs import make_private_dir
 from ..results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer, SearchHit
 from ..search.citations import citations_enabled
 from ..search.expansion import EXPANSION_WEIGHT
 from ..search.fts_query import INDEX_TEXT_REVISION, FtsPlan, plan_query
 from ..search.hits import hits_from_ranked
-from ..search.indexed import CandidateStore, IndexedAnswer, Selection, complete_from_embeddings, search_indexed
+from ..search.indexed import (ROW_FIELDS, CandidateStore, IndexedAnswer, Selection, candidate_from_row,
+                              complete_from_embeddings, first_per_day, search_indexed)
 from ..search.modes import Sides, search_sides
 from ..search.pipeline import PipelineParams, rank
 from ..search.query_embedding import QueryEmbedding, beside
@@ -52,6 +57,7 @@ from ..search.terms import QueryItems, chunk_tokens, expansion_items, query_item
 from ..search.time_only import COMMON_SHARE, MAX_COMMON_WORDS, is_weightless, names_only_a_time, nearby_windows, topic_words
 from ..search.time_query import TimeBound, TimeWindow
 from ..search.time_rank import candidate_windows
+from .indexed_manager import Changes, ChunkRow, IndexedManager, chunk_id
 
 __all__ = [
     # register
@@ -60,7 +66,9 @@ __all__ = [
     "SearchManager", "WatchesChanges", "MarksDirty", "IndexesSessions", "CountsSearchSyncs", "RunsInBackground",
     "SyncReport", "SearchAnswer", "SearchHit", "ReadResult", "ManagerStatus", "Degraded", "BelowMinScore",
     "BackendError", "IndexUnusableError", "ProviderError", "ConfigError", "ResolvedConfig", "get_logger",
-    "make_private_dir",
+    "make_private_dir", "flock_within",
+    # an indexed backend's manager, most of it written once
+    "IndexedManager", "Changes", "ChunkRow", "chunk_id",
     # embeddings
     "ProviderSelection", "select_provider", "QueryEmbedding", "beside",
     # memory files
@@ -68,7 +76,8 @@ __all__ = [
     "read_memory", "Chunk", "chunk_markdown", "CHUNKER_REVISION", "NOTE_DATES_REVISION", "ChunkDay",
     "fingerprint_diff", "SNIPPET_MAX_CHARS",
     # search
-    "SearchRequest", "CandidateStore", "Selection", "search_indexed", "IndexedAnswer", "complete_from_embeddings", "Sides", "FtsPlan", "plan_query", "INDEX_TEXT_REVISION", "QueryItems", "chunk_tokens", "query_items",
+    "SearchRequest", "CandidateStore", "Selection", "search_indexed", "IndexedAnswer", "complete_from_embeddings", "ROW_FIELDS",
+    "candidate_from_row", "first_per_day", "Sides", "FtsPlan", "plan_query", "INDEX_TEXT_REVISION", "QueryItems", "chunk_tokens", "query_items",
     "expansion_items", "word_terms", "EXPANSION_WEIGHT", "Candidate", "bm25_relative_scores", "PipelineParams",
     "rank", "hits_from_ranked", "search_sides", "vector_mode_warning", "citations_enabled",
     # time

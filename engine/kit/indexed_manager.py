@@ -1,0 +1,337 @@
+"""`IndexedManager`: the part of a `SearchManager` that every plugin backend keeping memsift's
+chunks in its own store writes alike, written once.
+
+A subclass says where its index lives and how it is stored; this class does the rest the way
+memsift's own backends do it: the embedding provider, the fingerprint that says when a rebuild
+is due, which files changed since the last sync and their chunks, embedding in steps with
+progress, syncing what changed before a search, the search itself (through `search_indexed`
+over the subclass's `CandidateStore`), the answer, reads through the memory rules, and status.
+
+A subclass implements:
+
+- `sync(force=, reason=)`: its own writes, using `_changes`, `_chunk_rows` and `_embed`;
+- `_generation()`: the published index (an object with `number` and `meta`), or None;
+- `_candidates(generation)`: its `CandidateStore` over that index;
+- optionally `_run(fn, *args)`: how a blocking store call runs (a worker thread by default),
+  and `_answer(...)` to wrap the search (a retry after a rebuild, say).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import anyio
+import numpy as np
+
+from ..config import ResolvedConfig
+from ..embeddings import ProviderSelection, select_provider
+from ..errors import IndexUnusableError, ProviderError
+from ..files.chunking import CHUNKER_REVISION
+from ..files.discovery import MemoryFile, Skipped, discover_memory_files
+from ..files.fingerprint import fingerprint_diff
+from ..files.note_dates import NOTE_DATES_REVISION, ChunkDay
+from ..files.rules import MemoryRules, read_memory
+from ..files.sizes import SNIPPET_MAX_CHARS
+from ..files.sync import MarkdownRead, read_markdown, sort_files
+from ..logging import get_logger
+from ..manager import SyncReport
+from ..results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer
+from ..search.citations import citations_enabled
+from ..search.fts_query import INDEX_TEXT_REVISION
+from ..search.indexed import CandidateStore, IndexedAnswer, search_indexed
+from ..search.modes import Sides, search_sides
+from ..search.query_embedding import QueryEmbedding, beside
+from ..search.request import SearchRequest
+from ..search.scripts import vector_mode_warning
+from ..search.terms import chunk_tokens
+from ..search.time_query import TimeBound
+
+__all__ = ["IndexedManager", "Changes", "ChunkRow", "chunk_id"]
+
+log = get_logger("memsift.kit")
+
+OTHER_MODEL = "the index was built for another embedding model; run `memsift index` to rebuild"
+
+
+def chunk_id(path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
+    """A chunk's id: the same chunk of the same file embedded by the same model keeps it."""
+    return hashlib.sha256(f"memory:{path}:{start}:{end}:{chunk_hash}:{model}".encode()).hexdigest()
+
+
+@dataclass
+class Changes:
+    """What a sync finds on disk against what the index holds."""
+
+    changed: list[tuple[MemoryFile, os.stat_result, MarkdownRead]]  # new or edited: read and chunked
+    touched: list[tuple[MemoryFile, str, int, int]]  # same bytes, new mtime: (file, hash, mtime_ns, size)
+    gone: list[str]  # indexed paths no longer on disk
+
+
+@dataclass
+class ChunkRow:
+    """One chunk to store: where it is, its text, its day and its FTS5 tokens."""
+
+    id: str
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    text: str
+    day: ChunkDay
+    tokens: list[str]
+
+    @property
+    def first_day(self) -> str | None:
+        return min(self.day.days, default=self.day.day)
+
+    @property
+    def last_day(self) -> str | None:
+        return max(self.day.days, default=self.day.day)
+
+
+class IndexedManager:
+    backend = ""
+    schema = 1  # the subclass's storage layout: a new one rebuilds
+    embed_step = 64  # chunks per local-model call (progress between them)
+    engine_name = ""  # how status names the store ("LanceDB", "Qdrant")
+
+    def __init__(self, settings: ResolvedConfig, progress: Any = None) -> None:
+        self.settings = settings
+        self.progress = progress  # (stage, done, total): "files", then "embed", as memsift's CLI shows them
+        self.ms = settings.memory_search
+        self.agent = settings.agent_id
+        self.tokenizer = self.ms.store.fts.tokenizer
+        self.memory_rules = MemoryRules.from_settings(settings)
+        self.selection: ProviderSelection | None = None
+        self.provider: Any = None
+        self._dirty = True
+        self._change_probe: Any = None
+        self._last_sync: SyncReport | None = None
+        self._embed_error: str | None = None
+        self._skipped: list[Skipped] = []
+        self._lock = anyio.Lock()
+
+    # --- what a subclass provides ---------------------------------------------------------------
+
+    async def sync(self, *, force: bool = False, reason: str = "manual", **_: Any) -> SyncReport:
+        raise NotImplementedError
+
+    async def _generation(self) -> Any:
+        """The published index (`number`, `meta`), or None when there is none yet."""
+        raise NotImplementedError
+
+    def _candidates(self, generation: Any) -> CandidateStore:
+        raise NotImplementedError
+
+    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """A blocking store call, off the event loop."""
+        return await anyio.to_thread.run_sync(fn, *args)
+
+    # --- sync -----------------------------------------------------------------------------------
+
+    def _ensure_provider(self) -> None:
+        if self.selection is None:
+            self.selection = select_provider(self.ms)
+            self.provider = self.selection.provider
+
+    def _wanted_meta(self) -> dict[str, Any]:
+        """The index's fingerprint: any difference from the built one means a full rebuild."""
+        p = self.provider
+        c = self.ms.chunking
+        return {"schema": self.schema, "provider": p.id if p else "none", "model": p.model if p else "fts-only",
+                "providerKey": p.fingerprint if p else "fts-only", "dims": p.dimensions if p else None,
+                "extraPaths": sorted(self.ms.extra_paths), "chunkStrategy": c.strategy, "chunkTokens": c.tokens,
+                "chunkOverlap": c.overlap, "chunker": CHUNKER_REVISION, "ftsTokenizer": self.tokenizer,
+                "ftsText": INDEX_TEXT_REVISION, "noteDates": NOTE_DATES_REVISION}
+
+    def _changes(self, known: dict[str, tuple], report: SyncReport) -> Changes:
+        """The memory files against `known` (path → (hash, mtime_ns, size)), read and chunked where
+        they changed; images and audio are not indexed by these backends."""
+        files, skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
+        files = [f for f in files if f.modality is None]
+        report.files_seen = len(files)
+        strategy, tokens, overlap = self.ms.chunking.strategy, self.ms.chunking.tokens, self.ms.chunking.overlap
+        assert strategy is not None and tokens is not None and overlap is not None  # normalised when loaded
+
+        def read(f: MemoryFile, st: os.stat_result) -> tuple[MemoryFile, os.stat_result, MarkdownRead] | None:
+            got = read_markdown(f, st, skipped, strategy=strategy, tokens=tokens, overlap=overlap,
+                                max_input_bytes=getattr(self.provider, "max_input_bytes", None))
+            return (f, st, got) if got is not None else None
+
+        each = (lambda n: self.progress("files", n, len(files))) if self.progress else None
+        sorted_files = sort_files(files, known, skipped, read, lambda p: p[2].hash, each)
+        gone = sorted(set(known) - {f.rel_path for f in files})
+        report.files_unchanged, report.files_removed, report.files_skipped = sorted_files.unchanged, len(gone), len(skipped)
+        self._skipped = skipped
+        touched = [(f, known[f.rel_path][0], m, s) for f, m, s in sorted_files.touched]
+        return Changes(sorted_files.changed, touched, gone)
+
+    def _chunk_rows(self, changed: list[tuple[MemoryFile, os.stat_result, MarkdownRead]]) -> list[ChunkRow]:
+        model = self.provider.model if self.provider else "fts-only"
+        rows = []
+        for f, _st, got in changed:
+            for i, ch in enumerate(got.chunks):
+                rows.append(ChunkRow(chunk_id(f.rel_path, ch.start_line, ch.end_line, ch.hash, model), f.rel_path,
+                                     f.source, ch.start_line, ch.end_line, ch.text,
+                                     got.days[i] if i < len(got.days) else ChunkDay(None, None),
+                                     chunk_tokens(ch.text, self.tokenizer)))
+        return rows
+
+    async def _embed(self, texts: list[str]) -> np.ndarray | None:
+        """The chunks' vectors, or None: a provider failure keeps the text searchable (no vectors)
+        and is shown in status until a sync embeds again."""
+        if self.provider is None or not texts:
+            return None
+        step = self.embed_step if self.provider.id == "local" else len(texts)
+        try:
+            parts = []
+            for i in range(0, len(texts), step):
+                parts.append(await self.provider.embed_documents(texts[i : i + step]))
+                if self.progress:
+                    self.progress("embed", min(i + step, len(texts)), len(texts))
+        except ProviderError as exc:
+            self._embed_error = str(exc)
+            log.warning("embedding failed; chunks stored without vectors", backend=self.backend, error=str(exc))
+            return None
+        self._embed_error = None
+        return np.vstack(parts)
+
+    def _synced(self, report: SyncReport, started: float) -> SyncReport:
+        report.took_ms = round((time.perf_counter() - started) * 1000, 3)
+        self._last_sync, self._dirty = report, False
+        log.info("sync done", **report.model_dump(exclude_none=True))
+        return report
+
+    def mark_dirty(self) -> None:
+        self._dirty = True
+
+    def watch_changes(self, probe: Any) -> None:
+        self._change_probe = probe
+        self.mark_dirty()
+
+    async def _ensure_fresh(self) -> str | None:
+        """Sync what changed before a search; returns why the index could not be updated, if so."""
+        if self._change_probe is not None and self._change_probe.changed():
+            self._dirty = True
+        if await self._generation() is None:  # none yet, or its tables gone: built from the notes
+            await self.sync(reason="bootstrap")
+        elif not self._dirty:
+            return None
+        elif self.ms.sync.on_search:
+            try:
+                await self.sync(reason="search")
+            except IndexUnusableError as exc:  # a full disk or a read-only folder: the index as it is answers
+                log.warning("index not updated; answering from it as it is", error=str(exc))
+                return f"the index could not be updated ({exc})"
+        self._dirty = False
+        return None
+
+    # --- search ---------------------------------------------------------------------------------
+
+    async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
+                     session_key: str | None = None, explain: bool = False, now: float | None = None,
+                     mode: str | None = None, since: TimeBound = None, until: TimeBound = None,
+                     candidates: int | None = None) -> SearchAnswer:
+        started = time.perf_counter()
+        req = SearchRequest.parse(query, self.ms.query, max_results=max_results, min_score=min_score, mode=mode,
+                                  since=since, until=until, now=now)
+        self._ensure_provider()
+        degraded = Degraded()
+        found = IndexedAnswer([], "none")
+        sync_error: str | None = None
+        if req.q:
+            sides = search_sides(req.q, req.mode, hybrid_enabled=self.ms.query.hybrid.enabled, provider=self.provider)
+            embedding = QueryEmbedding(self.provider, req.q) if sides.vector and self.provider is not None else None
+
+            async def answer() -> IndexedAnswer:
+                nonlocal sync_error
+                sync_error = await self._ensure_fresh()
+                return await self._answer(req, session_key, degraded, sides, embedding, now=now, candidates=candidates)
+
+            found = await beside(embedding.run if embedding else None, answer)
+            if not explain:
+                for hit in found.hits:
+                    hit.explain = None
+        warning = vector_mode_warning(req.q, self.provider) if req.q and req.mode == "vector" else None
+        below = found.below_min_score
+        return SearchAnswer(
+            query=req.query, results=found.hits, backend=self.backend, mode=found.mode,
+            provider=self.provider.id if self.provider else "none", model=self.provider.model if self.provider else None,
+            citations=self.settings.memory.citations, degraded=degraded, min_score=req.min_score, max_results=req.max_results,
+            took_ms=round((time.perf_counter() - started) * 1000, 3), relaxed=found.relaxed, sync_error=sync_error,
+            **req.time_facts(time_only=found.time_only),
+            below_min_score=BelowMinScore(candidates=below[0], best_score=below[1]) if below else None,
+            notes=[warning] if warning else None,
+        )
+
+    async def _answer(self, req: SearchRequest, session_key: str | None, degraded: Degraded, sides: Sides,
+                      embedding: QueryEmbedding | None, *, now: float | None, candidates: int | None) -> IndexedAnswer:
+        """The published index searched through `search_indexed`."""
+        gen = await self._generation()
+        if gen is None:
+            return IndexedAnswer([], "none")
+
+        async def query_vector() -> np.ndarray | None:
+            qvec = await self._query_vector(degraded, embedding)
+            if qvec is not None and gen.meta.get("dims") != len(qvec):
+                degraded.vector = OTHER_MODEL
+                return None
+            return qvec
+
+        return await search_indexed(self._candidates(gen), req, query=self.ms.query, tokenizer=self.tokenizer,
+                                    sides=sides, query_vector=query_vector, degraded=degraded, run=self._run,
+                                    cite=citations_enabled(self.settings.memory.citations, session_key),
+                                    snippet_chars=SNIPPET_MAX_CHARS, now=now, candidates=candidates)
+
+    async def _query_vector(self, degraded: Degraded, embedding: QueryEmbedding | None) -> np.ndarray | None:
+        if self.provider is None:
+            if self.selection and self.selection.requested != "none":
+                degraded.vector = f"no embedding provider: {self.selection.unavailable_reason or 'none configured'}"
+            return None
+        if embedding is None:
+            return None
+        await embedding.done.wait()
+        if embedding.error:
+            degraded.vector = embedding.error
+        return embedding.vector
+
+    # --- read, status, close --------------------------------------------------------------------
+
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
+                   max_chars: int | None = None, offset: int = 0) -> ReadResult:
+        return await read_memory(self.memory_rules, path, from_line, lines, max_chars=max_chars, offset=offset)
+
+    def _status(self, gen: Any, *, files: int, chunks: int, where: str, how: str, fts_search: str,
+                vector: dict[str, Any], index: dict[str, Any]) -> ManagerStatus:
+        """Status as memsift's CLI and tools show it; `how` says how this store searches, `index`
+        holds what only this backend knows (its generations, where it runs)."""
+        stale = self._rebuild_needed(gen)
+        p = self.provider
+        mode = "fts-only" if p is None or stale else "hybrid"
+        now_says = "build the index first, then search" if gen is None else f"{mode} over {chunks} chunks in {how}"
+        return ManagerStatus(
+            backend=self.backend, agent_id=self.agent, workspace_dir=str(self.settings.workspace), db_path=where,
+            files=files, chunks=chunks, dirty=gen is None or stale is not None or self._dirty,
+            provider=p.id if p else "none", requested_provider=self.selection.requested if self.selection else None,
+            model=p.model if p else None, dimensions=getattr(p, "dimensions", None), sources=["memory"],
+            extra_paths=list(self.ms.extra_paths), search_mode=mode, search_now=now_says,
+            provider_unavailable_reason=self.selection.unavailable_reason if self.selection else None,
+            fts={"enabled": True, "available": gen is not None, "tokenizer": self.tokenizer, "search": fts_search},
+            vector={"enabled": p is not None, "available": p is not None, **vector},
+            cache={"enabled": False, "entries": 0, "maxEntries": 0},
+            index={"exists": gen is not None, "meta": gen.meta if gen else None, "rebuildNeeded": stale,
+                   "lastEmbedError": self._embed_error, **index},
+            last_sync=self._last_sync.model_dump(by_alias=True) if self._last_sync else None,
+            skipped=[{"path": s.path, "reason": s.reason} for s in self._skipped],
+        )
+
+    def _rebuild_needed(self, gen: Any) -> str | None:
+        return fingerprint_diff(gen.meta, self._wanted_meta()) if gen is not None else None
+
+    async def aclose(self) -> None:
+        if self.provider is not None:
+            await self.provider.aclose()
