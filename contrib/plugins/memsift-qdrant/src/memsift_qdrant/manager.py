@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import numpy as np
@@ -20,8 +20,10 @@ import numpy as np
 from memsift.engine.kit import (BackendError, ChunkRow, IndexedManager, IndexUnusableError, ManagerStatus, ResolvedConfig,
                                 SyncReport, fingerprint_diff, get_logger)
 
-from .candidates import QdrantCandidates, day_number, document_terms, sparse_document
 from .store import Generation, QdrantStore, point_id
+
+if TYPE_CHECKING:
+    from .candidates import QdrantCandidates
 
 __all__ = ["QdrantSearchManager"]
 
@@ -127,6 +129,8 @@ class QdrantSearchManager(IndexedManager):
     async def _points(self, chunks: list[ChunkRow], report: SyncReport, average: float | None) -> tuple[list[Any], float]:
         from qdrant_client import models  # noqa: PLC0415
 
+        from .candidates import day_number, document_terms, sparse_document  # noqa: PLC0415
+
         terms = [document_terms(c.tokens) for c in chunks]
         if not average:
             average = sum(map(len, terms)) / len(terms) if terms else self.ms.chunking.tokens * 0.75
@@ -150,6 +154,9 @@ class QdrantSearchManager(IndexedManager):
         return await self._run(self.store.current)
 
     def _candidates(self, generation: Generation) -> QdrantCandidates:
+        # qdrant-client takes over a second to import: `memsift get` (memory_get) never loads it.
+        from .candidates import QdrantCandidates  # noqa: PLC0415
+
         return QdrantCandidates(self.store, generation.number, self.tokenizer, dense=bool(generation.meta.get("dims")))
 
     # --- status, close --------------------------------------------------------------------------
