@@ -90,6 +90,11 @@ def test_a_search_over_its_budget_leaves_no_wrapper_child(setup, tmp_path):
 
 def test_a_stopped_helper_leaves_no_wrapper_child(setup):
     ws, cfg, env, marker, runtime = setup
+    data = json.loads(cfg.read_text())
+    # The cold search waits out the hanging wrapper before its fallback answers; the helper is then
+    # stopped seconds into its own wait, well inside these 20 s.
+    data["memory"]["qmd"]["limits"]["timeoutMs"] = 20_000
+    cfg.write_text(json.dumps(data))
     env = {**env, "MEMSIFT_NO_RESIDENT": ""}
     env.pop("MEMSIFT_NO_RESIDENT")
     base = [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws)]
