@@ -39,6 +39,8 @@ class SyncReport(BaseModel):
 
 @runtime_checkable
 class SearchManager(Protocol):
+    backend: str  # its name ("builtin", "qmd", a plugin's): answers, status and sync reports carry it
+
     async def search(
         self,
         query: str,

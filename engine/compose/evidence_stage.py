@@ -77,21 +77,19 @@ def rank_by_evidence(query: str, hits: list[SearchHit], model: EvidenceModel, *,
 class EvidenceRankedSearchManager(WrappedManager):
     """A `SearchManager` whose hybrid answers are reordered by the evidence ranker."""
 
-    _OWN = frozenset({"_inner", "config", "mmr", "default_max_results", "_model"})
 
     def __init__(self, inner: SearchManager, config: RankerConfig, *, mmr: MmrConfig | None = None,
                  default_max_results: int = 6, model: EvidenceModel | None = None) -> None:
-        own = object.__setattr__
-        own(self, "_inner", inner)
-        own(self, "config", config)
-        own(self, "mmr", mmr or MmrConfig())
-        own(self, "default_max_results", default_max_results)
-        own(self, "_model", model)
+        super().__init__(inner)
+        self.config = config
+        self.mmr = mmr or MmrConfig()
+        self.default_max_results = default_max_results
+        self._model = model
 
     @property
     def model(self) -> EvidenceModel:
         if self._model is None:
-            object.__setattr__(self, "_model", load_model())
+            self._model = load_model()
         return self._model
 
     async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,

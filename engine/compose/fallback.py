@@ -25,8 +25,9 @@ import anyio
 
 from ..logging import get_logger
 from ..errors import BackendError
-from ..manager import IndexesSessions, MarksDirty, SearchManager, SyncReport, WatchesChanges
+from ..manager import CountsSearchSyncs, IndexesSessions, MarksDirty, SearchManager, SyncReport, WatchesChanges
 from ..results import Fallback, ManagerStatus, ReadResult, SearchAnswer
+from .wrapped import declaring
 
 __all__ = ["FallbackSearchManager"]
 
@@ -80,22 +81,28 @@ class FallbackSearchManager:
         return self._fallback
 
     def _with_probe(self, manager: SearchManager) -> SearchManager:
-        if self._change_probe is not None and isinstance(manager, WatchesChanges):
-            manager.watch_changes(self._change_probe)
+        if self._change_probe is not None and (watching := declaring(manager, WatchesChanges)) is not None:
+            watching.watch_changes(self._change_probe)
         return manager
 
     def watch_changes(self, probe: Any) -> None:
         """The host's exact change check, for the backends that use one (the builtin index)."""
         self._change_probe = probe
         for m in (self._primary, self._fallback):
-            if isinstance(m, WatchesChanges):
-                m.watch_changes(probe)
+            if (watching := declaring(m, WatchesChanges)) is not None:
+                watching.watch_changes(probe)
 
     def mark_dirty(self) -> None:
         """Files changed: tell the managers that keep their own freshness state."""
         for m in (self._primary, self._fallback):
-            if isinstance(m, MarksDirty):
-                m.mark_dirty()
+            if (marking := declaring(m, MarksDirty)) is not None:
+                marking.mark_dirty()
+
+    @property
+    def search_syncs(self) -> int:
+        """Syncs run by searches, of whichever side counts them (the builtin index)."""
+        counting = [declaring(m, CountsSearchSyncs) for m in (self._primary, self._fallback)]
+        return sum(c.search_syncs for c in counting if c is not None)
 
     def _mark_failed(self, exc: BaseException | str) -> str:
         reason = _describe_failure(exc)
@@ -211,7 +218,8 @@ class FallbackSearchManager:
 
 
 def _sessions_arg(manager: SearchManager, include_sessions: bool) -> dict[str, bool]:
-    accepts = isinstance(manager, IndexesSessions) and manager.indexes_sessions
+    indexing = declaring(manager, IndexesSessions)
+    accepts = indexing is not None and indexing.indexes_sessions
     return {"include_sessions": include_sessions} if accepts else {}
 
 

@@ -21,11 +21,10 @@ log = get_logger("memsift.plugins")
 
 
 class PluginGuard(WrappedManager):
-    _OWN = frozenset({"_inner", "_origin"})
 
     def __init__(self, inner: Any, origin: str) -> None:
-        object.__setattr__(self, "_inner", inner)
-        object.__setattr__(self, "_origin", origin)  # "the notes-grep backend (memsift-throwaway 0.0.1)"
+        super().__init__(inner)
+        self._origin = origin  # "the notes-grep backend (memsift-throwaway 0.0.1)"
 
     async def _call(self, doing: str, name: str, *args: Any, **kw: Any) -> Any:
         try:

@@ -19,6 +19,7 @@ from ..logging import get_logger
 from ..config import ResolvedConfig
 from ..manager import CountsSearchSyncs, HasPrimary, IndexesSessions, RunsInBackground, SearchManager, WatchesChanges
 from ..files.coverage import with_qmd_coverage
+from .wrapped import declaring
 from ..files.watcher import MemoryWatcher
 
 __all__ = ["serve_freshness", "SessionDeltaTracker"]
@@ -104,19 +105,20 @@ async def serve_freshness(
     try:
         await _serve(manager, settings, ms, sync, emit, task_status)
     finally:
-        if probe is not None:
-            manager.watch_changes(None)
+        if probe is not None and (watching := declaring(manager, WatchesChanges)) is not None:
+            watching.watch_changes(None)
             probe.close()
 
 
 def _install_probe(manager: SearchManager, settings: ResolvedConfig) -> Any:
-    """Give the manager an exact "did memory files change?" check for its searches."""
-    if not isinstance(manager, WatchesChanges) or "memory" not in settings.memory_search.sources:
+    """Give the backend an exact "did memory files change?" check for its searches."""
+    watching = declaring(manager, WatchesChanges)
+    if watching is None or "memory" not in settings.memory_search.sources:
         return None
     from ..files.change_probe import ChangeProbe  # noqa: PLC0415
 
     probe = ChangeProbe(with_qmd_coverage(settings))  # the same files as the index and the watcher
-    manager.watch_changes(probe)
+    watching.watch_changes(probe)
     return probe
 
 
@@ -124,7 +126,8 @@ async def _serve(manager: SearchManager, settings: ResolvedConfig, ms: Any, sync
                  emit: Callable[[str, Any], None], task_status: anyio.abc.TaskStatus[None]) -> None:
     async with anyio.create_task_group() as tg:
         await sync("start")
-        backend = manager.primary() if isinstance(manager, HasPrimary) else None  # QMD's, behind its fallback
+        guard = declaring(manager, HasPrimary)
+        backend = guard.primary() if guard is not None else None  # QMD's, behind its fallback
         if isinstance(backend, RunsInBackground):
             try:
                 await backend.start_background(tg)
@@ -148,17 +151,17 @@ async def _serve(manager: SearchManager, settings: ResolvedConfig, ms: Any, sync
 
 
 def _search_syncs(manager: SearchManager) -> int:
-    """How many syncs searches have run (the builtin index counts them; 0 for other backends)."""
-    for m in (manager, getattr(manager, "_fallback", None)):
-        if isinstance(m, CountsSearchSyncs):
-            return m.search_syncs
-    return 0
+    """How many syncs searches have run (the builtin index counts them, also as a fallback; 0 for
+    other backends)."""
+    counting = declaring(manager, CountsSearchSyncs)
+    return counting.search_syncs if counting is not None else 0
 
 
 def _accepts_sessions(manager: SearchManager) -> bool:
     """Whether the backend indexes session transcripts itself (builtin, Postgres; not QMD, which
     exports them on its own schedule): it says so (`IndexesSessions`)."""
-    return isinstance(manager, IndexesSessions) and manager.indexes_sessions
+    indexing = declaring(manager, IndexesSessions)
+    return indexing is not None and indexing.indexes_sessions
 
 
 async def _every(seconds: float, fn: Callable[[], Any]) -> None:

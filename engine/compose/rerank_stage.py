@@ -59,23 +59,20 @@ def diversify(hits: list[SearchHit], scores: list[float], order: list[int], lamb
 class RerankingSearchManager(WrappedManager):
     """A `SearchManager` whose answers are reranked; every other call is the wrapped manager's."""
 
-    _OWN = frozenset({"_inner", "config", "mmr", "default_max_results", "_factory", "_reranker", "_setup_error",
-                      "_circuit", "circuit_path"})
 
     def __init__(self, inner: SearchManager, config: RerankConfig, *, mmr: MmrConfig | None = None,
                  default_max_results: int = 6, circuit_path: Path | None = None,
                  reranker: Reranker | Callable[[], Reranker] | None = None) -> None:
-        own = object.__setattr__
-        own(self, "_inner", inner)
-        own(self, "config", config)
-        own(self, "mmr", mmr or MmrConfig())
-        own(self, "default_max_results", default_max_results)
-        own(self, "circuit_path", circuit_path)
+        super().__init__(inner)
+        self.config = config
+        self.mmr = mmr or MmrConfig()
+        self.default_max_results = default_max_results
+        self.circuit_path = circuit_path
         # Built when first needed: a missing key or model folder is a degraded search, not a failed start.
-        own(self, "_factory", reranker if callable(reranker) and not isinstance(reranker, Reranker) else None)
-        own(self, "_reranker", reranker if isinstance(reranker, Reranker) else None)
-        own(self, "_setup_error", None)
-        own(self, "_circuit", None)
+        self._factory = reranker if callable(reranker) and not isinstance(reranker, Reranker) else None
+        self._reranker = reranker if isinstance(reranker, Reranker) else None
+        self._setup_error = None
+        self._circuit = None
 
     # --- the reranker and its circuit -----------------------------------------------------------
 

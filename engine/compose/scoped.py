@@ -42,14 +42,13 @@ SHOWN_PATH_CHARS = 200  # a denied read echoes at most this much of the path
 class ScopedSearchManager(WrappedManager):
     """A `SearchManager` that answers only the session keys its scope rules allow."""
 
-    _OWN = frozenset({"_inner", "scope", "agent_id", "memory_rules"})
 
     def __init__(self, inner: SearchManager, scope: ScopeConfig | None, *, agent_id: str,
                  memory_rules: MemoryRules | None = None) -> None:
-        object.__setattr__(self, "_inner", inner)
-        object.__setattr__(self, "scope", scope)
-        object.__setattr__(self, "agent_id", agent_id)
-        object.__setattr__(self, "memory_rules", memory_rules)
+        super().__init__(inner)
+        self.scope = scope
+        self.agent_id = agent_id
+        self.memory_rules = memory_rules
 
     def decide(self, session_key: str | None, call: str) -> ScopeDecision:
         decision = decide_scope(self.scope, session_key)

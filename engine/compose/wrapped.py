@@ -1,37 +1,62 @@
-"""A `SearchManager` around another one: the wrappers above the backends (scope rules, the rerank
-stage) own a few attributes and pass every other attribute through to the manager they wrap."""
+"""A `SearchManager` around another one: the stages above a backend (scope rules, the rerank stage,
+the evidence ranker, the plugin guard) change some calls and pass the rest on, each by name here.
+
+Nothing else is passed through: the optional protocols of engine/manager.py (`WatchesChanges`,
+`CountsSearchSyncs`, …) belong to the backend that declares them, and the host finds it with
+`declaring(manager, Protocol)` down the `inner` chain, rather than every stage pretending to have
+whatever the backend has."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..manager import SearchManager
+from ..manager import SearchManager, SyncReport
+from ..results import ManagerStatus, ReadResult, SearchAnswer
 
-__all__ = ["WrappedManager"]
+__all__ = ["WrappedManager", "declaring"]
 
 
 class WrappedManager:
-    """Subclasses list their own attributes in `_OWN` and set them with `object.__setattr__`."""
+    """Subclasses set `_inner` (through `__init__`) and override what their stage changes."""
 
-    _OWN: frozenset[str] = frozenset({"_inner"})
-
-    # Everything else is the wrapped manager's (its backend, `primary`, `mark_dirty`, `sync`, …).
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in self._OWN:
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self._inner, name, value)
+    def __init__(self, inner: SearchManager) -> None:
+        self._inner = inner
 
     @property
     def inner(self) -> SearchManager:
         return self._inner
 
-    # `async with open_manager(...) as m:` (looked up on the type, so not through __getattr__).
-    async def __aenter__(self) -> WrappedManager:
+    @property
+    def backend(self) -> str:
+        return self._inner.backend
+
+    async def search(self, query: str, **options: Any) -> SearchAnswer:
+        return await self._inner.search(query, **options)
+
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, **options: Any) -> ReadResult:
+        return await self._inner.read(path, from_line, lines, **options)
+
+    async def status(self, **options: Any) -> ManagerStatus:
+        return await self._inner.status(**options)
+
+    async def sync(self, **options: Any) -> SyncReport:
+        return await self._inner.sync(**options)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> WrappedManager:  # `async with open_manager(...) as m:`
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def declaring(manager: Any, protocol: Any) -> Any:
+    """The manager of the stack that declares `protocol` (the first, from the top), or None.
+    (Typed loosely: mypy refuses a Protocol class where `type[P]` is expected.)"""
+    while manager is not None:
+        if isinstance(manager, protocol):
+            return manager
+        manager = manager.inner if isinstance(manager, WrappedManager) else None
+    return None
