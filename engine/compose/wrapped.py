@@ -13,7 +13,7 @@ from typing import Any
 from ..manager import SearchManager, SyncReport
 from ..results import ManagerStatus, ReadResult, SearchAnswer
 
-__all__ = ["WrappedManager", "declaring"]
+__all__ = ["WrappedManager", "declaring", "backend_of"]
 
 
 class WrappedManager:
@@ -60,3 +60,10 @@ def declaring(manager: Any, protocol: Any) -> Any:
             return manager
         manager = manager.inner if isinstance(manager, WrappedManager) else None
     return None
+
+
+def backend_of(manager: Any) -> Any:
+    """The manager at the bottom of the stack: the backend (or the fallback router above it)."""
+    while isinstance(manager, WrappedManager):
+        manager = manager.inner
+    return manager

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from memsift.engine.kit import ConfigError
-from memsift.engine.kit.testing import NOTES, open_manager, resolve_config
+from memsift.engine.kit.testing import NOTES, backend_of, open_manager, resolve_config
 
 pytest.importorskip("memsift_lancedb", reason="the LanceDB plugin is not installed "
                     "(pip install -e contrib/plugins/memsift-lancedb)")
@@ -48,7 +48,7 @@ def test_its_settings_are_checked_by_memsift_with_the_files_errors(tmp_path, ws)
 
 def test_a_rebuild_publishes_a_new_generation_and_keeps_only_the_newest(tmp_path, ws):
     manager = open_manager(_settings(tmp_path, ws, {"keepGenerations": 2}))
-    store = manager.inner.inner.store  # scope rules → evidence ranker → the backend
+    store = backend_of(manager).store  # below scope rules, the evidence ranker and the plugin guard
 
     async def go():
         try:

@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from memsift.engine.kit import BackendError, ConfigError
-from memsift.engine.kit.testing import NOTES, open_manager, resolve_config
+from memsift.engine.kit.testing import NOTES, backend_of, open_manager, resolve_config
 
 pytest.importorskip("memsift_qdrant", reason="the Qdrant plugin is not installed (pip install -e contrib/plugins/memsift-qdrant)")
 
@@ -42,7 +42,7 @@ def _settings(tmp_path: Path, ws: Path, qdrant: dict | None = None, provider: st
 
 
 def _backend(manager):
-    return manager.inner.inner  # scope rules → evidence ranker → the backend
+    return backend_of(manager)  # below scope rules, the evidence ranker and the plugin guard
 
 
 def _closed_port() -> int:
