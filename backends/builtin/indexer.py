@@ -30,7 +30,7 @@ import apsw
 from memsift.engine.lazy import np  # numpy on first use: a keyword search never needs it
 
 from memsift.engine.logging import get_logger
-from memsift.engine.files.chunking import CHUNKER_REVISION, Chunk
+from memsift.engine.files.chunking import CHUNKER_REVISION, Chunk, chunk_id
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import IndexUnusableError
 from memsift.engine.files.note_dates import NOTE_DATES_REVISION, ChunkDay
@@ -160,10 +160,6 @@ def wanted_meta(settings: ResolvedConfig, ident: IndexIdentity) -> dict[str, Any
         "noteDates": NOTE_DATES_REVISION,
     }
 
-
-def _chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
-    raw = f"{source}:{path}:{start}:{end}:{chunk_hash}:{model}"
-    return hashlib.sha256(raw.encode()).hexdigest()
 
 
 @contextmanager
@@ -504,7 +500,7 @@ class Indexer:
         written = 0
         for i, c in enumerate([] if p.rejected else p.chunks):
             blob = vectors.get(c.hash)
-            cid = _chunk_id(p.file.source, p.file.rel_path, c.start_line, c.end_line, c.hash, self.ident.model)
+            cid = chunk_id(p.file.source, p.file.rel_path, c.start_line, c.end_line, c.hash, self.ident.model)
             day = p.days[i] if i < len(p.days) else ChunkDay(None, None)
             conn.execute(
                 "INSERT OR IGNORE INTO chunks(id, path, source, start_line, end_line, hash, model, text, embedding, updated_at, day, day_source)"

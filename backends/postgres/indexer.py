@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable
 import anyio
 import numpy as np
 
-from memsift.engine.files.chunking import CHUNKER_REVISION, Chunk
+from memsift.engine.files.chunking import CHUNKER_REVISION, Chunk, chunk_id
 from memsift.engine.files.note_dates import NOTE_DATES_REVISION, ChunkDay
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import BackendError
@@ -65,10 +65,6 @@ def agent_lock_key(agent: str) -> int:
     """A stable signed 64-bit advisory lock key per agent."""
     return int.from_bytes(hashlib.sha256(f"memsift-sync:{agent}".encode()).digest()[:8], "big", signed=True)
 
-
-def _chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
-    raw = f"{source}:{path}:{start}:{end}:{chunk_hash}:{model}"  # as the builtin index
-    return hashlib.sha256(raw.encode()).hexdigest()
 
 
 def wanted_meta(settings: ResolvedConfig, ident: Identity) -> dict[str, Any]:
@@ -273,7 +269,7 @@ class _Sync:
         for p in group:
             for i, c in enumerate([] if p.rejected else p.chunks):
                 day = p.days[i] if i < len(p.days) else ChunkDay(None, None)
-                cid = _chunk_id(p.file.source, p.file.rel_path, c.start_line, c.end_line, c.hash, self.ident.model)
+                cid = chunk_id(p.file.source, p.file.rel_path, c.start_line, c.end_line, c.hash, self.ident.model)
                 number = chunk_number(cid)
                 if number in seen:
                     continue  # an identical chunk (same lines and text)

@@ -26,6 +26,7 @@ __all__ = [
     "chunk_evidence",
     "chunk_text",
     "sha256_text",
+    "chunk_id",
     "split_for_input_limit",
     "EVIDENCE_TOKENS",
     "CHUNKER_REVISION",
@@ -61,6 +62,12 @@ class _Segment:
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
+    """A chunk's id in every backend's index: the same chunk of the same file embedded by the same
+    model keeps it (its vector is reused)."""
+    return hashlib.sha256(f"{source}:{path}:{start}:{end}:{chunk_hash}:{model}".encode()).hexdigest()
 
 
 # Where a long line may be cut: after a space or a sentence/clause mark (CJK ones too).

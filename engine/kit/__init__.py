@@ -27,7 +27,7 @@ from __future__ import annotations
 from ..config import ResolvedConfig
 from ..embeddings import ProviderSelection, select_provider
 from ..errors import BackendError, ConfigError, IndexUnusableError, ProviderError
-from ..files.chunking import CHUNKER_REVISION, Chunk, chunk_markdown
+from ..files.chunking import CHUNKER_REVISION, Chunk, chunk_id, chunk_markdown
 from ..files.discovery import MemoryFile, Skipped, discover_memory_files
 from ..files.fingerprint import fingerprint_diff
 from ..files.note_dates import NOTE_DATES_REVISION, ChunkDay
@@ -57,7 +57,7 @@ from ..search.terms import QueryItems, chunk_tokens, expansion_items, query_item
 from ..search.time_only import COMMON_SHARE, MAX_COMMON_WORDS, is_weightless, names_only_a_time, nearby_windows, topic_words
 from ..search.time_query import TimeBound, TimeWindow
 from ..search.time_rank import candidate_windows
-from .indexed_manager import Changes, ChunkRow, IndexedManager, chunk_id
+from .indexed_manager import Changes, ChunkRow, IndexedManager
 
 __all__ = [
     # register

@@ -18,25 +18,24 @@ A subclass implements:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import anyio
-import numpy as np
 
 from ..config import ResolvedConfig
 from ..embeddings import ProviderSelection, select_provider
 from ..errors import IndexUnusableError, ProviderError
-from ..files.chunking import CHUNKER_REVISION
+from ..files.chunking import CHUNKER_REVISION, chunk_id
 from ..files.discovery import MemoryFile, Skipped, discover_memory_files
 from ..files.fingerprint import fingerprint_diff
 from ..files.note_dates import NOTE_DATES_REVISION, ChunkDay
 from ..files.rules import MemoryRules, read_memory
 from ..files.sizes import SNIPPET_MAX_CHARS
 from ..files.sync import MarkdownRead, read_markdown, sort_files
+from ..lazy import np  # numpy on first use: plugins import the kit on every command
 from ..logging import get_logger
 from ..manager import SyncReport
 from ..results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer
@@ -50,16 +49,11 @@ from ..search.scripts import vector_mode_warning
 from ..search.terms import chunk_tokens
 from ..search.time_query import TimeBound
 
-__all__ = ["IndexedManager", "Changes", "ChunkRow", "chunk_id"]
+__all__ = ["IndexedManager", "Changes", "ChunkRow"]
 
 log = get_logger("memsift.kit")
 
 OTHER_MODEL = "the index was built for another embedding model; run `memsift index` to rebuild"
-
-
-def chunk_id(path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
-    """A chunk's id: the same chunk of the same file embedded by the same model keeps it."""
-    return hashlib.sha256(f"memory:{path}:{start}:{end}:{chunk_hash}:{model}".encode()).hexdigest()
 
 
 @dataclass
@@ -97,7 +91,6 @@ class IndexedManager:
     backend = ""
     schema = 1  # the subclass's storage layout: a new one rebuilds
     embed_step = 64  # chunks per local-model call (progress between them)
-    engine_name = ""  # how status names the store ("LanceDB", "Qdrant")
 
     def __init__(self, settings: ResolvedConfig, progress: Any = None) -> None:
         self.settings = settings
@@ -175,13 +168,13 @@ class IndexedManager:
         rows = []
         for f, _st, got in changed:
             for i, ch in enumerate(got.chunks):
-                rows.append(ChunkRow(chunk_id(f.rel_path, ch.start_line, ch.end_line, ch.hash, model), f.rel_path,
+                rows.append(ChunkRow(chunk_id("memory", f.rel_path, ch.start_line, ch.end_line, ch.hash, model), f.rel_path,
                                      f.source, ch.start_line, ch.end_line, ch.text,
                                      got.days[i] if i < len(got.days) else ChunkDay(None, None),
                                      chunk_tokens(ch.text, self.tokenizer)))
         return rows
 
-    async def _embed(self, texts: list[str]) -> np.ndarray | None:
+    async def _embed(self, texts: list[str]) -> Any:
         """The chunks' vectors, or None: a provider failure keeps the text searchable (no vectors)
         and is shown in status until a sync embeds again."""
         if self.provider is None or not texts:
@@ -275,7 +268,7 @@ class IndexedManager:
         if gen is None:
             return IndexedAnswer([], "none")
 
-        async def query_vector() -> np.ndarray | None:
+        async def query_vector() -> Any:
             qvec = await self._query_vector(degraded, embedding)
             if qvec is not None and gen.meta.get("dims") != len(qvec):
                 degraded.vector = OTHER_MODEL
@@ -287,7 +280,7 @@ class IndexedManager:
                                     cite=citations_enabled(self.settings.memory.citations, session_key),
                                     snippet_chars=SNIPPET_MAX_CHARS, now=now, candidates=candidates)
 
-    async def _query_vector(self, degraded: Degraded, embedding: QueryEmbedding | None) -> np.ndarray | None:
+    async def _query_vector(self, degraded: Degraded, embedding: QueryEmbedding | None) -> Any:
         if self.provider is None:
             if self.selection and self.selection.requested != "none":
                 degraded.vector = f"no embedding provider: {self.selection.unavailable_reason or 'none configured'}"
