@@ -41,6 +41,21 @@ class SyncReport(BaseModel):
 class SearchManager(Protocol):
     backend: str  # its name ("builtin", "qmd", a plugin's): answers, status and sync reports carry it
 
+    @property
+    def query_config(self) -> Any:
+        """The memorySearch.query config its keyword form (`search`) reads a request with."""
+        ...
+
+    async def answer(self, request: Any) -> SearchAnswer:
+        """One search, as one `SearchRequest` (engine/search/request.py) built once at the door:
+        the question read (cut, cleaned, its times with the configured hemisphere and `now`), the
+        mode, the bounds as asked (`limit`/`floor` give the defaults), since/until as a window,
+        the asking chat, `explain`, and `candidates` (how many hits each retrieval side gathers,
+        default maxResults × candidateMultiplier, at most 200; the evidence ranker's stage sets it
+        for its pool). Every stage and backend takes it whole; a stage that asks for more passes a
+        changed copy (`request.but(...)`)."""
+        ...
+
     async def search(
         self,
         query: str,
@@ -55,12 +70,11 @@ class SearchManager(Protocol):
         until: str | date | datetime | float | None = None,
         candidates: int | None = None,
     ) -> SearchAnswer:
-        """`mode`: None or "auto" runs what the config says; "keyword", "vector" or "hybrid" picks
-        the retrieval for this search (engine/search/modes.py). `now` (POSIX seconds, default the
-        clock): what relative times in the query and decay count from. `since`/`until`: keep hits
-        of those days, inclusive (engine/search/time_query.py; ValueError for a value that is no date).
-        `candidates`: how many hits each retrieval side gathers (default maxResults ×
-        candidateMultiplier, at most 200); the evidence ranker's stage sets it for its pool."""
+        """The keyword form (`KeywordSearch` gives it to every manager): the request built from
+        these and answered. `mode`: None or "auto" runs what the config says; "keyword", "vector"
+        or "hybrid" picks the retrieval for this search. `since`/`until`: keep hits of those days,
+        inclusive (ValueError for a value that is no date). On the stack `open_manager` returns it
+        is the Python API's door: the scope rules and every door's checks apply."""
         ...
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,

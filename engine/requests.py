@@ -5,7 +5,7 @@ again by the server), the MCP server (stdio, HTTP) and the Python API each trans
 syntax into one of these models and render the one answer; none names a manager's keyword
 arguments itself. A new option is a field here, with its CLI flag and MCP name in the field's
 metadata: it reaches the click options (`cli/options.py`), the MCP tool schemas (`mcp/tools.py`)
-and the manager call (`search_kwargs`) at once.
+and the `SearchRequest` below the door (`SearchOptions.resolve`) at once.
 
 Validation happens here only: an unknown mode, a date that is no date, a number out of range or
 an empty session key is an `InvalidRequest` naming the option as each door spells it; the CLI
@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 __all__ = ["InvalidRequest", "SearchOptions", "ReadOptions", "StatusOptions", "MAX_RESULTS_LIMIT", "door_name",
-           "check_session_key", "run_search", "run_read", "run_status"]
+           "check_session_key", "run_read", "run_status"]
 
 MAX_RESULTS_LIMIT = 100  # hits one search may ask for, on every door (the candidate pool is 200)
 
@@ -112,21 +112,21 @@ class SearchOptions(_Request):
 
         return None if value is None else parse_search_mode(value)
 
-    @field_validator("since", "until")
-    @classmethod
-    def _day(cls, value: TimeBound, info: Any) -> TimeBound:
-        from .search.time_query import time_filter_for  # noqa: PLC0415
+    def resolve(self, config: Any, *, door: str = "api", now: float | None = None, candidates: int | None = None,
+                scope: Any = None) -> Any:
+        """The `SearchRequest` every stage and backend takes, read once with the configured hemisphere
+        and clock (`config`: the query config; `now`: POSIX seconds, default the clock): a since
+        or until that is no date is an InvalidRequest naming it as `door` spells it."""
+        from .search.request import SearchRequest  # noqa: PLC0415
+        from .search.time_query import BadTimeBound  # noqa: PLC0415
 
-        if info.field_name == "since":
-            time_filter_for(value, None)
-        else:
-            time_filter_for(info.data.get("since"), value)  # also: since after until
-        return value
-
-    def search_kwargs(self) -> dict[str, Any]:
-        """The manager's keyword arguments: the one place they are named."""
-        return {"max_results": self.max_results, "min_score": self.min_score, "session_key": self.session_key,
-                "explain": self.explain, "mode": self.mode, "since": self.since, "until": self.until}
+        try:
+            return SearchRequest.parse(self.query, config, max_results=self.max_results, min_score=self.min_score,
+                                       mode=self.mode, since=self.since, until=self.until, now=now,
+                                       session_key=self.session_key, explain=self.explain, candidates=candidates,
+                                       scope=scope)
+        except BadTimeBound as exc:
+            raise InvalidRequest(exc.bound, str(exc), spelled=door_name(SearchOptions, exc.bound, door)) from None
 
 
 class ReadOptions(_Request):
@@ -167,11 +167,6 @@ def check_session_key(value: str | None) -> str | None:
         return _session_key(value)
     except ValueError as exc:
         raise InvalidRequest("session_key", str(exc)) from None
-
-
-async def run_search(manager: Any, options: SearchOptions, **internal: Any) -> Any:
-    """The one search call of every door. `internal`: what only tests and benchmarks pass (`now`)."""
-    return await manager.search(options.query, **options.search_kwargs(), **internal)
 
 
 async def run_read(manager: Any, options: ReadOptions, *, max_chars: int | None = None) -> Any:

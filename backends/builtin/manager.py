@@ -38,9 +38,9 @@ from memsift.engine.search.scripts import vector_mode_warning
 from memsift.engine.search.hits import hits_from_ranked
 from memsift.engine.search.pipeline import PipelineParams, rank
 from memsift.engine.search.query_embedding import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding, beside
-from memsift.engine.search.request import SearchRequest
+from memsift.engine.search.request import KeywordSearch, SearchRequest
 from memsift.engine.search.time_only import names_only_a_time, nearby_windows
-from memsift.engine.search.time_query import TimeBound, TimeWindow
+from memsift.engine.search.time_query import TimeWindow
 from memsift.engine.search.time_rank import candidate_windows
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 
@@ -79,7 +79,7 @@ EMBED_STEP = 64  # texts per embed call for the local model and when progress is
 SYNC_STOP_TIMEOUT_S = 30.0  # aclose waits this long for a sync it asked to stop
 
 
-class BuiltinSearchManager:
+class BuiltinSearchManager(KeywordSearch):
     """Owns one index database, its read connection, and the embedding provider."""
 
     backend = "builtin"
@@ -444,25 +444,15 @@ class BuiltinSearchManager:
 
     # --- search -------------------------------------------------------------------------------
 
-    async def search(
-        self,
-        query: str,
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        explain: bool = False,
-        now: float | None = None,
-        mode: str | None = None,
-        since: TimeBound = None,
-        until: TimeBound = None,
-        candidates: int | None = None,
-    ) -> SearchAnswer:
+    @property
+    def query_config(self) -> Any:
+        return self.ms.query
+
+    async def answer(self, req: SearchRequest) -> SearchAnswer:
         started = time.perf_counter()
-        req = SearchRequest.parse(query, self.ms.query, max_results=max_results, min_score=min_score, mode=mode,
-                                  since=since, until=until, now=now)
         self._ensure_provider()
-        query, q, requested, max_results, min_score = req.query, req.q, req.mode, req.max_results, req.min_score
+        query, q, requested, max_results, min_score = req.query, req.q, req.mode, req.limit, req.floor
+        session_key, explain, now, candidates = req.session_key, req.explain, req.now, req.candidates
         time_filter, windows = req.time_filter, req.windows
         degraded = Degraded()
         hits: list[SearchHit] = []

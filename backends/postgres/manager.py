@@ -25,9 +25,9 @@ from memsift.engine.manager import SyncReport
 from memsift.engine.files.discovery import discover_memory_files
 from memsift.engine.files.rules import MemoryRules, read_memory
 from memsift.engine.search.pipeline import PipelineParams, rank
-from memsift.engine.search.request import SearchRequest
+from memsift.engine.search.request import KeywordSearch, SearchRequest
 from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, nearby_windows, topic_words
-from memsift.engine.search.time_query import TimeBound, TimeWindow
+from memsift.engine.search.time_query import TimeWindow
 from memsift.engine.search.time_rank import candidate_windows
 from memsift.engine.search.query_embedding import QueryEmbedding, beside
 from memsift.engine.results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer, SearchHit
@@ -54,7 +54,7 @@ MAX_CANDIDATES = 200
 
 HNSW_RECHECK_S = 60.0  # an agent without its own HNSW index is looked at again this often (a sync elsewhere may build it)
 
-class PostgresSearchManager:
+class PostgresSearchManager(KeywordSearch):
     backend = "postgres"
     indexes_sessions = True  # sync(include_sessions=...) (engine/manager.py IndexesSessions)
 
@@ -221,18 +221,18 @@ class PostgresSearchManager:
         sides = search_sides(q, requested, hybrid_enabled=self.ms.query.hybrid.enabled, provider=self.provider)
         return sides.vector, sides.keyword, sides.set_aside
 
-    async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
-                     session_key: str | None = None, explain: bool = False, now: float | None = None,
-                     mode: str | None = None, since: TimeBound = None, until: TimeBound = None,
-                     candidates: int | None = None) -> SearchAnswer:
+    @property
+    def query_config(self) -> Any:
+        return self.ms.query
+
+    async def answer(self, req: SearchRequest) -> SearchAnswer:
         psycopg = import_driver()
         import psycopg_pool  # noqa: PLC0415
 
         started = time.perf_counter()
-        req = SearchRequest.parse(query, self.ms.query, max_results=max_results, min_score=min_score, mode=mode,
-                                  since=since, until=until, now=now)
         self._ensure_provider()
-        query, q, requested, max_results, min_score = req.query, req.q, req.mode, req.max_results, req.min_score
+        query, q, requested, max_results, min_score = req.query, req.q, req.mode, req.limit, req.floor
+        session_key, explain, now, candidates = req.session_key, req.explain, req.now, req.candidates
         time_filter, windows = req.time_filter, req.windows
         degraded = Degraded()
         hits: list[SearchHit] = []

@@ -33,7 +33,7 @@ from memsift.engine.files.sync import MAX_MARKDOWN_BYTES
 from memsift.engine.manager import SyncReport
 from memsift.engine.files.rules import MemoryRules, read_memory, session_export_dir
 from memsift.engine.private_dirs import make_private_dir
-from memsift.engine.search.modes import QMD_MODE_FOR, parse_search_mode
+from memsift.engine.search.modes import QMD_MODE_FOR
 from memsift.engine.results import BelowMinScore, ManagerStatus, ReadResult, SearchAnswer, SearchHit
 from memsift.engine.text import utf16_len, utf16_slice
 from memsift.engine.files.note_dates import day_at
@@ -41,8 +41,8 @@ from memsift.engine.search.ranking import Candidate
 from memsift.engine.search.hits import hits_from_ranked
 from memsift.engine.search.pipeline import time_only_answer
 from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, nearby_windows, topic_words
-from memsift.engine.search.request import SearchRequest
-from memsift.engine.search.time_query import TimeBound, TimeWindow, without_time_expressions
+from memsift.engine.search.request import KeywordSearch, SearchRequest
+from memsift.engine.search.time_query import TimeWindow, without_time_expressions
 from memsift.engine.search.time_rank import apply_time_filter, apply_time_windows
 
 from .collections import ManagedCollection, read_index_yml, resolve_collections
@@ -79,7 +79,7 @@ def _ms(value: float, default: float) -> float:
     return value / 1000 if value and value > 0 else default / 1000
 
 
-class QmdSearchManager:
+class QmdSearchManager(KeywordSearch):
     backend = "qmd"
 
     def __init__(self, settings: ResolvedConfig, *, environ: Mapping[str, str] | None = None) -> None:
@@ -254,24 +254,15 @@ class QmdSearchManager:
                 return out
         return f"qmd/{c.name}/{Path(rel).as_posix()}"
 
-    async def search(
-        self,
-        query: str,
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        explain: bool = False,
-        now: float | None = None,
-        mode: str | None = None,
-        since: TimeBound = None,
-        until: TimeBound = None,
-        candidates: int | None = None,  # QMD gathers its own candidates: the hint is not for it
-    ) -> SearchAnswer:
+    @property
+    def query_config(self) -> Any:
+        return self.settings.memory_search.query
+
+    async def answer(self, req: SearchRequest) -> SearchAnswer:
+        # The question was read as on every backend (cut, cleaned, its times); an argv of megabytes cannot even
+        # start qmd. QMD gathers its own candidates (`req.candidates` is not for it), and its own default cut.
         started = time.perf_counter()
-        # The question read as on every backend (cut, cleaned, its times); an argv of megabytes cannot even start qmd.
-        req = SearchRequest.parse(query, self.settings.memory_search.query, max_results=max_results,
-                                  min_score=min_score, mode=mode, since=since, until=until, now=now)
+        max_results, min_score, session_key, explain = req.max_results, req.min_score, req.session_key, req.explain
         time_filter, query, q, windows, time_only = req.time_filter, req.query, req.q, req.windows, req.time_only
         words = topic_words(q, windows) if windows and not time_only else None  # a topic's words, beside the time
         limits = self.qmd.limits
@@ -281,7 +272,7 @@ class QmdSearchManager:
         fetch = min(MAX_TIMED_FETCH, limit * TIMED_FETCH_FACTOR) if (time_filter or windows) else limit
         threshold = 0.0 if min_score is None else min(1.0, max(0.0, min_score))
         # A mode asked for per search picks QMD's command (keyword: search, vector: vsearch, hybrid: query).
-        mode = QMD_MODE_FOR.get(parse_search_mode(mode), self.qmd.search_mode)
+        mode = QMD_MODE_FOR.get(req.mode, self.qmd.search_mode)
         facts: dict[str, Any] = {"effective_mode": mode, "deadline": time.monotonic() + self.search_budget, "waited": []}
         hits: list[SearchHit] = []
         notes: list[str] = []

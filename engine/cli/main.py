@@ -22,7 +22,7 @@ import click
 from ..errors import ConfigError, MemsiftError
 from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key
 from ..secrets import redact, url_without_password
-from .options import PARITY_SIDE, build_request, group_params, model_options, scoped_request, search_params
+from .options import PARITY_SIDE, build_request, cli_search_request, group_params, model_options, scoped_request, search_params
 from .output import EXIT_CODES, exit_code, json_text, search_output
 
 __all__ = ["main", "cli", "EXIT_CODES", "exit_code", "search_output"]
@@ -196,13 +196,13 @@ def _index_catalog(folder: Any, *, prune: bool, as_json: bool) -> None:
 @click.pass_obj
 def search(obj: _Ctx, query: str, backend: str | None, as_json: bool, **params: Any) -> None:
     """Search memory for QUERY."""
-    from ..requests import run_search  # noqa: PLC0415
-
-    request = _request(obj, SearchOptions, params, query=query)  # a bad option: exit 2, before any index opens
+    with _errors_to_exit():
+        settings = obj.settings()
+    request = cli_search_request(params, settings, query)  # a bad option: exit 2, before any index opens
     if backend:
         obj.backend = backend
     with _errors_to_exit():
-        answer = obj.run(lambda m: run_search(m, request), progress=None, command="search")  # a first build is said, on a terminal or not
+        answer = obj.run(lambda m: m.answer(request), progress=None, command="search")  # a first build is said, on a terminal or not
         if answer.denied is None:  # a denial shows nothing of the workspace, not even its path
             obj.warn_if_no_memory()
     out, err, code = search_output(answer, as_json=as_json, explain=request.explain)

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from ..requests import InvalidRequest, door_name
 
-__all__ = ["model_options", "group_params", "search_params", "build_request", "scoped_request", "BACKEND_NAME", "PARITY_SIDE"]
+__all__ = ["model_options", "group_params", "search_params", "build_request", "scoped_request", "cli_search_request", "BACKEND_NAME", "PARITY_SIDE"]
 
 
 class BackendName(click.ParamType):
@@ -139,3 +139,18 @@ def scoped_request(model: type[BaseModel], params: dict[str, Any], settings: Any
             if not decide_scope(settings.memory.qmd.scope, key).allowed:
                 return model.build("cli", session_key=key, **required)
         raise
+
+
+def cli_search_request(params: dict[str, Any], settings: Any, query: str) -> Any:
+    """The search's one `SearchRequest` (compose/scoped.search_request: key, scope rules, options,
+    times read with the configured hemisphere) from parsed CLI values; a bad value is a usage error
+    (exit 2) naming the flag."""
+    from ..compose.scoped import search_request  # noqa: PLC0415
+    from ..requests import SearchOptions  # noqa: PLC0415
+
+    values = {k: v for k, v in params.items() if k in SearchOptions.model_fields and v is not None}
+    try:
+        return search_request(settings, "cli", **{**values, "query": query})
+    except InvalidRequest as exc:
+        raise click.BadParameter(exc.problem, param_hint=door_name(SearchOptions, exc.field, "cli")
+                                 if exc.field in SearchOptions.model_fields else exc.field) from None

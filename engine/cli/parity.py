@@ -17,13 +17,12 @@ import json
 import statistics
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ..config import ResolvedConfig
-from ..requests import SearchOptions, run_search
 from ..errors import ConfigError, MemsiftError
 from ..results import SearchAnswer
 
@@ -170,11 +169,16 @@ async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int
                      say: Callable[[str], None] | None = None, openclaw_command: str = "openclaw") -> ParityReport:
     """Sync both backends, warm each up with one untimed query, then time every query on each.
     `say` hears each step before it starts (what it waits for, and for how long at most). Each
-    query is a `SearchOptions` like any door's (an invalid mode or key: InvalidRequest).
+    query is a request like any door's (an invalid mode or key: InvalidRequest).
     `against="openclaw"`: OpenClaw's own memory search through its CLI (parity_openclaw.py)."""
     say = say or (lambda _step: None)
-    template = SearchOptions.build("cli", query="", max_results=k, session_key=session_key, mode=mode)
     from ..compose.factory import open_manager  # noqa: PLC0415
+    from ..compose.scoped import search_request  # noqa: PLC0415
+
+    def ask(query: str) -> Any:
+        return search_request(settings, "cli", query=query, max_results=k, session_key=session_key, mode=mode)
+
+    ask("")  # a bad mode or key: before any backend opens
     from .parity_openclaw import OPENCLAW_SIDE, OpenClawSide  # noqa: PLC0415
 
     if against == "builtin":
@@ -193,14 +197,14 @@ async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int
         say(f"warming up {'memsift' if openclaw else 'both backends'}, then {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} "
             f"on each{' (an OpenClaw CLI call per query: seconds each)' if openclaw else ''}")
         for manager in managers.values():
-            await run_search(manager, template.model_copy(update={"query": queries[0]}))  # model load, first spawn
+            await manager.answer(ask(queries[0]))  # model load, first spawn
         rows = []
         for n, query in enumerate(queries, 1):
             sides = {}
             for name, manager in managers.items():
                 started = time.perf_counter()
                 try:
-                    answer, error = await run_search(manager, template.model_copy(update={"query": query})), None
+                    answer, error = await manager.answer(ask(query)), None
                 except MemsiftError as exc:
                     answer, error = None, str(exc)
                 sides[name] = _side(name, answer, (time.perf_counter() - started) * 1000, error)

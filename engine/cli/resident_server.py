@@ -29,8 +29,8 @@ from ..errors import MemsiftError
 from ..files.workspace import workspace_warning
 from ..limits import budget_s, run_within
 from ..logging import get_logger
-from ..requests import SearchOptions, run_search
-from .options import group_params, scoped_request, search_params
+from ..search.request import SearchRequest
+from .options import cli_search_request, group_params, search_params
 from .helper import settings_identity
 from .output import exit_code, search_output
 from .resident import PROTOCOL, WORKING, asks_for_help, command_index, relevant_env, rendezvous_dir, state_tag
@@ -79,7 +79,7 @@ class ResidentServer:
 
     # --- one request ------------------------------------------------------------------------
 
-    def _parse(self, argv: list[str], cwd: str) -> tuple[Any, SearchOptions, dict[str, Any]]:
+    def _parse(self, argv: list[str], cwd: str) -> tuple[Any, SearchRequest, dict[str, Any]]:
         """The client's settings, its search (the same request the cold CLI builds) and its CLI
         facts (backend, output form); _Decline for anything the cold CLI should answer itself."""
         from ..compose.factory import resolve_config  # noqa: PLC0415
@@ -100,7 +100,7 @@ class ResidentServer:
         settings = resolve_config(g.get("config_path"), workspace=g.get("workspace"), agent=g.get("agent"), cwd=cwd,
                                   openclaw_config=g.get("openclaw_config"))
         try:
-            request = scoped_request(SearchOptions, p, settings, query=p["query"])  # as the cold CLI builds it
+            request = cli_search_request(p, settings, p["query"])  # as the cold CLI builds it
         except click.ClickException as exc:
             raise _Decline(f"arguments: {exc}") from None  # the cold CLI exits 2 with the same message
         return settings, request, {"backend": p.get("backend") or g.get("backend"), "as_json": bool(p.get("as_json")),
@@ -137,7 +137,7 @@ class ResidentServer:
                 # The search the cold CLI would run, every option, within the same budget (memory.limits.search,
                 # --timeout): past it the cold CLI's message and exit code. Past SEARCH_TIMEOUT_S (the
                 # client's patience) the request is declined and the cold CLI tries within its own.
-                answer = await run_within(lambda: run_search(self.manager, search), command="search", budget=budget,
+                answer = await run_within(lambda: self.manager.answer(search), command="search", budget=budget,
                                           budget_from="--timeout" if cli["timeout"] else "memory.limits")
             out, err, code = search_output(answer, as_json=cli["as_json"], explain=search.explain)
             shown_workspace = answer.denied is None

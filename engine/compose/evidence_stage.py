@@ -23,7 +23,7 @@ from typing import Any
 from ..config.models import MmrConfig, RankerConfig
 from .wrapped import WrappedManager
 from ..manager import SearchManager
-from ..search.request import renote_window
+from ..search.request import SearchRequest, renote_window
 from ..results import ManagerStatus, RankerExplain, RankerSummary, SearchAnswer, SearchHit
 from ..rerank.evidence import TURN, EvidenceModel, evidence_features, load_model, ranker_terms
 from .rerank_stage import diversify
@@ -92,21 +92,19 @@ class EvidenceRankedSearchManager(WrappedManager):
             self._model = load_model()
         return self._model
 
-    async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
-                     session_key: str | None = None, explain: bool = False, **kw: Any) -> SearchAnswer:
-        wanted = max(1, int(max_results if max_results is not None else self.default_max_results))
+    async def answer(self, request: SearchRequest) -> SearchAnswer:
+        wanted = max(1, int(request.max_results if request.max_results is not None else self.default_max_results))
         pool = max(wanted, self.config.candidates)
         # The pool comes from `CANDIDATES_PER_HIT` × pool candidates a side, not the multiplier's
         # 4×: at 10k files that kept the search's p95 within 1.13× of a search without the stage
         # (4× cost 1.32×), for 0.006 of chats' recall@10 and none of lme's.
-        kw.setdefault("candidates", CANDIDATES_PER_HIT * pool)
-        answer = await self._inner.search(query, max_results=pool, min_score=min_score, session_key=session_key,
-                                          explain=explain, **kw)
+        candidates = request.candidates if request.candidates is not None else CANDIDATES_PER_HIT * pool
+        answer = await self._inner.answer(request.but(max_results=pool, candidates=candidates))
         hits = answer.results
         if (answer.denied is None and answer.unavailable is None and len(hits) > 1
                 and answer.mode in HYBRID_MODES and not answer.time_only and mostly_conversation(hits)):
             started = time.perf_counter()
-            answer.results = rank_by_evidence(answer.query, hits, self.model, explain=explain, mmr=self.mmr)
+            answer.results = rank_by_evidence(answer.query, hits, self.model, explain=request.explain, mmr=self.mmr)
             took = (time.perf_counter() - started) * 1000
             answer.took_ms = round(answer.took_ms + took, 3)
             answer.ranker = RankerSummary(version=self.model.version, candidates=len(hits), took_ms=round(took, 3))

@@ -27,6 +27,7 @@ from ..logging import get_logger
 from ..errors import BackendError
 from ..manager import CountsSearchSyncs, IndexesSessions, MarksDirty, SearchManager, SyncReport, WatchesChanges
 from ..results import Fallback, ManagerStatus, ReadResult, SearchAnswer
+from ..search.request import KeywordSearch, SearchRequest
 from .wrapped import declaring
 
 __all__ = ["FallbackSearchManager"]
@@ -36,7 +37,7 @@ log = get_logger("memsift.fallback")
 BUDGET_SLACK_S = 1.0
 
 
-class FallbackSearchManager:
+class FallbackSearchManager(KeywordSearch):
     def __init__(
         self,
         primary_factory: Callable[[], SearchManager],
@@ -125,27 +126,29 @@ class FallbackSearchManager:
         return (f"{self.backend} unavailable: {reason} (last tried at {clock}, {ago:.1f} s ago; "
                 f"the next search tries again in {wait:.1f} s)")
 
-    async def _primary_search(self, query: str, args: dict[str, Any]) -> SearchAnswer | None:
+    async def _primary_answer(self, request: SearchRequest) -> SearchAnswer | None:
         """The primary's answer, or None when it ran out of its budget (then it is marked failed)."""
         if self.primary_budget_s is None:
-            return await self.primary().search(query, **args)
+            return await self.primary().answer(request)
         # A little slack over the primary's own budget: it stops its processes at the budget itself.
         limit = self.primary_budget_s + BUDGET_SLACK_S
         with anyio.move_on_after(limit):
-            return await self.primary().search(query, **args)
+            return await self.primary().answer(request)
         self._mark_failed(f"{self.backend} did not answer within {self.primary_budget_s:.1f} s (memory.qmd.limits.timeoutMs) and was stopped")
         return None
 
     # --- SearchManager --------------------------------------------------------------------------
 
-    async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
-                     session_key: str | None = None, explain: bool = False, **kw: Any) -> SearchAnswer:
-        args = dict(max_results=max_results, min_score=min_score, session_key=session_key, explain=explain, **kw)
+    @property
+    def query_config(self) -> Any:  # the keyword form's: the primary's (both read the same settings)
+        return self.primary().query_config
+
+    async def answer(self, request: SearchRequest) -> SearchAnswer:
         started = time.perf_counter()
         self._tried_now = False
         if self._primary_usable():
             try:
-                answer = await self._primary_search(query, args)
+                answer = await self._primary_answer(request)
                 if answer is not None:
                     self._failure = None
                     return answer
@@ -155,10 +158,10 @@ class FallbackSearchManager:
                 self._mark_failed(_expected_failure(group))
         reason = self.failure_reason
         if self.fail_closed:
-            return SearchAnswer(query=query, results=[], backend=self.backend, mode="none", min_score=min_score or 0.0,
-                                max_results=max_results or 0, took_ms=round((time.perf_counter() - started) * 1000, 3),
-                                unavailable=self._unavailable())
-        answer = await self.fallback().search(query, **args)
+            return SearchAnswer(query=request.query, results=[], backend=self.backend, mode="none",
+                                min_score=request.min_score or 0.0, max_results=request.max_results or 0,
+                                took_ms=round((time.perf_counter() - started) * 1000, 3), unavailable=self._unavailable())
+        answer = await self.fallback().answer(request)
         answer.fallback = Fallback(**{"from": self.backend, "reason": reason or "unknown"}, not_covered=self.not_covered)
         answer.took_ms = round((time.perf_counter() - started) * 1000, 3)  # the failed attempt's time included
         return answer

@@ -37,8 +37,8 @@ class PluginGuard(WrappedManager):
             log.debug("plugin crashed", plugin=self._origin, doing=doing, exc_info=True)
             raise BackendError(f"{self._origin} failed while {doing}: {type(exc).__name__}: {exc}") from None
 
-    async def search(self, query: str, **kw: Any) -> Any:
-        return await self._call("searching", "search", query, **kw)
+    async def answer(self, request: Any) -> Any:
+        return await self._call("searching", "answer", request)
 
     async def read(self, path: str, *args: Any, **kw: Any) -> Any:
         return await self._call("reading", "read", path, *args, **kw)

@@ -30,7 +30,7 @@ from ..errors import ProviderError
 from ..logging import get_logger
 from ..manager import SearchManager
 from ..search.ranking import Candidate, mmr_rerank
-from ..search.request import renote_window
+from ..search.request import SearchRequest, renote_window
 from ..results import ManagerStatus, RerankExplain, RerankSummary, SearchAnswer, SearchHit
 from ..secrets import redact
 from ..text import shorten
@@ -93,12 +93,10 @@ class RerankingSearchManager(WrappedManager):
 
     # --- SearchManager --------------------------------------------------------------------------
 
-    async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
-                     session_key: str | None = None, explain: bool = False, **kw: Any) -> SearchAnswer:
-        wanted = max(1, int(max_results if max_results is not None else self.default_max_results))
+    async def answer(self, request: SearchRequest) -> SearchAnswer:
+        wanted = max(1, int(request.max_results if request.max_results is not None else self.default_max_results))
         pool = max(wanted, self.config.candidates)
-        answer = await self._inner.search(query, max_results=pool, min_score=min_score, session_key=session_key,
-                                          explain=explain, **kw)
+        answer = await self._inner.answer(request.but(max_results=pool))
         if answer.denied is not None or answer.unavailable is not None or not answer.results:
             answer.max_results = min(answer.max_results, wanted)
             answer.results = answer.results[:wanted]
@@ -112,7 +110,7 @@ class RerankingSearchManager(WrappedManager):
             answer.degraded.rerank = reason
             answer.results = hits[:wanted]
         else:
-            answer.results = self._reorder(hits, raw, reranker.logits, explain)[:wanted]
+            answer.results = self._reorder(hits, raw, reranker.logits, request.explain)[:wanted]
         took = (time.perf_counter() - started) * 1000
         answer.max_results = min(answer.max_results, wanted)
         answer.took_ms = round(answer.took_ms + took, 3)

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..config.models import ScopeConfig
+from ..config.models import QueryConfig, ScopeConfig
 from ..errors import BackendError, PathNotAllowedError
-from ..requests import ReadOptions, SearchOptions, StatusOptions, check_session_key, run_search
+from ..requests import ReadOptions, SearchOptions, StatusOptions, check_session_key
 from ..search.fts_query import MAX_QUERY_CHARS
+from ..search.request import SearchRequest
 from ..logging import get_logger
 from ..manager import SearchManager
 from ..files.rules import MemoryRules
@@ -32,7 +33,7 @@ from ..config.scope import ScopeDecision, decide_scope
 from ..text import shorten
 from .wrapped import WrappedManager
 
-__all__ = ["ScopedSearchManager", "scoped"]
+__all__ = ["ScopedSearchManager", "scoped", "search_request"]
 
 log = get_logger("memsift.scope")
 
@@ -44,23 +45,19 @@ class ScopedSearchManager(WrappedManager):
 
 
     def __init__(self, inner: SearchManager, scope: ScopeConfig | None, *, agent_id: str,
-                 memory_rules: MemoryRules | None = None) -> None:
+                 memory_rules: MemoryRules | None = None, query_config: QueryConfig | None = None) -> None:
         super().__init__(inner)
         self.scope = scope
         self.agent_id = agent_id
         self.memory_rules = memory_rules
+        self._query_config = query_config or QueryConfig()
+
+    @property
+    def query_config(self) -> QueryConfig:
+        return self._query_config
 
     def decide(self, session_key: str | None, call: str) -> ScopeDecision:
-        decision = decide_scope(self.scope, session_key)
-        if not decision.allowed:
-            log.warning(
-                f"memory {call} denied by scope",
-                rule=decision.rule,
-                channel=decision.channel or "unknown",
-                chat_type=decision.chat_type,
-                session=decision.session_key or "<none>",
-            )
-        return decision
+        return _judged(self.scope, session_key, call)
 
     def denial(self, session_key: str | None, call: str) -> ScopeDenial | None:
         """What the rules say to this chat's `call` when they deny it (logged), else None. Front
@@ -76,21 +73,28 @@ class ScopedSearchManager(WrappedManager):
             max_results=max_results or 0, took_ms=0.0, denied=denied,
         )
 
+    def request(self, door: str = "api", *, now: float | None = None, candidates: int | None = None,
+                **fields: Any) -> SearchRequest:
+        """`search_request` with this stage's rules and query config."""
+        return _request(self.scope, self._query_config, door, fields, now=now, candidates=candidates)
+
     # --- SearchManager --------------------------------------------------------------------------
 
-    async def search(self, query: str, *, session_key: str | None = None, now: float | None = None,
+    async def search(self, query: str, *, now: float | None = None, candidates: int | None = None,
                      **options: Any) -> SearchAnswer:
         """The Python API's door: the request every door builds (InvalidRequest, a ValueError, for
         an option no door accepts), after the scope rules (an empty key is refused first: it is no
         local caller)."""
-        check_session_key(session_key)
-        denied = self.denial(session_key, "search")
-        if denied is not None:
-            return self.denied_search(denied, query if isinstance(query, str) else "",
-                                      max_results=options.get("max_results"), min_score=options.get("min_score"))
-        request = SearchOptions.build("api", query=query, session_key=session_key, **options)
-        answer = await run_search(self._inner, request, **({"now": now} if now is not None else {}))
-        return self._only_memory(answer)
+        return await self.answer(self.request("api", now=now, candidates=candidates, query=query, **options))
+
+    async def answer(self, request: SearchRequest) -> SearchAnswer:
+        """The backend's answer, or the denial when the rules deny the asking chat (decided at the
+        door, in `search_request`; here only for a request built without them)."""
+        decision = request.scope if request.scope is not None else self.decide(request.session_key, "search")
+        if not decision.allowed:
+            return self.denied_search(_denial(decision), request.query, max_results=request.max_results,
+                                      min_score=request.min_score)
+        return self._only_memory(await self._inner.answer(request))
 
     def _only_memory(self, answer: SearchAnswer) -> SearchAnswer:
         """Drop every hit that names no memory file (by the rules every backend reads by)."""
@@ -145,9 +149,43 @@ def _denial(decision: ScopeDecision) -> ScopeDenial:
                        session_key=decision.session_key)
 
 
+def _judged(scope: ScopeConfig | None, session_key: str | None, call: str) -> ScopeDecision:
+    """The rules' decision for this chat's `call`, a denial logged."""
+    decision = decide_scope(scope, session_key)
+    if not decision.allowed:
+        log.warning(
+            f"memory {call} denied by scope",
+            rule=decision.rule,
+            channel=decision.channel or "unknown",
+            chat_type=decision.chat_type,
+            session=decision.session_key or "<none>",
+        )
+    return decision
+
+
+def _request(scope: ScopeConfig | None, query_config: QueryConfig, door: str, fields: dict[str, Any], *,
+             now: float | None, candidates: int | None) -> SearchRequest:
+    key = check_session_key(fields.get("session_key"))  # an empty key is no local caller: refused first
+    decision = _judged(scope, key, "search")
+    if not decision.allowed:  # a denied chat's other arguments change nothing
+        return SearchRequest.denied(fields.get("query"), key, decision)
+    options = SearchOptions.build(door, **fields)
+    return options.resolve(query_config, door=door, now=now, candidates=candidates, scope=decision)
+
+
+def search_request(settings: Any, door: str = "api", *, now: float | None = None, **fields: Any) -> SearchRequest:
+    """The one search request of every door (the CLI, the resident helper, MCP, the Python API),
+    built once and passed whole: the session key checked, the scope rules decided (a denied chat's
+    request carries the denial and nothing else of it is read), the options validated and the
+    question's times read with the configured hemisphere and clock (`now`). A bad value is an
+    InvalidRequest naming the option as `door` spells it."""
+    return _request(settings.memory.qmd.scope, settings.memory_search.query, door, fields, now=now, candidates=None)
+
+
 def scoped(manager: SearchManager, settings: Any) -> ScopedSearchManager:
     """`manager` under the scope rules of `settings` (a manager already scoped is returned as is)."""
     if isinstance(manager, ScopedSearchManager):
         return manager
     return ScopedSearchManager(manager, settings.memory.qmd.scope, agent_id=settings.agent_id,
-                               memory_rules=MemoryRules.from_settings(settings))
+                               memory_rules=MemoryRules.from_settings(settings),
+                               query_config=settings.memory_search.query)

@@ -1,5 +1,6 @@
 """A `SearchManager` around another one: the stages above a backend (scope rules, the rerank stage,
-the evidence ranker, the plugin guard) change some calls and pass the rest on, each by name here.
+the evidence ranker, the plugin guard) change some calls and pass the rest on, each by name here; a search is passed
+whole, as one `SearchRequest`.
 
 Nothing else is passed through: the optional protocols of engine/manager.py (`WatchesChanges`,
 `CountsSearchSyncs`, …) belong to the backend that declares them, and the host finds it with
@@ -12,12 +13,14 @@ from typing import Any
 
 from ..manager import SearchManager, SyncReport
 from ..results import ManagerStatus, ReadResult, SearchAnswer
+from ..search.request import KeywordSearch, SearchRequest
 
 __all__ = ["WrappedManager", "declaring", "backend_of"]
 
 
-class WrappedManager:
-    """Subclasses set `_inner` (through `__init__`) and override what their stage changes."""
+class WrappedManager(KeywordSearch):
+    """Subclasses set `_inner` (through `__init__`) and override what their stage changes. A search
+    comes down as one `SearchRequest` (`answer`); `search(query, …)` is its keyword form."""
 
     def __init__(self, inner: SearchManager) -> None:
         self._inner = inner
@@ -30,8 +33,12 @@ class WrappedManager:
     def backend(self) -> str:
         return self._inner.backend
 
-    async def search(self, query: str, **options: Any) -> SearchAnswer:
-        return await self._inner.search(query, **options)
+    @property
+    def query_config(self) -> Any:  # what the keyword form reads a request with: the backend's
+        return self._inner.query_config
+
+    async def answer(self, request: SearchRequest) -> SearchAnswer:
+        return await self._inner.answer(request)
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, **options: Any) -> ReadResult:
         return await self._inner.read(path, from_line, lines, **options)

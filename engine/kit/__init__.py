@@ -51,7 +51,7 @@ from ..search.modes import Sides, search_sides
 from ..search.pipeline import PipelineParams, rank
 from ..search.query_embedding import QueryEmbedding, beside
 from ..search.ranking import Candidate, bm25_relative_scores
-from ..search.request import SearchRequest
+from ..search.request import KeywordSearch, SearchRequest
 from ..search.scripts import vector_mode_warning
 from ..search.terms import QueryItems, chunk_tokens, expansion_items, query_items, word_terms
 from ..search.time_only import COMMON_SHARE, MAX_COMMON_WORDS, is_weightless, names_only_a_time, nearby_windows, topic_words
@@ -76,7 +76,7 @@ __all__ = [
     "read_memory", "Chunk", "chunk_markdown", "CHUNKER_REVISION", "NOTE_DATES_REVISION", "ChunkDay",
     "fingerprint_diff", "SNIPPET_MAX_CHARS",
     # search
-    "SearchRequest", "CandidateStore", "Selection", "search_indexed", "IndexedAnswer", "complete_from_embeddings", "ROW_FIELDS",
+    "SearchRequest", "KeywordSearch", "CandidateStore", "Selection", "search_indexed", "IndexedAnswer", "complete_from_embeddings", "ROW_FIELDS",
     "candidate_from_row", "first_per_day", "Sides", "FtsPlan", "plan_query", "INDEX_TEXT_REVISION", "QueryItems", "chunk_tokens", "query_items",
     "expansion_items", "word_terms", "EXPANSION_WEIGHT", "Candidate", "bm25_relative_scores", "PipelineParams",
     "rank", "hits_from_ranked", "search_sides", "vector_mode_warning", "citations_enabled",

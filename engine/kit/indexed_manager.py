@@ -44,10 +44,9 @@ from ..search.fts_query import INDEX_TEXT_REVISION
 from ..search.indexed import CandidateStore, IndexedAnswer, search_indexed
 from ..search.modes import Sides, search_sides
 from ..search.query_embedding import QueryEmbedding, beside
-from ..search.request import SearchRequest
+from ..search.request import KeywordSearch, SearchRequest
 from ..search.scripts import vector_mode_warning
 from ..search.terms import chunk_tokens
-from ..search.time_query import TimeBound
 
 __all__ = ["IndexedManager", "Changes", "ChunkRow"]
 
@@ -87,7 +86,7 @@ class ChunkRow:
         return max(self.day.days, default=self.day.day)
 
 
-class IndexedManager:
+class IndexedManager(KeywordSearch):
     backend = ""
     schema = 1  # the subclass's storage layout: a new one rebuilds
     embed_step = 64  # chunks per local-model call (progress between them)
@@ -225,13 +224,12 @@ class IndexedManager:
 
     # --- search ---------------------------------------------------------------------------------
 
-    async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
-                     session_key: str | None = None, explain: bool = False, now: float | None = None,
-                     mode: str | None = None, since: TimeBound = None, until: TimeBound = None,
-                     candidates: int | None = None) -> SearchAnswer:
+    @property
+    def query_config(self) -> Any:
+        return self.ms.query
+
+    async def answer(self, req: SearchRequest) -> SearchAnswer:
         started = time.perf_counter()
-        req = SearchRequest.parse(query, self.ms.query, max_results=max_results, min_score=min_score, mode=mode,
-                                  since=since, until=until, now=now)
         self._ensure_provider()
         degraded = Degraded()
         found = IndexedAnswer([], "none")
@@ -243,10 +241,10 @@ class IndexedManager:
             async def answer() -> IndexedAnswer:
                 nonlocal sync_error
                 sync_error = await self._ensure_fresh()
-                return await self._answer(req, session_key, degraded, sides, embedding, now=now, candidates=candidates)
+                return await self._answer(req, degraded, sides, embedding)
 
             found = await beside(embedding.run if embedding else None, answer)
-            if not explain:
+            if not req.explain:
                 for hit in found.hits:
                     hit.explain = None
         warning = vector_mode_warning(req.q, self.provider) if req.q and req.mode == "vector" else None
@@ -254,15 +252,15 @@ class IndexedManager:
         return SearchAnswer(
             query=req.query, results=found.hits, backend=self.backend, mode=found.mode,
             provider=self.provider.id if self.provider else "none", model=self.provider.model if self.provider else None,
-            citations=self.settings.memory.citations, degraded=degraded, min_score=req.min_score, max_results=req.max_results,
+            citations=self.settings.memory.citations, degraded=degraded, min_score=req.floor, max_results=req.limit,
             took_ms=round((time.perf_counter() - started) * 1000, 3), relaxed=found.relaxed, sync_error=sync_error,
             **req.time_facts(time_only=found.time_only),
             below_min_score=BelowMinScore(candidates=below[0], best_score=below[1]) if below else None,
             notes=[warning] if warning else None,
         )
 
-    async def _answer(self, req: SearchRequest, session_key: str | None, degraded: Degraded, sides: Sides,
-                      embedding: QueryEmbedding | None, *, now: float | None, candidates: int | None) -> IndexedAnswer:
+    async def _answer(self, req: SearchRequest, degraded: Degraded, sides: Sides,
+                      embedding: QueryEmbedding | None) -> IndexedAnswer:
         """The published index searched through `search_indexed`."""
         gen = await self._generation()
         if gen is None:
@@ -277,8 +275,8 @@ class IndexedManager:
 
         return await search_indexed(self._candidates(gen), req, query=self.ms.query, tokenizer=self.tokenizer,
                                     sides=sides, query_vector=query_vector, degraded=degraded, run=self._run,
-                                    cite=citations_enabled(self.settings.memory.citations, session_key),
-                                    snippet_chars=SNIPPET_MAX_CHARS, now=now, candidates=candidates)
+                                    cite=citations_enabled(self.settings.memory.citations, req.session_key),
+                                    snippet_chars=SNIPPET_MAX_CHARS)
 
     async def _query_vector(self, degraded: Degraded, embedding: QueryEmbedding | None) -> Any:
         if self.provider is None:

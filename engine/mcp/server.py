@@ -27,7 +27,7 @@ from ..results import Degraded, ManagerStatus, ScopeDenial, SearchAnswer
 from ..compose.scoped import SHOWN_PATH_CHARS, scoped
 from ..text import shorten, utf16_len, utf16_slice
 from ..limits import budget_s, run_within
-from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key, door_name, run_read, run_search, run_status
+from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key, door_name, run_read, run_status
 from ..search.citations import decorate_snippet
 from .handshake import INSTRUCTIONS
 
@@ -142,25 +142,23 @@ class MemoryServer:
     async def search(self, query: str, **options: Any) -> SearchOutput:
         key, warning = self._key(options.pop("session_key", None))
         try:
-            check_session_key(key)
+            # The one request: key, scope (a denied chat's arguments change nothing), options, times.
+            request = self.manager.request("mcp", query=query, session_key=key, **options)
         except InvalidRequest as exc:
-            return SearchOutput(mode="none", error=f"sessionKey: {exc.problem}", invalid="sessionKey", warning=warning)
-        denied = self.manager.denial(key, "search")  # scope first: a denied chat's arguments change nothing
-        if denied is not None:
-            out = _from_answer(self.manager.denied_search(denied), self.max_chars)
-            out.warning = warning
-            return out
-        try:
-            request = SearchOptions.build("mcp", query=query, session_key=key, **options)
-        except InvalidRequest as exc:
+            if exc.field == "session_key":
+                return SearchOutput(mode="none", error=f"sessionKey: {exc.problem}", invalid="sessionKey", warning=warning)
             return SearchOutput(mode="none", error=str(exc), invalid=door_name(SearchOptions, exc.field, "mcp")
                                 if exc.field in SearchOptions.model_fields else exc.field, warning=warning,
                                 action="Fix that argument and search again; nothing was searched")
+        if request.scope is not None and not request.scope.allowed:
+            out = _from_answer(await self.manager.answer(request), self.max_chars)
+            out.warning = warning
+            return out
         if not request.query.strip():
             return SearchOutput(mode="none", warning="the query is empty: nothing was searched",
                                 action="Pass what to recall: a name, a date, a decision or a few keywords")
         try:
-            answer = await run_within(lambda: run_search(self.manager, request), command="search",
+            answer = await run_within(lambda: self.manager.answer(request), command="search",
                                       budget=budget_s(self.settings, "search"))
         except CommandTimeout as exc:
             return SearchOutput(mode="none", unavailable=True, error=str(exc), warning="memory search took too long",

@@ -81,15 +81,14 @@ NOTHING = IndexedAnswer([], "none")
 
 async def search_indexed(store: CandidateStore, req: SearchRequest, *, query: QueryConfig, tokenizer: str,
                          sides: Sides, query_vector: Callable[[], Awaitable[Any]], degraded: Degraded,
-                         run: Callable[[Callable[[], Any]], Awaitable[Any]], cite: bool, snippet_chars: int,
-                         now: float | None = None, candidates: int | None = None) -> IndexedAnswer:
+                         run: Callable[[Callable[[], Any]], Awaitable[Any]], cite: bool, snippet_chars: int) -> IndexedAnswer:
     """One search of `store`. `query_vector()` gives the question's vector or None (saying why in
     `degraded`); `run(fn)` runs a blocking store call (in a worker thread). Hits carry explain;
     the caller drops it when not asked for."""
     h = query.hybrid
     # The times the question names are not its topic: "week" or "20" must not find notes months away.
     plan = plan_query(req.topic, tokenizer, expansion=query.expansion)
-    limit = min(MAX_CANDIDATES, candidates or max(1, int(req.max_results * h.candidate_multiplier)))
+    limit = min(MAX_CANDIDATES, req.candidates or max(1, int(req.limit * h.candidate_multiplier)))
     windows = req.windows
     qvec = await query_vector() if sides.vector else None
     if sides.set_aside:
@@ -119,10 +118,10 @@ async def search_indexed(store: CandidateStore, req: SearchRequest, *, query: Qu
     def decide_and_rank() -> IndexedAnswer:
         # Words beside the time may select no notes (a chat's people, in every one).
         time_only = req.time_only or (bool(windows) and names_only_a_time(req.q, windows, store.weightless))
-        params = PipelineParams.from_query(query, max_results=req.max_results, min_score=req.min_score, now=now,
+        params = PipelineParams.from_query(query, max_results=req.limit, min_score=req.floor, now=req.now,
                                            windows=windows, time_filter=req.time_filter, time_only=time_only)
         # A question that names only a time: its windows' notes are the answer (engine/search/time_only.py).
-        window = store.window_rows(nearby_windows(windows), req.max_results) if params.time.time_only and windows else None
+        window = store.window_rows(nearby_windows(windows), req.limit) if params.time.time_only and windows else None
         paths = {c.path for c in (keyword or []) + (vector or []) + (window or [])}
         times = store.file_times(paths) if paths and (query.hybrid.temporal_decay.enabled or req.time_filter) else {}
         ranked, facts = rank(times.get, keyword=keyword, vector=vector, terms=plan.terms, params=params, window=window)

@@ -1,10 +1,16 @@
-"""One search's arguments as every backend reads them: the query cut and cleaned, the mode, the
-result bounds, the since/until filter, the times the question names, and whether it names only
-a time ("what did I do yesterday?": its answer is that time's notes, see `time_only`)."""
+"""One search as every layer below the door reads it (`SearchRequest`): the query cut and
+cleaned, the mode, the result bounds, the since/until filter, the times the question names, and
+whether it names only a time ("what did I do yesterday?": its answer is that time's notes, see
+`time_only`), with who asks (the session key, and the scope rules' decision once made).
+
+A door builds it once (engine/compose/scoped.search_request: key, scope, options, times read with
+the configured hemisphere and clock) and every stage and backend takes it whole (`answer`); a
+stage that asks its backend for more hits passes a changed copy (`but`). `KeywordSearch` gives a
+manager that answers requests the keyword form `search(query, max_results=…)`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..text import has_cjk
@@ -15,26 +21,37 @@ from .time_query import TimeBound, TimeWindow, find_time_windows, time_filter_fo
 
 if TYPE_CHECKING:
     from ..config.models import QueryConfig
+    from ..config.scope import ScopeDecision
     from ..results import SearchAnswer
 
-__all__ = ["SearchRequest", "window_note", "renote_window"]
+__all__ = ["SearchRequest", "KeywordSearch", "window_note", "renote_window"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class SearchRequest:
     query: str  # as given, cut to MAX_QUERY_CHARS (the answer's echo)
     q: str  # cleaned: what is searched
     mode: str  # auto, hybrid, keyword or vector
-    max_results: int
-    min_score: float
+    max_results: int | None = None  # as asked; None: the default (`limit`; a stage or QMD may have its own)
+    min_score: float | None = None  # as asked; None: the default (`floor`)
+    session_key: str | None = None  # the asking chat (None: a local caller)
+    explain: bool = False
+    now: float | None = None  # what relative times and decay count from (None: the clock)
+    candidates: int | None = None  # hits each retrieval side gathers (None: maxResults × candidateMultiplier)
     time_filter: TimeWindow | None = None
     windows: list[TimeWindow] = field(default_factory=list)
     time_only: bool = False  # the question names a time and nothing else to look for
+    default_max_results: int = 6  # query.maxResults and query.minScore of the config it was read with
+    default_min_score: float = 0.35
+    scope: ScopeDecision | None = None  # the scope rules' decision, made once at the door (None: not yet)
 
     @classmethod
-    def parse(cls, query: str, config: QueryConfig, *, max_results: int | None, min_score: float | None,
-              mode: str | None, since: TimeBound, until: TimeBound, now: float | None) -> SearchRequest:
-        """ValueError for a mode or a since/until that cannot be read, before any work."""
+    def parse(cls, query: str, config: QueryConfig, *, max_results: int | None = None, min_score: float | None = None,
+              mode: str | None = None, since: TimeBound = None, until: TimeBound = None, now: float | None = None,
+              session_key: str | None = None, explain: bool = False, candidates: int | None = None,
+              scope: ScopeDecision | None = None) -> SearchRequest:
+        """ValueError for a mode or a since/until that cannot be read (`BadTimeBound` names which),
+        before any work."""
         requested = parse_search_mode(mode)
         hemisphere = config.time.hemisphere
         time_filter = time_filter_for(since, until, now, hemisphere=hemisphere)
@@ -45,15 +62,31 @@ class SearchRequest:
             today = today_window(q, now)
             windows = [today] if today is not None and names_only_a_time(q, [today]) else []
         return cls(
-            query=query,
-            q=q,
-            mode=requested,
-            max_results=max(1, int(max_results if max_results is not None else config.max_results)),
-            min_score=min(1.0, max(0.0, float(min_score if min_score is not None else config.min_score))),
-            time_filter=time_filter,
-            windows=windows,
+            query=query, q=q, mode=requested, max_results=max_results, min_score=min_score, session_key=session_key,
+            explain=bool(explain), now=now, candidates=candidates, time_filter=time_filter, windows=windows,
             time_only=bool(windows) and names_only_a_time(q, windows),
+            default_max_results=config.max_results, default_min_score=config.min_score, scope=scope,
         )
+
+    @classmethod
+    def denied(cls, query: Any, session_key: str | None, scope: ScopeDecision) -> SearchRequest:
+        """A chat the scope rules deny: nothing else of its request is read."""
+        return cls(query=query[:MAX_QUERY_CHARS] if isinstance(query, str) else "", q="", mode="auto",
+                   session_key=session_key, scope=scope)
+
+    @property
+    def limit(self) -> int:
+        """Most hits to return: as asked, else the config's query.maxResults."""
+        return max(1, int(self.max_results if self.max_results is not None else self.default_max_results))
+
+    @property
+    def floor(self) -> float:
+        """Lowest score to keep: as asked, else the config's query.minScore."""
+        return min(1.0, max(0.0, float(self.min_score if self.min_score is not None else self.default_min_score)))
+
+    def but(self, **changes: Any) -> SearchRequest:
+        """A copy with some fields changed (a stage asking its backend for a larger pool)."""
+        return replace(self, **changes)
 
     @property
     def topic(self) -> str:
@@ -100,3 +133,25 @@ def renote_window(answer: SearchAnswer) -> None:
     """After a stage above the backend cut a time-only answer to fewer hits, say so again."""
     if answer.time_only and answer.time_window_days is not None:
         answer.time_note = window_note(answer.time_windows or [], answer.time_window_days, len(answer.results))
+
+
+class KeywordSearch:
+    """The keyword form of a search, `search(query, max_results=…, since=…)`, for a manager that
+    answers `SearchRequest`s (`answer`): the request is read with the manager's own `query_config`.
+    It is the caller's own form (tests, benchmarks, a script over one backend): no door's checks,
+    no scope rules (those are the scoped stage's, whose `search` is the Python API's door)."""
+
+    @property
+    def query_config(self) -> QueryConfig:  # the manager's memorySearch.query
+        raise NotImplementedError
+
+    async def answer(self, request: SearchRequest) -> SearchAnswer:
+        raise NotImplementedError
+
+    async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
+                     session_key: str | None = None, explain: bool = False, now: float | None = None,
+                     mode: str | None = None, since: TimeBound = None, until: TimeBound = None,
+                     candidates: int | None = None) -> SearchAnswer:
+        return await self.answer(SearchRequest.parse(
+            query, self.query_config, max_results=max_results, min_score=min_score, mode=mode, since=since,
+            until=until, now=now, session_key=session_key, explain=explain, candidates=candidates))

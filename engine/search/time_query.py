@@ -19,7 +19,7 @@ from typing import Any, Union
 
 from .time_phrases import calendar_window, find_calendar_phrases
 
-__all__ = ["TimeWindow", "TimeBound", "find_time_windows", "today_window", "without_time_expressions", "time_filter_for",
+__all__ = ["TimeWindow", "TimeBound", "BadTimeBound", "find_time_windows", "today_window", "without_time_expressions", "time_filter_for",
            "parse_day"]
 
 TimeBound = Union[str, date, datetime, float, None]  # a since/until value as the API takes it
@@ -397,6 +397,15 @@ def _phrase_day(text: str, now: float | None, end: bool = False) -> date:
     return (window.end if end else window.start) or parsed[0]
 
 
+class BadTimeBound(ValueError):
+    """A since/until value that is no date, or a range that is empty; `bound` names the option
+    ("since" or "until"), so every door can spell it its own way."""
+
+    def __init__(self, bound: str, problem: str) -> None:
+        super().__init__(problem)
+        self.bound = bound
+
+
 def time_filter_for(since: TimeBound, until: TimeBound, now: float | None = None, *,
                     hemisphere: str = "northern") -> TimeWindow | None:
     """The since/until filter's window (both days inclusive), or None when neither is set: a
@@ -406,10 +415,10 @@ def time_filter_for(since: TimeBound, until: TimeBound, now: float | None = None
     if since in (None, "") and until in (None, ""):
         return None
     said_since, said_until = since, until
-    since = parse_day(since, now=now, what="since", hemisphere=hemisphere) if since not in (None, "") else None
-    until = parse_day(until, now=now, what="until", end=True, hemisphere=hemisphere) if until not in (None, "") else None
+    since = _bound(since, now=now, what="since", hemisphere=hemisphere)
+    until = _bound(until, now=now, what="until", end=True, hemisphere=hemisphere)
     if since is not None and until is not None and since > until:
-        raise ValueError(f"since ({since}) is after until ({until}): nothing can match; swap them")
+        raise BadTimeBound("until", f"since ({since}) is after until ({until}): nothing can match; swap them")
     # The phrase the user gave, where it was one ("since last October"), so the answer says what it read.
     since_text, until_text = _as_said(said_since, since), _as_said(said_until, until)
     if since is not None and until is not None:
@@ -418,6 +427,15 @@ def time_filter_for(since: TimeBound, until: TimeBound, now: float | None = None
     else:
         text = f"since {since_text}" if until is None else f"until {until_text}"
     return TimeWindow(since, until, text)
+
+
+def _bound(value: TimeBound, *, what: str, **how: Any) -> date | None:
+    if value in (None, ""):
+        return None
+    try:
+        return parse_day(value, what=what, **how)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise BadTimeBound(what, str(exc)) from None
 
 
 def _as_said(said: TimeBound, day: date | None) -> str:

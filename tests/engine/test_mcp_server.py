@@ -23,6 +23,7 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 from memsift.backends.builtin import BuiltinSearchManager  # noqa: E402
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider  # noqa: E402
 from memsift.engine.errors import ProviderError  # noqa: E402
+from memsift.engine.config.models import QueryConfig  # noqa: E402
 from memsift.engine.mcp.server import MemoryServer, build_server  # noqa: E402
 
 FAKEBIN = Path(__file__).parents[1] / "backends" / "qmd" / "fakebin"
@@ -252,10 +253,12 @@ def test_server_session_key_wins_over_a_per_call_key(tmp_path, example_workspace
 class _FailingManager:
     """Raises what a provider outage raises; deterministic stand-in for a quota-exhausted API."""
 
+    query_config = QueryConfig()
+
     def __init__(self, message: str) -> None:
         self.message = message
 
-    async def search(self, query, **kw):
+    async def answer(self, request):
         raise ProviderError(self.message)
 
     async def read(self, path, from_line=None, lines=None, **kw):

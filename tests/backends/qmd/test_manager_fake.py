@@ -316,7 +316,7 @@ def test_a_task_groups_os_error_falls_back_and_says_what_failed(tmp_path, ws, en
     import errno
 
     class FullDisk(QmdSearchManager):
-        async def search(self, query, **kw):
+        async def answer(self, request):
             raise ExceptionGroup("task group", [OSError(errno.ENOSPC, "No space left on device", "/state/qmd.lock")])
 
     settings = _settings(tmp_path, ws)
@@ -327,7 +327,7 @@ def test_a_task_groups_os_error_falls_back_and_says_what_failed(tmp_path, ws, en
     assert answer.fallback.reason == "cannot write its files: No space left on device (/state/qmd.lock); the disk is full"
 
     class Bug(QmdSearchManager):
-        async def search(self, query, **kw):
+        async def answer(self, request):
             raise ExceptionGroup("task group", [KeyError("a bug is not an outage")])
 
     with pytest.raises(ExceptionGroup):

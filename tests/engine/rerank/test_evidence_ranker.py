@@ -15,7 +15,7 @@ import pytest
 
 from helpers import CHAT_QUESTION as ELENA, CHAT_SESSIONS, backend_memory, make_settings, write_files
 from memsift.engine.compose.factory import open_manager
-from memsift.engine.config.models import RankerConfig
+from memsift.engine.config.models import QueryConfig, RankerConfig
 from memsift.engine.rerank import evidence
 from memsift.engine.compose.evidence_stage import (EvidenceRankedSearchManager, is_conversation, mostly_conversation,
                                                   rank_by_evidence)
@@ -150,13 +150,16 @@ def test_equal_scores_keep_the_backends_order():
 class _Backend:
     """A backend with fixed answers (determinism: the stage's own decisions are under test)."""
 
+    query_config = QueryConfig()
+
     def __init__(self, mode: str, paths: list[str], time_only: bool = False) -> None:
         self.mode, self.paths, self.time_only, self.asked = mode, paths, time_only, []
 
-    async def search(self, query, *, max_results=None, **kw) -> SearchAnswer:
-        self.asked.append((max_results, kw.get("candidates")))
+    async def answer(self, request) -> SearchAnswer:
+        max_results = request.max_results
+        self.asked.append((max_results, request.candidates))
         hits = [_hit(p, 0.5 - i * 0.01, "nothing" if i == 0 else "ledger database") for i, p in enumerate(self.paths)]
-        return SearchAnswer(query=query, results=hits[:max_results], backend="builtin", mode=self.mode,
+        return SearchAnswer(query=request.query, results=hits[:max_results], backend="builtin", mode=self.mode,
                             min_score=0.0, max_results=max_results, took_ms=1.0, time_only=self.time_only or None)
 
 

@@ -16,7 +16,7 @@ import pytest
 from helpers import QMD_SAMPLES, make_settings
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.backends.qmd import QmdSearchManager
-from memsift.engine.config.models import MmrConfig, RerankConfig
+from memsift.engine.config.models import MmrConfig, QueryConfig, RerankConfig
 from memsift.engine.errors import ConfigError
 from memsift.engine.compose.factory import open_manager, resolve_config
 from memsift.engine.compose.fallback import FallbackSearchManager
@@ -174,12 +174,14 @@ class _Fixed:
     """A backend answering fixed hits: MMR's effect needs near-duplicate snippets, chosen here."""
 
     backend = "builtin"
+    query_config = QueryConfig()
 
     def __init__(self, hits: list[SearchHit]) -> None:
         self.hits = hits
 
-    async def search(self, query, *, max_results=None, **_):
-        return SearchAnswer(query=query, results=[h.model_copy() for h in self.hits][:max_results], backend="builtin",
+    async def answer(self, request):
+        max_results = request.max_results
+        return SearchAnswer(query=request.query, results=[h.model_copy() for h in self.hits][:max_results], backend="builtin",
                             mode="hybrid", min_score=0.0, max_results=max_results or 6, took_ms=1.0)
 
     async def aclose(self):

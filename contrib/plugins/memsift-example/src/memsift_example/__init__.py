@@ -18,14 +18,15 @@ from typing import Any
 import anyio
 
 from memsift.engine.kit import (SNIPPET_MAX_CHARS, BackendPlugin, Candidate, Degraded, ManagerStatus,
-                                MemoryRules, PipelineParams, ResolvedConfig, SearchAnswer, SearchRequest, SyncReport,
+                                KeywordSearch, MemoryRules, PipelineParams, ResolvedConfig, SearchAnswer, SearchRequest,
+                                SyncReport,
                                 chunk_tokens, citations_enabled, discover_memory_files, hits_from_ranked, plan_query,
                                 query_items, rank, read_markdown, read_memory, sort_files)
 
 K1, B = 1.2, 0.75  # BM25's usual constants
 
 
-class ExampleSearchManager:
+class ExampleSearchManager(KeywordSearch):  # `search(query, …)` from `answer(request)`
     backend = "example"
 
     def __init__(self, settings: ResolvedConfig) -> None:
@@ -87,29 +88,28 @@ class ExampleSearchManager:
         out = [replace(c, text_score=s / (1 + best), keyword_hit=True) for s, c in scored[:limit]]
         return out, {c.chunk_id: float(i + 1) for i, c in enumerate(out)}
 
-    async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
-                     session_key: str | None = None, explain: bool = False, now: float | None = None,
-                     mode: str | None = None, since: Any = None, until: Any = None,
-                     candidates: int | None = None) -> SearchAnswer:
+    @property
+    def query_config(self) -> Any:
+        return self.ms.query
+
+    async def answer(self, req: SearchRequest) -> SearchAnswer:
         started = time.perf_counter()
         if not self.synced:  # a new process: read the files first
             await self.sync(reason="search")
-        req = SearchRequest.parse(query, self.ms.query, max_results=max_results, min_score=min_score, mode=mode,
-                                  since=since, until=until, now=now)
         degraded = Degraded(vector="this backend searches keywords only") if req.mode in ("vector", "hybrid") else Degraded()
         plan = plan_query(req.topic, self.tokenizer, expansion=self.ms.query.expansion)
         h = self.ms.query.hybrid
         keyword, ranks = self._keyword(query_items(plan, self.tokenizer).terms,
-                                       candidates or max(1, int(req.max_results * h.candidate_multiplier)))
-        params = PipelineParams.from_query(self.ms.query, max_results=req.max_results, min_score=req.min_score, now=now,
+                                       req.candidates or max(1, int(req.limit * h.candidate_multiplier)))
+        params = PipelineParams.from_query(self.ms.query, max_results=req.limit, min_score=req.floor, now=req.now,
                                            windows=req.windows, time_filter=req.time_filter)
         ranked, facts = rank(lambda _path: None, keyword=keyword, vector=None, terms=plan.terms, params=params)
-        hits = hits_from_ranked(ranked, facts, terms=plan.terms, ranks=ranks, hybrid=h, explain=explain,
-                                cite=citations_enabled(self.settings.memory.citations, session_key),
+        hits = hits_from_ranked(ranked, facts, terms=plan.terms, ranks=ranks, hybrid=h, explain=req.explain,
+                                cite=citations_enabled(self.settings.memory.citations, req.session_key),
                                 snippet_chars=SNIPPET_MAX_CHARS)
         return SearchAnswer(query=req.query, results=hits, backend=self.backend, mode=facts["mode"] if hits else "none",
                             provider="none", citations=self.settings.memory.citations, degraded=degraded,
-                            min_score=req.min_score, max_results=req.max_results, relaxed=facts["relaxed"],
+                            min_score=req.floor, max_results=req.limit, relaxed=facts["relaxed"],
                             took_ms=round((time.perf_counter() - started) * 1000, 3), **req.time_facts(time_only=False))
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,

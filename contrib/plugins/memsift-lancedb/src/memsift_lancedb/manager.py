@@ -157,15 +157,15 @@ class LanceSearchManager(IndexedManager):
     def _candidates(self, generation: Any) -> LanceCandidates:
         return LanceCandidates(self.store.chunks(generation.number), self.store.files(generation.number), self.tokenizer)
 
-    async def _answer(self, req: SearchRequest, session_key: str | None, degraded: Degraded, sides: Sides,
-                      embedding: QueryEmbedding | None, *, now: float | None, candidates: int | None) -> IndexedAnswer:
+    async def _answer(self, req: SearchRequest, degraded: Degraded, sides: Sides,
+                      embedding: QueryEmbedding | None) -> IndexedAnswer:
         try:
-            return await super()._answer(req, session_key, degraded, sides, embedding, now=now, candidates=candidates)
+            return await super()._answer(req, degraded, sides, embedding)
         except DAMAGE as exc:  # rebuilt from the files once, then asked again
             log.error("LanceDB dataset damaged; rebuilding from the Markdown files", error=_short(exc))
             await self.sync(force=True, reason=f"the dataset was damaged ({_short(exc)})")
         try:
-            return await super()._answer(req, session_key, degraded, sides, embedding, now=now, candidates=candidates)
+            return await super()._answer(req, degraded, sides, embedding)
         except DAMAGE as exc:
             raise BackendError(_damaged(self.store.root, exc, again=True)) from None
 

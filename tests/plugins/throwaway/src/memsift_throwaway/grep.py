@@ -15,6 +15,7 @@ from memsift.engine.manager import SyncReport
 from memsift.engine.plugins import BackendContext, BackendPlugin
 from memsift.engine.results import ManagerStatus, ReadResult, SearchAnswer, SearchHit
 from memsift.engine.search.citations import citation_for
+from memsift.engine.search.request import KeywordSearch
 
 
 class GrepConfig(BaseModel):
@@ -28,7 +29,7 @@ class GrepConfig(BaseModel):
     read_instead: str | None = None  # read this file whatever is asked for, and say so
 
 
-class GrepManager:
+class GrepManager(KeywordSearch):
     backend = "notes-grep"
 
     def __init__(self, ctx: BackendContext) -> None:
@@ -39,8 +40,12 @@ class GrepManager:
         files, _ = discover_memory_files(self.settings.workspace, self.settings.memory_search.extra_paths)
         return files
 
-    async def search(self, query, *, max_results=None, min_score=None, session_key=None, explain=False, now=None,
-                     mode=None, since=None, until=None, candidates=None):
+    @property
+    def query_config(self):
+        return self.settings.memory_search.query
+
+    async def answer(self, request):
+        query, max_results = request.query, request.max_results
         if query == self.config.crash_on:
             raise KeyError("a bug in the plugin")
         if query == self.config.value_error_on:
