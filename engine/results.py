@@ -109,7 +109,9 @@ class SearchHit(_Out):
     stale: bool | None = None
     rescued: bool | None = None  # under minScore (the backend's score, before the evidence ranker), kept by the keyword rescue
     explain: HitExplain | None = None
-    qmd: dict[str, Any] | None = None  # --explain on the QMD backend: mode, raw score, docid, collection
+    # What only its backend knows of the hit, in the backend's own terms (QMD with --explain: its
+    # mode, raw score, docid, collection); one neutral field for every backend.
+    details: dict[str, Any] | None = None
     rerank: RerankExplain | None = None  # --explain with the rerank stage on: its score, the hybrid score, the blend
     ranker: RankerExplain | None = None  # --explain: the evidence ranker's features and score
 
@@ -232,7 +234,9 @@ class ManagerStatus(_Out):
     skipped: list[dict[str, str]] = Field(default_factory=list)
     requests: dict[str, Any] | None = None  # remote provider: requests, retries, failures, last error
     batch: dict[str, Any] = Field(default_factory=dict)  # provider batch API state
-    qmd: dict[str, Any] | None = None  # QMD backend: version, collections, last update/embed, errors
+    # What only this backend reports, in its own terms (QMD: version, collections, last update and
+    # embed, errors); one neutral field for every backend.
+    details: dict[str, Any] | None = None
     deep: dict[str, Any] | None = None
     denied: ScopeDenial | None = None  # scope rules refused this session key: nothing is shown
     rerank: dict[str, Any] | None = None  # the rerank stage: provider, model, candidates, circuit, requests

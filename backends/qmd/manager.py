@@ -436,7 +436,7 @@ class QmdSearchManager(KeywordSearch):
                 citation=citation_for(path, start, end) if cite else None,
             )
             if explain:
-                hit.qmd = {"mode": facts["effective_mode"], "rawScore": h.score, "docid": h.docid, "collection": c.name}
+                hit.details = {"mode": facts["effective_mode"], "rawScore": h.score, "docid": h.docid, "collection": c.name}
             ranked.append(hit)
         return _clamp_injected(_diversify(ranked)[:limit], int(self.qmd.limits.max_injected_chars))
 
@@ -483,7 +483,7 @@ class QmdSearchManager(KeywordSearch):
             sources=["memory"] + (["sessions"] if self.qmd.sessions.enabled else []),
             search_mode=self.qmd.search_mode,
             vector={"available": bool(info.get("vectors")), "rows": info.get("vectors")},
-            qmd={
+            details={
                 "version": self._version,
                 "command": self._exe or self.qmd.command,
                 "home": str(self.home),

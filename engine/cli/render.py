@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import Any
 
@@ -14,6 +15,11 @@ __all__ = ["render_answer", "render_denial", "render_indexes", "render_parity", 
 def render_denial(d: ScopeDenial) -> str:
     """The one line that says a chat was denied by the scope rules (search, get and status alike)."""
     return f"Denied by scope ({d.rule}): channel={d.channel or 'unknown'}, chatType={d.chat_type}, session={d.session_key or '<none>'}"
+
+
+def _words(key: str) -> str:
+    """A details key as words: rawScore → raw score."""
+    return re.sub(r"(?<=[a-z])([A-Z])", lambda m: " " + m.group(1).lower(), key)
 
 
 def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
@@ -30,8 +36,8 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         out.append(textwrap.indent(hit.snippet.rstrip(), "    "))
         if hit.citation:
             out.append(f"    Source: {hit.citation}")
-        if explain and hit.qmd:
-            out.append(f"    explain: qmd mode={hit.qmd['mode']} raw score={hit.qmd['rawScore']} docid={hit.qmd['docid']} collection={hit.qmd['collection']}")
+        if explain and hit.details:
+            out.append(f"    explain: {answer.backend} " + " ".join(f"{_words(k)}={v}" for k, v in hit.details.items()))
         if explain and hit.explain and answer.time_only:  # scored by the time asked for, not by evidence
             e = hit.explain
             out.append(f"    explain: a note of the time asked for: day={e.day} ({e.day_source}) final={e.final_score:.3f}")
@@ -263,7 +269,7 @@ def render_status(s: ManagerStatus) -> str:
     if s.unavailable:  # nothing could be read from the backend: its counts are unknown, not zero
         rows = [r for r in rows if r[0] not in ("Indexed", "Changes", "FTS", "Vector", "Embedding cache")]
         rows.append(("Unreachable", s.unavailable))
-    if s.qmd and s.backend == "qmd":  # the QMD backend has no FTS table, vector table or embedding cache of ours
+    if s.details and s.backend == "qmd":  # the QMD backend has no FTS table, vector table or embedding cache of ours
         rows = [r for r in rows if r[0] not in ("FTS", "Vector", "Embedding cache", "Changes", "Extra paths", "Provider", "Model")]
     if s.requests:
         r = s.requests
@@ -286,8 +292,8 @@ def render_status(s: ManagerStatus) -> str:
     if s.fallback:
         rows.append(("Fallback", f"from {s.fallback.from_}: {s.fallback.reason}"))
         rows += [("  not covered", gap) for gap in s.fallback.not_covered or []]
-    if s.qmd:
-        q = s.qmd
+    if s.details and s.backend == "qmd":
+        q = s.details
         rows.append(("QMD", f"{q.get('version') or '?'} · {q.get('command')} · home {q.get('home')}"))
         said = {s.fallback.reason} if s.fallback else set()  # each reason once
         if q.get("error") and q["error"] not in said:

@@ -175,7 +175,7 @@ class FallbackSearchManager(KeywordSearch):
         (with the primary's own facts kept) when the primary failed or does not answer its probe."""
         self._tried_now = False
         primary = await self.primary().status(deep=deep)
-        probe_error = (primary.qmd or {}).get("error") or primary.unavailable
+        probe_error = (primary.details or {}).get("error") or primary.unavailable
         if probe_error and self._primary_usable():
             self._mark_failed(probe_error)
         if self.fail_closed:
@@ -191,7 +191,7 @@ class FallbackSearchManager(KeywordSearch):
         st = await self.fallback().status(deep=deep)
         return st.model_copy(update={"fallback": Fallback(**{"from": self.backend, "reason": self.failure_reason or ""},
                                                           not_covered=self.not_covered),
-                                     "qmd": primary.qmd})
+                                     "details": primary.details})
 
     @property
     def indexes_sessions(self) -> bool:

@@ -227,11 +227,11 @@ class BackendContract:
     def test_explain_says_why_each_hit_is_there(self, tmp_path: Path, workspace: Path) -> None:
         async def body(m: SearchManager) -> None:
             plain = await self.keyword(m, "zeppelin museum")
-            assert plain.results and all(h.explain is None and h.qmd is None for h in plain.results)
+            assert plain.results and all(h.explain is None and h.details is None for h in plain.results)
             explained = await self.keyword(m, "zeppelin museum", explain=True)
             assert [h.path for h in explained.results] == [h.path for h in plain.results]
             for hit in explained.results:
-                assert hit.explain is not None or hit.qmd is not None, f"{hit.path}: no explanation"
+                assert hit.explain is not None or hit.details is not None, f"{hit.path}: no explanation"
                 if hit.explain is not None:
                     assert hit.explain.final_score == pytest.approx(hit.score, abs=1e-3) or hit.ranker is not None
                     assert hit.explain.keyword_score is not None, "a keyword search's hit has its keyword score"

@@ -191,20 +191,20 @@ def test_vanished_folder_skips_the_update_and_keeps_the_index(tmp_path, ws, env)
         run(m.sync)
     assert len([c for c in _calls(tmp_path) if c["argv"][2] == "update"]) == updates  # no update ran
     st = run(m.status)
-    assert "folder missing" in st.qmd["lastError"]
-    assert {c["name"]: c["folderExists"] for c in st.qmd["collections"]}["mounted"] is False
+    assert "folder missing" in st.details["lastError"]
+    assert {c["name"]: c["folderExists"] for c in st.details["collections"]}["mounted"] is False
 
 
 def test_embed_is_skipped_without_local_models_and_backs_off_on_failure(tmp_path, ws, env):
     m = QmdSearchManager(_settings(tmp_path, ws), environ=env)
     run(m.sync)
-    assert "no local embedding model" in run(m.status).qmd["embedSkipped"]
+    assert "no local embedding model" in run(m.status).details["embedSkipped"]
     assert not any(c["argv"][2] == "embed" for c in _calls(tmp_path))
     models = m.cache_dir / "qmd" / "models"
     models.mkdir(parents=True, exist_ok=True)
     (models / "hf_ggml-org_embeddinggemma-300M-Q8_0.gguf").write_bytes(b"GGUF")
     run(m.sync, force=True)  # the replayed embed fails (fetch failed, exit 1)
-    st = run(m.status).qmd
+    st = run(m.status).details
     assert st["embedFailures"] == 1 and st["embedBackoffUntil"] > time.time() + 50
 
 

@@ -101,7 +101,7 @@ def test_a_crashing_qmd_is_described_in_answers_and_status(cli):
     assert "notes-main" in text and "registered, but qmd is failing" in text and " · ok" not in text
     st = json.loads(run("status", "--json", qmd={"command": str(crashing)}).stdout)
     assert st["backend"] == "builtin" and st["fallback"]["from"] == "qmd"
-    assert [c["state"] for c in st["qmd"]["collections"]] == ["registered, but qmd is failing"]
+    assert [c["state"] for c in st["details"]["collections"]] == ["registered, but qmd is failing"]
 
 
 def test_status_on_a_fresh_state_folder_asks_qmd_and_gets_its_version(cli, tmp_path):
@@ -111,7 +111,7 @@ def test_status_on_a_fresh_state_folder_asks_qmd_and_gets_its_version(cli, tmp_p
     assert not (tmp_path / "state").exists()
     st = run("status", "--json")
     assert st.returncode == 0, st.stderr
-    qmd = json.loads(st.stdout)["qmd"]
+    qmd = json.loads(st.stdout)["details"]
     assert qmd["version"] == "2.8.3" and qmd["error"] is None, qmd
     assert "cannot start" not in st.stdout + st.stderr
 

@@ -84,9 +84,9 @@ def test_collections_update_search_status_and_get(tmp_path, example_workspace):
     assert [h.path for h in answer.results] == ["memory/2026-11-21.md"]  # the update before search saw it
 
     st = run(m.status)
-    assert st.backend == "qmd" and st.qmd["version"] == "2.8.3" and st.qmd["documents"] == 7
-    assert {c["name"] for c in st.qmd["collections"] if c["registered"]} == {"memory-root-main", "memory-dir-main"}
-    assert st.qmd["lastUpdateAt"] and "no local embedding model" in st.qmd["embedSkipped"]
+    assert st.backend == "qmd" and st.details["version"] == "2.8.3" and st.details["documents"] == 7
+    assert {c["name"] for c in st.details["collections"] if c["registered"]} == {"memory-root-main", "memory-dir-main"}
+    assert st.details["lastUpdateAt"] and "no local embedding model" in st.details["embedSkipped"]
     assert run(m.read, "memory/2026-11-21.md", 3, 1).text == "- adopted Renovate for dependency updates"
     user_index = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qmd" / "memsift.sqlite"
     assert not user_index.exists()  # the user's own QMD home is never touched
@@ -141,7 +141,7 @@ def test_cli_switches_backends(tmp_path, example_workspace):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["backend"] == "builtin"
     r = subprocess.run([*base, "status", "--json"], capture_output=True, text=True, env=env, timeout=120)
-    assert json.loads(r.stdout)["qmd"]["version"] == "2.8.3"
+    assert json.loads(r.stdout)["details"]["version"] == "2.8.3"
 
 
 

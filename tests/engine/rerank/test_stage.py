@@ -224,7 +224,7 @@ def test_qmd_answers_are_reranked_too(tmp_path):
     assert server.requests[0].body["documents"] == [h.snippet for h in sorted(answer.results, key=lambda h: h.rerank.hybrid_rank)]
     rel = [h.rerank.rerank_score for h in answer.results]
     assert rel == sorted(rel, reverse=True) and {h.rerank.hybrid_score for h in answer.results} == {0.52, 0.41, 0.4}
-    assert all(h.qmd is not None for h in answer.results)  # QMD's own explain is kept beside the stage's
+    assert all(h.details is not None for h in answer.results)  # QMD's own explain is kept beside the stage's
 
 
 def test_config_refuses_a_stage_without_its_reranker_and_out_of_range_values(tmp_path, example_workspace):
