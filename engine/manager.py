@@ -39,7 +39,10 @@ class SyncReport(BaseModel):
 
 @runtime_checkable
 class SearchManager(Protocol):
-    backend: str  # its name ("builtin", "qmd", a plugin's): answers, status and sync reports carry it
+    @property
+    def backend(self) -> str:
+        """Its name ("builtin", "qmd", a plugin's): answers, status and sync reports carry it."""
+        ...
 
     @property
     def query_config(self) -> Any:

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 __all__ = ["InvalidRequest", "SearchOptions", "ReadOptions", "StatusOptions", "MAX_RESULTS_LIMIT", "door_name",
-           "check_session_key", "run_read", "run_status"]
+           "check_session_key", "run_read", "run_status", "spellings"]
 
 MAX_RESULTS_LIMIT = 100  # hits one search may ask for, on every door (the candidate pool is 200)
 
@@ -40,9 +40,15 @@ def _spec(description: str, *, cli: tuple[str, ...] = (), mcp: str | None = None
     return Field(description=description, json_schema_extra={"cli": list(cli), "mcp": mcp}, **kw)
 
 
+def spellings(model: type[BaseModel], field: str) -> dict[str, Any]:
+    """How the doors spell a field: {"cli": [flags], "mcp": name}."""
+    extra = model.model_fields[field].json_schema_extra
+    return extra if isinstance(extra, dict) else {}
+
+
 def door_name(model: type[BaseModel], field: str, door: str) -> str:
     """How a door spells a field (`--max-results`, `maxResults`), for messages."""
-    extra = model.model_fields[field].json_schema_extra or {}
+    extra = spellings(model, field)
     spelled = extra.get("cli") if door == "cli" else extra.get("mcp")
     if door == "cli":
         return spelled[0] if spelled else field.replace("_", "-")

@@ -10,7 +10,7 @@ logging is.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, MutableMapping
 
 __all__ = ["register_secret", "register_header_secrets", "register_url_secrets", "url_without_password", "redact",
            "masked_cut", "redact_processor"]
@@ -80,5 +80,5 @@ def _walk(value: Any) -> Any:
     return value
 
 
-def redact_processor(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+def redact_processor(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     return _walk(event)

@@ -18,7 +18,7 @@ from pathlib import Path
 from memsift.engine.errors import IndexUnusableError
 
 from .index_file import quarantine_name_re
-from .store import open_db, read_meta
+from .store import scalar, open_db, read_meta
 
 __all__ = ["IndexInfo", "list_indexes", "prune_indexes"]
 
@@ -60,8 +60,8 @@ def _describe(db: Path) -> IndexInfo | None:
         meta = read_meta(conn)
         if meta is None:
             return None
-        files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
-        chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        files = scalar(conn, "SELECT count(*) FROM files")
+        chunks = scalar(conn, "SELECT count(*) FROM chunks")
     except Exception:
         return None
     finally:

@@ -47,6 +47,7 @@ from memsift.engine.files.transcripts import list_transcripts
 
 from .index_file import inspect_index_file, is_memsift_database, temp_name_re
 from .store import (
+    scalar,
     MAX_SKIPPED_RECORDED,
     SCHEMA_VERSION,
     VectorState,
@@ -468,6 +469,7 @@ class Indexer:
 
     def _embed_multimodal(self, p: _Pending, vectors: dict[str, bytes], report: SyncReport) -> None:
         """One request per image/audio file; a "too large" refusal keeps the file with no chunks."""
+        assert self.embed is not None  # only a sync that embeds has multimodal inputs
         for h, item in (p.inputs or {}).items():
             if h in vectors:
                 continue
@@ -596,7 +598,7 @@ class Indexer:
         the keyword index alone), and fill chunks_vec."""
         if self.embed is None or self.embed_error is not None:
             return
-        rows = conn.execute("SELECT rowid, hash, text FROM chunks WHERE embedding IS NULL").fetchall()
+        rows: list[Any] = conn.execute("SELECT rowid, hash, text FROM chunks WHERE embedding IS NULL").fetchall()
         for i in range(0, len(rows), GROUP_CHUNKS):
             part = rows[i : i + GROUP_CHUNKS]
             _check(self.cancel)
@@ -619,15 +621,15 @@ class Indexer:
         """sqlite-vec may have been unavailable when chunks were written: copy their vectors in."""
         if not vec.available:
             return
-        with_vec = conn.execute("SELECT count(*) FROM chunks WHERE embedding IS NOT NULL").fetchone()[0]
+        with_vec = scalar(conn, "SELECT count(*) FROM chunks WHERE embedding IS NOT NULL")
         if not with_vec:
             return
-        have = conn.execute("SELECT count(*) FROM chunks_vec").fetchone()[0] if _has_table(conn, "chunks_vec") else 0
+        have = scalar(conn, "SELECT count(*) FROM chunks_vec") if _has_table(conn, "chunks_vec") else 0
         if have == with_vec:
             return
         log.info("rebuilding vector table from stored embeddings", chunks=with_vec)
         with conn:
-            dims = len(conn.execute("SELECT embedding FROM chunks WHERE embedding IS NOT NULL LIMIT 1").fetchone()[0]) // 4
+            dims = len(scalar(conn, "SELECT embedding FROM chunks WHERE embedding IS NOT NULL LIMIT 1")) // 4
             if _has_table(conn, "chunks_vec"):
                 conn.execute("DROP TABLE chunks_vec")
             ensure_vec_table(conn, vec, dims)

@@ -61,7 +61,7 @@ from .search import (
     weightless_word_test,
     window_candidates,
 )
-from .store import CORRUPT_ERRORS, VectorState, open_db, quarantine, read_meta, read_skipped
+from .store import scalar, CORRUPT_ERRORS, VectorState, open_db, quarantine, read_meta, read_skipped
 
 __all__ = ["BuiltinSearchManager"]
 
@@ -99,7 +99,7 @@ class BuiltinSearchManager(KeywordSearch):
         if selection is None and provider is not None:
             selection = ProviderSelection(provider, provider.id)
         # Chosen when first needed (search, sync, status), so a plain read never loads a provider.
-        self._primary: ProviderSelection | None = selection  # what the config asks for
+        self._configured: ProviderSelection | None = selection  # what the config asks for
         self.selection: ProviderSelection | None = selection  # what is in use (maybe the fallback)
         self.provider: EmbeddingProvider | None = selection.provider if selection else None
         self.progress = progress
@@ -136,9 +136,23 @@ class BuiltinSearchManager(KeywordSearch):
     # --- identity and connections -------------------------------------------------------------
 
     def _ensure_provider(self) -> None:
-        if self._primary is None:
-            self._primary = self.selection = select_provider(self.ms)
+        if self._configured is None:
+            self._configured = self.selection = select_provider(self.ms)
             self.provider = self.selection.provider
+
+    @property
+    def _primary(self) -> ProviderSelection:
+        """What the config asks for (chosen on first use: a plain read never loads a provider)."""
+        self._ensure_provider()
+        assert self._configured is not None
+        return self._configured
+
+    @property
+    def _in_use(self) -> ProviderSelection:
+        """What is in use (maybe the fallback), chosen on first use as `_primary` is."""
+        self._ensure_provider()
+        assert self.selection is not None
+        return self.selection
 
     @property
     def identity(self) -> IndexIdentity:
@@ -269,7 +283,8 @@ class BuiltinSearchManager(KeywordSearch):
         async with self._sync_lock:
             if allow_full and self._primary.provider is not None and self.provider is not self._primary.provider:
                 self.provider, self.selection = self._primary.provider, self._primary
-            kw = {"force": force, "reason": reason, "include_sessions": include_sessions, "defer_vectors": defer_vectors}
+            kw: dict[str, Any] = {"force": force, "reason": reason, "include_sessions": include_sessions,
+                                  "defer_vectors": defer_vectors}
             try:
                 try:
                     return await self._run_indexer(allow_full=allow_full, **kw)
@@ -284,16 +299,16 @@ class BuiltinSearchManager(KeywordSearch):
 
     async def _run_indexer(self, *, force: bool, reason: str, allow_full: bool, include_sessions: bool,
                            defer_vectors: bool = False) -> SyncReport:
-        extra = {"workspace": str(self.settings.workspace)}  # the index name is a hash: `index --list` reads it here
-        if self.selection.fallback_from:
-            extra["fallback"] = {"from": self.selection.fallback_from, "reason": self.selection.fallback_reason}
+        extra: dict[str, Any] = {"workspace": str(self.settings.workspace)}  # the index name is a hash: `index --list` reads it here
+        if self._in_use.fallback_from:
+            extra["fallback"] = {"from": self._in_use.fallback_from, "reason": self._in_use.fallback_reason}
         indexer = Indexer(
             self.settings,
             self.identity,
             self._embed_from_thread if self.provider else None,
             progress=self.progress,
             meta_extra=extra,
-            tolerate_embed_errors=self._primary.fallback_id is None or bool(self.selection.fallback_from),
+            tolerate_embed_errors=self._primary.fallback_id is None or bool(self._in_use.fallback_from),
             include_sessions=include_sessions,
             embed_step=self._embed_step(),
             cancel=self._closing,
@@ -340,7 +355,7 @@ class BuiltinSearchManager(KeywordSearch):
         """Use the configured fallback provider after the current one failed (once)."""
         fb = self._primary.fallback_id
         current = self.provider.id if self.provider else None
-        if fb is None or current == fb or self.selection.fallback_from:
+        if fb is None or current == fb or self._in_use.fallback_from:
             return None
         try:
             provider = create_provider(fb, self.ms, primary=False)
@@ -358,8 +373,9 @@ class BuiltinSearchManager(KeywordSearch):
         """An index rebuilt with the fallback is queried with the fallback, until `memsift index`
         succeeds with the configured provider again."""
         fb = self._primary.fallback_id
-        info = (meta or {}).get("fallback")
-        if not info or fb is None or self.selection.fallback_from or meta.get("provider") != fb:
+        meta = meta or {}
+        info = meta.get("fallback")
+        if not info or fb is None or self._in_use.fallback_from or meta.get("provider") != fb:
             return
         if self.provider is not None and meta.get("providerKey") == self.provider.fingerprint:
             return
@@ -466,7 +482,8 @@ class BuiltinSearchManager(KeywordSearch):
             sides = self._sides(q, requested)
             embedding = self._query_embedding(q) if sides.vector and self.provider is not None else None
 
-            async def answer() -> tuple[tuple[bool, str | None], list[SearchHit], str, bool]:
+            # (freshness, hits, the mode answered, relaxed, below minScore, time-only facts)
+            async def answer() -> tuple[tuple[bool, str | None], list[SearchHit], str, bool, Any, Any]:
                 for attempt in (1, 2):
                     try:
                         fresh = await self._ensure_fresh(session_key)
@@ -539,8 +556,8 @@ class BuiltinSearchManager(KeywordSearch):
 
     async def _query_vector(self, q: str, degraded: Degraded, embedding: QueryEmbedding | None = None) -> np.ndarray | None:
         if self.provider is None:
-            if self.selection.requested != "none":  # provider "none" is a choice, not an outage
-                degraded.vector = f"no embedding provider: {self.selection.unavailable_reason or 'none configured'}"
+            if self._in_use.requested != "none":  # provider "none" is a choice, not an outage
+                degraded.vector = f"no embedding provider: {self._in_use.unavailable_reason or 'none configured'}"
             return None
         if self._stale_cause:
             degraded.vector = f"index was built for other settings ({self._stale_cause}); run `memsift index` to rebuild"
@@ -572,7 +589,7 @@ class BuiltinSearchManager(KeywordSearch):
         time_only: bool = False,
         candidates: int | None = None,
         topic: str | None = None,  # the question without the times it names (SearchRequest.topic)
-    ) -> tuple[list[SearchHit], str, bool]:
+    ) -> tuple[list[SearchHit], str, bool, Any, Any]:  # hits, mode, relaxed, below minScore, time-only facts
         h = self.ms.query.hybrid
         if sides.vector and meta.get("vectorsPending") and self.provider is not None:
             # A first search built the keyword index alone: its vectors are still being made.
@@ -605,7 +622,8 @@ class BuiltinSearchManager(KeywordSearch):
         if vector is not None and not self._vec.available:
             degraded.vector = f"{self._vec.load_error or 'sqlite-vec disabled'}; using an in-process scan"
 
-        keyword, ranks = None, {}
+        keyword: Any = None
+        ranks: dict[str, float] = {}
         if sides.keyword or (vector is None and sides.requested != "vector"):
             try:
                 # Each side scores the other side's finds too: no real evidence counts as 0.
@@ -716,7 +734,7 @@ class BuiltinSearchManager(KeywordSearch):
             ):
                 counts[source] = {"files": nfiles, "chunks": nchunks}
                 files, chunks = files + nfiles, chunks + nchunks
-            cache_entries = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+            cache_entries = scalar(conn, "SELECT count(*) FROM embedding_cache")
             fts["available"] = conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_fts'").fetchone() is not None
             if meta:
                 fts["tokenizer"] = meta.get("ftsTokenizer", fts["tokenizer"])
@@ -734,7 +752,8 @@ class BuiltinSearchManager(KeywordSearch):
         vec_rows = None
         if conn is not None and self._vec.available:
             if conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchone():
-                vec_rows = conn.execute("SELECT count(*) FROM chunks_vec").fetchone()[0]
+                vec_rows = scalar(conn, "SELECT count(*) FROM chunks_vec")
+        stats, batch_api = getattr(self.provider, "stats", None), getattr(self.provider, "batch_api", None)  # remote ones
         status = ManagerStatus(
             backend=self.backend,
             agent_id=self.settings.agent_id,
@@ -772,8 +791,8 @@ class BuiltinSearchManager(KeywordSearch):
                 "lastEmbedError": self._embed_error,
             },
             last_sync=self._last_sync.model_dump(by_alias=True) if self._last_sync else None,
-            requests=self.provider.stats.as_dict() if hasattr(self.provider, "stats") else None,
-            batch=self.provider.batch_api.status() if getattr(self.provider, "batch_api", None) else {"enabled": False},
+            requests=stats.as_dict() if stats is not None else None,
+            batch=batch_api.status() if batch_api else {"enabled": False},
             skipped=skipped,
         )
         status.deep = deep_facts
@@ -795,7 +814,7 @@ class BuiltinSearchManager(KeywordSearch):
                     "model": self.provider.model,
                     "dimensions": int(vec.shape[0]),
                     "latencyMs": round((time.perf_counter() - t0) * 1000, 1),
-                    "fallback": self._fallback().to_json_dict() if self._fallback() else None,
+                    "fallback": fallback.to_json_dict() if (fallback := self._fallback()) else None,
                 }
             except TimeoutError:
                 out["embedding"] = {"ok": False, "error": f"{self.provider.id} did not answer a one-word embedding within {budget:g} s"}
@@ -803,7 +822,7 @@ class BuiltinSearchManager(KeywordSearch):
                 out["embedding"] = {"ok": False, "error": str(exc)}
         if conn is not None:
             try:
-                out["integrity"] = conn.execute("PRAGMA quick_check").fetchone()[0]
+                out["integrity"] = scalar(conn, "PRAGMA quick_check")
             except apsw.Error as exc:
                 out["integrity"] = f"error: {exc}"
         return out

@@ -17,7 +17,7 @@ from memsift.engine.search.time_only import COMMON_SHARE, is_weightless
 from memsift.engine.search.time_query import TimeWindow
 from memsift.engine.search.ranking import Candidate, bm25_relative_scores
 
-from .store import VectorState, cosines, row_cosines, row_estimate
+from .store import scalar, VectorState, cosines, row_cosines, row_estimate
 from .vector_memory import MemoryVectors
 
 __all__ = ["keyword_candidates", "vector_candidates", "vector_candidates_within", "day_rowids", "complete_vector_scores",
@@ -52,7 +52,7 @@ def _candidate(row: tuple, **scores: Any) -> Candidate:
 
 def _matches(conn: apsw.Connection, term: str, cap: int) -> int:
     """Rows matching one quoted term, counted up to `cap` (a common word stops early)."""
-    return conn.execute("SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)", (term, cap)).fetchone()[0]
+    return scalar(conn, "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)", (term, cap))
 
 
 def weightless_word_test(conn: apsw.Connection) -> Callable[[str], bool]:
@@ -62,12 +62,12 @@ def weightless_word_test(conn: apsw.Connection) -> Callable[[str], bool]:
 
     def weightless(word: str) -> bool:
         if not notes:
-            notes.append(int(conn.execute("SELECT count(*) FROM files").fetchone()[0] or 0))
+            notes.append(int(scalar(conn, "SELECT count(*) FROM files") or 0))
         enough = max(1, math.ceil(notes[0] * COMMON_SHARE))
         try:
-            found = conn.execute(
-                "SELECT count(*) FROM (SELECT DISTINCT c.path FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid "
-                "WHERE chunks_fts MATCH ? LIMIT ?)", ('"' + word.replace('"', '""') + '"', enough)).fetchone()[0]
+            found = scalar(
+                conn, "SELECT count(*) FROM (SELECT DISTINCT c.path FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid "
+                "WHERE chunks_fts MATCH ? LIMIT ?)", ('"' + word.replace('"', '""') + '"', enough))
         except apsw.Error:  # a word the tokenizer cannot match (shorter than a trigram): no judgement
             return False
         return is_weightless(found, notes[0])
@@ -142,6 +142,7 @@ def keyword_candidates(
         # LIMIT (measured at 100k chunks), and it has the ranks of the vector side's chunks too
         # (FTS5 answers `rowid IN (…)` one full query per id: 0.3 ms each).
         total = row_estimate(conn)
+        found: list[Any]  # (rowid, rank) rows
         if total >= LARGE_INDEX_CHUNKS:
             found = conn.execute("SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
                                  _large_index_match(conn, plan)).fetchall()
@@ -157,7 +158,7 @@ def keyword_candidates(
             rows.sort(key=lambda row: row[1])
         if rows and also:
             wanted = set(_rowids(conn, also)) - {r for r, _ in rows}
-            more = [row for row in found if row[0] in wanted]
+            more: list[Any] = [row for row in found if row[0] in wanted]
             extra = {r for r, _ in more}
             rows += more
         for (rowid, rank), score in zip(rows, bm25_relative_scores([r for _, r in rows])):
@@ -166,11 +167,11 @@ def keyword_candidates(
             _add_expansions(conn, plan.expansion_match, limit, within, scored)
     top = heapq.nlargest(limit, ((r, v) for r, v in scored.items() if r not in extra), key=lambda kv: kv[1][0])
     top += [(r, scored[r]) for r in extra]
-    rows = _load_chunks(conn, [r for r, _ in top])
+    loaded = _load_chunks(conn, [r for r, _ in top])
     out, ranks = [], {}
     for rowid, (score, rank) in top:
-        if rowid in rows:
-            c = _candidate(rows[rowid], text_score=score, keyword_hit=True)
+        if rowid in loaded:
+            c = _candidate(loaded[rowid], text_score=score, keyword_hit=True)
             out.append(c)
             if rank is not None:
                 ranks[c.chunk_id] = rank
@@ -180,7 +181,7 @@ def keyword_candidates(
 def _add_expansions(conn: apsw.Connection, match: str, limit: int, within: set[int] | None,
                     scored: dict[int, tuple[float, float | None]]) -> None:
     """The expansion terms matched on their own: "chose" counts for "pick", less than "pick" would."""
-    found = conn.execute("SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchall()
+    found: list[Any] = conn.execute("SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchall()
     if within is not None:
         found = [row for row in found if row[0] in within]
     add_expansion_scores(scored, heapq.nsmallest(limit, found, key=lambda row: row[1]))

@@ -34,6 +34,7 @@ from memsift.engine.private_dirs import make_private_dir
 from .index_file import APPLICATION_ID, quarantine_name_re
 
 __all__ = [
+    "scalar",
     "storage_hint",
     "VectorState",
     "open_db",
@@ -252,7 +253,7 @@ def open_db(
         _load_vec(conn, state)
         if not readonly:
             _restrict_permissions(path)
-            mark = conn.execute("PRAGMA application_id").fetchone()[0]
+            mark = scalar(conn, "PRAGMA application_id")
             if mark not in (0, APPLICATION_ID):
                 conn.close()
                 raise IndexUnusableError(f"{path} is not a memsift index (another program's SQLite database); "
@@ -261,7 +262,7 @@ def open_db(
                 conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            version = scalar(conn, "PRAGMA user_version")
             if version > SCHEMA_VERSION:
                 raise IndexUnusableError(
                     f"index {path} has schema version {version}, newer than this memsift "
@@ -280,6 +281,12 @@ def open_db(
         raise IndexUnusableError(f"cannot open index {path}: {exc} ({storage_hint(path)})") from None
     except apsw.Error as exc:
         raise IndexUnusableError(f"cannot open index {path}: {exc}") from None
+
+
+def scalar(conn: apsw.Connection, sql: str, params: Any = ()) -> Any:
+    """The first column of a query's first row (None when it has no row)."""
+    row = conn.execute(sql, params).fetchone()
+    return row[0] if row is not None else None
 
 
 def read_meta(conn: apsw.Connection) -> dict[str, Any] | None:
@@ -351,7 +358,7 @@ def blob_to_vec(blob: bytes) -> np.ndarray:
 def row_estimate(conn: apsw.Connection) -> int:
     """About how many chunks the index holds, at no cost (count(*) reads a whole index: 15 ms at
     1M chunks). SQLite reuses freed top rowids and a rebuild numbers from 1."""
-    return int(conn.execute("SELECT max(rowid) FROM chunks").fetchone()[0] or 0)
+    return int(scalar(conn, "SELECT max(rowid) FROM chunks") or 0)
 
 
 def cosines(blobs: list[bytes], unit_query: np.ndarray) -> np.ndarray:

@@ -27,13 +27,14 @@ from __future__ import annotations
 import os
 import threading
 from itertools import islice
+from typing import Any
 
 import apsw
 from memsift.engine.lazy import np  # numpy on first use: a keyword search never needs it
 
 from memsift.engine.config.models import VectorStoreConfig
 
-from .store import blob_to_vec, row_cosines, row_estimate
+from .store import scalar, blob_to_vec, row_cosines, row_estimate
 
 __all__ = ["MemoryVectors", "SIMHASH_SEED", "BITS_PER_DIM"]
 
@@ -113,7 +114,7 @@ class MemoryVectors:
     def _refresh(self, conn: apsw.Connection) -> bool:
         """Apply what changed since the last search; False when everything must be loaded again
         (started in the background)."""
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        version = scalar(conn, "PRAGMA data_version")
         if version == self._version:
             return True
         if not _has_log(conn) or not self._apply_log(conn):
@@ -155,7 +156,7 @@ class MemoryVectors:
             for i in range(0, len(wanted), 500):
                 part = wanted[i : i + 500]
                 marks = ",".join("?" * len(part))
-                rows = conn.execute(f"SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL AND rowid IN ({marks})", part).fetchall()
+                rows: list[Any] = conn.execute(f"SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL AND rowid IN ({marks})", part).fetchall()
                 for r, _ in rows:
                     self._drop(r)
                 self._put([r for r, _ in rows], [b for _, b in rows])

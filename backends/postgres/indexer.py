@@ -265,7 +265,9 @@ class _Sync:
 
     async def _write_group(self, gen: int, group: list[_Pending], vectors: dict[str, np.ndarray], *, replace: bool) -> None:
         now = time.time()
-        chunk_rows, posting_rows, seen = [], [], set()
+        chunk_rows: list[tuple[Any, ...]] = []
+        posting_rows: list[tuple[Any, ...]] = []
+        seen: set[Any] = set()
         for p in group:
             for i, c in enumerate([] if p.rejected else p.chunks):
                 day = p.days[i] if i < len(p.days) else ChunkDay(None, None)

@@ -268,8 +268,10 @@ class PostgresSearchManager(KeywordSearch):
 
     async def _query_vector(self, degraded: Degraded, embedding: QueryEmbedding | None) -> np.ndarray | None:
         if self.provider is None:
-            if self.selection.requested != "none":
-                degraded.vector = f"no embedding provider: {self.selection.unavailable_reason or 'none configured'}"
+            selection = self.selection
+            if selection is None or selection.requested != "none":  # provider "none" is a choice, not an outage
+                why = selection.unavailable_reason if selection is not None else None
+                degraded.vector = f"no embedding provider: {why or 'none configured'}"
             return None
         if self._stale_cause:
             degraded.vector = f"index was built for other settings ({self._stale_cause}); run `memsift index` to rebuild"
@@ -311,15 +313,16 @@ class PostgresSearchManager(KeywordSearch):
                 ef = await self._hnsw_ef(conn, len(qvec)) if qvec is not None else None
                 vector = await vector_candidates(conn, self.agent, gen, qvec, limit, within, hnsw_ef_search=ef) \
                     if qvec is not None else None
-                if vector is not None and prefer:
+                if vector is not None and qvec is not None and prefer:
                     seen = {c.chunk_id for c in vector}
                     vector += [c for c in await vector_candidates(conn, self.agent, gen, qvec, limit, prefer) if c.chunk_id not in seen]
-                keyword, ranks = None, {}
+                keyword: Any = None
+                ranks: dict[Any, float] = {}
                 if want_keyword or (vector is None and requested != "vector"):
                     keyword, ranks = await keyword_candidates(conn, self.agent, gen, items, limit,
                                                               also=[c.chunk_id for c in vector or ()], within=within, prefer=prefer,
                                                               expansions=expansion_items(plan, tokenizer))
-                    if vector is not None:
+                    if vector is not None and qvec is not None:
                         await complete_vector_scores(conn, self.agent, gen, keyword, vector, qvec)
                 if keyword is None and vector is None:
                     return [], "none", False, None, False

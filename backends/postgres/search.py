@@ -230,10 +230,10 @@ async def keyword_candidates(
     scored: dict[int, tuple[float, float | None]] = {
         chunk: (score, rank) for (chunk, rank), score in zip(rows, bm25_relative_scores([r for _, r in rows]))}
     if expansions and (expansions.terms or expansions.phrases):  # matched on their own, weighed below the question's words
-        more = await _term_scores(conn, agent, gen, expansions.terms, n, avgdl)
+        expanded = await _term_scores(conn, agent, gen, expansions.terms, n, avgdl)
         for chunk, s in (await _phrase_scores(conn, agent, gen, expansions.phrases, n, avgdl)).items():
-            more[chunk] = more.get(chunk, 0.0) + s
-        found_x = [(chunk, -s) for chunk, s in more.items() if within is None or chunk in within]
+            expanded[chunk] = expanded.get(chunk, 0.0) + s
+        found_x = [(chunk, -s) for chunk, s in expanded.items() if within is None or chunk in within]
         add_expansion_scores(scored, heapq.nsmallest(limit, found_x, key=lambda r: (r[1], r[0])))
     top = heapq.nlargest(limit, ((c, v) for c, v in scored.items() if c not in extra), key=lambda kv: kv[1][0])
     top += [(c, scored[c]) for c in extra]

@@ -229,14 +229,15 @@ async def run_qmd(
     took = (time.perf_counter() - started) * 1000
     stdout = b"".join(out).decode("utf-8", "replace")
     stderr = b"".join(err).decode("utf-8", "replace")
-    log.debug(f"qmd: done {doing}", rc=proc.returncode, ms=round(took))
+    rc = proc.returncode if proc.returncode is not None else -1  # waited for above: always set by now
+    log.debug(f"qmd: done {doing}", rc=rc, ms=round(took))
     if timed_out:
         raise QmdTimeout(f"qmd did not finish {doing} within {timeout_s:.1f} s and was stopped")
     if overflow[0] or len(stdout) > max_output:
         raise QmdOutputError(f"qmd printed more than {max_output} characters while {doing}")
-    if check and proc.returncode != 0:
+    if check and rc != 0:
         detail = (stderr.strip() or stdout.strip())[:300]
-        what, hint = _crash_or_exit(proc.returncode)
+        what, hint = _crash_or_exit(rc)
         message = f"qmd {what} while {doing}" + (f": {detail}" if detail else "") + hint
-        raise QmdExitError(message, rc=proc.returncode, stdout=stdout, stderr=stderr)
-    return QmdResult(proc.returncode, stdout, stderr, took)
+        raise QmdExitError(message, rc=rc, stdout=stdout, stderr=stderr)
+    return QmdResult(rc, stdout, stderr, took)

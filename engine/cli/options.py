@@ -14,7 +14,7 @@ from typing import Any
 import click
 from pydantic import BaseModel
 
-from ..requests import InvalidRequest, door_name
+from ..requests import InvalidRequest, door_name, spellings
 
 __all__ = ["model_options", "group_params", "search_params", "build_request", "scoped_request", "cli_search_request", "BACKEND_NAME", "PARITY_SIDE"]
 
@@ -66,7 +66,7 @@ def model_options(model: type[BaseModel]) -> list[click.Option]:
     defaulted here (None: not given), so the model's and the config's defaults apply."""
     out = []
     for name, field in model.model_fields.items():
-        flags = (field.json_schema_extra or {}).get("cli")
+        flags = spellings(model, name).get("cli")
         if not flags:
             continue
         kind, flag = _click_type(field.annotation)
@@ -112,7 +112,7 @@ def search_params() -> list[click.Parameter]:
     ]
 
 
-def build_request(model: type[BaseModel], params: dict[str, Any], **extra: Any) -> Any:
+def build_request(model: Any, params: dict[str, Any], **extra: Any) -> Any:
     """The request from parsed CLI values; a value the model refuses is a usage error (exit 2)
     naming the flag."""
     values = {k: v for k, v in params.items() if k in model.model_fields and v is not None}  # not given: the model's default
@@ -124,7 +124,7 @@ def build_request(model: type[BaseModel], params: dict[str, Any], **extra: Any) 
                                  if exc.field in model.model_fields else exc.field) from None
 
 
-def scoped_request(model: type[BaseModel], params: dict[str, Any], settings: Any, **required: Any) -> Any:
+def scoped_request(model: Any, params: dict[str, Any], settings: Any, **required: Any) -> Any:
     """`build_request`, judged as every door judges it: an empty session key is refused first; a
     chat the scope rules deny gets its denial whatever its other values (as over MCP and the
     Python API: a request with only the key, which the scoped manager answers with the denial);

@@ -14,7 +14,7 @@ import json
 import os
 import shlex
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from ..config import ResolvedConfig
 from ..errors import ConfigError
@@ -87,7 +87,7 @@ class OpenClawSide:
             return [], (time.perf_counter() - started) * 1000, str(exc)[:400]
 
 
-def _json(text: str) -> object:
+def _json(text: str) -> Any:
     """The JSON document OpenClaw printed (anything it wrote before it is skipped)."""
     starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
     if not starts:

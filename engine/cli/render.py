@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..results import ManagerStatus, ScopeDenial, SearchAnswer
 from ..manager import SyncReport
+
+if TYPE_CHECKING:
+    from .parity import ParityReport
 
 __all__ = ["render_answer", "render_denial", "render_indexes", "render_parity", "render_status", "render_sync", "WatchStatus"]
 
@@ -163,7 +166,7 @@ def _f(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
-def render_parity(report: "ParityReport") -> str:  # noqa: F821  (imported lazily by the CLI)
+def render_parity(report: ParityReport) -> str:
     """One line per query, notes for fallbacks and errors, then the summary."""
     k, o = report.k, report.against
     out = [f"NOT COMPARABLE: {w}" for w in report.warnings]  # first: the figures below cannot be trusted
@@ -360,7 +363,7 @@ class WatchStatus:
         self.syncs = 0
         self.answered = 0  # CLI searches answered from this process
         self.last = "starting"
-        self._status = None
+        self._status: Any = None
 
     def __enter__(self) -> WatchStatus:
         if self.live:
@@ -394,7 +397,7 @@ class WatchStatus:
 
         now = time.strftime("%H:%M:%S")
         if self.as_json:
-            data = {"event": kind, "time": now}
+            data: dict[str, Any] = {"event": kind, "time": now}
             if kind == "synced":
                 data.update(reason=payload["reason"], seconds=round(payload["seconds"], 3), report=payload["report"].model_dump(by_alias=True))
                 if payload.get("alreadyIndexed"):

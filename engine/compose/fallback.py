@@ -170,7 +170,7 @@ class FallbackSearchManager(KeywordSearch):
         # Reading a file needs no QMD process, so the primary's (path-mapping) reader always serves.
         return await self.primary().read(path, from_line, lines, **kw)
 
-    async def status(self, *, deep: bool = False) -> ManagerStatus:
+    async def status(self, *, deep: bool = False, session_key: str | None = None) -> ManagerStatus:
         """What a search would do right now: the primary's status while it works; the fallback's
         (with the primary's own facts kept) when the primary failed or does not answer its probe."""
         self._tried_now = False

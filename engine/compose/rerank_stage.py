@@ -71,8 +71,8 @@ class RerankingSearchManager(WrappedManager):
         # Built when first needed: a missing key or model folder is a degraded search, not a failed start.
         self._factory = reranker if callable(reranker) and not isinstance(reranker, Reranker) else None
         self._reranker = reranker if isinstance(reranker, Reranker) else None
-        self._setup_error = None
-        self._circuit = None
+        self._setup_error: str | None = None
+        self._circuit: QueryCircuit | None = None
 
     # --- the reranker and its circuit -----------------------------------------------------------
 
@@ -106,7 +106,7 @@ class RerankingSearchManager(WrappedManager):
         reranker = self.reranker()
         hits = answer.results
         raw, reason = await self._scores(reranker, answer.query, hits)  # the query as the backend cut it
-        if raw is None:
+        if raw is None or reranker is None:
             answer.degraded.rerank = reason
             answer.results = hits[:wanted]
         else:

@@ -28,7 +28,7 @@ from ..search.request import SearchRequest
 from ..logging import get_logger
 from ..manager import SearchManager
 from ..files.rules import MemoryRules
-from ..results import ManagerStatus, ReadResult, ScopeDenial, SearchAnswer
+from ..results import ManagerStatus, ReadResult, ScopeDenial, SearchAnswer, SearchHit
 from ..config.scope import ScopeDecision, decide_scope
 from ..text import shorten
 from .wrapped import WrappedManager
@@ -101,7 +101,8 @@ class ScopedSearchManager(WrappedManager):
         rules = self.memory_rules
         if rules is None or not answer.results:
             return answer
-        kept, dropped = [], []
+        kept: list[SearchHit] = []
+        dropped: list[SearchHit] = []
         for hit in answer.results:
             (kept if rules.admits_hit(hit.path, hit.source) else dropped).append(hit)
         if dropped:
@@ -123,17 +124,17 @@ class ScopedSearchManager(WrappedManager):
             raise PathNotAllowedError(str(path)[:SHOWN_PATH_CHARS], "path required")
         request = ReadOptions.build("api", path=path, from_line=from_line, lines=lines, session_key=session_key, **options)
         target, start, count = request.target()
-        shown = self.memory_rules.resolve(target)[1] if self.memory_rules is not None else None  # PathNotAllowedError
+        judged = self.memory_rules.resolve(target)[1] if self.memory_rules is not None else None  # PathNotAllowedError
         got = await self._inner.read(target, start, count, max_chars=request.max_chars, offset=request.offset)
-        if shown is not None and not got.denied and got.path != shown:
+        if judged is not None and not got.denied and got.path != judged:
             # The backend read another file than the one judged: its text is not shown.
             log.warning("a backend read another file than the one asked for", backend=self._inner.backend,
-                        asked=shorten(shown, 120), read=shorten(str(got.path), 120))
-            raise BackendError(f"the {self._inner.backend} backend answered a read of {shorten(shown, 120)} with "
+                        asked=shorten(judged, 120), read=shorten(str(got.path), 120))
+            raise BackendError(f"the {self._inner.backend} backend answered a read of {shorten(judged, 120)} with "
                                f"{shorten(str(got.path), 120)}: refused (a bug in that backend)")
         return got
 
-    async def status(self, *, deep: bool = False, session_key: str | None = None) -> ManagerStatus:
+    async def status(self, *, deep: bool = False, session_key: str | None = None, **_: Any) -> ManagerStatus:
         check_session_key(session_key)
         denied = self.denial(session_key, "status")
         if denied is not None:  # not even the workspace folder is shown

@@ -105,9 +105,9 @@ def search_layers(config: MemsiftConfig, chosen: ChosenAgent) -> list[tuple[tupl
         i, entry = chosen.listed
         layers.append((("agents", "list", i, "memorySearch"), entry.memory_search))
     if chosen.keyed:
-        key, entry = chosen.keyed
-        layers.append((("agents", "entries", key, "memorySearch"), entry.memory_search))
-        layers.append((("agents", "entries", key, "memory", "search"), entry.memory.search if entry.memory else None))
+        key, keyed = chosen.keyed
+        layers.append((("agents", "entries", key, "memorySearch"), keyed.memory_search))
+        layers.append((("agents", "entries", key, "memory", "search"), keyed.memory.search if keyed.memory else None))
     return [(where, section) for where, section in layers if section is not None]
 
 

@@ -480,7 +480,7 @@ class MemorySearchConfig(_WithPluginBlocks):
         description="The remote provider's endpoint, key and headers.",
     )
     sources: list[Literal["memory", "sessions"]] = Field(
-        default_factory=lambda: ["memory"],
+        default_factory=lambda: ["memory"],  # type: ignore[arg-type]  # a list of that literal
         description="What is indexed: `memory` files, and `sessions` transcripts (with `experimental.sessionMemory`).",
     )
     extra_paths: list[str] = Field(

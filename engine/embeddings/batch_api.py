@@ -144,14 +144,14 @@ class GeminiBatchApi(BatchApi):
         base = provider.base_url
         return base.rsplit("/", 1)[0] if base.rsplit("/", 1)[-1].startswith("v1") else base
 
-    async def _run_job(self, provider: RemoteProvider, texts: list[str]) -> list[Any]:
+    async def _run_job(self, provider: Any, texts: list[str]) -> list[Any]:  # a Gemini provider (embed_request)
         lines = "\n".join(
             json.dumps({"key": str(i), "request": provider.embed_request(t, "RETRIEVAL_DOCUMENT")}) for i, t in enumerate(texts)
         )
         boundary = uuid.uuid4().hex
-        meta = json.dumps({"file": {"displayName": "memsift-batch", "mimeType": "application/jsonl"}})
+        header = json.dumps({"file": {"displayName": "memsift-batch", "mimeType": "application/jsonl"}})
         body = (
-            f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n{meta}\r\n"
+            f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n{header}\r\n"
             f"--{boundary}\r\nContent-Type: application/jsonl\r\n\r\n{lines}\r\n--{boundary}--\r\n"
         ).encode()
         root = self._root(provider)

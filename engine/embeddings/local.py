@@ -112,12 +112,12 @@ class LocalMiniLMProvider:
         self.scripts: frozenset[str] | None = frozenset({"Latin"}) if not self._custom else None
         self._threads = threads
         self._lock = threading.Lock()
-        self._session = None  # optimised graph: loads in ~0.15 s, runs fast (documents, many queries)
-        self._quick = None  # unoptimised graph: loads in ~0.01 s, ~6 ms slower per run (first queries)
-        self._single = None  # int8 graph on one thread a run: documents' windows run side by side
+        self._session: Any = None  # optimised graph: loads in ~0.15 s, runs fast (documents, many queries)
+        self._quick: Any = None  # unoptimised graph: loads in ~0.01 s, ~6 ms slower per run (first queries)
+        self._single: Any = None  # int8 graph on one thread a run: documents' windows run side by side
         self._runners: ThreadPoolExecutor | None = None
         self._quick_queries = 0
-        self._tokenizer = None
+        self._tokenizer: Any = None
         self._dims: int | None = None if self._custom else 384
         self._fingerprint: str | None = None
 
@@ -276,11 +276,11 @@ class LocalMiniLMProvider:
         one window on two threads (2 cores, the same vectors to the bit). Queries keep the
         two-thread session: one window, the lowest latency."""
         with self._lock:
-            if self._single is None:
+            if self._single is None or self._runners is None:
                 workers = self._threads or min(4, os.cpu_count() or 1)
                 self._single = self._new_session(optimise=True, threads=1)
                 self._runners = ThreadPoolExecutor(workers, thread_name_prefix="memsift-embed")
-        return self._single, self._runners
+            return self._single, self._runners
 
     def _embed(self, texts: Sequence[str], session, *, side_by_side: bool = False) -> np.ndarray:
         if not texts:
@@ -299,7 +299,7 @@ class LocalMiniLMProvider:
                 results = list(runners.map(lambda idx: self._run([windows[k][1] for k in idx], single), batches))
             else:
                 results = [self._run([windows[k][1] for k in idx], session) for idx in batches]
-            pooled: np.ndarray | None = None
+            pooled: Any = None
             for idx, vecs in zip(batches, results):
                 if pooled is None:
                     pooled = np.zeros((len(windows), vecs.shape[1]), dtype=np.float32)

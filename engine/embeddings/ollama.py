@@ -22,7 +22,7 @@ class OllamaProvider(RemoteProvider):
     normalise = True
 
     @property
-    def scripts(self) -> frozenset[str] | None:
+    def scripts(self) -> frozenset[str] | None:  # type: ignore[override]  # read from the model's name
         name = self.model.split(":", 1)[0]
         return frozenset({"Latin"}) if name in ENGLISH_ONLY else None
 

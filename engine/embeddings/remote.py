@@ -159,7 +159,7 @@ class RemoteProvider(RemoteClient):
             except ProviderError as exc:
                 self.batch_api.record_failure(str(exc))  # then the plain path below answers
         batches = plan_batches(texts, max_items=self.max_batch_items)
-        results: list[np.ndarray | None] = [None] * len(batches)
+        results: list[Any] = [None] * len(batches)  # each filled by its request below
         limiter = anyio.CapacityLimiter(self.concurrency)
 
         async def run(i: int, idx: list[int]) -> None:

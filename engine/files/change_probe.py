@@ -20,7 +20,7 @@ import errno
 import os
 import struct
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..logging import get_logger
 from .multimodal import extensions_for
@@ -61,7 +61,7 @@ class ChangeProbe:
         self._wds: dict[int, str] = {}
         self._tree_wds: set[int] = set()
         self._fd: int | None = None
-        self._libc = None
+        self._libc: Any = None
         self.exact = False  # False: every call answers True (no inotify here)
         try:
             libc = ctypes.CDLL(None, use_errno=True)
@@ -114,12 +114,13 @@ class ChangeProbe:
 
     def changed(self) -> bool:
         """True when a memory file may have changed since the last call (always, without inotify)."""
-        if not self.exact:
+        fd = self._fd
+        if not self.exact or fd is None:
             return True
         relevant = False
         while True:
             try:
-                data = os.read(self._fd, 1 << 16)
+                data = os.read(fd, 1 << 16)
             except BlockingIOError:
                 return relevant
             except OSError as exc:

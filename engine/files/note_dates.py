@@ -39,8 +39,11 @@ class ChunkDay:
 
 
 class _ChunkLike(Protocol):
-    start_line: int
-    text: str
+    @property
+    def start_line(self) -> int: ...
+
+    @property
+    def text(self) -> str: ...
 
 
 _ISO = re.compile(r"(?<![\d.])(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?![\d/])")
@@ -72,8 +75,9 @@ def date_in_text(text: str) -> str | None:
         day = _iso(*m.groups())
         if day:
             return day
-    m = _NAMED.search(text)
-    if m:
+    named = _NAMED.search(text)
+    if named:
+        m = named
         if m.group(1):
             d, mon, y = m.group(1), m.group(2), m.group(3)
         else:

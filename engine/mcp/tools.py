@@ -15,6 +15,8 @@ from typing import Annotated, Any, Awaitable, Callable
 
 from pydantic import BaseModel, Field
 
+from ..requests import spellings
+
 __all__ = ["tool_function"]
 
 
@@ -49,15 +51,15 @@ def tool_function(model: type[BaseModel], call: Callable[..., Awaitable[Any]], *
     params: list[inspect.Parameter] = []
     field_of: dict[str, str] = {}
     for field, info in model.model_fields.items():
-        wire = (info.json_schema_extra or {}).get("mcp")
-        if not wire:
+        wire = spellings(model, field).get("mcp")
+        if not isinstance(wire, str) or not wire:
             continue
         python = f"{wire}_" if keyword.iskeyword(wire) else wire
         field_of[python] = field_of[wire] = field
-        extra = {"alias": wire} if python != wire else {}
+        extra: dict[str, Any] = {"alias": wire} if python != wire else {}
         # Types and descriptions only: the bounds are the model's to judge, after the scope rules
         # (a denied chat gets its denial whatever its other values, as on every door).
-        annotation = Annotated[_wire_type(info.annotation), Field(description=_described(info), **extra)]
+        annotation = Annotated[_wire_type(info.annotation), Field(description=_described(info), **extra)]  # type: ignore[valid-type]
         default = inspect.Parameter.empty if field in required else (None if info.default is not False else False)
         params.append(inspect.Parameter(python, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
 

@@ -27,7 +27,7 @@ __all__ = ["Found", "installed", "load", "names", "check_name", "backend", "desc
 OWN_DISTRIBUTION = "memsift"
 DEFAULT_IMPORT_TIMEOUT_S = 10.0
 _IMPORT_LOCK = threading.Lock()  # one plugin import at a time: stdout is redirected process-wide meanwhile
-_KINDS = {"backend": BackendPlugin, "provider": ProviderPlugin, "reranker": RerankerPlugin}
+_KINDS: dict[str, Any] = {"backend": BackendPlugin, "provider": ProviderPlugin, "reranker": RerankerPlugin}
 _KEY_PATHS = {"backend": "memory.backend", "provider": "memorySearch.provider", "reranker": "memorySearch.query.rerank.provider"}
 
 

@@ -39,7 +39,7 @@ class QueryEmbedding:
     """One query's vector, computed once within its budget; a provider failure (or an open
     circuit) becomes the reason vectors are missing."""
 
-    def __init__(self, provider: EmbeddingProvider | None, text: str, circuit: QueryCircuit | None = None) -> None:
+    def __init__(self, provider: EmbeddingProvider, text: str, circuit: QueryCircuit | None = None) -> None:
         self.provider, self.text, self.circuit = provider, text, circuit
         self.vector: np.ndarray | None = None
         self.error: str | None = None

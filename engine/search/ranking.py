@@ -239,7 +239,7 @@ def mmr_rerank(items: list[Candidate], lam: float, *, limit: int | None = None, 
     chosen: list[int] = []
     passing = 0
     while remaining and (limit is None or passing < limit):
-        best, best_val = None, -math.inf
+        best, best_val = remaining[0], -math.inf
         for i in remaining:
             val = lam * rel[i] - (1 - lam) * penalty[i]
             if val > best_val or (val == best_val and items[i].score > items[best].score):

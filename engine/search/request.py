@@ -103,7 +103,7 @@ class SearchRequest:
         time's notes), and for a time-only answer what it says of the window (`time_only` is then
         the pipeline's window facts: see engine/search/pipeline.time_only_answer): how many days of
         it hold notes, and a sentence when it holds none or more days than are shown."""
-        facts = {"time_windows": [w.describe() for w in self.windows] or None,
+        facts: dict[str, Any] = {"time_windows": [w.describe() for w in self.windows] or None,
                  "time_filter": self.time_filter.describe() if self.time_filter else None,
                  "time_only": True if time_only else None}
         if isinstance(time_only, dict):

@@ -12,6 +12,7 @@ postings table, a plugin's full-text index), so every backend sees the same term
 from __future__ import annotations
 
 import threading
+from typing import Any
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -23,10 +24,10 @@ from .fts_query import FtsPlan, index_text
 __all__ = ["Posting", "chunk_postings", "chunk_tokens", "QueryItems", "query_items", "expansion_items", "word_terms", "TOKENIZER_ARGS"]
 
 TOKENIZER_ARGS = ["unicode61", "remove_diacritics", "2"]  # as backends/builtin/store.fts_tokenizer_clause
-_local = threading.local()
+_local: Any = threading.local()
 
 
-def _tokenizer(kind: str) -> object:
+def _tokenizer(kind: str) -> Any:
     toks = getattr(_local, "toks", None)
     if toks is None:
         _local.conn = apsw.Connection(":memory:")
