@@ -19,7 +19,6 @@ from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, create_provider, select_provider
 from memsift.engine.embeddings.circuit import QueryCircuit
 from memsift.engine.errors import IndexCorruptError, IndexUnusableError, ProviderError
-from memsift.engine.search.fts_query import plan_query
 from memsift.engine.manager import SyncReport
 from memsift.engine.files.discovery import discover_memory_files
 from memsift.engine.files.rules import MemoryRules, read_memory
@@ -35,32 +34,16 @@ from memsift.engine.results import (
 )
 from memsift.engine.search.modes import Sides, search_sides
 from memsift.engine.search.scripts import vector_mode_warning
-from memsift.engine.search.hits import hits_from_ranked
-from memsift.engine.search.pipeline import PipelineParams, rank
+from memsift.engine.search.indexed import IndexedAnswer, search_indexed
 from memsift.engine.search.query_embedding import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding, beside
 from memsift.engine.search.request import KeywordSearch, SearchRequest
-from memsift.engine.search.time_only import names_only_a_time, nearby_windows
-from memsift.engine.search.time_query import TimeWindow
-from memsift.engine.search.time_rank import candidate_windows
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 
 from .index_file import inspect_index_file
 from .indexer import Indexer, IndexIdentity, SyncCancelled, fingerprint_diff, wanted_meta, write_lock
 from .outlook import Outlook, search_outlook
 from .vector_memory import MemoryVectors
-from .search import (
-    WINDOW_SCAN_MAX,
-    MAX_CANDIDATES,
-    candidate_count,
-    complete_vector_scores,
-    day_rowids,
-    indexed_file_time,
-    keyword_candidates,
-    vector_candidates,
-    vector_candidates_within,
-    weightless_word_test,
-    window_candidates,
-)
+from .search import IndexCandidates
 from .store import scalar, CORRUPT_ERRORS, VectorState, open_db, quarantine, read_meta, read_skipped
 
 __all__ = ["BuiltinSearchManager"]
@@ -468,8 +451,7 @@ class BuiltinSearchManager(KeywordSearch):
         started = time.perf_counter()
         self._ensure_provider()
         query, q, requested, max_results, min_score = req.query, req.q, req.mode, req.limit, req.floor
-        session_key, explain, now, candidates = req.session_key, req.explain, req.now, req.candidates
-        time_filter, windows = req.time_filter, req.windows
+        session_key, explain = req.session_key, req.explain
         degraded = Degraded()
         hits: list[SearchHit] = []
         answered_mode = "none"
@@ -493,16 +475,11 @@ class BuiltinSearchManager(KeywordSearch):
                             if conn is None or meta is None:
                                 return fresh, [], "none", False, None, False
                             # Explained always: whether a hit was rescued under minScore is shown on every hit.
-                            found, how, was_relaxed, below, only_time = await self._search_index(
-                                conn, meta, q, max_results, min_score, session_key, True, now, degraded, sides, embedding,
-                                time_filter=time_filter, windows=windows, time_only=req.time_only, candidates=candidates,
-                                topic=req.topic,
-                            )
-                        for hit in found:
-                            hit.rescued = True if hit.explain and hit.explain.rescued else None
-                            if not explain:
+                            found = await self._search_index(conn, meta, req, degraded, sides, embedding)
+                        if not explain:
+                            for hit in found.hits:
                                 hit.explain = None
-                        return fresh, found, how, was_relaxed, below, only_time
+                        return fresh, found.hits, found.mode, found.relaxed, found.below_min_score, found.time_only
                     except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
                         if attempt == 2:
                             raise IndexCorruptError(f"index {self.db_path} is damaged again after a rebuild: {exc}") from None
@@ -570,85 +547,31 @@ class BuiltinSearchManager(KeywordSearch):
             degraded.vector = embedding.error
         return embedding.vector
 
-    async def _search_index(
-        self,
-        conn: apsw.Connection,
-        meta: dict[str, Any],
-        q: str,
-        max_results: int,
-        min_score: float,
-        session_key: str | None,
-        explain: bool,
-        now: float | None,
-        degraded: Degraded,
-        sides: Sides,
-        embedding: QueryEmbedding | None = None,
-        *,
-        time_filter: TimeWindow | None = None,
-        windows: list[TimeWindow] | None = None,
-        time_only: bool = False,
-        candidates: int | None = None,
-        topic: str | None = None,  # the question without the times it names (SearchRequest.topic)
-    ) -> tuple[list[SearchHit], str, bool, Any, Any]:  # hits, mode, relaxed, below minScore, time-only facts
-        h = self.ms.query.hybrid
+    async def _search_index(self, conn: apsw.Connection, meta: dict[str, Any], req: SearchRequest, degraded: Degraded,
+                            sides: Sides, embedding: QueryEmbedding | None) -> IndexedAnswer:
+        """The index searched through the one orchestration every indexed backend uses
+        (engine/search/indexed.search_indexed), over builtin's store seam (search.IndexCandidates).
+        Blocking calls run here, on the search's own thread of control: a read connection is
+        not shared with a worker thread."""
         if sides.vector and meta.get("vectorsPending") and self.provider is not None:
             # A first search built the keyword index alone: its vectors are still being made.
             running = "are being made now" if self._running else "are made by the next sync (`memsift index` makes them now)"
             degraded.vector = f"vectors pending: the index was built for keyword search first and its embeddings {running}"
             sides = Sides(sides.requested, vector=False, keyword=True)
-        # The times the question names are not its topic: "week" or "20" must not find notes months away.
-        plan = plan_query(topic if topic is not None else q, meta.get("ftsTokenizer", "unicode61"),
-                          expansion=self.ms.query.expansion)
-        limit = min(MAX_CANDIDATES, candidates) if candidates else candidate_count(max_results, h.candidate_multiplier)
-        # A since/until filter searches only its rows; a time the question names adds its rows' best.
-        within = day_rowids(conn, [time_filter], undated_by_mtime=True) if time_filter else None
-        prefer = day_rowids(conn, candidate_windows(windows)) if windows and within is None else None
+        store = IndexCandidates(conn, self._vec, self._vectors_in_memory)
 
-        qvec = await self._query_vector(q, degraded, embedding) if sides.vector else None
-        if sides.set_aside:
-            degraded.vector = sides.set_aside
-        vector = None
-        if qvec is not None:
-            try:
-                if within is not None:
-                    vector = vector_candidates_within(conn, qvec, within, limit)
-                else:
-                    vector = vector_candidates(conn, self._vec, qvec, limit, self._vectors_in_memory())
-                    if prefer and len(prefer) <= WINDOW_SCAN_MAX:
-                        seen = {c.chunk_id for c in vector}
-                        vector += [c for c in vector_candidates_within(conn, qvec, prefer, limit) if c.chunk_id not in seen]
-            except (apsw.Error, ValueError) as exc:
-                degraded.vector = f"vector search failed: {exc}"
-        if vector is not None and not self._vec.available:
+        async def inline(fn: Any) -> Any:
+            return fn()
+
+        found = await search_indexed(
+            store, req, query=self.ms.query, tokenizer=meta.get("ftsTokenizer", "unicode61"), sides=sides,
+            query_vector=lambda: self._query_vector(req.q, degraded, embedding), degraded=degraded, run=inline,
+            cite=citations_enabled(self.settings.memory.citations, req.session_key), snippet_chars=self.snippet_chars,
+            side_errors=(apsw.Error, ValueError))
+        if store.vectors_searched and not self._vec.available:
             degraded.vector = f"{self._vec.load_error or 'sqlite-vec disabled'}; using an in-process scan"
-
-        keyword: Any = None
-        ranks: dict[str, float] = {}
-        if sides.keyword or (vector is None and sides.requested != "vector"):
-            try:
-                # Each side scores the other side's finds too: no real evidence counts as 0.
-                keyword, ranks = keyword_candidates(conn, plan, limit, also=[c.chunk_id for c in vector or ()],
-                                                    within=within, prefer=prefer)
-                if vector is not None:
-                    complete_vector_scores(conn, keyword, vector, qvec)
-            except apsw.Error as exc:
-                degraded.fts = f"keyword search failed: {exc}"
-        if keyword is None and vector is None:
-            return [], "none", False, None, False
-
-        if windows and not time_only:  # words beside the time may select no notes (a chat's people, in every one)
-            time_only = names_only_a_time(q, windows, weightless_word_test(conn))
-        params = PipelineParams.from_query(self.ms.query, max_results=max_results, min_score=min_score, now=now,
-                                           windows=windows, time_filter=time_filter, time_only=time_only)
-        # A question that names only a time: its windows' notes are the answer (engine/search/time_only.py).
-        window = window_candidates(conn, nearby_windows(windows), per_day=max_results) if params.time.time_only else None
-        ranked, facts = rank(indexed_file_time(conn), keyword=keyword, vector=vector, terms=plan.terms, params=params,
-                             window=window)
-        cite = citations_enabled(self.settings.memory.citations, session_key)
-        hits = hits_from_ranked(ranked, facts, terms=plan.terms, ranks=ranks, hybrid=h, cite=cite,
-                                snippet_chars=self.snippet_chars, explain=explain)
-        self._flag_stale(conn, hits)
-        return hits, facts["mode"], facts["relaxed"], facts.get("below_min_score"), facts.get("time_only")
+        self._flag_stale(conn, found.hits)
+        return found
 
     def _flag_stale(self, conn: apsw.Connection, hits: list[SearchHit]) -> None:
         """Mark hits whose file changed (or vanished) after it was indexed."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Callable, Sequence
 
@@ -20,7 +21,7 @@ from memsift.engine.search.ranking import Candidate, bm25_relative_scores
 from .store import scalar, VectorState, cosines, row_cosines, row_estimate
 from .vector_memory import MemoryVectors
 
-__all__ = ["keyword_candidates", "vector_candidates", "vector_candidates_within", "day_rowids", "complete_vector_scores",
+__all__ = ["IndexCandidates", "Days", "keyword_candidates", "vector_candidates", "vector_candidates_within", "day_rowids", "complete_vector_scores",
            "candidate_count", "indexed_file_time", "WINDOW_SCAN_MAX", "window_candidates", "weightless_word_test"]
 
 SCAN_BATCH = 4096  # rows per batch in the numpy fallback scan (bounded memory)
@@ -316,3 +317,56 @@ def indexed_file_time(conn: apsw.Connection) -> Callable[[str], float | None]:
         return row[0] / 1e9 if row else None
 
     return file_time
+
+
+@dataclass(frozen=True)
+class Days:
+    """builtin's `Selection` (engine/search/indexed.py): the rows of some days, and whether they are
+    a since/until filter (searched whole) or a time the question names (preferred: its vectors are
+    scanned only when there are few)."""
+
+    rows: set[int]
+    is_filter: bool
+
+
+class IndexCandidates:
+    """builtin's answers to the store seam (engine/search/indexed.CandidateStore) over one read
+    connection of its SQLite index: FTS5 BM25, vec0 KNN (or the vectors in memory, or a numpy
+    scan), exact scans of a time's rows."""
+
+    def __init__(self, conn: apsw.Connection, vec: VectorState, memory: Callable[[], MemoryVectors | None]) -> None:
+        self.conn, self.vec, self.memory = conn, vec, memory
+        self.vectors_searched = False  # the vector side answered (said when sqlite-vec is missing)
+        self._weightless = weightless_word_test(conn)
+        self._file_time = indexed_file_time(conn)
+
+    def select_days(self, windows: Sequence[TimeWindow], *, undated_by_mtime: bool) -> Days:
+        return Days(day_rowids(self.conn, windows, undated_by_mtime=undated_by_mtime), is_filter=undated_by_mtime)
+
+    def keyword(self, plan: FtsPlan, limit: int, *, within: Days | None, prefer: Days | None,
+                also: Sequence[str]) -> tuple[list[Candidate], dict[str, float]]:
+        return keyword_candidates(self.conn, plan, limit, also=also, within=within.rows if within else None,
+                                  prefer=prefer.rows if prefer else None)
+
+    def vector(self, qvec: Any, limit: int, *, within: Days | None) -> list[Candidate]:
+        if within is None:
+            found = vector_candidates(self.conn, self.vec, qvec, limit, self.memory())
+        elif within.is_filter or len(within.rows) <= WINDOW_SCAN_MAX:  # past that, the KNN pool serves a named time
+            found = vector_candidates_within(self.conn, qvec, within.rows, limit)
+        else:
+            found = []
+        self.vectors_searched = True
+        return found
+
+    def complete_vector_scores(self, keyword: list[Candidate], vector: list[Candidate], qvec: Any) -> None:
+        complete_vector_scores(self.conn, keyword, vector, qvec)
+
+    def weightless(self, word: str) -> bool:
+        return self._weightless(word)
+
+    def window_rows(self, windows: Sequence[TimeWindow], per_day: int) -> list[Candidate]:
+        return window_candidates(self.conn, windows, per_day=per_day)
+
+    def file_times(self, paths: set[str]) -> dict[str, float]:
+        times = {p: self._file_time(p) for p in paths}
+        return {p: t for p, t in times.items() if t is not None}

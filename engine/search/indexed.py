@@ -81,10 +81,12 @@ NOTHING = IndexedAnswer([], "none")
 
 async def search_indexed(store: CandidateStore, req: SearchRequest, *, query: QueryConfig, tokenizer: str,
                          sides: Sides, query_vector: Callable[[], Awaitable[Any]], degraded: Degraded,
-                         run: Callable[[Callable[[], Any]], Awaitable[Any]], cite: bool, snippet_chars: int) -> IndexedAnswer:
+                         run: Callable[[Callable[[], Any]], Awaitable[Any]], cite: bool, snippet_chars: int,
+                         side_errors: tuple[type[BaseException], ...] = ()) -> IndexedAnswer:
     """One search of `store`. `query_vector()` gives the question's vector or None (saying why in
     `degraded`); `run(fn)` runs a blocking store call (in a worker thread). Hits carry explain;
-    the caller drops it when not asked for."""
+    the caller drops it when not asked for. `side_errors`: what one side may raise and leave the
+    other answering (said in `degraded`: "vector search failed: …"); anything else propagates."""
     h = query.hybrid
     # The times the question names are not its topic: "week" or "20" must not find notes months away.
     plan = plan_query(req.topic, tokenizer, expansion=query.expansion)
@@ -98,17 +100,26 @@ async def search_indexed(store: CandidateStore, req: SearchRequest, *, query: Qu
         # A since/until filter searches only its rows; a time the question names adds its rows' best.
         within = store.select_days([req.time_filter], undated_by_mtime=True) if req.time_filter else None
         prefer = store.select_days(candidate_windows(windows), undated_by_mtime=False) if windows and within is None else None
-        vector = store.vector(qvec, limit, within=within) if qvec is not None else None
-        if vector is not None and prefer is not None:
-            seen = {c.chunk_id for c in vector}
-            vector += [c for c in store.vector(qvec, limit, within=prefer) if c.chunk_id not in seen]
+        vector: list[Candidate] | None = None
+        if qvec is not None:
+            try:
+                vector = store.vector(qvec, limit, within=within)
+                if prefer is not None:
+                    seen = {c.chunk_id for c in vector}
+                    vector += [c for c in store.vector(qvec, limit, within=prefer) if c.chunk_id not in seen]
+            except side_errors as exc:
+                degraded.vector = f"vector search failed: {exc}"
         keyword: list[Candidate] | None = None
         ranks: dict[str, float] = {}
         if sides.keyword or (vector is None and sides.requested != "vector"):
-            # Each side scores the other side's finds too: no real evidence counts as 0.
-            keyword, ranks = store.keyword(plan, limit, within=within, prefer=prefer, also=[c.chunk_id for c in vector or ()])
-            if vector is not None:
-                store.complete_vector_scores(keyword, vector, qvec)
+            try:
+                # Each side scores the other side's finds too: no real evidence counts as 0.
+                keyword, ranks = store.keyword(plan, limit, within=within, prefer=prefer,
+                                               also=[c.chunk_id for c in vector or ()])
+                if vector is not None:
+                    store.complete_vector_scores(keyword, vector, qvec)
+            except side_errors as exc:
+                degraded.fts = f"keyword search failed: {exc}"
         return vector, keyword, ranks
 
     vector, keyword, ranks = await run(retrieve)
