@@ -34,7 +34,7 @@ from memsift.engine.results import (
 )
 from memsift.engine.search.modes import Sides, search_sides
 from memsift.engine.search.scripts import vector_mode_warning
-from memsift.engine.search.indexed import IndexedAnswer, search_indexed
+from memsift.engine.search.indexed import IndexedAnswer, inline, search_indexed
 from memsift.engine.search.query_embedding import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding, beside
 from memsift.engine.search.request import KeywordSearch, SearchRequest
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
@@ -559,10 +559,6 @@ class BuiltinSearchManager(KeywordSearch):
             degraded.vector = f"vectors pending: the index was built for keyword search first and its embeddings {running}"
             sides = Sides(sides.requested, vector=False, keyword=True)
         store = IndexCandidates(conn, self._vec, self._vectors_in_memory)
-
-        async def inline(fn: Any) -> Any:
-            return fn()
-
         found = await search_indexed(
             store, req, query=self.ms.query, tokenizer=meta.get("ftsTokenizer", "unicode61"), sides=sides,
             query_vector=lambda: self._query_vector(req.q, degraded, embedding), degraded=degraded, run=inline,

@@ -27,11 +27,11 @@ from .pipeline import PipelineParams, rank
 from .fts_query import FtsPlan, plan_query
 from .ranking import Candidate
 from .request import SearchRequest
-from .time_only import names_only_a_time, nearby_windows
+from .time_only import MAX_COMMON_WORDS, names_only_a_time, nearby_windows, topic_words
 from .time_query import TimeWindow
 from .time_rank import candidate_windows
 
-__all__ = ["CandidateStore", "IndexedAnswer", "Selection", "search_indexed", "complete_from_embeddings", "MAX_CANDIDATES",
+__all__ = ["CandidateStore", "IndexedAnswer", "Selection", "search_indexed", "inline", "awaited", "complete_from_embeddings", "MAX_CANDIDATES",
            "ROW_FIELDS", "candidate_from_row", "first_per_day"]
 
 MAX_CANDIDATES = 200  # per side: more costs time and never reaches the top results
@@ -40,7 +40,9 @@ Selection = Any
 
 
 class CandidateStore(Protocol):
-    """What an indexed backend answers for one search (blocking calls: run in a worker thread)."""
+    """What an indexed backend answers for one search. `search_indexed` makes each call through its
+    `run`: a blocking store's in a worker thread (or on the loop, `inline`), an async store's
+    (the same methods as coroutines, Postgres) awaited (`awaited`)."""
 
     def select_days(self, windows: Sequence[TimeWindow], *, undated_by_mtime: bool) -> Selection:
         """The rows whose days reach into `windows` (and, `undated_by_mtime`, undated rows of files
@@ -79,12 +81,13 @@ class IndexedAnswer:
 NOTHING = IndexedAnswer([], "none")
 
 
-async def search_indexed(store: CandidateStore, req: SearchRequest, *, query: QueryConfig, tokenizer: str,
+async def search_indexed(store: CandidateStore | Any, req: SearchRequest, *, query: QueryConfig, tokenizer: str,
                          sides: Sides, query_vector: Callable[[], Awaitable[Any]], degraded: Degraded,
                          run: Callable[[Callable[[], Any]], Awaitable[Any]], cite: bool, snippet_chars: int,
                          side_errors: tuple[type[BaseException], ...] = ()) -> IndexedAnswer:
     """One search of `store`. `query_vector()` gives the question's vector or None (saying why in
-    `degraded`); `run(fn)` runs a blocking store call (in a worker thread). Hits carry explain;
+    `degraded`); `run(fn)` makes one store call: a blocking one in a worker thread (the kit's
+    `IndexedManager._run`), on the loop (`inline`), or an async store's awaited (`awaited`). Hits carry explain;
     the caller drops it when not asked for. `side_errors`: what one side may raise and leave the
     other answering (said in `degraded`: "vector search failed: …"); anything else propagates."""
     h = query.hybrid
@@ -96,53 +99,69 @@ async def search_indexed(store: CandidateStore, req: SearchRequest, *, query: Qu
     if sides.set_aside:
         degraded.vector = sides.set_aside
 
-    def retrieve() -> tuple[list[Candidate] | None, list[Candidate] | None, dict[str, float]]:
-        # A since/until filter searches only its rows; a time the question names adds its rows' best.
-        within = store.select_days([req.time_filter], undated_by_mtime=True) if req.time_filter else None
-        prefer = store.select_days(candidate_windows(windows), undated_by_mtime=False) if windows and within is None else None
-        vector: list[Candidate] | None = None
-        if qvec is not None:
-            try:
-                vector = store.vector(qvec, limit, within=within)
-                if prefer is not None:
-                    seen = {c.chunk_id for c in vector}
-                    vector += [c for c in store.vector(qvec, limit, within=prefer) if c.chunk_id not in seen]
-            except side_errors as exc:
-                degraded.vector = f"vector search failed: {exc}"
-        keyword: list[Candidate] | None = None
-        ranks: dict[str, float] = {}
-        if sides.keyword or (vector is None and sides.requested != "vector"):
-            try:
-                # Each side scores the other side's finds too: no real evidence counts as 0.
-                keyword, ranks = store.keyword(plan, limit, within=within, prefer=prefer,
-                                               also=[c.chunk_id for c in vector or ()])
-                if vector is not None:
-                    store.complete_vector_scores(keyword, vector, qvec)
-            except side_errors as exc:
-                degraded.fts = f"keyword search failed: {exc}"
-        return vector, keyword, ranks
-
-    vector, keyword, ranks = await run(retrieve)
+    # A since/until filter searches only its rows; a time the question names adds its rows' best.
+    time_filter = req.time_filter
+    within = await run(lambda: store.select_days([time_filter], undated_by_mtime=True)) if time_filter else None
+    prefer = await run(lambda: store.select_days(candidate_windows(windows), undated_by_mtime=False)) \
+        if windows and within is None else None
+    vector: list[Candidate] | None = None
+    if qvec is not None:
+        try:
+            vector = await run(lambda: store.vector(qvec, limit, within=within))
+            if prefer is not None:
+                seen = {c.chunk_id for c in vector or ()}
+                vector += [c for c in await run(lambda: store.vector(qvec, limit, within=prefer)) if c.chunk_id not in seen]
+        except side_errors as exc:
+            degraded.vector = f"vector search failed: {exc}"
+    keyword: list[Candidate] | None = None
+    ranks: dict[str, float] = {}
+    if sides.keyword or (vector is None and sides.requested != "vector"):
+        try:
+            # Each side scores the other side's finds too: no real evidence counts as 0.
+            also = [c.chunk_id for c in vector or ()]
+            keyword, ranks = await run(lambda: store.keyword(plan, limit, within=within, prefer=prefer, also=also))
+            if vector is not None:
+                await run(lambda: store.complete_vector_scores(keyword, vector, qvec))
+        except side_errors as exc:
+            degraded.fts = f"keyword search failed: {exc}"
     if keyword is None and vector is None:
         return NOTHING
 
-    def decide_and_rank() -> IndexedAnswer:
-        # Words beside the time may select no notes (a chat's people, in every one).
-        time_only = req.time_only or (bool(windows) and names_only_a_time(req.q, windows, store.weightless))
-        params = PipelineParams.from_query(query, max_results=req.limit, min_score=req.floor, now=req.now,
-                                           windows=windows, time_filter=req.time_filter, time_only=time_only)
-        # A question that names only a time: its windows' notes are the answer (engine/search/time_only.py).
-        window = store.window_rows(nearby_windows(windows), req.limit) if params.time.time_only and windows else None
-        paths = {c.path for c in (keyword or []) + (vector or []) + (window or [])}
-        times = store.file_times(paths) if paths and (query.hybrid.temporal_decay.enabled or req.time_filter) else {}
-        ranked, facts = rank(times.get, keyword=keyword, vector=vector, terms=plan.terms, params=params, window=window)
-        hits = hits_from_ranked(ranked, facts, terms=plan.terms, ranks=ranks, hybrid=h, cite=cite,
-                                snippet_chars=snippet_chars, explain=True)
-        for hit in hits:
-            hit.rescued = True if hit.explain and hit.explain.rescued else None
-        return IndexedAnswer(hits, facts["mode"], facts["relaxed"], facts.get("below_min_score"), facts.get("time_only"))
+    time_only = req.time_only
+    if windows and not time_only:  # words beside the time may select no notes (a chat's people, in every one)
+        words = topic_words(req.q, windows)
+        weightless: set[str] = set()
+        if words and len(words) <= MAX_COMMON_WORDS:
+            for word in words:  # as names_only_a_time asks: until one selects notes
+                if not await run(lambda: store.weightless(word)):  # noqa: B023  (awaited here, in its turn)
+                    break
+                weightless.add(word)
+        time_only = names_only_a_time(req.q, windows, weightless.__contains__)
+    params = PipelineParams.from_query(query, max_results=req.limit, min_score=req.floor, now=req.now,
+                                       windows=windows, time_filter=req.time_filter, time_only=time_only)
+    # A question that names only a time: its windows' notes are the answer (engine/search/time_only.py).
+    window = await run(lambda: store.window_rows(nearby_windows(windows), req.limit)) \
+        if params.time.time_only and windows else None
+    paths = {c.path for c in (keyword or []) + (vector or []) + (window or [])}
+    times = await run(lambda: store.file_times(paths)) \
+        if paths and (query.hybrid.temporal_decay.enabled or req.time_filter) else {}
+    ranked, facts = rank(times.get, keyword=keyword, vector=vector, terms=plan.terms, params=params, window=window)
+    hits = hits_from_ranked(ranked, facts, terms=plan.terms, ranks=ranks, hybrid=h, cite=cite,
+                            snippet_chars=snippet_chars, explain=True)
+    for hit in hits:
+        hit.rescued = True if hit.explain and hit.explain.rescued else None
+    return IndexedAnswer(hits, facts["mode"], facts["relaxed"], facts.get("below_min_score"), facts.get("time_only"))
 
-    return await run(decide_and_rank)
+
+async def inline(fn: Callable[[], Any]) -> Any:
+    """`search_indexed`'s `run` for a store whose calls are quick and bound to the event loop's
+    thread (builtin: its read connection is not shared with worker threads)."""
+    return fn()
+
+
+async def awaited(fn: Callable[[], Any]) -> Any:
+    """`search_indexed`'s `run` for an async store (Postgres): each call returns an awaitable."""
+    return await fn()
 
 
 def complete_from_embeddings(keyword: list[Candidate], vector: list[Candidate], qvec: Any) -> None:
