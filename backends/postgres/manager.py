@@ -18,20 +18,15 @@ from memsift.engine.search.citations import citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, select_provider
 from memsift.engine.errors import BackendError
-from memsift.engine.search.fts_query import plan_query
-from memsift.engine.search.hits import hits_from_ranked
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
 from memsift.engine.files.discovery import discover_memory_files
 from memsift.engine.files.rules import MemoryRules, read_memory
-from memsift.engine.search.pipeline import PipelineParams, rank
 from memsift.engine.search.request import KeywordSearch, SearchRequest
-from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, nearby_windows, topic_words
-from memsift.engine.search.time_query import TimeWindow
-from memsift.engine.search.time_rank import candidate_windows
 from memsift.engine.search.query_embedding import QueryEmbedding, beside
-from memsift.engine.results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer, SearchHit
-from memsift.engine.search.modes import search_sides
+from memsift.engine.results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer
+from memsift.engine.search.indexed import IndexedAnswer, awaited, search_indexed
+from memsift.engine.search.modes import Sides, search_sides
 from memsift.engine.search.scripts import vector_mode_warning
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 
@@ -39,9 +34,7 @@ from .connect import (connect_once, driver_error, drop_pools, import_driver, mar
                       schema_checked, shared_pool)
 from .indexer import Identity, fingerprint_diff, hnsw_valid, sync_agent, wanted_meta
 from .schema import SCHEMA_VERSION, migrate
-from .search import (complete_vector_scores, day_chunks, file_times, hnsw_index_name, keyword_candidates, vector_candidates,
-                     weightless_words, window_candidates)
-from memsift.engine.search.terms import expansion_items, query_items
+from .search import PgCandidates, hnsw_index_name
 
 __all__ = ["PostgresSearchManager"]
 
@@ -49,7 +42,6 @@ log = get_logger("memsift.postgres")
 
 EMBED_STEP = 64  # texts per embed call for the local model
 REPLICA_POLL_S = 0.02
-MAX_CANDIDATES = 200
 
 
 HNSW_RECHECK_S = 60.0  # an agent without its own HNSW index is looked at again this often (a sync elsewhere may build it)
@@ -216,11 +208,6 @@ class PostgresSearchManager(KeywordSearch):
 
     # --- search ---------------------------------------------------------------------------------
 
-    def _sides(self, q: str, requested: str) -> tuple[bool, bool, str | None]:
-        """(vector side, keyword side, why vectors stepped aside), as every backend decides them."""
-        sides = search_sides(q, requested, hybrid_enabled=self.ms.query.hybrid.enabled, provider=self.provider)
-        return sides.vector, sides.keyword, sides.set_aside
-
     @property
     def query_config(self) -> Any:
         return self.ms.query
@@ -232,29 +219,24 @@ class PostgresSearchManager(KeywordSearch):
         started = time.perf_counter()
         self._ensure_provider()
         query, q, requested, max_results, min_score = req.query, req.q, req.mode, req.limit, req.floor
-        session_key, explain, now, candidates = req.session_key, req.explain, req.now, req.candidates
-        time_filter, windows = req.time_filter, req.windows
         degraded = Degraded()
-        hits: list[SearchHit] = []
-        answered = "none"
-        relaxed = False
-        below = None
-        time_only = False
+        found = IndexedAnswer([], "none")
         if q:
-            want_vector, want_keyword, set_aside = self._sides(q, requested)
-            embedding = QueryEmbedding(self.provider, q) if want_vector and self.provider is not None else None
+            sides = search_sides(q, requested, hybrid_enabled=self.ms.query.hybrid.enabled, provider=self.provider)
+            embedding = QueryEmbedding(self.provider, q) if sides.vector and self.provider is not None else None
 
-            async def answer() -> tuple[list[SearchHit], str, bool, Any, bool]:
+            async def answer() -> IndexedAnswer:
                 await self._ensure_fresh()
-                return await self._search_db(q, max_results, min_score, session_key, explain, now, degraded,
-                                             (want_vector, want_keyword, set_aside, requested), embedding,
-                                             time_filter=time_filter, windows=windows, time_only=req.time_only,
-                                             candidates=candidates, topic=req.topic)
+                return await self._search_db(req, degraded, sides, embedding)
 
             try:
-                hits, answered, relaxed, below, time_only = await beside(embedding.run if embedding else None, answer)
+                found = await beside(embedding.run if embedding else None, answer)
             except (psycopg.Error, psycopg_pool.PoolTimeout, OSError, BackendError) as exc:
                 raise await self._outage(exc, "searching") from None
+            if not req.explain:
+                for hit in found.hits:
+                    hit.explain = None
+        hits, answered, relaxed, below, time_only = found.hits, found.mode, found.relaxed, found.below_min_score, found.time_only
         # `--mode vector` alone, asked for, in a script the model does not cover: say its results are noise.
         warning = vector_mode_warning(q, self.provider) if q and requested == "vector" else None
         return SearchAnswer(
@@ -283,20 +265,16 @@ class PostgresSearchManager(KeywordSearch):
             degraded.vector = embedding.error
         return embedding.vector
 
-    async def _search_db(self, q: str, max_results: int, min_score: float, session_key: str | None, explain: bool,
-                         now: float | None, degraded: Degraded, sides: tuple, embedding: QueryEmbedding | None,
-                         *, time_filter: TimeWindow | None = None, windows: list[TimeWindow] | None = None,
-                         time_only: bool = False, candidates: int | None = None,
-                         topic: str | None = None) -> tuple[list[SearchHit], str, bool, Any, bool]:
-        want_vector, want_keyword, set_aside, requested = sides
-        h = self.ms.query.hybrid
-        tokenizer = self.ms.store.fts.tokenizer
-        plan = plan_query(topic if topic is not None else q, tokenizer, expansion=self.ms.query.expansion)  # the time named is no topic
-        items = query_items(plan, tokenizer)
-        limit = min(MAX_CANDIDATES, candidates or max(1, int(max_results * h.candidate_multiplier)))
-        qvec = await self._query_vector(degraded, embedding) if want_vector else None
-        if set_aside:
-            degraded.vector = set_aside
+    async def _search_db(self, req: SearchRequest, degraded: Degraded, sides: Sides,
+                         embedding: QueryEmbedding | None) -> IndexedAnswer:
+        """The agent's generation searched through the one orchestration every indexed backend uses
+        (engine/search/indexed.search_indexed) over Postgres's store seam (search.PgCandidates),
+        in one read-only snapshot. The query's vector is known before a connection is taken."""
+        qvec = await self._query_vector(degraded, embedding) if sides.vector else None
+
+        async def query_vector() -> np.ndarray | None:
+            return qvec
+
         pool = await self._read_pool()
         async with pool.connection() as conn:
             await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")  # one snapshot: one generation
@@ -304,49 +282,15 @@ class PostgresSearchManager(KeywordSearch):
                 row = await (await conn.execute(
                     "SELECT generation, meta FROM memsift_agents WHERE agent_id = %s", (self.agent,))).fetchone()
                 if row is None or row[1] is None:
-                    return [], "none", False, None, False
-                gen = row[0]
-                # As builtin: a since/until filter searches only its chunks; a time the question
-                # names adds the best of its chunks to the candidates.
-                within = await day_chunks(conn, self.agent, gen, [time_filter], undated_by_mtime=True) if time_filter else None
-                prefer = await day_chunks(conn, self.agent, gen, candidate_windows(windows)) if windows and within is None else None
-                ef = await self._hnsw_ef(conn, len(qvec)) if qvec is not None else None
-                vector = await vector_candidates(conn, self.agent, gen, qvec, limit, within, hnsw_ef_search=ef) \
-                    if qvec is not None else None
-                if vector is not None and qvec is not None and prefer:
-                    seen = {c.chunk_id for c in vector}
-                    vector += [c for c in await vector_candidates(conn, self.agent, gen, qvec, limit, prefer) if c.chunk_id not in seen]
-                keyword: Any = None
-                ranks: dict[Any, float] = {}
-                if want_keyword or (vector is None and requested != "vector"):
-                    keyword, ranks = await keyword_candidates(conn, self.agent, gen, items, limit,
-                                                              also=[c.chunk_id for c in vector or ()], within=within, prefer=prefer,
-                                                              expansions=expansion_items(plan, tokenizer))
-                    if vector is not None and qvec is not None:
-                        await complete_vector_scores(conn, self.agent, gen, keyword, vector, qvec)
-                if keyword is None and vector is None:
-                    return [], "none", False, None, False
-                words = topic_words(q, windows) if windows and not time_only else None
-                if words and len(words) <= MAX_COMMON_WORDS:  # words beside the time may select no notes
-                    weightless = await weightless_words(conn, self.agent, gen, words, tokenizer)
-                    time_only = names_only_a_time(q, windows, weightless.__contains__)
-                # A question that names only a time: its windows' notes are the answer (engine/search/time_only.py).
-                window = await window_candidates(conn, self.agent, gen, nearby_windows(windows), max_results) if time_only and windows else None
-                paths = {c.path for c in (keyword or []) + (vector or []) + (window or [])}
-                times = await file_times(conn, self.agent, gen, paths) if h.temporal_decay.enabled or time_filter else {}
+                    return IndexedAnswer([], "none")
+                tokenizer = self.ms.store.fts.tokenizer
+                store = PgCandidates(conn, self.agent, row[0], tokenizer, lambda dims: self._hnsw_ef(conn, dims))
+                return await search_indexed(
+                    store, req, query=self.ms.query, tokenizer=tokenizer, sides=sides, query_vector=query_vector,
+                    degraded=degraded, run=awaited, cite=citations_enabled(self.settings.memory.citations, req.session_key),
+                    snippet_chars=self.snippet_chars)
             finally:
                 await conn.execute("ROLLBACK")
-        params = PipelineParams.from_query(self.ms.query, max_results=max_results, min_score=min_score, now=now,
-                                           windows=windows, time_filter=time_filter, time_only=time_only)
-        ranked, facts = rank(times.get, keyword=keyword, vector=vector, terms=plan.terms, params=params, window=window)
-        cite = citations_enabled(self.settings.memory.citations, session_key)
-        found = hits_from_ranked(ranked, facts, terms=plan.terms, ranks=ranks, hybrid=h, cite=cite,
-                                 snippet_chars=self.snippet_chars, explain=True)
-        for hit in found:
-            hit.rescued = True if hit.explain and hit.explain.rescued else None
-            if not explain:
-                hit.explain = None
-        return found, facts["mode"], facts["relaxed"], facts.get("below_min_score"), facts.get("time_only")
 
     # --- read and status ------------------------------------------------------------------------
 

@@ -16,7 +16,8 @@ import hashlib
 import heapq
 import math
 from collections import defaultdict
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Sequence
 
 import numpy as np
 
@@ -25,11 +26,12 @@ from memsift.engine.search.ranking import Candidate, bm25_relative_scores
 from memsift.engine.search.time_only import COMMON_SHARE, is_weightless
 from memsift.engine.search.time_query import TimeWindow
 
-from memsift.engine.search.terms import QueryItems, word_terms
+from memsift.engine.search.fts_query import FtsPlan
+from memsift.engine.search.terms import QueryItems, expansion_items, query_items, word_terms
 
 from .schema import chunk_number
 
-__all__ = ["keyword_candidates", "vector_candidates", "hnsw_index_name", "complete_vector_scores", "day_chunks", "window_candidates", "file_times",
+__all__ = ["PgCandidates", "Days", "keyword_candidates", "vector_candidates", "hnsw_index_name", "complete_vector_scores", "day_chunks", "window_candidates", "file_times",
            "weightless_words", "K1", "B"]
 
 K1, B = 1.2, 0.75
@@ -359,3 +361,52 @@ async def file_times(conn: Any, agent: str, gen: int, paths: set[str]) -> dict[s
         (agent, gen, list(paths)),
     )
     return {p: m / 1e9 for p, m in await cur.fetchall()}
+
+
+@dataclass(frozen=True)
+class Days:
+    """Postgres's `Selection` (engine/search/indexed.py): the chunks of some days, and whether they
+    are a since/until filter (searched through the agent's HNSW index when it has one) or a time
+    the question names (its chunks scanned exactly)."""
+
+    rows: set[int]
+    is_filter: bool
+
+
+class PgCandidates:
+    """Postgres's answers to the store seam (engine/search/indexed.CandidateStore), as coroutines
+    over one read-only snapshot (one generation): `search_indexed(..., run=awaited)`."""
+
+    def __init__(self, conn: Any, agent: str, gen: int, tokenizer: str,
+                 hnsw_ef: Callable[[int], Awaitable[int | None]]) -> None:
+        self.conn, self.agent, self.gen, self.tokenizer, self.hnsw_ef = conn, agent, gen, tokenizer, hnsw_ef
+
+    async def select_days(self, windows: Sequence[TimeWindow], *, undated_by_mtime: bool) -> Days:
+        rows = await day_chunks(self.conn, self.agent, self.gen, windows, undated_by_mtime=undated_by_mtime)
+        return Days(rows, is_filter=undated_by_mtime)
+
+    async def keyword(self, plan: FtsPlan, limit: int, *, within: Days | None, prefer: Days | None,
+                      also: Sequence[str]) -> tuple[list[Candidate], dict[str, float]]:
+        return await keyword_candidates(self.conn, self.agent, self.gen, query_items(plan, self.tokenizer), limit,
+                                        also=also, within=within.rows if within else None,
+                                        prefer=prefer.rows if prefer else None,
+                                        expansions=expansion_items(plan, self.tokenizer))
+
+    async def vector(self, qvec: np.ndarray, limit: int, *, within: Days | None) -> list[Candidate]:
+        if within is not None and not within.is_filter:  # a time the question names: its chunks, exactly
+            return await vector_candidates(self.conn, self.agent, self.gen, qvec, limit, within.rows) if within.rows else []
+        ef = await self.hnsw_ef(len(qvec))
+        return await vector_candidates(self.conn, self.agent, self.gen, qvec, limit, within.rows if within else None,
+                                       hnsw_ef_search=ef)
+
+    async def complete_vector_scores(self, keyword: list[Candidate], vector: list[Candidate], qvec: np.ndarray) -> None:
+        await complete_vector_scores(self.conn, self.agent, self.gen, keyword, vector, qvec)
+
+    async def weightless(self, word: str) -> bool:
+        return word in await weightless_words(self.conn, self.agent, self.gen, [word], self.tokenizer)
+
+    async def window_rows(self, windows: Sequence[TimeWindow], per_day: int) -> list[Candidate]:
+        return await window_candidates(self.conn, self.agent, self.gen, windows, per_day)
+
+    async def file_times(self, paths: set[str]) -> dict[str, float]:
+        return await file_times(self.conn, self.agent, self.gen, paths)
