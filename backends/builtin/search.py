@@ -1,5 +1,6 @@
-"""Builtin retrieval: FTS5 BM25 keyword candidates and vector KNN candidates (candidates =
-min(200, maxResults × candidateMultiplier)); engine/search/pipeline.py ranks them."""
+"""Builtin retrieval: FTS5 BM25 keyword candidates, vector KNN candidates and a time's rows, as the
+store seam `IndexCandidates` answers them to engine/search/indexed.search_indexed (which asks
+min(200, maxResults × candidateMultiplier) a side and ranks them)."""
 
 from __future__ import annotations
 
@@ -22,19 +23,14 @@ from .store import scalar, VectorState, cosines, row_cosines, row_estimate
 from .vector_memory import MemoryVectors
 
 __all__ = ["IndexCandidates", "Days", "keyword_candidates", "vector_candidates", "vector_candidates_within", "day_rowids", "complete_vector_scores",
-           "candidate_count", "indexed_file_time", "WINDOW_SCAN_MAX", "window_candidates", "weightless_word_test"]
+           "indexed_file_time", "WINDOW_SCAN_MAX", "window_candidates", "weightless_word_test"]
 
 SCAN_BATCH = 4096  # rows per batch in the numpy fallback scan (bounded memory)
-MAX_CANDIDATES = 200
 COMMON_TERM_MIN_CHUNKS = 5000  # from this many chunks on, weightless common words leave the query
 LARGE_INDEX_CHUNKS = 200_000  # from this many on, only rare terms are ranked (_large_index_match)
 COMMON_MATCHES = 20_000  # in a large index, a term matching this many rows is common
 RANK_ROWS_MAX = 30_000  # in a large index, at most this many matches of rare terms are ranked (the newest)
 COMMON_RANK_ROWS_MAX = 10_000  # ... and of a query made of common words only
-
-
-def candidate_count(max_results: int, multiplier: int) -> int:
-    return min(MAX_CANDIDATES, max(1, math.floor(max_results * multiplier)))
 
 
 def _load_chunks(conn: apsw.Connection, rowids: list[int]) -> dict[int, tuple]:
