@@ -295,7 +295,7 @@ def render_status(s: ManagerStatus) -> str:
     if s.fallback:
         rows.append(("Fallback", f"from {s.fallback.from_}: {s.fallback.reason}"))
         rows += [("  not covered", gap) for gap in s.fallback.not_covered or []]
-    if s.details and s.backend == "qmd":
+    if s.details and "qmd" in (s.backend, s.fallback.from_ if s.fallback else None):  # QMD's, answering or failed
         q = s.details
         rows.append(("QMD", f"{q.get('version') or '?'} · {q.get('command')} · home {q.get('home')}"))
         said = {s.fallback.reason} if s.fallback else set()  # each reason once
