@@ -19,6 +19,8 @@ __all__ = ["open_manager", "resolve_config", "reranked", "ranked", "backend_cont
 
 log = get_logger("memsift.factory")
 
+MANAGER_CALLS = ("answer", "read", "status", "sync", "aclose")  # what the stages above a backend call
+
 
 def resolve_config(
     config_path: str | os.PathLike[str] | None = None,
@@ -117,11 +119,19 @@ def _opened(plugin: BackendPlugin, ctx: BackendContext) -> SearchManager:
 
     where = f"the {plugin.name} backend ({found.package} {found.version})"
     try:
-        return PluginGuard(plugin.open(ctx), where)
+        opened = plugin.open(ctx)
     except (MemsiftError, ValueError):
         raise
     except Exception as exc:  # noqa: BLE001
         raise BackendError(f"{where} failed to open: {type(exc).__name__}: {exc}") from None
+    missing = [call for call in MANAGER_CALLS if not callable(getattr(opened, call, None))]
+    if missing:  # told before any search, not as an AttributeError inside one
+        raise ConfigError(
+            f"{where} is no SearchManager for this memsift: it has no {', '.join(missing)}() (a plugin written before "
+            "searches came down as one request answers search(query, ...) where answer(request) is called now); "
+            "update that package, or pick another backend (`memsift plugins` lists what is installed)",
+            key_path="memory.backend")
+    return PluginGuard(opened, where)
 
 
 def _default_max_results(settings: ResolvedConfig, backend: str) -> int:

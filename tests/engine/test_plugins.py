@@ -167,6 +167,19 @@ def test_a_broken_plugin_never_breaks_the_builtins_and_says_what_failed(site, tm
             and "reinstall or remove that package" in r.stderr)
 
 
+def test_a_plugin_for_an_older_protocol_is_told_before_any_search(site, tmp_path, ws):
+    """A plugin whose manager answers only `search(query, ...)` (before searches came down as one
+    request): a config error naming the package and the call it lacks, no traceback, on search and
+    status alike; the other backends are untouched."""
+    cfg = _config(tmp_path, ws, {"backend": "older-grep"})
+    for args in (("search", "fig"), ("status",)):
+        r = _memsift(site, tmp_path, *args, cfg=cfg)
+        assert r.returncode == 3 and "Traceback" not in r.stderr, (args, r.stderr)
+        assert "the older-grep backend (memsift-throwaway 0.0.1) is no SearchManager for this memsift: it has no answer()" \
+            in r.stderr and "update that package" in r.stderr, r.stderr
+    assert _memsift(site, tmp_path, "search", "fig", cfg=_config(tmp_path, ws, {"backend": "notes-grep"})).returncode == 0
+
+
 def test_a_crashing_plugin_is_told_in_one_line_naming_its_package(site, tmp_path, ws):
     cfg = _config(tmp_path, ws, {"backend": "notes-grep", "notes-grep": {"crashOn": "boom"}})
     r = _memsift(site, tmp_path, "search", "boom", cfg=cfg)

@@ -87,3 +87,17 @@ class GrepManager(KeywordSearch):
 
 
 backend = BackendPlugin("notes-grep", GrepManager, "grep over the memory files (a test plugin)", config_model=GrepConfig)
+
+
+class OlderGrepManager(GrepManager):
+    """A plugin written for the protocol before `answer(request)`: only `search(query, **options)`."""
+
+    backend = "older-grep"
+    answer = None  # type: ignore[assignment]  # what the older protocol did not have
+
+    async def search(self, query, **options):
+        return SearchAnswer(query=query, results=[], backend=self.backend, mode="grep", min_score=0, max_results=1,
+                            took_ms=0.0)
+
+
+older = BackendPlugin("older-grep", OlderGrepManager, "a plugin for an older memsift (a test plugin)", config_model=GrepConfig)
