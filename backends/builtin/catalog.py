@@ -18,7 +18,7 @@ from pathlib import Path
 from memsift.engine.errors import IndexUnusableError
 
 from .index_file import quarantine_name_re
-from .store import scalar, open_db, read_meta
+from .store import open_db, read_meta, scalar
 
 __all__ = ["IndexInfo", "list_indexes", "prune_indexes"]
 

@@ -47,13 +47,13 @@ from memsift.engine.files.transcripts import list_transcripts
 
 from .index_file import inspect_index_file, is_memsift_database, temp_name_re
 from .store import (
-    scalar,
     MAX_SKIPPED_RECORDED,
     SCHEMA_VERSION,
     VectorState,
     ensure_vec_table,
     open_db,
     read_meta,
+    scalar,
     storage_hint,
     vec_to_blob,
     write_meta,

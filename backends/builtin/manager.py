@@ -44,7 +44,7 @@ from .indexer import Indexer, IndexIdentity, SyncCancelled, fingerprint_diff, wa
 from .outlook import Outlook, search_outlook
 from .vector_memory import MemoryVectors
 from .search import IndexCandidates
-from .store import scalar, CORRUPT_ERRORS, VectorState, open_db, quarantine, read_meta, read_skipped
+from .store import CORRUPT_ERRORS, VectorState, open_db, quarantine, read_meta, read_skipped, scalar
 
 __all__ = ["BuiltinSearchManager"]
 

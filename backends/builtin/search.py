@@ -19,7 +19,7 @@ from memsift.engine.search.time_only import COMMON_SHARE, is_weightless
 from memsift.engine.search.time_query import TimeWindow
 from memsift.engine.search.ranking import Candidate, bm25_relative_scores
 
-from .store import scalar, VectorState, cosines, row_cosines, row_estimate
+from .store import VectorState, cosines, row_cosines, row_estimate, scalar
 from .vector_memory import MemoryVectors
 
 __all__ = ["IndexCandidates", "Days", "keyword_candidates", "vector_candidates", "vector_candidates_within", "day_rowids", "complete_vector_scores",

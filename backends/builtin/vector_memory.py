@@ -34,7 +34,7 @@ from memsift.engine.lazy import np  # numpy on first use: a keyword search never
 
 from memsift.engine.config.models import VectorStoreConfig
 
-from .store import scalar, blob_to_vec, row_cosines, row_estimate
+from .store import blob_to_vec, row_cosines, row_estimate, scalar
 
 __all__ = ["MemoryVectors", "SIMHASH_SEED", "BITS_PER_DIM"]
 

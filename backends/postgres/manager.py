@@ -25,7 +25,7 @@ from memsift.engine.files.rules import MemoryRules, read_memory
 from memsift.engine.search.request import KeywordSearch, SearchRequest
 from memsift.engine.search.query_embedding import QueryEmbedding, beside
 from memsift.engine.results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer
-from memsift.engine.search.indexed import IndexedAnswer, awaited, search_indexed
+from memsift.engine.search.indexed import IndexedAnswer, awaited, gather_indexed, rank_gathered
 from memsift.engine.search.modes import Sides, search_sides
 from memsift.engine.search.scripts import vector_mode_warning
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
@@ -285,12 +285,15 @@ class PostgresSearchManager(KeywordSearch):
                     return IndexedAnswer([], "none")
                 tokenizer = self.ms.store.fts.tokenizer
                 store = PgCandidates(conn, self.agent, row[0], tokenizer, lambda dims: self._hnsw_ef(conn, dims))
-                return await search_indexed(
-                    store, req, query=self.ms.query, tokenizer=tokenizer, sides=sides, query_vector=query_vector,
-                    degraded=degraded, run=awaited, cite=citations_enabled(self.settings.memory.citations, req.session_key),
-                    snippet_chars=self.snippet_chars)
+                gathered = await gather_indexed(store, req, query=self.ms.query, tokenizer=tokenizer, sides=sides,
+                                                query_vector=query_vector, degraded=degraded, run=awaited)
             finally:
                 await conn.execute("ROLLBACK")
+        # Ranked with the connection back in the pool: another agent's search need not wait for it.
+        if gathered is None:
+            return IndexedAnswer([], "none")
+        return rank_gathered(gathered, cite=citations_enabled(self.settings.memory.citations, req.session_key),
+                             snippet_chars=self.snippet_chars)
 
     # --- read and status ------------------------------------------------------------------------
 

@@ -31,7 +31,8 @@ from .time_only import MAX_COMMON_WORDS, names_only_a_time, nearby_windows, topi
 from .time_query import TimeWindow
 from .time_rank import candidate_windows
 
-__all__ = ["CandidateStore", "IndexedAnswer", "Selection", "search_indexed", "inline", "awaited", "complete_from_embeddings", "MAX_CANDIDATES",
+__all__ = ["CandidateStore", "IndexedAnswer", "Selection", "search_indexed", "gather_indexed", "rank_gathered",
+           "Gathered", "inline", "awaited", "complete_from_embeddings", "MAX_CANDIDATES",
            "ROW_FIELDS", "candidate_from_row", "first_per_day"]
 
 MAX_CANDIDATES = 200  # per side: more costs time and never reaches the top results
@@ -85,11 +86,39 @@ async def search_indexed(store: CandidateStore | Any, req: SearchRequest, *, que
                          sides: Sides, query_vector: Callable[[], Awaitable[Any]], degraded: Degraded,
                          run: Callable[[Callable[[], Any]], Awaitable[Any]], cite: bool, snippet_chars: int,
                          side_errors: tuple[type[BaseException], ...] = ()) -> IndexedAnswer:
-    """One search of `store`. `query_vector()` gives the question's vector or None (saying why in
-    `degraded`); `run(fn)` makes one store call: a blocking one in a worker thread (the kit's
-    `IndexedManager._run`), on the loop (`inline`), or an async store's awaited (`awaited`). Hits carry explain;
-    the caller drops it when not asked for. `side_errors`: what one side may raise and leave the
-    other answering (said in `degraded`: "vector search failed: …"); anything else propagates."""
+    """One search of `store`: `gather_indexed`, then `rank_gathered`. Hits carry explain; the caller
+    drops it when not asked for."""
+    gathered = await gather_indexed(store, req, query=query, tokenizer=tokenizer, sides=sides, query_vector=query_vector,
+                                    degraded=degraded, run=run, side_errors=side_errors)
+    return NOTHING if gathered is None else rank_gathered(gathered, cite=cite, snippet_chars=snippet_chars)
+
+
+@dataclass
+class Gathered:
+    """What one search asked its store, every store call made: ranking needs the store no more (a
+    backend holding a pooled connection for the calls gives it back before `rank_gathered`)."""
+
+    req: SearchRequest
+    query: QueryConfig
+    plan: FtsPlan
+    params: PipelineParams
+    keyword: list[Candidate] | None
+    vector: list[Candidate] | None
+    ranks: dict[str, float]
+    window: list[Candidate] | None
+    times: Mapping[str, float]
+
+
+async def gather_indexed(store: CandidateStore | Any, req: SearchRequest, *, query: QueryConfig, tokenizer: str,
+                         sides: Sides, query_vector: Callable[[], Awaitable[Any]], degraded: Degraded,
+                         run: Callable[[Callable[[], Any]], Awaitable[Any]],
+                         side_errors: tuple[type[BaseException], ...] = ()) -> Gathered | None:
+    """The store's answers for one search (None when neither side found anything).
+    `query_vector()` gives the question's vector or None (saying why in `degraded`); `run(fn)`
+    makes one store call: a blocking one in a worker thread (the kit's `IndexedManager._run`), on
+    the loop (`inline`), or an async store's awaited (`awaited`). `side_errors`: what one side may
+    raise and leave the other answering (said in `degraded`: "vector search failed: …"); anything
+    else propagates."""
     h = query.hybrid
     # The times the question names are not its topic: "week" or "20" must not find notes months away.
     plan = plan_query(req.topic, tokenizer, expansion=query.expansion)
@@ -125,7 +154,7 @@ async def search_indexed(store: CandidateStore | Any, req: SearchRequest, *, que
         except side_errors as exc:
             degraded.fts = f"keyword search failed: {exc}"
     if keyword is None and vector is None:
-        return NOTHING
+        return None
 
     time_only = req.time_only
     if windows and not time_only:  # words beside the time may select no notes (a chat's people, in every one)
@@ -145,8 +174,14 @@ async def search_indexed(store: CandidateStore | Any, req: SearchRequest, *, que
     paths = {c.path for c in (keyword or []) + (vector or []) + (window or [])}
     times = await run(lambda: store.file_times(paths)) \
         if paths and (query.hybrid.temporal_decay.enabled or req.time_filter) else {}
-    ranked, facts = rank(times.get, keyword=keyword, vector=vector, terms=plan.terms, params=params, window=window)
-    hits = hits_from_ranked(ranked, facts, terms=plan.terms, ranks=ranks, hybrid=h, cite=cite,
+    return Gathered(req, query, plan, params, keyword, vector, ranks, window, times)
+
+
+def rank_gathered(g: Gathered, *, cite: bool, snippet_chars: int) -> IndexedAnswer:
+    """The ranking pipeline over what was gathered, and the hits (with explain)."""
+    ranked, facts = rank(g.times.get, keyword=g.keyword, vector=g.vector, terms=g.plan.terms, params=g.params,
+                         window=g.window)
+    hits = hits_from_ranked(ranked, facts, terms=g.plan.terms, ranks=g.ranks, hybrid=g.query.hybrid, cite=cite,
                             snippet_chars=snippet_chars, explain=True)
     for hit in hits:
         hit.rescued = True if hit.explain and hit.explain.rescued else None
