@@ -19,7 +19,7 @@ from typing import Any
 
 from memsift.engine.errors import BackendError
 
-__all__ = ["SCHEMA_VERSION", "MIGRATIONS", "migrate", "TABLES", "MIGRATION_LOCK", "chunk_number"]
+__all__ = ["SCHEMA_VERSION", "MIGRATIONS", "migrate", "TABLES", "MIGRATION_LOCK", "chunk_number", "HALF_SCAN_MAX_DIMS"]
 
 TABLES = ("memsift_agents", "memsift_files", "memsift_chunks", "memsift_postings", "memsift_embedding_cache", "memsift_stats")
 MIGRATION_LOCK = 7_301_905_001  # one advisory lock for schema changes, whatever the agent
@@ -119,7 +119,29 @@ ALTER TABLE memsift_postings DROP CONSTRAINT memsift_postings_pkey;
 ALTER TABLE memsift_postings ADD CONSTRAINT memsift_postings_pkey PRIMARY KEY (agent_id, generation, term, chunk) INCLUDE (tf, doc_len);
 """
 
-MIGRATIONS: list[str] = [_M1, _M2, _M3, _M4]
+# The exact vector scan without reading the rows. An agent below hnswAbove is searched by an exact
+# scan of its vectors; read from the rows, that scan reads every row of the agent (text and all),
+# and once a row outgrows 2 kB (a real chunk's text and a 384-d vector do) the vector is stored
+# apart (TOAST) and each one is fetched on its own: 55 ms at 10,000 chunks here. Each vector is
+# kept a second time, normalized in half precision (cosine ignores the length, and a unit
+# vector cannot overflow a half), in an index that covers the scan: half the bytes, read in key
+# order, no row touched; the nearest few are then put in exact order by their full vectors
+# (search.vector_candidates). A half vector of more than 1,024 dimensions would not fit an index
+# entry: those vectors keep the scan of the rows. The full vector stays in its row (storage MAIN:
+# a long text is moved out first), so those few are read without a TOAST lookup each; the half
+# copy in the row is only the index's source and may be moved out. The column is computed by
+# Postgres, so nothing that writes chunks changes; on an existing database the table is rewritten once.
+_M5 = """
+ALTER TABLE memsift_chunks ALTER COLUMN embedding SET STORAGE MAIN;
+ALTER TABLE memsift_chunks ADD COLUMN embedding_half halfvec GENERATED ALWAYS AS
+    (CASE WHEN vector_dims(embedding) <= 1024 THEN l2_normalize(embedding)::halfvec END) STORED;
+CREATE INDEX memsift_chunks_scan ON memsift_chunks(agent_id, generation, chunk) INCLUDE (embedding_half)
+    WHERE embedding_half IS NOT NULL;
+"""
+HALF_SCAN_MAX_DIMS = 1024  # _M5's bound
+PGVECTOR_MIN = (0, 7)  # halfvec and l2_normalize (_M5)
+
+MIGRATIONS: list[str] = [_M1, _M2, _M3, _M4, _M5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -139,6 +161,8 @@ async def migrate(conn: Any) -> int:
                 f"the Postgres schema is at version {version}, newer than this memsift ({SCHEMA_VERSION}); upgrade memsift"
             )
         for number in range(version, SCHEMA_VERSION):
+            if MIGRATIONS[number] is _M5:
+                await _require_pgvector(conn, PGVECTOR_MIN)
             await conn.execute(MIGRATIONS[number])
         if version != SCHEMA_VERSION:
             await conn.execute(
@@ -147,6 +171,15 @@ async def migrate(conn: Any) -> int:
                 (SCHEMA_VERSION,),
             )
     return SCHEMA_VERSION
+
+
+async def _require_pgvector(conn: Any, least: tuple[int, ...]) -> None:
+    row = await (await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).fetchone()
+    found = tuple(int(p) for p in row[0].split(".") if p.isdigit()) if row else ()
+    if found < least:
+        want = ".".join(map(str, least))
+        raise BackendError(f"memsift needs pgvector {want} or newer (this database has {row[0] if row else 'none'}): "
+                           "run ALTER EXTENSION vector UPDATE as the database owner, or install a newer pgvector")
 
 
 def chunk_number(chunk_id: str) -> int:

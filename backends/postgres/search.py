@@ -3,9 +3,9 @@ IDF clamped to 1e-6 when a term is in half the chunks or more) and exact per-age
 pgvector. engine/search/pipeline.py ranks what these find, as for the builtin index.
 
 Vectors: an HNSW index on a table shared by agents filters by agent after the graph walk, so
-small agents got almost nothing back. So a search scans its own agent's generation through the
-`(agent_id, generation)` index and orders by `<=>`: exact (recall 1.0) at any fleet size, at a
-cost linear in the agent's own chunks. An agent past `memory.postgres.hnswAbove` vectors gets an
+small agents got almost nothing back. So a search scans its own agent's generation: the nearest
+few by the half-precision copies an index holds (schema._M5, no row read), put in exact order by
+their full vectors: exact (recall 1.0) at any fleet size, at a cost linear in the agent's own chunks. An agent past `memory.postgres.hnswAbove` vectors gets an
 HNSW index of its own (a partial index on its agent id: no other agent's rows in its graph),
 searched with pgvector's iterative scan so the generation filter never returns too few.
 """
@@ -29,7 +29,7 @@ from memsift.engine.search.time_query import TimeWindow
 from memsift.engine.search.fts_query import FtsPlan
 from memsift.engine.search.terms import QueryItems, expansion_items, query_items, word_terms
 
-from .schema import chunk_number
+from .schema import HALF_SCAN_MAX_DIMS, chunk_number
 
 __all__ = ["PgCandidates", "Days", "keyword_candidates", "vector_candidates", "hnsw_index_name", "complete_vector_scores", "day_chunks", "window_candidates", "file_times",
            "weightless_words", "K1", "B"]
@@ -43,6 +43,7 @@ COMMON_TERM_MIN_CHUNKS = 5000  # as the builtin: from this many chunks on, weigh
 LARGE_INDEX_CHUNKS = 200_000
 COMMON_MATCHES = 20_000
 COMMON_RANK_ROWS_MAX = 10_000
+RESCORE_MARGIN = 30  # vector_candidates: nearest by half vectors, rescored by full ones
 _COLUMNS = "chunk, id, path, source, start_line, end_line, text, day, day_source"
 _NCOLS = 9
 _M_COLUMNS = ", ".join(f"m.{c}" for c in _COLUMNS.split(", "))
@@ -127,13 +128,14 @@ async def _term_scores(conn: Any, agent: str, gen: int, terms: list[str], n: int
 
 
 async def _bounded_df(conn: Any, agent: str, gen: int, tokens: list[str]) -> dict[str, int]:
-    """How many chunks hold each token, counted no further than COMMON_MATCHES."""
-    out = {}
-    for t in tokens:
-        cur = await conn.execute("SELECT count(*) FROM (SELECT 1 FROM memsift_postings WHERE agent_id = %s AND generation = %s "
-                                 "AND term = %s LIMIT %s) AS m", (agent, gen, t, COMMON_MATCHES))
-        out[t] = (await cur.fetchone())[0]
-    return out
+    """How many chunks hold each token, counted no further than COMMON_MATCHES; one statement
+    for all of them (a round trip per token cost 2 ms each at a million chunks)."""
+    if not tokens:
+        return {}
+    cur = await conn.execute(
+        "SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM memsift_postings WHERE agent_id = %s AND generation = %s "
+        "AND term = t.term LIMIT %s) AS m) FROM unnest(%s::text[]) AS t(term)", (agent, gen, COMMON_MATCHES, list(tokens)))
+    return dict(await cur.fetchall())
 
 
 def large_index_items(items: QueryItems, df: dict[str, int]) -> tuple[QueryItems, int | None]:
@@ -278,14 +280,29 @@ async def vector_candidates(conn: Any, agent: str, gen: int, query: np.ndarray, 
         found = [_candidate(row[:_NCOLS], vector_score=float(row[_NCOLS]), vector_hit=True) for row in await cur.fetchall()]
         return sorted(found, key=lambda c: (-(c.vector_score or 0.0), c.chunk_id))  # relaxed order: exact again
     only = "AND chunk = ANY(%s) " if within is not None else ""
-    # The scan sorts (chunk, distance) pairs only; the nearest rows' columns are read after. Carrying
-    # every column through the sort cost a third more at 10,000 chunks.
+    chosen = [sorted(within)] if within is not None else []
+    if len(q) <= HALF_SCAN_MAX_DIMS:
+        from pgvector import HalfVector  # noqa: PLC0415 (the driver's extra: imported with it)
+
+        # The normalized half vectors, read from the index that holds them (schema._M5), pick the
+        # nearest few; their full vectors put them in exact order. A half's rounding moves a
+        # distance by about 1e-3: RESCORE_MARGIN more than asked keeps the exact top `limit`.
+        cur = await conn.execute(
+            f"SELECT {_COLUMNS}, 1 - d FROM (SELECT {_M_COLUMNS}, m.embedding <=> %s AS d FROM (SELECT chunk FROM memsift_chunks "
+            f"WHERE agent_id = %s AND generation = %s AND embedding_half IS NOT NULL AND vector_dims(embedding_half) = %s {only}"
+            "ORDER BY embedding_half <=> %s, chunk LIMIT %s) AS s JOIN memsift_chunks AS m "
+            "ON m.agent_id = %s AND m.generation = %s AND m.chunk = s.chunk) AS r ORDER BY d, chunk LIMIT %s",
+            (q, agent, gen, len(q), *chosen, HalfVector(q), 2 * limit + RESCORE_MARGIN, agent, gen, limit),
+        )
+        return [_candidate(row[:_NCOLS], vector_score=float(row[_NCOLS]), vector_hit=True) for row in await cur.fetchall()]
+    # Longer vectors: the scan sorts (chunk, distance) pairs only; the nearest rows' columns are read
+    # after. Carrying every column through the sort cost a third more at 10,000 chunks.
     cur = await conn.execute(
         f"SELECT {_M_COLUMNS}, 1 - s.d FROM (SELECT chunk, embedding <=> %s AS d FROM memsift_chunks "
         f"WHERE agent_id = %s AND generation = %s AND embedding IS NOT NULL AND vector_dims(embedding) = %s {only}"
         "ORDER BY d, chunk LIMIT %s) AS s JOIN memsift_chunks AS m ON m.agent_id = %s AND m.generation = %s AND m.chunk = s.chunk "
         "ORDER BY s.d, s.chunk",
-        (q, agent, gen, len(q), *([sorted(within)] if within is not None else []), limit, agent, gen),
+        (q, agent, gen, len(q), *chosen, limit, agent, gen),
     )
     return [_candidate(row[:_NCOLS], vector_score=float(row[_NCOLS]), vector_hit=True) for row in await cur.fetchall()]
 
