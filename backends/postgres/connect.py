@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -17,7 +18,8 @@ from memsift.engine.errors import BackendError, ConfigError
 from memsift.engine.secrets import redact, register_secret
 
 __all__ = ["Dsns", "resolve_dsns", "shown_dsn", "new_pool", "shared_pool", "release_pools", "drop_pools", "schema_checked",
-           "mark_schema_checked", "connect_once", "driver_error", "ENV_DSN", "import_driver"]
+           "mark_schema_checked", "connect_once", "driver_error", "ENV_DSN", "import_driver", "cached_hnsw_names",
+           "remember_hnsw_names", "add_hnsw_name", "forget_hnsw_names"]
 
 ENV_DSN = "MEMSIFT_POSTGRES_DSN"
 INSTALL_HINT = 'the Postgres backend needs its extra: pip install "memsift[postgres]"'
@@ -180,6 +182,9 @@ class _Shared:
 
 _pools_by_loop: "weakref.WeakKeyDictionary[Any, dict[tuple, _Shared]]" = weakref.WeakKeyDictionary()
 _schema_checked: set[str] = set()  # databases whose schema this process has migrated (or found current)
+# The database's usable per-agent HNSW indexes, listed once for every agent this process serves
+# (a new agent's first search asks no catalog), with when they were listed.
+_hnsw_names: dict[str, tuple[frozenset[str], float]] = {}
 
 
 def _pool_key(dsn: str, cfg: PostgresConfig, name: str) -> tuple:
@@ -224,6 +229,8 @@ async def drop_pools(dsns: set[str]) -> None:
         with anyio.CancelScope(shield=True), anyio.move_on_after(1):
             await entry.pool.close(timeout=0.5)
     _schema_checked.difference_update(dsns)  # a restored or replaced server is checked again
+    for dsn in dsns:
+        forget_hnsw_names(dsn)
 
 
 def schema_checked(dsn: str) -> bool:
@@ -232,6 +239,28 @@ def schema_checked(dsn: str) -> bool:
 
 def mark_schema_checked(dsn: str) -> None:
     _schema_checked.add(dsn)
+
+
+def cached_hnsw_names(dsn: str, max_age_s: float) -> frozenset[str] | None:
+    """The HNSW indexes listed for this database, unless the listing is older than `max_age_s`."""
+    listed = _hnsw_names.get(dsn)
+    return listed[0] if listed is not None and time.monotonic() - listed[1] <= max_age_s else None
+
+
+def remember_hnsw_names(dsn: str, names: frozenset[str]) -> None:
+    _hnsw_names[dsn] = (names, time.monotonic())
+
+
+def add_hnsw_name(dsn: str, name: str) -> None:
+    """This process's sync found or built an agent's index: listed at once, not at the next listing."""
+    listed = _hnsw_names.get(dsn)
+    if listed is not None and name not in listed[0]:
+        _hnsw_names[dsn] = (listed[0] | {name}, listed[1])
+
+
+def forget_hnsw_names(dsn: str) -> None:
+    """The server was lost (it may come back restored): the next search lists them again."""
+    _hnsw_names.pop(dsn, None)
 
 
 async def connect_once(dsn: str, cfg: PostgresConfig, *, vectors: bool = True) -> Any:

@@ -352,6 +352,13 @@ async def hnsw_valid(conn: Any, name: str) -> bool:
     return bool(row and row[0])
 
 
+async def valid_hnsw_names(conn: Any) -> frozenset[str]:
+    """Every usable per-agent HNSW index of the database (see `hnsw_valid`), in one catalog query."""
+    cur = await conn.execute("SELECT c.relname FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
+                             "WHERE c.relname LIKE 'memsift\\_hnsw\\_%%' AND i.indisvalid")
+    return frozenset(name for (name,) in await cur.fetchall())
+
+
 async def ensure_hnsw(conn: Any, agent: str, above: int) -> str | None:
     """An HNSW index of the agent's own (a partial index on its id and vector size) once it has at
     least `above` vectors: built CONCURRENTLY, so other agents' writes and every search go on
@@ -417,10 +424,12 @@ async def sync_agent(
     meta_extra: dict[str, Any] | None = None,
     allow_full: bool = True,
     include_sessions: bool = True,
+    has_hnsw: Callable[[str], None] | None = None,
 ) -> tuple[SyncReport, str | None]:
     """One sync of `settings.agent_id` on `conn` (a dedicated autocommit connection). Returns the
     report and the last embedding error (None when every chunk has its vector). A full rebuild
-    always reads session transcripts (when they are a source): it replaces the whole generation."""
+    always reads session transcripts (when they are a source): it replaces the whole generation.
+    `has_hnsw(name)`: told the agent's HNSW index when it has one (built now or before)."""
     started = time.perf_counter()
     report = SyncReport(reason=reason, backend="postgres")
     agent = settings.agent_id
@@ -474,7 +483,9 @@ async def sync_agent(
                     (json.dumps(want), json.dumps(skipped), agent),
                 )
         if embed is not None:
-            await ensure_hnsw(conn, agent, settings.memory.postgres.hnsw_above)
+            name = await ensure_hnsw(conn, agent, settings.memory.postgres.hnsw_above)
+            if name is not None and has_hnsw is not None:
+                has_hnsw(name)
         if s.ms.cache.enabled and s.ms.cache.max_entries:
             await conn.execute(
                 "DELETE FROM memsift_embedding_cache WHERE agent_id = %s AND hash IN (SELECT hash FROM memsift_embedding_cache "

@@ -30,9 +30,9 @@ from memsift.engine.search.modes import Sides, search_sides
 from memsift.engine.search.scripts import vector_mode_warning
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 
-from .connect import (connect_once, driver_error, drop_pools, import_driver, mark_schema_checked, release_pools, resolve_dsns,
-                      schema_checked, shared_pool)
-from .indexer import Identity, fingerprint_diff, hnsw_valid, sync_agent, wanted_meta
+from .connect import (add_hnsw_name, cached_hnsw_names, connect_once, driver_error, drop_pools, import_driver,
+                      mark_schema_checked, release_pools, remember_hnsw_names, resolve_dsns, schema_checked, shared_pool)
+from .indexer import Identity, fingerprint_diff, sync_agent, valid_hnsw_names, wanted_meta
 from .schema import SCHEMA_VERSION, migrate
 from .search import PgCandidates, hnsw_index_name
 
@@ -44,7 +44,7 @@ EMBED_STEP = 64  # texts per embed call for the local model
 REPLICA_POLL_S = 0.02
 
 
-HNSW_RECHECK_S = 60.0  # an agent without its own HNSW index is looked at again this often (a sync elsewhere may build it)
+HNSW_RECHECK_S = 60.0  # the database's HNSW indexes are listed again this often (a sync elsewhere may build one)
 
 class PostgresSearchManager(KeywordSearch):
     backend = "postgres"
@@ -155,7 +155,7 @@ class PostgresSearchManager(KeywordSearch):
                     report, self._embed_error = await sync_agent(
                         conn, self.settings, self.identity, self._embed if self.provider else None, force=force,
                         reason=reason, lock_timeout_s=self.cfg.lock_timeout_ms / 1000, meta_extra=extra, allow_full=allow_full,
-                        include_sessions=include_sessions,
+                        include_sessions=include_sessions, has_hnsw=lambda name: add_hnsw_name(self.dsns.write, name),
                     )
                     if self.dsns.read:
                         self._written_lsn = (await (await conn.execute("SELECT pg_current_wal_lsn()::text")).fetchone())[0]
@@ -190,12 +190,18 @@ class PostgresSearchManager(KeywordSearch):
 
     async def _hnsw_ef(self, conn: Any, dims: int) -> int | None:
         """hnswEfSearch when the agent has its own HNSW index for vectors of `dims` (indexer.ensure_hnsw),
-        else None (the exact scan). Known once found; looked for again at most every HNSW_RECHECK_S."""
+        else None (the exact scan). Known once found; else looked up in the database's listing,
+        which every agent of this process shares, read again at most every HNSW_RECHECK_S (a sync
+        elsewhere may build one); an index this process's sync finds or builds is added at once."""
         if self.cfg.hnsw_above <= 0:
             return None
         known = self._hnsw.get(dims)
-        if known is None or (not known[0] and time.monotonic() - known[1] > HNSW_RECHECK_S):
-            known = (await hnsw_valid(conn, hnsw_index_name(self.agent, dims)), time.monotonic())
+        if known is None or not known[0]:
+            names = cached_hnsw_names(self.dsns.write, HNSW_RECHECK_S)
+            if names is None:
+                names = await valid_hnsw_names(conn)
+                remember_hnsw_names(self.dsns.write, names)
+            known = (hnsw_index_name(self.agent, dims) in names, time.monotonic())
             self._hnsw[dims] = known
         return self.cfg.hnsw_ef_search if known[0] else None
 

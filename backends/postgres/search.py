@@ -43,7 +43,13 @@ COMMON_TERM_MIN_CHUNKS = 5000  # as the builtin: from this many chunks on, weigh
 LARGE_INDEX_CHUNKS = 200_000
 COMMON_MATCHES = 20_000
 COMMON_RANK_ROWS_MAX = 10_000
-RESCORE_MARGIN = 30  # vector_candidates: nearest by half vectors, rescored by full ones
+# The exact scan through half vectors (_nearest_by_halves). Rounding each component to a half moves
+# it by at most 2^-11 of itself, so each unit vector by at most 2^-11 in length, and their cosine by
+# at most 2 x 2^-11 = 9.8e-4 (to first order; the second is 2^-22); pgvector sums in single
+# precision, about 6e-5 more at 1,024 dimensions on each of the two distances compared. HALF_ERROR
+# bounds it all. HALF_POOL_MARGIN: how many more than asked are read from the index first.
+HALF_ERROR = 1.25e-3
+HALF_POOL_MARGIN = 30
 _COLUMNS = "chunk, id, path, source, start_line, end_line, text, day, day_source"
 _NCOLS = 9
 _M_COLUMNS = ", ".join(f"m.{c}" for c in _COLUMNS.split(", "))
@@ -258,6 +264,35 @@ def hnsw_index_name(agent: str, dims: int) -> str:
     return f"memsift_hnsw_{digest}_{dims}"
 
 
+async def _nearest_by_halves(conn: Any, agent: str, gen: int, q: np.ndarray, limit: int, only: str,
+                             chosen: list[list[int]]) -> list[Candidate]:
+    """The exact nearest `limit`, found through the index of normalized half vectors (schema._M5):
+    a half's distance is within HALF_ERROR of the exact one, so every chunk of the exact top
+    `limit` lies within 2 x HALF_ERROR of the `limit`-th distance by halves. Those (the band, a few
+    more than `limit`) are read with their full vectors and put in exact order. When the first
+    `pool` by halves all lie in the band, the band may go on past them: asked again, four times wider."""
+    from pgvector import HalfVector  # noqa: PLC0415 (the driver's extra: imported with it)
+
+    pool = limit + HALF_POOL_MARGIN
+    while True:
+        cur = await conn.execute(
+            "WITH s AS MATERIALIZED (SELECT chunk, embedding_half <=> %s AS hd FROM memsift_chunks "
+            f"WHERE agent_id = %s AND generation = %s AND embedding_half IS NOT NULL AND vector_dims(embedding_half) = %s {only}"
+            "ORDER BY hd, chunk LIMIT %s), "
+            "cut AS (SELECT coalesce((SELECT hd FROM s ORDER BY hd, chunk OFFSET %s LIMIT 1), 'Infinity') + %s AS hd) "
+            f"SELECT {_COLUMNS}, 1 - d, n, widest, edge FROM (SELECT {_M_COLUMNS}, m.embedding <=> %s AS d, "
+            "(SELECT count(*) FROM s) AS n, (SELECT max(hd) FROM s) AS widest, cut.hd AS edge "
+            "FROM s JOIN cut ON s.hd <= cut.hd OR s.hd = 'NaN' JOIN memsift_chunks AS m "
+            "ON m.agent_id = %s AND m.generation = %s AND m.chunk = s.chunk) AS r ORDER BY d, chunk LIMIT %s",
+            (HalfVector(q), agent, gen, len(q), *chosen, pool, limit - 1, 2 * HALF_ERROR, q, agent, gen, limit),
+        )
+        rows = await cur.fetchall()
+        if rows and rows[0][_NCOLS + 1] == pool and rows[0][_NCOLS + 2] <= rows[0][_NCOLS + 3]:
+            pool *= 4
+            continue
+        return [_candidate(row[:_NCOLS], vector_score=float(row[_NCOLS]), vector_hit=True) for row in rows]
+
+
 async def vector_candidates(conn: Any, agent: str, gen: int, query: np.ndarray, limit: int,
                             within: set[int] | None = None, *, hnsw_ef_search: int | None = None) -> list[Candidate]:
     """The agent's nearest chunks by cosine; `within`: only these. Exact (see the module docstring),
@@ -282,19 +317,7 @@ async def vector_candidates(conn: Any, agent: str, gen: int, query: np.ndarray, 
     only = "AND chunk = ANY(%s) " if within is not None else ""
     chosen = [sorted(within)] if within is not None else []
     if len(q) <= HALF_SCAN_MAX_DIMS:
-        from pgvector import HalfVector  # noqa: PLC0415 (the driver's extra: imported with it)
-
-        # The normalized half vectors, read from the index that holds them (schema._M5), pick the
-        # nearest few; their full vectors put them in exact order. A half's rounding moves a
-        # distance by about 1e-3: RESCORE_MARGIN more than asked keeps the exact top `limit`.
-        cur = await conn.execute(
-            f"SELECT {_COLUMNS}, 1 - d FROM (SELECT {_M_COLUMNS}, m.embedding <=> %s AS d FROM (SELECT chunk FROM memsift_chunks "
-            f"WHERE agent_id = %s AND generation = %s AND embedding_half IS NOT NULL AND vector_dims(embedding_half) = %s {only}"
-            "ORDER BY embedding_half <=> %s, chunk LIMIT %s) AS s JOIN memsift_chunks AS m "
-            "ON m.agent_id = %s AND m.generation = %s AND m.chunk = s.chunk) AS r ORDER BY d, chunk LIMIT %s",
-            (q, agent, gen, len(q), *chosen, HalfVector(q), 2 * limit + RESCORE_MARGIN, agent, gen, limit),
-        )
-        return [_candidate(row[:_NCOLS], vector_score=float(row[_NCOLS]), vector_hit=True) for row in await cur.fetchall()]
+        return await _nearest_by_halves(conn, agent, gen, q, limit, only, chosen)
     # Longer vectors: the scan sorts (chunk, distance) pairs only; the nearest rows' columns are read
     # after. Carrying every column through the sort cost a third more at 10,000 chunks.
     cur = await conn.execute(

@@ -103,3 +103,35 @@ def test_an_existing_database_gets_the_half_vectors_when_it_upgrades(tmp_path, p
             await conn.close()
 
     anyio.run(run)
+
+
+def test_chunks_the_halves_cannot_tell_apart_are_still_put_in_exact_order(tmp_path, pg_dsn):
+    """A hundred vectors whose halves are one and the same (they differ below a half's precision),
+    numbered against their exact order: the first `limit + margin` by halves are the wrong ones, so
+    the band must be widened until it holds them all."""
+    async def run() -> None:
+        conn = await connect_once(pg_dsn, _settings(tmp_path, tmp_path, pg_dsn).memory.postgres, vectors=False)
+        try:
+            await migrate(conn)
+            from pgvector.psycopg import register_vector_async  # noqa: PLC0415
+
+            await register_vector_async(conn)
+            q = np.array([1.0, 0, 0, 0], dtype=np.float32)
+            async with conn.transaction():
+                for i in range(100):  # farther from q as i grows; numbered the other way round
+                    v = np.array([1.0, 0.5 + i * 2e-6, 0, 0], dtype=np.float32)
+                    await conn.execute(
+                        "INSERT INTO memsift_chunks(agent_id, generation, chunk, id, path, start_line, end_line, hash, model, "
+                        "text, doc_len, embedding, updated_at) VALUES ('main', 1, %s, %s, 'MEMORY.md', 1, 1, 'h', 'm', 'x', 1, %s, 0)",
+                        (1000 - i, f"c{i:03d}", v))
+            halves = (await (await conn.execute(
+                "SELECT count(DISTINCT embedding_half::text) FROM memsift_chunks WHERE agent_id = 'main'")).fetchone())[0]
+            assert halves <= 3  # the precondition: the halves do not tell these apart
+            async with conn.transaction():
+                found = await vector_candidates(conn, "main", 1, q, 10)
+                exact = await _exact(conn, 1, q, 10)
+            assert [c.chunk_id for c in found] == [cid for cid, _ in exact] == [f"c{i:03d}" for i in range(10)]
+        finally:
+            await conn.close()
+
+    anyio.run(run)

@@ -84,3 +84,33 @@ def test_a_large_agent_is_searched_through_its_own_hnsw_index_near_exactly(tmp_p
             assert [h.path for h in again.results] == [h.path for h in answer.results]
 
     anyio.run(run)
+
+
+def test_the_index_listing_is_shared_by_every_agent_of_the_process(tmp_path, pg_dsn):
+    """A gateway's new manager (another agent, or the same one again) finds whether its agent has
+    an HNSW index in the listing the process already read: no catalog query per agent, and none
+    again after a sync. An index this process's sync builds is added to the listing at once."""
+    from memsift.backends.postgres.connect import cached_hnsw_names  # noqa: PLC0415
+
+    provider = FakeEmbeddingProvider(dims=64)
+    big = _settings(tmp_path / "big", _workspace(tmp_path / "ws-big", 400, 1), pg_dsn, "big", above=300)
+    small = _settings(tmp_path / "small", _workspace(tmp_path / "ws-small", 50, 2), pg_dsn, "small", above=300)
+
+    async def run() -> None:
+        async with PostgresSearchManager(big, provider=provider) as b, PostgresSearchManager(small, provider=provider) as s:
+            await s.sync()
+            await s.search("w1 w2", mode="vector", max_results=3, min_score=0)  # listed: no index yet
+            assert cached_hnsw_names(s.dsns.write, 60) == frozenset() and s._hnsw[64][0] is False
+            await b.sync()  # builds big's index: added to the listing
+            listed = cached_hnsw_names(b.dsns.write, 60)
+            assert listed == {hnsw_index_name("big", 64)}
+            await b.search("w1 w2", mode="vector", max_results=3, min_score=0)
+            assert b._hnsw[64][0] is True
+            await s.search("w1 w2", mode="vector", max_results=3, min_score=0)
+            async with PostgresSearchManager(big, provider=provider) as b2:  # a second manager of the same agent
+                assert len((await b2.search("w1 w2", mode="vector", max_results=3, min_score=0)).results) == 3
+                assert b2._hnsw[64][0] is True
+            assert s._hnsw[64][0] is False
+            assert cached_hnsw_names(b.dsns.write, 60) is listed  # the same listing: not read again per agent
+
+    anyio.run(run)
