@@ -5,8 +5,8 @@ pgvector. engine/search/pipeline.py ranks what these find, as for the builtin in
 Vectors: an HNSW index on a table shared by agents filters by agent after the graph walk, so
 small agents got almost nothing back. So a search scans its own agent's generation: the nearest
 few by the half-precision copies an index holds (schema._M5, no row read), put in exact order by
-their full vectors: exact (recall 1.0) at any fleet size, at a cost linear in the agent's own chunks. An agent past `memory.postgres.hnswAbove` vectors gets an
-HNSW index of its own (a partial index on its agent id: no other agent's rows in its graph),
+their full vectors: exact (recall 1.0) at any fleet size, at a cost linear in the agent's own
+chunks. An agent past `memory.postgres.hnswAbove` vectors gets an HNSW index of its own (a partial index on its agent id: no other agent's rows in its graph),
 searched with pgvector's iterative scan so the generation filter never returns too few.
 """
 

@@ -15,7 +15,7 @@ from helpers import NO_POSTGRES_EXTRA, make_settings
 psycopg = pytest.importorskip("psycopg", reason=NO_POSTGRES_EXTRA)
 
 from memsift.backends.postgres import PostgresSearchManager  # noqa: E402
-from memsift.backends.postgres.connect import connect_once  # noqa: E402
+from memsift.backends.postgres.connect import cached_hnsw_names, connect_once  # noqa: E402
 from memsift.backends.postgres.search import hnsw_index_name, vector_candidates  # noqa: E402
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider  # noqa: E402
 
@@ -37,10 +37,16 @@ def _settings(tmp_path, ws, dsn, agent, above):
                          agents={"list": [{"id": agent, "default": True}]})
 
 
+def _big_and_small(tmp_path, pg_dsn, small_files: int):
+    """An agent past hnswAbove (400 notes over 300) and one below it, in one database."""
+    big = _settings(tmp_path / "big", _workspace(tmp_path / "ws-big", 400, 1), pg_dsn, "big", above=300)
+    small = _settings(tmp_path / "small", _workspace(tmp_path / "ws-small", small_files, 2), pg_dsn, "small", above=300)
+    return big, small
+
+
 def test_a_large_agent_is_searched_through_its_own_hnsw_index_near_exactly(tmp_path, pg_dsn):
     provider = FakeEmbeddingProvider(dims=64)
-    big = _settings(tmp_path / "big", _workspace(tmp_path / "ws-big", 400, 1), pg_dsn, "big", above=300)
-    small = _settings(tmp_path / "small", _workspace(tmp_path / "ws-small", 100, 2), pg_dsn, "small", above=300)
+    big, small = _big_and_small(tmp_path, pg_dsn, 100)
 
     async def run() -> None:
         async with PostgresSearchManager(big, provider=provider) as b, PostgresSearchManager(small, provider=provider) as s:
@@ -90,11 +96,8 @@ def test_the_index_listing_is_shared_by_every_agent_of_the_process(tmp_path, pg_
     """A gateway's new manager (another agent, or the same one again) finds whether its agent has
     an HNSW index in the listing the process already read: no catalog query per agent, and none
     again after a sync. An index this process's sync builds is added to the listing at once."""
-    from memsift.backends.postgres.connect import cached_hnsw_names  # noqa: PLC0415
-
     provider = FakeEmbeddingProvider(dims=64)
-    big = _settings(tmp_path / "big", _workspace(tmp_path / "ws-big", 400, 1), pg_dsn, "big", above=300)
-    small = _settings(tmp_path / "small", _workspace(tmp_path / "ws-small", 50, 2), pg_dsn, "small", above=300)
+    big, small = _big_and_small(tmp_path, pg_dsn, 50)
 
     async def run() -> None:
         async with PostgresSearchManager(big, provider=provider) as b, PostgresSearchManager(small, provider=provider) as s:
