@@ -34,7 +34,7 @@ from .connect import (add_hnsw_name, cached_hnsw_names, connect_once, driver_err
                       mark_schema_checked, release_pools, remember_hnsw_names, resolve_dsns, schema_checked, shared_pool)
 from .indexer import Identity, fingerprint_diff, sync_agent, valid_hnsw_names, wanted_meta
 from .schema import SCHEMA_VERSION, migrate
-from .search import PgCandidates, hnsw_index_name
+from .search import HnswWalk, PgCandidates, hnsw_index_name, hnsw_index_names
 
 __all__ = ["PostgresSearchManager"]
 
@@ -64,7 +64,7 @@ class PostgresSearchManager(KeywordSearch):
         self.provider = selection.provider if selection else None
         self.agent = settings.agent_id
         self._pool_dsns: set[str] = set()  # the databases whose shared pools this manager holds (connect.py)
-        self._hnsw: dict[int, tuple[bool, float]] = {}  # vector size → (the agent's HNSW index exists, when looked)
+        self._hnsw: dict[int, tuple[str | None, float]] = {}  # vector size → (the agent's HNSW index walked, when looked)
         self._dirty = True
         self._change_probe: Any = None
         self._written_lsn: str | None = None  # the WAL position of this process's last sync
@@ -188,22 +188,25 @@ class PostgresSearchManager(KeywordSearch):
             await self.sync(reason="search", allow_full=False, include_sessions=False)  # transcripts: explicit syncs only
         self._dirty = False
 
-    async def _hnsw_ef(self, conn: Any, dims: int) -> int | None:
-        """hnswEfSearch when the agent has its own HNSW index for vectors of `dims` (indexer.ensure_hnsw),
-        else None (the exact scan). Known once found; else looked up in the database's listing,
-        which every agent of this process shares, read again at most every HNSW_RECHECK_S (a sync
+    async def _hnsw_walk(self, conn: Any, dims: int) -> HnswWalk | None:
+        """How to walk the agent's own HNSW index for vectors of `dims` (indexer.ensure_hnsw), or
+        None (the exact scan). Known once found; else looked up in the database's listing, which
+        every agent of this process shares, read again at most every HNSW_RECHECK_S (a sync
         elsewhere may build one); an index this process's sync finds or builds is added at once."""
         if self.cfg.hnsw_above <= 0:
             return None
         known = self._hnsw.get(dims)
-        if known is None or not known[0]:
+        wanted = hnsw_index_name(self.agent, dims)
+        if known is None or known[0] != wanted:  # none yet, or the older graph the next sync replaces
             names = cached_hnsw_names(self.dsns.write, HNSW_RECHECK_S)
             if names is None:
                 names = await valid_hnsw_names(conn)
                 remember_hnsw_names(self.dsns.write, names)
-            known = (hnsw_index_name(self.agent, dims) in names, time.monotonic())
+            known = (next((name for name in hnsw_index_names(self.agent, dims) if name in names), None), time.monotonic())
             self._hnsw[dims] = known
-        return self.cfg.hnsw_ef_search if known[0] else None
+        if known[0] is None:
+            return None
+        return HnswWalk(self.cfg.hnsw_ef_search, halves=known[0] == hnsw_index_name(self.agent, dims, halves=True))
 
     async def _agent_meta(self) -> dict[str, Any] | None:
         await self._ensure_schema()
@@ -290,7 +293,7 @@ class PostgresSearchManager(KeywordSearch):
                 if row is None or row[1] is None:
                     return IndexedAnswer([], "none")
                 tokenizer = self.ms.store.fts.tokenizer
-                store = PgCandidates(conn, self.agent, row[0], tokenizer, lambda dims: self._hnsw_ef(conn, dims))
+                store = PgCandidates(conn, self.agent, row[0], tokenizer, lambda dims: self._hnsw_walk(conn, dims))
                 gathered = await gather_indexed(store, req, query=self.ms.query, tokenizer=tokenizer, sides=sides,
                                                 query_vector=query_vector, degraded=degraded, run=awaited)
             finally:

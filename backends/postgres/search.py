@@ -31,7 +31,7 @@ from memsift.engine.search.terms import QueryItems, expansion_items, query_items
 
 from .schema import HALF_SCAN_MAX_DIMS, chunk_number
 
-__all__ = ["PgCandidates", "Days", "keyword_candidates", "vector_candidates", "hnsw_index_name", "complete_vector_scores", "day_chunks", "window_candidates", "file_times",
+__all__ = ["PgCandidates", "Days", "keyword_candidates", "vector_candidates", "hnsw_index_name", "hnsw_index_names", "HnswWalk", "complete_vector_scores", "day_chunks", "window_candidates", "file_times",
            "weightless_words", "K1", "B"]
 
 K1, B = 1.2, 0.75
@@ -70,6 +70,18 @@ async def weightless_words(conn: Any, agent: str, gen: int, words: list[str], ki
         terms = word_terms(w, kind)
         if not terms:
             continue
+        if len(set(terms)) == 1:
+            # A word's postings, counted no further than `enough`: fewer, and it is in fewer notes
+            # than `enough` (weightless only when in none); only a word that common needs its notes
+            # counted (a join per posting: 0.1 s for a word of 10,000 postings at a million chunks).
+            cur = await conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM memsift_postings WHERE agent_id = %s AND generation = %s "
+                "AND term = %s LIMIT %s) AS p", (agent, gen, terms[0], enough))
+            postings = (await cur.fetchone())[0]
+            if postings < enough:
+                if postings == 0:
+                    out.add(w)
+                continue
         cur = await conn.execute(
             "SELECT count(*) FROM (SELECT c.path FROM memsift_postings p JOIN memsift_chunks c "
             "ON c.agent_id = p.agent_id AND c.generation = p.generation AND c.chunk = p.chunk "
@@ -99,38 +111,51 @@ def _tf_part(tf: int, dl: int, avgdl: float) -> float:
     return tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avgdl))
 
 
-async def _term_scores(conn: Any, agent: str, gen: int, terms: list[str], n: int, avgdl: float,
-                       cap: int | None = None) -> dict[int, float]:
+async def _weighted_terms(conn: Any, agent: str, gen: int, terms: list[str], n: int,
+                          known_df: dict[str, int] | None = None) -> tuple[list[str], list[float]]:
+    """The terms a search ranks by and their IDF weights. Document counts are counted here unless
+    `known_df` has them all (exact below COMMON_MATCHES, as `_bounded_df` counts them)."""
     if not terms:
-        return {}
-    cur = await conn.execute(
-        "SELECT term, count(*) FROM memsift_postings WHERE agent_id = %s AND generation = %s AND term = ANY(%s) GROUP BY term",
-        (agent, gen, terms),
-    )
-    df = dict(await cur.fetchall())
+        return [], []
+    if known_df is not None and all(known_df.get(t, 0) < COMMON_MATCHES for t in terms):
+        df = {t: known_df[t] for t in terms if known_df.get(t)}
+    else:
+        cur = await conn.execute(
+            "SELECT term, count(*) FROM memsift_postings WHERE agent_id = %s AND generation = %s AND term = ANY(%s) GROUP BY term",
+            (agent, gen, terms),
+        )
+        df = dict(await cur.fetchall())
     if n >= COMMON_TERM_MIN_CHUNKS and len(terms) > 1:
         kept = [t for t in terms if t in df and 2 * df[t] < n]
         terms = kept or terms  # nothing but common words: they are all the query has
     terms = [t for t in terms if t in df]
-    if not terms:
-        return {}
-    weights = [_idf(n, df[t]) for t in terms]
-    if cap is None:
-        cur = await conn.execute(
-            "SELECT p.chunk, sum(q.w * p.tf * %s / (p.tf + %s * (1 - %s + %s * p.doc_len / %s))) "
-            "FROM memsift_postings p JOIN unnest(%s::text[], %s::float8[]) AS q(term, w) ON q.term = p.term "
-            "WHERE p.agent_id = %s AND p.generation = %s GROUP BY p.chunk",
-            (K1 + 1, K1, B, B, avgdl, terms, weights, agent, gen),
-        )
-    else:  # each term over at most `cap` of its postings (the newest chunk numbers first)
-        cur = await conn.execute(
-            "SELECT p.chunk, sum(q.w * p.tf * %s / (p.tf + %s * (1 - %s + %s * p.doc_len / %s))) "
-            "FROM unnest(%s::text[], %s::float8[]) AS q(term, w) CROSS JOIN LATERAL (SELECT chunk, tf, doc_len "
-            "FROM memsift_postings WHERE agent_id = %s AND generation = %s AND term = q.term ORDER BY chunk DESC LIMIT %s) AS p "
-            "GROUP BY p.chunk",
-            (K1 + 1, K1, B, B, avgdl, terms, weights, agent, gen, cap),
-        )
-    return {chunk: float(score) for chunk, score in await cur.fetchall()}
+    return terms, [_idf(n, df[t]) for t in terms]
+
+
+@dataclass(frozen=True)
+class TermSums:
+    """The statement that sums the query terms' BM25 parts per chunk, as (chunk, score) rows; with
+    `cap`, each term over at most `cap` of its postings (the newest chunk numbers first)."""
+
+    agent: str
+    gen: int
+    terms: list[str]
+    weights: list[float]
+    avgdl: float
+    cap: int | None
+
+    def sql(self, chunks: list[int] | None = None) -> tuple[str, tuple]:
+        """The statement and its arguments; `chunks`: only these chunks' sums (the same sums, as a
+        capped term counts only its capped postings)."""
+        part = "sum(q.w * p.tf * %s / (p.tf + %s * (1 - %s + %s * p.doc_len / %s))) AS score"
+        head = (K1 + 1, K1, B, B, self.avgdl, self.terms, self.weights, self.agent, self.gen)
+        only, more = ("AND p.chunk = ANY(%s) ", (chunks,)) if chunks is not None else ("", ())
+        if self.cap is None:
+            return (f"SELECT p.chunk, {part} FROM memsift_postings p JOIN unnest(%s::text[], %s::float8[]) AS q(term, w) "
+                    f"ON q.term = p.term WHERE p.agent_id = %s AND p.generation = %s {only}GROUP BY p.chunk", (*head, *more))
+        return (f"SELECT p.chunk, {part} FROM unnest(%s::text[], %s::float8[]) AS q(term, w) CROSS JOIN LATERAL "
+                "(SELECT chunk, tf, doc_len FROM memsift_postings WHERE agent_id = %s AND generation = %s AND term = q.term "
+                f"ORDER BY chunk DESC LIMIT %s) AS p WHERE true {only}GROUP BY p.chunk", (*head, self.cap, *more))
 
 
 async def _bounded_df(conn: Any, agent: str, gen: int, tokens: list[str]) -> dict[str, int]:
@@ -203,6 +228,59 @@ def _candidate(row: tuple, **scores: Any) -> Candidate:
                      day=day, day_source=day_source, **scores)
 
 
+def _by_rank(row: tuple[int, float]) -> tuple[float, int]:
+    return row[1], row[0]
+
+
+async def _ranked_matches(conn: Any, agent: str, gen: int, sums: TermSums | None, phrases: dict[int, float],
+                          limit: int, *, within: set[int] | None, prefer: set[int] | None, also: Sequence[str]
+                          ) -> tuple[list[tuple[int, float]], list[tuple[int, float]], list[tuple[int, float]]]:
+    """The query's matches (terms' sums plus phrases' scores, within `within`) ranked in the
+    database, and only what the ranking takes sent back, as (chunk, FTS5 rank = -bm25): the best
+    `limit`; the best 2 x `limit` of `prefer` (so the best `limit` not among the first are in
+    them); and the matches among `also` (the vector side's chunk ids), scored on their own.
+    Sending every match cost more than summing them at a million chunks, where a rare term is
+    in up to 20,000 chunks; the sums are kept for a second pass only when `prefer` needs one."""
+    if sums is None and not phrases:
+        return [], [], []
+    term_rows, term_args = sums.sql() if sums is not None else ("SELECT NULL::bigint AS chunk, NULL::float8 AS score WHERE false", ())
+    args: list[Any] = [list(phrases), list(phrases.values()), *term_args]  # in the order the statement names them
+    only = ""
+    if within is not None:
+        only = "WHERE chunk = ANY(%s)"
+        args.append(sorted(within))
+    # Chunks of phrases only: 0 + s, as the sums' rows + s: the same floats as adding them in Python.
+    scored = (f"SELECT coalesce(t.chunk, ph.chunk) AS chunk, coalesce(t.score, 0) + coalesce(ph.s, 0) AS s "
+              f"FROM ({term_rows}) AS t FULL JOIN ph ON ph.chunk = t.chunk") if phrases else f"SELECT chunk, score AS s FROM ({term_rows}) AS t"
+    sql = (f"WITH ph AS (SELECT * FROM unnest(%s::bigint[], %s::float8[]) AS ph(chunk, s)), "
+           f"f AS {'MATERIALIZED' if prefer else 'NOT MATERIALIZED'} (SELECT * FROM ({scored}) AS m {only}) "
+           "(SELECT 0, chunk, s FROM f ORDER BY s DESC, chunk LIMIT %s)")
+    args.append(limit)
+    if prefer:
+        sql += " UNION ALL (SELECT 1, chunk, s FROM f WHERE chunk = ANY(%s) ORDER BY s DESC, chunk LIMIT %s)"
+        args += [sorted(prefer), 2 * limit]
+    found: tuple[list[tuple[int, float]], ...] = ([], [], [])
+    for kind, chunk, score in await (await conn.execute(sql, args)).fetchall():
+        found[kind].append((chunk, -float(score)))  # FTS5's rank: -bm25
+    if also:
+        chunks = [chunk_number(i) for i in also]
+        cur = await conn.execute(
+            "SELECT chunk FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND chunk = ANY(%s) AND id = ANY(%s)",
+            (agent, gen, chunks, list(also)))
+        mine = [c for (c,) in await cur.fetchall() if within is None or c in within]
+        if mine and sums is not None:  # the same sums, over these chunks' postings only
+            cur = await conn.execute(*sums.sql(mine))
+            mine_scores = {chunk: float(score) for chunk, score in await cur.fetchall()}
+        else:
+            mine_scores = {}
+        for chunk in mine:
+            if chunk in mine_scores or chunk in phrases:
+                found[2].append((chunk, -(mine_scores.get(chunk, 0.0) + phrases.get(chunk, 0.0))))
+    for rows in found:
+        rows.sort(key=_by_rank)
+    return found[0], found[1], found[2]
+
+
 async def keyword_candidates(
     conn: Any, agent: str, gen: int, items: QueryItems, limit: int, *, also: Sequence[str] = (),
     within: set[int] | None = None, prefer: set[int] | None = None, expansions: QueryItems | None = None,
@@ -213,39 +291,37 @@ async def keyword_candidates(
     n, avgdl = await _stats(conn, agent, gen)
     if not n:
         return [], {}
-    cap = None
+    cap, known_df = None, None
     if n >= LARGE_INDEX_CHUNKS:  # only the rare terms are ranked (see LARGE_INDEX_CHUNKS), expansions left out as builtin does
         tokens = list(dict.fromkeys([*items.terms, *(t for p in items.phrases for t in p)]))
-        items, cap = large_index_items(items, await _bounded_df(conn, agent, gen, tokens))
+        known_df = await _bounded_df(conn, agent, gen, tokens)
+        items, cap = large_index_items(items, known_df)
         expansions = None
-    scores = await _term_scores(conn, agent, gen, items.terms, n, avgdl, cap)
-    for chunk, s in (await _phrase_scores(conn, agent, gen, items.phrases, n, avgdl)).items():
-        scores[chunk] = scores.get(chunk, 0.0) + s
-    found = [(chunk, -s) for chunk, s in scores.items() if within is None or chunk in within]  # FTS5's rank: -bm25
-    rows = heapq.nsmallest(limit, found, key=lambda r: (r[1], r[0]))
+    terms, weights = await _weighted_terms(conn, agent, gen, items.terms, n, known_df)
+    sums = TermSums(agent, gen, terms, weights, avgdl, cap) if terms else None
+    phrases = await _phrase_scores(conn, agent, gen, items.phrases, n, avgdl)
+    best, preferred, also_found = await _ranked_matches(conn, agent, gen, sums, phrases, limit, within=within,
+                                                        prefer=prefer, also=also)
+    rows = best
     if prefer:
         taken = {r for r, _ in rows}
-        rows += heapq.nsmallest(limit, (r for r in found if r[0] in prefer and r[0] not in taken), key=lambda r: (r[1], r[0]))
-        rows.sort(key=lambda r: (r[1], r[0]))
-    extra: set[int] = set()
-    if rows and also:
-        cur = await conn.execute(
-            "SELECT chunk FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND chunk = ANY(%s) AND id = ANY(%s)",
-            (agent, gen, [chunk_number(i) for i in also], list(also))
-        )
-        wanted = {r for (r,) in await cur.fetchall()} - {r for r, _ in rows}
-        more = [row for row in found if row[0] in wanted]
-        extra = {r for r, _ in more}
+        rows += [r for r in preferred if r[0] not in taken][:limit]
+        rows.sort(key=_by_rank)
+    extra: list[int] = []
+    if rows and also_found:
+        have = {r for r, _ in rows}
+        more = [r for r in also_found if r[0] not in have]
+        extra = [r for r, _ in more]
         rows += more
     scored: dict[int, tuple[float, float | None]] = {
         chunk: (score, rank) for (chunk, rank), score in zip(rows, bm25_relative_scores([r for _, r in rows]))}
     if expansions and (expansions.terms or expansions.phrases):  # matched on their own, weighed below the question's words
-        expanded = await _term_scores(conn, agent, gen, expansions.terms, n, avgdl)
-        for chunk, s in (await _phrase_scores(conn, agent, gen, expansions.phrases, n, avgdl)).items():
-            expanded[chunk] = expanded.get(chunk, 0.0) + s
-        found_x = [(chunk, -s) for chunk, s in expanded.items() if within is None or chunk in within]
-        add_expansion_scores(scored, heapq.nsmallest(limit, found_x, key=lambda r: (r[1], r[0])))
-    top = heapq.nlargest(limit, ((c, v) for c, v in scored.items() if c not in extra), key=lambda kv: kv[1][0])
+        terms, weights = await _weighted_terms(conn, agent, gen, expansions.terms, n)
+        sums = TermSums(agent, gen, terms, weights, avgdl, None) if terms else None
+        phrases = await _phrase_scores(conn, agent, gen, expansions.phrases, n, avgdl)
+        add_expansion_scores(scored, (await _ranked_matches(conn, agent, gen, sums, phrases, limit, within=within, prefer=None, also=()))[0])
+    extras = set(extra)
+    top = heapq.nlargest(limit, ((c, v) for c, v in scored.items() if c not in extras), key=lambda kv: kv[1][0])
     top += [(c, scored[c]) for c in extra]
     loaded = await _load(conn, agent, gen, [c for c, _ in top])
     out, ranks = [], {}
@@ -258,10 +334,29 @@ async def keyword_candidates(
     return out, ranks
 
 
-def hnsw_index_name(agent: str, dims: int) -> str:
-    """The name of an agent's own HNSW index over its vectors of `dims` dimensions."""
+def hnsw_index_name(agent: str, dims: int, *, halves: bool | None = None) -> str:
+    """The name of an agent's own HNSW index over its vectors of `dims` dimensions: a graph of the
+    half copies (suffix `h`, what `indexer.ensure_hnsw` builds when they exist) or of the full
+    vectors (`halves=False`: longer vectors, and the index schema 4 built)."""
     digest = hashlib.sha256(agent.encode()).hexdigest()[:12]
-    return f"memsift_hnsw_{digest}_{dims}"
+    halves = dims <= HALF_SCAN_MAX_DIMS if halves is None else halves
+    return f"memsift_hnsw_{digest}_{dims}{'h' if halves else ''}"
+
+
+def hnsw_index_names(agent: str, dims: int) -> tuple[str, ...]:
+    """The agent's HNSW indexes a search may walk, the one `ensure_hnsw` builds first (a database
+    that still has only the older graph of full vectors is searched through it until then)."""
+    if dims <= HALF_SCAN_MAX_DIMS:
+        return hnsw_index_name(agent, dims), hnsw_index_name(agent, dims, halves=False)
+    return (hnsw_index_name(agent, dims),)
+
+
+@dataclass(frozen=True)
+class HnswWalk:
+    """How a search walks an agent's HNSW index: its breadth (hnsw.ef_search) and which graph."""
+
+    ef_search: int
+    halves: bool
 
 
 async def _nearest_by_halves(conn: Any, agent: str, gen: int, q: np.ndarray, limit: int, only: str,
@@ -294,26 +389,16 @@ async def _nearest_by_halves(conn: Any, agent: str, gen: int, q: np.ndarray, lim
 
 
 async def vector_candidates(conn: Any, agent: str, gen: int, query: np.ndarray, limit: int,
-                            within: set[int] | None = None, *, hnsw_ef_search: int | None = None) -> list[Candidate]:
+                            within: set[int] | None = None, *, hnsw: HnswWalk | None = None) -> list[Candidate]:
     """The agent's nearest chunks by cosine; `within`: only these. Exact (see the module docstring),
-    except for an agent with its own HNSW index (`hnsw_ef_search` given: see `ensure_hnsw`), searched
-    through it with pgvector's iterative scan (the generation filter cannot starve it) and put back
-    in exact order."""
+    except for an agent with its own HNSW index (`hnsw` given: see `indexer.ensure_hnsw`), walked
+    with pgvector's iterative scan (the generation filter cannot starve it) and put back in exact
+    order by the full vectors."""
     q = np.asarray(query, dtype=np.float32)
     if not np.any(q) or (within is not None and not within):
         return []
-    if hnsw_ef_search is not None and within is None:
-        dims = len(q)  # an int: part of the SQL, so the planner matches the partial index's predicate
-        await conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                           (str(max(hnsw_ef_search, limit)),))
-        cur = await conn.execute(
-            f"SELECT {_COLUMNS}, 1 - (embedding::vector({dims}) <=> %s) FROM memsift_chunks "
-            f"WHERE agent_id = %s AND vector_dims(embedding) = {dims} AND generation = %s "
-            f"ORDER BY embedding::vector({dims}) <=> %s LIMIT %s",
-            (q, agent, gen, q, limit),
-        )
-        found = [_candidate(row[:_NCOLS], vector_score=float(row[_NCOLS]), vector_hit=True) for row in await cur.fetchall()]
-        return sorted(found, key=lambda c: (-(c.vector_score or 0.0), c.chunk_id))  # relaxed order: exact again
+    if hnsw is not None and within is None:
+        return await _nearest_by_hnsw(conn, agent, gen, q, limit, hnsw)
     only = "AND chunk = ANY(%s) " if within is not None else ""
     chosen = [sorted(within)] if within is not None else []
     if len(q) <= HALF_SCAN_MAX_DIMS:
@@ -328,6 +413,34 @@ async def vector_candidates(conn: Any, agent: str, gen: int, query: np.ndarray, 
         (q, agent, gen, len(q), *chosen, limit, agent, gen),
     )
     return [_candidate(row[:_NCOLS], vector_score=float(row[_NCOLS]), vector_hit=True) for row in await cur.fetchall()]
+
+
+async def _nearest_by_hnsw(conn: Any, agent: str, gen: int, q: np.ndarray, limit: int, walk: HnswWalk) -> list[Candidate]:
+    """The nearest by the agent's own HNSW graph. A graph of the half copies (normalized: their
+    inner product is the cosine) is asked for HALF_POOL_MARGIN more than `limit`, so that the
+    halves' rounding cannot push one of the nearest out; all are put in exact order by the full
+    vectors, read from the rows the walk fetches anyway (for the generation)."""
+    dims = len(q)  # an int: part of the SQL, so the planner matches the partial index's predicate
+    await conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                       (str(max(walk.ef_search, limit + HALF_POOL_MARGIN)),))
+    if walk.halves:
+        from pgvector import HalfVector  # noqa: PLC0415 (the driver's extra: imported with it)
+
+        cur = await conn.execute(
+            f"SELECT {_COLUMNS}, 1 - (embedding <=> %s) FROM memsift_chunks "
+            f"WHERE agent_id = %s AND vector_dims(embedding_half) = {dims} AND generation = %s "
+            f"ORDER BY embedding_half::halfvec({dims}) <#> %s LIMIT %s",
+            (q, agent, gen, HalfVector(q), limit + HALF_POOL_MARGIN),
+        )
+    else:
+        cur = await conn.execute(
+            f"SELECT {_COLUMNS}, 1 - (embedding::vector({dims}) <=> %s) FROM memsift_chunks "
+            f"WHERE agent_id = %s AND vector_dims(embedding) = {dims} AND generation = %s "
+            f"ORDER BY embedding::vector({dims}) <=> %s LIMIT %s",
+            (q, agent, gen, q, limit),
+        )
+    found = [_candidate(row[:_NCOLS], vector_score=float(row[_NCOLS]), vector_hit=True) for row in await cur.fetchall()]
+    return sorted(found, key=lambda c: (-(c.vector_score or 0.0), c.chunk_id))[:limit]  # relaxed order: exact again
 
 
 # A chunk is in a window by its day, or by any other day its lines speak of (`days`, multi-day chunks only).
@@ -418,8 +531,8 @@ class PgCandidates:
     over one read-only snapshot (one generation): `search_indexed(..., run=awaited)`."""
 
     def __init__(self, conn: Any, agent: str, gen: int, tokenizer: str,
-                 hnsw_ef: Callable[[int], Awaitable[int | None]]) -> None:
-        self.conn, self.agent, self.gen, self.tokenizer, self.hnsw_ef = conn, agent, gen, tokenizer, hnsw_ef
+                 hnsw: Callable[[int], Awaitable[HnswWalk | None]]) -> None:
+        self.conn, self.agent, self.gen, self.tokenizer, self.hnsw = conn, agent, gen, tokenizer, hnsw
 
     async def select_days(self, windows: Sequence[TimeWindow], *, undated_by_mtime: bool) -> Days:
         rows = await day_chunks(self.conn, self.agent, self.gen, windows, undated_by_mtime=undated_by_mtime)
@@ -435,9 +548,8 @@ class PgCandidates:
     async def vector(self, qvec: np.ndarray, limit: int, *, within: Days | None) -> list[Candidate]:
         if within is not None and not within.is_filter:  # a time the question names: its chunks, exactly
             return await vector_candidates(self.conn, self.agent, self.gen, qvec, limit, within.rows) if within.rows else []
-        ef = await self.hnsw_ef(len(qvec))
-        return await vector_candidates(self.conn, self.agent, self.gen, qvec, limit, within.rows if within else None,
-                                       hnsw_ef_search=ef)
+        walk = await self.hnsw(len(qvec))
+        return await vector_candidates(self.conn, self.agent, self.gen, qvec, limit, within.rows if within else None, hnsw=walk)
 
     async def complete_vector_scores(self, keyword: list[Candidate], vector: list[Candidate], qvec: np.ndarray) -> None:
         await complete_vector_scores(self.conn, self.agent, self.gen, keyword, vector, qvec)

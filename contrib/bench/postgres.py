@@ -343,7 +343,8 @@ def _neighbour_vectors(base: np.ndarray, pairs: np.ndarray, rng: np.random.Gener
     return v / np.linalg.norm(v, axis=1, keepdims=True), i, j, a[:, 0]
 
 
-async def scale_large(work: Path, dsn: str, chunks: int, searches: int, vectors: str = "neighbours") -> dict[str, Any]:
+async def scale_large(work: Path, dsn: str, chunks: int, searches: int, vectors: str = "neighbours",
+                      reuse: bool = False) -> dict[str, Any]:
     """One agent of `chunks` chunks, written by COPY. `vectors`:
 
     - `neighbours` (default): real lines of the LongMemEval chats and their local-model vectors
@@ -360,12 +361,12 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int, vectors:
     from pgvector.psycopg import register_vector  # noqa: PLC0415
 
     from memsift.backends.postgres import PostgresSearchManager  # noqa: PLC0415
-    from memsift.backends.postgres.indexer import Identity, ensure_hnsw, wanted_meta  # noqa: PLC0415
-    from memsift.backends.postgres.search import hnsw_index_name, vector_candidates  # noqa: PLC0415
+    from memsift.backends.postgres.indexer import HNSW_EF_CONSTRUCTION, HNSW_M, Identity, ensure_hnsw, wanted_meta  # noqa: PLC0415
+    from memsift.backends.postgres.search import HnswWalk, hnsw_index_name, vector_candidates  # noqa: PLC0415
     from memsift.engine.search.terms import chunk_postings  # noqa: PLC0415
     from memsift.engine.config import MemsiftConfig, resolve_agent  # noqa: PLC0415
 
-    db = fresh_database(dsn, "bench_scale_large")
+    db = psycopg.conninfo.make_conninfo(dsn, dbname="bench_scale_large") if reuse else fresh_database(dsn, "bench_scale_large")
     provider = Remembering(local_provider())
     ws = work / "scale-large-ws"
     (ws / "memory").mkdir(parents=True, exist_ok=True)
@@ -397,31 +398,32 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int, vectors:
             v = a * base[i] + (1 - a) * base[j] + rng.normal(0, 0.01, (batch, base.shape[1])).astype(np.float32)
             return v / np.linalg.norm(v, axis=1, keepdims=True), i, j, a[:, 0]
     t = time.perf_counter()
-    with psycopg.connect(db, autocommit=True) as conn, psycopg.connect(db, autocommit=True) as conn2:
-        register_vector(conn)
-        conn.execute("INSERT INTO memsift_agents(agent_id, generation, meta) VALUES ('big', 1, %s)", (json.dumps(meta),))
-        with conn.cursor() as cur, conn2.cursor() as cur2:  # two connections: one COPY each, side by side
-            with cur.copy("COPY memsift_chunks(agent_id, generation, chunk, id, path, source, start_line, end_line, hash, model, "
-                          "text, doc_len, embedding, updated_at) FROM STDIN") as copy, \
-                    cur2.copy("COPY memsift_postings(agent_id, generation, term, chunk, tf, doc_len, positions) FROM STDIN") as posts:
-                for start in range(0, chunks, 10_000):
-                    vs, first, second, mix = make(min(10_000, chunks - start))
-                    for k, v in enumerate(vs):
-                        c = start + k
-                        nearer = first[k] if mix[k] >= 0.5 else second[k]
-                        text = texts[nearer]
-                        postings, length = chunk_postings(text)
-                        copy.write_row(("big", 1, c, f"{c + 2**63:016x}{c:016x}", f"memory/{c // 20}.md", "memory", (c % 20) * 5 + 1,
-                                        (c % 20) * 5 + 5, f"h{c}", provider.model, text, length, v, 0))
-                        for po in postings:
-                            posts.write_row(("big", 1, po.term, c, po.tf, length, po.positions))
-        conn.execute("INSERT INTO memsift_files(agent_id, generation, path, source, hash, mtime_ns, size, indexed_at) "
-                     "SELECT DISTINCT agent_id, 1, path, 'memory', 'h', 0, 0, 0 FROM memsift_chunks")
-        conn.execute("INSERT INTO memsift_stats(agent_id, generation, chunks, total_len) "  # as the sync keeps them
-                     "SELECT agent_id, generation, count(*), sum(doc_len) FROM memsift_chunks GROUP BY agent_id, generation")
-        conn.execute("VACUUM ANALYZE")  # as the scale part: autovacuum's steady state
+    if not reuse:  # the rows (and graph) of a previous run, searched again
+        with psycopg.connect(db, autocommit=True) as conn, psycopg.connect(db, autocommit=True) as conn2:
+            register_vector(conn)
+            conn.execute("INSERT INTO memsift_agents(agent_id, generation, meta) VALUES ('big', 1, %s)", (json.dumps(meta),))
+            with conn.cursor() as cur, conn2.cursor() as cur2:  # two connections: one COPY each, side by side
+                with cur.copy("COPY memsift_chunks(agent_id, generation, chunk, id, path, source, start_line, end_line, hash, model, "
+                              "text, doc_len, embedding, updated_at) FROM STDIN") as copy, \
+                        cur2.copy("COPY memsift_postings(agent_id, generation, term, chunk, tf, doc_len, positions) FROM STDIN") as posts:
+                    for start in range(0, chunks, 10_000):
+                        vs, first, second, mix = make(min(10_000, chunks - start))
+                        for k, v in enumerate(vs):
+                            c = start + k
+                            nearer = first[k] if mix[k] >= 0.5 else second[k]
+                            text = texts[nearer]
+                            postings, length = chunk_postings(text)
+                            copy.write_row(("big", 1, c, f"{c + 2**63:016x}{c:016x}", f"memory/{c // 20}.md", "memory", (c % 20) * 5 + 1,
+                                            (c % 20) * 5 + 5, f"h{c}", provider.model, text, length, v, 0))
+                            for po in postings:
+                                posts.write_row(("big", 1, po.term, c, po.tf, length, po.positions))
+            conn.execute("INSERT INTO memsift_files(agent_id, generation, path, source, hash, mtime_ns, size, indexed_at) "
+                         "SELECT DISTINCT agent_id, 1, path, 'memory', 'h', 0, 0, 0 FROM memsift_chunks")
+            conn.execute("INSERT INTO memsift_stats(agent_id, generation, chunks, total_len) "  # as the sync keeps them
+                         "SELECT agent_id, generation, count(*), sum(doc_len) FROM memsift_chunks GROUP BY agent_id, generation")
+            conn.execute("VACUUM ANALYZE")  # as the scale part: autovacuum's steady state
     written = time.perf_counter() - t
-    say(f"  scale-large: {chunks} chunks written in {written:.0f} s")
+    say(f"  scale-large: {chunks} chunks written in {written:.0f} s" if not reuse else "  scale-large: the rows of a previous run")
     conn = await manager._pool("write")
     t = time.perf_counter()
     async with conn.connection() as c:
@@ -430,7 +432,8 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int, vectors:
     built = time.perf_counter() - t
     say(f"  scale-large: HNSW index {name} built in {built:.0f} s")
     assert name == hnsw_index_name("big", base.shape[1])
-    warmed = _read_into_os_cache(db, name)
+    # What a busy server keeps in memory: the graph, the postings' key index, the chunks' rows.
+    warmed = sum(_read_into_os_cache(db, rel) or 0 for rel in (name, "memsift_postings_pkey", "memsift_chunks")) or None
     manager._dirty = False
     hybrid, keyword, recalls, near = [], [], [], []
     with psycopg.connect(db) as sync_conn:
@@ -439,7 +442,7 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int, vectors:
             t = time.perf_counter()
             answer = await manager.search(query, mode="hybrid", max_results=10, min_score=0)
             hybrid.append((time.perf_counter() - t) * 1000)
-            assert answer.mode == "hybrid" and manager._hnsw.get(base.shape[1], (False,))[0]
+            assert answer.mode == "hybrid" and manager._hnsw.get(base.shape[1], (None,))[0] == name
             t = time.perf_counter()
             await manager.search(query, mode="keyword", max_results=10, min_score=0)
             keyword.append((time.perf_counter() - t) * 1000)
@@ -447,7 +450,7 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int, vectors:
                 q = np.asarray(await provider.embed_query(query), dtype=np.float32)
                 async with conn.connection() as c:
                     async with c.transaction():
-                        approx = await vector_candidates(c, "big", 1, q, 10, hnsw_ef_search=settings.memory.postgres.hnsw_ef_search)
+                        approx = await vector_candidates(c, "big", 1, q, 10, hnsw=HnswWalk(settings.memory.postgres.hnsw_ef_search, halves=name.endswith("h")))
                 exact_rows = sync_conn.execute(
                     "SELECT id, embedding <=> %s FROM memsift_chunks WHERE agent_id = 'big' AND generation = 1 "
                     "ORDER BY embedding <=> %s LIMIT 10", (q, q)).fetchall()
@@ -458,8 +461,10 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int, vectors:
                 tenth = exact_rows[-1][1] if exact_rows else 0.0
                 near.append(min(10, sum(1 for a in approx if 1 - a.vector_score <= tenth + 1e-6)) / 10)
     await manager.aclose()
-    out = {"vectors": vectors, "chunks": chunks, "write_s": round(written), "hnsw_build_s": round(built),
-           "index_read_into_os_cache_mb": warmed, "searches": searches, "load_average": round(os.getloadavg()[0], 2),
+    out = {"vectors": vectors, "chunks": chunks, "write_s": None if reuse else round(written), "hnsw_build_s": round(built),
+           "hnsw": {"m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION, "ef_search": settings.memory.postgres.hnsw_ef_search,
+                    "of": "halves" if name.endswith("h") else "vectors"},
+           "read_into_os_cache_mb": warmed, "searches": searches, "load_average": round(os.getloadavg()[0], 2),
            "hybrid_p50_ms": round(percentile(hybrid, 0.5), 1), "hybrid_p95_ms": round(percentile(hybrid, 0.95), 1),
            "keyword_p50_ms": round(percentile(keyword, 0.5), 1), "keyword_p95_ms": round(percentile(keyword, 0.95), 1),
            "vector_recall@10": round(mean(recalls), 4), "vector_recall@10_ties": round(mean(near), 4),
@@ -575,7 +580,7 @@ async def main() -> None:
     ap.add_argument("--large-vectors", choices=("neighbours", "chords"), default="neighbours",
                     help="scale-large: mixes of real neighbours (default) or the earlier mixes of unrelated seeds")
     ap.add_argument("--local-files", type=int, default=200)
-    ap.add_argument("--reuse-scale", action="store_true", help="search the scale rows of a previous run (with $MEMSIFT_BENCH_PG_DSN)")
+    ap.add_argument("--reuse-scale", action="store_true", help="scale, scale-large: search the rows of a previous run (with $MEMSIFT_BENCH_PG_DSN)")
     ap.add_argument("--work", type=Path, default=HERE / "out" / "postgres")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -583,7 +588,8 @@ async def main() -> None:
     runs = {"index": lambda: index(args.work, dsn, args.files),
             "index-local": lambda: index_local(args.work, dsn, args.local_files),
             "scale": lambda: scale(args.work, dsn, args.agents, args.chunks, args.searches, args.reuse_scale),
-            "scale-large": lambda: scale_large(args.work, dsn, args.large_chunks, min(args.searches, 200), args.large_vectors),
+            "scale-large": lambda: scale_large(args.work, dsn, args.large_chunks, min(args.searches, 200), args.large_vectors,
+                                               args.reuse_scale),
             "scifact": lambda: scifact(args.work, dsn),
             "scifact-bm25": lambda: scifact(args.work, dsn, ("keyword",))}
     (HERE / "results").mkdir(exist_ok=True)
