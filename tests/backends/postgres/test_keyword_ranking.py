@@ -7,6 +7,7 @@ decide as counting them always does."""
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import random
 
@@ -71,70 +72,67 @@ async def _reference(conn, gen: int, items: QueryItems, limit: int, *, within, p
     return {c: s for c, s in top} | {c: scored[c] for c in extra}
 
 
-def test_ranking_in_the_database_answers_as_ranking_every_match(tmp_path, pg_dsn):
-    settings = make_settings(tmp_path, _workspace(tmp_path / "ws", 400), {"provider": "none", "sync": {"onSearch": False}},
+@contextlib.asynccontextmanager
+async def _synced(tmp_path, pg_dsn, files: int):
+    """A workspace of `files` notes synced into the server: a connection and the live generation."""
+    settings = make_settings(tmp_path, _workspace(tmp_path / "ws", files), {"provider": "none", "sync": {"onSearch": False}},
                              memory={"backend": "postgres", "postgres": {"dsn": pg_dsn}})
+    async with PostgresSearchManager(settings) as m:
+        await m.sync()
+        conn = await connect_once(m.dsns.write, m.cfg)
+        try:
+            gen = (await (await conn.execute("SELECT generation FROM memsift_agents WHERE agent_id = 'main'")).fetchone())[0]
+            yield conn, gen
+        finally:
+            await conn.close()
 
+
+def test_ranking_in_the_database_answers_as_ranking_every_match(tmp_path, pg_dsn):
     async def run() -> None:
-        async with PostgresSearchManager(settings) as m:
-            await m.sync()
-            conn = await connect_once(m.dsns.write, m.cfg)
-            try:
-                gen = (await (await conn.execute("SELECT generation FROM memsift_agents WHERE agent_id = 'main'")).fetchone())[0]
-                rows = await (await conn.execute("SELECT chunk, id FROM memsift_chunks WHERE agent_id = 'main' AND generation = %s",
-                                                 (gen,))).fetchall()
-                ids = {chunk: cid for chunk, cid in rows}
-                chunks = sorted(ids)
-                rng = random.Random(9)
-                compared = 0
-                for case in range(40):
-                    terms = [rng.choice(WORDS[:60]) for _ in range(rng.randint(1, 4))]
-                    phrases = [tuple(rng.choice(WORDS[:20]) for _ in range(2))] if case % 3 == 0 else []
-                    items = QueryItems(list(dict.fromkeys(terms)), phrases)
-                    within = set(rng.sample(chunks, 150)) if case % 4 == 1 else None
-                    prefer = set(rng.sample(chunks, 60)) if case % 4 == 2 else None
-                    also = [ids[c] for c in rng.sample(chunks, 12)] if case % 2 == 0 else []
-                    limit = rng.choice([5, 20])
-                    async with conn.transaction():
-                        out, _ranks = await search.keyword_candidates(conn, "main", gen, items, limit, also=also,
-                                                                      within=within, prefer=prefer)
-                        want = await _reference(conn, gen, items, limit, within=within, prefer=prefer,
-                                                also_chunks=[search.chunk_number(i) for i in also])
-                    got = {search.chunk_number(c.chunk_id): c.text_score for c in out}
-                    assert got == want, (case, items)
-                    compared += len(got)
-                assert compared > 200  # the cases found something to compare
-            finally:
-                await conn.close()
+        async with _synced(tmp_path, pg_dsn, 400) as (conn, gen):
+            rows = await (await conn.execute("SELECT chunk, id FROM memsift_chunks WHERE agent_id = 'main' AND generation = %s",
+                                             (gen,))).fetchall()
+            ids = {chunk: cid for chunk, cid in rows}
+            chunks = sorted(ids)
+            rng = random.Random(9)
+            compared = 0
+            for case in range(40):
+                terms = [rng.choice(WORDS[:60]) for _ in range(rng.randint(1, 4))]
+                phrases = [tuple(rng.choice(WORDS[:20]) for _ in range(2))] if case % 3 == 0 else []
+                items = QueryItems(list(dict.fromkeys(terms)), phrases)
+                within = set(rng.sample(chunks, 150)) if case % 4 == 1 else None
+                prefer = set(rng.sample(chunks, 60)) if case % 4 == 2 else None
+                also = [ids[c] for c in rng.sample(chunks, 12)] if case % 2 == 0 else []
+                limit = rng.choice([5, 20])
+                async with conn.transaction():
+                    out, _ranks = await search.keyword_candidates(conn, "main", gen, items, limit, also=also,
+                                                                  within=within, prefer=prefer)
+                    want = await _reference(conn, gen, items, limit, within=within, prefer=prefer,
+                                            also_chunks=[search.chunk_number(i) for i in also])
+                got = {search.chunk_number(c.chunk_id): c.text_score for c in out}
+                assert got == want, (case, items)
+                compared += len(got)
+            assert compared > 200  # the cases found something to compare
 
     anyio.run(run)
 
 
 def test_the_weightless_check_decides_as_counting_every_note(tmp_path, pg_dsn):
-    settings = make_settings(tmp_path, _workspace(tmp_path / "ws", 200), {"provider": "none", "sync": {"onSearch": False}},
-                             memory={"backend": "postgres", "postgres": {"dsn": pg_dsn}})
-
     async def run() -> None:
-        async with PostgresSearchManager(settings) as m:
-            await m.sync()
-            conn = await connect_once(m.dsns.write, m.cfg)
-            try:
-                gen = (await (await conn.execute("SELECT generation FROM memsift_agents WHERE agent_id = 'main'")).fetchone())[0]
-                notes = (await (await conn.execute("SELECT count(*) FROM memsift_files WHERE agent_id = 'main'")).fetchone())[0]
-                words = [*WORDS[:40], "absent"]
-                fast = await search.weightless_words(conn, "main", gen, words)
-                counted = set()
-                for w in words:
-                    found = (await (await conn.execute(
-                        "SELECT count(DISTINCT c.path) FROM memsift_postings p JOIN memsift_chunks c ON c.agent_id = p.agent_id "
-                        "AND c.generation = p.generation AND c.chunk = p.chunk WHERE p.agent_id = 'main' AND p.generation = %s "
-                        "AND p.term = %s", (gen, w))).fetchone())[0]
-                    if is_weightless(found, notes):
-                        counted.add(w)
-                assert fast == counted
-                assert "absent" in fast and WORDS[0] in fast  # in no note; in most of them
-                assert any(w not in fast for w in words)  # and topic words are told apart
-            finally:
-                await conn.close()
+        async with _synced(tmp_path, pg_dsn, 200) as (conn, gen):
+            notes = (await (await conn.execute("SELECT count(*) FROM memsift_files WHERE agent_id = 'main'")).fetchone())[0]
+            words = [*WORDS[:40], "absent"]
+            fast = await search.weightless_words(conn, "main", gen, words)
+            counted = set()
+            for w in words:
+                found = (await (await conn.execute(
+                    "SELECT count(DISTINCT c.path) FROM memsift_postings p JOIN memsift_chunks c ON c.agent_id = p.agent_id "
+                    "AND c.generation = p.generation AND c.chunk = p.chunk WHERE p.agent_id = 'main' AND p.generation = %s "
+                    "AND p.term = %s", (gen, w))).fetchone())[0]
+                if is_weightless(found, notes):
+                    counted.add(w)
+            assert fast == counted
+            assert "absent" in fast and WORDS[0] in fast  # in no note; in most of them
+            assert any(w not in fast for w in words)  # and topic words are told apart
 
     anyio.run(run)
