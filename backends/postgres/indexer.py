@@ -50,9 +50,11 @@ LOCK_POLL_S = 0.1
 ANALYZE_AFTER_CHUNKS = 100
 SYNC_STATEMENT_TIMEOUT_MS = 600_000
 # An agent's HNSW graph (ensure_hnsw), denser than pgvector's defaults (16, 64): on a million real
-# neighbours' vectors its recall@10 at ef_search 800 was 0.95-0.995 over two graphs built alike and
-# two question sets, against 0.93-0.978 for the defaults' graph of full vectors (docs/performance.md).
-HNSW_M, HNSW_EF_CONSTRUCTION = 24, 128
+# neighbours' vectors its recall@10 at ef_search 800 was 0.978-0.995 (two graphs, two question
+# sets), against 0.95-0.995 with m 24 / ef_construction 128 and 0.93-0.978 for the defaults' graph
+# of full vectors; what it still misses are whole tight clusters no walk reaches, at any ef_search
+# (docs/performance.md). The cost: 1.30 GB at a million (1.16 with m 24), 11 minutes to build.
+HNSW_M, HNSW_EF_CONSTRUCTION = 32, 200
 EmbedFn = Callable[[list[str]], Awaitable[np.ndarray]]
 
 

@@ -693,8 +693,8 @@ class PostgresConfig(_Strict):
     hnsw_ef_search: int = Field(
         default=800, ge=10, le=1000,
         description="HNSW search breadth (hnsw.ef_search) for an agent with its own index: higher is nearer exact, slower "
-                    "(at a million chunks, real questions, the graph of half vectors: recall@10 0.87-0.94 at 200, 0.92-0.96 at 400, "
-                    "0.95-0.995 at 800, 0.975-0.99 at 1000).",
+                    "(at a million chunks, real questions, the graph of half vectors: recall@10 0.96-0.97 at 400, "
+                    "0.978-0.995 at 800, 0.980-0.997 at 1000).",
     )
 
 
