@@ -7,6 +7,7 @@ exit, output over the cap. Callers turn them into a fallback to the builtin back
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import os
 import shlex
@@ -151,6 +152,31 @@ async def _terminate(proc: anyio.abc.Process, grace_s: float = KILL_GRACE_S) -> 
         await proc.wait()
 
 
+async def _start(argv: list[str], **options: object) -> anyio.abc.Process:
+    """Start qmd in its own session; its group is registered before any cancellation goes on.
+
+    A cancellation that lands while the new process is being connected (the first Ctrl-C cancels
+    the main task) used to lose it: asyncio killed the direct child only, and a wrapper script's
+    children outlived memsift. The start runs as a task of its own, awaited through a shield; a
+    caller cancelled meanwhile waits for it to finish, ends the group, then goes on cancelled."""
+    start = asyncio.ensure_future(anyio.open_process(argv, **options))  # type: ignore[arg-type]
+    try:
+        proc = await asyncio.shield(start)
+    except asyncio.CancelledError:
+        with anyio.CancelScope(shield=True):
+            try:
+                started = await start
+            except Exception:  # noqa: BLE001 (a start that failed left nothing to end)
+                raise asyncio.CancelledError from None
+            _LIVE_GROUPS.add(started.pid)
+            await _terminate(started, 0)
+            _LIVE_GROUPS.discard(started.pid)
+            await started.aclose()
+        raise
+    _LIVE_GROUPS.add(proc.pid)
+    return proc
+
+
 async def _drain(stream, sink: list[bytes], limit: int, overflow: list[bool]) -> None:
     size = 0
     async for data in stream:
@@ -195,18 +221,10 @@ async def run_qmd(
     doing = doing or "running qmd"
     log.debug(f"qmd: {doing}", argv=argv, timeout=f"{timeout_s:.1f} s")
     try:
-        proc = await anyio.open_process(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env),
-            cwd=cwd,
-            start_new_session=True,
-        )
+        proc = await _start(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(env), cwd=cwd, start_new_session=True)
     except OSError as exc:
         raise QmdSpawnError(f"cannot start qmd ({argv[0]}) for {doing}: {exc.strerror or exc}") from None
-    _LIVE_GROUPS.add(proc.pid)
     out: list[bytes] = []
     err: list[bytes] = []
     overflow = [False]

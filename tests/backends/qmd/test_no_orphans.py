@@ -110,3 +110,48 @@ def test_a_stopped_helper_leaves_no_wrapper_child(setup):
     stopped = subprocess.run([*base, "helpers", "stop"], env=env, capture_output=True, text=True, timeout=60)
     assert "stopped the helper" in stopped.stdout, stopped.stdout + stopped.stderr
     assert _gone(children + _children(marker)), [p for p in _children(marker) if process_alive(p)]
+
+
+def test_a_cancellation_while_qmd_starts_leaves_no_wrapper_child(tmp_path, monkeypatch):
+    """The window a Ctrl-C under load used to hit: the process exists (its wrapper has started its
+    child) but starting it has not returned yet. Widened here so that the cancellation surely lands
+    in it; the processes are real."""
+    import anyio
+
+    from memsift.backends.qmd import process
+
+    marker = tmp_path / "children"
+    wrapper = tmp_path / "qmd-wrapper.sh"
+    wrapper.write_text(f"#!/bin/sh\nsleep 600 &\necho $! >> {marker}\nwait\n")
+    wrapper.chmod(0o755)
+    real_open = anyio.open_process
+
+    async def slow_open(*args, **kwargs):
+        proc = await real_open(*args, **kwargs)
+        while not _children(marker):  # the wrapper's child exists before the start returns
+            await anyio.sleep(0.01)
+        await anyio.sleep(5)
+        return proc
+
+    monkeypatch.setattr(anyio, "open_process", slow_open)
+
+    async def main():
+        async with anyio.create_task_group() as tg:
+            async def cancel_when_started():
+                while not _children(marker):
+                    await anyio.sleep(0.01)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(cancel_when_started)
+            await process.run_qmd([str(wrapper)], env=dict(os.environ), cwd=str(tmp_path), timeout_s=60, doing="testing")
+        return "cancelled"
+
+    assert anyio.run(main) == "cancelled"
+    children = _children(marker)
+    try:
+        assert _gone(children), [p for p in children if process_alive(p)]
+        assert not process._LIVE_GROUPS
+    finally:
+        for pid in children:
+            with __import__("contextlib").suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
