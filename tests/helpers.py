@@ -45,6 +45,14 @@ def write_files(root: Path, files: dict[str, str]) -> None:
         (root / rel).write_text(text, encoding="utf-8")
 
 
+def write_word_notes(root: Path, files: int, pick: Any, per_note: int) -> Path:
+    """`files` daily notes of one line each, `per_note` words drawn by `pick()`; returns `root`."""
+    (root / "memory").mkdir(parents=True)
+    for i in range(files):
+        (root / "memory" / f"2026-01-{i:04d}.md").write_text("- " + " ".join(pick() for _ in range(per_note)) + "\n")
+    return root
+
+
 def make_settings(tmp_path: Path, workspace: Path, memory_search: dict[str, Any] | None = None, **top: Any) -> ResolvedConfig:
     """Resolve a config the way the CLI does, with the index under tmp_path."""
     raw = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": memory_search or {}}}, **top}

@@ -74,10 +74,7 @@ async def weightless_words(conn: Any, agent: str, gen: int, words: list[str], ki
             # A word's postings, counted no further than `enough`: fewer, and it is in fewer notes
             # than `enough` (weightless only when in none); only a word that common needs its notes
             # counted (a join per posting: 0.1 s for a word of 10,000 postings at a million chunks).
-            cur = await conn.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM memsift_postings WHERE agent_id = %s AND generation = %s "
-                "AND term = %s LIMIT %s) AS p", (agent, gen, terms[0], enough))
-            postings = (await cur.fetchone())[0]
+            postings = (await _bounded_df(conn, agent, gen, terms[:1], enough))[terms[0]]
             if postings < enough:
                 if postings == 0:
                     out.add(w)
@@ -158,14 +155,14 @@ class TermSums:
                 f"ORDER BY chunk DESC LIMIT %s) AS p WHERE true {only}GROUP BY p.chunk", (*head, self.cap, *more))
 
 
-async def _bounded_df(conn: Any, agent: str, gen: int, tokens: list[str]) -> dict[str, int]:
-    """How many chunks hold each token, counted no further than COMMON_MATCHES; one statement
-    for all of them (a round trip per token cost 2 ms each at a million chunks)."""
+async def _bounded_df(conn: Any, agent: str, gen: int, tokens: list[str], bound: int = COMMON_MATCHES) -> dict[str, int]:
+    """How many chunks hold each token, counted no further than `bound`; one statement for all
+    of them (a round trip per token cost 2 ms each at a million chunks)."""
     if not tokens:
         return {}
     cur = await conn.execute(
         "SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM memsift_postings WHERE agent_id = %s AND generation = %s "
-        "AND term = t.term LIMIT %s) AS m) FROM unnest(%s::text[]) AS t(term)", (agent, gen, COMMON_MATCHES, list(tokens)))
+        "AND term = t.term LIMIT %s) AS m) FROM unnest(%s::text[]) AS t(term)", (agent, gen, bound, list(tokens)))
     return dict(await cur.fetchall())
 
 

@@ -11,7 +11,7 @@ import anyio
 import numpy as np
 import pytest
 
-from helpers import NO_POSTGRES_EXTRA, make_settings
+from helpers import NO_POSTGRES_EXTRA, make_settings, write_word_notes
 
 psycopg = pytest.importorskip("psycopg", reason=NO_POSTGRES_EXTRA)
 
@@ -26,10 +26,7 @@ WORDS = [f"w{i}" for i in range(200)]
 
 def _workspace(root, files: int):
     rng = random.Random(3)
-    (root / "memory").mkdir(parents=True)
-    for i in range(files):
-        (root / "memory" / f"2026-01-{i:04d}.md").write_text("- " + " ".join(rng.choice(WORDS) for _ in range(10)) + "\n")
-    return root
+    return write_word_notes(root, files, lambda: rng.choice(WORDS), 10)
 
 
 def _settings(tmp_path, ws, dsn):

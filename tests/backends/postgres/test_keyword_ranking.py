@@ -14,7 +14,7 @@ import random
 import anyio
 import pytest
 
-from helpers import NO_POSTGRES_EXTRA, make_settings
+from helpers import NO_POSTGRES_EXTRA, make_settings, write_word_notes
 
 psycopg = pytest.importorskip("psycopg", reason=NO_POSTGRES_EXTRA)
 
@@ -30,11 +30,7 @@ WORDS = [f"w{i}" for i in range(150)]
 
 def _workspace(root, files: int):
     rng = random.Random(5)
-    (root / "memory").mkdir(parents=True)
-    for i in range(files):
-        words = [WORDS[int(rng.random() ** 2 * len(WORDS))] for _ in range(14)]
-        (root / "memory" / f"2026-01-{i:04d}.md").write_text("- " + " ".join(words) + "\n")
-    return root
+    return write_word_notes(root, files, lambda: WORDS[int(rng.random() ** 2 * len(WORDS))], 14)
 
 
 async def _every_match(conn, gen: int, items: QueryItems, n: int, avgdl: float) -> dict[int, float]:
