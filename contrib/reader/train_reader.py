@@ -30,7 +30,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from leak import unleak
-from transformers import AutoTokenizer, BertForSequenceClassification
+from torch import nn
+from transformers import AutoModel, AutoTokenizer, BertForSequenceClassification
 
 SEED = 13
 TRAINABLE = ("lme", "chats", "realmem")
@@ -59,10 +60,36 @@ def groups(pools: Path, sets: list[str], negatives: int, rng: random.Random) -> 
     return out
 
 
-def train(data, *, layers: int, max_tokens: int, epochs: int, groups_per_step: int, lr: float, rng: random.Random):
+class MeanPoolReader(nn.Module):
+    """A logit from the mean of the last layer over the pair's tokens: the representation the
+    bi-encoder was trained to give (all-MiniLM-L6-v2 pools by mean; its [CLS] was never trained)."""
+
+    def __init__(self, layers: int) -> None:
+        super().__init__()
+        self.bert = AutoModel.from_pretrained(base_model_dir(), num_hidden_layers=layers, add_pooling_layer=False)
+        self.head = nn.Linear(self.bert.config.hidden_size, 1)
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
+        mask = attention_mask.unsqueeze(-1).float()
+        return self.head((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9))
+
+
+def new_reader(layers: int, pooling: str) -> nn.Module:
+    if pooling == "mean":
+        return MeanPoolReader(layers)
+    return BertForSequenceClassification.from_pretrained(base_model_dir(), num_labels=1, num_hidden_layers=layers)
+
+
+def logits_of(model: nn.Module, enc) -> torch.Tensor:
+    out = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], token_type_ids=enc["token_type_ids"])
+    return out if isinstance(out, torch.Tensor) else out.logits
+
+
+def train(data, *, layers: int, pooling: str, max_tokens: int, epochs: int, groups_per_step: int, lr: float, rng: random.Random):
     src = base_model_dir()
     tok = AutoTokenizer.from_pretrained(src)
-    model = BertForSequenceClassification.from_pretrained(src, num_labels=1, num_hidden_layers=layers)
+    model = new_reader(layers, pooling)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     steps = epochs * (len(data) // groups_per_step)
@@ -75,7 +102,7 @@ def train(data, *, layers: int, max_tokens: int, epochs: int, groups_per_step: i
             queries = [q for q, p, negs in batch for _ in range(1 + len(negs))]
             docs = [d for q, p, negs in batch for d in [p, *negs]]
             enc = tok(queries, docs, padding=True, truncation="longest_first", max_length=max_tokens, return_tensors="pt")
-            logits = model(**enc).logits.view(len(batch), -1)
+            logits = logits_of(model, enc).view(len(batch), -1)
             loss = F.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long))
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -106,6 +133,7 @@ def main() -> None:
     ap.add_argument("--sets", default=",".join(TRAINABLE))
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--layers", type=int, default=3)
+    ap.add_argument("--pooling", choices=("cls", "mean"), default="cls", help="the head reads [CLS] or the mean of the tokens")
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--negatives", type=int, default=7)
     ap.add_argument("--epochs", type=int, default=1)
@@ -118,7 +146,7 @@ def main() -> None:
     rng = random.Random(SEED)
     data = groups(args.pools, args.sets.split(","), args.negatives, rng)
     print(f"{len(data)} groups from {args.sets}", flush=True)
-    model, _ = train(data, layers=args.layers, max_tokens=args.max_tokens, epochs=args.epochs,
+    model, _ = train(data, layers=args.layers, pooling=args.pooling, max_tokens=args.max_tokens, epochs=args.epochs,
                      groups_per_step=args.groups_per_step, lr=args.lr, rng=rng)
     export(model, args.out)
     print(f"wrote {args.out / 'model.onnx'}", flush=True)
