@@ -100,17 +100,17 @@ def evidence_metrics(q: Question, hits: list[Any]) -> dict[str, float]:
     return out
 
 
-async def _ask(manager, questions: list[Question], took: list[float]) -> dict[str, list]:
+async def _ask(manager, questions: list[Question], took: list[float], k: int = K) -> dict[str, list]:
     out = {}
     for q in questions:
         t0 = time.perf_counter()
         # Hidden lines (a later session holding the question verbatim) are dropped before the cut.
-        wanted = K + HIDDEN_SLACK if q.hidden else K
+        wanted = k + HIDDEN_SLACK if q.hidden else k
         answer = await manager.search(q.text, max_results=wanted, min_score=0.0, now=q.now)
         took.append((time.perf_counter() - t0) * 1000)
         if answer.fallback or answer.unavailable:
             raise RuntimeError(f"{answer.backend} did not answer {q.qid!r} itself: {answer.fallback or answer.unavailable}")
-        out[q.qid] = [h for h in answer.results if not _overlaps(h, q.hidden)][:K]
+        out[q.qid] = [h for h in answer.results if not _overlaps(h, q.hidden)][:k]
     return out
 
 

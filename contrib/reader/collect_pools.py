@@ -23,14 +23,11 @@ import anyio
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "bench"))
 
-from evidence import HIDDEN_SLACK, _overlaps, load_set, warm  # noqa: E402
+from evidence import _ask, load_set, warm  # noqa: E402
 from quality import open_mode  # noqa: E402
+from train_ranker import _shows_answer  # noqa: E402
 
 POOL = 30
-
-
-def _shows_evidence(q, path: str, start: int, end: int) -> bool:
-    return any(p == path and any(start <= n <= end for n in ns) for p, ns in q.evidence)
 
 
 async def collect(name: str, work: Path, pool: int) -> list[dict]:
@@ -45,19 +42,16 @@ async def collect(name: str, work: Path, pool: int) -> list[dict]:
         manager = open_mode("hybrid", ws, state / ws.name)
         try:
             await manager.search("warm up", max_results=1)
-            for q in qs:
-                wanted = pool + HIDDEN_SLACK if q.hidden else pool
-                answer = await manager.search(q.text, max_results=wanted, min_score=0.0, now=q.now)
-                hits = [h for h in answer.results if not _overlaps(h, q.hidden)][:pool]
-                rows.append({
-                    "set": name, "qid": q.qid, "query": q.text, "qtype": q.qtype,
-                    "evidence": q.evidence, "sessions": q.sessions,
-                    "hits": [{"path": h.path, "start": h.start_line, "end": h.end_line, "score": h.score,
-                              "snippet": h.snippet, "label": _shows_evidence(q, h.path, h.start_line, h.end_line)}
-                             for h in hits],
-                })
+            pools = await _ask(manager, qs, [], k=pool)
         finally:
             await manager.aclose()
+        for q in qs:
+            rows.append({
+                "set": name, "qid": q.qid, "query": q.text, "qtype": q.qtype,
+                "evidence": q.evidence, "sessions": q.sessions,
+                "hits": [{"path": h.path, "start": h.start_line, "end": h.end_line, "score": h.score,
+                          "snippet": h.snippet, "label": bool(_shows_answer(q, h))} for h in pools[q.qid]],
+            })
         print(f"  {name} {ws.name}: {len(qs)} questions", flush=True)
     return rows
 

@@ -12,7 +12,6 @@ try; 0 is the search without the reader. Scores are computed once per model and 
 from __future__ import annotations
 
 import argparse
-import math
 import pickle
 import sys
 import time
@@ -27,6 +26,8 @@ sys.path.insert(0, str(HERE))
 from evidence import K, evidence_metrics  # noqa: E402
 from metrics import mean, percentile  # noqa: E402
 
+from memsift.engine.compose.rerank_stage import blend  # noqa: E402
+from memsift.engine.rerank.base import to_relevance  # noqa: E402
 from memsift.engine.rerank.local import LocalCrossEncoder  # noqa: E402
 from leak import unleak  # noqa: E402
 
@@ -47,7 +48,7 @@ def score_pools(rows: list[dict], reader: LocalCrossEncoder, candidates: int) ->
 def reordered(row: dict, raw: list[float], weight: float) -> list[SimpleNamespace]:
     hits = [_hit(h) for h in row["hits"]]
     n = len(raw)
-    blended = [(1 - weight) * h.score + weight / (1 + math.exp(-r)) for h, r in zip(hits[:n], raw)]
+    blended = [blend(h.score, r, weight) for h, r in zip(hits, to_relevance(raw, LocalCrossEncoder.logits))]
     order = sorted(range(n), key=lambda i: (-blended[i], i))
     return [hits[i] for i in order] + hits[n:]
 

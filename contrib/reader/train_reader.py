@@ -54,8 +54,8 @@ def groups(pools: Path, sets: list[str], negatives: int, rng: random.Random) -> 
             neg = [unleak(h["snippet"]) for h in row["hits"] if not h["label"]]
             if not pos or len(neg) < negatives:
                 continue
+            hard = neg[: negatives * 2]
             for p in pos[:2]:  # at most two groups a question, so long lists do not dominate
-                hard = neg[: negatives * 2]
                 out.append((row["query"], p, rng.sample(hard, negatives)))
     return out
 
