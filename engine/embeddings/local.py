@@ -88,6 +88,17 @@ def _batches(order: list[int], lengths: list[int]) -> list[list[int]]:
     return out
 
 
+def _special_tokens(tokenizer: Any) -> tuple[list[int], list[int]]:
+    """The ids the tokenizer's post-processor puts before and after a text's own tokens. Read from
+    the tokenizer, not assumed: a model at `local.modelPath` need not use BERT's [CLS]/[SEP]."""
+    wrapped = tokenizer.encode("a").ids
+    own = tokenizer.encode("a", add_special_tokens=False).ids
+    for start in range(len(wrapped) - len(own) + 1):
+        if wrapped[start : start + len(own)] == own:
+            return wrapped[:start], wrapped[start + len(own) :]
+    return [], []  # a post-processor that rewrites the text's own ids: windows get no wrapping
+
+
 class LocalMiniLMProvider:
     """Sentence embeddings on the CPU with onnxruntime. Loads lazily, once, on first use."""
 
@@ -175,6 +186,8 @@ class LocalMiniLMProvider:
             parts += [f"max{MAX_TOKENS}", "meanpool", "l2", f"windows{MAX_WINDOWS}"]
             if self.quantised:  # int8 vectors differ slightly: an index of fp32 ones is rebuilt
                 parts.append(RECIPE)
+            if self._custom:  # long texts' windows of a non-BERT model were wrapped in BERT's ids before
+                parts.append("windows-wrapped-by-tokenizer")
             self._fingerprint = hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
         return self._fingerprint
 
@@ -212,8 +225,7 @@ class LocalMiniLMProvider:
         # padded here instead, so switch both off.
         tokenizer.no_truncation()
         tokenizer.no_padding()
-        self._cls = tokenizer.token_to_id("[CLS]") or 101
-        self._sep = tokenizer.token_to_id("[SEP]") or 102
+        self._prefix, self._suffix = _special_tokens(tokenizer)
         self._tokenizer = tokenizer
 
     def _new_session(self, *, optimise: bool, threads: int | None = None):
@@ -251,14 +263,16 @@ class LocalMiniLMProvider:
         return l2_normalise(pooled)
 
     def _windows(self, text: str) -> list[list[int]]:
-        """Split a text's tokens into model-sized windows, so the end of a long chunk counts too."""
+        """Split a text's tokens into model-sized windows, so the end of a long chunk counts too.
+        Each window is wrapped in the tokens the tokenizer puts around a text ([CLS] … [SEP] for
+        BERT's vocabulary, <s> … </s> for MPNet's or RoBERTa's)."""
         ids = self._tokenizer.encode(text).ids
         if len(ids) <= MAX_TOKENS:
             return [ids]
-        body = ids[1:-1]
-        step = MAX_TOKENS - 2
+        body = ids[len(self._prefix) : len(ids) - len(self._suffix)]
+        step = MAX_TOKENS - len(self._prefix) - len(self._suffix)
         parts = [body[i : i + step] for i in range(0, len(body), step)][:MAX_WINDOWS]
-        return [[self._cls, *p, self._sep] for p in parts]
+        return [[*self._prefix, *p, *self._suffix] for p in parts]
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         """Blocking embed. A text longer than 256 tokens is embedded as the token-weighted mean of

@@ -112,3 +112,33 @@ def test_auto_selects_the_local_model_and_missing_model_path_degrades():
     assert sel.provider is None and "not found" in sel.unavailable_reason
     with pytest.raises(ProviderUnavailableError):
         select_provider(missing.model_copy(update={"provider": "local"}), environ={})
+
+
+def _tokenizer_with(specials: tuple[str, str], words: list[str]):
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    vocab = {t: i for i, t in enumerate(["<pad>", *specials, "<unk>", *words])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{specials[0]} $A {specials[1]}", special_tokens=[(t, vocab[t]) for t in specials])
+    return tok, vocab
+
+
+def test_long_texts_windows_are_wrapped_in_the_tokenizers_own_special_tokens(tmp_path, local_provider):
+    # A model at local.modelPath with MPNet's or RoBERTa's vocabulary opens a text with <s> and closes
+    # it with </s>; the windows of a long text were wrapped in BERT's [CLS]/[SEP] ids (101/102) instead.
+    words = [f"w{i}" for i in range(700)]
+    tok, vocab = _tokenizer_with(("<s>", "</s>"), words)
+    tok.save(str(tmp_path / "tokenizer.json"))
+    (tmp_path / "model.onnx").write_bytes(b"unused: only the tokenizer is loaded here")
+    provider = LocalMiniLMProvider(str(tmp_path))
+    provider._load_tokenizer()
+    windows = provider._windows(" ".join(words))
+    assert len(windows) == 3
+    assert all(w[0] == vocab["<s>"] and w[-1] == vocab["</s>"] and len(w) <= 256 for w in windows)
+    assert [i for w in windows for i in w[1:-1]] == [vocab[t] for t in words]  # every token once, in order
+    # The shipped model keeps BERT's ids around each window, so its vectors and fingerprint do not change.
+    local_provider._load_tokenizer()
+    shipped = local_provider._windows(" ".join(["onions"] * 600))
+    assert len(shipped) == 3 and all(w[0] == 101 and w[-1] == 102 for w in shipped)
