@@ -38,7 +38,7 @@ sys.path.insert(0, str(HERE))
 from bench_data import load_scifact  # noqa: E402
 from evidence import ALL_SETS, HIDDEN_SLACK, _overlaps, evidence_metrics, load_set  # noqa: E402
 from metrics import ndcg_at  # noqa: E402
-from quality import open_mode, warm_index  # noqa: E402
+from quality import _deep_merge, open_mode, warm_index  # noqa: E402
 
 from memsift.engine.rerank import evidence as ranker  # noqa: E402
 from memsift.engine.compose.evidence_stage import CANDIDATES_PER_HIT  # noqa: E402
@@ -61,16 +61,17 @@ def _shows_answer(q: Any, h: Any) -> float:
     return float(any(p == h.path and any(n in lines for n in ns) for p, ns in q.evidence))
 
 
-async def collect(name: str, work: Path) -> list[tuple]:
+async def collect(name: str, work: Path, extra: dict | None = None, tag: str = "") -> list[tuple]:
     questions = load_set(name, work / "data")
     by_ws: dict[Path, list] = defaultdict(list)
     for q in questions:
         by_ws[q.workspace].append(q)
     out = []
     for ws, group in by_ws.items():
-        state = work / "state" / f"evidence-{name}" / ws.name
-        await warm_index("hybrid", ws, state, lambda s: print(s, flush=True))  # a pool from a half-built index would mislead
-        manager = open_mode("hybrid", ws, state, RANKER_OFF)
+        state = work / "state" / f"evidence-{name}{tag}" / ws.name
+        # a pool from a half-built index would mislead
+        await warm_index("hybrid", ws, state, lambda s: print(s, flush=True), extra)
+        manager = open_mode("hybrid", ws, state, _deep_merge(extra or {}, RANKER_OFF))
         try:
             for q in group:
                 wanted = POOL + HIDDEN_SLACK if q.hidden else POOL
@@ -83,10 +84,11 @@ async def collect(name: str, work: Path) -> list[tuple]:
     return out
 
 
-async def collect_scifact(work: Path) -> dict[str, list[tuple]]:
+async def collect_scifact(work: Path, extra: dict | None = None, tag: str = "") -> dict[str, list[tuple]]:
     data = load_scifact(work / "data")
-    await warm_index("hybrid", data.workspace, work / "state" / "scifact", lambda s: print(s, flush=True))
-    manager = open_mode("hybrid", data.workspace, work / "state" / "scifact", RANKER_OFF)
+    state = work / "state" / f"scifact{tag}"
+    await warm_index("hybrid", data.workspace, state, lambda s: print(s, flush=True), extra)
+    manager = open_mode("hybrid", data.workspace, state, _deep_merge(extra or {}, RANKER_OFF))
     out: dict[str, list[tuple]] = {}
     try:
         for split in ("test", "train"):
@@ -173,11 +175,12 @@ TRAINERS = {"pairwise": train_pairwise, "pointwise": train_pointwise}
 
 async def _pools(name: str, args: argparse.Namespace) -> Any:
     """A set's pools, collected once and cached in --work (one file a set, so sets can be added)."""
-    cache = args.work / f"train_ranker-{name}.pkl"
+    cache = args.work / f"train_ranker-{name}{args.tag}.pkl"
+    extra = json.loads(args.extra) if args.extra else None
     if cache.exists() and not args.fresh:
         pools = pickle.loads(cache.read_bytes())
     else:
-        pools = await collect_scifact(args.work) if name == "scifact" else await collect(name, args.work)
+        pools = await (collect_scifact(args.work, extra, args.tag) if name == "scifact" else collect(name, args.work, extra, args.tag))
         cache.write_bytes(pickle.dumps(pools))
     return _with_features(pools)
 
@@ -254,6 +257,8 @@ def main() -> None:
     ap.add_argument("--check", default="", help=f"also check on these sets, one left out at a time (all: {','.join(ALL_SETS)})")
     ap.add_argument("--train-on", default=",".join(SETS),
                     help="the sets the shipped weights learn from (only sets whose licence allows it: lme, chats, realmem)")
+    ap.add_argument("--extra", help="memorySearch settings (JSON) the pools are searched with, e.g. another local.modelPath")
+    ap.add_argument("--tag", default="", help="suffix of the index folders and pool files (one per --extra), as evidence.py's")
     ap.add_argument("--l2", type=float, default=1e-2)
     ap.add_argument("--loss", choices=sorted(TRAINERS), default="pairwise",
                     help="pairwise (the shipped weights) or pointwise (a hit at a time, the first ranker's)")
