@@ -180,7 +180,8 @@ async def _pools(name: str, args: argparse.Namespace) -> Any:
     if cache.exists() and not args.fresh:
         pools = pickle.loads(cache.read_bytes())
     else:
-        pools = await (collect_scifact(args.work, extra, args.tag) if name == "scifact" else collect(name, args.work, extra, args.tag))
+        pools = await (collect_scifact(args.work, extra, args.tag) if name == "scifact"
+                       else collect(name, args.work, extra, args.tag))
         cache.write_bytes(pickle.dumps(pools))
     return _with_features(pools)
 

