@@ -13,6 +13,10 @@ shipping only when it lifts the sets it was not trained on, on each of them.
 - `line_sim`: the best cosine between the question and one line of the hit (the shipped local
   model; a chunk's vector blurs its four lines, the answer is usually one). Embeds every distinct
   pool line once (a few minutes a set) and caches it beside the pools.
+- `file_sim`: the cosine between the question and the mean vector of the chunks of the hit's whole
+  file (a day or a session: what systems that index a session as one chunk rank by). Embeds every
+  file a pool holds (minutes a set); cached beside the pools. On RealMem the file may hold the
+  question's own, hidden, session.
 - `--products`: a ranker that is not linear in its features: the score's distance from the pool's
   best and its z-score within the pool are added, then every product of two columns.
 
@@ -44,7 +48,7 @@ from train_ranker import _with_features, train_pairwise  # noqa: E402
 from memsift.engine.rerank import evidence as ranker  # noqa: E402
 from memsift.engine.search.fts_query import query_terms  # noqa: E402
 
-FEATURES = ("prf", "neighbour", "file_share", "line_sim")
+FEATURES = ("prf", "neighbour", "file_share", "line_sim", "file_sim")
 NEIGHBOUR_LINES = 10
 _SPEAKER = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*[^\s:]{1,24}(?:\s[^\s:]{1,24})?:\s", re.M)
 
@@ -104,12 +108,43 @@ def line_similarities(name: str, pools: list[tuple], work: Path) -> dict[str, li
     return out
 
 
+def file_similarities(name: str, pools: list[tuple], work: Path) -> dict[str, list[float]]:
+    """Per question id, each hit's question cosine with its whole file's mean chunk vector (cached)."""
+    cache = work / f"feature_study-file_sim-{name}.pkl"
+    if cache.exists():
+        return pickle.loads(cache.read_bytes())
+    from memsift.engine.embeddings.local import LocalMiniLMProvider
+    from memsift.engine.files.chunking import chunk_evidence
+
+    provider = LocalMiniLMProvider()
+    files = list(dict.fromkeys((q.workspace, h.path) for q, hits, *_ in pools for h in hits))
+    texts, owners = [], []
+    for key in files:
+        for chunk in chunk_evidence((key[0] / key[1]).read_text(encoding="utf-8")):
+            texts.append(chunk.text)
+            owners.append(key)
+    print(f"  {name}: embedding the {len(texts):,} chunks of {len(files):,} files", flush=True)
+    vectors = np.vstack([provider.embed_sync(texts[i : i + 256]) for i in range(0, len(texts), 256)])
+    sums: dict[Any, np.ndarray] = {}
+    for key, vector in zip(owners, vectors):
+        sums[key] = sums.get(key, 0) + vector
+    means = {key: v / (np.linalg.norm(v) or 1.0) for key, v in sums.items()}
+    out = {}
+    for q, hits, *_ in pools:
+        asked = provider.embed_query_sync(q.text)
+        out[q.qid] = [float(means[(q.workspace, h.path)] @ asked) for h in hits]
+    cache.write_bytes(pickle.dumps(out))
+    return out
+
+
 def with_candidates(name: str, pools: list[tuple], wanted: list[str], args: argparse.Namespace) -> list[tuple]:
     sims = line_similarities(name, pools, args.work) if "line_sim" in wanted else {}
+    whole = file_similarities(name, pools, args.work) if "file_sim" in wanted else {}
     out = []
     for q, hits, x, y in pools:
         cols = {"prf": lambda: prf(q.text, hits, args.prf_top, args.prf_terms), "neighbour": lambda: neighbour(hits),
-                "file_share": lambda: file_share(hits), "line_sim": lambda: np.array(sims[q.qid])}
+                "file_share": lambda: file_share(hits), "line_sim": lambda: np.array(sims[q.qid]),
+                "file_sim": lambda: np.array(whole[q.qid])}
         out.append((q, hits, np.column_stack([x] + [cols[f]() for f in wanted]), y))
     return out
 
