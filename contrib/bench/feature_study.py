@@ -35,7 +35,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -82,59 +82,55 @@ def file_share(hits: list[Any]) -> np.ndarray:
     return np.array([(per_file[h.path] - 1) / len(hits) for h in hits])
 
 
-def line_similarities(name: str, pools: list[tuple], work: Path) -> dict[str, list[float]]:
-    """Per question id, each hit's best question-line cosine (cached: embedding takes minutes)."""
-    cache = work / f"feature_study-line_sim-{name}.pkl"
+def _similarities(kind: str, name: str, pools: list[tuple], work: Path, key_of: Callable[[Any, Any], Any],
+                  texts_of: Callable[[Any], list[str]], score: Callable[[np.ndarray, np.ndarray], float]
+                  ) -> dict[str, list[float]]:
+    """Per question id, each hit's `score(vectors of its key's texts, question vector)`; every
+    distinct text is embedded once with the shipped local model, and the result is cached beside the
+    pools (embedding takes minutes a set)."""
+    cache = work / f"feature_study-{kind}-{name}.pkl"
     if cache.exists():
         return pickle.loads(cache.read_bytes())
     from memsift.engine.embeddings.local import LocalMiniLMProvider
 
     provider = LocalMiniLMProvider()
+    keys = {key: texts_of(key) for key in dict.fromkeys(key_of(q, h) for q, hits, *_ in pools for h in hits)}
     index: dict[str, int] = {}
-    for _q, hits, *_ in pools:
-        for h in hits:
-            for line in h.snippet.split("\n"):
-                if line.strip():
-                    index.setdefault(line, len(index))
-    lines = list(index)
-    print(f"  {name}: embedding {len(lines):,} pool lines", flush=True)
-    vectors = np.vstack([provider.embed_sync(lines[i : i + 512]) for i in range(0, len(lines), 512)])
+    for texts in keys.values():
+        for text in texts:
+            index.setdefault(text, len(index))
+    print(f"  {name}: embedding {len(index):,} texts for {kind}", flush=True)
+    unique = list(index)
+    vectors = np.vstack([provider.embed_sync(unique[i : i + 256]) for i in range(0, len(unique), 256)])
+    per_key = {key: vectors[[index[t] for t in texts]] for key, texts in keys.items()}
     out = {}
     for q, hits, *_ in pools:
         asked = provider.embed_query_sync(q.text)
-        out[q.qid] = [float(max((vectors[index[ln]] @ asked for ln in h.snippet.split("\n") if ln.strip()),
-                                default=0.0)) for h in hits]
+        out[q.qid] = [score(per_key[key_of(q, h)], asked) for h in hits]
     cache.write_bytes(pickle.dumps(out))
     return out
+
+
+def line_similarities(name: str, pools: list[tuple], work: Path) -> dict[str, list[float]]:
+    """Each hit's best cosine between the question and one of its lines."""
+    return _similarities("line_sim", name, pools, work, key_of=lambda _q, h: h.snippet,
+                         texts_of=lambda snippet: [ln for ln in snippet.split("\n") if ln.strip()],
+                         score=lambda m, asked: float((m @ asked).max()) if len(m) else 0.0)
 
 
 def file_similarities(name: str, pools: list[tuple], work: Path) -> dict[str, list[float]]:
-    """Per question id, each hit's question cosine with its whole file's mean chunk vector (cached)."""
-    cache = work / f"feature_study-file_sim-{name}.pkl"
-    if cache.exists():
-        return pickle.loads(cache.read_bytes())
-    from memsift.engine.embeddings.local import LocalMiniLMProvider
+    """Each hit's cosine between the question and the mean vector of its whole file's chunks."""
     from memsift.engine.files.chunking import chunk_evidence
 
-    provider = LocalMiniLMProvider()
-    files = list(dict.fromkeys((q.workspace, h.path) for q, hits, *_ in pools for h in hits))
-    texts, owners = [], []
-    for key in files:
-        for chunk in chunk_evidence((key[0] / key[1]).read_text(encoding="utf-8")):
-            texts.append(chunk.text)
-            owners.append(key)
-    print(f"  {name}: embedding the {len(texts):,} chunks of {len(files):,} files", flush=True)
-    vectors = np.vstack([provider.embed_sync(texts[i : i + 256]) for i in range(0, len(texts), 256)])
-    sums: dict[Any, np.ndarray] = {}
-    for key, vector in zip(owners, vectors):
-        sums[key] = sums.get(key, 0) + vector
-    means = {key: v / (np.linalg.norm(v) or 1.0) for key, v in sums.items()}
-    out = {}
-    for q, hits, *_ in pools:
-        asked = provider.embed_query_sync(q.text)
-        out[q.qid] = [float(means[(q.workspace, h.path)] @ asked) for h in hits]
-    cache.write_bytes(pickle.dumps(out))
-    return out
+    def chunks(key: tuple[Path, str]) -> list[str]:
+        return [c.text for c in chunk_evidence((key[0] / key[1]).read_text(encoding="utf-8"))]
+
+    def mean_cosine(m: np.ndarray, asked: np.ndarray) -> float:
+        mean = m.sum(axis=0)
+        return float(mean @ asked / (np.linalg.norm(mean) or 1.0))
+
+    return _similarities("file_sim", name, pools, work, key_of=lambda q, h: (q.workspace, h.path),
+                         texts_of=chunks, score=mean_cosine)
 
 
 def with_candidates(name: str, pools: list[tuple], wanted: list[str], args: argparse.Namespace) -> list[tuple]:
