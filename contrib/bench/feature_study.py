@@ -180,6 +180,9 @@ def main() -> None:
     unknown = set(wanted) - set(FEATURES)
     if unknown:
         sys.exit(f"feature_study: unknown feature(s) {', '.join(sorted(unknown))}; choose from {', '.join(FEATURES)}")
+    missing = set(args.train.split(",")) - set(args.sets.split(","))
+    if missing:
+        sys.exit(f"feature_study: --train names {', '.join(sorted(missing))}, not in --sets {args.sets}")
     shipped = len(ranker.FEATURES) + 1
     sets = {}
     for name in args.sets.split(","):
@@ -200,6 +203,8 @@ def main() -> None:
         if len(trained) <= width:
             names = ("score",) + ranker.FEATURES + tuple(wanted)
             print("  weights: " + ", ".join(f"{f} {w:.3f}" for f, w in zip(names, trained)))
+        if len(cut) < 2:
+            continue  # leaving one set out needs another to train on
         held = {n: figures(cut[n], train_pairwise([r for m, d in cut.items() if m != n for r in d])) for n in cut}
         print("  leave one set out: " + "   ".join(f"{n} {cell}" for n, cell in held.items()), flush=True)
 
