@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from figures import FIGURES
 from helpers import CHAT_QUESTION, CHAT_SESSIONS, EXAMPLE_WORKSPACE, stop_helpers, write_files
-from time_workspace import topic_questions, write_time_workspace
+from time_workspace import DOORS_DAY, noon, topic_questions, write_time_workspace
 from memsift.engine.requests import ReadOptions, SearchOptions
 
 pytest.importorskip("mcp", reason="the MCP doors need the mcp extra")
@@ -157,18 +157,20 @@ class Doors:
         self.backend = backend
         self.ws = root / "ws"
         shutil.copytree(EXAMPLE_WORKSPACE, self.ws)
-        # Yesterday's note (real time: the doors have no clock to set), for the time-only questions.
-        yesterday = (date.today() - timedelta(days=1)).isoformat()
+        # Every door asks as of DOORS_DAY ($MEMSIFT_NOW; the API's now=), so no answer depends on the day the
+        # suite runs. Yesterday's note, for the time-only questions:
+        yesterday = (DOORS_DAY - timedelta(days=1)).isoformat()
         (self.ws / "memory" / f"{yesterday}.md").write_text(
             f"# {yesterday}\n\n- Fixed the flaky login test; paired with Helga on the billing export.\n")
         write_files(self.ws, CHAT_SESSIONS)  # chat sessions of two named people, for the evidence ranker
-        # Notes dated relative to today, for questions that name a topic and a time (tests/time_workspace.py).
-        self.time = write_time_workspace(self.ws, with_memory_md=False)
+        # Notes dated relative to that day, for questions that name a topic and a time (tests/time_workspace.py).
+        self.time = write_time_workspace(self.ws, DOORS_DAY, with_memory_md=False)
         self.cfg = root / "cfg.json"
         # A generous answer bound: MCP would cut the last snippets at 4,000 characters, by design.
         self.cfg.write_text(json.dumps({"stateDir": str(root / "state"), "memory": {"backend": backend, "qmd": {
             "scope": SCOPE, "limits": {"maxInjectedChars": 50_000}}}}))
         base = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+        base["MEMSIFT_NOW"] = DOORS_DAY.isoformat()
         self.runtime = {d: Path(tempfile.mkdtemp(prefix=f"msd{d[:2]}")) for d in ("helper", "watch", "other")}
         self.env = {"cold": {**base, "MEMSIFT_NO_RESIDENT": "1", "XDG_RUNTIME_DIR": str(self.runtime["other"])},
                     "helper": {**base, "XDG_RUNTIME_DIR": str(self.runtime["helper"])},
@@ -259,7 +261,7 @@ class Doors:
         from memsift.engine.requests import InvalidRequest
 
         try:
-            answer = anyio.run(lambda: self.manager.search(query, **opts))
+            answer = anyio.run(lambda: self.manager.search(query, now=noon(DOORS_DAY), **opts))
         except InvalidRequest as exc:
             return _invalid(exc.field)
         return _normal(answer.to_json_dict())
@@ -339,7 +341,7 @@ def test_every_door_agrees_on_the_cases_people_hit(doors, query, opts):
 
 @pytest.mark.parametrize("min_score", [None, 0.99])
 def test_a_time_only_question_gets_that_days_notes_through_every_door(doors, min_score):
-    yesterday = (date.today() - timedelta(days=1)).isoformat()
+    yesterday = (DOORS_DAY - timedelta(days=1)).isoformat()
     answer = _check_same(doors, "what did I do yesterday?", {} if min_score is None else {"min_score": min_score})
     assert answer["timeOnly"] is True
     assert [h[0] for h in answer["hits"]] == [f"memory/{yesterday}.md"]

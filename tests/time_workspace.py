@@ -1,12 +1,33 @@
-"""A workspace of daily notes dated relative to today, for questions that name a topic and a time
+"""A workspace of daily notes dated relative to a given day (its "today"), for questions that name a topic and a time
 (issue "time that holds"): the right note is in the window the question names, and older notes
 share its words ("week", "meeting", "fixed", the month's name, the day's number)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
+
+# Days the time questions are asked on (the doors fix their clock with $MEMSIFT_NOW): month and year
+# ends, and a leap year's 1 March, so no test depends on the day it runs.
+FIXED_DAYS = [date(2026, 12, 2), date(2026, 12, 31), date(2027, 1, 1), date(2027, 3, 1), date(2028, 3, 1)]
+DOORS_DAY = date(2027, 1, 1)  # the door matrix's day: "last month" and "last week" cross a year
+
+
+def noon(day: date) -> float:
+    """POSIX seconds of `day` at noon, local time: the `now` a test asks its questions at."""
+    return datetime(day.year, day.month, day.day, 12).timestamp()
+
+
+def note_days(root: Path) -> set[date]:
+    """The days a workspace already has daily notes of (memory/YYYY-MM-DD.md)."""
+    days = set()
+    for note in (root / "memory").glob("*.md"):
+        try:
+            days.add(date.fromisoformat(note.stem[:10]))
+        except ValueError:
+            pass
+    return days
 
 
 @dataclass(frozen=True)
@@ -37,8 +58,7 @@ def _empty_day(today: date, taken: set[date]) -> date:
     raise AssertionError("no free day")
 
 
-def write_time_workspace(root: Path, today: date | None = None, *, with_memory_md: bool = True) -> TimeWorkspace:
-    today = today or date.today()
+def write_time_workspace(root: Path, today: date, *, with_memory_md: bool = True) -> TimeWorkspace:
     monday = today - timedelta(days=today.weekday())
     notes: dict[date, str] = {
         today: "- 10:00 Lea found a memory leak in the upload service and sent a patch.\n",
@@ -54,7 +74,7 @@ def write_time_workspace(root: Path, today: date | None = None, *, with_memory_m
     # A September-like note, two months back, about a decision postponed into last month.
     two_back = (_last_month_day(today, 1) - timedelta(days=1)).replace(day=15)
     notes[two_back] = notes.get(two_back, "") + f"- 17:00 The vote on the schema was postponed to {_last_month_day(today, 12).strftime('%B')} 12; we decide then.\n"
-    empty = _empty_day(today, set(notes))
+    empty = _empty_day(today, set(notes) | note_days(root))  # no day of the workspace's own notes either
     near = empty - timedelta(days=3)
     notes[near] = notes.get(near, "") + "- 09:30 Wrote the quarterly report draft and sent it to Priya.\n"
     far = today - timedelta(days=300)

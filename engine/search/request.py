@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..text import has_cjk
+from . import clock
 from .fts_query import MAX_QUERY_CHARS, clean_query
 from .modes import parse_search_mode
 from .time_only import NEARBY_DAYS, names_only_a_time
@@ -53,6 +54,7 @@ class SearchRequest:
         """ValueError for a mode or a since/until that cannot be read (`BadTimeBound` names which),
         before any work."""
         requested = parse_search_mode(mode)
+        now = clock.now() if now is None else now  # one moment for the whole request ($MEMSIFT_NOW or the clock)
         hemisphere = config.time.hemisphere
         time_filter = time_filter_for(since, until, now, hemisphere=hemisphere)
         query = (query or "")[:MAX_QUERY_CHARS]

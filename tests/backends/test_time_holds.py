@@ -3,7 +3,8 @@ holds"): the time named is a rule the keyword rescue, the evidence ranker and th
 the words that name the time are no topic; a window without notes says so and shows only the days
 around it; a window with more days than are shown says how to see them all.
 
-The workspace's dates are relative to today (tests/time_workspace.py). The doors (cold CLI,
+The workspace's dates are relative to a fixed day, asked as of that day (tests/time_workspace.py):
+builtin on every day of FIXED_DAYS (month and year ends), the other backends on one. The doors (cold CLI,
 resident helper, watch, MCP stdio and HTTP, API) are in tests/test_doors.py."""
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import pytest
 
 from helpers import backend_memory, make_settings
 from memsift.engine import open_manager
-from time_workspace import topic_questions, write_time_workspace
+from time_workspace import FIXED_DAYS, noon, topic_questions, write_time_workspace
 
 BACKENDS = ["builtin", "postgres", "lancedb", "qmd"]
+CASES = [("builtin", day) for day in FIXED_DAYS] + [(b, FIXED_DAYS[3]) for b in BACKENDS[1:]]
 
 
 def _whole_window_question(tw) -> str:
@@ -32,26 +34,28 @@ async def _answers(settings, tw) -> dict:
              "lonely": (f"what did I do on {lonely.strftime('%B')} {lonely.day}, {lonely.year}?", {}),
              "cut": (_whole_window_question(tw), {"max_results": 2})}
     manager = open_manager(settings)
+    now = noon(tw.today)
     try:
         await manager.sync(reason="test")
-        answers = {key: await manager.search(q, **opts) for key, (q, opts) in asks.items()}
+        answers = {key: await manager.search(q, now=now, **opts) for key, (q, opts) in asks.items()}
         days = answers["cut"].time_window_days or 0
-        answers["whole"] = await manager.search(_whole_window_question(tw), max_results=max(1, days))
+        answers["whole"] = await manager.search(_whole_window_question(tw), now=now, max_results=max(1, days))
         return answers
     finally:
         await manager.aclose()
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="module", params=CASES, ids=[f"{b}-{d}" for b, d in CASES])
 def timed(request, tmp_path_factory):
-    memory = backend_memory(request.param)
-    if request.param == "qmd":  # QMD's own cap (6) would stop a whole window of 10 days
+    backend, day = request.param
+    memory = backend_memory(backend)
+    if backend == "qmd":  # QMD's own cap (6) would stop a whole window of 10 days
         memory["qmd"] = {**memory.get("qmd", {}), "limits": {**memory.get("qmd", {}).get("limits", {}), "maxResults": 20}}
-    root = tmp_path_factory.mktemp(f"time-{request.param}")
-    tw = write_time_workspace(root / "ws")
+    root = tmp_path_factory.mktemp(f"time-{backend}")
+    tw = write_time_workspace(root / "ws", day)
     # QMD searches with its own BM25 here: its hybrid `query` loads models of its own, past the test's budget.
-    settings = make_settings(root, tw.root, {"provider": "none" if request.param == "qmd" else "local"}, memory=memory)
-    return request.param, tw, anyio.run(_answers, settings, tw)
+    settings = make_settings(root, tw.root, {"provider": "none" if backend == "qmd" else "local"}, memory=memory)
+    return backend, tw, anyio.run(_answers, settings, tw)
 
 
 def _day(path: str) -> date:
