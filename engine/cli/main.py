@@ -19,11 +19,14 @@ from typing import Any, Awaitable, Callable, Iterator
 import anyio
 import click
 
-from ..errors import ConfigError, MemsiftError
+from ..errors import CommandTimeout, ConfigError, MemsiftError
 from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key
 from ..secrets import redact, url_without_password
+from ..stopping import exit_within
 from .options import PARITY_SIDE, build_request, cli_search_request, group_params, model_options, scoped_request, search_params
 from .output import EXIT_CODES, exit_code, json_text, search_output
+
+CLOSE_AFTER_TIMEOUT_S = 1.0  # a command out of time waits this long for its work to stop, then exits
 
 __all__ = ["main", "cli", "EXIT_CODES", "exit_code", "search_output"]
 
@@ -95,9 +98,12 @@ class _Ctx:
         from ..limits import budget_s, progressed, run_within, stall_s  # noqa: PLC0415
         from .progress import progress_display  # noqa: PLC0415
 
+        started = time.monotonic()  # the budget counts the config's loading too
         settings = self.settings()
+        timed_out = False
 
         async def go() -> Any:
+            nonlocal timed_out
             with progress_display(always=bool(progress), workspace=settings.workspace) if progress is not False \
                     else nullcontext() as cb:
 
@@ -110,12 +116,20 @@ class _Ctx:
                 try:
                     if command is None:
                         return await fn(manager)
-                    return await run_within(lambda: fn(manager), command=command, budget=budget_s(settings, command, self.timeout),
-                                            stall=stall_s(settings) if command == "index" else None,
-                                            say=lambda line: click.echo(line, err=True),
-                                            budget_from="--timeout" if self.timeout else "memory.limits")
+                    try:
+                        return await run_within(lambda: fn(manager), command=command,
+                                                budget=budget_s(settings, command, self.timeout),
+                                                stall=stall_s(settings) if command == "index" else None,
+                                                say=lambda line: click.echo(line, err=True),
+                                                budget_from="--timeout" if self.timeout else "memory.limits",
+                                                started=started)
+                    except CommandTimeout:
+                        timed_out = True
+                        raise
                 finally:
-                    with anyio.CancelScope(shield=True):
+                    with anyio.CancelScope(shield=True) as closing:
+                        if timed_out:  # out of time: work still stuck (a hanging endpoint) is left, not waited for
+                            closing.deadline = anyio.current_time() + CLOSE_AFTER_TIMEOUT_S
                         await manager.aclose()
 
         return anyio.run(go)
@@ -135,7 +149,14 @@ def cli(ctx: click.Context, workspace: str | None, agent: str | None, config_pat
             check_duration(timeout, bare_unit="s")
         except ValueError:
             raise click.BadParameter(f"{timeout!r} is not a duration: use seconds (90) or a number with a unit "
-                                     "(90s, 5m, 1h)", param_hint="--timeout / $MEMSIFT_TIMEOUT") from None
+                                     "(90s, 5m, 1h), at most 100 years; 0 for no budget",
+                                     param_hint="--timeout / $MEMSIFT_TIMEOUT") from None
+    try:
+        from ..search.clock import now  # noqa: PLC0415
+
+        now()
+    except ValueError as exc:  # $MEMSIFT_NOW is no moment: said before any work
+        raise click.UsageError(str(exc)) from None
     configure_logging(verbose)
     ctx.obj = _Ctx(workspace, agent, config_path, backend, openclaw_config, timeout)
 
@@ -505,16 +526,23 @@ def resident_helper(obj: _Ctx) -> None:
 @click.option("--session-key", callback=_session_key, help="Session key for every call (scope rules, citations); wins over a per-call key.")
 @click.option("--max-chars", type=click.IntRange(min=200), help="Bound on each answer (default memory.qmd.limits.maxInjectedChars).")
 @click.option("--no-watch", is_flag=True, help="Do not keep the index fresh in the background.")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="With --http: a host name clients may send in Host/Origin besides loopback ones and the bound "
+                   "address (repeatable; '*' turns the DNS-rebinding check off, for a proxy that makes its own).")
 @click.pass_obj
-def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None, max_chars: int | None, no_watch: bool) -> None:
-    """Serve memory_search, memory_get and memory_status over MCP (needs the `mcp` extra)."""
+def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None, max_chars: int | None, no_watch: bool,
+        allow_hosts: tuple[str, ...]) -> None:
+    """Serve memory_search, memory_get and memory_status over MCP (stdio, or streamable HTTP with --http)."""
     from importlib.util import find_spec  # noqa: PLC0415
 
     if find_spec("mcp") is None:  # not imported here: the SDK takes over a second to load (after the handshake)
         click.echo("memsift: the MCP server needs the MCP SDK, which this install lacks: pip install 'mcp>=2'", err=True)
         sys.exit(EXIT_CODES["usage"])
-    if use_http and host not in ("127.0.0.1", "localhost", "::1"):
-        click.echo(f"memsift: warning: serving memory without authentication on {host}:{port}", err=True)
+    from ..mcp.http import is_loopback  # noqa: PLC0415
+
+    if use_http and not is_loopback(host):
+        click.echo(f"memsift: warning: serving memory without authentication on {host}:{port}; requests must name "
+                   "a loopback host, the bound address or an --allow-host name", err=True)
     from ..mcp.serving import serve  # noqa: PLC0415
     from .resident_server import serve_resident  # noqa: PLC0415
 
@@ -524,7 +552,7 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
     with _errors_to_exit():
         anyio.run(lambda: serve(obj.settings, backend=obj.backend, transport="http" if use_http else "stdio", host=host,
                                 port=port, session_key=session_key, max_chars=max_chars, fresh=not no_watch,
-                                also_serve=terminal))
+                                also_serve=terminal, allow_hosts=allow_hosts))
 
 
 @cli.command()
@@ -663,7 +691,9 @@ def _whole_numbers(value: Any) -> Any:
 
 def _terminated(signum: int, _frame: Any) -> None:
     """SIGTERM unwinds like Ctrl-C: running work is cancelled and every child process group is
-    ended on the way out (a QMD wrapper script's children too), instead of the process vanishing."""
+    ended on the way out (a QMD wrapper script's children too), instead of the process vanishing;
+    and it is gone within 1.5 s whatever holds it (engine/stopping.py)."""
+    exit_within(signum)
     raise SystemExit(128 + signum)
 
 

@@ -6,22 +6,59 @@ authority is parsed strictly, before any request reaches the SDK: a host name or
 at most a port of digits; on a loopback bind the host must be a loopback name and the port the
 one the server listens on (read from the connection, so `--port 0` works). An Origin must be
 exactly `http(s)://<such an authority>`: no user info, no path.
+
+The check is judged by the address, not its spelling: a bind to any loopback address (127.0.0.2,
+`::ffff:127.0.0.1`) keeps it, and so does a wildcard or LAN bind (0.0.0.0, ::, 192.168.1.5), where
+the names a client may use are loopback ones, the bound address itself and those the operator
+allows (`--allow-host`; `*` turns the check off, for a proxy that does its own). A Host that is a
+loopback address literal is always fine: a page rebound from another name sends that name.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
-from typing import Any
+from typing import Any, Iterable
 
 from ..logging import get_logger
 
-__all__ = ["StrictAuthority", "serve_http", "LOOPBACK_HOSTS"]
+__all__ = ["StrictAuthority", "serve_http", "LOOPBACK_HOSTS", "is_loopback", "allowed_hosts_for"]
 
 log = get_logger("memsift.mcp")
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
 _AUTHORITY = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::(?P<port>[0-9]{1,5}))?")
 _ORIGIN = re.compile(r"(?P<scheme>https?)://(?P<authority>[^/?#@\s]+)")
+
+
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def is_loopback(host: str) -> bool:
+    """`localhost`, or an address on the loopback network however it is spelt (127.0.0.2, ::1,
+    `::ffff:127.0.0.1`, `[::1]`)."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    addr = _address(host)
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    return addr is not None and addr.is_loopback
+
+
+def allowed_hosts_for(bind: str, extra: Iterable[str] = ()) -> frozenset[str] | None:
+    """The host names a request may name when the server binds `bind`: loopback names, a specific
+    bound address itself, and the operator's `extra` names; None only when `extra` holds `*`."""
+    names = {h.strip().lower() for h in extra if h.strip()}
+    if "*" in names:
+        return None
+    addr = _address(bind)
+    if addr is not None and not addr.is_unspecified and not is_loopback(bind):  # a LAN address: its own literal
+        names.add(f"[{addr.compressed}]" if addr.version == 6 else addr.compressed)
+    return frozenset(LOOPBACK_HOSTS | names)
 
 
 def _authority(text: str) -> tuple[str, int | None] | None:
@@ -43,9 +80,13 @@ class StrictAuthority:
         if parsed is None:
             return False
         host, given = parsed
-        if self.allowed_hosts is None:  # a non-loopback bind: behind the operator's proxy, any well-formed name
+        if self.allowed_hosts is None:  # `--allow-host '*'`: the operator's proxy decides
             return True
-        return host in self.allowed_hosts and (port is None or (given if given is not None else default_port) == port)
+        if host not in self.allowed_hosts and not is_loopback(host):
+            return False
+        if host not in LOOPBACK_HOSTS and not is_loopback(host):  # a name the operator allows: any port (a proxy's)
+            return True
+        return port is None or (given if given is not None else default_port) == port
 
     def check(self, headers: dict[str, str], server_port: int | None) -> tuple[int, str] | None:
         """(status, reason) when the request must be refused, else None."""
@@ -82,12 +123,18 @@ class StrictAuthority:
         await self.app(scope, receive, send)
 
 
-async def serve_http(server: Any, *, host: str, port: int) -> None:
+async def serve_http(server: Any, *, host: str, port: int, allow_hosts: Iterable[str] = ()) -> None:
     """The SDK's streamable HTTP app (JSON answers) behind `StrictAuthority`, served by uvicorn."""
     import uvicorn  # noqa: PLC0415  (the MCP SDK brings it)
 
-    app = server.streamable_http_app(json_response=True, host=host)
-    loopback = host in ("127.0.0.1", "localhost", "::1")
-    guarded = StrictAuthority(app, allowed_hosts=LOOPBACK_HOSTS if loopback else None)
+    from mcp.server.transport_security import TransportSecuritySettings  # noqa: PLC0415
+
+    # StrictAuthority makes the check, by address; the SDK's own (by spelling, prefix-matched) is off.
+    app = server.streamable_http_app(json_response=True, host=host, transport_security=TransportSecuritySettings(
+        enable_dns_rebinding_protection=False))
+    allowed = allowed_hosts_for(host, allow_hosts)
+    if allowed is None:
+        log.warning("HTTP Host/Origin check off (--allow-host '*'): put a proxy that checks them in front")
+    guarded = StrictAuthority(app, allowed_hosts=allowed)
     config = uvicorn.Config(guarded, host=host, port=port, log_level=server.settings.log_level.lower())
     await uvicorn.Server(config).serve()

@@ -8,7 +8,10 @@ waits for them. SIGTERM and SIGINT end the server promptly, children and all:
   manager closes its subprocesses and the index on the way out;
 - while it loads (the config, the SDK: synchronous work), the signal ends the process at once,
   since nothing is open yet;
-- nothing reads the wire in a thread that could keep the process alive (stdio.py).
+- nothing reads the wire in a thread that could keep the process alive (stdio.py);
+- and whatever it is doing, the process is gone 1.5 s after the signal (engine/stopping.py): on a
+  busy machine a cancellation only lands at the next `await`, which synchronous work (importing
+  the SDK, building the model's int8 graph, a close that waits for a sync) held off for 5–12 s.
 
 The exit status is 128 + the signal's number (143 for SIGTERM), as for a process the signal ended.
 """
@@ -18,6 +21,8 @@ from __future__ import annotations
 import signal
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Literal
+
+from ..stopping import exit_within
 
 if TYPE_CHECKING:
     from ..config import ResolvedConfig
@@ -29,8 +34,6 @@ __all__ = ["serve", "Transport", "AlsoServe"]
 Transport = Literal["stdio", "http"]
 AlsoServe = Callable[["SearchManager", "ResolvedConfig"], Coroutine[Any, Any, None]]
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-
 class _Stopper:
     """The process's SIGTERM/SIGINT handler while it serves: cancels the scope it is given (from
     the signal handler, through the loop), or, with no scope (synchronous loading), exits."""
@@ -44,18 +47,27 @@ class _Stopper:
             signal.signal(sig, self._handle)
 
     def _handle(self, signum: int, _frame: Any) -> None:
+        if self.signum is None:  # the first signal: the process ends within the grace, whatever holds it
+            exit_within(signum)
         self.signum = signum
         if self._scope is None:
             raise SystemExit(128 + signum)
         self._loop.call_soon_threadsafe(self._scope.cancel)
 
+    def unguard(self) -> None:
+        """The next signal exits (a signal already had: nothing more now; the caller is ending)."""
+        self._scope = None
+
     def guard(self, scope: Any) -> None:
-        """`scope` is cancelled by the next signal (None: the next signal exits)."""
+        """`scope` is cancelled by the next signal (None: the next signal exits). A signal that came
+        while the previous scope was ending (its cancel landed on nothing) acts now."""
         import asyncio  # noqa: PLC0415
 
         self._loop = asyncio.get_running_loop()
         self._scope = scope
-        if scope is not None and self.signum is not None:
+        if self.signum is not None:
+            if scope is None:
+                raise SystemExit(128 + self.signum)
             scope.cancel()
 
     def restore(self) -> None:
@@ -69,7 +81,8 @@ class _Stopper:
 
 async def serve(load_settings: Callable[[], ResolvedConfig], *, backend: str | None = None, transport: Transport = "stdio",
                 host: str = "127.0.0.1", port: int = 8765, session_key: str | None = None,
-                max_chars: int | None = None, fresh: bool = True, also_serve: AlsoServe | None = None) -> None:
+                max_chars: int | None = None, fresh: bool = True, also_serve: AlsoServe | None = None,
+                allow_hosts: tuple[str, ...] = ()) -> None:
     """Serve MCP until the transport ends or the process is told to stop. `load_settings` is
     called once, after the stdio handshake (its ConfigError ends the server with its message).
     `also_serve(manager, settings)` runs beside it while the index is kept fresh: the CLI passes
@@ -91,7 +104,8 @@ async def serve(load_settings: Callable[[], ResolvedConfig], *, backend: str | N
             if waiting.cancel_called:
                 return
         await _serve(load_settings(), stopper, backend=backend, wire=wire, host=host, port=port,
-                     session_key=session_key, max_chars=max_chars, fresh=fresh, also_serve=also_serve)
+                     session_key=session_key, max_chars=max_chars, fresh=fresh, also_serve=also_serve,
+                     allow_hosts=allow_hosts)
     finally:
         stopper.restore()
         if wire is not None:
@@ -101,7 +115,7 @@ async def serve(load_settings: Callable[[], ResolvedConfig], *, backend: str | N
 
 async def _serve(settings: ResolvedConfig, stopper: _Stopper, *, backend: str | None, wire: StdioWire | None, host: str,
                  port: int, session_key: str | None, max_chars: int | None, fresh: bool,
-                 also_serve: AlsoServe | None) -> None:
+                 also_serve: AlsoServe | None, allow_hosts: tuple[str, ...] = ()) -> None:
     """Open the manager, keep it fresh, and serve until the transport ends or is cancelled."""
     import anyio  # noqa: PLC0415
 
@@ -128,9 +142,9 @@ async def _serve(settings: ResolvedConfig, stopper: _Stopper, *, backend: str | 
             else:
                 from .http import serve_http  # noqa: PLC0415
 
-                await serve_http(server, host=host, port=port)
+                await serve_http(server, host=host, port=port, allow_hosts=allow_hosts)
             tg.cancel_scope.cancel()
     finally:
-        stopper.guard(None)
+        stopper.unguard()  # a signal now exits (the grace's timer ends a close that hangs)
         with anyio.CancelScope(shield=True):
             await manager.aclose()
