@@ -22,6 +22,18 @@ def main() -> None:
     code = try_resident(sys.argv[1:])
     if code is not None:
         sys.exit(code)
+    if _serves_stdio_mcp(sys.argv[1:]):  # the client's `initialize` answered before the CLI loads (handshake.py)
+        import signal  # noqa: PLC0415
+
+        from .. import stopping  # noqa: F401, PLC0415  (the handlers' import, done now)
+        from ..mcp.handshake import answer_before_loading  # noqa: PLC0415
+
+        # Ctrl-C while the client is awaited or the CLI, the config and the SDK load: a quiet exit 130, as
+        # once it serves (not a KeyboardInterrupt traceback, nor click's "Aborted!" and 1). The server's
+        # own handler replaces it.
+        signal.signal(signal.SIGINT, _interrupted)
+        signal.signal(signal.SIGTERM, _interrupted)  # as main.py's own, installed here before the wait
+        answer_before_loading()
     import gc  # noqa: PLC0415
 
     # Importing makes only long-lived objects (modules, classes, pydantic schemas): no collection
@@ -37,6 +49,28 @@ def main() -> None:
     except SystemExit as exc:
         _exit_now(exc.code)
     _exit_now(0)
+
+
+def _interrupted(signum: int, _frame: object) -> None:
+    from ..stopping import exit_within  # noqa: PLC0415  (imported before the handler is installed)
+
+    exit_within(signum)
+    raise SystemExit(128 + signum)
+
+
+def _serves_stdio_mcp(argv: list[str]) -> bool:
+    """`memsift [group options] mcp [options]` over stdio, from a client (stdin is no terminal)."""
+    import os  # noqa: PLC0415
+
+    from .resident import command_index  # noqa: PLC0415
+
+    at = command_index(argv)
+    if at is None or argv[at] != "mcp" or any(a in ("--http", "-h", "--help") for a in argv[at + 1:]):
+        return False
+    try:
+        return not os.isatty(0)
+    except OSError:
+        return False
 
 
 def _exit_now(code: object) -> None:

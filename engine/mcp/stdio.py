@@ -32,7 +32,7 @@ import anyio
 import anyio.lowlevel
 
 from ..logging import get_logger
-from .handshake import REPLAY_ID, EarlyHandshake, answer_initialize
+from .handshake import REPLAY_ID, EarlyHandshake, answer_initialize, take_early
 
 __all__ = ["StdioWire", "check_line", "MAX_LINE_BYTES", "PARSE_ERROR", "INVALID_REQUEST", "INVALID_PARAMS"]
 
@@ -186,6 +186,10 @@ class _Lines:
     def __init__(self, io: _FdIO) -> None:
         self._io, self._buf, self._eof = io, bytearray(), False
 
+    def prefill(self, data: bytes) -> None:
+        """Bytes read from the descriptor before this reader existed, read first."""
+        self._buf[:0] = data
+
     async def readline(self, limit: int) -> bytes:
         while True:
             newline = self._buf.find(b"\n", 0, limit)
@@ -225,6 +229,20 @@ def _answers_replay(text: str) -> bool:
         return False
 
 
+async def _refused_oversize(line: bytes, lines: _Lines, out: _SerialOut) -> bool:
+    """A line over MAX_LINE_BYTES: the rest of it is read and dropped (never kept), and one error
+    answers it. False for a line within the limit."""
+    if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):  # (readline's limit is MAX_LINE_BYTES + 1)
+        return False
+    head = line[:4096]
+    while line and not line.endswith(b"\n"):
+        line = await lines.readline(2**20)
+    log.warning("an MCP message over the size limit was refused", limit=MAX_LINE_BYTES)
+    await out.write(_error(_id_from_text(head), INVALID_REQUEST, f"Invalid Request: the message is over {MAX_LINE_BYTES} bytes")
+                    + "\n")
+    return True
+
+
 class _GuardedIn:
     """stdin as the SDK reads it (an async iterator of lines), with malformed lines answered here;
     the `initialize` already answered early (if any) comes first, as the SDK must see it."""
@@ -239,13 +257,7 @@ class _GuardedIn:
             line = await self._lines.readline(MAX_LINE_BYTES + 1)
             if not line:
                 return
-            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-                head = line[:4096]
-                while line and not line.endswith(b"\n"):  # the rest of the line, never kept
-                    line = await self._lines.readline(2**20)
-                log.warning("an MCP message over the size limit was refused", limit=MAX_LINE_BYTES)
-                await self._out.write(_error(_id_from_text(head), INVALID_REQUEST,
-                                             f"Invalid Request: the message is over {MAX_LINE_BYTES} bytes") + "\n")
+            if await _refused_oversize(line, self._lines, self._out):
                 continue
             yield line
 
@@ -288,11 +300,21 @@ class StdioWire:
 
     async def handshake(self) -> EarlyHandshake | None:
         """Wait for the client's first message; an `initialize` is answered at once (handshake.py),
-        before anything heavy is loaded. Whatever it was, the SDK sees it first."""
+        before anything heavy is loaded (when the CLI's entry point did not already: `take_early`).
+        Whatever it was, the SDK sees it first; a first line over the limit gets one error, as any."""
+        read = take_early()
+        if read is not None:
+            self._lines.prefill(read.rest)
+            if read.line is not None:
+                self.early = read.early
+                self._first.append(read.early.replay.encode() + b"\n" if read.early else read.line)
+                return self.early
         line = await self._lines.readline(MAX_LINE_BYTES + 1)
         if not line:
             return None
-        self.early = answer_initialize(line) if len(line) <= MAX_LINE_BYTES else None
+        if await _refused_oversize(line, self._lines, self._out):
+            return None
+        self.early = answer_initialize(line)
         if self.early is not None:
             await self._out.write(self.early.answer + "\n")
             self._first.append(self.early.replay.encode() + b"\n")

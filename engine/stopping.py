@@ -1,0 +1,70 @@
+"""A process told to stop is gone within a grace period, whatever it is doing.
+
+A signal's handler runs only between bytecodes of the main thread, and the cancellation it starts
+lands only at the next `await`: synchronous work (importing the MCP SDK, building the model's int8
+graph, a close that waits for a sync thread, an interpreter exit joining a worker thread) held
+`memsift mcp` for 5-12 s, once for a minute, on a busy machine. So the first SIGTERM or SIGINT also
+starts a daemon timer; when it fires, the process's own children (a QMD sidecar, in a process
+group of its own) are killed and the process exits with 128 + the signal's number. Nothing is lost
+by it: the Markdown files are never written, and the index and the model cache are written
+atomically (SQLite's journal; a temporary name, renamed).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+__all__ = ["exit_within", "own_children", "GRACE_S"]
+
+GRACE_S = 1.5  # a signalled memsift is gone by then, whatever it was doing
+
+_armed: list[threading.Timer] = []
+
+
+def own_children() -> list[int]:
+    """This process's children (from /proc; none where there is no /proc)."""
+    me, found = os.getpid(), list[int]()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()  # after the command name, which may hold spaces
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.append(int(entry))
+    return found
+
+
+def _end_now(signum: int, grace_s: float) -> None:
+    for child in own_children():
+        try:
+            if os.getpgid(child) == child:  # a group of its own: the sidecar and what it started
+                os.killpg(child, signal.SIGKILL)
+            else:
+                os.kill(child, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        os.write(2, f"memsift: stopped by signal {signum} (its work did not end within {grace_s:g} s)\n".encode())
+    except OSError:
+        pass
+    os._exit(128 + signum)
+
+
+def exit_within(signum: int, grace_s: float = GRACE_S) -> None:
+    """The process exits `grace_s` from now unless it has by then (armed once; later calls do nothing)."""
+    if _armed:
+        return
+    timer = threading.Timer(grace_s, _end_now, args=(signum, grace_s))
+    timer.daemon = True
+    _armed.append(timer)
+    timer.start()
