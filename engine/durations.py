@@ -8,6 +8,13 @@ __all__ = ["parse_duration_ms", "check_duration", "DURATION_FORMS"]
 
 _PART_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+MAX_DURATION_MS = 36_500 * 86_400_000  # 100 years: longer is a typo, and past it timers overflow
+
+
+def _bounded(ms: float) -> int:
+    if not ms <= MAX_DURATION_MS:  # also NaN
+        raise ValueError(f"a duration of at most 36500d (100 years): use {DURATION_FORMS}")
+    return int(ms)
 DURATION_FORMS = "a number with a unit (ms, s, m, h, d) such as 30s, 5m or 1h30m, 0s to turn it off, or a bare number of minutes"
 
 
@@ -19,7 +26,7 @@ def check_duration(value: str | float | int, *, bare_unit: str = "m") -> int:
     if isinstance(value, (int, float)):
         if value < 0:
             raise ValueError(f"a duration cannot be negative: use {DURATION_FORMS}")
-        return int(value * _UNIT_MS[bare_unit])
+        return _bounded(value * _UNIT_MS[bare_unit])
     text = value.strip().lower()
     if text and " " not in text:
         try:
@@ -32,10 +39,10 @@ def check_duration(value: str | float | int, *, bare_unit: str = "m") -> int:
                 total += float(m.group(1)) * _UNIT_MS[m.group(2)]
                 pos = m.end()
             if pos == len(text):
-                return int(total)
+                return _bounded(total)
         else:
             if number >= 0:
-                return int(number * _UNIT_MS[bare_unit])
+                return _bounded(number * _UNIT_MS[bare_unit])
     raise ValueError(f"not a duration: use {DURATION_FORMS}")
 
 

@@ -78,19 +78,26 @@ def stall_s(settings: Any) -> float | None:
     return check_duration(value, bare_unit="s") / 1000 or None
 
 
+def _seconds(value: float) -> str:
+    """`0.5 s`, `30 s`: a short budget is not told as "0 s"."""
+    return f"{value:.0f} s" if value >= 10 else f"{value:.2g} s"
+
+
 def _waiting_words() -> str:
     wait = current_wait()
     return f"waiting on {wait[0]} for {time.monotonic() - wait[1]:.0f} s" if wait else "working"
 
 
 async def run_within(fn: Callable[[], Awaitable[Any]], *, command: str, budget: float | None, stall: float | None = None,
-                     say: Callable[[str], None] | None = None, budget_from: str = "memory.limits") -> Any:
+                     say: Callable[[str], None] | None = None, budget_from: str = "memory.limits",
+                     started: float | None = None) -> Any:
     """`fn()` within `budget` seconds (and `stall` seconds without progress); `say` gets a line while
-    nothing moves for QUIET_S."""
-    started = time.monotonic()
+    nothing moves for QUIET_S. `started` (monotonic): when the command began, if before this call
+    (its config was loaded first: that time counts too)."""
+    started = time.monotonic() if started is None else started
     progressed()
     outcome: dict[str, Any] = {}
-    every = min(QUIET_S, *(b / 3 for b in (budget, stall) if b))  # a short budget is told of too
+    every = min([QUIET_S, *(b / 3 for b in (budget, stall) if b)])  # a short budget is told of too
 
     async def watchdog(scope: anyio.CancelScope) -> None:
         told = started
@@ -100,9 +107,9 @@ async def run_within(fn: Callable[[], Awaitable[Any]], *, command: str, budget: 
             quiet = now - max(last_progress(), started)
             if budget is not None and now - started >= budget:
                 source = f"memory.limits.{command}" if budget_from == "memory.limits" else budget_from
-                outcome["why"] = f"it ran out of its {budget:.0f} s budget ({source})"
+                outcome["why"] = f"it ran out of its {_seconds(budget)} budget ({source})"
             elif stall is not None and quiet >= stall:
-                outcome["why"] = f"nothing moved for {stall:.0f} s (memory.limits.stall)"
+                outcome["why"] = f"nothing moved for {_seconds(stall)} (memory.limits.stall)"
             if "why" in outcome:
                 outcome["waiting"] = _waiting_words()
                 scope.cancel()
@@ -126,6 +133,6 @@ async def run_within(fn: Callable[[], Awaitable[Any]], *, command: str, budget: 
         raise failed[0]
     # Only reached when the watchdog cancelled the work.
     raise CommandTimeout(
-        f"{command} gave up after {time.monotonic() - started:.0f} s: {outcome['why']}, {outcome['waiting']}. "
+        f"{command} gave up after {_seconds(time.monotonic() - started)}: {outcome['why']}, {outcome['waiting']}. "
         "Nothing was lost: the Markdown files are untouched and the index keeps what it held; run it again "
         "when that answers, or give it longer (--timeout, memory.limits)")

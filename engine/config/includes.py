@@ -5,7 +5,9 @@
   list of files is deep-merged in order; keys beside `$include` are merged over the result.
 - Paths are relative to the including file and must stay inside the top config file's folder
   (or a folder of `$OPENCLAW_INCLUDE_ROOTS`, absolute paths separated by `:`); at most 10
-  levels deep, 2 MB a file; a file that includes itself (directly or not) is an error.
+  levels deep, 2 MB a file, and at most 64 files and 8 MB read in all (a fan-out of 8 files 6
+  levels deep is 300,000 reads: it is refused at the 65th, not read for minutes); a file that
+  includes itself (directly or not) is an error.
 - `${NAME}` in a string (upper-case names only) is the variable's value; `$${NAME}` is the text
   `${NAME}`. A variable that is unset or empty stays as written, and is reported.
 """
@@ -19,10 +21,13 @@ from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError
 
-__all__ = ["resolve_includes", "substitute_env", "MAX_INCLUDE_DEPTH", "MAX_INCLUDE_BYTES"]
+__all__ = ["resolve_includes", "substitute_env", "MAX_INCLUDE_DEPTH", "MAX_INCLUDE_BYTES", "MAX_INCLUDED_FILES",
+           "MAX_INCLUDED_BYTES"]
 
 MAX_INCLUDE_DEPTH = 10
-MAX_INCLUDE_BYTES = 2 * 2**20
+MAX_INCLUDE_BYTES = 2 * 2**20  # one file
+MAX_INCLUDED_FILES = 64  # files read in all (one file included twice counts twice: it is read twice)
+MAX_INCLUDED_BYTES = 8 * 2**20  # bytes read in all
 _VAR = re.compile(r"\$(\$?)\{([A-Z_][A-Z0-9_]*)\}")
 
 
@@ -48,6 +53,18 @@ def resolve_includes(data: Any, *, config_file: Path, env: Mapping[str, str],
     """`data` with every `$include` replaced by what it names. `read(path, where)` parses one
     included file (JSON5, bounded) and raises ConfigError naming `where` when it cannot."""
     roots = _roots(config_file, env)
+    total = {"files": 0, "bytes": 0}
+
+    def count(target: Path, where: str) -> None:
+        total["files"] += 1
+        try:
+            total["bytes"] += os.stat(target).st_size
+        except OSError:
+            pass  # read() says what is wrong with it
+        if total["files"] > MAX_INCLUDED_FILES or total["bytes"] > MAX_INCLUDED_BYTES:
+            raise ConfigError(f"{where}.$include: the includes read over {MAX_INCLUDED_FILES} files or "
+                              f"{MAX_INCLUDED_BYTES // 2**20} MB in all ({total['files']} files, {total['bytes']:,} bytes "
+                              "so far); include fewer files, or each once", key_path=where)
 
     def include(spec: Any, holder: Path, where: str, chain: tuple[Path, ...]) -> Any:
         specs = spec if isinstance(spec, list) else [spec]
@@ -66,6 +83,7 @@ def resolve_includes(data: Any, *, config_file: Path, env: Mapping[str, str],
                                   key_path=where)
             if len(chain) > MAX_INCLUDE_DEPTH:
                 raise ConfigError(f"{where}.$include: includes nest over {MAX_INCLUDE_DEPTH} levels deep", key_path=where)
+            count(target, where)
             value = walk(read(target, f"{where}.$include ({raw})"), target, where, (*chain, target))
             merged = value if merged is None else _merge(merged, value)
         return merged

@@ -163,3 +163,53 @@ def test_a_bad_budget_is_refused_where_it_is_written(tmp_path):
     assert done.returncode == 2 and "'soon' is not a duration" in done.stderr, done.stderr
     done, _ = _cli(_config(tmp_path, ws, limits={"index": "a while"}), _env(tmp_path), "index")
     assert done.returncode == 3 and "memory.limits.index" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("how", ["--timeout", "MEMSIFT_TIMEOUT"])
+def test_a_zero_budget_is_no_budget_and_a_huge_one_is_refused(tmp_path, how):
+    # `--timeout 0` and `MEMSIFT_TIMEOUT=0` were a TypeError traceback, `--timeout 1e308` an OverflowError.
+    ws = _workspace(tmp_path)
+    cfg = _config(tmp_path, ws)
+
+    def with_budget(value: str, *args: str) -> subprocess.CompletedProcess:
+        if how == "--timeout":
+            return _cli(cfg, _env(tmp_path), "--timeout", value, *args)[0]
+        return _cli(cfg, _env(tmp_path, MEMSIFT_TIMEOUT=value), *args)[0]
+
+    for off in ("0", "0s"):
+        done = with_budget(off, "search", "Lena birthday", "--json")
+        assert done.returncode == 0 and json.loads(done.stdout)["results"], done.stderr[-1500:]
+    for huge in ("1e308", "inf", "nan", "99999999999d"):
+        done = with_budget(huge, "status")
+        assert done.returncode == 2 and "is not a duration" in done.stderr, (huge, done.stderr[-1500:])
+
+
+def test_a_short_budget_with_a_hanging_endpoint_ends_near_it_and_says_it(tmp_path, hanging_endpoint):
+    # `--timeout 0.5` took 32.7 s (closing waited 30 s for a sync stuck on the endpoint) and said "0 s budget".
+    ws = _workspace(tmp_path)
+    keyword = _config(tmp_path, ws)
+    assert _cli(keyword, _env(tmp_path), "index")[0].returncode == 0
+    cfg = _config(tmp_path, ws, endpoint=hanging_endpoint)
+    (ws / "memory" / "2026-11-30.md").write_text("# 2026-11-30\n\n- A new note, so the search syncs first.\n")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "--timeout", "0.5", "search",
+                           "Lena birthday"], capture_output=True, text=True, env=_env(tmp_path), timeout=20)  # 20: no 30 s wait
+    took = time.monotonic() - started
+    _gave_up(done, "")
+    assert "ran out of its 0.5 s budget (--timeout)" in done.stderr, done.stderr[-1500:]
+    FIGURES["deadline: a search with --timeout 0.5 and a hanging endpoint, whole process (s)"] = round(took, 1)
+
+
+def test_include_fan_out_is_refused_at_a_bound_not_read_for_minutes(tmp_path):
+    # 8 files, each including the next level's 8, 6 levels deep: 44.5 s of loading (outside every budget) before.
+    ws = _workspace(tmp_path)
+    level = 6
+    (tmp_path / f"l{level}.json5").write_text('{"memory": {"backend": "builtin"}}')
+    for depth in range(level - 1, -1, -1):
+        (tmp_path / f"l{depth}.json5").write_text(json.dumps({"$include": [f"./l{depth + 1}.json5"] * 8}))
+    cfg = tmp_path / "cfg.json5"
+    cfg.write_text(json.dumps({"$include": "./l0.json5", "stateDir": str(tmp_path / "state"),
+                               "agents": {"defaults": {"workspace": str(ws), "memorySearch": {"provider": "none"}}}}))
+    done = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "status"],
+                          capture_output=True, text=True, env=_env(tmp_path), timeout=60)
+    assert done.returncode == 3 and "over 64 files" in done.stderr and "Traceback" not in done.stderr, done.stderr[-1500:]
