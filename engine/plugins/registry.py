@@ -5,6 +5,11 @@ distribution only for a name that is not memsift's own, or to list them all. A p
 to import (an exception, `sys.exit`, an import that hangs past `$MEMSIFT_PLUGIN_IMPORT_TIMEOUT`
 seconds), or names something that is not a plugin, is recorded with its error and never stops
 the others (nor the built-ins) from loading; what it prints at import goes to stderr.
+
+A package whose import hung is remembered (`$XDG_CACHE_HOME/memsift/plugin-imports.json`, by
+package, version and entry point), so that `status` and `plugins` do not pay its whole bound on
+every call: it is tried again once its version changes, or with a longer
+`$MEMSIFT_PLUGIN_IMPORT_TIMEOUT` than the one it hung under.
 """
 
 from __future__ import annotations
@@ -12,11 +17,15 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
+import json
 import os
 import sys
+import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import ConfigError
@@ -116,6 +125,47 @@ def import_timeout() -> float:
         return DEFAULT_IMPORT_TIMEOUT_S
 
 
+def _verdicts_path() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memsift" / "plugin-imports.json"
+
+
+def _verdict_key(found: Found) -> str:
+    return f"{found.package}=={found.version} {found.target}"
+
+
+def _read_verdicts() -> dict[str, Any]:
+    try:
+        data = json.loads(_verdicts_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _remembered_hang(found: Found, limit: float) -> str | None:
+    """The error of an import of this very package version that hung under a bound at least this long."""
+    seen = _read_verdicts().get(_verdict_key(found))
+    if not isinstance(seen, dict) or not isinstance(seen.get("limit"), (int, float)) or seen["limit"] < limit:
+        return None
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(seen.get("at") or 0)))
+    return (f"{seen.get('error')}; remembered from {when}, not tried again until {found.package} changes version "
+            f"(or with a longer $MEMSIFT_PLUGIN_IMPORT_TIMEOUT; the record: {_verdicts_path()})")
+
+
+def _remember_hang(found: Found, limit: float, error: str) -> None:
+    """Best effort: a cache folder that cannot be written only means the next call waits again."""
+    path = _verdicts_path()
+    verdicts = _read_verdicts()
+    verdicts[_verdict_key(found)] = {"error": error, "limit": limit, "at": time.time()}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plugin-imports.")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(dict(list(verdicts.items())[-200:]), fh)  # bounded: the newest 200 packages
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 def _import_guarded(found: Found) -> tuple[Any, str | None]:
     """Import another package's entry point so that nothing it does at import stops memsift: any
     exception, `sys.exit` included (a keyboard interrupt excepted), is its error; what it prints goes
@@ -132,12 +182,17 @@ def _import_guarded(found: Found) -> tuple[Any, str | None]:
             got["error"] = f"{type(exc).__name__}: {exc}"
 
     limit = import_timeout()
+    remembered = _remembered_hang(found, limit)
+    if remembered is not None:
+        return None, remembered
     with _IMPORT_LOCK, contextlib.redirect_stdout(sys.stderr):
         worker = threading.Thread(target=run, name=f"memsift-plugin-import-{found.name}", daemon=True)
         worker.start()
         worker.join(limit)
     if worker.is_alive():
-        return None, f"importing {found.target} did not finish within {limit:g} s (it hangs at import)"
+        error = f"importing {found.target} did not finish within {limit:g} s (it hangs at import)"
+        _remember_hang(found, limit, error)
+        return None, error
     return got.get("value"), got.get("error")
 
 

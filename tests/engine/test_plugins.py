@@ -249,13 +249,23 @@ def test_a_plugins_read_is_judged_by_memsifts_rules_above_it_on_every_door(site,
 def test_a_plugin_that_exits_hangs_or_prints_at_import_never_stops_status_or_plugins(tmp_path, ws):
     site = tmp_path / "unruly-site"
     install_plugin(REPO / "tests" / "plugins" / "unruly", site)
-    env = {**_env(site, tmp_path), "MEMSIFT_PLUGIN_IMPORT_TIMEOUT": "2"}
+    env = {**_env(site, tmp_path), "MEMSIFT_PLUGIN_IMPORT_TIMEOUT": "2", "XDG_CACHE_HOME": str(tmp_path / "cache")}
     base = [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws)]
     listed = subprocess.run([*base, "plugins", "--json"], capture_output=True, text=True, env=env, timeout=120)
     assert listed.returncode == 0, listed.stderr
     found = {p["name"]: p for p in json.loads(listed.stdout)["plugins"] if p["package"] == "memsift-unruly"}
     assert not found["exits"]["ok"] and "SystemExit: 3" in found["exits"]["error"]
     assert not found["hangs"]["ok"] and "did not finish within 2 s" in found["hangs"]["error"]
+    assert "remembered" not in found["hangs"]["error"]
+    # The hang is remembered for this version: the next call does not wait its bound again (it cost
+    # 10 s on every `status` and `plugins`), a longer bound tries it again.
+    again = subprocess.run([*base, "plugins", "--json"], capture_output=True, text=True, env=env, timeout=120)
+    hangs = next(p for p in json.loads(again.stdout)["plugins"] if p["name"] == "hangs")
+    assert not hangs["ok"] and "did not finish within 2 s" in hangs["error"] and "remembered from" in hangs["error"]
+    longer = subprocess.run([*base, "plugins", "--json"], capture_output=True, text=True, timeout=120,
+                            env={**env, "MEMSIFT_PLUGIN_IMPORT_TIMEOUT": "2.5"})
+    hangs = next(p for p in json.loads(longer.stdout)["plugins"] if p["name"] == "hangs")
+    assert "within 2.5 s" in hangs["error"] and "remembered" not in hangs["error"]
     assert found["noisy"]["ok"] and "noisy plugin says hello" in listed.stderr  # stdout stays JSON
     status = subprocess.run([*base, "status", "--json"], capture_output=True, text=True, env=env, timeout=120)
     assert status.returncode == 0, status.stderr

@@ -10,6 +10,7 @@ through the memory rules. Above it memsift adds the evidence ranker, rerank, sco
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ __all__ = ["QdrantSearchManager"]
 log = get_logger("memsift.qdrant")
 
 UPSERT_STEP = 256
+_FULL_OR_READ_ONLY = re.compile(r"disk is full|readonly database|read-only file system|disk I/O error", re.I)
 
 
 def _failure(exc: Exception, where: str) -> BackendError:
@@ -48,6 +50,8 @@ class QdrantSearchManager(IndexedManager):
         root = Path(os.path.expanduser(config.path)) if config.path else settings.state_dir / "agents" / self.agent / "qdrant"
         self.root = root if root.is_absolute() else settings.state_dir / root
         self._store: QdrantStore | None = None
+        self._checked: int | None = None  # the generation whose chunks were found whole
+        self._known_chunks: dict[str, int] = {}  # path → chunk points, as the file records say (this sync)
 
     @property
     def store(self) -> QdrantStore:
@@ -68,6 +72,9 @@ class QdrantSearchManager(IndexedManager):
         except OSError as exc:
             raise IndexUnusableError(f"cannot write Qdrant's local folder {self.store.where}: {exc.strerror or exc}") from None
         except Exception as exc:  # the client's transport and API errors: many classes, one meaning
+            if _FULL_OR_READ_ONLY.search(str(exc)):  # local mode's SQLite: the disk's failure, not Qdrant's
+                raise IndexUnusableError(f"cannot write Qdrant's local folder {self.store.where}: {str(exc)[:200]}; "
+                                         "searches answer from it as it is until it can be updated") from None
             raise _failure(exc, self.store.where) from None
 
     # --- sync -----------------------------------------------------------------------------------
@@ -84,23 +91,38 @@ class QdrantSearchManager(IndexedManager):
         wanted = self._wanted_meta()
         current = await self._run(self.store.current)
         cause = "forced" if force else "no index yet" if current is None else fingerprint_diff(current.meta, wanted)
+        if cause is None and current is not None:  # a lost chunks collection is rebuilt, not synced into
+            lost = await self._run(self.store.lost_chunks, current.number)
+            cause = f"generation {current.number} was damaged: {lost}" if lost else None
+        if self.store.healed and cause == "no index yet":
+            cause = self.store.healed
         full = cause is not None
+        if full and self.store.read_only:
+            self._refuse_read_only()
         if full:
             gen = await self._run(self.store.next_generation)
             report.full_reindex, report.reindex_cause = True, cause
             await self._run(self.store.create, gen, wanted["dims"])
             known: dict[str, tuple] = {}
+            self._known_chunks = {}
         else:
             gen = current.number
             known = await self._run(self.store.known_files, gen)
+            self._known_chunks = await self._run(self.store.chunk_counts, gen)
         changes = self._changes(known, report)
+        if self.store.read_only and (changes.changed or changes.gone or changes.touched):
+            self._refuse_read_only()
         # BM25's average length is the generation's own, measured when it is built (an incremental
         # sync keeps it, as the weights already written use it).
         average = None if full else current.meta.get("averageLength")
-        points, average = await self._points(self._chunk_rows(changes.changed), report, average)
-        file_points = [self._file_point(f.rel_path, f.source, got.hash, st.st_mtime_ns, st.st_size)
-                       for f, st, got in changes.changed]
-        file_points += [self._file_point(f.rel_path, f.source, h, m, s) for f, h, m, s in changes.touched]
+        rows = self._chunk_rows(changes.changed)
+        points, average = await self._points(rows, report, average)
+        per_file: dict[str, int] = {}
+        for row in rows:
+            per_file[row.path] = per_file.get(row.path, 0) + 1
+        file_points = [self._file_point(f.rel_path, f.source, got.hash, st.st_mtime_ns, st.st_size,
+                                        per_file.get(f.rel_path, 0)) for f, st, got in changes.changed]
+        file_points += [self._file_point(f.rel_path, f.source, h, m, s, chunks=None) for f, h, m, s in changes.touched]
         stale = changes.gone + [f.rel_path for f, _st, _got in changes.changed]
 
         def write() -> None:
@@ -119,12 +141,21 @@ class QdrantSearchManager(IndexedManager):
         report.files_indexed = len(changes.changed)
         report.chunks_written = len(points)
 
-    @staticmethod
-    def _file_point(path: str, source: str, digest: str, mtime_ns: int, size: int) -> Any:
+    def _refuse_read_only(self) -> None:
+        raise IndexUnusableError(f"cannot write Qdrant's local folder {self.store.where}: {self.store.read_only}; "
+                                 "searches answer from it as it is until it can be updated")
+
+    def _file_point(self, path: str, source: str, digest: str, mtime_ns: int, size: int, chunks: int | None) -> Any:
+        """A file's record; `chunks`: how many chunk points it has (None: a touched file, whose count
+        is its record's own, kept)."""
         from qdrant_client import models  # noqa: PLC0415
 
-        return models.PointStruct(id=point_id(f"file:{path}"), vector={},
-                                  payload={"path": path, "source": source, "hash": digest, "mtime_ns": mtime_ns, "size": size})
+        payload: dict[str, Any] = {"path": path, "source": source, "hash": digest, "mtime_ns": mtime_ns, "size": size}
+        if chunks is None:
+            chunks = self._known_chunks.get(path)
+        if chunks is not None:
+            payload["chunks"] = chunks
+        return models.PointStruct(id=point_id(f"file:{path}"), vector={}, payload=payload)
 
     async def _points(self, chunks: list[ChunkRow], report: SyncReport, average: float | None) -> tuple[list[Any], float]:
         from qdrant_client import models  # noqa: PLC0415
@@ -151,7 +182,17 @@ class QdrantSearchManager(IndexedManager):
     # --- search ---------------------------------------------------------------------------------
 
     async def _generation(self) -> Generation | None:
-        return await self._run(self.store.current)
+        """The published generation; None (so the search builds one first) when it is damaged: its
+        chunks are checked once per process and generation, not on every search."""
+        gen = await self._run(self.store.current)
+        if gen is None or gen.number == self._checked:
+            return gen
+        lost = await self._run(self.store.lost_chunks, gen.number)
+        if lost:
+            log.error("Qdrant index damaged; rebuilding from the Markdown files", generation=gen.number, why=lost)
+            return None  # the search's sync finds the same and rebuilds
+        self._checked = gen.number
+        return gen
 
     def _candidates(self, generation: Generation) -> QdrantCandidates:
         # qdrant-client takes over a second to import: `memsift get` (memory_get) never loads it.

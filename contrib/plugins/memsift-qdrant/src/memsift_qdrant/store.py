@@ -15,6 +15,11 @@ sparse query scores BM25 over the same terms as the builtin index. Its payload k
 (path, lines, text, day), its tokens (for "which notes hold this word") and the first and last
 day it speaks of as day numbers (range filters).
 
+Damage heals from the Markdown files, as the index is derived from them: a local folder whose
+`meta.json` Qdrant cannot read is moved aside (one set-aside copy kept, `db.damaged`) and built
+anew; a generation whose chunks collection lost its points (the file records say how many each
+file has) is rebuilt by the next sync or search (manager.py).
+
 Local mode (no `url`) keeps the collections in a folder that one Qdrant client may open at a
 time: memsift opens it for a piece of work and closes it `LOCAL_LINGER_S` after its last use (a
 burst of searches loads it once), and processes take turns through a lock file, so `memsift
@@ -24,9 +29,11 @@ opened once per process and shared by any number of them.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import re
+import shutil
 import threading
 import uuid
 import warnings
@@ -69,6 +76,9 @@ class QdrantStore:
         self._users = 0
         self._lock_fd: int | None = None
         self._linger: threading.Timer | None = None
+        self.healed: str | None = None  # what was healed on opening, said once by the manager
+        self.read_only: str | None = None  # why the local folder cannot be written (a copy of it is read)
+        self._copy: str | None = None
         if not config.url:
             make_private_dir(root / "db")  # the chunks are private notes: 0700, as builtin's state folder
 
@@ -115,14 +125,26 @@ class QdrantStore:
                 # check_compatibility: no version request (and no warning) each time a process opens it
                 return QdrantClient(url=self.config.url, api_key=key, timeout=max(1, round(self.config.timeout_s)),
                                     check_compatibility=False)
-        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:  # a read-only folder: turns are still taken through the lock file as it is
+            if exc.errno not in (errno.EROFS, errno.EACCES) or not (self.root / ".lock").exists():
+                raise
+            fd = os.open(self.root / ".lock", os.O_RDONLY | os.O_NOFOLLOW)
         if not flock_within(fd, LOCAL_WAIT_S, poll_s=0.02):
             os.close(fd)
             raise BackendError(f"Qdrant's local folder {self.where} stayed in use by another memsift process "
                                f"for {LOCAL_WAIT_S:.0f} s; try again, or run a Qdrant server (memory.qdrant.url) "
                                "for several processes at once")
         try:
-            client = QdrantClient(path=self.where)
+            try:
+                client = QdrantClient(path=self.where)
+            except ValueError as exc:  # meta.json is not JSON (json's errors are ValueErrors): heal, under the lock
+                client = QdrantClient(path=self._set_aside(exc))
+            except OSError as exc:  # a read-only folder (Qdrant opens its own lock file for writing): a copy is read
+                if exc.errno not in (errno.EROFS, errno.EACCES):
+                    raise
+                client = QdrantClient(path=self._read_only_copy(exc))
         except Exception:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
@@ -130,12 +152,37 @@ class QdrantStore:
         self._lock_fd = fd
         return client
 
+    def _read_only_copy(self, exc: OSError) -> str:
+        """A private copy of the local folder, for searches while the folder cannot be written; syncs
+        are refused (`read_only`), so nothing is written to the copy that matters."""
+        import tempfile  # noqa: PLC0415
+
+        self._copy = tempfile.mkdtemp(prefix="memsift-qdrant-ro-")
+        shutil.copytree(self.where, os.path.join(self._copy, "db"), ignore=shutil.ignore_patterns(".lock"))
+        self.read_only = "the file system is read-only" if exc.errno == errno.EROFS else "permission denied"
+        return os.path.join(self._copy, "db")
+
+    def _set_aside(self, exc: Exception) -> str:
+        """The damaged local folder moved to `db.damaged` (replacing an older set-aside copy), an empty
+        one in its place; the next sync builds it from the Markdown files."""
+        db, aside = Path(self.where), Path(self.where + ".damaged")
+        shutil.rmtree(aside, ignore_errors=True)
+        os.replace(db, aside)
+        make_private_dir(db)
+        self.healed = f"Qdrant's local folder was damaged ({str(exc)[:160]}): moved aside to {aside}, rebuilt from the notes"
+        log.error("Qdrant's local folder damaged; moved aside and rebuilt from the Markdown files", error=str(exc)[:300],
+                  moved_to=str(aside))
+        return self.where
+
     def _close_local(self) -> None:
         client, self._client = self._client, None
         try:
             if client is not None:
                 client.close()
         finally:
+            if self._copy is not None:
+                shutil.rmtree(self._copy, ignore_errors=True)
+                self._copy = None
             if self._lock_fd is not None:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
                 os.close(self._lock_fd)
@@ -249,6 +296,11 @@ class QdrantStore:
         return {p.payload["path"]: (p.payload["hash"], p.payload["mtime_ns"], p.payload["size"], p.payload["source"])
                 for p in self.scroll(self.files(gen))}
 
+    def chunk_counts(self, gen: int) -> dict[str, int]:
+        """path → how many chunk points its record says it has (records that do not say are left out)."""
+        return {p.payload["path"]: p.payload["chunks"] for p in self.scroll(self.files(gen), fields=["path", "chunks"])
+                if isinstance(p.payload.get("chunks"), int)}
+
     def forget_paths(self, gen: int, paths: list[str]) -> None:
         from qdrant_client import models  # noqa: PLC0415
 
@@ -257,6 +309,20 @@ class QdrantStore:
                 flt = models.Filter(must=[models.FieldCondition(key="path", match=models.MatchAny(any=paths[i : i + 500]))])
                 for name in (self.chunks(gen), self.files(gen)):
                     c.delete(name, points_selector=models.FilterSelector(filter=flt))
+
+    def lost_chunks(self, gen: int) -> str | None:
+        """Why generation `gen`'s chunks cannot be trusted (its collection lost points the file records
+        say it has), or None. Records written before they counted their chunks are judged by an empty
+        collection beside files that are not."""
+        files = self.scroll(self.files(gen), fields=["chunks", "size"])
+        counted = [p.payload.get("chunks") for p in files]
+        held = self.count(self.chunks(gen))
+        if all(isinstance(n, int) for n in counted):
+            expected = sum(counted)
+            return f"its chunks collection holds {held} of {expected} chunks" if held < expected else None
+        if held == 0 and any((p.payload.get("size") or 0) > 0 for p in files):
+            return f"its chunks collection is empty beside {len(files)} indexed files"
+        return None
 
     def count(self, collection: str, flt: Any = None) -> int:
         with self.client() as c:
