@@ -332,6 +332,15 @@ def _helper_status(obj: _Ctx) -> dict[str, Any]:
         return {"running": False, "why": "off (memory.residentHelper.enabled: false)"}
     info = helper_for(settings, obj.backend)
     if info is None:
+        from .helper import helpers as running_helpers  # noqa: PLC0415
+        from .resident import rendezvous_dir  # noqa: PLC0415
+
+        cap = settings.memory.resident_helper.max_helpers
+        others = sum(h.get("kind", "helper") == "helper" for h in running_helpers(rendezvous_dir(os.environ, create=False)))
+        if others >= cap:  # start_helper's own rule: no new helper past the cap
+            return {"running": False, "why": f"none for these settings: {others} of this user's helpers run, the most "
+                                             f"memory.residentHelper.maxHelpers ({cap}) allows, so searches here run cold "
+                                             "(`memsift helpers stop` ends them, or raise maxHelpers)"}
         return {"running": False, "why": "none running (the next search starts one)"}
     return {"running": True, **{k: info.get(k) for k in ("pid", "ageS", "idleTimeout", "rssMB", "kind")}}
 
@@ -611,7 +620,7 @@ STARTER_CONFIG = """// memsift's configuration (JSON5). Every key, its default a
     defaults: {
       workspace: __WORKSPACE__,  // the folder holding MEMORY.md and memory/YYYY-MM-DD.md
       memorySearch: {
-        provider: "local",       // the bundled model: offline, no key ("openai", "gemini", "voyage", "mistral", "ollama")
+        provider: "auto",        // the bundled model (offline, no key) unless a provider has a key; or "local", "openai", "gemini", "voyage", "mistral", "ollama", "none"
         // remote: { apiKey: "OPENAI_API_KEY" },   // a key, or the name of the variable holding it
         query: { maxResults: 6, minScore: 0.35 },
       },
@@ -623,15 +632,17 @@ STARTER_CONFIG = """// memsift's configuration (JSON5). Every key, its default a
 
 @config.command("init")
 @click.option("--force", is_flag=True, help="Replace an existing file.")
+@click.option("-c", "--config", "target", metavar="FILE", help="The file to write (as the global --config before the command).")
 @click.pass_obj
-def config_init(obj: _Ctx, force: bool) -> None:
-    """Write a starter config (to --config / $MEMSIFT_CONFIG, else ~/.config/memsift/config.json5),
+def config_init(obj: _Ctx, force: bool, target: str | None) -> None:
+    """Write a starter config (to -c FILE / --config / $MEMSIFT_CONFIG, else ~/.config/memsift/config.json5),
     readable by you alone; the workspace is the current one when it is a memory workspace."""
     from ..config.sources import default_config_path  # noqa: PLC0415
     from ..files.workspace import find_workspace, is_workspace  # noqa: PLC0415
     from ..private_dirs import make_private_dir  # noqa: PLC0415
 
-    path = Path(obj.config).expanduser() if obj.config else default_config_path(os.environ)
+    chosen = target or obj.config
+    path = Path(chosen).expanduser() if chosen else default_config_path(os.environ)
     if path.exists() and not force:
         click.echo(f"memsift: {path} exists; `memsift config show` shows what it sets (--force replaces it)", err=True)
         sys.exit(EXIT_CODES["usage"])

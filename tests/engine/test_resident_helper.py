@@ -177,6 +177,11 @@ def test_at_most_max_helpers_run_and_the_locks_of_ended_ones_are_removed(tmp_pat
             _wait_for_helper(runtime_dir, i + 1)
     time.sleep(3)  # a third helper, had one been started, would be listening by now
     assert len(helper_pids(runtime_dir / "memsift")) == 2
+    # `status` of the third workspace says why no helper serves it (it said "the next search starts one").
+    third = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(tmp_path / "ws2"), "status", "--json"],
+                           env=env, capture_output=True, text=True, timeout=60)
+    why = json.loads(third.stdout)["helper"]["why"]
+    assert "maxHelpers (2)" in why and "next search starts one" not in why, why
     folder = runtime_dir / "memsift"
     stale, fresh = folder / "helper-0123456789abcdef.lock", folder / "helper-fedcba9876543210.lock"
     for lock in (stale, fresh):
