@@ -112,6 +112,7 @@ class BuiltinSearchManager(KeywordSearch):
         self._embed_scopes: set[anyio.CancelScope] = set()
         self._seen_sessions = RecentKeys()  # bounded: a server sees any number of chats
         self._query_circuit: QueryCircuit | None = None
+        self._recovered: str | None = None  # a damaged index moved aside and rebuilt: told in the next answer
         self.search_sync_budget_s = SEARCH_SYNC_BUDGET_S
         self.first_search_vector_budget_s = FIRST_SEARCH_VECTOR_BUDGET_S
         self.snippet_chars = SNIPPET_MAX_CHARS  # the benchmarks raise it to see whole chunks
@@ -439,6 +440,9 @@ class BuiltinSearchManager(KeywordSearch):
             inspect_index_file(self.db_path, self.settings.state_dir)
             moved = quarantine(self.db_path, str(exc))
         log.error("index damaged; moved aside and rebuilding from the Markdown files", error=str(exc), moved_to=str(moved))
+        # Said once, in the next answer (a log line alone was silent to an agent behind MCP or OpenClaw).
+        self._recovered = (f"the index was damaged ({str(exc)[:160]}): it was moved aside to {moved} and rebuilt "
+                           "from the Markdown files")
         self.mark_dirty()
 
     # --- search -------------------------------------------------------------------------------
@@ -494,6 +498,8 @@ class BuiltinSearchManager(KeywordSearch):
                   sync_pending=syncing, degraded=degraded.model_dump(exclude_none=True) or None)
         # `--mode vector` alone, asked for, in a script the model does not cover: say its results are noise.
         warning = vector_mode_warning(q, self.provider) if q and req.mode == "vector" else None
+        notes = [n for n in (self._recovered, warning) if n]
+        self._recovered = None
         return SearchAnswer(
             query=query,
             results=hits,
@@ -511,7 +517,7 @@ class BuiltinSearchManager(KeywordSearch):
             sync_pending=syncing or None,
             pending_files=self.pending_files() if syncing else None,
             sync_error=sync_error,
-            notes=[warning] if warning else None,
+            notes=notes or None,
             below_min_score=BelowMinScore(candidates=below[0], best_score=below[1]) if below else None,
             **req.time_facts(time_only=time_only),
         )

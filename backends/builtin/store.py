@@ -381,9 +381,9 @@ def row_cosines(conn: apsw.Connection, rowids: list[int], unit_query: np.ndarray
     return out
 
 
-def quarantine(path: Path, reason: str, *, keep: int = 3) -> Path | None:
+def quarantine(path: Path, reason: str, *, keep: int = 1) -> Path | None:
     """Move a damaged index (and its -wal/-shm) aside as `<db>.corrupt-<time>-<pid>`; keep the
-    last `keep`. The caller has checked that the file is memsift's (`inspect_index_file`); only
+    last `keep` (one: an index is derived, and each copy is as large as the index). The caller has checked that the file is memsift's (`inspect_index_file`); only
     files with memsift's quarantine names are ever pruned, and symlinks never."""
     import time as _time  # noqa: PLC0415
 

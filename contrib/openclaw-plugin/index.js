@@ -34,10 +34,30 @@ function defaultAgentId(cfg) {
   return ids.length === 1 ? ids[0].toLowerCase() : "main";
 }
 
+// One set of memsift children per Gateway process, whatever the number of registrations: a Gateway
+// restarted in-process (an edit of memory.search in openclaw.json) registers the plugin again, and
+// each registration used to start children of its own (three served one agent, ~169 MB each) and add
+// a process-exit listener ("11 exit listeners added"). Shared through globalThis, so a second copy of
+// this module (another import URL) shares it too.
+const SHARED = Symbol.for("memsift.openclaw-plugin.children");
+
+function shared() {
+  globalThis[SHARED] ??= { processes: new Map(), exitHooked: false };
+  return globalThis[SHARED];
+}
+
+/** Stop the children of earlier registrations: their settings may be stale (the next call starts one anew). */
+function stopEarlierChildren() {
+  const { processes } = shared();
+  const earlier = [...processes.values()];
+  processes.clear();
+  return Promise.all(earlier.map((child) => child.stop()));
+}
+
 /** Everything the tools, the runtime and the CLI share: settings, targets, one process per agent. */
 export function createDeps(api, { env = process.env } = {}) {
   const settings = pluginSettings(api.pluginConfig);
-  const processes = new Map();
+  const { processes } = shared();
 
   const targetFor = ({ cfg, agentId, workspaceDir }) => {
     const config = cfg ?? api.runtime?.config?.current?.() ?? api.config;
@@ -96,6 +116,7 @@ export default {
   description: "memory_search and memory_get answered by memsift",
   kind: "memory",
   register(api) {
+    void stopEarlierChildren();
     const deps = createDeps(api);
     api.registerMemoryCapability?.({
       deterministicRecallToolName: "memory_search",
@@ -113,7 +134,11 @@ export default {
       stop: () => deps.stopAll(),
     });
     // A Gateway that exits without stopping its services: memsift's children go with it (they
-    // also end on their own when their stdin closes).
-    process.once("exit", () => void deps.stopAll());
+    // also end on their own when their stdin closes). One listener per process.
+    const state = shared();
+    if (!state.exitHooked) {
+      state.exitHooked = true;
+      process.once("exit", () => void stopEarlierChildren());
+    }
   },
 };

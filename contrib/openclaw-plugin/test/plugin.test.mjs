@@ -208,6 +208,21 @@ describe("failure is visible, never a hang", () => {
     assert.equal(spawnSync("kill", ["-0", String(pid)]).status !== 0, true); // gone
   });
 
+  test("a Gateway restarted in-process keeps one memsift per agent and one exit listener", async () => {
+    // Editing memory.search restarts the Gateway in-process: the plugin is registered again each time.
+    const listeners = process.listenerCount("exit");
+    let seen;
+    for (let restart = 0; restart < 5; restart += 1) {
+      seen = registered();
+      assert.ok((await call(seen, "memory_search", { query: QUESTION })).results.length > 0);
+    }
+    assert.ok(process.listenerCount("exit") <= listeners + 1, `${process.listenerCount("exit")} exit listeners`);
+    const serving = () => execFileSync("pgrep", ["-f", "--", `-w ${workspace} -a main`]).toString().trim().split("\n");
+    for (let waited = 0; serving().length > 1 && waited < 50; waited += 1) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(serving().length, 1, `children serving the agent: ${serving().join(", ")}`); // earlier ones stopped
+    for (const service of seen.services) await service.stop();
+  });
+
   test("the service stops every memsift it started", async () => {
     const seen = registered();
     await call(seen, "memory_search", { query: QUESTION });

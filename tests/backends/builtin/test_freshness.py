@@ -53,6 +53,9 @@ def test_a_damaged_index_is_moved_aside_and_rebuilt(tmp_path, damage, capfd):
     assert answer.results and answer.results[0].path == "MEMORY.md"
     assert list(db.parent.glob(f"{db.name}.corrupt-*"))  # the damaged file is kept for inspection
     assert "index damaged; moved aside" in capfd.readouterr().err
+    # Said once in the answer too (an agent behind MCP or OpenClaw sees no log), then no more.
+    assert any("the index was damaged" in n and "rebuilt from the Markdown files" in n for n in answer.notes or []), answer.notes
+    assert not any("damaged" in n for n in run(m2.search, "dark roast coffee", min_score=0).notes or [])
     conn, _ = open_db(db, readonly=True)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == 41
