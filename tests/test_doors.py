@@ -34,7 +34,7 @@ from helpers import CHAT_QUESTION, CHAT_SESSIONS, EXAMPLE_WORKSPACE, stop_helper
 from time_workspace import DOORS_DAY, noon, topic_questions, write_time_workspace
 from memsift.engine.requests import ReadOptions, SearchOptions
 
-pytest.importorskip("mcp", reason="the MCP doors need the mcp extra")
+pytest.importorskip("mcp", reason="the MCP doors need the MCP SDK (a default dependency: pip install -e .)")
 
 DOORS = ("cold-cli", "helper", "watch", "mcp-stdio", "mcp-http", "api")
 QUERIES = ["which database did we pick for the ledger?", "Marco certificates", "数据管道", "what happened last week?", ""]

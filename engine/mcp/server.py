@@ -293,7 +293,7 @@ def _page(text: str, budget: int) -> tuple[str, int, bool]:
 
 def build_server(memory: MemoryServer) -> Any:
     """The MCPServer with the three read-only tools registered."""
-    from mcp.server.mcpserver import MCPServer  # noqa: PLC0415  (optional extra)
+    from mcp.server.mcpserver import MCPServer  # noqa: PLC0415  (loaded only by `memsift mcp`)
     from mcp.server.mcpserver.exceptions import ToolError  # noqa: PLC0415
     from mcp.types import ToolAnnotations  # noqa: PLC0415
 
@@ -335,7 +335,7 @@ def tool_result(out: BaseModel) -> Any:
     """The answer as the client gets it: structured content and its JSON text, both without the
     fields that hold nothing (a null is noise the model reads: two hits took 5,542 characters in
     OpenClaw's tool message with them)."""
-    from mcp.types import CallToolResult, TextContent  # noqa: PLC0415  (optional extra)
+    from mcp.types import CallToolResult, TextContent  # noqa: PLC0415  (loaded only by `memsift mcp`)
 
     data = _without_nulls(out.model_dump(mode="json", by_alias=True, exclude_none=True))
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))

@@ -85,7 +85,7 @@ def _first_problem(exc: Exception) -> str:
 
 def check_line(raw: bytes) -> tuple[str | None, list[str]]:
     """(the line to hand the SDK, or None; error responses to write). Never raises."""
-    import mcp_types as types  # noqa: PLC0415  (optional extra)
+    import mcp_types as types  # noqa: PLC0415  (loaded only by `memsift mcp`)
 
     text = raw.decode("utf-8", "replace").strip()
     if not text:
@@ -325,7 +325,7 @@ class StdioWire:
     @asynccontextmanager
     async def sdk_streams(self) -> AsyncIterator[tuple[Any, Any]]:
         """The SDK's stdio transport over the guarded wire: (read, write) streams."""
-        from mcp.server.stdio import stdio_server  # noqa: PLC0415  (optional extra)
+        from mcp.server.stdio import stdio_server  # noqa: PLC0415  (loaded only by `memsift mcp`)
 
         async with stdio_server(stdin=_GuardedIn(self._lines, self._out, self._first), stdout=self._out) as streams:  # type: ignore[arg-type]
             yield streams

@@ -119,7 +119,7 @@ def test_a_plugin_backend_is_served_through_the_doors_under_memsifts_rules(site,
 
 
 def test_a_plugin_backend_answers_over_mcp_and_the_python_api(site, tmp_path, ws):
-    mcp = pytest.importorskip("mcp", reason="the MCP door needs the mcp extra")
+    mcp = pytest.importorskip("mcp", reason="the MCP door needs the MCP SDK (a default dependency)")
     cfg = _config(tmp_path, ws, {"backend": "notes-grep"})
     env = _env(site, tmp_path)
 
@@ -226,7 +226,7 @@ def test_a_plugins_read_is_judged_by_memsifts_rules_above_it_on_every_door(site,
         r = _memsift(site, tmp_path, "get", path, cfg=cfg)
         assert r.returncode != 0 and r.stdout == "" and "not" in r.stderr.lower(), (path, r.stdout, r.stderr)
         assert "Traceback" not in r.stderr and "diary outside" not in r.stderr + r.stdout
-    mcp = pytest.importorskip("mcp", reason="the MCP door needs the mcp extra")
+    mcp = pytest.importorskip("mcp", reason="the MCP door needs the MCP SDK (a default dependency)")
 
     async def over_mcp(config: Path, path: str) -> tuple[bool, str]:
         params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "memsift.engine.cli.main", "-c", str(config), "mcp"],

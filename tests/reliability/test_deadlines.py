@@ -122,7 +122,7 @@ def test_a_search_past_its_budget_says_so_on_the_cold_cli_and_mcp(tmp_path, hang
     # The resident helper applies the same budget (resident_server.py); it is not driven here: a
     # helper's first sync waits on the same hanging endpoint before it opens its socket, so the
     # CLI would be answered cold either way.
-    mcp = pytest.importorskip("mcp", reason="the MCP door needs memsift's mcp extra")
+    mcp = pytest.importorskip("mcp", reason="the MCP door needs the MCP SDK (a default dependency)")
 
     async def ask() -> dict:
         params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "memsift.engine.cli.main", "-c", str(cfg), "mcp",

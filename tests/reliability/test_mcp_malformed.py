@@ -16,7 +16,7 @@ import pytest
 from figures import FIGURES
 from helpers import EXAMPLE_WORKSPACE
 
-pytest.importorskip("mcp", reason="the MCP server needs the mcp extra")
+pytest.importorskip("mcp", reason="the MCP server needs the MCP SDK (a default dependency)")
 
 GOOD = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "memory_search", "arguments": {"query": "ledger"}}}
 

@@ -144,7 +144,7 @@ class StdioMcp:
 
 
 def test_a_running_mcp_server_answers_from_postgres_once_it_is_back(server, tmp_path):
-    pytest.importorskip("mcp", reason="memsift mcp needs the mcp extra")
+    pytest.importorskip("mcp", reason="memsift mcp needs the MCP SDK (a default dependency)")
     env = _env(tmp_path, server.dsn)
     cli = [sys.executable, "-c", "from memsift.engine.cli import main; main()", "-w", str(WS), "-b", "postgres"]
     subprocess.run([*cli, "index"], env=env, check=True, capture_output=True, timeout=300)

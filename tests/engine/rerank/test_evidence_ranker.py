@@ -251,7 +251,7 @@ def test_readme_command_1_through_the_cli_and_off_when_configured(tmp_path, exam
 
 
 def test_mcp_memory_search_says_the_ranker_reordered(tmp_path, example_workspace):
-    pytest.importorskip("mcp", reason="the MCP extra is not installed")
+    pytest.importorskip("mcp", reason="the MCP SDK is not installed (a default dependency)")
     out = _mcp_search(make_settings(tmp_path, example_workspace, {"provider": "local"}), COMMAND_1)
     assert out.ranker is not None and out.ranker.version == evidence.load_model().version
     assert out.results[0].path == "MEMORY.md" and "PostgreSQL 16" in out.results[0].snippet
@@ -303,6 +303,6 @@ def test_the_asked_persons_own_line_through_the_cli_and_mcp(tmp_path, chat_works
     top = doc["results"][0]
     assert top["path"] == "memory/2026-03-09.md" and _asked(top["ranker"]["features"]) == 1.0
 
-    pytest.importorskip("mcp", reason="the MCP extra is not installed")
+    pytest.importorskip("mcp", reason="the MCP SDK is not installed (a default dependency)")
     out = _mcp_search(make_settings(tmp_path / "mcp", chat_workspace, {"provider": "local"}), ELENA)
     assert out.ranker is not None and out.results[0].path == "memory/2026-03-09.md"

@@ -266,7 +266,7 @@ def test_cli_explain_json_and_status_show_the_stage(tmp_path, example_workspace)
 
 
 def test_mcp_memory_search_carries_the_stage(tmp_path, example_workspace):
-    pytest.importorskip("mcp", reason="the MCP extra is not installed")
+    pytest.importorskip("mcp", reason="the MCP SDK is not installed (a default dependency)")
     from memsift.engine.mcp.server import MemoryServer
 
     with RerankServer("vllm") as server:

@@ -1,0 +1,45 @@
+"""`$MEMSIFT_NOW`: the moment a question's relative times count from (engine/search/clock.py). The
+door matrix (tests/test_doors.py) asks every door as of a fixed day with it; here, what it reads
+and what it refuses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import datetime
+
+import pytest
+
+from helpers import EXAMPLE_WORKSPACE
+from memsift.engine.search.clock import BadClock, now, parse_now
+
+
+def test_a_date_is_noon_of_that_day_and_a_date_time_is_itself():
+    assert datetime.fromtimestamp(parse_now("2027-01-01")) == datetime(2027, 1, 1, 12)
+    assert datetime.fromtimestamp(parse_now("2027-01-01T09:30")) == datetime(2027, 1, 1, 9, 30)
+    assert parse_now("1800000000") == 1800000000.0
+    assert now({"MEMSIFT_NOW": "2028-02-29"}) == parse_now("2028-02-29")
+    assert abs(now({}) - datetime.now().timestamp()) < 5  # unset: the clock
+
+
+@pytest.mark.parametrize("bad", ["tomorrow", "2027-13-01", "-5", "1e400", "nan"])
+def test_what_is_no_moment_is_refused(bad):
+    with pytest.raises(BadClock, match="MEMSIFT_NOW"):
+        parse_now(bad)
+
+
+def test_the_cli_refuses_a_bad_value_before_any_work_and_uses_a_good_one(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}
+    env.update(MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "xdg"), MEMSIFT_NO_RESIDENT="1")
+    cmd = [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(EXAMPLE_WORKSPACE), "search",
+           "what did I do yesterday?", "--json"]
+    bad = subprocess.run(cmd, env={**env, "MEMSIFT_NOW": "someday"}, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "MEMSIFT_NOW" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    assert not (tmp_path / "state").exists()  # nothing built
+    import json
+
+    good = subprocess.run(cmd, env={**env, "MEMSIFT_NOW": "2026-11-19"}, capture_output=True, text=True, timeout=120)
+    assert good.returncode == 0, good.stderr
+    answer = json.loads(good.stdout)
+    assert answer["timeOnly"] and [h["path"] for h in answer["results"]][:1] == ["memory/2026-11-18.md"], answer
