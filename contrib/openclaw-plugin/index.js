@@ -46,12 +46,17 @@ function shared() {
   return globalThis[SHARED];
 }
 
-/** Stop the children of earlier registrations: their settings may be stale (the next call starts one anew). */
-function stopEarlierChildren() {
+/** A new registration: the running children may hold stale settings, so each ends once its calls in
+ * flight are answered, and the next call starts one anew (never two serving an agent for long). */
+function retireEarlierChildren() {
+  for (const child of shared().processes.values()) void child.retire();
+}
+
+function stopEveryChild() {
   const { processes } = shared();
-  const earlier = [...processes.values()];
+  const all = [...processes.values()];
   processes.clear();
-  return Promise.all(earlier.map((child) => child.stop()));
+  return Promise.all(all.map((child) => child.stop()));
 }
 
 /** Everything the tools, the runtime and the CLI share: settings, targets, one process per agent. */
@@ -92,10 +97,10 @@ export function createDeps(api, { env = process.env } = {}) {
     return child;
   };
 
+  // The service's stop (the Gateway stopping, or an earlier registration's stop after a restart):
+  // every child ends once its calls in flight are answered, so no call of a newer registration fails.
   const stopAll = async () => {
-    const all = [...processes.values()];
-    processes.clear();
-    await Promise.all(all.map((child) => child.stop()));
+    await Promise.all([...processes.values()].map((child) => child.retire()));
   };
 
   return {
@@ -116,7 +121,7 @@ export default {
   description: "memory_search and memory_get answered by memsift",
   kind: "memory",
   register(api) {
-    void stopEarlierChildren();
+    retireEarlierChildren();
     const deps = createDeps(api);
     api.registerMemoryCapability?.({
       deterministicRecallToolName: "memory_search",
@@ -138,7 +143,7 @@ export default {
     const state = shared();
     if (!state.exitHooked) {
       state.exitHooked = true;
-      process.once("exit", () => void stopEarlierChildren());
+      process.once("exit", () => void stopEveryChild());
     }
   },
 };

@@ -260,6 +260,40 @@ def test_one_memsift_per_gateway_answers_every_call(gateways):
     assert len(children) == 1, children
 
 
+def _memsift_children(home: Home) -> list[int]:
+    found = []
+    for pid in home.processes():
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"memsift.engine.cli.main" in cmdline and b"\0mcp" in cmdline:
+            found.append(pid)
+    return found
+
+
+def test_edits_of_memory_search_that_restart_the_gateway_keep_one_memsift_per_agent(gateways):
+    """An edit of memory.search restarts the Gateway (once, three `memsift mcp` children served one
+    agent and the log warned of 11 exit listeners): after each of three edits, a search is answered
+    and one child serves the agent."""
+    exact = gateways["exact"]
+    exact.invoke("memory_search", {"query": "a828e60"})
+    for n in range(3):
+        config = json.loads(exact.config.read_text())
+        config["memory"]["search"]["query"]["maxResults"] = 3 + n
+        exact.config.write_text(json.dumps(config))
+        time.sleep(6)  # the Gateway notices the edit and restarts
+        exact.wait_ready()
+        answer = exact.invoke("memory_search", {"query": "a828e60"})
+        assert answer["results"], (n, answer)
+        deadline = time.monotonic() + 20  # a child of the Gateway before the restart ends with its stdin
+        while len(_memsift_children(exact)) > 1 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert len(_memsift_children(exact)) == 1, (n, _memsift_children(exact))
+    log = "".join(p.read_text(errors="replace") for p in (exact.root / "gateway.out", exact.root / "openclaw.log") if p.exists())
+    assert "exit listeners added" not in log, log[-3000:]
+
+
 def test_an_agent_turn_reaches_the_model_with_memory(gateways):
     home, model = gateways["model"], gateways["fake_model"]
     turn = home.openclaw("agent", "--agent", "main", "--message", "What database did we pick for the ledger?", "--json",

@@ -204,6 +204,7 @@ export class MemsiftProcess {
   async call(tool, args, { signal, timeoutMs } = {}) {
     if (signal?.aborted) throw new MemsiftCallError("the call was cancelled", { kind: "aborted" });
     const connection = this.connect();
+    connection.inflight = (connection.inflight ?? 0) + 1;
     const budget = timeoutMs ?? (this.warm ? this.callTimeoutMs : Math.max(this.startupTimeoutMs, this.callTimeoutMs));
     const work = connection.hello.then(() => connection.request("tools/call", { name: tool, arguments: args }));
     let timer;
@@ -237,7 +238,19 @@ export class MemsiftProcess {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
       work.catch(() => {});
+      connection.inflight -= 1;
+      if (connection.retired && connection.inflight === 0) void connection.stop();
     }
+  }
+
+  /** The next call starts a new memsift (settings may have changed: a Gateway restarted in-process);
+   * the running one ends once the calls it is answering are answered. */
+  async retire() {
+    const connection = this.connection;
+    this.connection = undefined;
+    if (!connection) return;
+    connection.retired = true;
+    if (!connection.inflight) await connection.stop();
   }
 
   async stop() {
