@@ -25,7 +25,7 @@ def main() -> None:
     if _serves_stdio_mcp(sys.argv[1:]):  # the client's `initialize` answered before the CLI loads (handshake.py)
         import signal  # noqa: PLC0415
 
-        from .. import stopping  # noqa: F401, PLC0415  (the handlers' import, done now)
+        from ..mcp import stopping  # noqa: F401, PLC0415  (the handlers' import, done now)
         from ..mcp.handshake import answer_before_loading  # noqa: PLC0415
 
         # Ctrl-C while the client is awaited or the CLI, the config and the SDK load: a quiet exit 130, as
@@ -52,7 +52,7 @@ def main() -> None:
 
 
 def _interrupted(signum: int, _frame: object) -> None:
-    from ..stopping import exit_within  # noqa: PLC0415  (imported before the handler is installed)
+    from ..mcp.stopping import exit_within  # noqa: PLC0415  (imported before the handler is installed)
 
     exit_within(signum)
     raise SystemExit(128 + signum)

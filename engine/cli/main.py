@@ -22,7 +22,7 @@ import click
 from ..errors import CommandTimeout, ConfigError, MemsiftError
 from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key
 from ..secrets import redact, url_without_password
-from ..stopping import exit_within
+from ..mcp.stopping import exit_within
 from .options import PARITY_SIDE, build_request, cli_search_request, group_params, model_options, scoped_request, search_params
 from .output import EXIT_CODES, exit_code, json_text, search_output
 
@@ -703,7 +703,7 @@ def _whole_numbers(value: Any) -> Any:
 def _terminated(signum: int, _frame: Any) -> None:
     """SIGTERM unwinds like Ctrl-C: running work is cancelled and every child process group is
     ended on the way out (a QMD wrapper script's children too), instead of the process vanishing;
-    and it is gone within 1.5 s whatever holds it (engine/stopping.py)."""
+    and it is gone within 1.5 s whatever holds it (engine/mcp/stopping.py)."""
     exit_within(signum)
     raise SystemExit(128 + signum)
 
