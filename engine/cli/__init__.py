@@ -25,7 +25,7 @@ def main() -> None:
     if _serves_stdio_mcp(sys.argv[1:]):  # the client's `initialize` answered before the CLI loads (handshake.py)
         import signal  # noqa: PLC0415
 
-        from ..mcp import stopping  # noqa: F401, PLC0415  (the handlers' import, done now)
+        from ..mcp import stopping  # noqa: PLC0415  (the handlers' import, done now)
         from ..mcp.handshake import answer_before_loading  # noqa: PLC0415
 
         # Ctrl-C while the client is awaited or the CLI, the config and the SDK load: a quiet exit 130, as
@@ -33,6 +33,7 @@ def main() -> None:
         # own handler replaces it.
         signal.signal(signal.SIGINT, _interrupted)
         signal.signal(signal.SIGTERM, _interrupted)  # as main.py's own, installed here before the wait
+        stopping.watch_signals()
         answer_before_loading()
     import gc  # noqa: PLC0415
 

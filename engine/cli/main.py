@@ -703,7 +703,7 @@ def _whole_numbers(value: Any) -> Any:
 def _terminated(signum: int, _frame: Any) -> None:
     """SIGTERM unwinds like Ctrl-C: running work is cancelled and every child process group is
     ended on the way out (a QMD wrapper script's children too), instead of the process vanishing;
-    and it is gone within 1.5 s whatever holds it (engine/mcp/stopping.py)."""
+    and it is gone within about 1 s whatever holds it (engine/mcp/stopping.py)."""
     exit_within(signum)
     raise SystemExit(128 + signum)
 

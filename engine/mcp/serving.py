@@ -9,7 +9,7 @@ waits for them. SIGTERM and SIGINT end the server promptly, children and all:
 - while it loads (the config, the SDK: synchronous work), the signal ends the process at once,
   since nothing is open yet;
 - nothing reads the wire in a thread that could keep the process alive (stdio.py);
-- and whatever it is doing, the process is gone 1.5 s after the signal (engine/mcp/stopping.py): on a
+- and whatever it is doing, the process is gone about 1 s after the signal (engine/mcp/stopping.py): on a
   busy machine a cancellation only lands at the next `await`, which synchronous work (importing
   the SDK, building the model's int8 graph, a close that waits for a sync) held off for 5–12 s.
 
@@ -22,7 +22,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Literal
 
-from .stopping import exit_within
+from .stopping import exit_within, watch_signals
 
 if TYPE_CHECKING:
     from ..config import ResolvedConfig
@@ -45,6 +45,7 @@ class _Stopper:
         self._saved = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
         for sig in _STOP_SIGNALS:
             signal.signal(sig, self._handle)
+        watch_signals()  # the grace starts when the signal arrives, not when the main thread gets to it
 
     def _handle(self, signum: int, _frame: Any) -> None:
         if self.signum is None:  # the first signal: the process ends within the grace, whatever holds it

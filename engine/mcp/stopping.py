@@ -4,7 +4,9 @@ A signal's handler runs only between bytecodes of the main thread, and the cance
 lands only at the next `await`: synchronous work (importing the MCP SDK, building the model's int8
 graph, a close that waits for a sync thread, an interpreter exit joining a worker thread) held
 `memsift mcp` for 5-12 s, once for a minute, on a busy machine. So the first SIGTERM or SIGINT also
-starts a daemon timer; when it fires, the process's own children (a QMD sidecar, in a process
+starts a daemon timer (armed at once by a thread that the C-level signal handler wakes through
+`signal.set_wakeup_fd`, even while the main thread is inside a long call; else by the Python
+handler, when it runs); when it fires, the process's own children (a QMD sidecar, in a process
 group of its own) are killed and the process exits with 128 + the signal's number. Nothing is lost
 by it: the Markdown files are never written, and the index and the model cache are written
 atomically (SQLite's journal; a temporary name, renamed).
@@ -16,16 +18,25 @@ import os
 import signal
 import threading
 
-__all__ = ["exit_within", "own_children", "GRACE_S"]
+__all__ = ["exit_within", "own_children", "GRACE_S", "watch_signals"]
 
-GRACE_S = 1.5  # a signalled memsift is gone by then, whatever it was doing
+GRACE_S = 1.0  # a signalled memsift is gone by then (or soon after, on a busy machine), whatever it was doing
 
 _armed: list[threading.Timer] = []
 
 
 def own_children() -> list[int]:
-    """This process's children (from /proc; none where there is no /proc)."""
-    me, found = os.getpid(), list[int]()
+    """This process's children: the kernel's list of each thread's (cheap), else a scan of /proc;
+    none where there is no /proc."""
+    found = list[int]()
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children", "rb") as fh:
+                found += [int(pid) for pid in fh.read().split()]
+        return found
+    except (OSError, ValueError):
+        found = []
+    me = os.getpid()
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -68,3 +79,36 @@ def exit_within(signum: int, grace_s: float = GRACE_S) -> None:
     timer.daemon = True
     _armed.append(timer)
     timer.start()
+
+
+_watching: list[int] = []
+
+
+def _watch(fd: int) -> None:
+    while True:
+        try:
+            data = os.read(fd, 64)
+        except OSError:
+            return
+        if not data:
+            return
+        for signum in data:
+            if signum in (signal.SIGTERM, signal.SIGINT):
+                exit_within(signum)
+
+
+def watch_signals() -> None:
+    """Arm the grace the moment SIGTERM or SIGINT arrives (their Python handlers must be installed:
+    the wakeup fd is written for signals that have one). Once per process; from the main thread."""
+    if _watching:
+        return
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    try:
+        signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    except ValueError:  # not the main thread: the Python handlers arm it
+        os.close(read_fd)
+        os.close(write_fd)
+        return
+    _watching.append(write_fd)
+    threading.Thread(target=_watch, args=(read_fd,), name="memsift-signal-watch", daemon=True).start()

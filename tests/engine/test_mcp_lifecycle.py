@@ -261,7 +261,7 @@ def test_a_fresh_server_on_a_busy_machine_stops_when_told_in_every_phase(tmp_pat
             time.sleep(after)
             sent = time.monotonic()
             proc.send_signal(signum)
-            code = _ended(proc, timeout=6)  # the grace is 1.5 s; 6 s leaves the load its share
+            code = _ended(proc, timeout=6)  # the grace is 1 s; 6 s leaves the load its share
             worst = max(worst, time.monotonic() - sent)
             assert code in (128 + signum, -signum), (after, code, proc.stderr.read().decode()[-1500:])
             assert not _group_alive(proc.pid), after
