@@ -10,6 +10,11 @@ used and nothing else changes.
 Cache layout: `<source sha256[:16]>-<RECIPE>.onnx` plus a `.sha256` file holding its checksum. A
 graph whose checksum does not match (damaged, truncated, edited) is rebuilt; files are written
 to a temporary name and renamed, under a lock, so readers never see half a graph.
+
+The build runs in a child process (`python -m memsift.engine.embeddings.int8_graph`): onnx's shape
+inference holds the interpreter lock for a second at a time, which kept a signalled `memsift mcp`
+from exiting (no thread of it could run), and the server never loads onnx itself. The caller waits
+on the child with the lock released; a signal ends the child with the process.
 """
 
 from __future__ import annotations
@@ -19,7 +24,11 @@ import hashlib
 import importlib.util
 import logging
 import os
+import shutil
+import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -78,8 +87,8 @@ def int8_graph(source: Path, source_sha256: str, cache_dir: Path) -> Path | None
                 return model
             if model.exists():
                 log.warning("int8 model graph failed its checksum; rebuilding", path=str(model))
-            _build(source, model)
-            _write_atomic(checksum, (_sha256(model) + "\n").encode())
+            _remove_stale_builds(cache_dir)
+            _build_in_child(source, model, checksum)
         return model
     except Exception as exc:  # a cache that cannot be built must not stop embeddings
         log.warning("cannot build the int8 model graph; using the fp32 graph", error=str(exc), folder=str(cache_dir))
@@ -97,6 +106,29 @@ def _write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+BUILD_TIMEOUT_S = 600.0  # a build takes ~3 s on two idle cores; far past that it is stuck
+
+
+def _build_in_child(source: Path, target: Path, checksum: Path) -> None:
+    """`_build` and the checksum, in a child process; RuntimeError (with its last words) when it fails."""
+    done = subprocess.run([sys.executable, "-m", __name__, str(source), str(target), str(checksum)],
+                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          timeout=BUILD_TIMEOUT_S, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise RuntimeError(f"the build exited with status {done.returncode}: {said[-1][:300] if said else 'no message'}")
+
+
+def _remove_stale_builds(cache_dir: Path) -> None:
+    """Temporary folders of builds that were killed midway (~90 MB each), an hour old or more."""
+    for folder in cache_dir.glob("tmp*"):
+        try:
+            if folder.is_dir() and not folder.is_symlink() and time.time() - folder.stat().st_mtime > 3600:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            pass
 
 
 def _build(source: Path, target: Path) -> None:
@@ -182,3 +214,9 @@ def _fold_dequantised_weights(model):
     del graph.initializer[:]
     graph.initializer.extend(kept + weights)
     return model
+
+
+if __name__ == "__main__":  # the child of `_build_in_child`: SOURCE TARGET CHECKSUM
+    _source, _target, _checksum = (Path(a) for a in sys.argv[1:4])
+    _build(_source, _target)
+    _write_atomic(_checksum, (_sha256(_target) + "\n").encode())
