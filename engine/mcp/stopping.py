@@ -56,13 +56,19 @@ def own_children() -> list[int]:
 
 
 def _end_now(signum: int, grace_s: float) -> None:
-    for child in own_children():
+    children = own_children()
+    for child in children:
         try:
             if os.getpgid(child) == child:  # a group of its own: the sidecar and what it started
                 os.killpg(child, signal.SIGKILL)
             else:
                 os.kill(child, signal.SIGKILL)
         except OSError:
+            pass
+    for child in children:  # reaped before this process goes: none is left for a moment after it
+        try:
+            os.waitpid(child, 0)
+        except OSError:  # reaped already (its Popen's own wait)
             pass
     try:
         os.write(2, f"memsift: stopped by signal {signum} (its work did not end within {grace_s:g} s)\n".encode())

@@ -278,6 +278,18 @@ def test_edits_of_memory_search_that_restart_the_gateway_keep_one_memsift_per_ag
     and one child serves the agent."""
     exact = gateways["exact"]
     exact.invoke("memory_search", {"query": "a828e60"})
+    original = exact.config.read_text()
+    try:
+        _edit_three_times(exact)
+    finally:  # the module's other tests expect the HOME's own config (maxResults 2)
+        exact.config.write_text(original)
+        time.sleep(6)
+        exact.wait_ready()
+    log = "".join(p.read_text(errors="replace") for p in (exact.root / "gateway.out", exact.root / "openclaw.log") if p.exists())
+    assert "exit listeners added" not in log, log[-3000:]
+
+
+def _edit_three_times(exact: Home) -> None:
     for n in range(3):
         config = json.loads(exact.config.read_text())
         config["memory"]["search"]["query"]["maxResults"] = 3 + n
@@ -290,8 +302,6 @@ def test_edits_of_memory_search_that_restart_the_gateway_keep_one_memsift_per_ag
         while len(_memsift_children(exact)) > 1 and time.monotonic() < deadline:
             time.sleep(0.5)
         assert len(_memsift_children(exact)) == 1, (n, _memsift_children(exact))
-    log = "".join(p.read_text(errors="replace") for p in (exact.root / "gateway.out", exact.root / "openclaw.log") if p.exists())
-    assert "exit listeners added" not in log, log[-3000:]
 
 
 def test_an_agent_turn_reaches_the_model_with_memory(gateways):
