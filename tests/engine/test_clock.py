@@ -15,12 +15,20 @@ from helpers import EXAMPLE_WORKSPACE
 from memsift.engine.search.clock import BadClock, now, parse_now
 
 
-def test_a_date_is_noon_of_that_day_and_a_date_time_is_itself():
-    assert datetime.fromtimestamp(parse_now("2027-01-01")) == datetime(2027, 1, 1, 12)
-    assert datetime.fromtimestamp(parse_now("2027-01-01T09:30")) == datetime(2027, 1, 1, 9, 30)
+@pytest.mark.parametrize("day", ["2026-12-31", "2027-01-01", "2027-03-01", "2028-02-29"])
+def test_a_date_is_noon_of_that_day_and_a_date_time_is_itself(day):
+    y, m, d = map(int, day.split("-"))
+    assert datetime.fromtimestamp(parse_now(day)) == datetime(y, m, d, 12)
+    assert datetime.fromtimestamp(parse_now(f"{day}T09:30")) == datetime(y, m, d, 9, 30)
+    assert now({"MEMSIFT_NOW": day}) == parse_now(day)
     assert parse_now("1800000000") == 1800000000.0
-    assert now({"MEMSIFT_NOW": "2028-02-29"}) == parse_now("2028-02-29")
-    assert abs(now({}) - datetime.now().timestamp()) < 5  # unset: the clock
+
+
+def test_unset_it_is_the_clock(monkeypatch):
+    import time
+
+    monkeypatch.setattr(time, "time", lambda: 1830000000.0)  # a fixed clock: the test reads no real date
+    assert now({}) == 1830000000.0 and now({"MEMSIFT_NOW": " "}) == 1830000000.0
 
 
 @pytest.mark.parametrize("bad", ["tomorrow", "2027-13-01", "-5", "1e400", "nan"])
