@@ -123,8 +123,7 @@ def start_helper(argv: list[str], backend: str | None, settings: Any, env: Mappi
     folder = rendezvous_dir(env, create=True)
     if helper is None or folder is None:
         return None
-    cap = settings.memory.resident_helper.max_helpers
-    if sum(h.get("kind", "helper") == "helper" for h in helpers(folder)) >= cap:
+    if helpers_at_cap(settings, folder) is not None:
         return None  # enough helpers of this user run (memory.residentHelper.maxHelpers); searches go cold
     try:
         lock = take_helper_lock(helper_lock_path(folder, settings, backend, env))
@@ -139,6 +138,13 @@ def start_helper(argv: list[str], backend: str | None, settings: Any, env: Mappi
     except OSError:
         return None
     return proc.pid
+
+
+def helpers_at_cap(settings: Any, folder: Path | None) -> int | None:
+    """How many of this user's helpers run, when that is `memory.residentHelper.maxHelpers` or more
+    (no new one starts); None while another may start."""
+    running = sum(h.get("kind", "helper") == "helper" for h in helpers(folder))
+    return running if running >= settings.memory.resident_helper.max_helpers else None
 
 
 class HelperInfo(dict):

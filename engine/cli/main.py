@@ -332,12 +332,12 @@ def _helper_status(obj: _Ctx) -> dict[str, Any]:
         return {"running": False, "why": "off (memory.residentHelper.enabled: false)"}
     info = helper_for(settings, obj.backend)
     if info is None:
-        from .helper import helpers as running_helpers  # noqa: PLC0415
+        from .helper import helpers_at_cap  # noqa: PLC0415
         from .resident import rendezvous_dir  # noqa: PLC0415
 
-        cap = settings.memory.resident_helper.max_helpers
-        others = sum(h.get("kind", "helper") == "helper" for h in running_helpers(rendezvous_dir(os.environ, create=False)))
-        if others >= cap:  # start_helper's own rule: no new helper past the cap
+        others = helpers_at_cap(settings, rendezvous_dir(os.environ, create=False))
+        if others is not None:  # start_helper's own rule: no new helper past the cap
+            cap = settings.memory.resident_helper.max_helpers
             return {"running": False, "why": f"none for these settings: {others} of this user's helpers run, the most "
                                              f"memory.residentHelper.maxHelpers ({cap}) allows, so searches here run cold "
                                              "(`memsift helpers stop` ends them, or raise maxHelpers)"}
