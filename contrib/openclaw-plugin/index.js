@@ -105,6 +105,7 @@ export function createDeps(api, { env = process.env } = {}) {
 
   return {
     settings,
+    version: VERSION,
     targetFor,
     processForTarget,
     processFor: (ctx) => processForTarget(targetFor({ cfg: ctx?.getRuntimeConfig?.() ?? ctx?.runtimeConfig ?? ctx?.config,

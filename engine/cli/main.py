@@ -1,4 +1,4 @@
-"""`memsift`: index, search, get, status, note, watch, mcp, parity, config show.
+"""`memsift`: index, search, get, status, note, watch, mcp, parity, openclaw install, config show.
 
 Results go to stdout (human text, or one JSON document with --json); logs and progress go to
 stderr. Exit codes: 0 success (also no hits, also a scope denial, which the answer states),
@@ -602,6 +602,67 @@ def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_syn
     if failure:
         click.echo(f"memsift: {failure}", err=True)
         sys.exit(EXIT_CODES["error"])
+
+
+@cli.group()
+def openclaw() -> None:
+    """Put the OpenClaw plugin that came with this memsift into a Gateway, or take it out."""
+
+
+def _openclaw_gateway(command: str) -> Any:
+    from .openclaw import Gateway  # noqa: PLC0415
+
+    return Gateway.from_command(command)
+
+
+def _said_changes(changes: list[Any], config: str, as_json: bool, extra: dict[str, Any]) -> None:
+    if as_json:
+        _emit_json({**extra, "changes": [c.as_dict() for c in changes]})
+        return
+    click.echo(f"changed in {config}:" if changes else f"nothing changed in {config}")
+    for change in changes:
+        click.echo(f"  {change.line()}")
+
+
+OPENCLAW_OPTION = click.option("--openclaw", "openclaw_command", default="openclaw", show_default=True, metavar="COMMAND",
+                               help="The OpenClaw command (a name on PATH, a path, or a command line); its HOME and "
+                                    "OPENCLAW_* variables choose the Gateway.")
+
+
+@openclaw.command("install")
+@OPENCLAW_OPTION
+@click.option("--keep-command", is_flag=True,
+              help="Leave plugins.entries.memsift.config.command as it is (default: this memsift's own path).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def openclaw_install(openclaw_command: str, keep_command: bool, as_json: bool) -> None:
+    """Copy this memsift's OpenClaw plugin into the Gateway (OpenClaw's own installer, no link to this
+    folder), select it for the memory slot, point it at this memsift, and say what changed."""
+    from .openclaw import install, plugin_version, this_memsift  # noqa: PLC0415
+
+    gateway = _openclaw_gateway(openclaw_command)
+    command = None if keep_command else this_memsift()
+    with _errors_to_exit():
+        changes = install(gateway, command=command, say=lambda line: click.echo(f"memsift: {line}", err=True))
+        config = str(gateway.config_file())
+    _said_changes(changes, config, as_json, {"installed": plugin_version(), "config": config, "command": command})
+    if not as_json:
+        click.echo("Restart the Gateway to load it (openclaw gateway restart, or its service); then "
+                   "`openclaw plugins inspect memsift` shows it in the memory slot.")
+
+
+@openclaw.command("uninstall")
+@OPENCLAW_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def openclaw_uninstall(openclaw_command: str, as_json: bool) -> None:
+    """Remove the memsift plugin from the Gateway (files, settings, install record); the memory slot goes
+    back to OpenClaw's own memory-core. memsift's index and the notes stay."""
+    from .openclaw import uninstall  # noqa: PLC0415
+
+    gateway = _openclaw_gateway(openclaw_command)
+    with _errors_to_exit():
+        changes = uninstall(gateway, say=lambda line: click.echo(f"memsift: {line}", err=True))
+        config = str(gateway.config_file())
+    _said_changes(changes, config, as_json, {"uninstalled": "memsift", "config": config})
 
 
 @cli.group()

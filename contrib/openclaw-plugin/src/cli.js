@@ -5,7 +5,36 @@
 
 import { spawn } from "node:child_process";
 
+import { MISSING_ACTION } from "./memsift-process.js";
 import { memsiftPrefix } from "./settings.js";
+import { versionProblem } from "./version.js";
+
+/** `memsift --version` of the command the settings name: "0.2.0", or an Error naming what to do. */
+export function memsiftVersion(settings, { env = process.env, timeoutMs = 60_000 } = {}) {
+  const argv = [...settings.command, "--version"];
+  return new Promise((resolve, reject) => {
+    let output = "";
+    const child = spawn(argv[0], argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], env });
+    child.stdout.on("data", (chunk) => { output += chunk; });
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error.code === "ENOENT" ? new Error(`memsift was not found (command: ${argv[0]}). ${MISSING_ACTION}`) : error);
+    });
+    child.on("exit", () => {
+      clearTimeout(timer);
+      resolve(/version\s+(\S+)/.exec(output)?.[1]); // "memsift, version 0.2.0"
+    });
+  });
+}
+
+/** Rejects, saying what to do, when the memsift the settings name is not of this plugin's release line. */
+export async function checkMemsiftVersion(settings, pluginVersion, options) {
+  const found = await memsiftVersion(settings, options);
+  const problem = versionProblem(pluginVersion, found, settings.command.join(" "));
+  if (problem) throw new Error(`${problem[0]}. ${problem[1]}`);
+  return found;
+}
 
 /** Run `memsift … <args>` for `target`; resolves to its exit code (stdio: "inherit" or "pipe"). */
 export function runMemsift(settings, target, args, { stdio = "pipe", timeoutMs, env = process.env } = {}) {
@@ -19,7 +48,7 @@ export function runMemsift(settings, target, args, { stdio = "pipe", timeoutMs, 
     child.on("error", (error) => {
       clearTimeout(timer);
       reject(error.code === "ENOENT"
-        ? new Error(`memsift was not found (command: ${argv[0]}); install it (pip install memsift) or set plugins.entries.memsift.config.command`)
+        ? new Error(`memsift was not found (command: ${argv[0]}). ${MISSING_ACTION}`)
         : error);
     });
     child.on("exit", (code, signal) => {
@@ -42,6 +71,7 @@ export function registerMemsiftCli({ program, config }, deps) {
     let code;
     try {
       const target = deps.targetFor({ cfg: config, agentId: opts.agent });
+      await checkMemsiftVersion(deps.settings, deps.version);
       code = await runMemsift(deps.settings, target, args, { stdio: "inherit" });
     } catch (error) {
       console.error(`openclaw memsift: ${error.message}`);

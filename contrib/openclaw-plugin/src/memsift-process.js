@@ -9,14 +9,18 @@
 
 import { spawn } from "node:child_process";
 
+import { versionProblem } from "./version.js";
+
 export const PROTOCOL_VERSION = "2025-06-18";
 const MAX_LINE_BYTES = 16 * 1024 * 1024;
 const STDERR_TAIL_CHARS = 4000;
 const STOP_GRACE_MS = 2000;
 const BACKOFF_MS = [1000, 2000, 5000, 10_000, 30_000];
 const TIMEOUTS_BEFORE_RESTART = 3;
+export const MISSING_ACTION = "Install memsift where the Gateway runs (its wheel, or from git: see memsift's install guide) and put its " +
+  "bin folder on the Gateway's PATH, or set plugins.entries.memsift.config.command to its path";
 
-/** A failure the agent and the operator are told about (kind: missing, exited, timeout, refused, aborted). */
+/** A failure the agent and the operator are told about (kind: missing, version, exited, timeout, refused, aborted). */
 export class MemsiftCallError extends Error {
   constructor(message, { kind, action, cause } = {}) {
     super(message, cause ? { cause } : undefined);
@@ -33,6 +37,7 @@ function lastLines(text) {
 class Connection {
   constructor({ argv, env, cwd, logger, clientVersion, onFailure }) {
     this.argv = argv;
+    this.clientVersion = clientVersion;
     this.logger = logger;
     this.onFailure = onFailure;
     this.pending = new Map();
@@ -67,19 +72,31 @@ class Connection {
     this.hello = this.request("initialize", {
       protocolVersion: PROTOCOL_VERSION,
       capabilities: {},
-      clientInfo: { name: "openclaw-memsift", version: clientVersion },
+      clientInfo: { name: "openclaw-memsift", version: clientVersion ?? "0" },
     }).then((result) => {
+      this.checkVersion(result?.serverInfo?.version);
       this.notify("notifications/initialized");
       return result;
     });
     this.hello.catch(() => {}); // told to the caller of the first call
   }
 
+  /** A memsift of another release line is stopped before any call reaches it (version.js). */
+  checkVersion(found) {
+    if (!this.clientVersion) return;
+    const problem = versionProblem(this.clientVersion, found, this.argv.join(" "));
+    if (!problem) return;
+    const error = new MemsiftCallError(problem[0], { kind: "version", action: problem[1] });
+    this.fail(error);
+    this.kill("SIGTERM");
+    throw error;
+  }
+
   spawnError(error) {
     if (error.code === "ENOENT") {
       return new MemsiftCallError(`memsift was not found (command: ${this.argv[0]})`, {
         kind: "missing",
-        action: "Install memsift (pip install memsift) so that it is on the Gateway's PATH, or set plugins.entries.memsift.config.command to its path",
+        action: MISSING_ACTION,
         cause: error,
       });
     }
@@ -167,7 +184,7 @@ class Connection {
 
 /** A memsift MCP child for one agent, started on first use and restarted after a failure. */
 export class MemsiftProcess {
-  constructor({ argv, env = process.env, cwd, logger, startupTimeoutMs, callTimeoutMs, clientVersion = "0" }) {
+  constructor({ argv, env = process.env, cwd, logger, startupTimeoutMs, callTimeoutMs, clientVersion }) {
     Object.assign(this, { argv, env, cwd, logger, startupTimeoutMs, callTimeoutMs, clientVersion });
     this.connection = undefined;
     this.warm = false; // a call has been answered since the child started

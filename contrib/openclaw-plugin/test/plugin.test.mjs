@@ -8,7 +8,7 @@
 
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -19,6 +19,8 @@ import { providerStatus, readResult, searchResult } from "../src/answers.js";
 import { MemsiftProcess } from "../src/memsift-process.js";
 import { memoryPromptSection } from "../src/prompt.js";
 import { memsiftPrefix, pluginSettings } from "../src/settings.js";
+import { checkMemsiftVersion } from "../src/cli.js";
+import { lineName, worksWith } from "../src/version.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const EXAMPLE = path.resolve(HERE, "../../example-workspace");
@@ -194,6 +196,32 @@ describe("failure is visible, never a hang", () => {
     const found = await call(seen, "memory_search", { query: QUESTION });
     assert.equal(found.unavailable, true);
     assert.match(found.error, /does not exist/);
+  });
+
+  test("a memsift of another release line is refused at start, saying which and what to do", async () => {
+    const mine = JSON.parse(readFileSync(path.join(HERE, "..", "package.json"), "utf8")).version;
+    const child = new MemsiftProcess({ argv: [...COMMAND, "-w", workspace, "mcp"], clientVersion: "9.9.0", env,
+      callTimeoutMs: 60_000, startupTimeoutMs: 120_000 });
+    await assert.rejects(child.call("memory_search", { query: QUESTION }), (e) => {
+      assert.equal(e.kind, "version");
+      assert.match(e.message, new RegExp(`memsift ${mine.replaceAll(".", "\\.")} was found .*this plugin \\(9\\.9\\.0\\) works with memsift 9\\.x only`));
+      assert.match(e.action, /memsift openclaw install/);
+      return true;
+    });
+    await child.connection.exited; // stopped, not left serving
+    await child.stop();
+    // The same memsift, as the plugin of its own release sees it: served (the tools' tests above), and
+    // the CLI namespace's check agrees.
+    assert.equal(await checkMemsiftVersion({ command: COMMAND }, mine, { env }), mine);
+    await assert.rejects(checkMemsiftVersion({ command: COMMAND }, "9.9.0", { env }), /works with memsift 9\.x only/);
+  });
+
+  test("release lines: major.minor before 1.0, the major after", () => {
+    assert.ok(worksWith("0.2.0", "0.2.7") && worksWith("0.2.0", "0.2.0rc1") && worksWith("0.2.1", "0.2.0+g12ab"));
+    assert.ok(!worksWith("0.2.0", "0.1.0") && !worksWith("0.2.0", "0.3.0") && !worksWith("0.2.0", undefined));
+    assert.ok(worksWith("1.2.0", "1.9.1") && !worksWith("1.2.0", "2.0.0") && !worksWith("1.0.0", "not a version"));
+    assert.equal(lineName("0.2.5"), "0.2");
+    assert.equal(lineName("3.1.0"), "3");
   });
 
   test("a memsift that never answers: the call's budget ends it", async () => {
