@@ -35,7 +35,7 @@ from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import IndexUnusableError
 from memsift.engine.files.note_dates import NOTE_DATES_REVISION, ChunkDay
 from memsift.engine.search.fts_query import INDEX_TEXT_REVISION, index_text
-from memsift.engine.files.fingerprint import fingerprint_diff
+from memsift.engine.files.fingerprint import fingerprint_diff, memsift_version, reuse_note
 from memsift.engine.manager import SyncReport
 from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.files.sync import MAX_MARKDOWN_BYTES, read_markdown, read_media, read_transcript, sort_files
@@ -292,6 +292,9 @@ class Indexer:
                 try:
                     current = read_meta(conn)
                     cause = "forced" if force else fingerprint_diff(current, want)
+                    if not cause and reuse_note(current):
+                        report.notes.append(reuse_note(current) or "")
+                        log.info("index kept across an upgrade", note=reuse_note(current))
                     if not cause:
                         self._incremental(conn, vec, report, want, current or want)
                         self._record_skipped(conn)
@@ -638,7 +641,8 @@ class Indexer:
             )
 
     def _finish(self, conn: apsw.Connection, want: dict[str, Any], *, full: bool = False) -> None:
-        meta = {**want, **self.meta_extra}
+        built_by = memsift_version() if full else (read_meta(conn) or {}).get("builtBy")
+        meta = {**want, **self.meta_extra, "updatedBy": memsift_version(), **({"builtBy": built_by} if built_by else {})}
         if self.vectors_pending:
             meta["vectorsPending"] = True  # searches answer by keyword until the vectors are made
         row = conn.execute("SELECT embedding FROM chunks WHERE embedding IS NOT NULL LIMIT 1").fetchone()
@@ -682,7 +686,8 @@ class Indexer:
         # dims unknown yet but known now (the first vectors); a keyword-only index (no provider)
         # never has dims, and rewriting its meta would make every search a write.
         dims_learned = current.get("dims") is None and (self.ident.dims is not None or self.embed is not None)
-        if changed or removed or pending_before or dims_learned or \
+        upgraded = current.get("updatedBy") != memsift_version()  # kept across an upgrade: recorded once
+        if changed or removed or pending_before or dims_learned or upgraded or \
                 any(current.get(k) != v for k, v in self.meta_extra.items()):
             self._finish(conn, want)
 

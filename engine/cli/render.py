@@ -229,6 +229,7 @@ def render_sync(report: SyncReport) -> str:
     ]
     if report.reindex_cause and not report.full_reindex:
         lines.append(f"rebuild needed: {report.reindex_cause}")
+    lines += report.notes  # e.g. an index kept across an upgrade
     if "(builtin fallback: " in report.reason:  # the backend failed: what was indexed instead, and why
         lines.insert(0, f"{report.reason.split('(builtin fallback: ', 1)[1][:-1]}; the builtin index was synced instead")
     return "\n".join(lines)
@@ -241,6 +242,16 @@ def _changes(s: ManagerStatus) -> str:
     if pending:
         return f"{pending} file(s) changed since the last sync"
     return "none" + (" (settings changed: see Rebuild needed)" if s.index.get("rebuildNeeded") else "")
+
+
+def _built_by(s: ManagerStatus) -> list[tuple[str, str]]:
+    """Which memsift built the index, where it is not this one (an upgrade kept it, or will rebuild it)."""
+    from ..files.fingerprint import made_by, memsift_version  # noqa: PLC0415
+
+    meta = s.index.get("meta")
+    if not isinstance(meta, dict) or meta.get("builtBy") == memsift_version():
+        return []
+    return [("Index built by", f"{made_by(meta)}; this is memsift {memsift_version()}")]
 
 
 def render_status(s: ManagerStatus) -> str:
@@ -258,6 +269,7 @@ def render_status(s: ManagerStatus) -> str:
         ("Extra paths", ", ".join(s.extra_paths) or "-"),
         ("Indexed", f"{s.files} files · {s.chunks} chunks" if s.files is not None else "unknown: the index cannot be read now"),
         ("Changes", _changes(s)),
+        *_built_by(s),
         ("Store", s.db_path or "-"),
         ("Workspace", s.workspace_dir),
         ("FTS", f"{'available' if s.fts.get('available') else 'unavailable'} · {s.fts.get('tokenizer')}"

@@ -121,10 +121,22 @@ def _is_secret(name: str) -> bool:
     return any(word in upper for word in _SECRET_WORDS)
 
 
+def _this_install() -> str:
+    """Which install of memsift runs: upgrading (pip writes every file anew) changes it, so a helper
+    left running by the release before never answers the new one's searches, nor the reverse (a
+    helper of 0.1 declines a request carrying a key it lacks)."""
+    st = os.stat(__file__)
+    return f"{st.st_ino}:{st.st_mtime_ns}"
+
+
+_INSTALL = _this_install()
+
+
 def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
     """What of the environment can change how a search is configured or answered: memsift's own
-    variables, where configs and state live, and API keys (hashed: only equality matters)."""
-    out = {}
+    variables, where configs and state live, and API keys (hashed: only equality matters); and which
+    install of memsift asks (a name no variable can have)."""
+    out = {"memsift install": _INSTALL}
     for name, value in env.items():
         if name in _NOT_RELEVANT:
             continue

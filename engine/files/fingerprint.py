@@ -1,11 +1,41 @@
 """Why an index must be rebuilt: the fingerprint keys both stored backends (builtin, Postgres)
-record, said in words for `status` and the sync report."""
+record, said in words for `status` and the sync report; and which memsift made an index (`builtBy`,
+`updatedBy`, recorded beside the fingerprint, never compared: an upgrade that keeps the format
+keeps the index, and says so once)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
-__all__ = ["fingerprint_diff"]
+__all__ = ["fingerprint_diff", "memsift_version", "made_by", "reuse_note", "VERSION_KEYS"]
+
+VERSION_KEYS = ("builtBy", "updatedBy")
+# The keys whose change comes with a new memsift (not with the user's settings).
+_RELEASE_KEYS = ("schema", "chunker", "ftsText", "noteDates")
+
+
+@lru_cache(maxsize=1)
+def memsift_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("memsift")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def made_by(meta: dict[str, Any] | None) -> str:
+    """Which memsift built the index, in words (0.1.x recorded no version)."""
+    built = (meta or {}).get("builtBy")
+    return f"memsift {built}" if built else "an earlier memsift (0.1.x, which recorded no version)"
+
+
+def reuse_note(meta: dict[str, Any] | None) -> str | None:
+    """The one line an upgrade that keeps the index says (None: this memsift updated it last)."""
+    if not meta or meta.get("updatedBy") == memsift_version():
+        return None
+    return f"the index built by {made_by(meta)} is kept: memsift {memsift_version()} reads its format"
 
 # What a changed fingerprint key means to the person reading status. `{0}` and `{1}` are the old
 # and new values, shown only where they are readable (never hashes).
@@ -38,6 +68,11 @@ def fingerprint_diff(current: dict[str, Any] | None, wanted: dict[str, Any]) -> 
     if current is None:
         return "no index yet"
     for key, value in wanted.items():
+        if key in VERSION_KEYS:
+            continue
         if current.get(key) != value:
-            return _CHANGES.get(key, f"{key} changed").format(_shown(current.get(key)), _shown(value))
+            why = _CHANGES.get(key, f"{key} changed").format(_shown(current.get(key)), _shown(value))
+            if key in _RELEASE_KEYS and current.get("updatedBy") != memsift_version():
+                why += f" (built by {made_by(current)}; this is memsift {memsift_version()})"
+            return why
     return None

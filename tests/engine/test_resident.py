@@ -215,6 +215,9 @@ def test_the_server_declines_what_it_cannot_answer_exactly(tmp_path):
         ({"argv": ["-v", "search", "x"]}, "logs"),
         ({"argv": ["search", "x", "--help"]}, "help"),  # click would print it into the server's output
         ({"argv": ["search", "x"], "env": {**server.env, "OPENAI_API_KEY": "sha256:00"}}, "environment"),
+        # another install of memsift (the release before, left running across an upgrade, or the next)
+        ({"argv": ["search", "x"], "env": {**server.env, "memsift install": "1:2"}}, "environment"),
+        ({"argv": ["search", "x"], "env": {k: v for k, v in server.env.items() if k != "memsift install"}}, "environment"),
         ({"argv": ["-w", str(tmp_path), "search", "x"]}, "other settings"),
         ({"argv": ["search", "x", "-b", "qmd"]}, "other settings"),
     ]:
