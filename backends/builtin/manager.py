@@ -113,6 +113,7 @@ class BuiltinSearchManager(KeywordSearch):
         self._seen_sessions = RecentKeys()  # bounded: a server sees any number of chats
         self._query_circuit: QueryCircuit | None = None
         self._recovered: str | None = None  # a damaged index moved aside and rebuilt: told in the next answer
+        self._sync_notes: list[str] = []  # what a sync said (an index kept across an upgrade): told in the next answer
         self.search_sync_budget_s = SEARCH_SYNC_BUDGET_S
         self.first_search_vector_budget_s = FIRST_SEARCH_VECTOR_BUDGET_S
         self.snippet_chars = SNIPPET_MAX_CHARS  # the benchmarks raise it to see whole chunks
@@ -321,6 +322,7 @@ class BuiltinSearchManager(KeywordSearch):
         self._skipped = [{"path": s.path, "reason": s.reason} for s in indexer.skipped]
         self._embed_error = indexer.embed_error
         self._last_sync = report
+        self._sync_notes += report.notes
         self._stale_cause = report.reindex_cause if not report.full_reindex else None
         self._dirty = self._changes != seen
         log.info("sync done", **report.model_dump(exclude_none=True))
@@ -498,8 +500,8 @@ class BuiltinSearchManager(KeywordSearch):
                   sync_pending=syncing, degraded=degraded.model_dump(exclude_none=True) or None)
         # `--mode vector` alone, asked for, in a script the model does not cover: say its results are noise.
         warning = vector_mode_warning(q, self.provider) if q and req.mode == "vector" else None
-        notes = [n for n in (self._recovered, warning) if n]
-        self._recovered = None
+        notes = [n for n in (self._recovered, *self._sync_notes, warning) if n]
+        self._recovered, self._sync_notes = None, []
         return SearchAnswer(
             query=query,
             results=hits,
