@@ -83,10 +83,11 @@ BLOCK_RE = re.compile(
 )
 OPT_RE = re.compile(r'(\w+)="([^"]*)"')
 QMD_RE = re.compile(r"(-b qmd|--backend qmd|\bparity\b(?!.*--against (postgres|openclaw)))")
-OPENCLAW_RE = re.compile(r"(^|[|;&]\s*)openclaw\s|--against openclaw|~/\.openclaw")
+OPENCLAW_RE = re.compile(r"(^|[|;&]\s*)(memsift )?openclaw\s|--against openclaw|~/\.openclaw")
 PG_RE = re.compile(r"(-b postgres|--backend postgres|--against postgres)")
 PG_SHOWN = "/var/run/postgresql"
 STATE_SHOWN = "~/.local/state/memsift"
+VENV_SHOWN = "/opt/memsift/bin"  # the venv whose memsift a block runs, as an operator's would be
 
 
 class Sandbox:
@@ -139,8 +140,8 @@ class Sandbox:
             conn.execute(f'CREATE DATABASE "{db}"')
         self.env["MEMSIFT_POSTGRES_DSN"] = self.pg.get_uri(db)
 
-    def openclaw_home(self, *, link_plugin: bool) -> None:
-        """A fresh HOME for OpenClaw (the issue's three keys), the plugin linked unless the block does it."""
+    def openclaw_home(self, *, install_plugin: bool) -> None:
+        """A fresh HOME for OpenClaw (the issue's three keys), the plugin installed (a copy) unless the block does it."""
         home = self.root / ".home"
         shutil.rmtree(home, ignore_errors=True)
         (home / ".openclaw").mkdir(parents=True)
@@ -149,15 +150,15 @@ class Sandbox:
             '  memory: { search: { query: { maxResults: 2 } } },\n'
             '  logging: { file: "' + str(home / ".openclaw" / "openclaw.log") + '" } }\n')
         self.env["HOME"] = str(home)
-        if link_plugin:
-            subprocess.run(["openclaw", "plugins", "install", "--link", "--force", "--accept-capabilities",
-                            "contrib/openclaw-plugin"], cwd=self.root, env=self.env, check=True, capture_output=True,
-                           timeout=300)
+        if install_plugin:
+            subprocess.run(["memsift", "openclaw", "install", "--keep-command"], cwd=self.root, env=self.env, check=True,
+                           capture_output=True, timeout=600)
 
     def shown(self, text: str) -> str:
         if self.pg is not None:
             text = text.replace(str(self.pg.pgdata), PG_SHOWN)
         text = text.replace(str(self.root / ".home"), "~")
+        text = text.replace(str(Path(sys.executable).parent), VENV_SHOWN)  # the venv memsift runs from
         return text.replace(str(self.state), STATE_SHOWN).replace(f"{self.root}/", "").replace(str(self.root), ".")
 
     def run(self, command: str) -> str:
@@ -229,7 +230,7 @@ def _run_block(box: Sandbox, name: str, commands: list[str], opts: dict[str, str
     if uses_pg:
         box.postgres(name)
     if any(OPENCLAW_RE.search(c) for c in commands):
-        box.openclaw_home(link_plugin=not any("plugins install" in c for c in commands))
+        box.openclaw_home(install_plugin=not any("plugins install" in c or "openclaw install" in c for c in commands))
     if "while" in opts:
         return [box.run_while(commands[0], opts["while"])]
     return [box.run(c) for c in commands]

@@ -91,3 +91,9 @@ def test_staging_copies_only_what_npm_would_pack(tmp_path):
     assert "index.js" in got and "openclaw.plugin.json" in got and "src/memsift-process.js" in got
     assert not [p for p in got if p.startswith(("test/", "node_modules/"))]
     assert (staged / "index.js").read_bytes() == (PLUGIN / "index.js").read_bytes()
+
+
+def test_an_install_into_a_missing_openclaw_says_what_to_do(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "openclaw", "install", "--openclaw",
+                           str(tmp_path / "no-openclaw")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3 and "OpenClaw was not found" in done.stderr and "Traceback" not in done.stderr

@@ -3,9 +3,13 @@ into a Gateway (or taken out) by OpenClaw's own installer, saying what changed i
 
 The plugin is `memsift.openclaw_plugin` (setup.py maps `contrib/openclaw-plugin` onto it): in a
 wheel, a folder of the installed package; in an editable install, the checkout's folder. Only the
-files its package.json gives npm are staged, so the Gateway gets the same plugin as from the npm
-tarball, and a copy: `openclaw plugins install <folder>` without `--link` copies it into the
-Gateway's extensions folder, so nothing depends on where memsift's files are later.
+files its package.json gives npm are copied, so the Gateway gets the same plugin as from the npm
+tarball, into the Gateway's own state folder (`~/.openclaw/memsift-plugin`): nothing depends on
+where memsift's files are later. OpenClaw is then told to load that copy by its path
+(`plugins install --link` of the copy), not from its extensions folder: in OpenClaw 2026.9 a plugin
+in extensions/ loads after the bundled memory-core, whose own memory_search and memory_get (it
+stays loaded for dreaming) then shadow the slot plugin's (OpenClaw issue 141806); a plugin named by
+path loads first, and memory-core keeps its dreaming.
 
 The plugin's `command` is set to the memsift that ran this (its absolute path): a Gateway that runs
 as a service rarely has the venv's bin folder on its PATH. `--keep-command` leaves it as it is.
@@ -33,6 +37,7 @@ from ..errors import ConfigError
 __all__ = ["PLUGIN_ID", "plugin_folder", "plugin_version", "stage_plugin", "this_memsift", "install", "uninstall", "Change"]
 
 PLUGIN_ID = "memsift"
+COPY_FOLDER = "memsift-plugin"  # beside the Gateway's openclaw.json
 OPENCLAW_TIMEOUT_S = 300.0  # an install copies the plugin and links OpenClaw itself as its peer: seconds, not minutes
 
 
@@ -192,22 +197,41 @@ def install(gateway: Gateway, *, command: list[str] | None, say: Callable[[str],
     version, openclaw = _check_versions(gateway, folder)
     config = gateway.config_file()
     before = gateway.read_config(config)
-    with tempfile.TemporaryDirectory(prefix="memsift-openclaw-") as scratch:
-        staged = stage_plugin(Path(scratch), folder)
-        say(f"installing the memsift plugin {version} into OpenClaw {openclaw} ({config})")
-        # --force: a source outside ClawHub (this folder); --accept-capabilities: its tools and CLI namespace.
-        gateway.run("plugins", "install", "--force", "--accept-capabilities", str(staged))
+    home = config.parent / COPY_FOLDER
+    if (config.parent / "extensions" / PLUGIN_ID).is_dir():  # the tarball's install: it would shadow nothing but itself
+        say("replacing the memsift plugin installed in OpenClaw's extensions folder")
+        gateway.run("plugins", "uninstall", PLUGIN_ID, "--force")
+        before = gateway.read_config(config)
+    say(f"copying the memsift plugin {version} to {home} for OpenClaw {openclaw} ({config})")
+    _replace_copy(home, folder)
+    # --force: a source outside ClawHub; --accept-capabilities: its tools and CLI namespace.
+    gateway.run("plugins", "install", "--link", "--force", "--accept-capabilities", str(home))
     if command is not None:
         setting = command[0] if len(command) == 1 else command  # the schema takes a path, or a list
         gateway.run("config", "set", f"plugins.entries.{PLUGIN_ID}.config.command", json.dumps(setting), "--strict-json")
     return config_changes(before, gateway.read_config(config))
 
 
+def _replace_copy(home: Path, folder: Path) -> None:
+    """The plugin's files at `home`, swapped in whole (a Gateway starting meanwhile reads the old or the new)."""
+    home.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".memsift-plugin-", dir=home.parent))
+    try:
+        staged = stage_plugin(scratch, folder)
+        old = scratch / "old"
+        if home.exists():
+            home.rename(old)
+        staged.rename(home)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def uninstall(gateway: Gateway, *, say: Callable[[str], None]) -> list[Change]:
-    """Take the plugin out of the Gateway (its files, settings and install record; the memory slot goes
+    """Take the plugin out of the Gateway (its copy, settings and install record; the memory slot goes
     back to OpenClaw's memory-core)."""
     config = gateway.config_file()
     before = gateway.read_config(config)
     say(f"uninstalling the memsift plugin from OpenClaw ({config})")
     gateway.run("plugins", "uninstall", PLUGIN_ID, "--force")
+    shutil.rmtree(config.parent / COPY_FOLDER, ignore_errors=True)
     return config_changes(before, gateway.read_config(config))

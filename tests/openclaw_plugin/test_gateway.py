@@ -1,5 +1,7 @@
-"""memsift in a real OpenClaw 2026.9.6 Gateway (CI installs it: .ci/run): the plugin linked as an
-operator links it, loaded in the memory slot, and memory_search / memory_get answered through the
+"""memsift in a real OpenClaw 2026.9.6 Gateway (CI installs it: .ci/run): the plugin installed as
+an operator installs it (copied into the Gateway, never linked: from the npm tarball named by
+$MEMSIFT_TEST_OPENCLAW_PLUGIN, as CI's release job does, else by `memsift openclaw install`), loaded
+in the memory slot, and memory_search / memory_get answered through the
 Gateway's `POST /tools/invoke` and through a real agent turn against a scripted model on loopback.
 
 Three Gateways, each in a HOME of its own, started side by side:
@@ -34,6 +36,8 @@ from helpers import EXAMPLE_WORKSPACE, REPO
 from openai_fake import FakeModel
 
 PLUGIN = REPO / "contrib" / "openclaw-plugin"
+TARBALL = os.environ.get("MEMSIFT_TEST_OPENCLAW_PLUGIN")  # the release's npm tarball
+VERSION = json.loads((PLUGIN / "package.json").read_text())["version"]
 QUESTION = "why did we pick Postgres for the ledger?"  # README command 1
 TOKEN = "memsift-test-token"
 GROUP_KEY = "agent:main:discord:group:42"
@@ -145,9 +149,22 @@ def _prepare(root: Path) -> Home:
     home.config.write_text(json.dumps({"agents": {"defaults": {"workspace": str(root / "ws")}},
                                        "memory": {"search": {"query": {"maxResults": 2}}},
                                        "logging": {"file": str(root / "openclaw.log")}}))
-    linked = home.openclaw("plugins", "install", "--link", "--force", "--accept-capabilities", str(PLUGIN))
-    assert linked.returncode == 0, linked.stdout + linked.stderr
+    installed = _install_plugin(home, keep_command=True)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
     return home
+
+
+def _install_plugin(home: Home, *, keep_command: bool) -> subprocess.CompletedProcess:
+    """The plugin copied into the HOME's Gateway: the release's tarball, else `memsift openclaw install`."""
+    if TARBALL:  # OpenClaw 2026.9: memory-core (kept for dreaming) loads first and shadows the slot plugin's tools
+        done = home.openclaw("plugins", "install", "--force", "--accept-capabilities", TARBALL)
+        return done if done.returncode else home.openclaw("plugins", "disable", "memory-core")
+    return _memsift_openclaw(home, "install", *(["--keep-command"] if keep_command else []), "--json")
+
+
+def _memsift_openclaw(home: Home, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "openclaw", *args, "--openclaw", OPENCLAW],
+                          capture_output=True, text=True, env={**home.env, "PATH": os.environ["PATH"]}, timeout=600)
 
 
 def _sibling(exact: Home, root: Path, *, memsift_on_path: bool) -> Home:
@@ -216,9 +233,15 @@ def test_the_plugin_loads_in_the_memory_slot_with_no_diagnostics(gateways):
     assert plugin["activationReason"] == "selected memory slot"
     assert sorted(plugin["toolNames"]) == ["memory_get", "memory_search"] and plugin["cliCommands"] == ["memsift"]
     assert report["diagnostics"] == [] and not plugin.get("diagnostics")
+    assert plugin["version"] == VERSION  # the plugin's version is memsift's
     config = json.loads(gateways["exact"].config.read_text())
     assert config["plugins"]["slots"]["memory"] == "memsift"
     assert "config" not in config["plugins"]["entries"]["memsift"]  # nothing configured for memsift
+    # A copy in the Gateway's own folder (the tarball's in extensions/), nothing pointing into the checkout.
+    copied = gateways["exact"].root / ".openclaw" / ("extensions" if TARBALL else "memsift-plugin")
+    copied = copied / "memsift" if TARBALL else copied
+    assert (copied / "index.js").read_bytes() == (PLUGIN / "index.js").read_bytes() and not (copied / "test").exists()
+    assert not [p for p in config["plugins"].get("load", {}).get("paths", []) if str(REPO) in p]
 
 
 def test_memory_search_through_tools_invoke(gateways):
@@ -339,3 +362,34 @@ def test_parity_with_openclaws_own_memory_search(gateways):
     assert rows["a828e60"]["overlap"] > 0  # both find the commit's note
     assert any("keywords alone" in n for n in report["notes"])  # memory-core has no embedding key here
     assert "indexing with OpenClaw's memory-core" in run.stderr  # progress, step by step
+
+
+def test_memsift_openclaw_install_points_the_gateway_at_this_memsift_and_uninstall_undoes_it(tmp_path):
+    """A Gateway with no memsift on its PATH (a service's): `memsift openclaw install` copies the plugin,
+    selects it and sets its command to this memsift, saying what it changed; `openclaw memsift` then
+    answers; `memsift openclaw uninstall` gives the slot back to memory-core."""
+    home = Home(tmp_path, memsift_on_path=False)
+    shutil.copytree(EXAMPLE_WORKSPACE, tmp_path / "ws")
+    home.config.parent.mkdir(parents=True)
+    home.config.write_text(json.dumps({"agents": {"defaults": {"workspace": str(tmp_path / "ws")}}}))
+    done = _memsift_openclaw(home, "install", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    changes = {c["key"]: c for c in report["changes"]}
+    assert report["installed"] == VERSION and report["config"] == str(home.config)
+    assert changes["plugins.slots.memory"] == {"key": "plugins.slots.memory", "after": "memsift"}
+    assert changes["plugins.entries.memsift.enabled"]["after"] is True
+    command = changes["plugins.entries.memsift.config.command"]["after"]
+    assert command == report["command"][0] or command == report["command"]
+    assert Path(report["command"][0]).is_absolute()
+    shown = home.openclaw("memsift", "search", QUESTION, "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert any("PostgreSQL 16" in h["snippet"] for h in json.loads(shown.stdout)["results"])
+
+    removed = _memsift_openclaw(home, "uninstall", "--json")
+    assert removed.returncode == 0, removed.stderr
+    gone = {c["key"]: c for c in json.loads(removed.stdout)["changes"]}
+    assert gone["plugins.slots.memory"] == {"key": "plugins.slots.memory", "before": "memsift"}
+    assert not (tmp_path / ".openclaw" / "memsift-plugin").exists()
+    assert json.loads(home.config.read_text())["agents"]["defaults"]["workspace"] == str(tmp_path / "ws")  # the rest kept
+
