@@ -8,7 +8,7 @@ tarball, into the Gateway's own state folder (`~/.openclaw/memsift-plugin`): not
 where memsift's files are later. OpenClaw is then told to load that copy by its path
 (`plugins install --link` of the copy), not from its extensions folder: in OpenClaw 2026.9 a plugin
 in extensions/ loads after the bundled memory-core, whose own memory_search and memory_get (it
-stays loaded for dreaming) then shadow the slot plugin's (OpenClaw issue 141806); a plugin named by
+stays loaded for dreaming) then shadow the slot plugin's (an open OpenClaw bug); a plugin named by
 path loads first, and memory-core keeps its dreaming.
 
 The plugin's `command` is set to the memsift that ran this (its absolute path): a Gateway that runs
