@@ -350,6 +350,8 @@ def test_the_plugins_cli_namespace(gateways):
     assert missing.returncode != 0 and "memsift was not found" in missing.stderr
 
 
+@pytest.mark.skipif(bool(TARBALL), reason="memory-core is turned off beside the tarball's install (OpenClaw 2026.9 lets it "
+                                          "shadow memsift's tools otherwise), so there is no memory-core to compare with")
 def test_parity_with_openclaws_own_memory_search(gateways):
     """What changes before the slot is switched: memory-core and memsift on the same files and questions."""
     run = gateways["parity"]
