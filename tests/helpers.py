@@ -5,8 +5,10 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import signal
 import struct
+import subprocess
 import time
 import zlib
 from pathlib import Path
@@ -158,3 +160,28 @@ def write_transcript(path: Path, turns: list[tuple[str, str]]) -> None:
         lines.append(json.dumps({"type": "message", "message": {"role": role, "content": text, "timestamp": 1_700_000_000_000}}))
         lines.append(json.dumps({"type": "tool", "name": "noise"}))
     path.write_text("\n".join(lines) + "\n")
+
+
+def git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=120)
+
+
+def previous_release() -> tuple[str, str] | None:
+    """(commit, version) of the release before this one: the newest commit whose pyproject.toml names
+    another version than the tree's; None without git or that history."""
+    import tomllib  # noqa: PLC0415
+
+    current = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    if shutil.which("git") is None:
+        return None
+    log = git("log", "--format=%H", "--", "pyproject.toml")
+    if log.returncode != 0:
+        return None
+    for commit in log.stdout.split():
+        shown = git("show", f"{commit}:pyproject.toml")
+        if shown.returncode != 0:
+            return None
+        version = tomllib.loads(shown.stdout)["project"]["version"]
+        if version != current:
+            return commit, version
+    return None

@@ -27,31 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import EXAMPLE_WORKSPACE, REPO
+from helpers import EXAMPLE_WORKSPACE, REPO, git, previous_release
 
 QUESTION = "why did we pick Postgres for the ledger?"  # README command 1
 VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
-
-
-def _git(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=120)
-
-
-def previous_release() -> tuple[str, str] | None:
-    """(commit, version): the newest commit whose pyproject.toml names another version."""
-    if shutil.which("git") is None:
-        return None
-    log = _git("log", "--format=%H", "--", "pyproject.toml")
-    if log.returncode != 0:
-        return None
-    for commit in log.stdout.split():
-        shown = _git("show", f"{commit}:pyproject.toml")
-        if shown.returncode != 0:
-            return None
-        version = tomllib.loads(shown.stdout)["project"]["version"]
-        if version != VERSION:
-            return commit, version
-    return None
 
 
 def _build_wheel(source: Path, out: Path) -> Path:
@@ -102,7 +81,7 @@ def wheels(tmp_path_factory) -> dict[str, Path | str]:
         pytest.skip("no earlier release in this clone's git history (a tarball of the tree, or a shallow clone)")
     commit, version = found
     work = tmp_path_factory.mktemp("releases")
-    archive = _git("archive", "--format=tar", "-o", str(work / "previous.tar"), commit)
+    archive = git("archive", "--format=tar", "-o", str(work / "previous.tar"), commit)
     assert archive.returncode == 0, archive.stderr
     with tarfile.open(work / "previous.tar") as tar:
         tar.extractall(work / "previous", filter="data")

@@ -139,10 +139,10 @@ class Gateway:
     def from_command(cls, command: str) -> "Gateway":
         return cls(shlex.split(command) or ["openclaw"])
 
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         try:
-            done = subprocess.run([*self.command, *args], capture_output=True, text=True, env=self.env, stdin=subprocess.DEVNULL,
-                                  timeout=OPENCLAW_TIMEOUT_S)
+            done = subprocess.run([*self.command, *args], capture_output=True, text=True, env=self.env, input=stdin,
+                                  stdin=None if stdin is not None else subprocess.DEVNULL, timeout=OPENCLAW_TIMEOUT_S)
         except FileNotFoundError:
             raise ConfigError(f"OpenClaw was not found ({self.command[0]}): install it, or pass --openclaw") from None
         except subprocess.TimeoutExpired:
@@ -190,25 +190,60 @@ def _check_versions(gateway: Gateway, folder: Path) -> tuple[str, str]:
     return plugin, found
 
 
+def _plugin_id_at(folder: Path) -> str | None:
+    try:
+        return json.loads((folder / "openclaw.plugin.json").read_text(encoding="utf-8")).get("id")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _earlier_plugins(config: Path, data: dict[str, Any]) -> list[Path]:
+    """Folders a memsift plugin is loaded from now: linked ones (a clone, as 0.1 installed it, or an
+    earlier `memsift openclaw install`'s copy) and OpenClaw's own copy (a tarball's install)."""
+    paths = (data.get("plugins") or {}).get("load", {}).get("paths") or []
+    found = [Path(p).expanduser() for p in paths if isinstance(p, str) and _plugin_id_at(Path(p).expanduser()) == PLUGIN_ID]
+    extensions = config.parent / "extensions" / PLUGIN_ID
+    return found + ([extensions] if extensions.is_dir() else [])
+
+
+def _settings(data: dict[str, Any]) -> dict[str, Any]:
+    entry = ((data.get("plugins") or {}).get("entries") or {}).get(PLUGIN_ID) or {}
+    return dict(entry.get("config") or {}) if isinstance(entry.get("config"), dict) else {}
+
+
 def install(gateway: Gateway, *, command: list[str] | None, say: Callable[[str], None]) -> list[Change]:
     """Install this memsift's plugin into the Gateway (a copy), enable it in the memory slot, and point its
-    `command` at `command` (None: leave it). Returns what changed in the Gateway's config."""
+    `command` at `command` (None: leave it). An earlier install (linked, copied or from the tarball) is
+    replaced, its settings kept, a linked folder left where it is. Returns what changed in the config."""
     folder = plugin_folder()
     version, openclaw = _check_versions(gateway, folder)
     config = gateway.config_file()
     before = gateway.read_config(config)
     home = config.parent / COPY_FOLDER
-    if (config.parent / "extensions" / PLUGIN_ID).is_dir():  # the tarball's install: it would shadow nothing but itself
-        say("replacing the memsift plugin installed in OpenClaw's extensions folder")
-        gateway.run("plugins", "uninstall", PLUGIN_ID, "--force")
-        before = gateway.read_config(config)
+    earlier = _earlier_plugins(config, before)
+    if earlier:
+        for place in earlier:
+            found = _package_json(place).get("version", "?") if (place / "package.json").is_file() else "?"
+            say(f"replacing the memsift plugin {found} at {place} (its settings are kept)")
+        # OpenClaw's uninstall also drops the settings (put back below); --keep-files: a linked folder is
+        # the user's (a clone), never deleted; OpenClaw's own copy in extensions/ is removed here.
+        gateway.run("plugins", "uninstall", PLUGIN_ID, "--force", "--keep-files")
+        shutil.rmtree(config.parent / "extensions" / PLUGIN_ID, ignore_errors=True)
     say(f"copying the memsift plugin {version} to {home} for OpenClaw {openclaw} ({config})")
     _replace_copy(home, folder)
     # --force: a source outside ClawHub; --accept-capabilities: its tools and CLI namespace.
     gateway.run("plugins", "install", "--link", "--force", "--accept-capabilities", str(home))
+    settings = _settings(before)
     if command is not None:
-        setting = command[0] if len(command) == 1 else command  # the schema takes a path, or a list
-        gateway.run("config", "set", f"plugins.entries.{PLUGIN_ID}.config.command", json.dumps(setting), "--strict-json")
+        settings["command"] = command[0] if len(command) == 1 else command  # the schema takes a path, or a list
+    # Enabled and in the slot (an uninstall above leaves it disabled, which the install respects), with
+    # its settings: one validated write.
+    wanted = {"entries": {PLUGIN_ID: {"enabled": True, **({"config": settings} if settings else {})}}, "slots": {"memory": PLUGIN_ID}}
+    now = gateway.read_config(config).get("plugins") or {}
+    entry = (now.get("entries") or {}).get(PLUGIN_ID) or {}
+    if entry.get("enabled") is not True or (now.get("slots") or {}).get("memory") != PLUGIN_ID or \
+            (settings and entry.get("config") != settings):
+        gateway.run("config", "patch", "--stdin", stdin=json.dumps({"plugins": wanted}))
     return config_changes(before, gateway.read_config(config))
 
 

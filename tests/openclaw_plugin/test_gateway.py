@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import Any
 import httpx
 import pytest
 
-from helpers import EXAMPLE_WORKSPACE, REPO
+from helpers import EXAMPLE_WORKSPACE, REPO, git, previous_release
 from openai_fake import FakeModel
 
 PLUGIN = REPO / "contrib" / "openclaw-plugin"
@@ -395,3 +396,36 @@ def test_memsift_openclaw_install_points_the_gateway_at_this_memsift_and_uninsta
     assert not (tmp_path / ".openclaw" / "memsift-plugin").exists()
     assert json.loads(home.config.read_text())["agents"]["defaults"]["workspace"] == str(tmp_path / "ws")  # the rest kept
 
+
+
+def test_memsift_openclaw_install_replaces_the_plugin_of_the_release_before(tmp_path):
+    """An upgrade from 0.1, whose docs linked the plugin from the clone: `memsift openclaw install`
+    replaces that link by its own copy, keeps the plugin's settings, leaves the clone's folder where it
+    is, and the Gateway loads this release's plugin in the slot with no diagnostics."""
+    found = previous_release()
+    if found is None:
+        pytest.skip("no earlier release in this clone's git history (a tarball of the tree, or a shallow clone)")
+    archive = git("archive", "--format=tar", "-o", str(tmp_path / "old.tar"), found[0], "contrib/openclaw-plugin")
+    assert archive.returncode == 0, archive.stderr
+    with tarfile.open(tmp_path / "old.tar") as tar:
+        tar.extractall(tmp_path / "old", filter="data")
+    old = tmp_path / "old" / "contrib" / "openclaw-plugin"
+    home = Home(tmp_path / "home", memsift_on_path=True)
+    shutil.copytree(EXAMPLE_WORKSPACE, home.root / "ws")
+    home.config.parent.mkdir(parents=True)
+    home.config.write_text(json.dumps({"agents": {"defaults": {"workspace": str(home.root / "ws")}},
+                                       "plugins": {"entries": {"memsift": {"config": {"callTimeoutMs": 45000}}}}}))
+    linked = home.openclaw("plugins", "install", "--link", "--force", "--accept-capabilities", str(old))
+    assert linked.returncode == 0, linked.stdout + linked.stderr
+
+    done = _memsift_openclaw(home, "install", "--keep-command")
+    assert done.returncode == 0, done.stderr
+    assert f"replacing the memsift plugin {found[1]} at {old}" in done.stderr
+    assert f'plugins.load.paths: ["{old}"] → ["{home.config.parent / "memsift-plugin"}"]' in done.stdout
+    config = json.loads(home.config.read_text())
+    assert config["plugins"]["entries"]["memsift"] == {"enabled": True, "config": {"callTimeoutMs": 45000}}
+    assert config["plugins"]["slots"]["memory"] == "memsift" and (old / "index.js").is_file()  # the clone's folder stays
+    inspected = home.openclaw("plugins", "inspect", "memsift", "--runtime", "--json")
+    report = json.loads(inspected.stdout)
+    assert report["plugin"]["version"] == VERSION and report["plugin"]["memorySlotSelected"] is True
+    assert report["plugin"]["status"] == "loaded" and report["diagnostics"] == []
