@@ -185,3 +185,11 @@ def previous_release() -> tuple[str, str] | None:
         if version != current:
             return commit, version
     return None
+
+
+def extract_tar(archive: Path, into: Path) -> None:
+    """Unpack a tar of our own making; with the "data" filter where Python has it (3.11.4 and later)."""
+    import tarfile  # noqa: PLC0415
+
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))

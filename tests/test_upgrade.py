@@ -21,13 +21,12 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tarfile
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from helpers import EXAMPLE_WORKSPACE, REPO, git, previous_release
+from helpers import EXAMPLE_WORKSPACE, REPO, extract_tar, git, previous_release
 
 QUESTION = "why did we pick Postgres for the ledger?"  # README command 1
 VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
@@ -83,8 +82,7 @@ def wheels(tmp_path_factory) -> dict[str, Path | str]:
     work = tmp_path_factory.mktemp("releases")
     archive = git("archive", "--format=tar", "-o", str(work / "previous.tar"), commit)
     assert archive.returncode == 0, archive.stderr
-    with tarfile.open(work / "previous.tar") as tar:
-        tar.extractall(work / "previous", filter="data")
+    extract_tar(work / "previous.tar", work / "previous")
     given = os.environ.get("MEMSIFT_TEST_WHEEL")
     new = Path(given) if given else _build_wheel(REPO, work / "new")
     return {"old": _build_wheel(work / "previous", work / "old"), "old_version": version, "new": new}

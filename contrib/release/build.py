@@ -91,7 +91,7 @@ def check(files: dict[str, Path], say=print) -> list[str]:
     say("the sdist rebuilt into a wheel, compared with the wheel")
     with tempfile.TemporaryDirectory() as scratch:
         with tarfile.open(files["sdist"]) as sdist:
-            sdist.extractall(scratch, filter="data")
+            sdist.extractall(scratch, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))  # 3.11.4+
         source = next(Path(scratch).iterdir())
         _run([sys.executable, "-m", "build", "--wheel", "--outdir", str(Path(scratch) / "out"), str(source)])
         rebuilt = next((Path(scratch) / "out").glob("*.whl"))

@@ -24,7 +24,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tarfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import Any
 import httpx
 import pytest
 
-from helpers import EXAMPLE_WORKSPACE, REPO, git, previous_release
+from helpers import EXAMPLE_WORKSPACE, REPO, extract_tar, git, previous_release
 from openai_fake import FakeModel
 
 PLUGIN = REPO / "contrib" / "openclaw-plugin"
@@ -407,8 +406,7 @@ def test_memsift_openclaw_install_replaces_the_plugin_of_the_release_before(tmp_
         pytest.skip("no earlier release in this clone's git history (a tarball of the tree, or a shallow clone)")
     archive = git("archive", "--format=tar", "-o", str(tmp_path / "old.tar"), found[0], "contrib/openclaw-plugin")
     assert archive.returncode == 0, archive.stderr
-    with tarfile.open(tmp_path / "old.tar") as tar:
-        tar.extractall(tmp_path / "old", filter="data")
+    extract_tar(tmp_path / "old.tar", tmp_path / "old")
     old = tmp_path / "old" / "contrib" / "openclaw-plugin"
     home = Home(tmp_path / "home", memsift_on_path=True)
     shutil.copytree(EXAMPLE_WORKSPACE, home.root / "ws")
