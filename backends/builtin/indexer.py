@@ -292,9 +292,10 @@ class Indexer:
                 try:
                     current = read_meta(conn)
                     cause = "forced" if force else fingerprint_diff(current, want)
-                    if not cause and reuse_note(current):
-                        report.notes.append(reuse_note(current) or "")
-                        log.info("index kept across an upgrade", note=reuse_note(current))
+                    kept = None if cause else reuse_note(current)
+                    if kept:
+                        report.notes.append(kept)
+                        log.info("index kept across an upgrade", note=kept)
                     if not cause:
                         self._incremental(conn, vec, report, want, current or want)
                         self._record_skipped(conn)
@@ -640,8 +641,9 @@ class Indexer:
                 "INSERT INTO chunks_vec(rowid, embedding) SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL"
             )
 
-    def _finish(self, conn: apsw.Connection, want: dict[str, Any], *, full: bool = False) -> None:
-        built_by = memsift_version() if full else (read_meta(conn) or {}).get("builtBy")
+    def _finish(self, conn: apsw.Connection, want: dict[str, Any], *, full: bool = False,
+                current: dict[str, Any] | None = None) -> None:
+        built_by = memsift_version() if full else (current or {}).get("builtBy")  # `current`: the meta it replaces
         meta = {**want, **self.meta_extra, "updatedBy": memsift_version(), **({"builtBy": built_by} if built_by else {})}
         if self.vectors_pending:
             meta["vectorsPending"] = True  # searches answer by keyword until the vectors are made
@@ -689,7 +691,7 @@ class Indexer:
         upgraded = current.get("updatedBy") != memsift_version()  # kept across an upgrade: recorded once
         if changed or removed or pending_before or dims_learned or upgraded or \
                 any(current.get(k) != v for k, v in self.meta_extra.items()):
-            self._finish(conn, want)
+            self._finish(conn, want, current=current)
 
     def _full_rebuild(self, report: SyncReport, want: dict[str, Any]) -> None:
         tmp = Path(f"{self.db_path}.tmp-{uuid.uuid4().hex[:12]}")

@@ -33,6 +33,7 @@ from typing import Any, Callable
 import json5
 
 from ..errors import ConfigError
+from ..files.fingerprint import memsift_version
 
 __all__ = ["PLUGIN_ID", "plugin_folder", "plugin_version", "stage_plugin", "this_memsift", "install", "uninstall", "Change"]
 
@@ -57,12 +58,6 @@ def _package_json(folder: Path) -> dict[str, Any]:
 
 def plugin_version(folder: Path | None = None) -> str:
     return str(_package_json(folder or plugin_folder())["version"])
-
-
-def _memsift_version() -> str:
-    from importlib.metadata import version  # noqa: PLC0415
-
-    return version("memsift")
 
 
 def stage_plugin(into: Path, folder: Path | None = None) -> Path:
@@ -139,7 +134,7 @@ class Gateway:
     def from_command(cls, command: str) -> "Gateway":
         return cls(shlex.split(command) or ["openclaw"])
 
-    def run(self, *args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         try:
             done = subprocess.run([*self.command, *args], capture_output=True, text=True, env=self.env, input=stdin,
                                   stdin=None if stdin is not None else subprocess.DEVNULL, timeout=OPENCLAW_TIMEOUT_S)
@@ -147,7 +142,7 @@ class Gateway:
             raise ConfigError(f"OpenClaw was not found ({self.command[0]}): install it, or pass --openclaw") from None
         except subprocess.TimeoutExpired:
             raise ConfigError(f"`openclaw {' '.join(args[:2])}` did not finish within {OPENCLAW_TIMEOUT_S:.0f} s") from None
-        if check and done.returncode != 0:
+        if done.returncode != 0:
             said = "\n".join((done.stderr.strip() or done.stdout.strip()).splitlines()[-6:])
             raise ConfigError(f"`openclaw {' '.join(args[:3])}` failed (exit {done.returncode}): {said}")
         return done
@@ -179,7 +174,7 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 
 
 def _check_versions(gateway: Gateway, folder: Path) -> tuple[str, str]:
-    plugin, mine = plugin_version(folder), _memsift_version()
+    plugin, mine = plugin_version(folder), memsift_version()
     if plugin != mine:
         raise ConfigError(f"the OpenClaw plugin here is {plugin} but this memsift is {mine}: reinstall memsift "
                           "(its wheel carries the plugin of its own version)")

@@ -8,9 +8,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["fingerprint_diff", "memsift_version", "made_by", "reuse_note", "VERSION_KEYS"]
+__all__ = ["fingerprint_diff", "memsift_version", "made_by", "reuse_note"]
 
-VERSION_KEYS = ("builtBy", "updatedBy")
 # The keys whose change comes with a new memsift (not with the user's settings).
 _RELEASE_KEYS = ("schema", "chunker", "ftsText", "noteDates")
 
@@ -68,8 +67,6 @@ def fingerprint_diff(current: dict[str, Any] | None, wanted: dict[str, Any]) -> 
     if current is None:
         return "no index yet"
     for key, value in wanted.items():
-        if key in VERSION_KEYS:
-            continue
         if current.get(key) != value:
             why = _CHANGES.get(key, f"{key} changed").format(_shown(current.get(key)), _shown(value))
             if key in _RELEASE_KEYS and current.get("updatedBy") != memsift_version():
