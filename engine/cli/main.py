@@ -22,7 +22,7 @@ import click
 from ..errors import CommandTimeout, ConfigError, MemsiftError
 from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key
 from ..secrets import redact, url_without_password
-from ..mcp.stopping import exit_within
+from ..mcp.stopping import STOP_GRACE_S, exit_within
 from .options import PARITY_SIDE, build_request, cli_search_request, group_params, model_options, scoped_request, search_params
 from .output import EXIT_CODES, exit_code, json_text, search_output
 
@@ -474,8 +474,10 @@ def _serving_as_helper(obj: _Ctx, kind: str) -> Iterator[None]:
 
 
 async def _cancel_on_signal(signals: Any, scope: anyio.CancelScope) -> None:
-    """SIGINT or SIGTERM ends a long-running command: its task group is cancelled, children and all."""
-    async for _sig in signals:
+    """SIGINT or SIGTERM ends a long-running command: its task group is cancelled, children and all,
+    and the process is gone within STOP_GRACE_S whatever holds it (a worker thread in a long call)."""
+    async for sig in signals:
+        exit_within(int(sig), STOP_GRACE_S)
         scope.cancel()
         return
 

@@ -9,18 +9,23 @@ starts a daemon timer (armed at once by a thread that the C-level signal handler
 handler, when it runs); when it fires, the process's own children (a QMD sidecar, in a process
 group of its own) are killed and the process exits with 128 + the signal's number. Nothing is lost
 by it: the Markdown files are never written, and the index and the model cache are written
-atomically (SQLite's journal; a temporary name, renamed).
+atomically (SQLite's journal; a temporary name, renamed). `memsift watch` and the resident helper
+take a longer grace (`STOP_GRACE_S`): a sync they run stops between transactions, which on a busy
+machine may take seconds. With Python's fault handler on (`PYTHONFAULTHANDLER=1`, `-X faulthandler`)
+a process ended by the grace first prints every thread's stack, to show what held it.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import threading
 
-__all__ = ["exit_within", "own_children", "GRACE_S", "watch_signals"]
+__all__ = ["exit_within", "own_children", "GRACE_S", "STOP_GRACE_S", "watch_signals"]
 
 GRACE_S = 1.0  # a signalled memsift is gone by then (or soon after, on a busy machine), whatever it was doing
+STOP_GRACE_S = 10.0  # the same for `watch` and the resident helper, whose syncs end between transactions
 
 _armed: list[threading.Timer] = []
 
@@ -70,6 +75,8 @@ def _end_now(signum: int, grace_s: float) -> None:
             os.waitpid(child, 0)
         except OSError:  # reaped already (its Popen's own wait)
             pass
+    if faulthandler.is_enabled():  # a developer's run: what held the process
+        faulthandler.dump_traceback(all_threads=True)
     try:
         os.write(2, f"memsift: stopped by signal {signum} (its work did not end within {grace_s:g} s)\n".encode())
     except OSError:
