@@ -219,6 +219,7 @@ class ManagerStatus(_Out):
     requested_provider: str | None = None
     model: str | None = None
     dimensions: int | None = None
+    model_runtime: str | None = None  # the local model: which graph, on what CPU ("int8 graph · AVX2, no VNNI")
     sources: list[str] = Field(default_factory=list)
     extra_paths: list[str] = Field(default_factory=list)
     source_counts: dict[str, dict[str, int]] = Field(default_factory=dict)

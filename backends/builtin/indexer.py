@@ -35,7 +35,7 @@ from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import IndexUnusableError
 from memsift.engine.files.note_dates import NOTE_DATES_REVISION, ChunkDay
 from memsift.engine.search.fts_query import INDEX_TEXT_REVISION, index_text
-from memsift.engine.files.fingerprint import fingerprint_diff, memsift_version, reuse_note
+from memsift.engine.files.fingerprint import fingerprint_diff, memsift_version, reuse_note, version_stamps
 from memsift.engine.manager import SyncReport
 from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.files.sync import MAX_MARKDOWN_BYTES, read_markdown, read_media, read_transcript, sort_files
@@ -643,8 +643,7 @@ class Indexer:
 
     def _finish(self, conn: apsw.Connection, want: dict[str, Any], *, full: bool = False,
                 current: dict[str, Any] | None = None) -> None:
-        built_by = memsift_version() if full else (current or {}).get("builtBy")  # `current`: the meta it replaces
-        meta = {**want, **self.meta_extra, "updatedBy": memsift_version(), **({"builtBy": built_by} if built_by else {})}
+        meta = {**want, **self.meta_extra, **version_stamps(current, rebuilt=full)}  # `current`: the meta it replaces
         if self.vectors_pending:
             meta["vectorsPending"] = True  # searches answer by keyword until the vectors are made
         row = conn.execute("SELECT embedding FROM chunks WHERE embedding IS NOT NULL LIMIT 1").fetchone()

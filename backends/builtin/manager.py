@@ -693,6 +693,7 @@ class BuiltinSearchManager(KeywordSearch):
             requested_provider=sel.requested,
             model=ident.model,
             dimensions=(meta or {}).get("dims") or ident.dims,
+            model_runtime=getattr(self.provider, "runtime", None),
             sources=list(self.ms.sources),
             extra_paths=list(self.ms.extra_paths),
             source_counts=counts,

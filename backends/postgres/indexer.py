@@ -29,7 +29,7 @@ from memsift.engine.files.note_dates import NOTE_DATES_REVISION, ChunkDay
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import BackendError
 from memsift.engine.search.fts_query import INDEX_TEXT_REVISION
-from memsift.engine.files.fingerprint import fingerprint_diff
+from memsift.engine.files.fingerprint import fingerprint_diff, version_stamps
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
 from memsift.engine.files.sync import read_markdown, read_media, read_transcript, sort_files
@@ -482,7 +482,8 @@ async def sync_agent(
             async with conn.transaction():  # the switch: readers see the old generation or the new one
                 await conn.execute(
                     "UPDATE memsift_agents SET generation = %s, meta = %s, skipped = %s, updated_at = now() WHERE agent_id = %s",
-                    (target, json.dumps(want), json.dumps([{"path": k.path, "reason": k.reason} for k in s.skipped]), agent),
+                    (target, json.dumps({**want, **version_stamps(meta, rebuilt=True)}),
+                     json.dumps([{"path": k.path, "reason": k.reason} for k in s.skipped]), agent),
                 )
             for table in ("memsift_postings", "memsift_chunks", "memsift_files", "memsift_stats"):
                 await conn.execute(f"DELETE FROM {table} WHERE agent_id = %s AND generation = %s", (agent, live))
@@ -500,6 +501,7 @@ async def sync_agent(
             await s.index(live, changed, live, tolerate=True)
             await s.backfill(live)
             skipped = [{"path": k.path, "reason": k.reason} for k in s.skipped]
+            want = {**want, **version_stamps(meta, rebuilt=False)}  # which memsift built and last updated it
             if changed or removed or meta != want or skipped:
                 await conn.execute(
                     "UPDATE memsift_agents SET meta = %s, skipped = %s, updated_at = now() WHERE agent_id = %s",

@@ -263,7 +263,8 @@ def render_status(s: ManagerStatus) -> str:
         ("Backend", s.backend),
         ("Agent", s.agent_id),
         ("Provider", f"{s.provider} (requested {s.requested_provider})"),
-        ("Model", f"{s.model}" + (f" · {s.dimensions} dims" if s.dimensions else "")),
+        ("Model", f"{s.model}" + (f" · {s.dimensions} dims" if s.dimensions else "")
+                  + (f" · {s.model_runtime}" if s.model_runtime else "")),
         ("Search mode", s.search_mode),
         ("Sources", ", ".join(s.sources)),
         ("Extra paths", ", ".join(s.extra_paths) or "-"),

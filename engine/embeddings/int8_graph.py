@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..logging import get_logger
+from .digests import sha256_of
 
 __all__ = ["RECIPE", "default_model_cache_dir", "int8_build_available", "int8_graph"]
 
@@ -62,8 +63,10 @@ def _sha256(path: Path) -> str:
 
 
 def _verified(model: Path, checksum: Path) -> bool:
+    """The graph matches the checksum written when it was built (its digest remembered while the
+    file is unchanged: digests.py)."""
     try:
-        return checksum.read_text().strip() == _sha256(model)
+        return checksum.read_text().strip() == sha256_of(model, model.parent)
     except OSError:
         return False
 
@@ -89,6 +92,7 @@ def int8_graph(source: Path, source_sha256: str, cache_dir: Path) -> Path | None
                 log.warning("int8 model graph failed its checksum; rebuilding", path=str(model))
             _remove_stale_builds(cache_dir)
             _build_in_child(source, model, checksum)
+            sha256_of(model, cache_dir)  # remembered now: the next process's check reads no 22 MB
         return model
     except Exception as exc:  # a cache that cannot be built must not stop embeddings
         log.warning("cannot build the int8 model graph; using the fp32 graph", error=str(exc), folder=str(cache_dir))

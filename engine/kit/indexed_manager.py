@@ -30,7 +30,7 @@ from ..embeddings import ProviderSelection, select_provider
 from ..errors import IndexUnusableError, ProviderError
 from ..files.chunking import CHUNKER_REVISION, chunk_id
 from ..files.discovery import MemoryFile, Skipped, discover_memory_files
-from ..files.fingerprint import fingerprint_diff
+from ..files.fingerprint import fingerprint_diff, version_stamps
 from ..files.note_dates import NOTE_DATES_REVISION, ChunkDay
 from ..files.rules import MemoryRules, read_memory
 from ..files.sizes import SNIPPET_MAX_CHARS
@@ -131,14 +131,16 @@ class IndexedManager(KeywordSearch):
             self.provider = self.selection.provider
 
     def _wanted_meta(self) -> dict[str, Any]:
-        """The index's fingerprint: any difference from the built one means a full rebuild."""
+        """The index's fingerprint: any difference from the built one means a full rebuild (which
+        memsift built it is recorded, never compared)."""
         p = self.provider
         c = self.ms.chunking
         return {"schema": self.schema, "provider": p.id if p else "none", "model": p.model if p else "fts-only",
                 "providerKey": p.fingerprint if p else "fts-only", "dims": p.dimensions if p else None,
                 "extraPaths": sorted(self.ms.extra_paths), "chunkStrategy": c.strategy, "chunkTokens": c.tokens,
                 "chunkOverlap": c.overlap, "chunker": CHUNKER_REVISION, "ftsTokenizer": self.tokenizer,
-                "ftsText": INDEX_TEXT_REVISION, "noteDates": NOTE_DATES_REVISION}
+                "ftsText": INDEX_TEXT_REVISION, "noteDates": NOTE_DATES_REVISION,
+                **version_stamps(None, rebuilt=True)}  # published with a new index: this memsift built it
 
     def _changes(self, known: dict[str, tuple], report: SyncReport) -> Changes:
         """The memory files against `known` (path → (hash, mtime_ns, size)), read and chunked where
@@ -308,7 +310,8 @@ class IndexedManager(KeywordSearch):
             backend=self.backend, agent_id=self.agent, workspace_dir=str(self.settings.workspace), db_path=where,
             files=files, chunks=chunks, dirty=gen is None or stale is not None or self._dirty,
             provider=p.id if p else "none", requested_provider=self.selection.requested if self.selection else None,
-            model=p.model if p else None, dimensions=getattr(p, "dimensions", None), sources=["memory"],
+            model=p.model if p else None, dimensions=getattr(p, "dimensions", None),
+            model_runtime=getattr(p, "runtime", None), sources=["memory"],
             extra_paths=list(self.ms.extra_paths), search_mode=mode, search_now=now_says,
             provider_unavailable_reason=self.selection.unavailable_reason if self.selection else None,
             fts={"enabled": True, "available": gen is not None, "tokenizer": self.tokenizer, "search": fts_search},

@@ -92,21 +92,41 @@ def _all_points(kind: str) -> list[Found]:
     return _scanned[kind]
 
 
+def _dist_name(dist: metadata.Distribution) -> str:
+    """A distribution's normalised name: from its folder's name where it has one (reading its
+    METADATA parses a mail header, a few ms a package, most of a cold search's plugin scan)."""
+    name = getattr(dist, "_normalized_name", None) or dist.metadata["Name"] or ""
+    return name.lower().replace("_", "-")
+
+
+_MARKERS = tuple(f"[{group}]" for group in GROUPS.values())
+
+
+@functools.cache
+def _plugin_dists() -> tuple[metadata.Distribution, ...]:
+    """Other installed distributions that declare a memsift entry point, once per process (an
+    install needs a restart): each one's entry_points.txt is read, no other file."""
+    seen: set[str] = {OWN_DISTRIBUTION}
+    out: list[metadata.Distribution] = []
+    for dist in metadata.distributions():
+        name = _dist_name(dist)
+        if name in seen:  # the same distribution twice on sys.path: the first one counts
+            continue
+        seen.add(name)
+        declared = dist.read_text("entry_points.txt") or ""
+        if any(marker in declared for marker in _MARKERS):
+            out.append(dist)
+    return tuple(out)
+
+
 def _scan(kind: str) -> list[Found]:
     """Every entry point of the group: memsift's own first, then other packages by name; a name
     registered twice is kept once (the first), the others marked as shadowed."""
     own = _own()
     found = list(_points(own, kind, builtin=True)) if own else []
-    others: list[Found] = []
-    seen_dists: set[str] = {OWN_DISTRIBUTION}
     if os.environ.get("MEMSIFT_NO_PLUGINS"):  # memsift's own only: a broken package set aside, or a clean demo
         return found
-    for dist in metadata.distributions():
-        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
-        if name in seen_dists:  # the same distribution twice on sys.path: the first one counts
-            continue
-        seen_dists.add(name)
-        others.extend(_points(dist, kind, builtin=False))
+    others = [f for dist in _plugin_dists() for f in _points(dist, kind, builtin=False)]
     taken: dict[str, Found] = {f.name: f for f in found}
     for f in sorted(others, key=lambda f: (f.package.lower(), f.name)):
         if f.name in taken:

@@ -21,6 +21,8 @@ from memsift.engine.config import MemsiftConfig, resolve_agent  # noqa: E402
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider  # noqa: E402
 from memsift.engine.errors import BackendError, ConfigError  # noqa: E402
 from memsift.engine.compose.factory import open_manager  # noqa: E402
+from memsift.engine.cli.render import render_status  # noqa: E402
+from memsift.engine.files.fingerprint import memsift_version  # noqa: E402
 
 
 def _settings(tmp_path, ws, dsn, *, agent="main", ms=None, **pg):
@@ -58,6 +60,15 @@ def test_incremental_sync_and_atomic_rebuild(tmp_path, example_workspace, pg_dsn
             assert (await m.search("gannet colony", mode="keyword")).results[0].path == "memory/2026-11-20.md"
             st = await m.status()
             assert st.backend == "postgres" and st.files == 6 and st.chunks > 0 and st.index["postgres"]["generation"] == before + 1
+            # Which memsift built and last updated it is recorded (status names it only when it is another one).
+            assert st.index["meta"]["builtBy"] == st.index["meta"]["updatedBy"] == memsift_version() != "unknown"
+            assert "Index built by" not in render_status(st)
+            with psycopg.connect(pg_dsn) as conn:
+                conn.execute("UPDATE memsift_agents SET meta = meta - 'builtBy' - 'updatedBy' WHERE agent_id = 'main'")
+            kept = await m.sync()  # as after an upgrade from 0.1, which recorded neither: kept, not rebuilt
+            assert not kept.full_reindex
+            meta = (await m.status()).index["meta"]
+            assert meta["updatedBy"] == memsift_version() and "builtBy" not in meta
         assert (example_workspace / "memory" / "2026-11-20.md").read_text() == "- the gannet colony moved to the north cliff\n"
 
     anyio.run(run)
