@@ -252,6 +252,15 @@ class QmdSearchManager(KeywordSearch):
             out = abs_path.relative_to(ws).as_posix()
             if not out.startswith("qmd/"):
                 return out
+        if c.kind == "custom":
+            # An extra path's file (or a memory.qmd.paths one) is cited as every backend cites it
+            # (`../extra/runbooks/pager.md`), not as `qmd/custom-1-main/pager.md`: the same file has
+            # one citation whichever backend answered (parity, an agent's stored citations).
+            # `memsift get` reads either form.
+            try:
+                return self.memory_rules.resolve(str(abs_path))[1]
+            except PathNotAllowedError:
+                pass  # not a memory file by the shared rules: the alias below, which the scope drops
         return f"qmd/{c.name}/{Path(rel).as_posix()}"
 
     @property

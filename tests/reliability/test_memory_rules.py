@@ -151,7 +151,10 @@ def test_hits_naming_other_files_are_dropped_above_the_backend(tmp_path, layout)
         for k, v in old.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
     assert answer.backend == "qmd" and answer.fallback is None
-    assert [h.path for h in answer.results] == ["qmd/custom-1-main/agent-notes.md"]
+    # Cited as the builtin backend cites the extra path's file (`../home/agent-notes.md`), not as
+    # QMD's collection alias: one citation for one file whichever backend answers.
+    assert [h.path for h in answer.results] == ["../home/agent-notes.md"]
+    assert MemoryRules.from_settings(settings).resolve("../home/agent-notes.md")[0] == layout["home"] / "agent-notes.md"
     assert any("2 hit(s) left out" in n for n in answer.notes or [])
 
 

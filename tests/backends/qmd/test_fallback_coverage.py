@@ -12,7 +12,7 @@ import sys
 import anyio
 import pytest
 
-from helpers import make_settings
+from helpers import backend_memory, make_settings
 from memsift.engine.compose.factory import open_manager
 
 
@@ -48,10 +48,12 @@ def _settings(tmp_path, ws, wiki, shared, **extra_qmd):
                          memory={"backend": "qmd", "qmd": qmd})
 
 
-def _search_and_read(settings, queries):
+def _search_and_read(settings, queries, *, sync_first=False):
     async def go():
         m = open_manager(settings)
         try:
+            if sync_first:
+                await m.sync()
             out = {}
             for q in queries:
                 answer = await m.search(q, min_score=0)
@@ -136,3 +138,19 @@ def test_a_watching_host_sees_changes_in_qmd_collections_too(tmp_path, layout):
 
     found = anyio.run(go)
     assert [h.path for h in found.results] == ["notes/deep/new.md"]
+
+
+@pytest.mark.parametrize("backend", ["builtin", "qmd"])
+def test_a_file_outside_the_workspace_has_one_citation_on_every_backend(tmp_path, layout, backend):
+    """QMD up cites an outside collection's file as the builtin backend (and its fallback) does,
+    `../wiki/page.md`, not `qmd/wiki/page.md`: parity and an agent's stored citations see one file."""
+    ws, wiki, shared = layout
+    # extraPaths: the builtin backend indexes them, QMD makes them collections (custom-<n>-main)
+    settings = make_settings(tmp_path, ws, {"provider": "none", "extraPaths": ["notes", str(wiki), str(shared)]},
+                             memory=backend_memory(backend))
+    got = _search_and_read(settings, ["catamaran", "heliograph", "zeppelin"], sync_first=True)
+    expected = {"catamaran": "notes/deep/boat.md", "heliograph": "../wiki/page.md", "zeppelin": "../family/sessions/s1.md"}
+    for query, (answer, path, text) in got.items():
+        assert answer.backend == backend and answer.fallback is None, query
+        assert path == expected[query], (query, [h.path for h in answer.results])
+        assert query in text.lower()  # and read back by that citation
