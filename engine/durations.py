@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parse_duration_ms", "check_duration", "DURATION_FORMS"]
+__all__ = ["parse_duration_ms", "check_duration", "DURATION_FORMS", "vector_progress_words"]
 
 _PART_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -55,3 +55,13 @@ def parse_duration_ms(value: str | float | int | None, *, default_ms: int, bare_
         return check_duration(value, bare_unit=bare_unit)
     except ValueError:
         return default_ms
+
+
+def vector_progress_words(progress: dict) -> str:
+    """A keyword-first index's vectors being made, for searches and `status`: "1,234 of 18,809
+    chunks have vectors, about 6 min left" (the time left once a rate can be told)."""
+    said = f"{progress['done']:,} of {progress['total']:,} chunks have vectors"
+    eta = progress.get("etaSeconds")
+    if eta is not None:
+        said += f", about {eta // 60} min left" if eta >= 90 else f", about {max(1, eta)} s left"
+    return said

@@ -51,6 +51,7 @@ from .store import (
     SCHEMA_VERSION,
     VectorState,
     ensure_vec_table,
+    note_backfill_start,
     open_db,
     read_meta,
     scalar,
@@ -603,6 +604,9 @@ class Indexer:
         if self.embed is None or self.embed_error is not None:
             return
         rows: list[Any] = conn.execute("SELECT rowid, hash, text FROM chunks WHERE embedding IS NULL").fetchall()
+        if rows:  # for the time left that searches and status tell meanwhile
+            total = scalar(conn, "SELECT count(*) FROM chunks")
+            note_backfill_start(conn, total - len(rows), total)
         for i in range(0, len(rows), GROUP_CHUNKS):
             part = rows[i : i + GROUP_CHUNKS]
             _check(self.cancel)

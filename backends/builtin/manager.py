@@ -14,6 +14,7 @@ import apsw
 from memsift.engine.lazy import np  # numpy on first use: a keyword search never needs it
 
 from memsift.engine.logging import get_logger
+from memsift.engine.durations import vector_progress_words
 from memsift.engine.search.citations import citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, create_provider, select_provider
@@ -44,7 +45,7 @@ from .indexer import Indexer, IndexIdentity, SyncCancelled, fingerprint_diff, wa
 from .outlook import Outlook, search_outlook
 from .vector_memory import MemoryVectors
 from .search import IndexCandidates
-from .store import CORRUPT_ERRORS, VectorState, open_db, quarantine, read_meta, read_skipped, scalar
+from .store import CORRUPT_ERRORS, VectorState, open_db, quarantine, read_meta, read_skipped, scalar, vector_progress
 
 __all__ = ["BuiltinSearchManager"]
 
@@ -564,7 +565,8 @@ class BuiltinSearchManager(KeywordSearch):
         if sides.vector and meta.get("vectorsPending") and self.provider is not None:
             # A first search built the keyword index alone: its vectors are still being made.
             running = "are being made now" if self._running else "are made by the next sync (`memsift index` makes them now)"
-            degraded.vector = f"vectors pending: the index was built for keyword search first and its embeddings {running}"
+            degraded.vector = (f"vectors pending: the index was built for keyword search first and its embeddings {running} "
+                               f"({vector_progress_words(vector_progress(conn))})")
             sides = Sides(sides.requested, vector=False, keyword=True)
         store = IndexCandidates(conn, self._vec, self._vectors_in_memory)
         found = await search_indexed(
@@ -709,6 +711,8 @@ class BuiltinSearchManager(KeywordSearch):
                 "loadError": self._vec.load_error,
                 "rows": vec_rows,
                 "search": "vec0-knn" if self._vec.available else "numpy-scan",
+                # a keyword-first index whose vectors are being made (here or by another process)
+                "pending": vector_progress(conn) if conn is not None and meta and meta.get("vectorsPending") else None,
             },
             cache={"enabled": self.ms.cache.enabled, "entries": cache_entries, "maxEntries": self.ms.cache.max_entries},
             index={

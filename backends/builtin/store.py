@@ -20,6 +20,7 @@ import importlib.util
 import json
 import os
 import stat
+import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,7 @@ CORRUPT_ERRORS = (apsw.CorruptError, apsw.NotADBError)
 BUSY_TIMEOUT_MS = 5000
 META_KEY = "index"
 SKIPPED_KEY = "skipped"
+BACKFILL_KEY = "vectorBackfill"  # when the vectors of a keyword-first index began to be made, and how many were there
 MAX_SKIPPED_RECORDED = 1000  # bounds the row; the count beyond is summarised
 
 
@@ -322,6 +324,34 @@ def write_skipped(conn: apsw.Connection, skipped: list[dict[str, str]]) -> None:
             "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
             (SKIPPED_KEY, json.dumps(skipped)),
         )
+
+
+def note_backfill_start(conn: apsw.Connection, done: int, total: int) -> None:
+    """Record that vectors are being made from now (`vector_progress` reads it, in any process)."""
+    with conn:
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (BACKFILL_KEY, json.dumps({"startedAt": time.time(), "done": done, "total": total})),
+        )
+
+
+def vector_progress(conn: apsw.Connection) -> dict[str, Any]:
+    """Chunks with a vector out of all chunks, and, while a backfill makes the rest, the seconds it
+    should still take at its rate so far (`etaSeconds`, None until a rate can be told)."""
+    done = scalar(conn, "SELECT count(*) FROM chunks WHERE embedding IS NOT NULL")
+    total = scalar(conn, "SELECT count(*) FROM chunks")
+    eta = None
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key=?", (BACKFILL_KEY,)).fetchone()
+        started = json.loads(row[0]) if row else None
+    except (apsw.SQLError, ValueError):
+        started = None
+    if isinstance(started, dict) and done < total:
+        elapsed = time.time() - float(started.get("startedAt", 0))
+        made = done - int(started.get("done", 0))
+        if made > 0 and elapsed > 0:
+            eta = round((total - done) * elapsed / made)
+    return {"done": done, "total": total, "etaSeconds": eta}
 
 
 def vec_table_dims(conn: apsw.Connection) -> int | None:

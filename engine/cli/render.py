@@ -6,6 +6,7 @@ import re
 import textwrap
 from typing import TYPE_CHECKING, Any
 
+from ..durations import vector_progress_words
 from ..results import ManagerStatus, ScopeDenial, SearchAnswer
 from ..manager import SyncReport
 
@@ -278,7 +279,9 @@ def render_status(s: ManagerStatus) -> str:
         (
             "Vector",
             (f"{'available' if s.vector.get('available') else 'unavailable'} · {s.vector.get('search')}"
-             + (f" · {s.vector.get('loadError')}" if s.vector.get("loadError") else "")) if built else "not built yet",
+             + (f" · {s.vector.get('loadError')}" if s.vector.get("loadError") else "")
+             + (f" · being made: {vector_progress_words(s.vector['pending'])}" if s.vector.get("pending") else ""))
+            if built else "not built yet",
         ),
         ("Embedding cache", f"{'on' if s.cache.get('enabled') else 'off'} · {s.cache.get('entries')} entries"),
     ]

@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import anyio
+import apsw
 
 from helpers import make_settings
 from memsift.backends.builtin import BuiltinSearchManager
@@ -115,11 +117,14 @@ def test_a_first_search_never_waits_on_a_provider_that_never_answers(tmp_path):
             answer = json.loads(r.stdout)
             assert answer["results"][0]["path"] == "memory/2026-11-02.md"
             assert "vectors pending" in answer["degraded"]["vector"], answer["degraded"]
+            assert re.search(r"\(0 of \d+ chunks have vectors\)", answer["degraded"]["vector"]), answer["degraded"]
             r = subprocess.run([*base, "status", "--deep", "--json"], env=env, capture_output=True, text=True, timeout=60)
             assert r.returncode == 0, r.stderr[-2000:]
             probe = json.loads(r.stdout)["deep"]["embedding"]
             assert probe["ok"] is False and "did not answer" in probe["error"]
             assert json.loads(r.stdout)["index"]["meta"]["vectorsPending"] is True
+            pending = json.loads(r.stdout)["vector"]["pending"]
+            assert pending["done"] == 0 and pending["total"] > 0
         finally:
             server.delay = 0
         # Once the provider answers, one sync makes the vectors and searches are hybrid again.
@@ -166,3 +171,30 @@ def test_a_failing_provider_costs_one_request_per_sync_not_one_per_group(tmp_pat
         finally:
             server.delay = 0
             anyio.run(m.aclose)
+
+
+def test_vectors_being_made_say_how_many_are_done_and_the_time_left(tmp_path, example_workspace):
+    """While a keyword-first index's vectors are made (in this process or another), searches and
+    `status` say how far it is and, once a rate can be told, about how long it still takes."""
+    from memsift.backends.builtin.store import note_backfill_start, vector_progress
+    from memsift.engine.durations import vector_progress_words
+    from memsift.engine.embeddings.fake import FakeEmbeddingProvider
+
+    m = BuiltinSearchManager(make_settings(tmp_path, example_workspace), provider=FakeEmbeddingProvider())
+    anyio.run(m.sync)
+    anyio.run(m.aclose)
+    conn = apsw.Connection(str(m.db_path))
+    total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    assert vector_progress(conn) == {"done": total, "total": total, "etaSeconds": None}
+    with conn:  # as a backfill that began 60 s ago with none done and has made 3 since
+        conn.execute("UPDATE chunks SET embedding = NULL WHERE rowid NOT IN (SELECT rowid FROM chunks ORDER BY rowid LIMIT 3)")
+    note_backfill_start(conn, 0, total)
+    with conn:
+        conn.execute("UPDATE meta SET value = json_set(value, '$.startedAt', json_extract(value, '$.startedAt') - 60) "
+                     "WHERE key = 'vectorBackfill'")
+    got = vector_progress(conn)
+    assert got["done"] == 3 and got["total"] == total and got["etaSeconds"] == round((total - 3) * 60 / 3)
+    words = vector_progress_words(got)
+    assert words.startswith(f"3 of {total} chunks have vectors, about ") and words.endswith(("min left", "s left"))
+    assert vector_progress_words({"done": 1200, "total": 18809, "etaSeconds": 400}) == \
+        "1,200 of 18,809 chunks have vectors, about 6 min left"
