@@ -108,6 +108,7 @@ class SearchHit(_Out):
     citation: str | None = None
     stale: bool | None = None
     rescued: bool | None = None  # under minScore (the backend's score, before the evidence ranker), kept by the keyword rescue
+    below_min_score: bool | None = None  # nothing reached the default minScore: one of the closest few, shown below it
     explain: HitExplain | None = None
     # What only its backend knows of the hit, in the backend's own terms (QMD with --explain: its
     # mode, raw score, docid, collection); one neutral field for every backend.

@@ -34,7 +34,8 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         rescued = f"rescued: under minScore {answer.min_score:g}{judged}, kept for its keyword match"
         if hit.rescued and answer.ranker and not hit.ranker:
             rescued = f"rescued: under minScore {answer.min_score:g} before the evidence ranker, kept for its keyword match"
-        marks = [m for m, on in ((rescued, hit.rescued),
+        below = f"below minScore {answer.min_score:g}: nothing reached it, this is one of the closest"
+        marks = [m for m, on in ((rescued, hit.rescued), (below, hit.below_min_score),
                                  ("stale: the file changed after it was indexed", hit.stale)) if on]
         out.append(f"{hit.score:.3f} {hit.path}:{hit.start_line}-{hit.end_line}" + "".join(f"  [{m}]" for m in marks))
         out.append(textwrap.indent(hit.snippet.rstrip(), "    "))
@@ -77,6 +78,9 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         out.append(render_denial(answer.denied))
     elif not answer.query.strip():
         out.append('Empty query: nothing to search. Pass the words to look for, e.g. memsift search "ledger database".')
+    elif answer.results and all(h.below_min_score for h in answer.results) and answer.below_min_score:
+        out.append(f"Nothing reached minScore {answer.min_score:g}; shown below it, marked: the {len(answer.results)} "
+                   f"closest of {answer.below_min_score.candidates} candidate(s).")
     elif not answer.results and answer.below_min_score:
         b = answer.below_min_score
         out.append(f"No results at or above minScore {answer.min_score:g}: {b.candidates} candidate(s) scored lower "

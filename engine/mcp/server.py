@@ -68,6 +68,7 @@ class MemoryHit(_Out):
     source: str = "memory"
     citation: str | None = None
     rescued: bool | None = None  # under minScore, kept for its keyword match
+    below_min_score: bool | None = None  # nothing reached minScore: one of the closest few, shown below it
     stale: bool | None = None  # the file changed after it was indexed
 
 
@@ -270,7 +271,8 @@ def _from_answer(answer: SearchAnswer, budget: int) -> SearchOutput:
 
 def _hit(h: Any, snippet: str) -> MemoryHit:
     return MemoryHit(path=h.path, start_line=h.start_line, end_line=h.end_line, score=h.score, snippet=snippet,
-                     source=h.source, citation=h.citation, rescued=h.rescued, stale=h.stale)
+                     source=h.source, citation=h.citation, rescued=h.rescued,
+                     below_min_score=h.below_min_score, stale=h.stale)
 
 
 def _page(text: str, budget: int) -> tuple[str, int, bool]:

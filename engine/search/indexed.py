@@ -167,7 +167,8 @@ async def gather_indexed(store: CandidateStore | Any, req: SearchRequest, *, que
                 weightless.add(word)
         time_only = names_only_a_time(req.q, windows, weightless.__contains__)
     params = PipelineParams.from_query(query, max_results=req.limit, min_score=req.floor, now=req.now,
-                                       windows=windows, time_filter=req.time_filter, time_only=time_only)
+                                       windows=windows, time_filter=req.time_filter, time_only=time_only,
+                                       show_below=req.min_score is None)
     # A question that names only a time: its windows' notes are the answer (engine/search/time_only.py).
     window = await run(lambda: store.window_rows(nearby_windows(windows), req.limit)) \
         if params.time.time_only and windows else None
@@ -183,8 +184,10 @@ def rank_gathered(g: Gathered, *, cite: bool, snippet_chars: int) -> IndexedAnsw
                          window=g.window)
     hits = hits_from_ranked(ranked, facts, terms=g.plan.terms, ranks=g.ranks, hybrid=g.query.hybrid, cite=cite,
                             snippet_chars=snippet_chars, explain=True)
-    for hit in hits:
+    below = facts.get("below", set())
+    for hit, c in zip(hits, ranked):
         hit.rescued = True if hit.explain and hit.explain.rescued else None
+        hit.below_min_score = True if c.chunk_id in below else None
     return IndexedAnswer(hits, facts["mode"], facts["relaxed"], facts.get("below_min_score"), facts.get("time_only"))
 
 

@@ -29,6 +29,11 @@ RESCUE_TEXT_SCORE = 0.5  # mapped BM25 of 0.5 = a bm25 rank of -1: real keyword 
 # A note of the time a question names is rescued under minScore on this much similarity alone (the
 # local model: a related sentence; unrelated notes of the same days score about 0.1).
 RESCUE_IN_WINDOW_VECTOR = 0.25
+# When nothing reaches the default minScore, the closest few that share the question's topic (a
+# keyword match, or a vector this near) are shown below it, marked, instead of an empty answer
+# ("how much was the plumbing repair?" against "The plumber came … Invoice €185": 0.55).
+BELOW_SHOWN = 3
+BELOW_VECTOR_BAR = 0.4
 
 @dataclass
 class PipelineParams:
@@ -39,6 +44,7 @@ class PipelineParams:
     mmr_enabled: bool
     mmr_lambda: float
     time: TimeParams = field(default_factory=TimeParams)
+    show_below: bool = False  # minScore is the default, not the caller's: an empty cut shows the closest, marked
 
     @classmethod
     def from_query(
@@ -51,6 +57,7 @@ class PipelineParams:
         windows: list[TimeWindow] | None = None,
         time_filter: TimeWindow | None = None,
         time_only: bool = False,
+        show_below: bool = False,
     ) -> PipelineParams:
         """The settings of one search, as every backend builds them."""
         h, decay = query.hybrid, query.hybrid.temporal_decay
@@ -61,6 +68,7 @@ class PipelineParams:
             text_weight=h.text_weight,
             mmr_enabled=h.mmr.enabled,
             mmr_lambda=h.mmr.lambda_,
+            show_below=show_below,
             time=TimeParams(
                 windows=list(windows or []) if query.time.enabled else [],
                 time_only=time_only and query.time.enabled,
@@ -191,7 +199,7 @@ def rank(
             vector = mmr_rerank(vector, params.mmr_lambda, limit=params.max_results, min_score=params.min_score)
         passing = [c for c in vector if c.score >= params.min_score][: params.max_results]
         _note_below(facts, passing, vector)
-        return passing, facts
+        return passing or _closest_below(facts, vector, params), facts
 
     facts["mode"] = "hybrid"
     merged = merge_hybrid(keyword, vector, vector_weight=params.vector_weight, text_weight=params.text_weight)
@@ -222,7 +230,7 @@ def rank(
         facts["rescued"] = {c.chunk_id for c in rescued}
         strict += rescued
     _note_below(facts, strict, merged)
-    return strict[: params.max_results], facts
+    return strict[: params.max_results] or _closest_below(facts, merged, params), facts
 
 
 def _rescued_in_time(merged: list[Candidate], rescued: list[Candidate], taken: set[str]) -> list[Candidate]:
@@ -237,6 +245,16 @@ def _rescued_in_time(merged: list[Candidate], rescued: list[Candidate], taken: s
               and (c.keyword_hit or c.vector_score >= RESCUE_IN_WINDOW_VECTOR)]
     seen = {c.chunk_id for c in inside}
     return inside + [c for c in rescued if c.chunk_id not in seen and (c.window_closeness or 0.0) > 0.0]
+
+
+def _closest_below(facts: dict[str, Any], scored: list[Candidate], params: PipelineParams) -> list[Candidate]:
+    """Nothing reached the default minScore: the best few that share the question's topic, each
+    marked (`facts["below"]`); none when the caller set minScore, or nothing is near."""
+    if not params.show_below:
+        return []
+    near = [c for c in scored if c.keyword_hit or c.vector_score >= BELOW_VECTOR_BAR][: min(BELOW_SHOWN, params.max_results)]
+    facts["below"] = {c.chunk_id for c in near}
+    return near
 
 
 def _note_below(facts: dict[str, Any], kept: list[Candidate], scored: list[Candidate]) -> None:

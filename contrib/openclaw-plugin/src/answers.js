@@ -16,6 +16,7 @@ function hit(h) {
     corpus: h.source ?? "memory",
     ...(h.citation ? { citation: h.citation } : {}),
     ...(h.rescued ? { rescued: true } : {}),
+    ...(h.belowMinScore ? { belowMinScore: true } : {}),
     ...(h.stale ? { stale: true } : {}),
   };
 }
