@@ -252,7 +252,10 @@ def _closest_below(facts: dict[str, Any], scored: list[Candidate], params: Pipel
     marked (`facts["below"]`); none when the caller set minScore, or nothing is near."""
     if not params.show_below:
         return []
-    near = [c for c in scored if c.keyword_hit or c.vector_score >= BELOW_VECTOR_BAR][: min(BELOW_SHOWN, params.max_results)]
+    near = [c for c in scored if c.keyword_hit or c.vector_score >= BELOW_VECTOR_BAR]
+    if params.time.windows:  # as the rescue in time: a note of the time asked (or its margins), never months away
+        near = [c for c in near if (c.window_closeness or 0.0) > 0.0]
+    near = near[: min(BELOW_SHOWN, params.max_results)]
     facts["below"] = {c.chunk_id for c in near}
     return near
 
