@@ -20,7 +20,6 @@ on the child with the lock released; a signal ends the child with the process.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import importlib.util
 import logging
 import os
@@ -55,18 +54,15 @@ def int8_build_available() -> bool:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    """The graph's checksum, remembered in its folder's digest book (digests.py)."""
+    return sha256_of(path, path.parent)
 
 
 def _verified(model: Path, checksum: Path) -> bool:
     """The graph matches the checksum written when it was built (its digest remembered while the
     file is unchanged: digests.py)."""
     try:
-        return checksum.read_text().strip() == sha256_of(model, model.parent)
+        return checksum.read_text().strip() == _sha256(model)
     except OSError:
         return False
 
@@ -91,8 +87,7 @@ def int8_graph(source: Path, source_sha256: str, cache_dir: Path) -> Path | None
             if model.exists():
                 log.warning("int8 model graph failed its checksum; rebuilding", path=str(model))
             _remove_stale_builds(cache_dir)
-            _build_in_child(source, model, checksum)
-            sha256_of(model, cache_dir)  # remembered now: the next process's check reads no 22 MB
+            _build_in_child(source, model, checksum)  # its checksum remembered there: no process hashes it again
         return model
     except Exception as exc:  # a cache that cannot be built must not stop embeddings
         log.warning("cannot build the int8 model graph; using the fp32 graph", error=str(exc), folder=str(cache_dir))

@@ -43,6 +43,7 @@ def hits_from_ranked(
             snippet=snip.text,
             source=c.source,
             citation=citation_for(c.path, start, end) if cite else None,
+            below_min_score=True if c.chunk_id in facts.get("below", ()) else None,
         )
         if explain:
             hit.explain = HitExplain(

@@ -184,10 +184,8 @@ def rank_gathered(g: Gathered, *, cite: bool, snippet_chars: int) -> IndexedAnsw
                          window=g.window)
     hits = hits_from_ranked(ranked, facts, terms=g.plan.terms, ranks=g.ranks, hybrid=g.query.hybrid, cite=cite,
                             snippet_chars=snippet_chars, explain=True)
-    below = facts.get("below", set())
-    for hit, c in zip(hits, ranked):
+    for hit in hits:
         hit.rescued = True if hit.explain and hit.explain.rescued else None
-        hit.below_min_score = True if c.chunk_id in below else None
     return IndexedAnswer(hits, facts["mode"], facts["relaxed"], facts.get("below_min_score"), facts.get("time_only"))
 
 
