@@ -11,6 +11,7 @@ those under `if TYPE_CHECKING:` (never run) are left out.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from helpers import REPO
@@ -18,7 +19,7 @@ from helpers import REPO
 TOPS = {"engine": "memsift.engine", "backends": "memsift.backends"}
 # engine's packages, lowest first: each may import those before it (and the loose modules), never
 # one after it. The doors (mcp, cli) are on top; the CLI starts the MCP server, never the reverse.
-PACKAGE_ORDER = ("plugins", "files", "config", "embeddings", "search", "rerank", "compose", "testing", "kit", "mcp", "cli")
+PACKAGE_ORDER = ("plugins", "config", "files", "search", "embeddings", "rerank", "compose", "testing", "kit", "mcp", "cli")
 
 
 def _modules() -> dict[str, Path]:
@@ -157,6 +158,13 @@ def test_no_import_circle_between_packages_and_each_imports_only_those_below():
     assert set(PACKAGE_ORDER) <= set(packages), set(PACKAGE_ORDER) - set(packages)  # every package was read
     assert _circles(packages) == []
     assert _order_breaks(packages) == []
+
+
+def test_the_architecture_page_states_the_order_the_test_enforces():
+    page = (REPO / "docs" / "contributing" / "architecture.md").read_text(encoding="utf-8")
+    stated = re.search(r"^\*\*Layer order:\*\* (.+)$", page, re.M)
+    assert stated is not None, "docs/contributing/architecture.md lost its 'Layer order:' line"
+    assert tuple(name.strip() for name in stated[1].split("<")) == PACKAGE_ORDER
 
 
 def test_the_package_checks_find_a_break():

@@ -36,7 +36,7 @@ from memsift.engine.results import (
 from memsift.engine.search.modes import Sides, search_sides
 from memsift.engine.search.scripts import vector_mode_warning
 from memsift.engine.search.indexed import IndexedAnswer, inline, search_indexed
-from memsift.engine.search.query_embedding import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding, beside
+from memsift.engine.embeddings.query import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding, beside
 from memsift.engine.search.request import KeywordSearch, SearchRequest
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 
@@ -52,7 +52,7 @@ __all__ = ["BuiltinSearchManager"]
 log = get_logger("memsift.builtin")
 
 # Batches (indexing) keep long limits (10 min local; remote calls carry their own per-request
-# timeouts and retries); a query embedding has its own budget (engine/search/query_embedding.py).
+# timeouts and retries); a query embedding has its own budget (engine/embeddings/query.py).
 BATCH_TIMEOUT_S = {"local": 600.0}
 SEARCH_SYNC_BUDGET_S = 2.0  # a search waits this long for files changed since the last sync
 # A first search (no index yet) builds the keyword index, then waits this long for the vectors:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memsift.engine.files.coverage import with_qmd_coverage
+from memsift.engine.config.coverage import with_qmd_coverage
 from memsift.engine.plugins import BackendContext, BackendPlugin
 
 

@@ -23,7 +23,7 @@ from memsift.engine.manager import SyncReport
 from memsift.engine.files.discovery import discover_memory_files
 from memsift.engine.files.rules import MemoryRules, read_memory
 from memsift.engine.search.request import KeywordSearch, SearchRequest
-from memsift.engine.search.query_embedding import QueryEmbedding, beside
+from memsift.engine.embeddings.query import QueryEmbedding, beside
 from memsift.engine.results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer
 from memsift.engine.search.indexed import IndexedAnswer, awaited, gather_indexed, rank_gathered
 from memsift.engine.search.modes import Sides, search_sides

@@ -4,7 +4,7 @@ the builtin index (unless `memory.qmd.fallback` is "none")."""
 from __future__ import annotations
 
 from memsift.engine.config import ResolvedConfig
-from memsift.engine.files.coverage import qmd_not_covered
+from memsift.engine.config.coverage import qmd_not_covered
 from memsift.engine.plugins import BackendContext, BackendPlugin, FallbackPolicy
 
 

@@ -32,7 +32,7 @@ from evidence import K, _overlaps, evidence_metrics, load_set, warm  # noqa: E40
 from metrics import mean  # noqa: E402
 from quality import open_mode  # noqa: E402
 
-from memsift.engine.files.sizes import SNIPPET_MAX_CHARS  # noqa: E402
+from memsift.engine.config.sizes import SNIPPET_MAX_CHARS  # noqa: E402
 
 VARIANTS = {
     "overlap": {"chunking": {"strategy": "reference", "tokens": 175, "overlap": 88}},

@@ -83,7 +83,7 @@ class _Ctx:
 
     def warn_if_no_memory(self) -> None:
         """Say so on stderr when the workspace holds no memory files (every search finds nothing)."""
-        from ..files.workspace import workspace_warning  # noqa: PLC0415
+        from ..config.workspace import workspace_warning  # noqa: PLC0415
 
         warning = workspace_warning(self.settings())
         if warning:
@@ -402,7 +402,7 @@ def helpers_stop(obj: _Ctx, all_: bool) -> None:
 def note(obj: _Ctx, text: str, as_json: bool) -> None:
     """Append TEXT as a timestamped line to today's memory/YYYY-MM-DD.md (created if needed)."""
     from ..files.notes import append_note  # noqa: PLC0415
-    from ..files.workspace import is_workspace  # noqa: PLC0415
+    from ..config.workspace import is_workspace  # noqa: PLC0415
 
     if not text.strip():
         raise click.UsageError('a note needs some text, e.g. memsift note "Call the dentist on Monday"')
@@ -701,7 +701,7 @@ def config_init(obj: _Ctx, force: bool, target: str | None) -> None:
     """Write a starter config (to -c FILE / --config / $MEMSIFT_CONFIG, else ~/.config/memsift/config.json5),
     readable by you alone; the workspace is the current one when it is a memory workspace."""
     from ..config.sources import default_config_path  # noqa: PLC0415
-    from ..files.workspace import find_workspace, is_workspace  # noqa: PLC0415
+    from ..config.workspace import find_workspace, is_workspace  # noqa: PLC0415
     from ..private_dirs import make_private_dir  # noqa: PLC0415
 
     chosen = target or obj.config

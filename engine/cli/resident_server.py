@@ -26,7 +26,7 @@ import anyio
 import click
 
 from ..errors import MemsiftError
-from ..files.workspace import workspace_warning
+from ..config.workspace import workspace_warning
 from ..limits import budget_s, run_within
 from ..logging import get_logger
 from ..search.request import SearchRequest

@@ -18,7 +18,7 @@ import watchfiles
 from ..logging import get_logger
 from ..config import ResolvedConfig
 from ..manager import CountsSearchSyncs, HasPrimary, IndexesSessions, RunsInBackground, SearchManager, WatchesChanges
-from ..files.coverage import with_qmd_coverage
+from ..config.coverage import with_qmd_coverage
 from .wrapped import declaring
 from ..files.watcher import MemoryWatcher
 
@@ -138,7 +138,7 @@ async def _serve(manager: SearchManager, settings: ResolvedConfig, ms: Any, sync
                 emit("changed", {"files": len(paths)})
                 await sync("watch", include_sessions=False) if _accepts_sessions(manager) else await sync("watch")
 
-            # The files the builtin index covers, QMD's collections included (files/coverage.py).
+            # The files the builtin index covers, QMD's collections included (config/coverage.py).
             watcher = MemoryWatcher(with_qmd_coverage(settings), on_change)
             await tg.start(lambda task_status: watcher.run(task_status=task_status))
         if ms.sync.interval_minutes and ms.sync.interval_minutes > 0:

@@ -18,12 +18,12 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, ValidationError
 
-from ..files.sizes import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
+from .sizes import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
 from ..errors import ConfigError
 from ..private_dirs import default_state_dir
-from ..files.coverage import with_qmd_coverage
+from .coverage import with_qmd_coverage
 from ..secrets import register_header_secrets, register_secret, register_url_secrets
-from ..files.workspace import find_workspace
+from .workspace import find_workspace
 from .memory_section import normalise_memory
 from .resolved import ResolvedConfig
 from .agents import agent_workspaces, choose_agent, dotted, merge_layers, search_layers
@@ -390,7 +390,7 @@ def resolve_agent(
         },
         openclaw_config=getattr(config, "_openclaw_path", None),
     )
-    # Checked on what the index really covers: the extra paths and QMD's collections (files/coverage.py).
+    # Checked on what the index really covers: the extra paths and QMD's collections (config/coverage.py).
     covered = with_qmd_coverage(resolved).memory_search.extra_paths
     _check_index_path(store, ws, covered, where("store.path") if ms.store.path else "stateDir")
     _check_export_dir(resolved, covered)

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from ..text import utf16_len, utf16_slice, weighted_len
-from .sizes import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
+from ..config.sizes import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
 
 __all__ = [
     "Chunk",

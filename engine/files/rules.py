@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import PathNotAllowedError
 from .discovery import READABLE_ROOT_FILES, open_memory_file, read_open_file
 from .multimodal import extensions_for
-from .coverage import collection_root
+from ..config.coverage import collection_root
 
 if TYPE_CHECKING:
     from ..config.resolved import ResolvedConfig

@@ -32,7 +32,7 @@ from ..files.discovery import MemoryFile, Skipped, discover_memory_files
 from ..files.fingerprint import fingerprint_diff
 from ..files.note_dates import NOTE_DATES_REVISION, ChunkDay
 from ..files.rules import MemoryRules, read_memory
-from ..files.sizes import SNIPPET_MAX_CHARS
+from ..config.sizes import SNIPPET_MAX_CHARS
 from ..files.sync import MarkdownRead, read_markdown, sort_files
 from ..logging import get_logger
 from ..manager import (CountsSearchSyncs, IndexesSessions, MarksDirty, RunsInBackground, SearchManager, SyncReport,
@@ -49,7 +49,7 @@ from ..search.indexed import (ROW_FIELDS, CandidateStore, IndexedAnswer, Selecti
                               complete_from_embeddings, first_per_day, search_indexed)
 from ..search.modes import Sides, search_sides
 from ..search.pipeline import PipelineParams, rank
-from ..search.query_embedding import QueryEmbedding, beside
+from ..embeddings.query import QueryEmbedding, beside
 from ..search.ranking import Candidate, bm25_relative_scores
 from ..search.request import KeywordSearch, SearchRequest
 from ..search.scripts import vector_mode_warning

@@ -33,7 +33,7 @@ from ..files.discovery import MemoryFile, Skipped, discover_memory_files
 from ..files.fingerprint import fingerprint_diff, version_stamps
 from ..files.note_dates import NOTE_DATES_REVISION, ChunkDay
 from ..files.rules import MemoryRules, read_memory
-from ..files.sizes import SNIPPET_MAX_CHARS
+from ..config.sizes import SNIPPET_MAX_CHARS
 from ..files.sync import MarkdownRead, read_markdown, sort_files
 from ..lazy import np  # numpy on first use: plugins import the kit on every command
 from ..logging import get_logger
@@ -43,7 +43,7 @@ from ..search.citations import citations_enabled
 from ..search.fts_query import INDEX_TEXT_REVISION
 from ..search.indexed import CandidateStore, IndexedAnswer, search_indexed
 from ..search.modes import Sides, search_sides
-from ..search.query_embedding import QueryEmbedding, beside
+from ..embeddings.query import QueryEmbedding, beside
 from ..search.request import KeywordSearch, SearchRequest
 from ..search.scripts import vector_mode_warning
 from ..search.terms import chunk_tokens

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..files.sizes import SNIPPET_MAX_CHARS
+from ..config.sizes import SNIPPET_MAX_CHARS
 from ..text import utf16_len, utf16_slice
 
 __all__ = ["Snippet", "make_snippet", "SNIPPET_MAX_CHARS"]

@@ -7,8 +7,8 @@ from typing import Any, Callable
 import anyio
 from ..lazy import np  # numpy on first use: a keyword search never needs it
 
-from ..embeddings import EmbeddingProvider
-from ..embeddings.circuit import QueryCircuit
+from .base import EmbeddingProvider
+from .circuit import QueryCircuit
 
 __all__ = ["QueryEmbedding", "QUERY_BUDGET_S", "REMOTE_QUERY_BUDGET_S", "beside"]
 

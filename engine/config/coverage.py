@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the config layer calls with_qmd_coverage itself (its index-path check)
-    from ..config.resolved import ResolvedConfig
+    from .resolved import ResolvedConfig
 
 __all__ = ["with_qmd_coverage", "qmd_not_covered", "collection_root"]
 
