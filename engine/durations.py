@@ -15,7 +15,9 @@ def _bounded(ms: float) -> int:
     if not ms <= MAX_DURATION_MS:  # also NaN
         raise ValueError(f"a duration of at most 36500d (100 years): use {DURATION_FORMS}")
     return int(ms)
-DURATION_FORMS = "a number with a unit (ms, s, m, h, d) such as 30s, 5m or 1h30m, 0s to turn it off, or a bare number of minutes"
+DURATION_FORMS = (
+    "a number with a unit (ms, s, m, h, d) such as 30s, 5m or 1h30m, 0s to turn it off, or a bare number of minutes"
+)
 
 
 def check_duration(value: str | float | int, *, bare_unit: str = "m") -> int:

@@ -166,7 +166,9 @@ class RemoteClient:
             except httpx.TimeoutException:
                 raise RetryableProviderError(f"{self.id}: request timed out after {timeout:.0f} s") from None
             except httpx.HTTPError as exc:
-                raise ProviderError(redact(f"{self.id}: cannot reach {self._host}: {type(exc).__name__}: {exc}")) from None
+                raise ProviderError(
+                    redact(f"{self.id}: cannot reach {self._host}: {type(exc).__name__}: {exc}")
+                ) from None
             status = response.status_code
             if status == 429 or status >= 500:
                 raise RetryableProviderError(
@@ -181,7 +183,9 @@ class RemoteClient:
             try:
                 return response.json()
             except ValueError:
-                raise ProviderError(f"{self.id}: HTTP {status} with malformed JSON ({len(response.content)} bytes)") from None
+                raise ProviderError(
+                    f"{self.id}: HTTP {status} with malformed JSON ({len(response.content)} bytes)"
+                ) from None
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(MAX_RETRIES + 1),

@@ -19,8 +19,18 @@ import anyio
 from .durations import check_duration
 from .errors import CommandTimeout
 
-__all__ = ["CommandTimeout", "budget_s", "stall_s", "run_within", "QUIET_S", "TIMEOUT_ENV", "waiting_on", "current_wait",
-           "progressed", "last_progress"]
+__all__ = [
+    "CommandTimeout",
+    "budget_s",
+    "stall_s",
+    "run_within",
+    "QUIET_S",
+    "TIMEOUT_ENV",
+    "waiting_on",
+    "current_wait",
+    "progressed",
+    "last_progress",
+]
 
 QUIET_S = 10.0  # nothing moved for this long: say what the command waits on
 TIMEOUT_ENV = "MEMSIFT_TIMEOUT"
@@ -88,9 +98,16 @@ def _waiting_words() -> str:
     return f"waiting on {wait[0]} for {time.monotonic() - wait[1]:.0f} s" if wait else "working"
 
 
-async def run_within(fn: Callable[[], Awaitable[Any]], *, command: str, budget: float | None, stall: float | None = None,
-                     say: Callable[[str], None] | None = None, budget_from: str = "memory.limits",
-                     started: float | None = None) -> Any:
+async def run_within(
+    fn: Callable[[], Awaitable[Any]],
+    *,
+    command: str,
+    budget: float | None,
+    stall: float | None = None,
+    say: Callable[[str], None] | None = None,
+    budget_from: str = "memory.limits",
+    started: float | None = None,
+) -> Any:
     """`fn()` within `budget` seconds (and `stall` seconds without progress); `say` gets a line while
     nothing moves for QUIET_S. `started` (monotonic): when the command began, if before this call
     (its config was loaded first: that time counts too)."""

@@ -120,7 +120,9 @@ class IndexesSessions(Protocol):
 
     indexes_sessions: bool
 
-    async def sync(self, *, force: bool = False, reason: str = "manual", include_sessions: bool = True) -> SyncReport: ...
+    async def sync(
+        self, *, force: bool = False, reason: str = "manual", include_sessions: bool = True
+    ) -> SyncReport: ...
 
 
 @runtime_checkable

@@ -107,7 +107,9 @@ class SearchHit(_Out):
     source: Literal["memory", "sessions"] = "memory"
     citation: str | None = None
     stale: bool | None = None
-    rescued: bool | None = None  # under minScore (the backend's score, before the evidence ranker), kept by the keyword rescue
+    rescued: bool | None = (
+        None  # under minScore (the backend's score, before the evidence ranker), kept by the keyword rescue
+    )
     below_min_score: bool | None = None  # nothing reached the default minScore: one of the closest few, shown below it
     explain: HitExplain | None = None
     # What only its backend knows of the hit, in the backend's own terms (QMD with --explain: its
@@ -182,12 +184,16 @@ class SearchAnswer(_Out):
     sync_error: str | None = None  # the index could not be updated (disk full, read-only): answered as it is
     denied: ScopeDenial | None = None  # scope rules refused this session key
     unavailable: str | None = None  # the backend failed and no fallback is allowed
-    notes: list[str] | None = None  # what else the reader should know (QMD: an update still running, why nothing matched)
-    time_windows: list[str] | None = None  # the times the question names, as day windows ("2023-04-11 ('last Tuesday')")
+    notes: list[str] | None = None
+    time_windows: list[str] | None = (
+        None  # the times the question names, as day windows ("2023-04-11 ('last Tuesday')")
+    )
     time_filter: str | None = None  # the since/until filter applied
     time_only: bool | None = None  # the question names only a time: the hits are that time's notes, in order
-    time_window_days: int | None = None  # time-only: how many days of the window hold notes (0: none, the nearest shown)
-    time_note: str | None = None  # time-only: the window holds no notes, or more days than are shown (and how to see them)
+    time_window_days: int | None = None
+    time_note: str | None = (
+        None  # time-only: the window holds no notes, or more days than are shown (and how to see them)
+    )
     rerank: RerankSummary | None = None  # the rerank stage ran (query.rerank.enabled)
     ranker: RankerSummary | None = None  # the evidence ranker reordered the hits (query.ranker.enabled)
     below_min_score: BelowMinScore | None = None  # no hit passed minScore, though these scored lower
@@ -244,7 +250,9 @@ class ManagerStatus(_Out):
     rerank: dict[str, Any] | None = None  # the rerank stage: provider, model, candidates, circuit, requests
     ranker: dict[str, Any] | None = None  # the evidence ranker: version, candidates, weights
     helper: dict[str, Any] | None = None  # CLI: the resident helper serving these settings (pid, age, memory)
-    plugins: list[dict[str, Any]] | None = None  # CLI: backends, providers and rerankers from other packages (engine/plugins)
+    plugins: list[dict[str, Any]] | None = (
+        None  # CLI: backends, providers and rerankers from other packages (engine/plugins)
+    )
     # The backend cannot be reached and no fallback answers (Postgres down, QMD failing with
     # fallback "none"): what was tried, when, and what failed. The CLI's status then exits 7.
     unavailable: str | None = None

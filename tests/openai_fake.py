@@ -60,7 +60,9 @@ class FakeModel:
                               {"choices": [{"index": 0, "delta": {}, "finish_reason":
                                             "tool_calls" if message.get("tool_calls") else "stop"}],
                                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}):
-                    self.wfile.write(f"data: {json.dumps({'id': 'c1', 'object': 'chat.completion.chunk', **chunk})}\n\n".encode())
+                    self.wfile.write(
+                        f"data: {json.dumps({'id': 'c1', 'object': 'chat.completion.chunk', **chunk})}\n\n".encode()
+                    )
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
 

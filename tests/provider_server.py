@@ -95,7 +95,11 @@ class ProviderServer:
         return {"gemini": f"{self.root}/v1beta", "ollama": self.root}.get(self.flavour, f"{self.root}/v1")
 
     def embedding_requests(self) -> list[Recorded]:
-        return [r for r in self.requests if r.path.endswith(("/embeddings", "/api/embed", ":embedContent", ":batchEmbedContents"))]
+        return [
+            r
+            for r in self.requests
+            if r.path.endswith(("/embeddings", "/api/embed", ":embedContent", ":batchEmbedContents"))
+        ]
 
     # --- the handler ----------------------------------------------------------------------------
 
@@ -106,7 +110,9 @@ class ProviderServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def _send(self, status: int, body: Any = None, headers: dict[str, str] | None = None, raw: bytes | None = None) -> None:
+            def _send(
+                self, status: int, body: Any = None, headers: dict[str, str] | None = None, raw: bytes | None = None
+            ) -> None:
                 data = raw if raw is not None else json.dumps(body).encode()
                 try:
                     self.send_response(status)
@@ -129,7 +135,14 @@ class ProviderServer:
                     body = json.loads(raw) if raw and "json" in (self.headers.get("Content-Type") or "") else None
                 except ValueError:
                     body = None
-                rec = Recorded(method, parts.path, parse_qs(parts.query), {k.lower(): v for k, v in self.headers.items()}, body, raw)
+                rec = Recorded(
+                    method,
+                    parts.path,
+                    parse_qs(parts.query),
+                    {k.lower(): v for k, v in self.headers.items()},
+                    body,
+                    raw,
+                )
                 with server._lock:
                     server.requests.append(rec)
                     server.in_flight += 1
@@ -166,9 +179,21 @@ class ProviderServer:
     def _route(self, h, rec: Recorded) -> None:
         if not self._auth_ok(rec):
             if self.flavour == "gemini":
-                return h._send(400, {"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT"}})
+                return h._send(
+                    400,
+                    {
+                        "error": {
+                            "code": 400,
+                            "message": "API key not valid. Please pass a valid API key.",
+                            "status": "INVALID_ARGUMENT",
+                        }
+                    },
+                )
             shown = (rec.headers.get("authorization") or "")[7:15]
-            return h._send(401, {"error": {"message": f"Incorrect API key provided: {shown}****.", "type": "invalid_request_error"}})
+            return h._send(
+                401,
+                {"error": {"message": f"Incorrect API key provided: {shown}****.", "type": "invalid_request_error"}},
+            )
         is_embed = rec.path.endswith(("/embeddings", "/api/embed", ":embedContent", ":batchEmbedContents"))
         if is_embed:
             with self._lock:
@@ -177,7 +202,12 @@ class ProviderServer:
                     fault = Fault(429, {"error": {"message": "Rate limit reached"}}, {"Retry-After": "0"})
             if fault is not None:
                 time.sleep(fault.delay)
-                return h._send(fault.status, fault.body if fault.body is not None else {"error": {"message": "injected"}}, fault.headers, fault.raw)
+                return h._send(
+                    fault.status,
+                    fault.body if fault.body is not None else {"error": {"message": "injected"}},
+                    fault.headers,
+                    fault.raw,
+                )
             if self.delay:
                 time.sleep(self.delay)
             if self.batch_delay and rec.path.endswith(":batchEmbedContents"):
@@ -187,7 +217,9 @@ class ProviderServer:
             texts = rec.body["input"]
             data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(self._vectors(texts))]
             data.reverse()  # the index field, not the order, decides (as the API allows)
-            return h._send(200, {"object": "list", "data": data, "model": rec.body["model"], "usage": {"prompt_tokens": 1}})
+            return h._send(
+                200, {"object": "list", "data": data, "model": rec.body["model"], "usage": {"prompt_tokens": 1}}
+            )
         if self.flavour == "ollama" and path == "/api/embed":
             vecs = self._vectors(rec.body["input"])
             return h._send(200, {"model": rec.body["model"], "embeddings": vecs})
@@ -218,7 +250,16 @@ class ProviderServer:
         if path.endswith(":batchEmbedContents"):
             values = [self._gemini_values(r) for r in rec.body["requests"]]
             if any(v is None for v in values):
-                return h._send(413, {"error": {"code": 413, "message": "Request payload size exceeds the limit", "status": "FAILED_PRECONDITION"}})
+                return h._send(
+                    413,
+                    {
+                        "error": {
+                            "code": 413,
+                            "message": "Request payload size exceeds the limit",
+                            "status": "FAILED_PRECONDITION",
+                        }
+                    },
+                )
             if self.wrong_dims and values:
                 values[-1] = values[-1][:-1]
             return h._send(200, {"embeddings": [{"values": v} for v in values]})
@@ -245,9 +286,23 @@ class ProviderServer:
             lines = []
             for line in self._files[job["input"]].decode().splitlines():
                 item = json.loads(line)
-                lines.append(json.dumps({"key": item["key"], "response": {"embedding": {"values": self._gemini_values(item["request"])}}}))
+                lines.append(
+                    json.dumps(
+                        {
+                            "key": item["key"],
+                            "response": {"embedding": {"values": self._gemini_values(item["request"])}},
+                        }
+                    )
+                )
             self._files[out] = "\n".join(lines).encode()
-            return h._send(200, {"name": m.group(1), "done": True, "metadata": {"state": "BATCH_STATE_SUCCEEDED", "output": {"responsesFile": out}}})
+            return h._send(
+                200,
+                {
+                    "name": m.group(1),
+                    "done": True,
+                    "metadata": {"state": "BATCH_STATE_SUCCEEDED", "output": {"responsesFile": out}},
+                },
+            )
         m = re.match(r"^/download/v1beta/(files/[^:]+):download$", path)
         if m:
             return h._send(200, raw=self._files[m.group(1)])
@@ -280,7 +335,15 @@ class ProviderServer:
             for line in self._files[job["input"]].decode().splitlines():
                 item = json.loads(line)
                 vec = bow_vector(item["body"]["input"], self.dims)
-                lines.append(json.dumps({"custom_id": item["custom_id"], "response": {"status_code": 200, "body": {"data": [{"embedding": vec}]}}, "error": None}))
+                lines.append(
+                    json.dumps(
+                        {
+                            "custom_id": item["custom_id"],
+                            "response": {"status_code": 200, "body": {"data": [{"embedding": vec}]}},
+                            "error": None,
+                        }
+                    )
+                )
             self._files[out] = "\n".join(lines).encode()
             return h._send(200, {"id": m.group(1), "status": "completed", "output_file_id": out})
         m = re.match(r"^/v1/files/([^/]+)/content$", path)

@@ -13,7 +13,7 @@ Flavours and what each checks and answers (from each one's documentation):
 A missing required field is a 422 (as those servers answer); the hosted APIs check the bearer
 key. Relevance is the share of the query's words found in the document (deterministic), sorted
 best first as the APIs return it. Faults (status, delay) are consumed one per request.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

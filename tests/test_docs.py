@@ -153,6 +153,8 @@ def test_the_configuration_pages_defaults_are_the_codes():
             except KeyError:
                 continue
             expected = json.loads(shown)
-            assert actual == expected, f"docs/operators/configuration.md: {path} is {shown} there, {actual!r} in the code"
+            assert actual == expected, (
+                f"docs/operators/configuration.md: {path} is {shown} there, {actual!r} in the code"
+            )
             checked += 1
     assert checked >= 30, checked  # the table is read, not skipped

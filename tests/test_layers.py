@@ -19,7 +19,19 @@ from helpers import REPO
 TOPS = {"engine": "memsift.engine", "backends": "memsift.backends"}
 # engine's packages, lowest first: each may import those before it (and the loose modules), never
 # one after it. The doors (mcp, cli) are on top; the CLI starts the MCP server, never the reverse.
-PACKAGE_ORDER = ("plugins", "config", "files", "search", "embeddings", "rerank", "compose", "testing", "kit", "mcp", "cli")
+PACKAGE_ORDER = (
+    "plugins",
+    "config",
+    "files",
+    "search",
+    "embeddings",
+    "rerank",
+    "compose",
+    "testing",
+    "kit",
+    "mcp",
+    "cli",
+)
 
 
 def _modules() -> dict[str, Path]:
@@ -229,4 +241,6 @@ def test_the_plugin_pages_example_is_one_short_file_through_the_kit():
     source = REPO / "contrib" / "plugins" / "memsift-example" / "src" / "memsift_example" / "__init__.py"
     assert len(source.read_text(encoding="utf-8").splitlines()) < 150
     assert _memsift_imports(source) == {"memsift.engine.kit"}
-    assert "contrib/plugins/memsift-example" in (REPO / "docs" / "contributing" / "plugins.md").read_text(encoding="utf-8")
+    assert "contrib/plugins/memsift-example" in (REPO / "docs" / "contributing" / "plugins.md").read_text(
+        encoding="utf-8"
+    )

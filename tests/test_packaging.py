@@ -66,10 +66,18 @@ def test_the_check_names_what_a_wheel_lacks(wheel, tmp_path):
 def test_the_wheel_carries_the_openclaw_plugin_of_memsifts_version(wheel):
     package = json.loads((PLUGIN / "package.json").read_text())
     with zipfile.ZipFile(wheel) as z:
-        shipped = {n.removeprefix("memsift/openclaw_plugin/") for n in z.namelist() if n.startswith("memsift/openclaw_plugin/")}
+        shipped = {
+            n.removeprefix("memsift/openclaw_plugin/") for n in z.namelist() if n.startswith("memsift/openclaw_plugin/")
+        }
         assert json.loads(z.read("memsift/openclaw_plugin/package.json"))["version"] == VERSION
-    wanted = {"package.json", *(str(p.relative_to(PLUGIN)) for entry in package["files"]
-                                for p in ([PLUGIN / entry] if (PLUGIN / entry).is_file() else (PLUGIN / entry).rglob("*.js")))}
+    wanted = {
+        "package.json",
+        *(
+            str(p.relative_to(PLUGIN))
+            for entry in package["files"]
+            for p in ([PLUGIN / entry] if (PLUGIN / entry).is_file() else (PLUGIN / entry).rglob("*.js"))
+        ),
+    }
     assert shipped == wanted  # package.json's `files`, as npm packs them: no tests, no node_modules
     assert "index.js" in shipped and "src/version.js" in shipped
 

@@ -40,7 +40,11 @@ def _build_wheel(source: Path, out: Path) -> Path:
 
 
 def _digests(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 class Env:
@@ -49,21 +53,37 @@ class Env:
     def __init__(self, root: Path) -> None:
         self.root = root
         subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=300)
-        site = Path(subprocess.run([str(self.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   capture_output=True, text=True, check=True).stdout.strip())
+        site = Path(
+            subprocess.run(
+                [str(self.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
         ours = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
         (site / "_memsift_test_deps.pth").write_text("\n".join(sorted(ours)) + "\n")
-        self.env = {"PATH": f"{root / 'venv' / 'bin'}{os.pathsep}/usr/bin:/bin", "HOME": str(root / "home"), "LANG": "C.UTF-8",
-                    "MEMSIFT_STATE_DIR": str(root / "state"), "XDG_CONFIG_HOME": str(root / "xdg"),
-                    "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME", str(root / "cache")), "MEMSIFT_NO_RESIDENT": "1"}
+        self.env = {
+            "PATH": f"{root / 'venv' / 'bin'}{os.pathsep}/usr/bin:/bin",
+            "HOME": str(root / "home"),
+            "LANG": "C.UTF-8",
+            "MEMSIFT_STATE_DIR": str(root / "state"),
+            "XDG_CONFIG_HOME": str(root / "xdg"),
+            "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME", str(root / "cache")),
+            "MEMSIFT_NO_RESIDENT": "1",
+        }
 
     @property
     def python(self) -> Path:
         return self.root / "venv" / "bin" / "python"
 
     def install(self, wheel: Path) -> None:
-        done = subprocess.run([str(self.python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [str(self.python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
 
     def memsift(self, *args: str) -> subprocess.CompletedProcess:
@@ -118,8 +138,13 @@ def test_an_index_and_config_of_the_release_before_carry_over(wheels, tmp_path):
     synced = env.memsift("-w", str(ws), "index")
     assert synced.returncode == 0, synced.stderr
     if kept:
-        assert kept[0] == f"the index built by an earlier memsift (0.1.x, which recorded no version) is kept: memsift {VERSION} reads its format" \
-            if wheels["old_version"].startswith("0.1.") else f"memsift {wheels['old_version']}" in kept[0]
+        assert (
+            kept[0]
+            == f"the index built by an earlier memsift (0.1.x, which recorded no version) is kept: memsift {VERSION} "
+               f"reads its format"
+            if wheels["old_version"].startswith("0.1.")
+            else f"memsift {wheels['old_version']}" in kept[0]
+        )
         assert next((tmp_path / "state").rglob("*.sqlite")) == index  # the same file, not a new one
     assert "is kept" not in synced.stdout  # said once
     text = env.memsift("-w", str(ws), "search", QUESTION)
@@ -128,7 +153,11 @@ def test_an_index_and_config_of_the_release_before_carry_over(wheels, tmp_path):
     assert status.returncode == 0, status.stderr
     if kept:
         built = [line for line in status.stdout.splitlines() if line.startswith("Index built by")]
-        assert built and f"this is memsift {VERSION}" in built[0] and ("0.1.x" in built[0] or wheels["old_version"] in built[0])
+        assert (
+            built
+            and f"this is memsift {VERSION}" in built[0]
+            and ("0.1.x" in built[0] or wheels["old_version"] in built[0])
+        )
 
     assert config.read_text() == written  # the old config, untouched, and read
     shown = env.memsift("-w", str(ws), "config", "show")

@@ -62,23 +62,30 @@ def write_time_workspace(root: Path, today: date, *, with_memory_md: bool = True
     monday = today - timedelta(days=today.weekday())
     notes: dict[date, str] = {
         today: "- 10:00 Lea found a memory leak in the upload service and sent a patch.\n",
-        today - timedelta(days=1): "- 12:30 Met Björn Hansen from the platform team for lunch; he runs the build farm.\n",
+        today
+        - timedelta(days=1): "- 12:30 Met Björn Hansen from the platform team for lunch; he runs the build farm.\n",
         monday - timedelta(days=5): "- 15:00 Fixed HER-95: invoices were rounded twice when the currency changed.\n",
         _last_month_day(today, 2): "- 11:00 Decided to move the event bus to NATS; Kafka stays for the audit log.\n",
         # Older notes that share the questions' words.
         today - timedelta(days=140): "- 09:00 Lea joined the mobile team; she will pair with Sam after one week.\n"
-                                    "- 16:00 Lea asked for a week of onboarding before taking tickets.\n",
+        "- 16:00 Lea asked for a week of onboarding before taking tickets.\n",
         today - timedelta(days=250): "- 14:00 Architecture meeting: we meet every second Tuesday to review designs.\n",
         today - timedelta(days=110): "- 10:30 Fixed the flaky login test and fixed the bug in the retry helper.\n",
     }
     # A September-like note, two months back, about a decision postponed into last month.
     two_back = (_last_month_day(today, 1) - timedelta(days=1)).replace(day=15)
-    notes[two_back] = notes.get(two_back, "") + f"- 17:00 The vote on the schema was postponed to {_last_month_day(today, 12).strftime('%B')} 12; we decide then.\n"
+    notes[two_back] = (
+        notes.get(two_back, "")
+        + f"- 17:00 The vote on the schema was postponed to {_last_month_day(today, 12).strftime('%B')} 12; we decide "
+          f"then.\n"
+    )
     empty = _empty_day(today, set(notes) | note_days(root))  # no day of the workspace's own notes either
     near = empty - timedelta(days=3)
     notes[near] = notes.get(near, "") + "- 09:30 Wrote the quarterly report draft and sent it to Priya.\n"
     far = today - timedelta(days=300)
-    notes[far] = notes.get(far, "") + f"- {empty.day}:00 Dinner with the neighbours; the {empty.day}th is their anniversary.\n"
+    notes[far] = (
+        notes.get(far, "") + f"- {empty.day}:00 Dinner with the neighbours; the {empty.day}th is their anniversary.\n"
+    )
     memory = root / "memory"
     memory.mkdir(parents=True, exist_ok=True)
     for day, body in notes.items():
@@ -88,7 +95,9 @@ def write_time_workspace(root: Path, today: date, *, with_memory_md: bool = True
         else:
             note.write_text(f"# {day.isoformat()}\n\n{body}", encoding="utf-8")
     if with_memory_md:
-        (root / "MEMORY.md").write_text("# Memory\n\n- Lea is the backend lead; Björn runs the build farm.\n", encoding="utf-8")
+        (root / "MEMORY.md").write_text(
+            "# Memory\n\n- Lea is the backend lead; Björn runs the build farm.\n", encoding="utf-8"
+        )
     return TimeWorkspace(root, today, empty, near)
 
 

@@ -102,7 +102,9 @@ def inspect_index_file(path: Path, state_dir: Path | None) -> IndexFileKind:
             "Remove the link, or point store.path at a real file"
         )
     if not stat.S_ISREG(st.st_mode):
-        raise IndexUnusableError(f"index {path} is not a regular file (a folder, fifo or device); set store.path to a file")
+        raise IndexUnusableError(
+            f"index {path} is not a regular file (a folder, fifo or device); set store.path to a file"
+        )
     if st.st_size == 0:
         return "empty"
     try:

@@ -177,7 +177,9 @@ def write_lock(db_path: Path, cancel: threading.Event | None = None) -> Iterator
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
         if os.path.islink(lock):
-            raise IndexUnusableError(f"lock file {lock} is a symlink; memsift does not follow it. Remove the link") from None
+            raise IndexUnusableError(
+                f"lock file {lock} is a symlink; memsift does not follow it. Remove the link"
+            ) from None
         raise IndexUnusableError(
             f"cannot create the lock file {lock}: {exc.strerror} (is the state folder read-only?); "
             "the index can be searched but not updated"
@@ -214,7 +216,8 @@ class _Pending:
     days: list[ChunkDay] = field(default_factory=list)  # each chunk's day (engine/files/note_dates.py)
 
 
-# Provider messages meaning "this input is too large" (as OpenClaw does; docs/parity.md): the file is kept with no chunks.
+# Provider messages meaning "this input is too large" (as OpenClaw does; docs/parity.md): the file is kept with no
+# chunks.
 class Indexer:
     """One sync run's worth of state: settings, identity, the embed function, progress."""
 
@@ -277,7 +280,9 @@ class Indexer:
             failure = storage_failure(exc)
             if failure is None:
                 raise
-            raise IndexUnusableError(f"cannot write index {self.db_path}: {failure} ({storage_hint(self.db_path)})") from None
+            raise IndexUnusableError(
+                f"cannot write index {self.db_path}: {failure} ({storage_hint(self.db_path)})"
+            ) from None
 
     def _run(self, *, force: bool, reason: str, allow_full: bool) -> SyncReport:
         started = time.perf_counter()
@@ -341,7 +346,9 @@ class Indexer:
     def _record_skipped(self, conn: apsw.Connection) -> None:
         rows = [{"path": s.path, "reason": s.reason} for s in self.skipped]
         if len(rows) > MAX_SKIPPED_RECORDED:
-            rows = rows[:MAX_SKIPPED_RECORDED] + [{"path": "…", "reason": f"{len(rows) - MAX_SKIPPED_RECORDED} more skipped"}]
+            rows = rows[:MAX_SKIPPED_RECORDED] + [
+                {"path": "…", "reason": f"{len(rows) - MAX_SKIPPED_RECORDED} more skipped"}
+            ]
         write_skipped(conn, rows)
 
     def _scan(self, conn: apsw.Connection) -> tuple[list[_Pending], list[MemoryFile], set[str], int]:
@@ -351,9 +358,14 @@ class Indexer:
         files, self.skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths, ext)
         scanned = ("memory", "sessions") if self.include_sessions else ("memory",)
         if self.include_sessions:
-            files += [MemoryFile(str(p), f"sessions/{p.name}", source="sessions") for p in list_transcripts(self.sessions_dir)]
+            files += [
+                MemoryFile(str(p), f"sessions/{p.name}", source="sessions") for p in list_transcripts(self.sessions_dir)
+            ]
         marks = ",".join("?" * len(scanned))
-        known = {row[0]: row[1:] for row in conn.execute(f"SELECT path, hash, mtime_ns, size FROM files WHERE source IN ({marks})", scanned)}
+        known = {
+            row[0]: row[1:]
+            for row in conn.execute(f"SELECT path, hash, mtime_ns, size FROM files WHERE source IN ({marks})", scanned)
+        }
 
         def each(n: int) -> None:
             if self.progress and n % SCAN_REPORT_EVERY == 0:
@@ -454,7 +466,9 @@ class Indexer:
             for i in range(0, len(texts), step):
                 part = self.embed(texts[i : i + step])
                 if part.shape[0] != len(texts[i : i + step]):
-                    raise IndexUnusableError(f"provider returned {part.shape[0]} vectors for {len(texts[i : i + step])} texts")
+                    raise IndexUnusableError(
+                        f"provider returned {part.shape[0]} vectors for {len(texts[i : i + step])} texts"
+                    )
                 parts.append(part)
                 self._advance(part.shape[0])
             matrix = parts[0] if len(parts) == 1 else np.vstack(parts)
@@ -499,7 +513,9 @@ class Indexer:
                 conn.executemany("DELETE FROM chunks_vec WHERE rowid=?", [(r,) for r in rowids])
         conn.execute("DELETE FROM chunks WHERE path=?", (path,))
 
-    def _write_file(self, conn: apsw.Connection, vec: VectorState, p: _Pending, vectors: dict[str, bytes], *, fresh: bool = False) -> int:
+    def _write_file(
+        self, conn: apsw.Connection, vec: VectorState, p: _Pending, vectors: dict[str, bytes], *, fresh: bool = False
+    ) -> int:
         if not fresh:  # a new file (full rebuild) has nothing to replace
             self._delete_path(conn, vec, p.file.rel_path)
         tokenizer = self.ms.store.fts.tokenizer
@@ -510,16 +526,32 @@ class Indexer:
             cid = chunk_id(p.file.source, p.file.rel_path, c.start_line, c.end_line, c.hash, self.ident.model)
             day = p.days[i] if i < len(p.days) else ChunkDay(None, None)
             conn.execute(
-                "INSERT OR IGNORE INTO chunks(id, path, source, start_line, end_line, hash, model, text, embedding, updated_at, day, day_source)"
+                "INSERT OR IGNORE INTO chunks(id, path, source, start_line, end_line, hash, model, text, embedding, "
+                "updated_at, day, day_source)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (cid, p.file.rel_path, p.file.source, c.start_line, c.end_line, c.hash, self.ident.model, c.text, blob, now, day.day, day.source),
+                (
+                    cid,
+                    p.file.rel_path,
+                    p.file.source,
+                    c.start_line,
+                    c.end_line,
+                    c.hash,
+                    self.ident.model,
+                    c.text,
+                    blob,
+                    now,
+                    day.day,
+                    day.source,
+                ),
             )
             if conn.changes() == 0:
                 continue  # an identical chunk (same lines and text) already stored
             rowid = conn.last_insert_rowid()
             conn.execute("INSERT INTO chunks_fts(rowid, text) VALUES (?, ?)", (rowid, index_text(c.text, tokenizer)))
             # Every day the chunk's lines speak of: filters and windows find it by any of them.
-            conn.executemany("INSERT INTO chunk_days(chunk, day) VALUES (?, ?)", [(rowid, d) for d in day.days or (day.day,) if d])
+            conn.executemany(
+                "INSERT INTO chunk_days(chunk, day) VALUES (?, ?)", [(rowid, d) for d in day.days or (day.day,) if d]
+            )
             if blob is not None and ensure_vec_table(conn, vec, len(blob) // 4):
                 conn.execute("INSERT INTO chunks_vec(rowid, embedding) VALUES (?, ?)", (rowid, blob))
             written += 1
@@ -642,7 +674,8 @@ class Indexer:
                 conn.execute("DROP TABLE chunks_vec")
             ensure_vec_table(conn, vec, dims)
             conn.execute(
-                "INSERT INTO chunks_vec(rowid, embedding) SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL"
+                "INSERT INTO chunks_vec(rowid, embedding) SELECT rowid, embedding FROM chunks WHERE embedding IS NOT "
+                "NULL"
             )
 
     def _finish(self, conn: apsw.Connection, want: dict[str, Any], *, full: bool = False,
@@ -666,7 +699,9 @@ class Indexer:
             if full:
                 conn.execute("DELETE FROM vector_log")
             else:
-                conn.execute("DELETE FROM vector_log WHERE seq <= (SELECT max(seq) FROM vector_log) - ?", (VECTOR_LOG_KEEP,))
+                conn.execute(
+                    "DELETE FROM vector_log WHERE seq <= (SELECT max(seq) FROM vector_log) - ?", (VECTOR_LOG_KEEP,)
+                )
 
     # --- the two kinds of sync --------------------------------------------------------------
 
@@ -687,7 +722,9 @@ class Indexer:
         self._backfill_vectors(conn, vec, report)
         pending_before = bool(current.get("vectorsPending"))
         if pending_before:
-            self.vectors_pending = conn.execute("SELECT 1 FROM chunks WHERE embedding IS NULL LIMIT 1").fetchone() is not None
+            self.vectors_pending = (
+                conn.execute("SELECT 1 FROM chunks WHERE embedding IS NULL LIMIT 1").fetchone() is not None
+            )
         # dims unknown yet but known now (the first vectors); a keyword-only index (no provider)
         # never has dims, and rewriting its meta would make every search a write.
         dims_learned = current.get("dims") is None and (self.ident.dims is not None or self.embed is not None)

@@ -35,7 +35,9 @@ def search_outlook(o: Outlook) -> tuple[str, str]:
         mode, what = "fts-only", f"keyword only until `memsift index` rebuilds the index: {o.stale}"
     else:
         mode = "hybrid"
-        what = f"hybrid: keyword (BM25) and vector ({o.provider}" + (", scanned in process)" if o.vectors_by_scan else ")")
+        what = f"hybrid: keyword (BM25) and vector ({o.provider}" + (
+            ", scanned in process)" if o.vectors_by_scan else ")"
+        )
         if o.fallback:
             what += f", with the fallback provider ({o.fallback})"
     if o.pending and o.sync_on_search:

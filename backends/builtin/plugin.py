@@ -10,7 +10,9 @@ def _open(ctx: BackendContext):  # noqa: ANN202
     from .manager import BuiltinSearchManager  # noqa: PLC0415
 
     # The builtin index also covers QMD's own collections: a QMD fallback (and parity) searches the same files.
-    return BuiltinSearchManager(with_qmd_coverage(ctx.settings), progress=ctx.progress)  # selects its provider when first needed
+    return BuiltinSearchManager(
+        with_qmd_coverage(ctx.settings), progress=ctx.progress
+    )  # selects its provider when first needed
 
 
 backend = BackendPlugin(

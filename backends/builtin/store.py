@@ -149,7 +149,7 @@ def _migration_3(conn: apsw.Connection, tokenizer: str) -> None:
             BEGIN INSERT INTO vector_log(chunk_rowid, added) VALUES (NEW.rowid, NEW.embedding IS NOT NULL); END;
         CREATE TRIGGER chunks_vector_removed AFTER DELETE ON chunks WHEN OLD.embedding IS NOT NULL
             BEGIN INSERT INTO vector_log(chunk_rowid, added) VALUES (OLD.rowid, 0); END;
-        """
+        """  # noqa: E501
     )
 
 
@@ -162,7 +162,7 @@ def _migration_4(conn: apsw.Connection, tokenizer: str) -> None:
         CREATE INDEX chunk_days_day ON chunk_days(day, chunk);
         CREATE INDEX chunk_days_chunk ON chunk_days(chunk);
         CREATE TRIGGER chunks_days_removed AFTER DELETE ON chunks BEGIN DELETE FROM chunk_days WHERE chunk = OLD.rowid; END;
-        """
+        """  # noqa: E501
     )
 
 
@@ -398,14 +398,21 @@ def cosines(blobs: list[bytes], unit_query: np.ndarray) -> np.ndarray:
     return np.divide(m @ unit_query, norms, out=np.zeros(len(blobs), dtype=np.float32), where=norms > 0)
 
 
-def row_cosines(conn: apsw.Connection, rowids: list[int], unit_query: np.ndarray, batch: int = 500) -> list[tuple[int, float]]:
+def row_cosines(
+    conn: apsw.Connection, rowids: list[int], unit_query: np.ndarray, batch: int = 500
+) -> list[tuple[int, float]]:
     """(rowid, cosine) of the given chunk rows that have an embedding of the query's size."""
     out: list[tuple[int, float]] = []
     for i in range(0, len(rowids), batch):
         part = rowids[i : i + batch]
         marks = ",".join("?" * len(part))
-        rows = [(r, b) for r, b in conn.execute(
-            f"SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL AND rowid IN ({marks})", part) if len(b) == unit_query.nbytes]
+        rows = [
+            (r, b)
+            for r, b in conn.execute(
+                f"SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL AND rowid IN ({marks})", part
+            )
+            if len(b) == unit_query.nbytes
+        ]
         if rows:
             out += zip([r for r, _ in rows], cosines([b for _, b in rows], unit_query).tolist())
     return out
@@ -413,8 +420,9 @@ def row_cosines(conn: apsw.Connection, rowids: list[int], unit_query: np.ndarray
 
 def quarantine(path: Path, reason: str, *, keep: int = 1) -> Path | None:
     """Move a damaged index (and its -wal/-shm) aside as `<db>.corrupt-<time>-<pid>`; keep the
-    last `keep` (one: an index is derived, and each copy is as large as the index). The caller has checked that the file is memsift's (`inspect_index_file`); only
-    files with memsift's quarantine names are ever pruned, and symlinks never."""
+    last `keep` (one: an index is derived, and each copy is as large as the index). The caller has checked that the file
+    is memsift's (`inspect_index_file`); only files with memsift's quarantine names are ever pruned, and symlinks
+    never."""
     import time as _time  # noqa: PLC0415
 
     if not os.path.lexists(path):

@@ -47,7 +47,9 @@ SCAN_BLOCK = 32768  # rows per Hamming block: the temporaries stay in cache
 class MemoryVectors:
     """The vectors of one open index (one reader connection) in memory."""
 
-    def __init__(self, config: VectorStoreConfig, db_path: str, *, resident: bool, file_id: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self, config: VectorStoreConfig, db_path: str, *, resident: bool, file_id: tuple[int, int] | None = None
+    ) -> None:
         self.config = config  # quantize_above, rescore_pool
         self.db_path = db_path
         self.file_id = file_id  # the index file these vectors came from (its device and inode)
@@ -147,7 +149,9 @@ class MemoryVectors:
             if conn.execute("SELECT 1 FROM vector_log WHERE seq = ?", (self._seq + 1,)).fetchone() is None:
                 return False
             changed: dict[int, bool] = {}  # rowid -> present after the log (in commit order)
-            for rowid, added in conn.execute("SELECT chunk_rowid, added FROM vector_log WHERE seq > ? ORDER BY seq", (self._seq,)):
+            for rowid, added in conn.execute(
+                "SELECT chunk_rowid, added FROM vector_log WHERE seq > ? ORDER BY seq", (self._seq,)
+            ):
                 changed[rowid] = bool(added)
             for rowid, present in changed.items():
                 if not present:
@@ -156,7 +160,9 @@ class MemoryVectors:
             for i in range(0, len(wanted), 500):
                 part = wanted[i : i + 500]
                 marks = ",".join("?" * len(part))
-                rows: list[Any] = conn.execute(f"SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL AND rowid IN ({marks})", part).fetchall()
+                rows: list[Any] = conn.execute(
+                    f"SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL AND rowid IN ({marks})", part
+                ).fetchall()
                 for r, _ in rows:
                     self._drop(r)
                 self._put([r for r, _ in rows], [b for _, b in rows])
@@ -274,7 +280,9 @@ def rescore(conn: apsw.Connection, rowids: np.ndarray, unit_query: np.ndarray, l
     scored = row_cosines(conn, list(dict.fromkeys(rowids.tolist())), unit_query)
     if not scored:
         return []
-    return _top(np.array([r for r, _ in scored], dtype=np.int64), np.array([c for _, c in scored], dtype=np.float32), limit)
+    return _top(
+        np.array([r for r, _ in scored], dtype=np.int64), np.array([c for _, c in scored], dtype=np.float32), limit
+    )
 
 
 def _top(rowids: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:

@@ -17,9 +17,25 @@ from memsift.engine.config.models import PostgresConfig
 from memsift.engine.errors import BackendError, ConfigError
 from memsift.engine.secrets import redact, register_secret
 
-__all__ = ["Dsns", "resolve_dsns", "shown_dsn", "new_pool", "shared_pool", "release_pools", "drop_pools", "schema_checked",
-           "mark_schema_checked", "connect_once", "driver_error", "ENV_DSN", "import_driver", "cached_hnsw_names",
-           "remember_hnsw_names", "add_hnsw_name", "forget_hnsw_names"]
+__all__ = [
+    "Dsns",
+    "resolve_dsns",
+    "shown_dsn",
+    "new_pool",
+    "shared_pool",
+    "release_pools",
+    "drop_pools",
+    "schema_checked",
+    "mark_schema_checked",
+    "connect_once",
+    "driver_error",
+    "ENV_DSN",
+    "import_driver",
+    "cached_hnsw_names",
+    "remember_hnsw_names",
+    "add_hnsw_name",
+    "forget_hnsw_names",
+]
 
 ENV_DSN = "MEMSIFT_POSTGRES_DSN"
 INSTALL_HINT = 'the Postgres backend needs its extra: pip install "memsift[postgres]"'
@@ -114,7 +130,9 @@ def _uri_param_passwords(rest: str) -> list[str]:
 
 
 def _mask_uri_params(rest: str) -> str:
-    return _URI_PARAM_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}=***" if _is_password_param(m.group(2)) else m.group(0), rest)
+    return _URI_PARAM_RE.sub(
+        lambda m: f"{m.group(1)}{m.group(2)}=***" if _is_password_param(m.group(2)) else m.group(0), rest
+    )
 
 
 def _split_uri(dsn: str) -> tuple[str, str | None, str | None, str] | None:

@@ -92,7 +92,10 @@ def wanted_meta(settings: ResolvedConfig, ident: Identity) -> dict[str, Any]:
         "noteDates": NOTE_DATES_REVISION,
     }
     if ms.multimodal.enabled:  # only then: an index made before this key existed stays valid
-        out["multimodal"] = {"modalities": sorted(ms.multimodal.modalities), "maxFileBytes": ms.multimodal.max_file_bytes}
+        out["multimodal"] = {
+            "modalities": sorted(ms.multimodal.modalities),
+            "maxFileBytes": ms.multimodal.max_file_bytes,
+        }
     return out
 
 
@@ -109,7 +112,9 @@ class _Pending:
 
 
 class _Sync:
-    def __init__(self, conn: Any, settings: ResolvedConfig, ident: Identity, embed: EmbedFn | None, report: SyncReport) -> None:
+    def __init__(
+        self, conn: Any, settings: ResolvedConfig, ident: Identity, embed: EmbedFn | None, report: SyncReport
+    ) -> None:
         self.conn, self.settings, self.ident, self.embed, self.report = conn, settings, ident, embed, report
         self.agent = settings.agent_id
         self.ms = settings.memory_search
@@ -149,7 +154,8 @@ class _Sync:
             files += [MemoryFile(str(p), f"sessions/{p.name}", source="sessions") for p in list_transcripts(folder)]
         sources = ["memory", "sessions"] if (include_sessions or not wanted) else ["memory"]
         cur = await self.conn.execute(
-            "SELECT path, hash, mtime_ns, size FROM memsift_files WHERE agent_id = %s AND generation = %s AND source = ANY(%s)",
+            "SELECT path, hash, mtime_ns, size FROM memsift_files WHERE agent_id = %s AND generation = %s AND source "
+            "= ANY(%s)",
             (self.agent, gen, sources),
         )
         known = {row[0]: row[1:] for row in await cur.fetchall()}
@@ -164,7 +170,8 @@ class _Sync:
         found: dict[str, np.ndarray] = {}
         if self.ms.cache.enabled:
             cur = await self.conn.execute(
-                "SELECT hash, embedding FROM memsift_embedding_cache WHERE agent_id = %s AND provider_key = %s AND hash = ANY(%s)",
+                "SELECT hash, embedding FROM memsift_embedding_cache WHERE agent_id = %s AND provider_key = %s AND "
+                "hash = ANY(%s)",
                 (self.agent, self.ident.provider_key, hashes),
             )
             found.update({h: v for h, v in await cur.fetchall()})
@@ -176,7 +183,9 @@ class _Sync:
                 (self.agent, live_gen, self.ident.model, todo),
             )
             found.update({h: v for h, v in await cur.fetchall()})
-        return {h: np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32) for h, v in found.items()}
+        return {
+            h: np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32) for h, v in found.items()
+        }
 
     async def _vectors(self, group: list[_Pending], reuse_gen: int | None, tolerate: bool) -> dict[str, np.ndarray]:
         if self.embed is None:
@@ -217,8 +226,10 @@ class _Sync:
         if self.ms.cache.enabled:
             async with self.conn.cursor() as cur:
                 await cur.executemany(
-                    "INSERT INTO memsift_embedding_cache(agent_id, provider_key, hash, embedding, updated_at) VALUES (%s,%s,%s,%s,%s) "
-                    "ON CONFLICT (agent_id, provider_key, hash) DO UPDATE SET embedding = excluded.embedding, updated_at = excluded.updated_at",
+                    "INSERT INTO memsift_embedding_cache(agent_id, provider_key, hash, embedding, updated_at) VALUES "
+                    "(%s,%s,%s,%s,%s) "
+                    "ON CONFLICT (agent_id, provider_key, hash) DO UPDATE SET embedding = excluded.embedding, "
+                    "updated_at = excluded.updated_at",
                     rows,
                 )
         return vectors
@@ -248,16 +259,21 @@ class _Sync:
         # By chunk number through the postings' (agent, generation, chunk) index: a DELETE … USING
         # join was planned as repeated scans of the postings on a new table's empty statistics.
         cur = await self.conn.execute(
-            "DELETE FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND path = ANY(%s) RETURNING chunk, doc_len", args
+            "DELETE FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND path = ANY(%s) RETURNING chunk, "
+            "doc_len",
+            args,
         )
         rows = await cur.fetchall()
         chunks = [r for r, _ in rows]
         if chunks:
             await self._add_stats(gen, -len(rows), -sum(n for _, n in rows))
             await self.conn.execute(
-                "DELETE FROM memsift_postings WHERE agent_id = %s AND generation = %s AND chunk = ANY(%s)", (self.agent, gen, chunks)
+                "DELETE FROM memsift_postings WHERE agent_id = %s AND generation = %s AND chunk = ANY(%s)",
+                (self.agent, gen, chunks),
             )
-        await self.conn.execute("DELETE FROM memsift_files WHERE agent_id = %s AND generation = %s AND path = ANY(%s)", args)
+        await self.conn.execute(
+            "DELETE FROM memsift_files WHERE agent_id = %s AND generation = %s AND path = ANY(%s)", args
+        )
 
     async def _add_stats(self, gen: int, chunks: int, total_len: int) -> None:
         """The generation's BM25 collection size and length (schema._M4), moved in the transaction
@@ -269,7 +285,9 @@ class _Sync:
             (self.agent, gen, chunks, total_len),
         )
 
-    async def _write_group(self, gen: int, group: list[_Pending], vectors: dict[str, np.ndarray], *, replace: bool) -> None:
+    async def _write_group(
+        self, gen: int, group: list[_Pending], vectors: dict[str, np.ndarray], *, replace: bool
+    ) -> None:
         now = time.time()
         chunk_rows: list[tuple[Any, ...]] = []
         posting_rows: list[tuple[Any, ...]] = []
@@ -283,16 +301,35 @@ class _Sync:
                     continue  # an identical chunk (same lines and text)
                 seen.add(number)
                 postings, length = chunk_postings(c.text, self.ms.store.fts.tokenizer)
-                chunk_rows.append((self.agent, gen, number, cid, p.file.rel_path, p.file.source, c.start_line, c.end_line,
-                                   c.hash, self.ident.model, c.text, length, vectors.get(c.hash), now, day.day, day.source,
-                                   list(day.days) if len(day.days) > 1 else None))
+                chunk_rows.append(
+                    (
+                        self.agent,
+                        gen,
+                        number,
+                        cid,
+                        p.file.rel_path,
+                        p.file.source,
+                        c.start_line,
+                        c.end_line,
+                        c.hash,
+                        self.ident.model,
+                        c.text,
+                        length,
+                        vectors.get(c.hash),
+                        now,
+                        day.day,
+                        day.source,
+                        list(day.days) if len(day.days) > 1 else None,
+                    )
+                )
                 posting_rows += [(self.agent, gen, po.term, number, po.tf, length, po.positions) for po in postings]
         async with self.conn.transaction():
             if replace:  # a new generation starts empty: nothing to replace
                 await self._delete_paths(gen, [p.file.rel_path for p in group])
             async with self.conn.cursor() as cur:
                 async with cur.copy(
-                    "COPY memsift_chunks(agent_id, generation, chunk, id, path, source, start_line, end_line, hash, model, text, "
+                    "COPY memsift_chunks(agent_id, generation, chunk, id, path, source, start_line, end_line, hash, "
+                    "model, text, "
                     "doc_len, embedding, updated_at, day, day_source, days) FROM STDIN"
                 ) as copy:
                     for row in chunk_rows:
@@ -312,7 +349,9 @@ class _Sync:
         self.report.chunks_written += len(chunk_rows)
         self.report.files_indexed += len(group)
 
-    async def index(self, gen: int, pending: list[_Pending], reuse_gen: int | None, *, tolerate: bool, replace: bool = True) -> None:
+    async def index(
+        self, gen: int, pending: list[_Pending], reuse_gen: int | None, *, tolerate: bool, replace: bool = True
+    ) -> None:
         group: list[_Pending] = []
         count = 0
         for p in pending + [None]:  # type: ignore[list-item]
@@ -331,7 +370,8 @@ class _Sync:
         if self.embed is None or self.embed_error is not None:
             return
         cur = await self.conn.execute(
-            "SELECT chunk, hash, text FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND embedding IS NULL",
+            "SELECT chunk, hash, text FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND embedding IS "
+            "NULL",
             (self.agent, gen),
         )
         rows = await cur.fetchall()
@@ -346,15 +386,19 @@ class _Sync:
             async with self.conn.transaction():
                 async with self.conn.cursor() as c:
                     await c.executemany(
-                        "UPDATE memsift_chunks SET embedding = %s WHERE agent_id = %s AND generation = %s AND chunk = %s",
+                        "UPDATE memsift_chunks SET embedding = %s WHERE agent_id = %s AND generation = %s AND chunk = "
+                        "%s",
                         [(np.asarray(v, dtype=np.float32), self.agent, gen, r[0]) for r, v in zip(part, matrix)],
                     )
 
 
 async def hnsw_valid(conn: Any, name: str) -> bool:
     """The index exists and is usable (a CONCURRENTLY build that failed leaves an invalid one)."""
-    row = await (await conn.execute(
-        "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname = %s", (name,))).fetchone()
+    row = await (
+        await conn.execute(
+            "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname = %s", (name,)
+        )
+    ).fetchone()
     return bool(row and row[0])
 
 
@@ -382,8 +426,10 @@ async def ensure_hnsw(conn: Any, agent: str, above: int, *, replace_older: bool 
     if kept is not None and kept[0] is not None and kept[0] < above:
         return None
     cur = await conn.execute(
-        "SELECT count(*), max(vector_dims(embedding)) FROM memsift_chunks WHERE agent_id = %s AND embedding IS NOT NULL",
-        (agent,))
+        "SELECT count(*), max(vector_dims(embedding)) FROM memsift_chunks WHERE agent_id = %s AND embedding IS NOT "
+        "NULL",
+        (agent,),
+    )
     n, dims = await cur.fetchone()
     if not dims or n < above:
         return None
@@ -400,16 +446,31 @@ async def ensure_hnsw(conn: Any, agent: str, above: int, *, replace_older: bool 
                     return old
         await conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
         halves = name == hnsw_index_name(agent, dims, halves=True)
-        log.info("building the agent's HNSW index", agent=agent, vectors=n, dims=dims, of="halves" if halves else "vectors")
+        log.info(
+            "building the agent's HNSW index", agent=agent, vectors=n, dims=dims, of="halves" if halves else "vectors"
+        )
         started = time.perf_counter()
-        column, ops = ("embedding_half::halfvec({})", "halfvec_ip_ops") if halves else ("embedding::vector({})", "vector_cosine_ops")
+        column, ops = (
+            ("embedding_half::halfvec({})", "halfvec_ip_ops")
+            if halves
+            else ("embedding::vector({})", "vector_cosine_ops")
+        )
         await conn.execute("SET statement_timeout = 0")  # a large agent's graph takes minutes to build
         try:
-            await conn.execute(sql.SQL(
-                "CREATE INDEX CONCURRENTLY {} ON memsift_chunks USING hnsw ((" + column + ") " + ops + ") "
-                "WITH (m = {}, ef_construction = {}) WHERE agent_id = {} AND vector_dims({}) = {}"
-            ).format(sql.Identifier(name), sql.Literal(dims), sql.Literal(HNSW_M), sql.Literal(HNSW_EF_CONSTRUCTION),
-                     sql.Literal(agent), sql.Identifier("embedding_half" if halves else "embedding"), sql.Literal(dims)))
+            await conn.execute(
+                sql.SQL(
+                    "CREATE INDEX CONCURRENTLY {} ON memsift_chunks USING hnsw ((" + column + ") " + ops + ") "
+                    "WITH (m = {}, ef_construction = {}) WHERE agent_id = {} AND vector_dims({}) = {}"
+                ).format(
+                    sql.Identifier(name),
+                    sql.Literal(dims),
+                    sql.Literal(HNSW_M),
+                    sql.Literal(HNSW_EF_CONSTRUCTION),
+                    sql.Literal(agent),
+                    sql.Identifier("embedding_half" if halves else "embedding"),
+                    sql.Literal(dims),
+                )
+            )
         finally:
             await conn.execute(f"SET statement_timeout = {SYNC_STATEMENT_TIMEOUT_MS}")
         log.info("HNSW index built", agent=agent, seconds=round(time.perf_counter() - started, 1))
@@ -461,10 +522,17 @@ async def sync_agent(
     await conn.execute(f"SET statement_timeout = {SYNC_STATEMENT_TIMEOUT_MS}")
     await _take_lock(conn, agent, lock_timeout_s)
     try:
-        await conn.execute("INSERT INTO memsift_agents(agent_id) VALUES (%s) ON CONFLICT (agent_id) DO NOTHING", (agent,))
+        await conn.execute(
+            "INSERT INTO memsift_agents(agent_id) VALUES (%s) ON CONFLICT (agent_id) DO NOTHING", (agent,)
+        )
         live, meta = await (await conn.execute(
             "SELECT generation, meta FROM memsift_agents WHERE agent_id = %s", (agent,))).fetchone()
-        for table in ("memsift_postings", "memsift_chunks", "memsift_files", "memsift_stats"):  # a killed rebuild's rows
+        for table in (
+            "memsift_postings",
+            "memsift_chunks",
+            "memsift_files",
+            "memsift_stats",
+        ):  # a killed rebuild's rows
             await conn.execute(f"DELETE FROM {table} WHERE agent_id = %s AND generation <> %s", (agent, live))
         want = {**wanted_meta(settings, ident), **(meta_extra or {})}
         cause = "forced" if force else fingerprint_diff(meta, wanted_meta(settings, ident))
@@ -481,19 +549,29 @@ async def sync_agent(
             await s.index(target, changed, reuse, tolerate=False, replace=False)
             async with conn.transaction():  # the switch: readers see the old generation or the new one
                 await conn.execute(
-                    "UPDATE memsift_agents SET generation = %s, meta = %s, skipped = %s, updated_at = now() WHERE agent_id = %s",
-                    (target, json.dumps({**want, **version_stamps(meta, rebuilt=True)}),
-                     json.dumps([{"path": k.path, "reason": k.reason} for k in s.skipped]), agent),
+                    "UPDATE memsift_agents SET generation = %s, meta = %s, skipped = %s, updated_at = now() WHERE "
+                    "agent_id = %s",
+                    (
+                        target,
+                        json.dumps({**want, **version_stamps(meta, rebuilt=True)}),
+                        json.dumps([{"path": k.path, "reason": k.reason} for k in s.skipped]),
+                        agent,
+                    ),
                 )
             for table in ("memsift_postings", "memsift_chunks", "memsift_files", "memsift_stats"):
                 await conn.execute(f"DELETE FROM {table} WHERE agent_id = %s AND generation = %s", (agent, live))
         else:
             changed, touched, removed, unchanged = await s.scan(live, include_sessions=include_sessions)
-            report.files_seen, report.files_unchanged, report.files_removed = len(changed) + unchanged, unchanged, len(removed)
+            report.files_seen, report.files_unchanged, report.files_removed = (
+                len(changed) + unchanged,
+                unchanged,
+                len(removed),
+            )
             async with conn.transaction():
                 async with conn.cursor() as cur:
                     await cur.executemany(
-                        "UPDATE memsift_files SET mtime_ns = %s, size = %s WHERE agent_id = %s AND generation = %s AND path = %s",
+                        "UPDATE memsift_files SET mtime_ns = %s, size = %s WHERE agent_id = %s AND generation = %s "
+                        "AND path = %s",
                         [(m, z, agent, live, p) for p, m, z in touched],
                     )
                 if removed:
@@ -513,7 +591,8 @@ async def sync_agent(
                 has_hnsw(name)
         if s.ms.cache.enabled and s.ms.cache.max_entries:
             await conn.execute(
-                "DELETE FROM memsift_embedding_cache WHERE agent_id = %s AND hash IN (SELECT hash FROM memsift_embedding_cache "
+                "DELETE FROM memsift_embedding_cache WHERE agent_id = %s AND hash IN (SELECT hash FROM "
+                "memsift_embedding_cache "
                 "WHERE agent_id = %s AND provider_key = %s ORDER BY updated_at DESC OFFSET %s) AND provider_key = %s",
                 (agent, agent, ident.provider_key, int(s.ms.cache.max_entries), ident.provider_key),
             )

@@ -21,7 +21,14 @@ from memsift.engine.errors import BackendError
 
 __all__ = ["SCHEMA_VERSION", "MIGRATIONS", "migrate", "TABLES", "MIGRATION_LOCK", "chunk_number", "HALF_SCAN_MAX_DIMS"]
 
-TABLES = ("memsift_agents", "memsift_files", "memsift_chunks", "memsift_postings", "memsift_embedding_cache", "memsift_stats")
+TABLES = (
+    "memsift_agents",
+    "memsift_files",
+    "memsift_chunks",
+    "memsift_postings",
+    "memsift_embedding_cache",
+    "memsift_stats",
+)
 MIGRATION_LOCK = 7_301_905_001  # one advisory lock for schema changes, whatever the agent
 
 _M1 = """
@@ -117,7 +124,7 @@ INSERT INTO memsift_stats(agent_id, generation, chunks, total_len)
     SELECT agent_id, generation, count(*), coalesce(sum(doc_len), 0) FROM memsift_chunks GROUP BY agent_id, generation;
 ALTER TABLE memsift_postings DROP CONSTRAINT memsift_postings_pkey;
 ALTER TABLE memsift_postings ADD CONSTRAINT memsift_postings_pkey PRIMARY KEY (agent_id, generation, term, chunk) INCLUDE (tf, doc_len);
-"""
+"""  # noqa: E501
 
 # The exact vector scan without reading the rows. An agent below hnswAbove is searched by an exact
 # scan of its vectors; read from the rows, that scan reads every row of the agent (text and all),
@@ -151,14 +158,16 @@ async def migrate(conn: Any) -> int:
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         await conn.execute(
-            "CREATE TABLE IF NOT EXISTS memsift_schema(id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL, "
+            "CREATE TABLE IF NOT EXISTS memsift_schema(id integer PRIMARY KEY CHECK (id = 1), version integer NOT "
+            "NULL, "
             "updated_at timestamptz NOT NULL DEFAULT now())"
         )
         row = await (await conn.execute("SELECT version FROM memsift_schema WHERE id = 1")).fetchone()
         version = row[0] if row else 0
         if version > SCHEMA_VERSION:
             raise BackendError(
-                f"the Postgres schema is at version {version}, newer than this memsift ({SCHEMA_VERSION}); upgrade memsift"
+                f"the Postgres schema is at version {version}, newer than this memsift ({SCHEMA_VERSION}); upgrade "
+                f"memsift"
             )
         for number in range(version, SCHEMA_VERSION):
             if MIGRATIONS[number] is _M5:

@@ -73,7 +73,9 @@ class WriterLock:
         try:
             info = json.loads(os.pread(fd, 4096, 0) or b"{}")
             age = time.time() - float(info["since"])
-            return f"another memsift process (pid {int(info['pid'])}) running {info['what']} for {age:.0f} s", str(info["what"])
+            return f"another memsift process (pid {int(info['pid'])}) running {info['what']} for {age:.0f} s", str(
+                info["what"]
+            )
         except (OSError, ValueError, KeyError, TypeError):
             return "another memsift process", None
 

@@ -133,7 +133,9 @@ class QmdMaintenance:
             except QmdExitError as exc:
                 if "already" not in exc.stderr.lower() and "already" not in exc.stdout.lower():
                     raise
-                holder = next((n for n, spec in existing.items() if spec == (str(c.path), c.pattern) and n != c.name), None)
+                holder = next(
+                    (n for n, spec in existing.items() if spec == (str(c.path), c.pattern) and n != c.name), None
+                )
                 if holder is None:
                     raise
                 await self._remove(holder)
@@ -151,8 +153,18 @@ class QmdMaintenance:
             report.notes += done
 
     async def _add(self, c: ManagedCollection) -> QmdResult:
-        return await self._call("collection", "add", str(c.path), "--name", c.name, "--glob", c.pattern,
-                                timeout=self.update_timeout, doing=f"adding collection {c.name}", step="qmd collection add")
+        return await self._call(
+            "collection",
+            "add",
+            str(c.path),
+            "--name",
+            c.name,
+            "--glob",
+            c.pattern,
+            timeout=self.update_timeout,
+            doing=f"adding collection {c.name}",
+            step="qmd collection add",
+        )
 
     async def _remove(self, name: str) -> QmdResult:
         return await self._call("collection", "remove", name, timeout=self.command_timeout,
@@ -182,7 +194,9 @@ class QmdMaintenance:
         started = time.perf_counter()
         report = SyncReport(reason=reason, backend="qmd")
         self.save_state(lastUpdateAttemptAt=time.time())
-        vanished = [str(c.path) for c in self.collections if c.name in read_index_yml(self.index_yml) and not c.path.is_dir()]
+        vanished = [
+            str(c.path) for c in self.collections if c.name in read_index_yml(self.index_yml) and not c.path.is_dir()
+        ]
         if vanished:
             # QMD would mark every document of a vanished folder as removed: keep the index.
             self.save_state(lastError=f"update skipped: folder missing: {', '.join(vanished)}")
@@ -196,7 +210,9 @@ class QmdMaintenance:
         res = None
         for attempt in range(3):
             try:
-                res = await self._call("update", timeout=self.update_timeout, doing="updating its index", step="qmd update")
+                res = await self._call(
+                    "update", timeout=self.update_timeout, doing="updating its index", step="qmd update"
+                )
                 break
             except QmdError as exc:
                 if attempt == 2 or not any(b in str(exc).lower() for b in _BUSY):
@@ -252,7 +268,9 @@ class QmdMaintenance:
         if not (reconcile or self._update_due()):
             return fresh
         registered = read_index_yml(self.index_yml)
-        searchable = any(registered.get(c.name) == (str(c.path), c.pattern) and c.path.is_dir() for c in self.collections)
+        searchable = any(
+            registered.get(c.name) == (str(c.path), c.pattern) and c.path.is_dir() for c in self.collections
+        )
         share = budget_s * (UPDATE_WAIT_SHARE if searchable else START_UP_WAIT_SHARE)
         wait_until = time.monotonic() + share
         if self.lock.held_here():  # this process is already changing the index (boot, interval, sync)
@@ -299,15 +317,21 @@ class QmdMaintenance:
         elif job.error is not None:
             fresh.notes.append(f"qmd update failed ({job.error}); searched QMD's index as it was")
         elif stopped or not job.done.is_set():
-            fresh.waited.append(f"{what} was still running after {share:.1f} s" + (" and was stopped" if stopped else ""))
+            fresh.waited.append(
+                f"{what} was still running after {share:.1f} s" + (" and was stopped" if stopped else "")
+            )
             then = ("it was stopped; run `memsift -b qmd index` to finish it" if stopped
                     else "the update goes on in the background")
             fresh.notes.append(f"{what} was still running after {share:.1f} s; searched QMD's index as it was ({then})")
             fresh.pending = True
-            log.info(f"{what} still running after {share:.1f} s; not waiting longer" + ("; it is stopped" if stopped else ""))
+            log.info(
+                f"{what} still running after {share:.1f} s; not waiting longer" + ("; it is stopped" if stopped else "")
+            )
             if stopped:
-                self.save_state(lastError=f"{what} did not finish within a search's {share:.1f} s wait and was stopped; "
-                                          "run `memsift -b qmd index` to finish it")
+                self.save_state(
+                    lastError=f"{what} did not finish within a search's {share:.1f} s wait and was stopped; "
+                    "run `memsift -b qmd index` to finish it"
+                )
         return fresh
 
     async def _update_for_search(self, job: _Job, lock_until: float) -> None:
@@ -321,7 +345,9 @@ class QmdMaintenance:
             if self.needs_reconcile() or self._update_due():  # another search's update may have just done it
                 await self._update_locked("search", embed=False)
         except (QmdError, OSError) as exc:  # OSError: QMD's own files cannot be written (a full disk)
-            job.error = exc if isinstance(exc, QmdError) else QmdError(f"cannot write QMD's files: {exc.strerror or exc}")
+            job.error = (
+                exc if isinstance(exc, QmdError) else QmdError(f"cannot write QMD's files: {exc.strerror or exc}")
+            )
             log.warning("qmd update before a search failed", error=str(job.error))
         finally:
             self.step = None

@@ -14,7 +14,9 @@ from .process import QmdOutputError
 __all__ = ["QmdHit", "parse_search_output", "parse_file_uri", "parse_snippet", "parse_status", "parse_version"]
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_NO_RESULTS_RE = re.compile(r"^\s*(?:\[[^\]]*\]\s*)?(?:(?:warn|warning|info|error|qmd)\s*:?\s*)?no results found", re.I | re.M)
+_NO_RESULTS_RE = re.compile(
+    r"^\s*(?:\[[^\]]*\]\s*)?(?:(?:warn|warning|info|error|qmd)\s*:?\s*)?no results found", re.I | re.M
+)
 _HEADER_RE = re.compile(r"^@@ -(\d+),(\d+) @@[^\n]*\n?")
 
 

@@ -109,7 +109,9 @@ def resolve_command(command: str, env: Mapping[str, str]) -> str:
             raise QmdSpawnError(f"{exe} is not executable (memory.qmd.command): make it executable (chmod +x) "
                                 "or point memory.qmd.command at qmd")
         if os.sep in exe:
-            raise QmdSpawnError(f"qmd is not installed at {exe} (memory.qmd.command; see The QMD backend in memsift's docs)")
+            raise QmdSpawnError(
+                f"qmd is not installed at {exe} (memory.qmd.command; see The QMD backend in memsift's docs)"
+            )
         raise QmdSpawnError(f"{exe} is not installed or not on PATH (see The QMD backend in memsift's docs)")
     return found
 
@@ -197,7 +199,9 @@ def _crash_or_exit(rc: int) -> tuple[str, str]:
         name = f"{signal.Signals(sig).name}, signal {sig}"
     except ValueError:
         name = f"signal {sig}"
-    hint = " (QMD 2.8.3 crashes like this on Node older than 22: check `node --version`)" if sig == signal.SIGSEGV else ""
+    hint = (
+        " (QMD 2.8.3 crashes like this on Node older than 22: check `node --version`)" if sig == signal.SIGSEGV else ""
+    )
     return f"crashed ({name}" + (f" / exit {rc})" if rc > 0 else ")"), hint
 
 

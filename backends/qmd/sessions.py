@@ -119,7 +119,9 @@ def _write_new(export_dir: Path, target: Path, body: bytes, *, replace: bool) ->
             pass
 
 
-def export_sessions(sessions_dir: Path, export_dir: Path, retention_days: float | None, *, manifest: Path) -> ExportReport:
+def export_sessions(
+    sessions_dir: Path, export_dir: Path, retention_days: float | None, *, manifest: Path
+) -> ExportReport:
     """Export the transcripts. `manifest` (a file in memsift's state folder) records what memsift
     wrote, so only those files are ever rewritten or deleted."""
     make_private_dir(export_dir)
@@ -138,7 +140,9 @@ def export_sessions(sessions_dir: Path, export_dir: Path, retention_days: float 
         target = export_dir / f"{name}.md"
         wanted.add(target.name)
         lines = flatten_transcript(src.read_text(encoding="utf-8", errors="replace")).lines
-        body = (f"# Session {name}\n{MARKER.format(source=src.name)}\n\n" + ("\n".join(lines) or "(empty)") + "\n").encode()
+        body = (
+            f"# Session {name}\n{MARKER.format(source=src.name)}\n\n" + ("\n".join(lines) or "(empty)") + "\n"
+        ).encode()
         digest = _sha(body)
         current = _regular_digest(target)
         exists = os.path.lexists(target)

@@ -89,10 +89,18 @@ def window_notes(
             for i, (chunk, day) in enumerate(zip(chunks, chunk_days(shown, text, chunks))):
                 if not day.days:
                     continue
-                out.append(Candidate(
-                    chunk_id=f"{c.name}:{rel}:{i}", path=shown, source="sessions" if c.kind == "sessions" else "memory",
-                    start_line=chunk.start_line, end_line=chunk.end_line, text=chunk.text, day=day.day, day_source=day.source,
-                ))
+                out.append(
+                    Candidate(
+                        chunk_id=f"{c.name}:{rel}:{i}",
+                        path=shown,
+                        source="sessions" if c.kind == "sessions" else "memory",
+                        start_line=chunk.start_line,
+                        end_line=chunk.end_line,
+                        text=chunk.text,
+                        day=day.day,
+                        day_source=day.source,
+                    )
+                )
     return out
 
 

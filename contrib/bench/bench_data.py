@@ -58,7 +58,11 @@ class LongMemEval:
 
     def session_of(self, path: str, start: int, end: int) -> str | None:
         """The one session whose turns the line range shows, or None (no turn, or two sessions)."""
-        shown = [sid for sid in self._by_path.get(path, ()) if self.sessions[sid][1] <= end and start <= self.sessions[sid][2]]
+        shown = [
+            sid
+            for sid in self._by_path.get(path, ())
+            if self.sessions[sid][1] <= end and start <= self.sessions[sid][2]
+        ]
         return shown[0] if len(shown) == 1 else None
 
     def __post_init__(self) -> None:
@@ -190,7 +194,8 @@ def load_chats(root: Path, path: Path = BENCH_DATA / "longmemeval_oracle.json", 
     two people. Questions speak of the user
     by name ("What is Jordan's cat called?"). Unlike `load_longmemeval`: short lines (median 128
     characters, as in chat logs), a speaker name on every line, turns that span lines, smaller
-    workspaces with a near-empty MEMORY.md, and questions that name people. Evidence: the lines of the `has_answer` turns.
+    workspaces with a near-empty MEMORY.md, and questions that name people. Evidence: the lines of the `has_answer`
+    turns.
     """
     import hashlib  # noqa: PLC0415
 
@@ -205,7 +210,9 @@ def load_chats(root: Path, path: Path = BENCH_DATA / "longmemeval_oracle.json", 
         workspaces.append(ws)
         sessions: dict[str, tuple[datetime, list[dict]]] = {}
         for item in by_group[g]:
-            for sid, date, turns in zip(item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"]):
+            for sid, date, turns in zip(
+                item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"]
+            ):
                 sessions.setdefault(sid, (_lme_date(date), turns))
         order = sorted(sessions, key=lambda sid: (sessions[sid][0], sid))
         files: dict[str, list[str]] = defaultdict(list)

@@ -50,11 +50,15 @@ def load_cjk(name: str, root: Path, data: Path = BENCH_DATA / "cjk-dev") -> tupl
     with open(src / "corpus.jsonl", encoding="utf-8") as fh:
         for line in fh:
             d = json.loads(line)
-            _write_if_changed(ws / "memory" / "docs" / f"{d['_id']}.md", f"# {d['title'].strip()}\n\n{d['text'].strip()}\n")
+            _write_if_changed(
+                ws / "memory" / "docs" / f"{d['_id']}.md", f"# {d['title'].strip()}\n\n{d['text'].strip()}\n"
+            )
     with open(src / "queries.jsonl", encoding="utf-8") as fh:
         queries = {q["_id"]: q["text"] for q in map(json.loads, fh)}
     with open(src / "qrels" / "dev.tsv", encoding="utf-8") as fh:
-        rels = {row["query-id"]: row["corpus-id"] for row in csv.DictReader(fh, delimiter="\t") if int(row["score"]) > 0}
+        rels = {
+            row["query-id"]: row["corpus-id"] for row in csv.DictReader(fh, delimiter="\t") if int(row["score"]) > 0
+        }
     return ws, {q: t for q, t in queries.items() if q in rels}, rels
 
 
@@ -95,7 +99,9 @@ async def _main(args: argparse.Namespace) -> None:
     for name in args.sets.split(","):
         results[name] = {}
         for mode in args.modes.split(","):
-            r = await eval_cjk(name, mode, args.work / "data", args.work / "state" / f"cjk-{name}{args.tag}", args.limit)
+            r = await eval_cjk(
+                name, mode, args.work / "data", args.work / "state" / f"cjk-{name}{args.tag}", args.limit
+            )
             results[name][mode] = r
             print(f"{name:20} {mode:15} hit@1 {r['hit@1']:.3f}  hit@5 {r['hit@5']:.3f}  hit@10 {r['hit@10']:.3f}  "
                   f"MRR@10 {r['mrr@10']:.3f}  vector set aside {r['vector_set_aside']}/{r['queries']}", flush=True)

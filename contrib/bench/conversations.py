@@ -127,10 +127,21 @@ def load_locomo(root: Path, data: Path = BENCH_DATA / "locomo", *, audited: bool
             evidence = _evidence_lines(written, ids)
             if not evidence:
                 continue
-            spans = [written.sessions[sid] for sid in (f"S{i[1:].split(':')[0]}" for i in ids) if sid in written.sessions]
-            questions.append(Question(
-                qid=f"{sample['sample_id']}:{qi}", qtype=LOCOMO_CATEGORIES[qa["category"]], text=qa["question"], now=now,
-                answer_sessions=[], evidence=evidence, workspace=ws, sessions=list(dict.fromkeys(spans))))
+            spans = [
+                written.sessions[sid] for sid in (f"S{i[1:].split(':')[0]}" for i in ids) if sid in written.sessions
+            ]
+            questions.append(
+                Question(
+                    qid=f"{sample['sample_id']}:{qi}",
+                    qtype=LOCOMO_CATEGORIES[qa["category"]],
+                    text=qa["question"],
+                    now=now,
+                    answer_sessions=[],
+                    evidence=evidence,
+                    workspace=ws,
+                    sessions=list(dict.fromkeys(spans)),
+                )
+            )
     return questions
 
 
@@ -147,8 +158,14 @@ def load_realmem(root: Path, data: Path = BENCH_DATA / "realmem") -> list[Questi
                         [(t["turn_id"], t["speaker"], t["text"]) for t in s["turns"]], s["order"])
                 for s in sorted(conv["sessions"], key=lambda s: s["order"])
             ]
-    written = {cid: write_sessions(root / "realmem" / cid, ss, f"# Memory\n- {cid.replace('_', ' ')} works with an assistant on several projects.\n")
-               for cid, ss in by_conv.items()}
+    written = {
+        cid: write_sessions(
+            root / "realmem" / cid,
+            ss,
+            f"# Memory\n- {cid.replace('_', ' ')} works with an assistant on several projects.\n",
+        )
+        for cid, ss in by_conv.items()
+    }
     questions: list[Question] = []
     with open(data / "questions.jsonl", encoding="utf-8") as fh:
         for line in fh:
@@ -157,10 +174,19 @@ def load_realmem(root: Path, data: Path = BENCH_DATA / "realmem") -> list[Questi
                 continue
             cid, w = q["conversation_id"], written[q["conversation_id"]]
             hidden = [w.sessions[s.sid] for s in by_conv[cid] if s.order >= q["question_session_order"]]
-            questions.append(Question(
-                qid=q["question_id"], qtype=q["category"], text=q["question"], now=_at_noon(q["question_date_monotone"]),
-                answer_sessions=[], evidence=_evidence_lines(w, q["evidence_turn_ids"]), workspace=root / "realmem" / cid,
-                sessions=[w.sessions[s] for s in dict.fromkeys(q["evidence_session_ids"])], hidden=hidden))
+            questions.append(
+                Question(
+                    qid=q["question_id"],
+                    qtype=q["category"],
+                    text=q["question"],
+                    now=_at_noon(q["question_date_monotone"]),
+                    answer_sessions=[],
+                    evidence=_evidence_lines(w, q["evidence_turn_ids"]),
+                    workspace=root / "realmem" / cid,
+                    sessions=[w.sessions[s] for s in dict.fromkeys(q["evidence_session_ids"])],
+                    hidden=hidden,
+                )
+            )
     return questions
 
 
@@ -177,7 +203,9 @@ def load_beam(root: Path, data: Path = BENCH_DATA / "beam_100k") -> list[Questio
             sessions = [Session(s["session_id"], s["date"], f"## Conversation {s['session_id']}",
                                 [(f"{cid}#{t['turn_id']}", t["speaker"], t["text"]) for t in s["turns"]])
                         for s in conv["sessions"]]
-            written[cid] = write_sessions(root / "beam" / cid, sessions, f"# Memory\n- Chats with an assistant about {conv['topic_title']}.\n")
+            written[cid] = write_sessions(
+                root / "beam" / cid, sessions, f"# Memory\n- Chats with an assistant about {conv['topic_title']}.\n"
+            )
             last_day[cid] = max(s.day for s in sessions)
     questions: list[Question] = []
     with open(data / "questions.jsonl", encoding="utf-8") as fh:
@@ -187,9 +215,18 @@ def load_beam(root: Path, data: Path = BENCH_DATA / "beam_100k") -> list[Questio
             evidence = _evidence_lines(w, (f"{cid}#{t}" for t in q["evidence_turn_ids"]))
             if not evidence:
                 continue  # abstention, and the few questions the source gives no evidence
-            questions.append(Question(
-                qid=q["question_id"], qtype=q["category"], text=q["question"],
-                now=(datetime.strptime(last_day[cid], "%Y-%m-%d") + timedelta(days=1)).replace(tzinfo=timezone.utc).timestamp(),
-                answer_sessions=[], evidence=evidence, workspace=root / "beam" / cid,
-                sessions=[w.sessions[s] for s in dict.fromkeys(q["evidence_session_ids"])]))
+            questions.append(
+                Question(
+                    qid=q["question_id"],
+                    qtype=q["category"],
+                    text=q["question"],
+                    now=(datetime.strptime(last_day[cid], "%Y-%m-%d") + timedelta(days=1))
+                    .replace(tzinfo=timezone.utc)
+                    .timestamp(),
+                    answer_sessions=[],
+                    evidence=evidence,
+                    workspace=root / "beam" / cid,
+                    sessions=[w.sessions[s] for s in dict.fromkeys(q["evidence_session_ids"])],
+                )
+            )
     return questions

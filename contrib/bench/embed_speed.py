@@ -57,7 +57,10 @@ def realistic_chunks(work: Path, per_set: int) -> dict[str, list[str]]:
 
     lme = load_longmemeval(work / "data").workspace
     logs = build_daily_logs(work / "embed-speed", 400)
-    return {"longmemeval": cut(sorted((lme / "memory").glob("*.md"))), "daily logs": cut(sorted((logs / "memory").rglob("*.md")))}
+    return {
+        "longmemeval": cut(sorted((lme / "memory").glob("*.md"))),
+        "daily logs": cut(sorted((logs / "memory").rglob("*.md"))),
+    }
 
 
 def _rate(embed: Callable[[list[str]], Any], texts: list[str]) -> float:

@@ -109,7 +109,9 @@ async def _ask(manager, questions: list[Question], took: list[float], k: int = K
         answer = await manager.search(q.text, max_results=wanted, min_score=0.0, now=q.now)
         took.append((time.perf_counter() - t0) * 1000)
         if answer.fallback or answer.unavailable:
-            raise RuntimeError(f"{answer.backend} did not answer {q.qid!r} itself: {answer.fallback or answer.unavailable}")
+            raise RuntimeError(
+                f"{answer.backend} did not answer {q.qid!r} itself: {answer.fallback or answer.unavailable}"
+            )
         out[q.qid] = [h for h in answer.results if not _overlaps(h, q.hidden)][:k]
     return out
 
@@ -184,13 +186,18 @@ async def _main(args: argparse.Namespace) -> None:
                 results[name][label] = r
                 session = f"session@10 {r['session_recall@10']:.3f}  " if "session_recall@10" in r else ""
                 print(
-                    f"{name:6} {label:24} turn_recall@5 {r['turn_recall@5']:.3f} @10 {r['turn_recall@10']:.3f}  {session}"
-                    f"hit@5 {r['hit@5']:.3f} @10 {r['hit@10']:.3f}  MRR@10 {r['mrr@10']:.3f}  lines/hit {r['lines@10']:.1f}  "
+                    f"{name:6} {label:24} turn_recall@5 {r['turn_recall@5']:.3f} @10 {r['turn_recall@10']:.3f}  "
+                    f"{session}"
+                    f"hit@5 {r['hit@5']:.3f} @10 {r['hit@10']:.3f}  MRR@10 {r['mrr@10']:.3f}  lines/hit "
+                    f"{r['lines@10']:.1f}  "
                     f"chars@10 {r['chars@10']:.0f}  tiny@10 {r['tiny@10']:.2f} first {r['tiny_first']:.3f}  "
                     f"p50 {r['latency_ms']['p50']:.0f} ms",
                     flush=True,
                 )
-                print("       by category: " + "  ".join(f"{t} {v:.3f}" for t, v in r["turn_recall@10_by_type"].items()), flush=True)
+                print(
+                    "       by category: " + "  ".join(f"{t} {v:.3f}" for t, v in r["turn_recall@10_by_type"].items()),
+                    flush=True,
+                )
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
 

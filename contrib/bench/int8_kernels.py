@@ -67,16 +67,30 @@ def kernels(rounds: int) -> None:
         return helper.make_model(helper.make_graph([node], "g", [x], [y], inits), opset_imports=opsets)
 
     cases = [
-        ("fp32 MatMul", model(helper.make_node("MatMul", ["x", "W"], ["y"]), x_f, y_f, [numpy_helper.from_array(w, "W")]),
-         rng.standard_normal((m, k)).astype(np.float32)),
-        ("int8 DynamicQuantizeMatMul", model(
-            helper.make_node("DynamicQuantizeMatMul", ["x", "W", "s", "z"], ["y"], domain="com.microsoft"), x_f, y_f,
-            [numpy_helper.from_array(wq, "W"), numpy_helper.from_array(np.array(0.002, np.float32), "s"),
-             numpy_helper.from_array(np.array(0, np.int8), "z")]),
-         rng.standard_normal((m, k)).astype(np.float32)),
-        ("uint8 × int8 MatMulInteger", model(helper.make_node("MatMulInteger", ["x", "W"], ["y"]), x_u, y_i,
-                                             [numpy_helper.from_array(wq, "W")]),
-         rng.integers(0, 255, (m, k)).astype(np.uint8)),
+        (
+            "fp32 MatMul",
+            model(helper.make_node("MatMul", ["x", "W"], ["y"]), x_f, y_f, [numpy_helper.from_array(w, "W")]),
+            rng.standard_normal((m, k)).astype(np.float32),
+        ),
+        (
+            "int8 DynamicQuantizeMatMul",
+            model(
+                helper.make_node("DynamicQuantizeMatMul", ["x", "W", "s", "z"], ["y"], domain="com.microsoft"),
+                x_f,
+                y_f,
+                [
+                    numpy_helper.from_array(wq, "W"),
+                    numpy_helper.from_array(np.array(0.002, np.float32), "s"),
+                    numpy_helper.from_array(np.array(0, np.int8), "z"),
+                ],
+            ),
+            rng.standard_normal((m, k)).astype(np.float32),
+        ),
+        (
+            "uint8 × int8 MatMulInteger",
+            model(helper.make_node("MatMulInteger", ["x", "W"], ["y"]), x_u, y_i, [numpy_helper.from_array(wq, "W")]),
+            rng.integers(0, 255, (m, k)).astype(np.uint8),
+        ),
     ]
     print(f"one MatMul {m} × {k} × {n}, one thread, median of {rounds * 20}:")
     base = None
@@ -84,7 +98,10 @@ def kernels(rounds: int) -> None:
         s = _session(graph)
         seconds = _timed(lambda s=s, x=x: s.run(None, {"x": x}), rounds * 20)
         base = base or seconds
-        print(f"  {name:28s} {seconds * 1e3:7.2f} ms  {2 * m * k * n / seconds / 1e9:6.1f} GOP/s  ({base / seconds:.2f}× fp32)")
+        print(
+            f"  {name:28s} {seconds * 1e3:7.2f} ms  {2 * m * k * n / seconds / 1e9:6.1f} GOP/s  "
+            f"({base / seconds:.2f}× fp32)"
+        )
 
 
 VARIANTS = {
@@ -99,7 +116,11 @@ def whole_model(rounds: int, names: list[str]) -> None:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from memsift.engine.embeddings.int8_graph import _fold_dequantised_weights, _quantiser_advice_silenced, _save_optimised
+    from memsift.engine.embeddings.int8_graph import (
+        _fold_dequantised_weights,
+        _quantiser_advice_silenced,
+        _save_optimised,
+    )
     from memsift.engine.embeddings.local import _bundled_model
 
     work = Path(tempfile.mkdtemp(prefix="int8-kernels-"))

@@ -38,7 +38,9 @@ def run_int8_quality(work: Path, say=print) -> dict:
             out[name][mode] = {k: r[k] for k in KEYS}
             say(f"  {name} {mode}: {out[name][mode]} ({time.time() - started:.0f} s)")
     quality._PROVIDERS.pop("local", None)
-    out["change"] = {m: {k: round(out["int8"][m][k] - out["fp32"][m][k], 4) for k in KEYS} for m in ("vector", "hybrid")}
+    out["change"] = {
+        m: {k: round(out["int8"][m][k] - out["fp32"][m][k], 4) for k in KEYS} for m in ("vector", "hybrid")
+    }
     return out
 
 

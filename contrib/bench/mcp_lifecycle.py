@@ -25,8 +25,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+}
 
 
 def _burn(stop: multiprocessing.Event) -> None:  # type: ignore[valid-type]
@@ -59,8 +63,17 @@ def one_run(command: list[str], workspace: Path, env: dict[str, str], signum: in
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
         _read(proc)
         out["tools_list_s"] = time.perf_counter() - started
-        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-              "params": {"name": "memory_search", "arguments": {"query": "which database did we pick for the ledger?"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {
+                    "name": "memory_search",
+                    "arguments": {"query": "which database did we pick for the ledger?"},
+                },
+            }
+        )
         _read(proc)
         out["first_search_s"] = time.perf_counter() - started
         signalled = time.perf_counter()
@@ -86,7 +99,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmp:
         env = {**os.environ, "MEMSIFT_STATE_DIR": str(Path(tmp) / "state"), "MEMSIFT_NO_RESIDENT": "1"}
         stop = multiprocessing.Event()
-        burners = [multiprocessing.Process(target=_burn, args=(stop,)) for _ in range(os.cpu_count() or 2)] if args.load else []
+        burners = (
+            [multiprocessing.Process(target=_burn, args=(stop,)) for _ in range(os.cpu_count() or 2)]
+            if args.load
+            else []
+        )
         for b in burners:
             b.start()
         try:

@@ -33,7 +33,9 @@ def _busy() -> None:
         pass
 
 
-def one_try(after: float, workspace: Path, memsift: list[str], signum: int = signal.SIGTERM) -> tuple[float, float, int, bool]:
+def one_try(
+    after: float, workspace: Path, memsift: list[str], signum: int = signal.SIGTERM
+) -> tuple[float, float, int, bool]:
     """(seconds to the initialize answer, seconds from the signal to exit, exit status, whether
     stderr showed a traceback)."""
     home = Path(tempfile.mkdtemp(prefix="mcp-stop-"))
@@ -92,9 +94,12 @@ def main() -> None:
                                                            getattr(signal, f"SIG{args.signal}"))
                 worst_answer, worst_exit = max(worst_answer, answered), max(worst_exit, ended)
                 tracebacks += traceback
-                print(f"SIG{args.signal} {after:>4} s after the answer, try {n + 1}: initialize answered in {answered:.2f} s, "
-                      f"exit {ended:.2f} s after the signal (status {code}){', a traceback' if traceback else ''}",
-                      flush=True)
+                print(
+                    f"SIG{args.signal} {after:>4} s after the answer, try {n + 1}: initialize answered in "
+                    f"{answered:.2f} s, "
+                    f"exit {ended:.2f} s after the signal (status {code}){', a traceback' if traceback else ''}",
+                    flush=True,
+                )
     finally:
         for p in loops:
             p.terminate()

@@ -47,7 +47,9 @@ ROUNDS = 3
 
 def _index_keyword(ws: Path, state: Path, say: Callable[[str], None]) -> dict[str, Any]:
     shutil.rmtree(state / "fts", ignore_errors=True)
-    run = run_measured([sys.executable, str(HERE / "scale_worker.py"), "index", str(ws), str(state), "fts"], timeout=6 * 3600)
+    run = run_measured(
+        [sys.executable, str(HERE / "scale_worker.py"), "index", str(ws), str(state), "fts"], timeout=6 * 3600
+    )
     if run.rc != 0:
         raise RuntimeError(f"keyword-only index failed: {run.stderr[-1500:]}")
     figures = json.loads(run.stdout.strip().splitlines()[-1])
@@ -100,7 +102,9 @@ def _with_vectors(ws: Path, state: Path, say: Callable[[str], None], *, reuse: b
         for s in range(0, len(rowids), 50_000):
             part = rowids[s : s + 50_000]
             vecs = _synthetic_vectors(real, part)
-            conn.executemany("UPDATE chunks SET embedding=? WHERE rowid=?", ((v.tobytes(), int(r)) for v, r in zip(vecs, part)))
+            conn.executemany(
+                "UPDATE chunks SET embedding=? WHERE rowid=?", ((v.tobytes(), int(r)) for v, r in zip(vecs, part))
+            )
         conn.execute("DELETE FROM vector_log")  # a fresh file: its readers load everything anyway
     if vec.available:
         ensure_vec_table(conn, vec, real.shape[1])
@@ -157,7 +161,11 @@ async def _search(m: Any, queries: list[str], say: Callable[[str], None]) -> dic
                 answer = await m.search(q, mode=mode)
                 took.append((time.perf_counter() - t) * 1000)
                 assert answer.mode in ("fts-only", "vector-only", "hybrid"), answer.mode
-        out[mode] = {"p50_ms": round(percentile(took, 0.5), 1), "p95_ms": round(percentile(took, 0.95), 1), "n": len(took)}
+        out[mode] = {
+            "p50_ms": round(percentile(took, 0.5), 1),
+            "p95_ms": round(percentile(took, 0.95), 1),
+            "n": len(took),
+        }
         say(f"  {mode}: p50 {out[mode]['p50_ms']} ms, p95 {out[mode]['p95_ms']} ms")
     # The vector side alone: the first pass + rescoring, against sqlite-vec's full scan and the exact top 10.
     qv = np.stack([provider.embed_query_sync(q) for q in queries]).astype(np.float32)

@@ -52,12 +52,21 @@ class Side:
         self.env.pop("OPENCLAW_CONFIG_PATH", None)
         self.env.pop("OPENCLAW_STATE_DIR", None)
         if memsift:
-            self.cli("plugins", "install", "--link", "--force", "--accept-capabilities", str(REPO / "contrib" / "openclaw-plugin"))
+            self.cli(
+                "plugins",
+                "install",
+                "--link",
+                "--force",
+                "--accept-capabilities",
+                str(REPO / "contrib" / "openclaw-plugin"),
+            )
         else:
             self.cli("memory", "index")
 
     def cli(self, *args: str) -> None:
-        subprocess.run([self.openclaw, *args], env=self.env, cwd=self.root, check=True, capture_output=True, timeout=600)
+        subprocess.run(
+            [self.openclaw, *args], env=self.env, cwd=self.root, check=True, capture_output=True, timeout=600
+        )
 
     def start(self) -> None:
         self.out = open(self.root / "gateway.out", "w")
@@ -67,8 +76,12 @@ class Side:
 
     def search(self, client: httpx.Client, query: str) -> tuple[float, dict]:
         started = time.perf_counter()
-        r = client.post(f"http://127.0.0.1:{self.port}/tools/invoke", json={"tool": "memory_search", "args": {"query": query}},
-                        headers={"Authorization": f"Bearer {TOKEN}"}, timeout=300)
+        r = client.post(
+            f"http://127.0.0.1:{self.port}/tools/invoke",
+            json={"tool": "memory_search", "args": {"query": query}},
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=300,
+        )
         ms = (time.perf_counter() - started) * 1000
         return ms, r.json().get("result", {}).get("details", {}) if r.status_code == 200 else {"error": r.text[:200]}
 
@@ -119,7 +132,9 @@ def main() -> None:
                         times[side.name].append(ms)
                         if i == 0:
                             hits = details.get("results", [])
-                            top[side.name] = f"{hits[0]['path']}:{hits[0]['startLine']}-{hits[0]['endLine']}" if hits else "none"
+                            top[side.name] = (
+                                f"{hits[0]['path']}:{hits[0]['startLine']}-{hits[0]['endLine']}" if hits else "none"
+                            )
         finally:
             for side in sides:
                 side.stop()

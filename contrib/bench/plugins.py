@@ -58,7 +58,10 @@ async def quality(backend: str, work: Path, with_lme: bool) -> dict[str, Any]:
         for mode in (kind, f"{backend}:{kind}"):  # builtin: the quality runs' own indexes and stages
             await _warm(mode, scifact.workspace, state / "scifact")
             r = out["scifact"][mode] = await eval_scifact(scifact, mode, state / "scifact")
-            say(f"  {mode:18} nDCG@10 {r['ndcg@10']:.4f}  recall@10 {r['recall@10']:.4f}  p95 {r['latency_ms']['p95']:.1f} ms")
+            say(
+                f"  {mode:18} nDCG@10 {r['ndcg@10']:.4f}  recall@10 {r['recall@10']:.4f}  p95 "
+                f"{r['latency_ms']['p95']:.1f} ms"
+            )
     if with_lme:
         lme = load_longmemeval(data_root)
         say("LongMemEval (oracle): 940 sessions, 470 questions")
@@ -132,7 +135,10 @@ def main() -> None:
 def markdown(out: dict[str, Any]) -> str:
     """The figures as the performance page shows them (docs/performance.md includes the file)."""
     b = out["backend"]
-    lines = [f"| {b} beside builtin ({out.get('date', '?')}) | builtin | {b} | difference |", "| --- | --- | --- | --- |"]
+    lines = [
+        f"| {b} beside builtin ({out.get('date', '?')}) | builtin | {b} | difference |",
+        "| --- | --- | --- | --- |",
+    ]
     q = out.get("quality", {})
     for kind in ("bm25", "hybrid"):
         mine, theirs = q.get("scifact", {}).get(kind), q.get("scifact", {}).get(f"{b}:{kind}")
@@ -150,9 +156,15 @@ def markdown(out: dict[str, Any]) -> str:
         for kind in ("keyword", "hybrid"):
             if kind in sides.get("builtin", {}) and kind in sides.get(b, {}):
                 m, t = sides["builtin"][kind], sides[b][kind]
-                lines.append(f"| {int(n):,} files, in-process {kind} search p50 / p95 | {m['p50_ms']:.1f} / {m['p95_ms']:.1f} ms | "
-                             f"{t['p50_ms']:.1f} / {t['p95_ms']:.1f} ms | {t['p95_ms'] / m['p95_ms']:.2f}× (p95) |")
-                lines.append(f"| {int(n):,} files, {kind} index built from nothing | {m['index_s']:.1f} s | {t['index_s']:.1f} s | |")
+                lines.append(
+                    f"| {int(n):,} files, in-process {kind} search p50 / p95 | {m['p50_ms']:.1f} / {m['p95_ms']:.1f} "
+                    f"ms | "
+                    f"{t['p50_ms']:.1f} / {t['p95_ms']:.1f} ms | {t['p95_ms'] / m['p95_ms']:.2f}× (p95) |"
+                )
+                lines.append(
+                    f"| {int(n):,} files, {kind} index built from nothing | {m['index_s']:.1f} s | {t['index_s']:.1f} "
+                    f"s | |"
+                )
     return "\n".join(lines) + "\n"
 
 

@@ -62,7 +62,9 @@ def measure(pools: list[tuple], order: Order) -> dict[str, Any]:
     for q, hits, x, _y in pools:
         m = evidence_metrics(q, [hits[i] for i in order(hits, x)])
         rows.append((q.qtype, m))
-    out: dict[str, Any] = {k: mean(m[k] for _t, m in rows if k in m) for k in ("turn_recall@10", "mrr@10", "session_recall@10", "lines@10")}
+    out: dict[str, Any] = {
+        k: mean(m[k] for _t, m in rows if k in m) for k in ("turn_recall@10", "mrr@10", "session_recall@10", "lines@10")
+    }
     cats: dict[str, list[float]] = defaultdict(list)
     for t, m in rows:
         cats[t].append(m["turn_recall@10"])
@@ -88,8 +90,13 @@ def main() -> None:
     print("turn_recall@10 / session_recall@10 / MRR@10 (the pools of train_ranker.py, ordered by the shipped ranker)")
     for label, order in variants.items():
         cells = {n: measure(d, order) for n, d in sets.items()}
-        print(f"  {label:14} " + "   ".join(
-            f"{n} {c['turn_recall@10']:.3f} / {c['session_recall@10']:.3f} / {c['mrr@10']:.3f}" for n, c in cells.items()))
+        print(
+            f"  {label:14} "
+            + "   ".join(
+                f"{n} {c['turn_recall@10']:.3f} / {c['session_recall@10']:.3f} / {c['mrr@10']:.3f}"
+                for n, c in cells.items()
+            )
+        )
         if args.categories:
             for n, c in cells.items():
                 print(f"      {n:8} " + "  ".join(f"{t} {v:.3f}" for t, v in c["by_category"].items()))

@@ -53,7 +53,7 @@ for line in sys.stdin:
         out.seek(0); err.seek(0)
         print(json.dumps({"rc": proc.returncode, "seconds": seconds, "maxrss_kb": usage.ru_maxrss,
                           "stdout": out.read().decode(errors="replace"), "stderr": err.read().decode(errors="replace")}), flush=True)
-"""
+"""  # noqa: E501
 _spawner: subprocess.Popen | None = None
 
 
@@ -61,13 +61,22 @@ def start_spawner() -> None:
     """Start the helper now (call it early, while this process is small)."""
     global _spawner
     if _spawner is None or _spawner.poll() is not None:
-        _spawner = subprocess.Popen([sys.executable, "-c", _SPAWNER_CODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        _spawner = subprocess.Popen(
+            [sys.executable, "-c", _SPAWNER_CODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
 
 
-def run_measured(argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 3600) -> Run:
+def run_measured(
+    argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 3600
+) -> Run:
     """Run argv to completion: wall time, and peak RSS (MB) of it and its waited-for children."""
     start_spawner()
-    job = {"argv": argv, "env": dict(os.environ if env is None else env), "cwd": str(cwd) if cwd else None, "timeout": timeout}
+    job = {
+        "argv": argv,
+        "env": dict(os.environ if env is None else env),
+        "cwd": str(cwd) if cwd else None,
+        "timeout": timeout,
+    }
     _spawner.stdin.write(json.dumps(job) + "\n")
     _spawner.stdin.flush()
     reply = json.loads(_spawner.stdout.readline())

@@ -49,13 +49,20 @@ def _deep_merge(base: dict, extra: dict) -> dict:
 
 
 def settings_for(
-    workspace: Path, state: Path, memory_search: dict[str, Any], memory: dict[str, Any] | None = None, *, frozen: bool = True
+    workspace: Path,
+    state: Path,
+    memory_search: dict[str, Any],
+    memory: dict[str, Any] | None = None,
+    *,
+    frozen: bool = True,
 ):
     """Resolved settings for a benchmark index. `frozen`: the files do not change during the run,
     so searches skip the freshness check (the quality runs); otherwise the defaults apply."""
     from memsift.engine.config import MemsiftConfig, resolve_agent  # noqa: PLC0415
 
-    ms = _deep_merge({"sync": {"onSearch": False, "onSessionStart": False, "watch": False}} if frozen else {}, memory_search)
+    ms = _deep_merge(
+        {"sync": {"onSearch": False, "onSessionStart": False, "watch": False}} if frozen else {}, memory_search
+    )
     raw = {"stateDir": str(state), "agents": {"defaults": {"memorySearch": ms}}, "memory": memory or {}}
     return resolve_agent(MemsiftConfig.model_validate(raw), workspace=workspace, environ={})
 
@@ -108,7 +115,9 @@ def open_mode(mode: str, workspace: Path, state: Path, extra: dict[str, Any] | N
 
     if overrides.get("provider") == "none":
         settings = settings_for(workspace, state / "fts", ms)
-        manager = BuiltinSearchManager(settings, selection=ProviderSelection(None, "none", unavailable_reason="benchmark: keyword only"))
+        manager = BuiltinSearchManager(
+            settings, selection=ProviderSelection(None, "none", unavailable_reason="benchmark: keyword only")
+        )
         return reranked(ranked(manager, settings, "builtin"), settings, "builtin")
     settings = settings_for(workspace, state / "local", {"provider": "local", **ms})
     provider = local_provider(settings.memory_search.local.model_path)
@@ -116,7 +125,11 @@ def open_mode(mode: str, workspace: Path, state: Path, extra: dict[str, Any] | N
 
 
 async def warm_index(
-    mode: str, workspace: Path, state: Path, progress: Callable[[str], None] = print, extra: dict[str, Any] | None = None
+    mode: str,
+    workspace: Path,
+    state: Path,
+    progress: Callable[[str], None] = print,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Build (or bring up to date) the index a mode searches; report how long it took."""
     manager = open_mode(mode, workspace, state, extra)
@@ -134,19 +147,25 @@ def _doc_id(path: str) -> str:
     return Path(path).stem
 
 
-async def _run_queries(manager, queries: list[tuple[str, str, float | None]], k: int) -> tuple[dict[str, list], list[float]]:
+async def _run_queries(
+    manager, queries: list[tuple[str, str, float | None]], k: int
+) -> tuple[dict[str, list], list[float]]:
     hits, took = {}, []
     for qid, text, now in queries:
         t0 = time.perf_counter()
         answer = await manager.search(text, max_results=k, min_score=0.0, now=now)
         took.append((time.perf_counter() - t0) * 1000)
         if answer.fallback or answer.unavailable:
-            raise RuntimeError(f"{answer.backend} did not answer {qid!r} itself: {answer.fallback or answer.unavailable}")
+            raise RuntimeError(
+                f"{answer.backend} did not answer {qid!r} itself: {answer.fallback or answer.unavailable}"
+            )
         hits[qid] = answer.results
     return hits, took
 
 
-async def eval_scifact(data: SciFact, mode: str, state: Path, split: str = "test", extra: dict | None = None) -> dict[str, Any]:
+async def eval_scifact(
+    data: SciFact, mode: str, state: Path, split: str = "test", extra: dict | None = None
+) -> dict[str, Any]:
     """nDCG@10, recall@10 and MRR@10 over documents (a document ranks at its best chunk)."""
     queries, rels = data.split(split)
     manager = open_mode(mode, data.workspace, state, extra)

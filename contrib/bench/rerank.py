@@ -101,8 +101,18 @@ def stage_side_by_side(work: Path, folder: Path, queries: int) -> dict[str, Any]
     qs = sample_queries(queries)
     variants: dict[str, dict[str, Any]] = {"off": {}}
     for tokens in TOKENS:
-        variants[f"on, {tokens} tokens"] = {"query": {"rerank": {"enabled": True, "provider": "local", "modelPath": str(folder),
-                                                                 "candidates": 30, "maxTokens": tokens, "timeoutMs": 120_000}}}
+        variants[f"on, {tokens} tokens"] = {
+            "query": {
+                "rerank": {
+                    "enabled": True,
+                    "provider": "local",
+                    "modelPath": str(folder),
+                    "candidates": 30,
+                    "maxTokens": tokens,
+                    "timeoutMs": 120_000,
+                }
+            }
+        }
     times: dict[str, list[float]] = {k: [] for k in variants}
     candidates: list[int] = []
 
@@ -152,7 +162,10 @@ def quality(work: Path, model: Path, modes: list[str], timeout_ms: float) -> dic
             await warm_index(mode, scifact.workspace, work / "state" / "scifact", say)
             for label, extra in ((mode, None), (f"{mode}+rerank", rerank)):
                 r = out["scifact"][label] = await eval_scifact(scifact, mode, work / "state" / "scifact", extra=extra)
-                say(f"  SciFact {label:15} nDCG@10 {r['ndcg@10']:.3f}  recall@10 {r['recall@10']:.3f}  p50 {r['latency_ms']['p50']:.0f} ms")
+                say(
+                    f"  SciFact {label:15} nDCG@10 {r['ndcg@10']:.3f}  recall@10 {r['recall@10']:.3f}  p50 "
+                    f"{r['latency_ms']['p50']:.0f} ms"
+                )
         lme = load_longmemeval(work / "data")
         for mode in modes:
             await warm_index(mode, lme.workspace, work / "state" / "lme", say)
@@ -173,12 +186,19 @@ def table(figures: dict[str, Any]) -> str:
         if name == "stage":
             continue
         cells = [f"{r[f'{t}x{n}']['median_ms']:.0f} ms" for t in TOKENS for n in CANDIDATES]
-        rows.append(f"| MiniLM-L6 size, random weights, {name} ({r['model_mb']} MB) | " + " | ".join(cells) + f" | {r['load_s']} s |")
+        rows.append(
+            f"| MiniLM-L6 size, random weights, {name} ({r['model_mb']} MB) | "
+            + " | ".join(cells)
+            + f" | {r['load_s']} s |"
+        )
     text = "**Rerank stage, local cross-encoder** (scoring time per search, median; batch 16)\n\n" + "\n".join(rows)
     st = lat.get("stage")
     if st:
-        text += (f"\n\nKeyword search on 1,000 synthetic files, minScore 0 ({st['mean_candidates']:g} candidates on average), "
-                 f"{st['queries']} queries interleaved, int8 graph:\n\n| rerank | p50 | p95 |\n| --- | --- | --- |")
+        text += (
+            f"\n\nKeyword search on 1,000 synthetic files, minScore 0 ({st['mean_candidates']:g} candidates on "
+            f"average), "
+            f"{st['queries']} queries interleaved, int8 graph:\n\n| rerank | p50 | p95 |\n| --- | --- | --- |"
+        )
         for name, t in st.items():
             if isinstance(t, dict):
                 text += f"\n| {name} | {t['p50_ms']:.0f} ms | {t['p95_ms']:.0f} ms |"
@@ -187,22 +207,36 @@ def table(figures: dict[str, Any]) -> str:
         text += ("\n\nQuality gain: **not measured** — no cross-encoder weights on this machine (none on PyPI); set "
                  "`MEMSIFT_RERANK_MODEL` to a folder with model.onnx + tokenizer.json and pass `--quality`.")
     else:
-        text += f"\n\nQuality with `{q['model']}`\n\n| set | mode | nDCG@10 | recall@10 / recall_any@10 | p50 |\n| --- | --- | --- | --- | --- |"
+        text += (
+            f"\n\nQuality with `{q['model']}`\n\n| set | mode | nDCG@10 | recall@10 / recall_any@10 | p50 |\n| --- | "
+            f"--- | --- | --- | --- |"
+        )
         for label, r in q["scifact"].items():
-            text += f"\n| SciFact | {label} | {r['ndcg@10']:.3f} | {r['recall@10']:.3f} | {r['latency_ms']['p50']:.0f} ms |"
+            text += (
+                f"\n| SciFact | {label} | {r['ndcg@10']:.3f} | {r['recall@10']:.3f} | {r['latency_ms']['p50']:.0f} ms |"
+            )
         for label, r in q["longmemeval"].items():
-            text += f"\n| LongMemEval | {label} | {r['ndcg@10']:.3f} | {r['recall_any@10']:.3f} | {r['latency_ms']['p50']:.0f} ms |"
+            text += (
+                f"\n| LongMemEval | {label} | {r['ndcg@10']:.3f} | {r['recall_any@10']:.3f} | "
+                f"{r['latency_ms']['p50']:.0f} ms |"
+            )
     return text + "\n"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--quality", action="store_true", help="SciFact and LongMemEval with and without rerank (needs MEMSIFT_RERANK_MODEL)")
+    ap.add_argument(
+        "--quality",
+        action="store_true",
+        help="SciFact and LongMemEval with and without rerank (needs MEMSIFT_RERANK_MODEL)",
+    )
     ap.add_argument("--modes", default="hybrid", help="search modes to rerank, comma-separated (bm25, hybrid)")
     ap.add_argument("--timeout-ms", type=float, default=60_000, help="the stage's budget in the quality runs")
     ap.add_argument("--skip-latency", action="store_true")
-    ap.add_argument("--stage-queries", type=int, default=20, help="queries for the side-by-side search run (0: skip it)")
+    ap.add_argument(
+        "--stage-queries", type=int, default=20, help="queries for the side-by-side search run (0: skip it)"
+    )
     ap.add_argument("--work", type=Path, default=HERE / "out")
     ap.add_argument("--results", type=Path, default=HERE / "results")
     args = ap.parse_args()

@@ -54,9 +54,20 @@ def machine() -> dict[str, Any]:
 
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
-    mem_kb = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")), 0)
-    qmd = subprocess.run(["qmd", "--version"], capture_output=True, text=True).stdout.strip() if qmd_available() else None
-    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
+    mem_kb = next(
+        (
+            int(line.split()[1])
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal")
+        ),
+        0,
+    )
+    qmd = (
+        subprocess.run(["qmd", "--version"], capture_output=True, text=True).stdout.strip() if qmd_available() else None
+    )
+    rev = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
+    ).stdout.strip()
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
@@ -89,9 +100,14 @@ async def quality(work: Path, with_qmd: bool) -> dict[str, Any]:
     for mode in [m for m in SCIFACT_MODES if with_qmd or m != "qmd"]:
         await _warm_once(mode, scifact.workspace, state / "scifact", warmed)
         out["scifact"][mode] = await eval_scifact(scifact, mode, state / "scifact")
-        say(f"  {mode:13} nDCG@10 {out['scifact'][mode]['ndcg@10']:.3f}  recall@10 {out['scifact'][mode]['recall@10']:.3f}")
+        say(
+            f"  {mode:13} nDCG@10 {out['scifact'][mode]['ndcg@10']:.3f}  recall@10 "
+            f"{out['scifact'][mode]['recall@10']:.3f}"
+        )
     # The train split, where anything was tuned (the hybrid's BM25 scaling was chosen here).
-    out["scifact_train"] = {m: await eval_scifact(scifact, m, state / "scifact", "train") for m in ("bm25", "vector", "hybrid")}
+    out["scifact_train"] = {
+        m: await eval_scifact(scifact, m, state / "scifact", "train") for m in ("bm25", "vector", "hybrid")
+    }
     say("LongMemEval (oracle): 940 sessions in one workspace, 470 questions")
     lme = load_longmemeval(data_root)
     out["longmemeval"] = {}
@@ -100,7 +116,10 @@ async def quality(work: Path, with_qmd: bool) -> dict[str, Any]:
         await _warm_once(mode, lme.workspace, state / "lme", warmed)
         out["longmemeval"][mode] = await eval_longmemeval(lme, mode, state / "lme")
         r = out["longmemeval"][mode]
-        say(f"  {mode:13} recall_any@5 {r['recall_any@5']:.3f}  @10 {r['recall_any@10']:.3f}  nDCG@10 {r['ndcg@10']:.3f}")
+        say(
+            f"  {mode:13} recall_any@5 {r['recall_any@5']:.3f}  @10 {r['recall_any@10']:.3f}  nDCG@10 "
+            f"{r['ndcg@10']:.3f}"
+        )
     return out
 
 
@@ -122,7 +141,10 @@ async def conversation(work: Path, with_qmd: bool, with_cjk: bool = True) -> dic
         out["cjk"][name] = {}
         for mode in CJK_MODES:
             r = out["cjk"][name][mode] = await eval_cjk(name, mode, work / "data", work / "state" / f"cjk-{name}")
-            say(f"  {mode:15} hit@1 {r['hit@1']:.3f}  hit@10 {r['hit@10']:.3f}  vector set aside {r['vector_set_aside']}/{r['queries']}")
+            say(
+                f"  {mode:15} hit@1 {r['hit@1']:.3f}  hit@10 {r['hit@10']:.3f}  vector set aside "
+                f"{r['vector_set_aside']}/{r['queries']}"
+            )
     return out
 
 
@@ -137,12 +159,24 @@ def main() -> None:
     ap.add_argument("--skip-cjk", action="store_true", help="skip the CJK sets (cjk.py runs them alone)")
     ap.add_argument("--skip-time", action="store_true", help="skip time-aware search (timebench.py runs it alone)")
     ap.add_argument("--work", type=Path, default=HERE / "out", help="work files (default contrib/bench/out)")
-    ap.add_argument("--results", type=Path, default=HERE / "results", help="figures, tables, plots (default contrib/bench/results)")
-    ap.add_argument("--skip-embed-speed", action="store_true", help="skip local-model chars/s against the baseline revision")
-    ap.add_argument("--skip-second-call", action="store_true", help="skip the cold / resident-helper / qmd CLI calls at 10k files")
-    ap.add_argument("--skip-million", action="store_true", help="skip 1M chunks (keyword build, synthetic vectors, search)")
-    ap.add_argument("--skip-int8-quality", action="store_true", help="skip LongMemEval with the int8 and the fp32 graph")
-    ap.add_argument("--only-speed", action="store_true", help="only embedding speed, the second CLI call and 1M chunks (issue 20)")
+    ap.add_argument(
+        "--results", type=Path, default=HERE / "results", help="figures, tables, plots (default contrib/bench/results)"
+    )
+    ap.add_argument(
+        "--skip-embed-speed", action="store_true", help="skip local-model chars/s against the baseline revision"
+    )
+    ap.add_argument(
+        "--skip-second-call", action="store_true", help="skip the cold / resident-helper / qmd CLI calls at 10k files"
+    )
+    ap.add_argument(
+        "--skip-million", action="store_true", help="skip 1M chunks (keyword build, synthetic vectors, search)"
+    )
+    ap.add_argument(
+        "--skip-int8-quality", action="store_true", help="skip LongMemEval with the int8 and the fp32 graph"
+    )
+    ap.add_argument(
+        "--only-speed", action="store_true", help="only embedding speed, the second CLI call and 1M chunks (issue 20)"
+    )
     ap.add_argument("--report-only", action="store_true", help="redraw tables and plots from results/figures.json")
     args = ap.parse_args()
     if args.report_only:
@@ -156,12 +190,19 @@ def main() -> None:
     with_qmd = not args.no_qmd
     if with_qmd and not qmd_available():
         sys.exit("qmd is not on PATH: install QMD 2.8.3 (docs/operators/qmd.md) or pass --no-qmd")
-    sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else ([1000, 10000] if args.quick else [1000, 10000, 100000])
+    sizes = (
+        [int(x) for x in args.sizes.split(",")]
+        if args.sizes
+        else ([1000, 10000] if args.quick else [1000, 10000, 100000])
+    )
     args.work.mkdir(parents=True, exist_ok=True)
     args.results.mkdir(parents=True, exist_ok=True)
     started = time.time()
     figures: dict[str, Any] = {"machine": machine()}
-    say(f"memsift benchmarks on {figures['machine']['cpu']} ({figures['machine']['cores']} cores), QMD: {figures['machine']['qmd']}")
+    say(
+        f"memsift benchmarks on {figures['machine']['cpu']} ({figures['machine']['cores']} cores), QMD: "
+        f"{figures['machine']['qmd']}"
+    )
     if args.only_speed:
         args.skip_quality = args.skip_conversation = args.skip_scale = args.skip_time = True
     if not args.skip_embed_speed:
@@ -193,7 +234,17 @@ def main() -> None:
                               or args.skip_embed_speed or args.skip_second_call or args.skip_million
                               or args.skip_int8_quality):  # a partial run keeps the rest
         old = json.loads(previous.read_text())
-        for part in ("quality", "scale", "conversation", "time", "embed_speed", "second_call", "second_call_hybrid", "million", "int8_quality"):
+        for part in (
+            "quality",
+            "scale",
+            "conversation",
+            "time",
+            "embed_speed",
+            "second_call",
+            "second_call_hybrid",
+            "million",
+            "int8_quality",
+        ):
             figures.setdefault(part, old.get(part))
         figures["targets"] = check_targets(figures)
     previous.write_text(json.dumps(figures, indent=1, default=float))

@@ -32,7 +32,11 @@ WORKER = HERE / "scale_worker.py"
 CLI_QUERIES = 15
 # The console script, as a user runs it (`python -m …cli.main` would import more before asking a
 # resident memsift).
-MEMSIFT = [str(Path(sys.executable).with_name("memsift"))] if Path(sys.executable).with_name("memsift").exists() else [sys.executable, "-m", "memsift.engine.cli.main"]
+MEMSIFT = (
+    [str(Path(sys.executable).with_name("memsift"))]
+    if Path(sys.executable).with_name("memsift").exists()
+    else [sys.executable, "-m", "memsift.engine.cli.main"]
+)
 
 
 def _clean_env(state: Path, config_home: Path) -> dict[str, str]:
@@ -61,17 +65,26 @@ def _memsift(ws: Path, state: Path, queries: list[str], with_model: bool, say: C
         shutil.rmtree(state / kind, ignore_errors=True)
         figures, peak = _worker("index", str(ws), str(state), kind)
         out[f"index_{kind}"] = {**figures, "peak_rss_mb": peak}
-        say(f"    memsift index ({kind}): {figures['seconds']:.1f} s, {figures['chunks_per_s']:.0f} chunks/s, {peak:.0f} MB peak")
+        say(
+            f"    memsift index ({kind}): {figures['seconds']:.1f} s, {figures['chunks_per_s']:.0f} chunks/s, "
+            f"{peak:.0f} MB peak"
+        )
         figures, peak = _worker("resync", str(ws), str(state), kind, str(_changed_file(ws)))
         out[f"resync_{kind}"] = {**figures, "peak_rss_mb": peak}
-        say(f"    memsift re-sync ({kind}): no change {figures['nochange_s']:.2f} s, one file {figures['one_changed_s']:.2f} s")
+        say(
+            f"    memsift re-sync ({kind}): no change {figures['nochange_s']:.2f} s, one file "
+            f"{figures['one_changed_s']:.2f} s"
+        )
     if not with_model:
         return out
     qfile = state / "queries.json"
     qfile.write_text(json.dumps(queries))
     figures, peak = _worker("search", str(ws), str(state), str(qfile))
     out["search_in_process"] = {**figures, "peak_rss_mb": peak}
-    say("    memsift search in process: " + ", ".join(f"{m} p50 {f['p50_ms']:.1f} / p95 {f['p95_ms']:.1f} ms" for m, f in figures.items()))
+    say(
+        "    memsift search in process: "
+        + ", ".join(f"{m} p50 {f['p50_ms']:.1f} / p95 {f['p95_ms']:.1f} ms" for m, f in figures.items())
+    )
     env = _clean_env(state / "local", state / "xdg-config")
     times, peaks = [], []
     for q in queries[:CLI_QUERIES]:
@@ -82,7 +95,12 @@ def _memsift(ws: Path, state: Path, queries: list[str], with_model: bool, say: C
         assert answer["mode"] == "hybrid" and not answer.get("fallback"), answer.get("degraded")
         times.append(run.seconds * 1000)
         peaks.append(run.peak_rss_mb)
-    out["cli_search"] = {"p50_ms": percentile(times, 0.5), "p95_ms": percentile(times, 0.95), "peak_rss_mb": max(peaks), "mode": "hybrid"}
+    out["cli_search"] = {
+        "p50_ms": percentile(times, 0.5),
+        "p95_ms": percentile(times, 0.95),
+        "peak_rss_mb": max(peaks),
+        "mode": "hybrid",
+    }
     say(f"    memsift search CLI: p50 {out['cli_search']['p50_ms']:.0f} ms, p95 {out['cli_search']['p95_ms']:.0f} ms")
     out["cli_search_resident"] = _resident_cli(ws, env, queries[:CLI_QUERIES])
     say(f"    memsift search CLI with `memsift watch` running: p50 {out['cli_search_resident']['p50_ms']:.0f} ms, "
@@ -120,7 +138,12 @@ def _resident_cli(ws: Path, env: dict[str, str], queries: list[str]) -> dict[str
         watch.kill()
         watch.wait()
         shutil.rmtree(runtime, ignore_errors=True)
-    return {"p50_ms": percentile(times, 0.5), "p95_ms": percentile(times, 0.95), "peak_rss_mb": max(peaks), "mode": "hybrid"}
+    return {
+        "p50_ms": percentile(times, 0.5),
+        "p95_ms": percentile(times, 0.95),
+        "peak_rss_mb": max(peaks),
+        "mode": "hybrid",
+    }
 
 
 def _qmd(ws: Path, home_dir: Path, queries: list[str], say: Callable[[str], None]) -> dict[str, Any]:
@@ -142,14 +165,22 @@ def _qmd(ws: Path, home_dir: Path, queries: list[str], say: Callable[[str], None
     finally:
         changed.write_text(original, encoding="utf-8")
         home.run("update")
-    say(f"    qmd update: no change {out['resync']['nochange_s']:.2f} s, one file {out['resync']['one_changed_s']:.2f} s")
+    say(
+        f"    qmd update: no change {out['resync']['nochange_s']:.2f} s, one file "
+        f"{out['resync']['one_changed_s']:.2f} s"
+    )
     times, peaks = [], []
     for q in queries[:CLI_QUERIES]:
         run = home.run("search", "--json", "-n", "6", "--", q)
         json.loads(run.stdout)  # QMD answered with JSON (an empty list is an answer too)
         times.append(run.seconds * 1000)
         peaks.append(run.peak_rss_mb)
-    out["cli_search"] = {"p50_ms": percentile(times, 0.5), "p95_ms": percentile(times, 0.95), "peak_rss_mb": max(peaks), "mode": "search (BM25)"}
+    out["cli_search"] = {
+        "p50_ms": percentile(times, 0.5),
+        "p95_ms": percentile(times, 0.95),
+        "peak_rss_mb": max(peaks),
+        "mode": "search (BM25)",
+    }
     out["index_mb"] = home.size_mb()
     say(f"    qmd search CLI: p50 {out['cli_search']['p50_ms']:.0f} ms, p95 {out['cli_search']['p95_ms']:.0f} ms")
     return out
@@ -169,7 +200,9 @@ def _ratios(m: dict[str, Any], q: dict[str, Any]) -> dict[str, float]:
     return r
 
 
-def run_scale(work: Path, sizes: list[int], *, model_sizes: set[int], with_qmd: bool, say: Callable[[str], None] = print) -> dict[str, Any]:
+def run_scale(
+    work: Path, sizes: list[int], *, model_sizes: set[int], with_qmd: bool, say: Callable[[str], None] = print
+) -> dict[str, Any]:
     queries = sample_queries()
     results: dict[str, Any] = {"queries": len(queries), "cli_queries": CLI_QUERIES}
     if with_qmd and not qmd_available():

@@ -33,7 +33,13 @@ def manager(ws: Path, state: Path, kind: str, memory_search: dict | None = None)
 
     settings = settings_for(ws, state / kind, memory_search or {}, frozen=False)
     if kind == "fts":
-        return ranked(BuiltinSearchManager(settings, selection=ProviderSelection(None, "none", unavailable_reason="benchmark: keyword only")), settings, "builtin")
+        return ranked(
+            BuiltinSearchManager(
+                settings, selection=ProviderSelection(None, "none", unavailable_reason="benchmark: keyword only")
+            ),
+            settings,
+            "builtin",
+        )
     return ranked(BuiltinSearchManager(settings, provider=local_provider()), settings, "builtin")
 
 
@@ -83,7 +89,11 @@ async def do_resync(ws: Path, state: Path, kind: str, changed: Path) -> dict:
 
 
 async def do_search(ws: Path, state: Path, queries: list[str]) -> dict:
-    modes = {"fts": ("fts", {}), "vector": ("local", {"query": {"hybrid": {"enabled": False}}}), "hybrid": ("local", {})}
+    modes = {
+        "fts": ("fts", {}),
+        "vector": ("local", {"query": {"hybrid": {"enabled": False}}}),
+        "hybrid": ("local", {}),
+    }
     out = {}
     for mode, (kind, ms) in modes.items():
         m = manager(ws, state, kind, ms)

@@ -42,7 +42,11 @@ def _timed(argv: list[str], env: dict[str, str], queries: list[str]) -> dict[str
         if run.rc not in (0, 1):  # 1: no results
             raise RuntimeError(f"{argv[0]} failed ({run.rc}): {run.stderr[-800:]}")
         times.append(run.seconds * 1000)
-    return {"p50_ms": round(percentile(times, 0.5), 1), "p95_ms": round(percentile(times, 0.95), 1), "calls": len(times)}
+    return {
+        "p50_ms": round(percentile(times, 0.5), 1),
+        "p95_ms": round(percentile(times, 0.95), 1),
+        "calls": len(times),
+    }
 
 
 def _wait_for_helper(folder: Path, timeout: float = 3600) -> int:
@@ -90,7 +94,9 @@ def run_second_call(work: Path, files: int = 10000, *, keyword: bool = False, wi
             home = QmdHome(work / "qmd" / f"second-call-{files}")
             home.reset()
             home.run("collection", "add", str(ws), "--name", "mem", "--mask", "**/*.md", timeout=6 * 3600)
-            out["qmd_search"] = _timed(["qmd", "--index", home.index, "search", "--json", "-n", "6", "--"], home.env, queries)
+            out["qmd_search"] = _timed(
+                ["qmd", "--index", home.index, "search", "--json", "-n", "6", "--"], home.env, queries
+            )
             say(f"    qmd search: p50 {out['qmd_search']['p50_ms']:.0f} ms, p95 {out['qmd_search']['p95_ms']:.0f} ms")
             out["ratio_vs_qmd_p50"] = round(out["qmd_search"]["p50_ms"] / out["second_call"]["p50_ms"], 2)
             out["cold_vs_qmd_p50"] = round(out["cold"]["p50_ms"] / out["qmd_search"]["p50_ms"], 2)  # target ≤ 2

@@ -138,14 +138,32 @@ async def _soak(url: str, seconds: float, clients: int, writes_per_s: float, ws:
     calls = sum(len(v) for v in latencies.values())
     every = [x for v in latencies.values() for x in v]
     return {
-        "seconds": seconds, "clients": clients, "calls": calls, "throughputPerS": round(calls / seconds, 1),
-        "latencyMs": {"p50": round(_pct(every, 0.5), 1), "p95": round(_pct(every, 0.95), 1), "p99": round(_pct(every, 0.99), 1)},
-        "byTool": {k: {"calls": len(v), "p50": round(_pct(v, 0.5), 1), "p99": round(_pct(v, 0.99), 1)} for k, v in latencies.items()},
-        "errors": len(errors), "errorSamples": errors[:5],
-        "writes": len(tokens), "lostUpdates": len(lost), "lostSamples": lost[:5],
-        "rssMb": {"first": round(rss[0] / 1024, 1) if rss else None, "last": round(rss[-1] / 1024, 1) if rss else None,
-                  "max": round(max(rss) / 1024, 1) if rss else None,
-                  "growthAfterWarmupMb": round((rss[-1] - statistics.median(rss[: max(1, len(rss) // 10)])) / 1024, 1) if rss else None},
+        "seconds": seconds,
+        "clients": clients,
+        "calls": calls,
+        "throughputPerS": round(calls / seconds, 1),
+        "latencyMs": {
+            "p50": round(_pct(every, 0.5), 1),
+            "p95": round(_pct(every, 0.95), 1),
+            "p99": round(_pct(every, 0.99), 1),
+        },
+        "byTool": {
+            k: {"calls": len(v), "p50": round(_pct(v, 0.5), 1), "p99": round(_pct(v, 0.99), 1)}
+            for k, v in latencies.items()
+        },
+        "errors": len(errors),
+        "errorSamples": errors[:5],
+        "writes": len(tokens),
+        "lostUpdates": len(lost),
+        "lostSamples": lost[:5],
+        "rssMb": {
+            "first": round(rss[0] / 1024, 1) if rss else None,
+            "last": round(rss[-1] / 1024, 1) if rss else None,
+            "max": round(max(rss) / 1024, 1) if rss else None,
+            "growthAfterWarmupMb": round((rss[-1] - statistics.median(rss[: max(1, len(rss) // 10)])) / 1024, 1)
+            if rss
+            else None,
+        },
     }
 
 
@@ -169,8 +187,22 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "-b", args.backend, "index"],
                        env=env, check=True, capture_output=True)
         server = subprocess.Popen(
-            [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "-b", args.backend, "mcp", "--http", "--port", str(port)],
-            env=env, stdout=subprocess.DEVNULL, stderr=open(root / "server.log", "wb"),
+            [
+                sys.executable,
+                "-m",
+                "memsift.engine.cli.main",
+                "-w",
+                str(ws),
+                "-b",
+                args.backend,
+                "mcp",
+                "--http",
+                "--port",
+                str(port),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(root / "server.log", "wb"),
         )
         try:
             for _ in range(300):
@@ -189,13 +221,19 @@ def main() -> None:
     print(f"soak over MCP/HTTP, {args.backend} backend, {result['files']} files, {args.clients} clients, "
           f"{args.minutes:g} min, {args.writes_per_s:g} writes/s")
     print(f"  calls            {result['calls']} ({result['throughputPerS']}/s)")
-    print(f"  latency p50/p95/p99  {result['latencyMs']['p50']} / {result['latencyMs']['p95']} / {result['latencyMs']['p99']} ms")
+    print(
+        f"  latency p50/p95/p99  {result['latencyMs']['p50']} / {result['latencyMs']['p95']} / "
+        f"{result['latencyMs']['p99']} ms"
+    )
     for tool, fig in result["byTool"].items():
         print(f"    {tool:14} {fig['calls']} calls, p50 {fig['p50']} ms, p99 {fig['p99']} ms")
     print(f"  errors           {result['errors']}")
     print(f"  writes / lost    {result['writes']} / {result['lostUpdates']}")
     r = result["rssMb"]
-    print(f"  server RSS       first {r['first']} MB, max {r['max']} MB, last {r['last']} MB, growth after warm-up {r['growthAfterWarmupMb']} MB")
+    print(
+        f"  server RSS       first {r['first']} MB, max {r['max']} MB, last {r['last']} MB, growth after warm-up "
+        f"{r['growthAfterWarmupMb']} MB"
+    )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
 

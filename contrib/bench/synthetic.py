@@ -59,7 +59,9 @@ def build_daily_logs(root: Path, n_files: int, seed: int = 7) -> Path:
         path = ws / "memory" / f"log-{folder:03d}" / f"{d.isoformat()}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (ws / "MEMORY.md").write_text("# Memory\n\n- The team works on the ledger service and the mobile app.\n", encoding="utf-8")
+    (ws / "MEMORY.md").write_text(
+        "# Memory\n\n- The team works on the ledger service and the mobile app.\n", encoding="utf-8"
+    )
     stamp.write_text("")
     return ws
 

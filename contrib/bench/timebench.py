@@ -44,7 +44,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "time on": {},
     "time on + decay": {"query": {"hybrid": {"temporalDecay": _DECAY}}},
     "decay (time off)": {"query": {"time": {"enabled": False}, "hybrid": {"temporalDecay": _DECAY}}},
-    "reference decay": {"query": {"time": {"enabled": False}, "hybrid": {"temporalDecay": {**_DECAY, "formula": "reference"}}}},
+    "reference decay": {
+        "query": {"time": {"enabled": False}, "hybrid": {"temporalDecay": {**_DECAY, "formula": "reference"}}}
+    },
 }
 
 
@@ -58,9 +60,15 @@ def parser_cost(questions: list[tuple[str, float]]) -> dict[str, Any]:
     from memsift.engine.search.time_query import find_time_windows  # noqa: PLC0415
 
     cold = subprocess.run(
-        [sys.executable, "-c", "import time; t = time.perf_counter(); from memsift.engine.search.time_query import find_time_windows; "
-         "find_time_windows('what did I buy two weeks ago?'); print((time.perf_counter() - t) * 1000)"],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-c",
+            "import time; t = time.perf_counter(); from memsift.engine.search.time_query import find_time_windows; "
+            "find_time_windows('what did I buy two weeks ago?'); print((time.perf_counter() - t) * 1000)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     find_time_windows("what did I buy two weeks ago?")
     took, named = [], 0
@@ -77,7 +85,11 @@ def _same_ranking(a: list[tuple], b: list[tuple]) -> bool:
     """The same hits with the same scores, position by position, to 1e-5: the model's query vector
     differs in its last float bits between two runs (the same variant twice differs there too),
     which can also swap two hits of equal score."""
-    return len(a) == len(b) and {x[:2] for x in a} == {y[:2] for y in b} and all(abs(x[2] - y[2]) <= 1e-5 for x, y in zip(a, b))
+    return (
+        len(a) == len(b)
+        and {x[:2] for x in a} == {y[:2] for y in b}
+        and all(abs(x[2] - y[2]) <= 1e-5 for x, y in zip(a, b))
+    )
 
 
 async def _scifact_unchanged(work: Path) -> dict[str, Any]:
@@ -92,8 +104,13 @@ async def _scifact_unchanged(work: Path) -> dict[str, Any]:
     for name in ("time off", "time on"):
         manager = open_mode("hybrid", data.workspace, state, VARIANTS[name])
         try:
-            ranked[name] = {qid: [(h.path, h.start_line, h.score) for h in (await manager.search(text, max_results=30, min_score=0.0)).results]
-                            for qid, text in queries}
+            ranked[name] = {
+                qid: [
+                    (h.path, h.start_line, h.score)
+                    for h in (await manager.search(text, max_results=30, min_score=0.0)).results
+                ]
+                for qid, text in queries
+            }
         finally:
             await manager.aclose()
     timed = {qid for qid, text in queries if find_time_windows(text)}
@@ -102,7 +119,9 @@ async def _scifact_unchanged(work: Path) -> dict[str, Any]:
             "timed_rankings_changed": len(changed & timed)}
 
 
-async def time_aware(work: Path, parts: tuple[str, ...] = ("longmemeval", "evidence", "scifact", "parser", "timeonly")) -> dict[str, Any]:
+async def time_aware(
+    work: Path, parts: tuple[str, ...] = ("longmemeval", "evidence", "scifact", "parser", "timeonly")
+) -> dict[str, Any]:
     out: dict[str, Any] = {"longmemeval": {}, "evidence": {}}
     lme = load_longmemeval(work / "data")
     if "longmemeval" in parts:
@@ -121,13 +140,19 @@ async def time_aware(work: Path, parts: tuple[str, ...] = ("longmemeval", "evide
         out["evidence"][set_name] = {}
         for name, extra in VARIANTS.items():
             r = out["evidence"][set_name][name] = await eval_evidence(questions, "hybrid", state, extra=extra)
-            say(f"  {name:17} turn_recall@10 {r['turn_recall@10']:.3f}  hit@10 {r['hit@10']:.3f}  near-empty first {r['tiny_first']:.3f}")
+            say(
+                f"  {name:17} turn_recall@10 {r['turn_recall@10']:.3f}  hit@10 {r['hit@10']:.3f}  near-empty first "
+                f"{r['tiny_first']:.3f}"
+            )
     if "scifact" in parts:
         say("Time-aware search: SciFact rankings with time on and off")
         out["scifact"] = await _scifact_unchanged(work)
         sf = out["scifact"]
-        say(f"  rankings changed: {sf['rankings_changed']} of {sf['queries'] - sf['naming_a_time']} queries naming no time, "
-            f"{sf['timed_rankings_changed']} of {sf['naming_a_time']} naming one")
+        say(
+            f"  rankings changed: {sf['rankings_changed']} of {sf['queries'] - sf['naming_a_time']} queries naming no "
+            f"time, "
+            f"{sf['timed_rankings_changed']} of {sf['naming_a_time']} naming one"
+        )
     if "timeonly" in parts:
         out["time_only"] = await time_only(work, per_template=TIME_ONLY_PER_TEMPLATE, say=say)
     if "parser" not in parts:
@@ -144,7 +169,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, default=HERE / "out")
     ap.add_argument("--out", type=Path, help="write the figures as JSON")
-    ap.add_argument("--parts", default="longmemeval,evidence,scifact,parser,timeonly", help="which parts to run (comma-separated)")
+    ap.add_argument(
+        "--parts", default="longmemeval,evidence,scifact,parser,timeonly", help="which parts to run (comma-separated)"
+    )
     args = ap.parse_args()
     figures = anyio.run(time_aware, args.work, tuple(args.parts.split(",")))
     if args.out:

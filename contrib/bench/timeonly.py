@@ -85,45 +85,139 @@ def _ordinal(n: int) -> str:
 # (question, the day it is asked, the window's first and last day), or None when it does not apply.
 Template = Callable[[date, random.Random, "tuple[str, str] | None"], "tuple[str, date, date, date] | None"]
 TEMPLATES: dict[str, Template] = {
-    "on <date>": lambda d, r, _p: (r.choice([f"What did we talk about on {MONTHS[d.month - 1]} {d.day}?",
-                                             f"What happened on {d.isoformat()}?",
-                                             f"What did I do on the {_ordinal(d.day)} of {MONTHS[d.month - 1]}?",
-                                             f"Can you give me a recap of {MONTHS[d.month - 1]} {d.day}?"]),
-                                   d + timedelta(days=r.randint(3, 20)), d, d),
-    "yesterday": lambda d, r, _p: (r.choice(["What did I do yesterday?", "What did we talk about yesterday?",
-                                             "Anything new from yesterday?", "Remind me what we discussed yesterday."]),
-                                   d + timedelta(days=1), d, d),
+    "on <date>": lambda d, r, _p: (
+        r.choice(
+            [
+                f"What did we talk about on {MONTHS[d.month - 1]} {d.day}?",
+                f"What happened on {d.isoformat()}?",
+                f"What did I do on the {_ordinal(d.day)} of {MONTHS[d.month - 1]}?",
+                f"Can you give me a recap of {MONTHS[d.month - 1]} {d.day}?",
+            ]
+        ),
+        d + timedelta(days=r.randint(3, 20)),
+        d,
+        d,
+    ),
+    "yesterday": lambda d, r, _p: (
+        r.choice(
+            [
+                "What did I do yesterday?",
+                "What did we talk about yesterday?",
+                "Anything new from yesterday?",
+                "Remind me what we discussed yesterday.",
+            ]
+        ),
+        d + timedelta(days=1),
+        d,
+        d,
+    ),
     # The chats name their two people: a question that names them names no topic (every note is theirs).
-    "A and B on <date>": lambda d, r, p: None if p is None else (
-        f"What did {p[0]} and {p[1]} talk about on {MONTHS[d.month - 1]} {d.day}?", d + timedelta(days=r.randint(3, 20)), d, d),
-    "<person> yesterday": lambda d, r, p: None if p is None else (
-        r.choice([f"What did {p[0]} do yesterday?", f"What did {p[1]} and I talk about yesterday?"]), d + timedelta(days=1), d, d),
-    "N days ago": lambda d, r, _p: (lambda n: (f"What did we talk about {n} days ago?", d + timedelta(days=n), d, d))(r.randint(2, 6)),
-    "the day before yesterday": lambda d, r, _p: ("What happened the day before yesterday?", d + timedelta(days=2), d, d),
-    "a couple of days ago": lambda d, r, _p: ("What did we discuss a couple of days ago?", d + timedelta(days=2),
-                                          d - timedelta(days=1), d + timedelta(days=1)),
-    "last week": lambda d, r, _p: ("What happened last week?", _week(d)[1] + timedelta(days=r.randint(1, 7)), *_week(d)),
-    "earlier this week": lambda d, r, _p: (None if d.weekday() == 6 else
-                                       ("What did I do earlier this week?", d + timedelta(days=1), _week(d)[0], d)),
-    "the weekend": lambda d, r, _p: (None if d.weekday() < 5 else
-                                 ("What did we talk about over the weekend?", _week(d)[1] + timedelta(days=1),
-                                  _week(d)[1] - timedelta(days=1), _week(d)[1])),
-    "in <month>": lambda d, r, _p: (f"What did we discuss in {MONTHS[d.month - 1]}?", _month_end(d) + timedelta(days=r.randint(1, 25)),
-                                d.replace(day=1), _month_end(d)),
-    "last <month>": lambda d, r, _p: (f"What happened last {MONTHS[d.month - 1]}?", _month_end(d) + timedelta(days=r.randint(20, 200)),
-                                  d.replace(day=1), _month_end(d)),
-    "mid-/early/late <month>": lambda d, r, _p: (lambda part, lo, hi: (f"What did we talk about in {part} {MONTHS[d.month - 1]}?",
-                                                                   _month_end(d) + timedelta(days=r.randint(5, 60)), lo, hi))(
-        *(("early", d.replace(day=1), d.replace(day=10)) if d.day <= 10 else
-          ("mid-", d.replace(day=11), d.replace(day=20)) if d.day <= 20 else ("late", d.replace(day=21), _month_end(d)))),
-    "in Q<n>": lambda d, r, _p: (lambda q: (f"What did we talk about in Q{q}?",
-                                        _month_end(date(d.year, 3 * q, 1)) + timedelta(days=r.randint(5, 60)),
-                                        date(d.year, 3 * q - 2, 1), _month_end(date(d.year, 3 * q, 1))))((d.month - 1) // 3 + 1),
-    "last <season>": lambda d, r, _p: (lambda name, lo, hi: (f"What happened last {name}?", hi + timedelta(days=r.randint(10, 80)), lo, hi))(
-        *_season(d)),
+    "A and B on <date>": lambda d, r, p: (
+        None
+        if p is None
+        else (
+            f"What did {p[0]} and {p[1]} talk about on {MONTHS[d.month - 1]} {d.day}?",
+            d + timedelta(days=r.randint(3, 20)),
+            d,
+            d,
+        )
+    ),
+    "<person> yesterday": lambda d, r, p: (
+        None
+        if p is None
+        else (
+            r.choice([f"What did {p[0]} do yesterday?", f"What did {p[1]} and I talk about yesterday?"]),
+            d + timedelta(days=1),
+            d,
+            d,
+        )
+    ),
+    "N days ago": lambda d, r, _p: (lambda n: (f"What did we talk about {n} days ago?", d + timedelta(days=n), d, d))(
+        r.randint(2, 6)
+    ),
+    "the day before yesterday": lambda d, r, _p: (
+        "What happened the day before yesterday?",
+        d + timedelta(days=2),
+        d,
+        d,
+    ),
+    "a couple of days ago": lambda d, r, _p: (
+        "What did we discuss a couple of days ago?",
+        d + timedelta(days=2),
+        d - timedelta(days=1),
+        d + timedelta(days=1),
+    ),
+    "last week": lambda d, r, _p: (
+        "What happened last week?",
+        _week(d)[1] + timedelta(days=r.randint(1, 7)),
+        *_week(d),
+    ),
+    "earlier this week": lambda d, r, _p: (
+        None if d.weekday() == 6 else ("What did I do earlier this week?", d + timedelta(days=1), _week(d)[0], d)
+    ),
+    "the weekend": lambda d, r, _p: (
+        None
+        if d.weekday() < 5
+        else (
+            "What did we talk about over the weekend?",
+            _week(d)[1] + timedelta(days=1),
+            _week(d)[1] - timedelta(days=1),
+            _week(d)[1],
+        )
+    ),
+    "in <month>": lambda d, r, _p: (
+        f"What did we discuss in {MONTHS[d.month - 1]}?",
+        _month_end(d) + timedelta(days=r.randint(1, 25)),
+        d.replace(day=1),
+        _month_end(d),
+    ),
+    "last <month>": lambda d, r, _p: (
+        f"What happened last {MONTHS[d.month - 1]}?",
+        _month_end(d) + timedelta(days=r.randint(20, 200)),
+        d.replace(day=1),
+        _month_end(d),
+    ),
+    "mid-/early/late <month>": lambda d, r, _p: (
+        lambda part, lo, hi: (
+            f"What did we talk about in {part} {MONTHS[d.month - 1]}?",
+            _month_end(d) + timedelta(days=r.randint(5, 60)),
+            lo,
+            hi,
+        )
+    )(
+        *(
+            ("early", d.replace(day=1), d.replace(day=10))
+            if d.day <= 10
+            else ("mid-", d.replace(day=11), d.replace(day=20))
+            if d.day <= 20
+            else ("late", d.replace(day=21), _month_end(d))
+        )
+    ),
+    "in Q<n>": lambda d, r, _p: (
+        lambda q: (
+            f"What did we talk about in Q{q}?",
+            _month_end(date(d.year, 3 * q, 1)) + timedelta(days=r.randint(5, 60)),
+            date(d.year, 3 * q - 2, 1),
+            _month_end(date(d.year, 3 * q, 1)),
+        )
+    )((d.month - 1) // 3 + 1),
+    "last <season>": lambda d, r, _p: (
+        lambda name, lo, hi: (f"What happened last {name}?", hi + timedelta(days=r.randint(10, 80)), lo, hi)
+    )(*_season(d)),
     # Last, so that the other templates draw the same questions as before it was added.
-    "today": lambda d, r, _p: (r.choice(["What did I do today?", "What have we talked about today?",
-                                         "Anything new so far today?", "Recap today for me."]), d, d, d),
+    "today": lambda d, r, _p: (
+        r.choice(
+            [
+                "What did I do today?",
+                "What have we talked about today?",
+                "Anything new so far today?",
+                "Recap today for me.",
+            ]
+        ),
+        d,
+        d,
+        d,
+    ),
 }
 
 
@@ -198,10 +292,14 @@ async def time_only(work: Path, sets: tuple[str, ...] = ("lme", "chats"), per_te
                                             "top5": float(any(_in(h, a) for h in hits[:5])), "empty": float(not hits)})
             finally:
                 await manager.aclose()
-        figures = {t: {m: round(mean(x[m] for x in rows), 3) for m in ("top1", "top5", "empty")} | {"questions": len(rows)}
-                   for t, rows in per.items()}
+        figures = {
+            t: {m: round(mean(x[m] for x in rows), 3) for m in ("top1", "top5", "empty")} | {"questions": len(rows)}
+            for t, rows in per.items()
+        }
         every = [x for rows in per.values() for x in rows]
-        figures["all"] = {m: round(mean(x[m] for x in every), 3) for m in ("top1", "top5", "empty")} | {"questions": len(every)}
+        figures["all"] = {m: round(mean(x[m] for x in every), 3) for m in ("top1", "top5", "empty")} | {
+            "questions": len(every)
+        }
         figures["latency_ms_p50"] = round(sorted(took)[len(took) // 2], 1)
         out[set_name] = figures
         say(f"Time-only questions ({set_name}):")

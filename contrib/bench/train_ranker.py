@@ -75,7 +75,9 @@ async def collect(name: str, work: Path, extra: dict | None = None, tag: str = "
         try:
             for q in group:
                 wanted = POOL + HIDDEN_SLACK if q.hidden else POOL
-                hits = (await manager.search(q.text, max_results=wanted, min_score=0.0, now=q.now, candidates=CANDIDATES)).results
+                hits = (
+                    await manager.search(q.text, max_results=wanted, min_score=0.0, now=q.now, candidates=CANDIDATES)
+                ).results
                 hits = [h for h in hits if not _overlaps(h, q.hidden)][:POOL]
                 if hits and q.evidence:
                     out.append((q, hits, _matrix(q.text, hits), np.array([_shows_answer(q, h) for h in hits])))
@@ -198,11 +200,18 @@ def _with_features(pools: Any) -> Any:
 def leave_one_set_out(sets: dict[str, list[tuple]], train: Any, l2: float, shipped: np.ndarray) -> dict[str, Any]:
     """For each set: the backend's order, the shipped weights, and weights trained on every other set."""
     table: dict[str, Any] = {}
-    print("leave one set out: turn_recall@10 / MRR@10 of each set (backend's order | the shipped weights | trained on the other sets)")
+    print(
+        "leave one set out: turn_recall@10 / MRR@10 of each set (backend's order | the shipped weights | trained on "
+        "the other sets)"
+    )
     for held in sets:
         rest = [d for n, d in sets.items() if n != held]
         w = train([row for d in rest for row in d], l2=l2)
-        cells = {"backend": _evidence(sets[held], None), "shipped": _evidence(sets[held], shipped), "without": _evidence(sets[held], w)}
+        cells = {
+            "backend": _evidence(sets[held], None),
+            "shipped": _evidence(sets[held], shipped),
+            "without": _evidence(sets[held], w),
+        }
         table[held] = {k: {"recall@10": round(r, 3), "mrr@10": round(m, 3)} for k, (r, m) in cells.items()}
         print(f"  {held:8} " + "   ".join(f"{k} {r:.3f} / {m:.3f}" for k, (r, m) in cells.items()))
     return table
@@ -225,7 +234,10 @@ async def _main(args: argparse.Namespace) -> None:
               + f"   SciFact nDCG@10 test {sci['test']:.3f} train {sci['train']:.3f}")
 
     train = TRAINERS[args.loss]
-    print(f"turn_recall@10 / MRR@10 over the hybrid top {POOL} (minScore 0); SciFact nDCG@10 (never trained on); {args.loss} loss")
+    print(
+        f"turn_recall@10 / MRR@10 over the hybrid top {POOL} (minScore 0); SciFact nDCG@10 (never trained on); "
+        f"{args.loss} loss"
+    )
     row("backend's order", None, "baseline")
     for tr, te in (("lme", "chats"), ("chats", "lme")):
         w = train(sets[tr], l2=args.l2)
@@ -255,11 +267,20 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=HERE / "out")
     ap.add_argument("--fresh", action="store_true", help="collect again (the pools are cached in --work)")
     ap.add_argument("--write", action="store_true", help="write the shipped weights file")
-    ap.add_argument("--check", default="", help=f"also check on these sets, one left out at a time (all: {','.join(ALL_SETS)})")
-    ap.add_argument("--train-on", default=",".join(SETS),
-                    help="the sets the shipped weights learn from (only sets whose licence allows it: lme, chats, realmem)")
-    ap.add_argument("--extra", help="memorySearch settings (JSON) the pools are searched with, e.g. another local.modelPath")
-    ap.add_argument("--tag", default="", help="suffix of the index folders and pool files (one per --extra), as evidence.py's")
+    ap.add_argument(
+        "--check", default="", help=f"also check on these sets, one left out at a time (all: {','.join(ALL_SETS)})"
+    )
+    ap.add_argument(
+        "--train-on",
+        default=",".join(SETS),
+        help="the sets the shipped weights learn from (only sets whose licence allows it: lme, chats, realmem)",
+    )
+    ap.add_argument(
+        "--extra", help="memorySearch settings (JSON) the pools are searched with, e.g. another local.modelPath"
+    )
+    ap.add_argument(
+        "--tag", default="", help="suffix of the index folders and pool files (one per --extra), as evidence.py's"
+    )
     ap.add_argument("--l2", type=float, default=1e-2)
     ap.add_argument("--loss", choices=sorted(TRAINERS), default="pairwise",
                     help="pairwise (the shipped weights) or pointwise (a hit at a time, the first ranker's)")

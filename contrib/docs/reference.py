@@ -23,11 +23,22 @@ __all__ = ["config_keys", "config_reference", "exit_codes_reference", "mcp_refer
 _SECTIONS: list[tuple[str, str, str]] = [
     ("", "MemsiftConfig", "The file's top level."),
     ("agents", "AgentsConfig", "Agents: the defaults every agent starts from, and agents by id."),
-    ("agents.defaults", "AgentDefaults", "Settings for every agent (other keys of the reference's agent entries are ignored)."),
+    (
+        "agents.defaults",
+        "AgentDefaults",
+        "Settings for every agent (other keys of the reference's agent entries are ignored).",
+    ),
     ("agents.list[]", "AgentEntry", "One agent; its `memorySearch` is merged over the defaults'."),
-    ("agents.defaults.memorySearch", "MemorySearchConfig",
-     "Memory search for an agent; the same keys under `agents.list[].memorySearch` override them per agent."),
-    ("memory", "MemoryConfig", "What applies to every agent: the backend, citations, QMD, Postgres, the resident helper."),
+    (
+        "agents.defaults.memorySearch",
+        "MemorySearchConfig",
+        "Memory search for an agent; the same keys under `agents.list[].memorySearch` override them per agent.",
+    ),
+    (
+        "memory",
+        "MemoryConfig",
+        "What applies to every agent: the backend, citations, QMD, Postgres, the resident helper.",
+    ),
 ]
 
 
@@ -167,8 +178,15 @@ def mcp_reference() -> str:
         schema = tool.input_schema
         required = set(schema.get("required", []))
         ann = tool.annotations
-        hints = ", ".join(f"`{k}: {str(v).lower()}`" for k, v in ann.model_dump(exclude_none=True, by_alias=True).items()
-                          if k.endswith("Hint")) if ann else ""
+        hints = (
+            ", ".join(
+                f"`{k}: {str(v).lower()}`"
+                for k, v in ann.model_dump(exclude_none=True, by_alias=True).items()
+                if k.endswith("Hint")
+            )
+            if ann
+            else ""
+        )
         lines += [f"## `{tool.name}`", "", f"**{tool.title}.** {tool.description}", "", f"Annotations: {hints}.", "",
                   "| argument | type | required | description |", "| --- | --- | --- | --- |"]
         for name, prop in schema.get("properties", {}).items():

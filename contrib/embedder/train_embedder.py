@@ -62,7 +62,9 @@ def train(rows: list[dict], *, epochs: int, batch_size: int, lr: float, max_step
     steps = epochs * (len(rows) // batch_size)
     if max_steps:
         steps = min(steps, max_steps)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, steps // 10)) * max(0.0, 1 - s / steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / max(1, steps // 10)) * max(0.0, 1 - s / steps)
+    )
     step, started = 0, time.monotonic()
     for _epoch in range(epochs):
         rng.shuffle(rows)
@@ -71,7 +73,9 @@ def train(rows: list[dict], *, epochs: int, batch_size: int, lr: float, max_step
                 break
             part = rows[i : i + batch_size]
             queries = [r["query"] for r in part]
-            docs = [rng.choice(r["pos"]) for r in part] + [rng.choice(r["neg"]) if r["neg"] else rng.choice(r["pos"]) for r in part]
+            docs = [rng.choice(r["pos"]) for r in part] + [
+                rng.choice(r["neg"]) if r["neg"] else rng.choice(r["pos"]) for r in part
+            ]
             q = embed(model, tok, queries, QUERY_TOKENS)
             d = embed(model, tok, docs, DOC_TOKENS)
             logits = SCALE * q @ d.T
@@ -96,7 +100,9 @@ class _Encoder(torch.nn.Module):
         self.model = model
 
     def forward(self, input_ids, attention_mask, token_type_ids):
-        return self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
+        return self.model(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+        ).last_hidden_state
 
 
 def export(model, src: Path, out: Path) -> Path:

@@ -73,7 +73,9 @@ def _sense_counts(root: Path) -> tuple[dict[str, dict[str, int]], dict[str, int]
 def _main_sense_verb(word: str, by_pos: dict[str, dict[str, int]], first: dict[str, int]) -> bool:
     uses = by_pos.get(word, {})
     verb = uses.get("v", 0)
-    return verb >= MIN_VERB_USES and verb > sum(v for p, v in uses.items() if p != "v") and 2 * first.get(word, 0) >= verb
+    return (
+        verb >= MIN_VERB_USES and verb > sum(v for p, v in uses.items() if p != "v") and 2 * first.get(word, 0) >= verb
+    )
 
 
 def _porter():
@@ -82,7 +84,9 @@ def _porter():
 
     conn = apsw.Connection(":memory:")
     tok = conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
-    return lambda word: "".join(t[2] if len(t) > 2 else t[0] for t in tok(word.encode(), apsw.FTS5_TOKENIZE_QUERY, None))
+    return lambda word: "".join(
+        t[2] if len(t) > 2 else t[0] for t in tok(word.encode(), apsw.FTS5_TOKENIZE_QUERY, None)
+    )
 
 
 def _synset(line: str) -> tuple[list[str], list[str]]:

@@ -33,7 +33,9 @@ from leak import unleak  # noqa: E402
 
 
 def _hit(h: dict) -> SimpleNamespace:
-    return SimpleNamespace(path=h["path"], start_line=h["start"], end_line=h["end"], snippet=h["snippet"], score=h["score"])
+    return SimpleNamespace(
+        path=h["path"], start_line=h["start"], end_line=h["end"], snippet=h["snippet"], score=h["score"]
+    )
 
 
 def score_pools(rows: list[dict], reader: LocalCrossEncoder, candidates: int) -> tuple[list[list[float]], list[float]]:
@@ -70,8 +72,10 @@ def figures(rows: list[dict], ranked: list[list[SimpleNamespace]]) -> dict:
 
 def line(label: str, f: dict) -> str:
     cats = "  ".join(f"{t} {v:.3f}" for t, v in f["by_type"].items())
-    return (f"{label:28} R@5 {f['turn_recall@5']:.3f} R@10 {f['turn_recall@10']:.3f} session {f['session_recall@10']:.3f} "
-            f"MRR {f['mrr@10']:.3f} lines {f['lines@10']:.1f} | {cats}")
+    return (
+        f"{label:28} R@5 {f['turn_recall@5']:.3f} R@10 {f['turn_recall@10']:.3f} session {f['session_recall@10']:.3f} "
+        f"MRR {f['mrr@10']:.3f} lines {f['lines@10']:.1f} | {cats}"
+    )
 
 
 def main() -> None:
@@ -91,10 +95,16 @@ def main() -> None:
             continue
         rows = pickle.loads(path.read_bytes())
         raw, took = score_pools(rows, reader, args.candidates)
-        print(f"{name}: {len(rows)} questions, reader p50 {percentile(took, 0.5):.0f} ms p95 {percentile(took, 0.95):.0f} ms "
-              f"({args.candidates} hits, {args.max_tokens} tokens)", flush=True)
+        print(
+            f"{name}: {len(rows)} questions, reader p50 {percentile(took, 0.5):.0f} ms p95 "
+            f"{percentile(took, 0.95):.0f} ms "
+            f"({args.candidates} hits, {args.max_tokens} tokens)",
+            flush=True,
+        )
         for w in (float(x) for x in args.weights.split(",")):
-            print("  " + line(f"weight {w:g}", figures(rows, [reordered(r, s, w) for r, s in zip(rows, raw)])), flush=True)
+            print(
+                "  " + line(f"weight {w:g}", figures(rows, [reordered(r, s, w) for r, s in zip(rows, raw)])), flush=True
+            )
 
 
 if __name__ == "__main__":

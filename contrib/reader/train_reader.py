@@ -96,7 +96,9 @@ def train(data, *, layers: int, pooling: str, max_tokens: int, epochs: int, grou
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     steps = epochs * (len(data) // groups_per_step)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, steps // 10)) * max(0.0, 1 - s / max(1, steps)))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / max(1, steps // 10)) * max(0.0, 1 - s / max(1, steps))
+    )
     step, started = 0, time.time()
     for epoch in range(epochs):
         rng.shuffle(data)
@@ -104,7 +106,9 @@ def train(data, *, layers: int, pooling: str, max_tokens: int, epochs: int, grou
             batch = data[start : start + groups_per_step]
             queries = [q for q, p, negs in batch for _ in range(1 + len(negs))]
             docs = [d for q, p, negs in batch for d in [p, *negs]]
-            enc = tok(queries, docs, padding=True, truncation="longest_first", max_length=max_tokens, return_tensors="pt")
+            enc = tok(
+                queries, docs, padding=True, truncation="longest_first", max_length=max_tokens, return_tensors="pt"
+            )
             logits = logits_of(model, enc).view(len(batch), -1)
             loss = F.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long))
             loss.backward()
@@ -112,7 +116,10 @@ def train(data, *, layers: int, pooling: str, max_tokens: int, epochs: int, grou
             opt.step(), sched.step(), opt.zero_grad()
             step += 1
             if step % 20 == 0 or step == steps:
-                print(f"  epoch {epoch + 1} step {step}/{steps} loss {loss.item():.3f} ({time.time() - started:.0f} s)", flush=True)
+                print(
+                    f"  epoch {epoch + 1} step {step}/{steps} loss {loss.item():.3f} ({time.time() - started:.0f} s)",
+                    flush=True,
+                )
     model.eval()
     return model, tok
 
@@ -123,9 +130,16 @@ def export(model, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     ids = torch.ones(2, 16, dtype=torch.long)
     names = ["input_ids", "attention_mask", "token_type_ids"]
-    torch.onnx.export(model, (ids, ids, torch.zeros_like(ids)), out / "model-fp32.onnx", input_names=names,
-                      output_names=["logits"], dynamic_axes={n: {0: "batch", 1: "tokens"} for n in names} | {"logits": {0: "batch"}},
-                      opset_version=17, dynamo=False)
+    torch.onnx.export(
+        model,
+        (ids, ids, torch.zeros_like(ids)),
+        out / "model-fp32.onnx",
+        input_names=names,
+        output_names=["logits"],
+        dynamic_axes={n: {0: "batch", 1: "tokens"} for n in names} | {"logits": {0: "batch"}},
+        opset_version=17,
+        dynamo=False,
+    )
     quantize_dynamic(str(out / "model-fp32.onnx"), str(out / "model.onnx"), weight_type=QuantType.QInt8)
     shutil.copy(base_model_dir() / "tokenizer.json", out / "tokenizer.json")
 

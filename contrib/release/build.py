@@ -44,8 +44,14 @@ def version_problems() -> list[str]:
     """The OpenClaw plugin's version is memsift's: package.json must say pyproject.toml's."""
     mine = memsift_version()
     plugin = json.loads((OPENCLAW_PLUGIN / "package.json").read_text(encoding="utf-8"))["version"]
-    return [] if plugin == mine else [f"contrib/openclaw-plugin/package.json says {plugin}, pyproject.toml says {mine}: "
-                                      "the plugin's version is memsift's"]
+    return (
+        []
+        if plugin == mine
+        else [
+            f"contrib/openclaw-plugin/package.json says {plugin}, pyproject.toml says {mine}: "
+            "the plugin's version is memsift's"
+        ]
+    )
 
 
 def _run(argv: list[str], cwd: Path = REPO) -> str:
@@ -78,8 +84,11 @@ def build(out: Path, *, plugins: bool = True, say=print) -> dict[str, Path]:
 def check(files: dict[str, Path], say=print) -> list[str]:
     problems = version_problems()
     say("twine check --strict")
-    twine = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(files["wheel"]), str(files["sdist"])],
-                           capture_output=True, text=True)
+    twine = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", str(files["wheel"]), str(files["sdist"])],
+        capture_output=True,
+        text=True,
+    )
     if twine.returncode != 0:
         problems.append(f"twine check failed: {(twine.stdout + twine.stderr)[-2000:]}")
     say("the wheel against the tree's modules, imports and data")

@@ -96,15 +96,21 @@ def wheel_problems(wheel: Path, repo: Path) -> list[str]:
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
         version = _wheel_version(z)
-        plugin_json = json.loads(z.read(f"{PLUGIN_PREFIX}package.json")) if f"{PLUGIN_PREFIX}package.json" in names else None
+        plugin_json = (
+            json.loads(z.read(f"{PLUGIN_PREFIX}package.json")) if f"{PLUGIN_PREFIX}package.json" in names else None
+        )
     shipped = wheel_modules(names)
     problems = [f"module {m} is in the tree but not in the wheel" for m in sorted(tree_modules(repo) - shipped)]
     for name, importers in sorted(imported_memsift_modules(repo).items()):
         top = ".".join(name.split(".")[:2])
         if top in TOPS.values() and name not in shipped:
-            shown = ", ".join(sorted(set(importers))[:3]) + (f" and {len(set(importers)) - 3} more" if len(set(importers)) > 3 else "")
+            shown = ", ".join(sorted(set(importers))[:3]) + (
+                f" and {len(set(importers)) - 3} more" if len(set(importers)) > 3 else ""
+            )
             problems.append(f"{name} is imported ({shown}) but the wheel lacks it")
-    problems += [f"data file {d} is in the tree but not in the wheel" for d in sorted(tree_data_files(repo) - set(names))]
+    problems += [
+        f"data file {d} is in the tree but not in the wheel" for d in sorted(tree_data_files(repo) - set(names))
+    ]
     if plugin_json is None:
         problems.append("the wheel lacks the OpenClaw plugin (memsift/openclaw_plugin/package.json)")
     elif plugin_json.get("version") != version:

@@ -34,8 +34,19 @@ from typing import IO, Any, Mapping
 
 from .resident import command_index, relevant_env, rendezvous_dir, state_tag
 
-__all__ = ["helper_argv", "helper_lock_path", "settings_identity", "start_helper", "take_helper_lock", "write_helper_info",
-           "helper_pids", "helpers", "helper_for", "stop_helper", "HelperInfo"]
+__all__ = [
+    "helper_argv",
+    "helper_lock_path",
+    "settings_identity",
+    "start_helper",
+    "take_helper_lock",
+    "write_helper_info",
+    "helper_pids",
+    "helpers",
+    "helper_for",
+    "stop_helper",
+    "HelperInfo",
+]
 
 _VERBOSE = ("-v", "-vv", "-vvv", "--verbose")
 STALE_LOCK_S = 60.0  # a lock file nobody holds is removed once this old (a helper starting takes it within a second)
@@ -112,7 +123,9 @@ def write_helper_info(lock: IO[str], settings: Any, idle_timeout: str, *, kind: 
     lock.flush()
 
 
-def start_helper(argv: list[str], backend: str | None, settings: Any, env: Mapping[str, str] | None = None) -> int | None:
+def start_helper(
+    argv: list[str], backend: str | None, settings: Any, env: Mapping[str, str] | None = None
+) -> int | None:
     """After a cold search: start a helper unless one runs (or is starting) for these settings,
     or the user opted out. Returns the new process id, or None. Never raises: the search has
     already been answered."""

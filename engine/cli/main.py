@@ -23,7 +23,15 @@ from ..errors import CommandTimeout, ConfigError, MemsiftError
 from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key
 from ..secrets import redact, url_without_password
 from ..mcp.stopping import STOP_GRACE_S, exit_within
-from .options import PARITY_SIDE, build_request, cli_search_request, group_params, model_options, scoped_request, search_params
+from .options import (
+    PARITY_SIDE,
+    build_request,
+    cli_search_request,
+    group_params,
+    model_options,
+    scoped_request,
+    search_params,
+)
 from .output import EXIT_CODES, exit_code, json_text, search_output
 
 CLOSE_AFTER_TIMEOUT_S = 1.0  # a command out of time waits this long for its work to stop, then exits
@@ -89,7 +97,9 @@ class _Ctx:
         if warning:
             click.echo(f"memsift: warning: {warning}", err=True)
 
-    def run(self, fn: Callable[..., Awaitable[Any]], *, progress: bool | None = False, command: str | None = None) -> Any:
+    def run(
+        self, fn: Callable[..., Awaitable[Any]], *, progress: bool | None = False, command: str | None = None
+    ) -> Any:
         """Open the manager, run `fn(manager)`, close it. `progress`: True shows the progress of
         long work on a terminal, None only once the manager says it builds the index first.
         `command`: the budget of `memory.limits.<command>` (or --timeout) applies, with a line on
@@ -138,8 +148,16 @@ class _Ctx:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, params=group_params())
 @click.version_option(package_name="memsift")
 @click.pass_context
-def cli(ctx: click.Context, workspace: str | None, agent: str | None, config_path: str | None, openclaw_config: str | None,
-        backend: str | None, verbose: int, timeout: str | None) -> None:
+def cli(
+    ctx: click.Context,
+    workspace: str | None,
+    agent: str | None,
+    config_path: str | None,
+    openclaw_config: str | None,
+    backend: str | None,
+    verbose: int,
+    timeout: str | None,
+) -> None:
     """Memory search for AI agents over Markdown memory files."""
     from ..durations import check_duration  # noqa: PLC0415
     from ..logging import configure_logging  # noqa: PLC0415  (structlog is not needed before this)
@@ -223,7 +241,9 @@ def search(obj: _Ctx, query: str, backend: str | None, as_json: bool, **params: 
     if backend:
         obj.backend = backend
     with _errors_to_exit():
-        answer = obj.run(lambda m: m.answer(request), progress=None, command="search")  # a first build is said, on a terminal or not
+        answer = obj.run(
+            lambda m: m.answer(request), progress=None, command="search"
+        )  # a first build is said, on a terminal or not
         if answer.denied is None:  # a denial shows nothing of the workspace, not even its path
             obj.warn_if_no_memory()
     out, err, code = search_output(answer, as_json=as_json, explain=request.explain)
@@ -241,8 +261,13 @@ def search(obj: _Ctx, query: str, backend: str | None, as_json: bool, **params: 
 CLI_READ_CHARS = 1_000_000  # what `get` prints at most by default: a bounded read, streamed
 
 
-@cli.command(params=[click.Argument(["target"], metavar="PATH[:FROM-TO | #LFROM-LTO | :FROM[:COUNT]]"),
-                     *model_options(ReadOptions), click.Option(["--json", "as_json"], is_flag=True, help="Print one JSON document.")])
+@cli.command(
+    params=[
+        click.Argument(["target"], metavar="PATH[:FROM-TO | #LFROM-LTO | :FROM[:COUNT]]"),
+        *model_options(ReadOptions),
+        click.Option(["--json", "as_json"], is_flag=True, help="Print one JSON document."),
+    ]
+)
 @click.pass_obj
 def get(obj: _Ctx, target: str, as_json: bool, **params: Any) -> None:
     """Read a memory file, or a line range of it (memory_get). Takes what search prints: the hit
@@ -277,7 +302,12 @@ def get(obj: _Ctx, target: str, as_json: bool, **params: Any) -> None:
         sys.exit(EXIT_CODES["error"])
 
 
-@cli.command(params=[*model_options(StatusOptions), click.Option(["--json", "as_json"], is_flag=True, help="Print one JSON document.")])
+@cli.command(
+    params=[
+        *model_options(StatusOptions),
+        click.Option(["--json", "as_json"], is_flag=True, help="Print one JSON document."),
+    ]
+)
 @click.pass_obj
 def status(obj: _Ctx, as_json: bool, **params: Any) -> None:
     """Show what is indexed, with which provider, and what is degraded."""
@@ -338,9 +368,12 @@ def _helper_status(obj: _Ctx) -> dict[str, Any]:
         others = helpers_at_cap(settings, rendezvous_dir(os.environ, create=False))
         if others is not None:  # start_helper's own rule: no new helper past the cap
             cap = settings.memory.resident_helper.max_helpers
-            return {"running": False, "why": f"none for these settings: {others} of this user's helpers run, the most "
-                                             f"memory.residentHelper.maxHelpers ({cap}) allows, so searches here run cold "
-                                             "(`memsift helpers stop` ends them, or raise maxHelpers)"}
+            return {
+                "running": False,
+                "why": f"none for these settings: {others} of this user's helpers run, the most "
+                f"memory.residentHelper.maxHelpers ({cap}) allows, so searches here run cold "
+                "(`memsift helpers stop` ends them, or raise maxHelpers)",
+            }
         return {"running": False, "why": "none running (the next search starts one)"}
     return {"running": True, **{k: info.get(k) for k in ("pid", "ageS", "idleTimeout", "rssMB", "kind")}}
 
@@ -364,7 +397,11 @@ def helpers(ctx: click.Context, as_json: bool) -> None:
     for h in found:
         age = f"up {h['ageS'] / 60:.0f} min" if h.get("ageS") is not None else "up ?"
         rss = f"{h['rssMB']:.0f} MB" if h.get("rssMB") is not None else "? MB"
-        life = f"`memsift {h['kind']}`" if h.get("kind") in ("watch", "mcp") else f"exits after {h.get('idleTimeout', '?')} idle"
+        life = (
+            f"`memsift {h['kind']}`"
+            if h.get("kind") in ("watch", "mcp")
+            else f"exits after {h.get('idleTimeout', '?')} idle"
+        )
         click.echo(f"pid {h['pid']} · {age} · {life} · {rss} · {h.get('workspace', '?')}")
 
 
@@ -385,7 +422,9 @@ def helpers_stop(obj: _Ctx, all_: bool) -> None:
     failed = 0
     for h in found:
         if h.get("kind") in ("watch", "mcp"):  # the user's own long-running command: not ours to end
-            click.echo(f"left `memsift {h['kind']}` pid {h['pid']} running ({h.get('workspace', '?')}): stop it where it runs")
+            click.echo(
+                f"left `memsift {h['kind']}` pid {h['pid']} running ({h.get('workspace', '?')}): stop it where it runs"
+            )
             continue
         why = stop_helper(h)
         failed += why is not None
@@ -441,7 +480,11 @@ def watch(obj: _Ctx, as_json: bool) -> None:
         with status, anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_cancel_on_signal, signals, tg.cancel_scope)  # also during the first sync
-                await tg.start(lambda task_status: serve_freshness(manager, settings, on_event=status.event, task_status=task_status))
+                await tg.start(
+                    lambda task_status: serve_freshness(
+                        manager, settings, on_event=status.event, task_status=task_status
+                    )
+                )
                 # While watching, `memsift search` in another terminal is answered from here.
                 sock = await tg.start(lambda task_status: serve_resident(
                     manager, settings, backend=obj.backend, on_answer=lambda info: status.event("answered", info),
@@ -517,9 +560,15 @@ def resident_helper(obj: _Ctx) -> None:
                 # Stopped at once, also during its first sync (a QMD boot update can run for a minute).
                 tg.start_soon(_cancel_on_signal, signals, tg.cancel_scope)
                 await tg.start(lambda task_status: serve_freshness(manager, settings, task_status=task_status))
-                await tg.start(lambda task_status: serve_resident(
-                    manager, settings, backend=obj.backend, on_answer=lambda _info: last.__setitem__(0, time.monotonic()),
-                    task_status=task_status))
+                await tg.start(
+                    lambda task_status: serve_resident(
+                        manager,
+                        settings,
+                        backend=obj.backend,
+                        on_answer=lambda _info: last.__setitem__(0, time.monotonic()),
+                        task_status=task_status,
+                    )
+                )
                 tg.start_soon(exit_when_idle, tg.cancel_scope)
 
     try:
@@ -532,10 +581,20 @@ def resident_helper(obj: _Ctx) -> None:
 
 @cli.command()
 @click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address (no authentication: keep it local).")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="HTTP bind address (no authentication: keep it local)."
+)
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="HTTP port.")
-@click.option("--session-key", callback=_session_key, help="Session key for every call (scope rules, citations); wins over a per-call key.")
-@click.option("--max-chars", type=click.IntRange(min=200), help="Bound on each answer (default memory.qmd.limits.maxInjectedChars).")
+@click.option(
+    "--session-key",
+    callback=_session_key,
+    help="Session key for every call (scope rules, citations); wins over a per-call key.",
+)
+@click.option(
+    "--max-chars",
+    type=click.IntRange(min=200),
+    help="Bound on each answer (default memory.qmd.limits.maxInjectedChars).",
+)
 @click.option("--no-watch", is_flag=True, help="Do not keep the index fresh in the background.")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
               help="With --http: a host name clients may send in Host/Origin besides loopback ones and the bound "
@@ -547,7 +606,9 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
     from importlib.util import find_spec  # noqa: PLC0415
 
     if find_spec("mcp") is None:  # not imported here: the SDK takes over a second to load (after the handshake)
-        click.echo("memsift: the MCP server needs the MCP SDK, which this install lacks: pip install 'mcp>=2'", err=True)
+        click.echo(
+            "memsift: the MCP server needs the MCP SDK, which this install lacks: pip install 'mcp>=2'", err=True
+        )
         sys.exit(EXIT_CODES["usage"])
     from ..mcp.http import is_loopback  # noqa: PLC0415
 
@@ -593,9 +654,19 @@ def parity(obj: _Ctx, queries_file: str, k: int, session_key: str | None, no_syn
     with _errors_to_exit():
         queries = read_queries(queries_file)
         settings = obj.settings()
-        report = anyio.run(lambda: run_parity(settings, queries, k=k, session_key=session_key, sync=not no_sync, mode=mode,
-                                                 against=against, say=lambda step: click.echo(f"memsift: parity: {step}", err=True),
-                                                 openclaw_command=openclaw_command))
+        report = anyio.run(
+            lambda: run_parity(
+                settings,
+                queries,
+                k=k,
+                session_key=session_key,
+                sync=not no_sync,
+                mode=mode,
+                against=against,
+                say=lambda step: click.echo(f"memsift: parity: {step}", err=True),
+                openclaw_command=openclaw_command,
+            )
+        )
     if as_json:
         _emit_json(report.model_dump(by_alias=True, mode="json"))
     else:
@@ -626,9 +697,15 @@ def _said_changes(changes: list[Any], config: str, as_json: bool, extra: dict[st
         click.echo(f"  {change.line()}")
 
 
-OPENCLAW_OPTION = click.option("--openclaw", "openclaw_command", default="openclaw", show_default=True, metavar="COMMAND",
-                               help="The OpenClaw command (a name on PATH, a path, or a command line); its HOME and "
-                                    "OPENCLAW_* variables choose the Gateway.")
+OPENCLAW_OPTION = click.option(
+    "--openclaw",
+    "openclaw_command",
+    default="openclaw",
+    show_default=True,
+    metavar="COMMAND",
+    help="The OpenClaw command (a name on PATH, a path, or a command line); its HOME and "
+    "OPENCLAW_* variables choose the Gateway.",
+)
 
 
 @openclaw.command("install")
@@ -690,12 +767,14 @@ STARTER_CONFIG = """// memsift's configuration (JSON5). Every key, its default a
     },
   },
 }
-"""
+"""  # noqa: E501
 
 
 @config.command("init")
 @click.option("--force", is_flag=True, help="Replace an existing file.")
-@click.option("-c", "--config", "target", metavar="FILE", help="The file to write (as the global --config before the command).")
+@click.option(
+    "-c", "--config", "target", metavar="FILE", help="The file to write (as the global --config before the command)."
+)
 @click.pass_obj
 def config_init(obj: _Ctx, force: bool, target: str | None) -> None:
     """Write a starter config (to -c FILE / --config / $MEMSIFT_CONFIG, else ~/.config/memsift/config.json5),

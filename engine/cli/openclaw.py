@@ -35,7 +35,16 @@ import json5
 from ..errors import ConfigError
 from ..files.fingerprint import memsift_version
 
-__all__ = ["PLUGIN_ID", "plugin_folder", "plugin_version", "stage_plugin", "this_memsift", "install", "uninstall", "Change"]
+__all__ = [
+    "PLUGIN_ID",
+    "plugin_folder",
+    "plugin_version",
+    "stage_plugin",
+    "this_memsift",
+    "install",
+    "uninstall",
+    "Change",
+]
 
 PLUGIN_ID = "memsift"
 COPY_FOLDER = "memsift-plugin"  # beside the Gateway's openclaw.json
@@ -73,7 +82,9 @@ def stage_plugin(into: Path, folder: Path | None = None) -> Path:
         elif source.is_file():
             shutil.copy2(source, target / entry)
         else:
-            raise ConfigError(f"the OpenClaw plugin at {folder} lacks {entry}, which its package.json lists: reinstall memsift")
+            raise ConfigError(
+                f"the OpenClaw plugin at {folder} lacks {entry}, which its package.json lists: reinstall memsift"
+            )
     return target
 
 
@@ -141,7 +152,9 @@ class Gateway:
         except FileNotFoundError:
             raise ConfigError(f"OpenClaw was not found ({self.command[0]}): install it, or pass --openclaw") from None
         except subprocess.TimeoutExpired:
-            raise ConfigError(f"`openclaw {' '.join(args[:2])}` did not finish within {OPENCLAW_TIMEOUT_S:.0f} s") from None
+            raise ConfigError(
+                f"`openclaw {' '.join(args[:2])}` did not finish within {OPENCLAW_TIMEOUT_S:.0f} s"
+            ) from None
         if done.returncode != 0:
             said = "\n".join((done.stderr.strip() or done.stdout.strip()).splitlines()[-6:])
             raise ConfigError(f"`openclaw {' '.join(args[:3])}` failed (exit {done.returncode}): {said}")
@@ -196,7 +209,9 @@ def _earlier_plugins(config: Path, data: dict[str, Any]) -> list[Path]:
     """Folders a memsift plugin is loaded from now: linked ones (a clone, as 0.1 installed it, or an
     earlier `memsift openclaw install`'s copy) and OpenClaw's own copy (a tarball's install)."""
     paths = (data.get("plugins") or {}).get("load", {}).get("paths") or []
-    found = [Path(p).expanduser() for p in paths if isinstance(p, str) and _plugin_id_at(Path(p).expanduser()) == PLUGIN_ID]
+    found = [
+        Path(p).expanduser() for p in paths if isinstance(p, str) and _plugin_id_at(Path(p).expanduser()) == PLUGIN_ID
+    ]
     extensions = config.parent / "extensions" / PLUGIN_ID
     return found + ([extensions] if extensions.is_dir() else [])
 
@@ -233,7 +248,10 @@ def install(gateway: Gateway, *, command: list[str] | None, say: Callable[[str],
         settings["command"] = command[0] if len(command) == 1 else command  # the schema takes a path, or a list
     # Enabled and in the slot (an uninstall above leaves it disabled, which the install respects), with
     # its settings: one validated write.
-    wanted = {"entries": {PLUGIN_ID: {"enabled": True, **({"config": settings} if settings else {})}}, "slots": {"memory": PLUGIN_ID}}
+    wanted = {
+        "entries": {PLUGIN_ID: {"enabled": True, **({"config": settings} if settings else {})}},
+        "slots": {"memory": PLUGIN_ID},
+    }
     now = gateway.read_config(config).get("plugins") or {}
     entry = (now.get("entries") or {}).get(PLUGIN_ID) or {}
     if entry.get("enabled") is not True or (now.get("slots") or {}).get("memory") != PLUGIN_ID or \

@@ -11,7 +11,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import BackendError, CommandTimeout, ConfigError, IndexUnusableError, MemsiftError, PathNotAllowedError, ProviderError
+from ..errors import (
+    BackendError,
+    CommandTimeout,
+    ConfigError,
+    IndexUnusableError,
+    MemsiftError,
+    PathNotAllowedError,
+    ProviderError,
+)
 from ..secrets import redact
 
 __all__ = ["EXIT_CODES", "EXIT_MEANINGS", "exit_code", "json_text", "search_output"]
@@ -37,7 +45,8 @@ EXIT_MEANINGS = {
     5: "embedding provider error (no key, quota, outage) where no fallback applies",
     6: "path not allowed: not a memory file",
     7: "backend unavailable (QMD or Postgres) and its fallback is `none`",
-    8: "gave up: the command's time budget ran out (memory.limits, --timeout), or `index` saw nothing move for memory.limits.stall",
+    8: "gave up: the command's time budget ran out (memory.limits, --timeout), or `index` saw nothing move for "
+       "memory.limits.stall",
 }
 
 
@@ -70,7 +79,11 @@ def search_output(answer: Any, *, as_json: bool, explain: bool) -> tuple[str, st
         # An outage is not "no results": nothing on stdout in text (a script reading it must not see
         # an empty answer), the JSON document (it says `unavailable`), exit 7 either way.
         out = json_text(answer.to_json_dict()) + "\n" if as_json else ""
-        hint = f" (memory.{answer.backend}.fallback is \"none\": no fallback answers)" if answer.backend in ("qmd", "postgres") else ""
+        hint = (
+            f' (memory.{answer.backend}.fallback is "none": no fallback answers)'
+            if answer.backend in ("qmd", "postgres")
+            else ""
+        )
         return out, redact(f"memsift: {answer.unavailable}{hint}\n"), EXIT_CODES["backend"]
     out = json_text(answer.to_json_dict()) if as_json else redact(render_answer(answer, explain=explain))
     return out + "\n", "", EXIT_CODES["ok"]

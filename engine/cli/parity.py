@@ -182,7 +182,9 @@ async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int
     from .parity_openclaw import OPENCLAW_SIDE, OpenClawSide  # noqa: PLC0415
 
     if against == "builtin":
-        raise ConfigError("parity compares builtin with another backend (--against qmd, postgres, openclaw or an installed plugin's)")
+        raise ConfigError(
+            "parity compares builtin with another backend (--against qmd, postgres, openclaw or an installed plugin's)"
+        )
     openclaw = OpenClawSide(settings, openclaw_command, say) if against == OPENCLAW_SIDE else None
     managers = {name: open_manager(settings, backend=name) for name in ("builtin", against) if name != OPENCLAW_SIDE}
     try:
@@ -194,8 +196,11 @@ async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int
                 await openclaw.sync()
         elif openclaw:
             await openclaw.check_workspace()
-        say(f"warming up {'memsift' if openclaw else 'both backends'}, then {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} "
-            f"on each{' (an OpenClaw CLI call per query: seconds each)' if openclaw else ''}")
+        say(
+            f"warming up {'memsift' if openclaw else 'both backends'}, then {len(queries)} "
+            f"quer{'y' if len(queries) == 1 else 'ies'} "
+            f"on each{' (an OpenClaw CLI call per query: seconds each)' if openclaw else ''}"
+        )
         for manager in managers.values():
             await manager.answer(ask(queries[0]))  # model load, first spawn
         rows = []
@@ -211,15 +216,23 @@ async def run_parity(settings: ResolvedConfig, queries: Sequence[str], *, k: int
             if openclaw:
                 say(f"query {n} of {len(queries)} on OpenClaw")
                 hits, ms, error = await openclaw.search(query, k)
-                sides[OPENCLAW_SIDE] = SideResult(backend=OPENCLAW_SIDE, answered_by=OPENCLAW_SIDE, hits=hits, ms=round(ms, 2),
-                                                  error=error)
+                sides[OPENCLAW_SIDE] = SideResult(
+                    backend=OPENCLAW_SIDE, answered_by=OPENCLAW_SIDE, hits=hits, ms=round(ms, 2), error=error
+                )
             rows.append(compare(query, sides["builtin"], sides[against], k))
     finally:
         for manager in managers.values():
             await manager.aclose()
     warnings = _warnings(rows) + (openclaw.warnings if openclaw else [])
-    return ParityReport(comparable=not warnings, against=against, warnings=warnings, notes=openclaw.notes if openclaw else [],
-                        k=k, queries=rows, summary=_summary(rows, against))
+    return ParityReport(
+        comparable=not warnings,
+        against=against,
+        warnings=warnings,
+        notes=openclaw.notes if openclaw else [],
+        k=k,
+        queries=rows,
+        summary=_summary(rows, against),
+    )
 
 
 def _sync_bound(settings: ResolvedConfig, backend: str) -> str:

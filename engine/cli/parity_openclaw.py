@@ -44,7 +44,9 @@ class OpenClawSide:
             with anyio.fail_after(timeout):
                 done = await anyio.run_process(argv, check=False)
         except FileNotFoundError:
-            raise ConfigError(f"OpenClaw was not found ({self.command[0]}): install it, or pass --openclaw-command") from None
+            raise ConfigError(
+                f"OpenClaw was not found ({self.command[0]}): install it, or pass --openclaw-command"
+            ) from None
         except TimeoutError:
             raise ConfigError(f"`{shlex.join(argv[:3])}` took over {timeout:g} s") from None
         if done.returncode != 0:
@@ -67,8 +69,10 @@ class OpenClawSide:
         details = entry.get("status", entry) if isinstance(entry, dict) else {}
         theirs = details.get("workspaceDir") if isinstance(details, dict) else None
         if theirs and os.path.realpath(theirs) != os.path.realpath(self.settings.workspace):
-            self.warnings.append(f"OpenClaw's agent {self.agent} reads {theirs}, memsift reads {self.settings.workspace}: "
-                                 "not the same files (pass -w, or -c with the OpenClaw config)")
+            self.warnings.append(
+                f"OpenClaw's agent {self.agent} reads {theirs}, memsift reads {self.settings.workspace}: "
+                "not the same files (pass -w, or -c with the OpenClaw config)"
+            )
         provider = details.get("provider") if isinstance(details, dict) else None
         vector = (details.get("vector") or {}) if isinstance(details, dict) else {}
         if provider and (vector.get("index") or {}).get("state") == "empty":
@@ -79,7 +83,9 @@ class OpenClawSide:
         """(hits, milliseconds, error): one `openclaw memory search` call."""
         started = time.perf_counter()
         try:
-            text = await self._run("search", "--json", "--max-results", str(k), "--query", query, timeout=CALL_TIMEOUT_S)
+            text = await self._run(
+                "search", "--json", "--max-results", str(k), "--query", query, timeout=CALL_TIMEOUT_S
+            )
             answer = _json(text)
             hits = [(str(h["path"]), int(h["startLine"]), int(h["endLine"])) for h in answer.get("results", [])][:k]
             return hits, (time.perf_counter() - started) * 1000, None

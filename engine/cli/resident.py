@@ -192,7 +192,9 @@ def _encode_request(argv: list[str], cwd: str, env: dict[str, str]) -> bytes:
     a lone surrogate), written with the C string encoder instead of importing json."""
     items = ", ".join(f"{_json_string(k)}: {_json_string(v)}" for k, v in env.items())
     args = ", ".join(_json_string(a) for a in argv)
-    return f'{{"protocol": {PROTOCOL}, "argv": [{args}], "cwd": {_json_string(cwd)}, "env": {{{items}}}}}'.encode("ascii")
+    return f'{{"protocol": {PROTOCOL}, "argv": [{args}], "cwd": {_json_string(cwd)}, "env": {{{items}}}}}'.encode(
+        "ascii"
+    )
 
 
 WORKING = b'{"status": "working"}'  # the server acknowledges a request with this line (resident_server.py)

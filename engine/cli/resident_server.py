@@ -66,7 +66,9 @@ class _Decline(Exception):
 
 
 class ResidentServer:
-    def __init__(self, manager: Any, settings: Any, *, backend: str | None, on_answer: Callable[[dict], None] | None = None) -> None:
+    def __init__(
+        self, manager: Any, settings: Any, *, backend: str | None, on_answer: Callable[[dict], None] | None = None
+    ) -> None:
         self.manager = manager
         self.settings = settings
         self.backend = backend

@@ -115,5 +115,9 @@ class EvidenceRankedSearchManager(WrappedManager):
 
     async def status(self, *, deep: bool = False, **kw: Any) -> ManagerStatus:
         st = await self._inner.status(deep=deep, **kw)
-        st.ranker = {"version": self.model.version, "candidates": self.config.candidates, "weights": dict(self.model.weights)}
+        st.ranker = {
+            "version": self.model.version,
+            "candidates": self.config.candidates,
+            "weights": dict(self.model.weights),
+        }
         return st

@@ -88,7 +88,9 @@ def backend_context(plugin: BackendPlugin, settings: ResolvedConfig,
     return BackendContext(settings=settings, config=config, progress=progress)
 
 
-def _guarded(plugin: BackendPlugin, ctx: BackendContext, progress: Callable[[str, int, int], None] | None) -> SearchManager:
+def _guarded(
+    plugin: BackendPlugin, ctx: BackendContext, progress: Callable[[str, int, int], None] | None
+) -> SearchManager:
     """`plugin`'s manager, under a FallbackSearchManager when it has a fallback policy."""
     policy = plugin.fallback(ctx) if plugin.fallback else None
     if policy is None:

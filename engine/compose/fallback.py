@@ -109,7 +109,11 @@ class FallbackSearchManager(KeywordSearch):
         reason = _describe_failure(exc)
         # Info, not a warning: every answer, sync report and status that the failure touches says it
         # in a sentence of its own; at the default verbosity it is said once, there.
-        log.info("backend failed; answering from the fallback" if not self.fail_closed else "backend failed", backend=self.backend, reason=reason)
+        log.info(
+            "backend failed; answering from the fallback" if not self.fail_closed else "backend failed",
+            backend=self.backend,
+            reason=reason,
+        )
         self._failure = (reason, time.monotonic(), time.time())
         self._tried_now = True
         return reason
@@ -134,7 +138,10 @@ class FallbackSearchManager(KeywordSearch):
         limit = self.primary_budget_s + BUDGET_SLACK_S
         with anyio.move_on_after(limit):
             return await self.primary().answer(request)
-        self._mark_failed(f"{self.backend} did not answer within {self.primary_budget_s:.1f} s (memory.qmd.limits.timeoutMs) and was stopped")
+        self._mark_failed(
+            f"{self.backend} did not answer within {self.primary_budget_s:.1f} s (memory.qmd.limits.timeoutMs) and "
+            f"was stopped"
+        )
         return None
 
     # --- SearchManager --------------------------------------------------------------------------
@@ -158,11 +165,20 @@ class FallbackSearchManager(KeywordSearch):
                 self._mark_failed(_expected_failure(group))
         reason = self.failure_reason
         if self.fail_closed:
-            return SearchAnswer(query=request.query, results=[], backend=self.backend, mode="none",
-                                min_score=request.min_score or 0.0, max_results=request.max_results or 0,
-                                took_ms=round((time.perf_counter() - started) * 1000, 3), unavailable=self._unavailable())
+            return SearchAnswer(
+                query=request.query,
+                results=[],
+                backend=self.backend,
+                mode="none",
+                min_score=request.min_score or 0.0,
+                max_results=request.max_results or 0,
+                took_ms=round((time.perf_counter() - started) * 1000, 3),
+                unavailable=self._unavailable(),
+            )
         answer = await self.fallback().answer(request)
-        answer.fallback = Fallback(**{"from": self.backend, "reason": reason or "unknown"}, not_covered=self.not_covered)
+        answer.fallback = Fallback(
+            **{"from": self.backend, "reason": reason or "unknown"}, not_covered=self.not_covered
+        )
         answer.took_ms = round((time.perf_counter() - started) * 1000, 3)  # the failed attempt's time included
         return answer
 
@@ -203,14 +219,18 @@ class FallbackSearchManager(KeywordSearch):
         """The primary's sync (the fallback's when it fails). `include_sessions` reaches a backend that
         indexes session transcripts (builtin, Postgres); QMD exports them on its own schedule."""
         try:
-            report = await self.primary().sync(force=force, reason=reason, **_sessions_arg(self.primary(), include_sessions))
+            report = await self.primary().sync(
+                force=force, reason=reason, **_sessions_arg(self.primary(), include_sessions)
+            )
             self._failure = None
             return report
         except (BackendError, OSError, BaseExceptionGroup) as exc:
             failure = self._mark_failed(_expected_failure(exc) if isinstance(exc, BaseExceptionGroup) else exc)
             if self.fail_closed:
                 raise
-            report = await self.fallback().sync(force=force, reason=reason, **_sessions_arg(self.fallback(), include_sessions))
+            report = await self.fallback().sync(
+                force=force, reason=reason, **_sessions_arg(self.fallback(), include_sessions)
+            )
             return report.model_copy(update={"reason": f"{reason} (builtin fallback: {failure})"})
 
     async def aclose(self) -> None:

@@ -121,15 +121,19 @@ class RerankingSearchManager(WrappedManager):
         renote_window(answer)  # a time-only answer cut here says so
         return answer
 
-    async def _scores(self, reranker: Reranker | None, query: str, hits: list[SearchHit]) -> tuple[list[float] | None, str | None]:
+    async def _scores(
+        self, reranker: Reranker | None, query: str, hits: list[SearchHit]
+    ) -> tuple[list[float] | None, str | None]:
         """The reranker's raw scores for the hits, or None and why it was skipped."""
         if reranker is None:
             return None, f"reranker unavailable: {self._setup_error}; the backend's order is kept"
         circuit = self.circuit(reranker)
         paused = circuit.paused_for()
         if paused is not None:
-            return None, (f"reranker {reranker.id} failed {circuit.failures} searches in a row (last: {circuit.last_error}); "
-                          f"rerank paused for {paused:.0f} s more (circuit open), the backend's order is kept")
+            return None, (
+                f"reranker {reranker.id} failed {circuit.failures} searches in a row (last: {circuit.last_error}); "
+                f"rerank paused for {paused:.0f} s more (circuit open), the backend's order is kept"
+            )
         budget_s = self.config.timeout_ms / 1000
         try:
             with anyio.fail_after(budget_s):
@@ -155,7 +159,11 @@ class RerankingSearchManager(WrappedManager):
             return None, f"rerank failed: {message}; the backend's order is kept"
         if len(raw) != len(hits):
             circuit.record_failure(f"{len(raw)} scores for {len(hits)} hits")
-            return None, f"rerank failed: {reranker.id} returned {len(raw)} scores for {len(hits)} hits; the backend's order is kept"
+            return (
+                None,
+                f"rerank failed: {reranker.id} returned {len(raw)} scores for {len(hits)} hits; the backend's order "
+                f"is kept",
+            )
         circuit.record_success()
         return raw, None
 
@@ -179,9 +187,13 @@ class RerankingSearchManager(WrappedManager):
     async def status(self, *, deep: bool = False, **kw: Any) -> ManagerStatus:
         st = await self._inner.status(deep=deep, **kw)
         reranker = self.reranker()
-        info: dict[str, Any] = {"provider": self.config.provider, "model": reranker.model if reranker else self.config.model,
-                                "candidates": self.config.candidates, "weight": self.config.weight,
-                                "timeoutMs": self.config.timeout_ms}
+        info: dict[str, Any] = {
+            "provider": self.config.provider,
+            "model": reranker.model if reranker else self.config.model,
+            "candidates": self.config.candidates,
+            "weight": self.config.weight,
+            "timeoutMs": self.config.timeout_ms,
+        }
         if reranker is None:
             info["error"] = self._setup_error
         else:

@@ -40,7 +40,9 @@ class WrappedManager(KeywordSearch):
     async def answer(self, request: SearchRequest) -> SearchAnswer:
         return await self._inner.answer(request)
 
-    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, **options: Any) -> ReadResult:
+    async def read(
+        self, path: str, from_line: int | None = None, lines: int | None = None, **options: Any
+    ) -> ReadResult:
         return await self._inner.read(path, from_line, lines, **options)
 
     async def status(self, **options: Any) -> ManagerStatus:

@@ -32,7 +32,15 @@ from typing import Any
 from ..errors import ConfigError
 from .models import AgentEntry, KeyedAgentEntry, MemsiftConfig, MemorySearchConfig
 
-__all__ = ["ChosenAgent", "choose_agent", "search_layers", "merge_layers", "agent_workspaces", "dotted", "DEFAULT_AGENT_ID"]
+__all__ = [
+    "ChosenAgent",
+    "choose_agent",
+    "search_layers",
+    "merge_layers",
+    "agent_workspaces",
+    "dotted",
+    "DEFAULT_AGENT_ID",
+]
 
 DEFAULT_AGENT_ID = "main"
 _AGENT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")

@@ -20,8 +20,10 @@ if TYPE_CHECKING:  # the config layer calls with_qmd_coverage itself (its index-
 __all__ = ["with_qmd_coverage", "qmd_not_covered", "collection_root"]
 
 _GLOB_CHARS = set("*?[]{}!")
-_SESSIONS_GAP = ("QMD's exported session transcripts (memory.qmd.sessions): the builtin index searches transcripts only with "
-                 "experimental.sessionMemory and sources [\"memory\", \"sessions\"]")
+_SESSIONS_GAP = (
+    "QMD's exported session transcripts (memory.qmd.sessions): the builtin index searches transcripts only with "
+    'experimental.sessionMemory and sources ["memory", "sessions"]'
+)
 
 
 def collection_root(workspace: Path, raw: str) -> Path:

@@ -62,9 +62,12 @@ def resolve_includes(data: Any, *, config_file: Path, env: Mapping[str, str],
         except OSError:
             pass  # read() says what is wrong with it
         if total["files"] > MAX_INCLUDED_FILES or total["bytes"] > MAX_INCLUDED_BYTES:
-            raise ConfigError(f"{where}.$include: the includes read over {MAX_INCLUDED_FILES} files or "
-                              f"{MAX_INCLUDED_BYTES // 2**20} MB in all ({total['files']} files, {total['bytes']:,} bytes "
-                              "so far); include fewer files, or each once", key_path=where)
+            raise ConfigError(
+                f"{where}.$include: the includes read over {MAX_INCLUDED_FILES} files or "
+                f"{MAX_INCLUDED_BYTES // 2**20} MB in all ({total['files']} files, {total['bytes']:,} bytes "
+                "so far); include fewer files, or each once",
+                key_path=where,
+            )
 
     def include(spec: Any, holder: Path, where: str, chain: tuple[Path, ...]) -> Any:
         specs = spec if isinstance(spec, list) else [spec]
@@ -79,10 +82,14 @@ def resolve_includes(data: Any, *, config_file: Path, env: Mapping[str, str],
                 raise ConfigError(f"{where}.$include: {raw!r} resolves to {target}, outside {roots[0]} (the config's "
                                   "folder); add its folder to $OPENCLAW_INCLUDE_ROOTS to allow it", key_path=where)
             if target in chain:
-                raise ConfigError(f"{where}.$include: {raw!r} includes itself ({' → '.join(p.name for p in (*chain, target))})",
-                                  key_path=where)
+                raise ConfigError(
+                    f"{where}.$include: {raw!r} includes itself ({' → '.join(p.name for p in (*chain, target))})",
+                    key_path=where,
+                )
             if len(chain) > MAX_INCLUDE_DEPTH:
-                raise ConfigError(f"{where}.$include: includes nest over {MAX_INCLUDE_DEPTH} levels deep", key_path=where)
+                raise ConfigError(
+                    f"{where}.$include: includes nest over {MAX_INCLUDE_DEPTH} levels deep", key_path=where
+                )
             count(target, where)
             value = walk(read(target, f"{where}.$include ({raw})"), target, where, (*chain, target))
             merged = value if merged is None else _merge(merged, value)
@@ -92,7 +99,9 @@ def resolve_includes(data: Any, *, config_file: Path, env: Mapping[str, str],
         if isinstance(value, dict):
             if "$include" in value:
                 base = include(value["$include"], holder, where, chain)
-                rest = {k: walk(v, holder, f"{where}.{k}".lstrip("."), chain) for k, v in value.items() if k != "$include"}
+                rest = {
+                    k: walk(v, holder, f"{where}.{k}".lstrip("."), chain) for k, v in value.items() if k != "$include"
+                }
                 return _merge(base, rest) if rest else base
             return {k: walk(v, holder, f"{where}.{k}".lstrip("."), chain) for k, v in value.items()}
         if isinstance(value, list):

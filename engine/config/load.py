@@ -27,10 +27,25 @@ from .workspace import find_workspace
 from .memory_section import normalise_memory
 from .resolved import ResolvedConfig
 from .agents import agent_workspaces, choose_agent, dotted, merge_layers, search_layers
-from .models import AgentDefaults, AgentEntry, AgentsConfig, ChunkingConfig, KeyedAgentEntry, MemorySearchConfig, MemsiftConfig
+from .models import (
+    AgentDefaults,
+    AgentEntry,
+    AgentsConfig,
+    ChunkingConfig,
+    KeyedAgentEntry,
+    MemorySearchConfig,
+    MemsiftConfig,
+)
 from .sources import default_config_path, env_overrides, read_config_file
 
-__all__ = ["ResolvedConfig", "load_config", "resolve_agent", "normalise_memory_search", "default_index_name", "SOURCE_ORDER"]
+__all__ = [
+    "ResolvedConfig",
+    "load_config",
+    "resolve_agent",
+    "normalise_memory_search",
+    "default_index_name",
+    "SOURCE_ORDER",
+]
 
 SOURCE_ORDER = ("openclaw", "file", "env", "overrides")
 _ENV_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")  # an apiKey naming an environment variable
@@ -258,7 +273,8 @@ def normalise_chunking(c: ChunkingConfig) -> ChunkingConfig:
     if strategy == "evidence":
         if c.overlap:
             raise ConfigError(
-                "chunking.overlap is not used by the evidence chunker (its chunks are shown whole, so overlap would show "
+                "chunking.overlap is not used by the evidence chunker (its chunks are shown whole, so overlap would "
+                "show "
                 'lines twice); remove it, or set chunking.strategy: "reference"',
                 key_path="memorySearch.chunking.overlap",
             )
@@ -383,9 +399,13 @@ def resolve_agent(
         notes=(*(getattr(config, "_notes", None) or ()), *_orphan_blocks(config)),
         sources={
             **_memory_sources(config),
-            **{f"memorySearch.{key}": " + ".join(f"{config_origin(config, p)}: {dotted(p)}" for p in paths)
-               for key, paths in set_by.items()},
-            "workspace": f"{config_origin(config, ws_key)}: {given_by}" if ws_key else (given_by or "the current folder"),
+            **{
+                f"memorySearch.{key}": " + ".join(f"{config_origin(config, p)}: {dotted(p)}" for p in paths)
+                for key, paths in set_by.items()
+            },
+            "workspace": f"{config_origin(config, ws_key)}: {given_by}"
+            if ws_key
+            else (given_by or "the current folder"),
             "agentId": _agent_source(config, chosen, agent_id, env),
         },
         openclaw_config=getattr(config, "_openclaw_path", None),
@@ -404,14 +424,21 @@ def _orphan_blocks(config: MemsiftConfig) -> list[str]:
 
     blocks = dict(config.memory.model_extra or {})  # plugin_blocks.plugin_blocks (which imports this module)
     known = registry.names("backend") if blocks else []
-    return [f"memory.{name} ({config_origin(config, ('memory', name))}): no installed backend is called {name!r}, so memsift "
-            f"ignores this block (installed: {', '.join(known)})" for name in blocks if name not in known]
+    return [
+        f"memory.{name} ({config_origin(config, ('memory', name))}): no installed backend is called {name!r}, so "
+        f"memsift "
+        f"ignores this block (installed: {', '.join(known)})"
+        for name in blocks
+        if name not in known
+    ]
 
 
 def _memory_sources(config: MemsiftConfig) -> dict[str, str]:
     """Where each `memory.*` setting (backend, citations, qmd, …) and `stateDir` came from."""
     out: dict[str, str] = {}
-    for leaf in _leaf_paths(config.memory.model_dump(by_alias=True, exclude_unset=True, exclude={"search"}), ("memory",)):
+    for leaf in _leaf_paths(
+        config.memory.model_dump(by_alias=True, exclude_unset=True, exclude={"search"}), ("memory",)
+    ):
         out[".".join(str(p) for p in leaf)] = f"{config_origin(config, leaf)}: {'.'.join(str(p) for p in leaf)}"
     if config.state_dir:
         out["stateDir"] = f"{config_origin(config, ('stateDir',))}: stateDir"
@@ -425,7 +452,10 @@ def _agent_source(config: MemsiftConfig, chosen: Any, agent_id: str | None, env:
         return "MEMSIFT_AGENT"
     system = config.agents.defaults.system_agent
     if system and system.agent_id:
-        return f"{config_origin(config, ('agents', 'defaults', 'systemAgent', 'agentId'))}: agents.defaults.systemAgent.agentId"
+        return (
+            f"{config_origin(config, ('agents', 'defaults', 'systemAgent', 'agentId'))}: "
+            f"agents.defaults.systemAgent.agentId"
+        )
     if chosen.keyed or chosen.listed:
         return "the default agent of the config's roster (no -a)"
     return "memsift's default agent id (no -a, no agent configured)"
@@ -436,7 +466,9 @@ def _expand(raw: str | os.PathLike[str], key: str) -> Path:
     try:
         return Path(raw).expanduser()
     except RuntimeError:
-        raise ConfigError(f"{key}: {str(raw)[:200]!r} names a user whose home folder is unknown", key_path=key) from None
+        raise ConfigError(
+            f"{key}: {str(raw)[:200]!r} names a user whose home folder is unknown", key_path=key
+        ) from None
 
 
 def _index_path_clash(store: Path, workspace: Path, extra_paths: list[str]) -> str | None:
@@ -517,7 +549,8 @@ def _check_rerank(ms: MemorySearchConfig) -> None:
     if rr.provider == "local" and not rr.model_path:
         raise ConfigError(
             "memorySearch.query.rerank.modelPath: the local reranker needs a folder holding model.onnx and "
-            "tokenizer.json (a cross-encoder exported to ONNX); set it, choose a remote provider, or set enabled: false",
+            "tokenizer.json (a cross-encoder exported to ONNX); set it, choose a remote provider, or set enabled: "
+            "false",
             key_path="memorySearch.query.rerank.modelPath",
         )
     if rr.provider == "endpoint" and not rr.remote.base_url:

@@ -1,4 +1,5 @@
-"""The global `memory` section read as the reference reads it (as OpenClaw does; docs/parity.md): QMD limits and timeouts
+"""The global `memory` section read as the reference reads it (as OpenClaw does; docs/parity.md): QMD limits and
+timeouts
 only when above 0 (floored), `debounceMs` only when 0 or more, a relative `sessions.exportDir`
 and a relative `command` path from the workspace, `retentionDays` floored and only when above 0."""
 
@@ -16,9 +17,17 @@ __all__ = ["normalise_memory"]
 
 log = get_logger("memsift.config")
 
-_LIMITS = {"max_results": "maxResults", "max_snippet_chars": "maxSnippetChars", "max_injected_chars": "maxInjectedChars",
-           "timeout_ms": "timeoutMs"}
-_TIMEOUTS = {"command_timeout_ms": "commandTimeoutMs", "update_timeout_ms": "updateTimeoutMs", "embed_timeout_ms": "embedTimeoutMs"}
+_LIMITS = {
+    "max_results": "maxResults",
+    "max_snippet_chars": "maxSnippetChars",
+    "max_injected_chars": "maxInjectedChars",
+    "timeout_ms": "timeoutMs",
+}
+_TIMEOUTS = {
+    "command_timeout_ms": "commandTimeoutMs",
+    "update_timeout_ms": "updateTimeoutMs",
+    "embed_timeout_ms": "embedTimeoutMs",
+}
 
 
 def _positive(value: float, default: float, key: str) -> float:
@@ -26,7 +35,9 @@ def _positive(value: float, default: float, key: str) -> float:
     floored = math.floor(value) if math.isfinite(value) else 0
     if floored > 0:
         return floored
-    log.warning("config value ignored: only values above 0 are used; using the default", key=key, value=value, default=default)
+    log.warning(
+        "config value ignored: only values above 0 are used; using the default", key=key, value=value, default=default
+    )
     return default
 
 

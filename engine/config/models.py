@@ -1,8 +1,8 @@
 """pydantic models for the config keys, named as in the reference system so configs carry over.
 
 These models validate *types and allowed values*. Clamping and normalisation (weights summed to 1,
-candidateMultiplier 1..20, overlap < tokens, …) happen in `load.py` (`normalise_memory_search`), after the per-agent merge,
-exactly as the reference does it.
+candidateMultiplier 1..20, overlap < tokens, …) happen in `load.py` (`normalise_memory_search`), after the per-agent
+merge, exactly as the reference does it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,16 @@ from __future__ import annotations
 import difflib
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -79,8 +88,10 @@ class _WithPluginBlocks(_Strict):
             if hint or not isinstance(value, dict):
                 did = f" (did you mean {hint[0]!r}?)" if hint else ""
                 raise PydanticCustomError(
-                    "plugin_block", "unknown key{did}; allowed keys here: {ours}, or a plugin's settings (an object) under its name",
-                    {"key": key, "did": did, "ours": ", ".join(ours)})
+                    "plugin_block",
+                    "unknown key{did}; allowed keys here: {ours}, or a plugin's settings (an object) under its name",
+                    {"key": key, "did": did, "ours": ", ".join(ours)},
+                )
         return self
 
 
@@ -89,23 +100,28 @@ class BatchConfig(_Strict):
         False,
         description="Embed a full index through the provider's batch API (openai, gemini) instead of live calls.",
     )
-    wait: bool = Field(True, description="Wait for a submitted batch to finish; false: an unfinished job counts as a failure.")
+    wait: bool = Field(
+        True, description="Wait for a submitted batch to finish; false: an unfinished job counts as a failure."
+    )
     concurrency: int = Field(2, description="Batch jobs in flight at once.")
     poll_interval_ms: int = Field(2000, description="How often a running batch job is polled, in milliseconds.")
     timeout_minutes: float = Field(
         60,
-        description="How long a batch job may run before it counts as failed (after 2 failures batching is off and plain requests are used).",
+        description="How long a batch job may run before it counts as failed (after 2 failures batching is off and "
+                    "plain requests are used).",
     )
 
 
 class RemoteConfig(_Strict):
     base_url: str | None = Field(
         None,
-        description="The provider's endpoint (an OpenAI-compatible server, a proxy); the provider's own URL when unset.",
+        description="The provider's endpoint (an OpenAI-compatible server, a proxy); the provider's own URL when "
+                    "unset.",
     )
     api_key: SecretStr | None = Field(
         None,
-        description="The API key, or the name of an environment variable holding it; else the provider's usual variable (OPENAI_API_KEY, …). Never logged.",
+        description="The API key, or the name of an environment variable holding it; else the provider's usual "
+                    "variable (OPENAI_API_KEY, …). Never logged.",
     )
     headers: dict[str, str] = Field(
         default_factory=dict,
@@ -131,8 +147,10 @@ class VectorStoreConfig(_Strict):
     # Above this many chunks, a 1-bit first pass in memory and exact rescoring of `rescorePool`
     # candidates replace sqlite-vec's full scan (backends/builtin/vector_memory.py).
     quantize_above: int = Field(
-        default=100_000, ge=0,
-        description="Above this many chunks, vectors are held in memory as 1-bit codes and the nearest are rescored exactly.",
+        default=100_000,
+        ge=0,
+        description="Above this many chunks, vectors are held in memory as 1-bit codes and the nearest are rescored "
+                    "exactly.",
     )
     rescore_pool: int = Field(
         default=1000, ge=10, le=100_000,
@@ -143,14 +161,16 @@ class VectorStoreConfig(_Strict):
 class FtsStoreConfig(_Strict):
     tokenizer: Literal["unicode61", "trigram"] = Field(
         "unicode61",
-        description="The FTS5 tokenizer: unicode61 (Porter stemming, diacritics folded, CJK per character) or trigram (substrings, 2-character CJK names).",
+        description="The FTS5 tokenizer: unicode61 (Porter stemming, diacritics folded, CJK per character) or trigram "
+                    "(substrings, 2-character CJK names).",
     )
 
 
 class StoreConfig(_Strict):
     path: str | None = Field(
         None,
-        description="The index file; `{agentId}` is substituted and `~` expanded. Default: `<stateDir>/memory/<agentId>-<8 hex>.sqlite`, one per workspace and set of files.",
+        description="The index file; `{agentId}` is substituted and `~` expanded. Default: "
+                    "`<stateDir>/memory/<agentId>-<8 hex>.sqlite`, one per workspace and set of files.",
     )
     vector: VectorStoreConfig = Field(default_factory=VectorStoreConfig, description="The vector side of the index.")
     fts: FtsStoreConfig = Field(default_factory=FtsStoreConfig, description="The keyword side of the index.")
@@ -168,11 +188,13 @@ class ChunkingConfig(_Strict):
     )
     overlap: int | None = Field(
         None,
-        description="Tokens shared by neighbouring chunks (reference chunker only): 0 with `evidence`, 80 with `reference`.",
+        description="Tokens shared by neighbouring chunks (reference chunker only): 0 with `evidence`, 80 with "
+                    "`reference`.",
     )
     strategy: Literal["evidence", "reference"] | None = Field(
         None,
-        description="`evidence` (a chunk is what a hit shows) unless `tokens` or `overlap` is set, which selects `reference`.",
+        description="`evidence` (a chunk is what a hit shows) unless `tokens` or `overlap` is set, which selects "
+                    "`reference`.",
     )
 
 
@@ -187,7 +209,8 @@ class SessionSyncConfig(_Strict):
     )
     post_compaction_force: bool = Field(
         True,
-        description="The reference's forced sync after compaction: accepted so configs carry over (memsift syncs on growth).",
+        description="The reference's forced sync after compaction: accepted so configs carry over (memsift syncs on "
+                    "growth).",
     )
 
 
@@ -227,7 +250,8 @@ class TemporalDecayConfig(_Strict):
     # newest dated hit of the search; "reference": score × 0.5^(age/halfLife), age from now.
     formula: Literal["bounded", "reference"] = Field(
         "bounded",
-        description="`bounded`: score × (1 − weight + weight·0.5^(age/halfLife)), age from the newest dated hit; `reference`: score × 0.5^(age/halfLife), age from now.",
+        description="`bounded`: score × (1 − weight + weight·0.5^(age/halfLife)), age from the newest dated hit; "
+                    "`reference`: score × 0.5^(age/halfLife), age from now.",
     )
     # the share of a score decay may take
     weight: float = Field(
@@ -239,7 +263,8 @@ class TemporalDecayConfig(_Strict):
 class HybridConfig(_Strict):
     enabled: bool = Field(
         True,
-        description="Merge keyword (BM25) and vector scores; false: the vector side alone when there is one (`--mode hybrid` still merges).",
+        description="Merge keyword (BM25) and vector scores; false: the vector side alone when there is one (`--mode "
+                    "hybrid` still merges).",
     )
     vector_weight: float = Field(
         0.7,
@@ -304,7 +329,8 @@ class RerankConfig(_WithPluginBlocks):
     enabled: bool = Field(False, description="Rescore the top hits with a cross-encoder.")
     provider: RerankProviderId = Field(
         "local",
-        description="`local` (an ONNX cross-encoder on disk), `voyage`, `cohere`, `jina`, `endpoint` (any server speaking the rerank API), or an installed plugin's reranker.",
+        description="`local` (an ONNX cross-encoder on disk), `voyage`, `cohere`, `jina`, `endpoint` (any server "
+                    "speaking the rerank API), or an installed plugin's reranker.",
     )
     model: str = Field("", description="The reranker model; the provider's default when empty.")
     # local: a folder holding model.onnx and tokenizer.json
@@ -357,7 +383,8 @@ class QueryConfig(_Strict):
     max_results: int = Field(6, description="Hits a search returns (at least 1); `-n` overrides.")
     min_score: float = Field(
         0.35,
-        description="Hits scoring below this are dropped (clamped to [0, 1]); keyword hits with strong evidence may fill free slots, marked `rescued`.",
+        description="Hits scoring below this are dropped (clamped to [0, 1]); keyword hits with strong evidence may "
+                    "fill free slots, marked `rescued`.",
     )
     hybrid: HybridConfig = Field(default_factory=HybridConfig, description="How keyword and vector scores merge.")
     time: TimeConfig = Field(default_factory=TimeConfig, description="Time-aware search.")
@@ -367,7 +394,8 @@ class QueryConfig(_Strict):
     # (bought → buy, choose → chose), "synonyms" (and a verb's words of its commonest sense), "off".
     expansion: Literal["off", "inflections", "synonyms"] = Field(
         "synonyms",
-        description="Bounded lexical expansion: `inflections` (bought → buy, choose → chose), `synonyms` (also a verb's words of its commonest sense), or `off`.",
+        description="Bounded lexical expansion: `inflections` (bought → buy, choose → chose), `synonyms` (also a "
+                    "verb's words of its commonest sense), or `off`.",
     )
 
     @field_validator("max_results")
@@ -389,7 +417,8 @@ class CacheConfig(_Strict):
 class MultimodalConfig(_Strict):
     enabled: bool = Field(
         False,
-        description="Index images and audio in extra paths (needs provider gemini with `gemini-embedding-2-preview` and no fallback).",
+        description="Index images and audio in extra paths (needs provider gemini with `gemini-embedding-2-preview` "
+                    "and no fallback).",
     )
     # None (unset) means both when enabled, as in the reference; "all" also inside the list.
     modalities: list[Literal["image", "audio", "all"]] | Literal["all"] | None = Field(
@@ -402,11 +431,13 @@ class MultimodalConfig(_Strict):
 class LocalConfig(_Strict):
     model_path: str | None = Field(
         None,
-        description="A local `.onnx` file, or a folder with `model.onnx` and `tokenizer.json`, instead of the bundled MiniLM; download addresses are refused.",
+        description="A local `.onnx` file, or a folder with `model.onnx` and `tokenizer.json`, instead of the bundled "
+                    "MiniLM; download addresses are refused.",
     )
     model_cache_dir: str | None = Field(
         None,
-        description="Where the int8 graph of the bundled model is built once; default `$XDG_CACHE_HOME/memsift/models`.",
+        description="Where the int8 graph of the bundled model is built once; default "
+                    "`$XDG_CACHE_HOME/memsift/models`.",
     )
 
 
@@ -467,9 +498,13 @@ class MemorySearchConfig(_WithPluginBlocks):
     enabled: bool = Field(True, description="Memory search for this agent; false: the CLI refuses to search (exit 3).")
     provider: ProviderId = Field(
         "auto",
-        description="The embedding provider: `auto` (a configured local model, then providers with keys, else the bundled model), `local`, `openai`, `gemini`, `voyage`, `mistral`, `ollama`, an installed plugin's provider, or `none` (keyword search only).",
+        description="The embedding provider: `auto` (a configured local model, then providers with keys, else the "
+                    "bundled model), `local`, `openai`, `gemini`, `voyage`, `mistral`, `ollama`, an installed "
+                    "plugin's provider, or `none` (keyword search only).",
     )
-    fallback: FallbackId = Field("none", description="The provider used when the primary one fails (`none`: no fallback).")
+    fallback: FallbackId = Field(
+        "none", description="The provider used when the primary one fails (`none`: no fallback)."
+    )
     model: str = Field("", description="The provider's embedding model; its default when empty.")
     output_dimensionality: Literal[768, 1536, 3072] | None = Field(
         None,
@@ -485,15 +520,24 @@ class MemorySearchConfig(_WithPluginBlocks):
     )
     extra_paths: list[str] = Field(
         default_factory=list,
-        description="More Markdown files or folders to index, relative to the workspace or absolute; trimmed and de-duplicated. OpenClaw's object form `{path}` is read too (a `pattern` other than every `.md` file is refused).",
+        description="More Markdown files or folders to index, relative to the workspace or absolute; trimmed and "
+                    "de-duplicated. OpenClaw's object form `{path}` is read too (a `pattern` other than every `.md` "
+                    "file is refused).",
     )
     remember_across_conversations: bool | None = Field(
         None,
-        description="OpenClaw 2026.9's cross-conversation transcript recall: accepted so configs carry over; memsift searches the memory files (and `sources: [\"sessions\"]` transcripts), not other conversations.",
+        description='OpenClaw 2026.9\'s cross-conversation transcript recall: accepted so configs carry over; memsift '
+                    'searches the memory files (and `sources: ["sessions"]` transcripts), not other conversations.',
     )
-    input_type: str | None = Field(None, description="OpenClaw 2026.9's embedding input type: accepted so configs carry over; not used.")
-    query_input_type: str | None = Field(None, description="OpenClaw 2026.9's query input type: accepted so configs carry over; not used.")
-    document_input_type: str | None = Field(None, description="OpenClaw 2026.9's document input type: accepted so configs carry over; not used.")
+    input_type: str | None = Field(
+        None, description="OpenClaw 2026.9's embedding input type: accepted so configs carry over; not used."
+    )
+    query_input_type: str | None = Field(
+        None, description="OpenClaw 2026.9's query input type: accepted so configs carry over; not used."
+    )
+    document_input_type: str | None = Field(
+        None, description="OpenClaw 2026.9's document input type: accepted so configs carry over; not used."
+    )
 
     @field_validator("extra_paths", mode="before")
     @classmethod
@@ -528,7 +572,8 @@ class QmdSessions(_Strict):
     enabled: bool = Field(False, description="Export session transcripts as Markdown for QMD to index.")
     export_dir: str | None = Field(
         None,
-        description="Where exported sessions are written (memsift's own folder under the QMD home when unset; never over memory files).",
+        description="Where exported sessions are written (memsift's own folder under the QMD home when unset; never "
+                    "over memory files).",
     )
     retention_days: float | None = Field(
         None,
@@ -618,7 +663,9 @@ class QmdConfig(_Strict):
         "search",
         description="`search` (BM25), `vsearch` (vectors) or `query` (QMD's hybrid with its reranker).",
     )
-    search_tool: str | None = Field(None, description="The reference's search tool name: accepted so configs carry over; `searchMode` decides.")
+    search_tool: str | None = Field(
+        None, description="The reference's search tool name: accepted so configs carry over; `searchMode` decides."
+    )
     include_default_memory: bool = Field(
         True,
         description="Index the workspace's `MEMORY.md` and `memory/` as collections.",
@@ -686,15 +733,20 @@ class PostgresConfig(_Strict):
         description="What answers when the server is unreachable: the builtin backend, or nothing (exit 7).",
     )
     hnsw_above: int = Field(
-        default=50_000, ge=0,
-        description="An agent with at least this many chunk vectors gets its own HNSW index (pgvector, iterative scan), "
-                    "built by its next sync; smaller agents are scanned exactly (about 10 ms per 10,000 vectors). 0: never.",
+        default=50_000,
+        ge=0,
+        description="An agent with at least this many chunk vectors gets its own HNSW index (pgvector, iterative "
+                    "scan), "
+        "built by its next sync; smaller agents are scanned exactly (about 10 ms per 10,000 vectors). 0: never.",
     )
     hnsw_ef_search: int = Field(
-        default=800, ge=10, le=1000,
-        description="HNSW search breadth (hnsw.ef_search) for an agent with its own index: higher is nearer exact, slower "
-                    "(at a million chunks, real questions, the graph of half vectors: recall@10 0.96-0.97 at 400, "
-                    "0.978-0.995 at 800, 0.980-0.997 at 1000).",
+        default=800,
+        ge=10,
+        le=1000,
+        description="HNSW search breadth (hnsw.ef_search) for an agent with its own index: higher is nearer exact, "
+                    "slower "
+        "(at a million chunks, real questions, the graph of half vectors: recall@10 0.96-0.97 at 400, "
+        "0.978-0.995 at 800, 0.980-0.997 at 1000).",
     )
 
 
@@ -703,12 +755,16 @@ class ResidentHelperConfig(_Strict):
 
     enabled: bool = Field(
         True,
-        description="A cold `memsift search` starts a helper that keeps the index and model loaded and answers later searches.",
+        description="A cold `memsift search` starts a helper that keeps the index and model loaded and answers later "
+                    "searches.",
     )
     max_helpers: int = Field(
-        4, ge=1, le=64,
-        description="At most this many helpers run per user (one per workspace and settings, each holding its index and "
-                    "model); past it a search is answered cold and starts none.",
+        4,
+        ge=1,
+        le=64,
+        description="At most this many helpers run per user (one per workspace and settings, each holding its index "
+                    "and "
+        "model); past it a search is answered cold and starts none.",
     )
     # the helper exits after this long without a search
     idle_timeout: str = Field(
@@ -728,8 +784,14 @@ class LimitsConfig(_Strict):
     running command's). Past it the work is cancelled with a message saying what it waited on; the
     Markdown files are never touched and the index keeps what it held."""
 
-    index: str | float = Field("30m", description="`memsift index`: the whole sync (a first index of a large workspace with the local model takes minutes).")
-    search: str | float = Field("2m", description="`memsift search`, MCP `memory_search`: one search, a first index it builds included.")
+    index: str | float = Field(
+        "30m",
+        description="`memsift index`: the whole sync (a first index of a large workspace with the local model takes "
+                    "minutes).",
+    )
+    search: str | float = Field(
+        "2m", description="`memsift search`, MCP `memory_search`: one search, a first index it builds included."
+    )
     get: str | float = Field("30s", description="`memsift get`, MCP `memory_get`: one read.")
     status: str | float = Field("1m", description="`memsift status`.")
     stall: str | float = Field(
@@ -748,7 +810,8 @@ class LimitsConfig(_Strict):
 class MemoryConfig(_WithPluginBlocks):
     backend: BackendId = Field(
         "builtin",
-        description="The search backend: `builtin` (SQLite FTS5 + sqlite-vec), `qmd` (the QMD tool as a sidecar), `postgres` (PostgreSQL + pgvector), or an installed plugin's (`memsift plugins` lists them).",
+        description="The search backend: `builtin` (SQLite FTS5 + sqlite-vec), `qmd` (the QMD tool as a sidecar), "
+                    "`postgres` (PostgreSQL + pgvector), or an installed plugin's (`memsift plugins` lists them).",
     )
     citations: Literal["auto", "on", "off"] = Field(
         "auto",
@@ -763,7 +826,8 @@ class MemoryConfig(_WithPluginBlocks):
     limits: LimitsConfig = Field(default_factory=LimitsConfig, description="Every command's time budget.")
     search: MemorySearchConfig | None = Field(
         None,
-        description="OpenClaw 2026.9's place for the memory search settings of every agent (`agents.defaults.memorySearch` before); wins over the older keys where both are set.",
+        description="OpenClaw 2026.9's place for the memory search settings of every agent "
+                    "(`agents.defaults.memorySearch` before); wins over the older keys where both are set.",
     )
 
 
@@ -784,7 +848,8 @@ class SystemAgent(_Tolerant):
 class AgentDefaults(_Tolerant):
     workspace: str | None = Field(
         None,
-        description="The agent's workspace folder (holding `MEMORY.md` and `memory/`); `-w` and `$MEMSIFT_WORKSPACE` override.",
+        description="The agent's workspace folder (holding `MEMORY.md` and `memory/`); `-w` and `$MEMSIFT_WORKSPACE` "
+                    "override.",
     )
     memory_search: MemorySearchConfig | None = Field(
         None,
@@ -796,14 +861,17 @@ class AgentDefaults(_Tolerant):
 class AgentMemory(_Strict):
     """`agents.entries.<id>.memory` (OpenClaw 2026.9): the agent's own search settings."""
 
-    search: MemorySearchConfig | None = Field(None, description="This agent's memory search settings, over `memory.search`.")
+    search: MemorySearchConfig | None = Field(
+        None, description="This agent's memory search settings, over `memory.search`."
+    )
 
 
 class _AgentSettings(_Tolerant):
     workspace: str | None = Field(None, description="This agent's workspace; the defaults' when unset.")
     memory_search: MemorySearchConfig | None = Field(
         None,
-        description="This agent's settings, over the defaults (`extraPaths` are added to the defaults'); OpenClaw 2026.9 names it `memory.search`.",
+        description="This agent's settings, over the defaults (`extraPaths` are added to the defaults'); OpenClaw "
+                    "2026.9 names it `memory.search`.",
     )
     memory: AgentMemory | None = Field(None, description="OpenClaw 2026.9: `memory.search`, this agent's settings.")
 
@@ -821,7 +889,9 @@ class AgentEntry(_AgentSettings):
 class KeyedAgentEntry(_AgentSettings):
     """`agents.entries.<id>`, OpenClaw 2026.9's roster: the key is the agent id."""
 
-    default: bool = Field(False, description="Retired by OpenClaw 2026.9 (use `agents.defaults.systemAgent.agentId`); still read.")
+    default: bool = Field(
+        False, description="Retired by OpenClaw 2026.9 (use `agents.defaults.systemAgent.agentId`); still read."
+    )
 
 
 class AgentsConfig(_Tolerant):
@@ -846,7 +916,8 @@ class MemsiftConfig(_Strict):
 
     state_dir: str | None = Field(
         None,
-        description="Where indexes live (memsift's own key); default `$XDG_STATE_HOME/memsift` (`~/.local/state/memsift`).",
+        description="Where indexes live (memsift's own key); default `$XDG_STATE_HOME/memsift` "
+                    "(`~/.local/state/memsift`).",
     )
     agents: AgentsConfig = Field(default_factory=AgentsConfig, description="Agents and their memory search settings.")
     memory: MemoryConfig = Field(
@@ -855,5 +926,6 @@ class MemsiftConfig(_Strict):
     )
     memory_search: MemorySearchConfig | None = Field(
         None,
-        description="The oldest place of the memory search settings of every agent (OpenClaw moved it to `agents.defaults.memorySearch`, then `memory.search`): still read, under both.",
+        description="The oldest place of the memory search settings of every agent (OpenClaw moved it to "
+                    "`agents.defaults.memorySearch`, then `memory.search`): still read, under both.",
     )

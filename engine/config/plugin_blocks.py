@@ -27,7 +27,11 @@ def plugin_config(plugin: Any, section: BaseModel, prefix: str) -> dict[str, Any
     """`{"config": validated block}` for a plugin with a `config_model`, else {} (nothing to pass)."""
     if getattr(plugin, "config_model", None) is None:
         return {}
-    return {"config": validate_block(plugin.config_model, plugin_block(section, plugin.name) or {}, prefix=f"{prefix}.{plugin.name}")}
+    return {
+        "config": validate_block(
+            plugin.config_model, plugin_block(section, plugin.name) or {}, prefix=f"{prefix}.{plugin.name}"
+        )
+    }
 
 
 def validate_block(model: type[BaseModel], data: Any, *, prefix: str) -> BaseModel:

@@ -109,7 +109,9 @@ def _confusable_colons() -> frozenset[str]:
         entries = json.loads(path.read_text(encoding="utf-8")).get(":", [])
         found = {ch for e in entries for ch in str(e.get("c", "")) if ch not in "\u200e\u200f:"}
     except (ImportError, OSError, ValueError, AttributeError) as exc:
-        log.warning("Unicode confusables data unavailable; using memsift's own list of colon look-alikes", error=str(exc))
+        log.warning(
+            "Unicode confusables data unavailable; using memsift's own list of colon look-alikes", error=str(exc)
+        )
         found = set()
     return frozenset(found | _COLON_LOOKALIKES)
 
@@ -154,7 +156,9 @@ def _segments(key: str) -> tuple[list[str], str | None]:
         return [], "not valid Unicode"
     # Before normalisation: NFKC turns some look-alikes into other text (`︰` into `..`). A
     # character NFKC makes exactly ":" (the fullwidth colon) splits like one.
-    if any(_colon_like(ch) and unicodedata.normalize("NFKC", ch) != ":" for ch in _ESCAPES.sub("", key) if not ch.isascii()):
+    if any(
+        _colon_like(ch) and unicodedata.normalize("NFKC", ch) != ":" for ch in _ESCAPES.sub("", key) if not ch.isascii()
+    ):
         return [], "a colon look-alike inside a segment"
     # NFKC first over the whole key, so a fullwidth colon splits like a colon.
     parts = [normalise_segment(p) for p in _strip_invisible(key).split(":")]
@@ -250,8 +254,13 @@ def decide_scope(scope: ScopeConfig | None, session_key: str | None) -> ScopeDec
         # Deny on doubt: a type segment nobody knows (`grp`, a mangled `group`) may name a group.
         as_group = _first_match(scope, replace(s, chat_type="group"))
         if not as_group[0]:
-            return ScopeDecision(False, f"unknown chat type {shorten(s.unknown_type, 40)!r}: denied as a group would be "
-                                        f"({as_group[1]})", s.channel, "unknown", shown)
+            return ScopeDecision(
+                False,
+                f"unknown chat type {shorten(s.unknown_type, 40)!r}: denied as a group would be ({as_group[1]})",
+                s.channel,
+                "unknown",
+                shown,
+            )
     allowed, rule = _first_match(scope, s)
     return ScopeDecision(allowed, rule, s.channel, s.chat_type, shown)
 

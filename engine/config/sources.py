@@ -168,8 +168,12 @@ def _parse_file(path: Path, *, required: bool, what: str = "config file") -> Any
 def _composed(data: dict[str, Any], path: Path, env: Mapping[str, str]) -> dict[str, Any]:
     if "$include" not in json.dumps(data, default=str):
         return data
-    return resolve_includes(data, config_file=path, env=env,
-                            read=lambda target, where: _parse_file(target, required=True, what=f"the file included at {where}"))
+    return resolve_includes(
+        data,
+        config_file=path,
+        env=env,
+        read=lambda target, where: _parse_file(target, required=True, what=f"the file included at {where}"),
+    )
 
 
 def _field_alias(model: type[BaseModel], segment: str) -> tuple[str, Any] | None:

@@ -60,7 +60,9 @@ def auto_order(ms: MemorySearchConfig) -> list[str]:
     then by rank (memsift's own: openai, gemini, voyage, mistral, then the bundled local model)."""
     from ..plugins import registry  # noqa: PLC0415
 
-    plugins = [f.plugin for f in registry.installed("provider") if f.plugin is not None and f.plugin.auto_rank is not None]
+    plugins = [
+        f.plugin for f in registry.installed("provider") if f.plugin is not None and f.plugin.auto_rank is not None
+    ]
     preferred = [p.name for p in plugins if p.preferred is not None and p.preferred(ms)]
     ranked = [p.name for p in sorted(plugins, key=lambda p: p.auto_rank)]
     return list(dict.fromkeys(preferred + ranked))
@@ -86,8 +88,11 @@ def _auto_reason(failures: list[tuple[str, ProviderUnavailableError]]) -> str:
     return "; ".join(parts)
 
 
-def select_provider(ms: MemorySearchConfig, *, environ: Mapping[str, str] | None = None, **kw: Any) -> ProviderSelection:
-    """Pick the provider as the reference does (as OpenClaw does; docs/parity.md), with the embedded model as the keyless default.
+def select_provider(
+    ms: MemorySearchConfig, *, environ: Mapping[str, str] | None = None, **kw: Any
+) -> ProviderSelection:
+    """Pick the provider as the reference does (as OpenClaw does; docs/parity.md), with the embedded model as the
+    keyless default.
 
     `auto`: a configured local model file first, then openai, gemini, voyage, mistral (each only
     when its key is found), then the embedded local model; if none can be set up, FTS-only with the

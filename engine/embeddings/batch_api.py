@@ -40,7 +40,11 @@ class BatchApi:
 
     @classmethod
     def from_config(cls, cfg: BatchConfig) -> BatchApi:
-        return cls(wait=cfg.wait, poll_interval_s=max(0.01, cfg.poll_interval_ms / 1000), timeout_s=max(1.0, cfg.timeout_minutes * 60))
+        return cls(
+            wait=cfg.wait,
+            poll_interval_s=max(0.01, cfg.poll_interval_ms / 1000),
+            timeout_s=max(1.0, cfg.timeout_minutes * 60),
+        )
 
     def usable(self) -> bool:
         return self.disabled_reason is None and self.failures < FAILURE_LIMIT
@@ -101,7 +105,14 @@ def _vectors_by_id(count: int, rows: dict[str, Any], provider_id: str) -> list[A
 class OpenAIBatchApi(BatchApi):
     async def _run_job(self, provider: RemoteProvider, texts: list[str]) -> list[Any]:
         lines = "\n".join(
-            json.dumps({"custom_id": str(i), "method": "POST", "url": "/v1/embeddings", "body": {"model": provider.model, "input": t}})
+            json.dumps(
+                {
+                    "custom_id": str(i),
+                    "method": "POST",
+                    "url": "/v1/embeddings",
+                    "body": {"model": provider.model, "input": t},
+                }
+            )
             for i, t in enumerate(texts)
         )
         uploaded = await provider.request(
@@ -146,7 +157,8 @@ class GeminiBatchApi(BatchApi):
 
     async def _run_job(self, provider: Any, texts: list[str]) -> list[Any]:  # a Gemini provider (embed_request)
         lines = "\n".join(
-            json.dumps({"key": str(i), "request": provider.embed_request(t, "RETRIEVAL_DOCUMENT")}) for i, t in enumerate(texts)
+            json.dumps({"key": str(i), "request": provider.embed_request(t, "RETRIEVAL_DOCUMENT")})
+            for i, t in enumerate(texts)
         )
         boundary = uuid.uuid4().hex
         header = json.dumps({"file": {"displayName": "memsift-batch", "mimeType": "application/jsonl"}})

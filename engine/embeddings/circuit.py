@@ -1,4 +1,5 @@
-"""A circuit breaker for query embeddings (and the rerank stage): after repeated failures, stop asking the provider for a
+"""A circuit breaker for query embeddings (and the rerank stage): after repeated failures, stop asking the provider for
+a
 while instead of paying its timeout on every search.
 
 Closed: every search embeds its query (within its budget). After `threshold` failures in a row

@@ -22,7 +22,12 @@ class FakeEmbeddingProvider:
     max_input_tokens = 8192
 
     def __init__(
-        self, dims: int = 64, *, model: str = "fake-bow", fail_after: int | None = None, scripts: frozenset[str] | None = None,
+        self,
+        dims: int = 64,
+        *,
+        model: str = "fake-bow",
+        fail_after: int | None = None,
+        scripts: frozenset[str] | None = None,
         delay: float = 0.0,
     ) -> None:
         self.model = model

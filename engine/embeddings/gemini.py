@@ -48,7 +48,9 @@ class GeminiProvider(RemoteProvider):
         if isinstance(item, MultimodalInput):
             if not self.supports_multimodal:
                 raise ProviderError(f"gemini: model {self.model} cannot embed images or audio")
-            return {"parts": [{"text": item.label}, {"inlineData": {"mimeType": item.mime_type, "data": item.base64()}}]}
+            return {
+                "parts": [{"text": item.label}, {"inlineData": {"mimeType": item.mime_type, "data": item.base64()}}]
+            }
         return {"parts": [{"text": item}]}
 
     def embed_request(self, item: str | MultimodalInput, task: str) -> dict[str, Any]:
@@ -61,14 +63,19 @@ class GeminiProvider(RemoteProvider):
         if query:
             req = self.embed_request(texts[0], "RETRIEVAL_QUERY")
             req.pop("model")
-            body = await self.request("POST", f"models/{self.model}:embedContent", json_body=req, timeout=self.query_timeout)
+            body = await self.request(
+                "POST", f"models/{self.model}:embedContent", json_body=req, timeout=self.query_timeout
+            )
             try:
                 return [body["embedding"]["values"]]
             except (KeyError, TypeError):
                 return []
         requests = [self.embed_request(t, "RETRIEVAL_DOCUMENT") for t in texts]
         body = await self.request(
-            "POST", f"models/{self.model}:batchEmbedContents", json_body={"requests": requests}, timeout=self.batch_timeout
+            "POST",
+            f"models/{self.model}:batchEmbedContents",
+            json_body={"requests": requests},
+            timeout=self.batch_timeout,
         )
         try:
             return [e["values"] for e in body["embeddings"]]

@@ -117,7 +117,9 @@ def _build_in_child(source: Path, target: Path, checksum: Path) -> None:
                           timeout=BUILD_TIMEOUT_S, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     if done.returncode != 0:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise RuntimeError(f"the build exited with status {done.returncode}: {said[-1][:300] if said else 'no message'}")
+        raise RuntimeError(
+            f"the build exited with status {done.returncode}: {said[-1][:300] if said else 'no message'}"
+        )
 
 
 def _remove_stale_builds(cache_dir: Path) -> None:

@@ -223,7 +223,9 @@ class LocalMiniLMProvider:
         try:
             from tokenizers import Tokenizer  # noqa: PLC0415
         except ImportError as exc:  # installed but broken (check_setup only saw it is there)
-            raise ProviderUnavailableError(f"local embeddings cannot import tokenizers ({exc}); {INSTALL_HINT}") from None
+            raise ProviderUnavailableError(
+                f"local embeddings cannot import tokenizers ({exc}); {INSTALL_HINT}"
+            ) from None
 
         try:
             tokenizer = Tokenizer.from_file(str(self._tokenizer_file))
@@ -240,7 +242,9 @@ class LocalMiniLMProvider:
         try:
             import onnxruntime as ort  # noqa: PLC0415  (after ORT_DISABLE_TELEMETRY is set)
         except ImportError as exc:  # installed but broken (check_setup only saw it is there)
-            raise ProviderUnavailableError(f"local embeddings cannot import onnxruntime ({exc}); {INSTALL_HINT}") from None
+            raise ProviderUnavailableError(
+                f"local embeddings cannot import onnxruntime ({exc}); {INSTALL_HINT}"
+            ) from None
 
         opts = ort.SessionOptions()
         opts.log_severity_level = 3

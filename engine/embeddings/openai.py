@@ -39,6 +39,9 @@ class OpenAIProvider(RemoteProvider):
 
     async def embed_batch(self, texts: list[str], *, query: bool) -> list[Any]:
         body = await self.request(
-            "POST", "embeddings", json_body=self.request_body(texts, query=query), timeout=self.query_timeout if query else self.batch_timeout
+            "POST",
+            "embeddings",
+            json_body=self.request_body(texts, query=query),
+            timeout=self.query_timeout if query else self.batch_timeout,
         )
         return self.parse_data(body)

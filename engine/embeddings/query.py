@@ -57,7 +57,9 @@ class QueryEmbedding:
             if self.circuit:
                 self.circuit.record_success()
         except TimeoutError:
-            self.error = f"query embedding timed out after {budget:g} s (the provider did not answer): keyword results only"
+            self.error = (
+                f"query embedding timed out after {budget:g} s (the provider did not answer): keyword results only"
+            )
             if self.circuit:
                 self.circuit.record_failure(f"timed out after {budget:g} s")
         except Exception as exc:  # a provider failure degrades to keyword search, visibly

@@ -70,11 +70,23 @@ def _remote(provider_id: str, module: str, name: str):  # noqa: ANN202
     return create
 
 
-local = ProviderPlugin("local", _create_local, "the bundled all-MiniLM-L6-v2 (ONNX, offline, no key), or local.modelPath",
-                       auto_rank=100, preferred=_local_model_file)
-openai = ProviderPlugin("openai", _remote("openai", "openai", "OpenAIProvider"), "OpenAI or any OpenAI-compatible endpoint",
-                        auto_rank=10)
-gemini = ProviderPlugin("gemini", _remote("gemini", "gemini", "GeminiProvider"), "Google Gemini embeddings", auto_rank=20)
+local = ProviderPlugin(
+    "local",
+    _create_local,
+    "the bundled all-MiniLM-L6-v2 (ONNX, offline, no key), or local.modelPath",
+    auto_rank=100,
+    preferred=_local_model_file,
+)
+openai = ProviderPlugin(
+    "openai", _remote("openai", "openai", "OpenAIProvider"), "OpenAI or any OpenAI-compatible endpoint", auto_rank=10
+)
+gemini = ProviderPlugin(
+    "gemini", _remote("gemini", "gemini", "GeminiProvider"), "Google Gemini embeddings", auto_rank=20
+)
 voyage = ProviderPlugin("voyage", _remote("voyage", "voyage", "VoyageProvider"), "Voyage AI embeddings", auto_rank=30)
-mistral = ProviderPlugin("mistral", _remote("mistral", "mistral", "MistralProvider"), "Mistral embeddings", auto_rank=40)
-ollama = ProviderPlugin("ollama", _remote("ollama", "ollama", "OllamaProvider"), "a local Ollama server (never auto-selected)")
+mistral = ProviderPlugin(
+    "mistral", _remote("mistral", "mistral", "MistralProvider"), "Mistral embeddings", auto_rank=40
+)
+ollama = ProviderPlugin(
+    "ollama", _remote("ollama", "ollama", "OllamaProvider"), "a local Ollama server (never auto-selected)"
+)

@@ -107,7 +107,9 @@ class RemoteProvider(RemoteClient):
     def cache_key_data(self) -> dict[str, Any]:
         """What makes vectors comparable: never the key or the Authorization header."""
         headers = sorted(
-            (k.lower(), v) for k, v in self._extra_headers.items() if k.lower() not in ("authorization", "x-goog-api-key")
+            (k.lower(), v)
+            for k, v in self._extra_headers.items()
+            if k.lower() not in ("authorization", "x-goog-api-key")
         )
         return {"provider": self.id, "baseUrl": self.base_url, "model": self.model, "headers": headers}
 

@@ -106,7 +106,9 @@ class ChangeProbe:
             self._add(folder, tree=True)
             try:
                 with os.scandir(folder) as entries:
-                    stack.extend(e.path for e in entries if e.name not in IGNORED_DIRS and e.is_dir(follow_symlinks=False))
+                    stack.extend(
+                        e.path for e in entries if e.name not in IGNORED_DIRS and e.is_dir(follow_symlinks=False)
+                    )
             except OSError:
                 continue
 

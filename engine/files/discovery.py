@@ -192,7 +192,9 @@ def discover_memory_files(
             skipped.append(Skipped(_rel(workspace, root), "symlink (not followed)"))
         elif stat.S_ISDIR(st.st_mode):
             add_tree(root, multimodal_ext)
-        elif stat.S_ISREG(st.st_mode) and (_is_md(root.name) or (multimodal_ext and root.name.lower().endswith(multimodal_ext))):
+        elif stat.S_ISREG(st.st_mode) and (
+            _is_md(root.name) or (multimodal_ext and root.name.lower().endswith(multimodal_ext))
+        ):
             add_one(root, st)
         else:
             skipped.append(Skipped(_rel(workspace, root), "not a .md file or directory"))

@@ -116,7 +116,12 @@ def should_flush(
     if state.flushed_at_compaction is not None and state.flushed_at_compaction == state.compaction_count:
         return no(f"already flushed in compaction cycle {state.compaction_count}")
     if usage.transcript_bytes is not None and usage.transcript_bytes >= settings.force_flush_transcript_bytes:
-        return FlushDecision(True, f"transcript {usage.transcript_bytes} B ≥ {settings.force_flush_transcript_bytes} B", threshold, tokens)
+        return FlushDecision(
+            True,
+            f"transcript {usage.transcript_bytes} B ≥ {settings.force_flush_transcript_bytes} B",
+            threshold,
+            tokens,
+        )
     if threshold <= 0:
         return no(f"threshold {threshold} ≤ 0: never fires")
     if tokens is None:

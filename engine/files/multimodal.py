@@ -6,8 +6,16 @@ import hashlib
 import json
 from collections.abc import Collection
 
-__all__ = ["IMAGE_EXTENSIONS", "AUDIO_EXTENSIONS", "extensions_for", "sniff_mime", "modality_of", "multimodal_hash", "label_for",
-           "TOO_LARGE"]
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "AUDIO_EXTENSIONS",
+    "extensions_for",
+    "sniff_mime",
+    "modality_of",
+    "multimodal_hash",
+    "label_for",
+    "TOO_LARGE",
+]
 
 # How providers word "this file is too large" (a 413, a token limit): the file is kept with no chunks.
 TOO_LARGE = ("413", "too large", "too many tokens", "input limit", "request size")

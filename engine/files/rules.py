@@ -323,7 +323,9 @@ class MemoryRules:
                 if glob_matches(c.pattern, candidate.relative_to(c.path).as_posix()) and not _is_symlink(c.path):
                     _no_symlinks_between(c.path, candidate, path)
                     return candidate, rel
-        raise PathNotAllowedError(path, "not a memory file (MEMORY.md, memory/**/*.md, an extra path or a QMD collection)")
+        raise PathNotAllowedError(
+            path, "not a memory file (MEMORY.md, memory/**/*.md, an extra path or a QMD collection)"
+        )
 
     def _in_collection_alias(self, raw: str, shown: Any, extensions: tuple[str, ...]) -> tuple[Path, str]:
         """`qmd/<collection>/<path>`: a file of that collection that its pattern selects."""
@@ -415,5 +417,14 @@ async def read_memory(rules: MemoryRules, path: str, from_line: int | None = Non
         next_from = start + newlines
         tail = got.text[got.text.rfind("\n") + 1:]
         next_offset = utf16_len(tail) + (offset if newlines == 0 else 0) or None
-    return ReadResult(path=got.path, text=got.text, **{"from": start}, lines=lines, total_lines=got.total_lines,
-                      missing=got.missing, truncated=got.truncated or None, next_from=next_from, next_offset=next_offset)
+    return ReadResult(
+        path=got.path,
+        text=got.text,
+        **{"from": start},
+        lines=lines,
+        total_lines=got.total_lines,
+        missing=got.missing,
+        truncated=got.truncated or None,
+        next_from=next_from,
+        next_offset=next_offset,
+    )

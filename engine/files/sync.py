@@ -15,8 +15,17 @@ from .discovery import MemoryFile, Skipped
 from .multimodal import label_for, multimodal_hash, sniff_mime
 from .note_dates import ChunkDay, chunk_days
 
-__all__ = ["MAX_MARKDOWN_BYTES", "MarkdownRead", "MediaRead", "read_regular", "read_markdown", "read_transcript", "read_media",
-           "FileSort", "sort_files"]
+__all__ = [
+    "MAX_MARKDOWN_BYTES",
+    "MarkdownRead",
+    "MediaRead",
+    "read_regular",
+    "read_markdown",
+    "read_transcript",
+    "read_media",
+    "FileSort",
+    "sort_files",
+]
 
 MAX_MARKDOWN_BYTES = 16 * 2**20
 
@@ -52,8 +61,16 @@ def read_regular(f: MemoryFile, st: os.stat_result, skipped: list[Skipped]) -> b
     return data
 
 
-def read_markdown(f: MemoryFile, st: os.stat_result, skipped: list[Skipped], *, strategy: str, tokens: int, overlap: int,
-                  max_input_bytes: int | None = None) -> MarkdownRead | None:
+def read_markdown(
+    f: MemoryFile,
+    st: os.stat_result,
+    skipped: list[Skipped],
+    *,
+    strategy: str,
+    tokens: int,
+    overlap: int,
+    max_input_bytes: int | None = None,
+) -> MarkdownRead | None:
     """A Markdown file as chunks and days, or None with the reason added to `skipped`."""
     if st.st_size > MAX_MARKDOWN_BYTES:
         skipped.append(Skipped(f.rel_path, f"larger than {MAX_MARKDOWN_BYTES // 2**20} MiB ({st.st_size} bytes)"))

@@ -100,14 +100,22 @@ class MemoryWatcher:
                 await self._restart.wait()
                 continue
             stop = self._restart
-            async for changes in watchfiles.awatch(*roots, watch_filter=lambda _c, p: self._relevant(p), stop_event=stop, step=50, debounce=1600):
+            async for changes in watchfiles.awatch(
+                *roots, watch_filter=lambda _c, p: self._relevant(p), stop_event=stop, step=50, debounce=1600
+            ):
                 await self._send.send({p for _c, p in changes})
             # awatch ended: the stop event was set because a root appeared or vanished
 
     async def _flat_loop(self) -> None:
         roots = self.flat_roots()
-        async for changes in watchfiles.awatch(*roots, watch_filter=lambda _c, p: self._flat_relevant(p), recursive=False,
-                                               stop_event=self._stop, step=50, debounce=1600):
+        async for changes in watchfiles.awatch(
+            *roots,
+            watch_filter=lambda _c, p: self._flat_relevant(p),
+            recursive=False,
+            stop_event=self._stop,
+            step=50,
+            debounce=1600,
+        ):
             paths = {p for _c, p in changes}
             if any(Path(p).is_dir() or not Path(p).exists() for p in paths):
                 self._restart.set()  # memory/ (or an extra folder) appeared or went away

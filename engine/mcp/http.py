@@ -116,8 +116,13 @@ class StrictAuthority:
                 log.warning("HTTP request refused (DNS-rebinding protection)", reason=refused[1],
                             host=headers.get("host", "")[:100], origin=headers.get("origin", "")[:100])
                 body = refused[1].encode()
-                await send({"type": "http.response.start", "status": refused[0],
-                            "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": refused[0],
+                        "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)

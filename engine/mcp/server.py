@@ -27,7 +27,16 @@ from ..results import Degraded, ManagerStatus, ScopeDenial, SearchAnswer
 from ..compose.scoped import SHOWN_PATH_CHARS, scoped
 from ..text import shorten, utf16_len, utf16_slice
 from ..limits import budget_s, run_within
-from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key, door_name, run_read, run_status
+from ..requests import (
+    InvalidRequest,
+    ReadOptions,
+    SearchOptions,
+    StatusOptions,
+    check_session_key,
+    door_name,
+    run_read,
+    run_status,
+)
 from ..search.citations import decorate_snippet
 from .handshake import INSTRUCTIONS
 
@@ -147,7 +156,9 @@ class MemoryServer:
             request = self.manager.request("mcp", query=query, session_key=key, **options)
         except InvalidRequest as exc:
             if exc.field == "session_key":
-                return SearchOutput(mode="none", error=f"sessionKey: {exc.problem}", invalid="sessionKey", warning=warning)
+                return SearchOutput(
+                    mode="none", error=f"sessionKey: {exc.problem}", invalid="sessionKey", warning=warning
+                )
             return SearchOutput(mode="none", error=str(exc), invalid=door_name(SearchOptions, exc.field, "mcp")
                                 if exc.field in SearchOptions.model_fields else exc.field, warning=warning,
                                 action="Fix that argument and search again; nothing was searched")
@@ -167,9 +178,13 @@ class MemoryServer:
         except (MemsiftError, OSError) as exc:
             quota = bool(_QUOTA.search(str(exc)))
             return SearchOutput(
-                disabled=True, unavailable=True, error=str(exc),
+                disabled=True,
+                unavailable=True,
+                error=str(exc),
                 warning="embedding provider quota is exhausted" if quota else "memory search failed",
-                action="Top up or switch embedding provider" if quota else "Check the memory search configuration (memsift status --deep)",
+                action="Top up or switch embedding provider"
+                if quota
+                else "Check the memory search configuration (memsift status --deep)",
             )
         out = _from_answer(answer, self.max_chars)
         out.warning = warning
@@ -182,8 +197,13 @@ class MemoryServer:
         try:
             check_session_key(key)
         except InvalidRequest as exc:
-            return GetOutput(path=shorten(str(path), SHOWN_PATH_CHARS), disabled=True, error=f"sessionKey: {exc.problem}",
-                             invalid="sessionKey", warning=warning)
+            return GetOutput(
+                path=shorten(str(path), SHOWN_PATH_CHARS),
+                disabled=True,
+                error=f"sessionKey: {exc.problem}",
+                invalid="sessionKey",
+                warning=warning,
+            )
         denied = self.manager.denial(key, "read")  # scope first, before the path is even parsed
         if denied is not None:
             return GetOutput(path=shorten(str(path), SHOWN_PATH_CHARS), disabled=True, denied=denied, warning=warning,
@@ -191,15 +211,25 @@ class MemoryServer:
         try:
             request = ReadOptions.build("mcp", path=path, session_key=key, **options)
         except InvalidRequest as exc:
-            return GetOutput(path=shorten(str(path), SHOWN_PATH_CHARS), disabled=True, error=str(exc), warning=warning,
-                             invalid=door_name(ReadOptions, exc.field, "mcp") if exc.field in ReadOptions.model_fields else exc.field)
+            return GetOutput(
+                path=shorten(str(path), SHOWN_PATH_CHARS),
+                disabled=True,
+                error=str(exc),
+                warning=warning,
+                invalid=door_name(ReadOptions, exc.field, "mcp")
+                if exc.field in ReadOptions.model_fields
+                else exc.field,
+            )
         target, from_line, lines = request.target()
         start, skip = from_line or 1, request.offset
         try:
             # Just over the bound: enough to tell that a page is cut, never a whole huge file; the
             # skipped characters are streamed past, never held.
-            result = await run_within(lambda: run_read(self.manager, request, max_chars=self.max_chars + 1), command="get",
-                                      budget=budget_s(self.settings, "get"))
+            result = await run_within(
+                lambda: run_read(self.manager, request, max_chars=self.max_chars + 1),
+                command="get",
+                budget=budget_s(self.settings, "get"),
+            )
         except (PathNotAllowedError, MemsiftError, OSError) as exc:  # the error names the path (shortened)
             return GetOutput(path=shorten(target, 200), disabled=True, error=str(exc), warning=warning)
         if result.denied:  # the scoped manager guards every caller too

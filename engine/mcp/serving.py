@@ -80,10 +80,19 @@ class _Stopper:
             raise SystemExit(128 + self.signum)
 
 
-async def serve(load_settings: Callable[[], ResolvedConfig], *, backend: str | None = None, transport: Transport = "stdio",
-                host: str = "127.0.0.1", port: int = 8765, session_key: str | None = None,
-                max_chars: int | None = None, fresh: bool = True, also_serve: AlsoServe | None = None,
-                allow_hosts: tuple[str, ...] = ()) -> None:
+async def serve(
+    load_settings: Callable[[], ResolvedConfig],
+    *,
+    backend: str | None = None,
+    transport: Transport = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    session_key: str | None = None,
+    max_chars: int | None = None,
+    fresh: bool = True,
+    also_serve: AlsoServe | None = None,
+    allow_hosts: tuple[str, ...] = (),
+) -> None:
     """Serve MCP until the transport ends or the process is told to stop. `load_settings` is
     called once, after the stdio handshake (its ConfigError ends the server with its message).
     `also_serve(manager, settings)` runs beside it while the index is kept fresh: the CLI passes

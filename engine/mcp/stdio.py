@@ -238,8 +238,10 @@ async def _refused_oversize(line: bytes, lines: _Lines, out: _SerialOut) -> bool
     while line and not line.endswith(b"\n"):
         line = await lines.readline(2**20)
     log.warning("an MCP message over the size limit was refused", limit=MAX_LINE_BYTES)
-    await out.write(_error(_id_from_text(head), INVALID_REQUEST, f"Invalid Request: the message is over {MAX_LINE_BYTES} bytes")
-                    + "\n")
+    await out.write(
+        _error(_id_from_text(head), INVALID_REQUEST, f"Invalid Request: the message is over {MAX_LINE_BYTES} bytes")
+        + "\n"
+    )
     return True
 
 
@@ -267,7 +269,10 @@ class _GuardedIn:
                 line, errors = check_line(raw)
             except Exception as exc:  # noqa: BLE001  (a bug here must not end the server)
                 log.warning("an MCP message could not be checked", error=f"{type(exc).__name__}: {exc}")
-                line, errors = None, [_error(_id_from_text(raw[:4096]), INVALID_REQUEST, "Invalid Request: unreadable message")]
+                line, errors = (
+                    None,
+                    [_error(_id_from_text(raw[:4096]), INVALID_REQUEST, "Invalid Request: unreadable message")],
+                )
             for response in errors:
                 await self._out.write(response + "\n")
             if line is not None:

@@ -99,4 +99,6 @@ class RerankerPlugin:
     name: str
     create: Callable[..., Reranker]
     description: str = ""
-    config_model: type[BaseModel] | None = None  # validates `memorySearch.query.rerank.<name>`, passed to create as `config=`
+    config_model: type[BaseModel] | None = (
+        None  # validates `memorySearch.query.rerank.<name>`, passed to create as `config=`
+    )

@@ -31,13 +31,27 @@ from typing import Any, Iterator
 from ..errors import ConfigError
 from . import GROUPS, BackendPlugin, ProviderPlugin, RerankerPlugin
 
-__all__ = ["Found", "installed", "load", "names", "check_name", "backend", "describe_unknown", "origin", "OWN_DISTRIBUTION"]
+__all__ = [
+    "Found",
+    "installed",
+    "load",
+    "names",
+    "check_name",
+    "backend",
+    "describe_unknown",
+    "origin",
+    "OWN_DISTRIBUTION",
+]
 
 OWN_DISTRIBUTION = "memsift"
 DEFAULT_IMPORT_TIMEOUT_S = 10.0
 _IMPORT_LOCK = threading.Lock()  # one plugin import at a time: stdout is redirected process-wide meanwhile
 _KINDS: dict[str, Any] = {"backend": BackendPlugin, "provider": ProviderPlugin, "reranker": RerankerPlugin}
-_KEY_PATHS = {"backend": "memory.backend", "provider": "memorySearch.provider", "reranker": "memorySearch.query.rerank.provider"}
+_KEY_PATHS = {
+    "backend": "memory.backend",
+    "provider": "memorySearch.provider",
+    "reranker": "memorySearch.query.rerank.provider",
+}
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """Rerankers for the optional rerank stage (`memorySearch.query.rerank`): remote APIs and a local
-ONNX cross-encoder, built lazily from config. The stages that apply them live in compose/ (`rerank_stage.py`, `evidence_stage.py`)."""
+ONNX cross-encoder, built lazily from config. The stages that apply them live in compose/ (`rerank_stage.py`,
+`evidence_stage.py`)."""
 
 from __future__ import annotations
 

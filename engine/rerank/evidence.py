@@ -134,13 +134,17 @@ def evidence_features(terms: Sequence[str], hits: Sequence[tuple[str, float, str
     out = []
     for rank, ((path, score, _), has, lines) in enumerate(zip(hits, holds, asker_lines)):
         best, second = top_two[path][:2]
-        out.append({
-            "coverage": sum(has) / len(terms) if terms else 0.0,
-            "rare_coverage": sum(r for r, h in zip(rarity, has) if h) / total_rarity if total_rarity else 0.0,
-            "reciprocal_rank": 1.0 / (rank + 1),
-            "file_best_other": second if score == best else best,  # the best score of another hit of the file
-            "asker_coverage": sum(any(t in line for line in lines) for t in terms) / len(terms) if terms and lines else 0.0,
-        })
+        out.append(
+            {
+                "coverage": sum(has) / len(terms) if terms else 0.0,
+                "rare_coverage": sum(r for r, h in zip(rarity, has) if h) / total_rarity if total_rarity else 0.0,
+                "reciprocal_rank": 1.0 / (rank + 1),
+                "file_best_other": second if score == best else best,  # the best score of another hit of the file
+                "asker_coverage": sum(any(t in line for line in lines) for t in terms) / len(terms)
+                if terms and lines
+                else 0.0,
+            }
+        )
     return out
 
 

@@ -34,7 +34,9 @@ class LocalCrossEncoder:
     id = "local"
     logits: bool | None = True
 
-    def __init__(self, folder: str | Path, *, max_tokens: int = 256, batch_size: int = 16, threads: int | None = None) -> None:
+    def __init__(
+        self, folder: str | Path, *, max_tokens: int = 256, batch_size: int = 16, threads: int | None = None
+    ) -> None:
         self.folder = Path(folder).expanduser()
         self.model = self.folder.name
         self.max_tokens = max_tokens
@@ -69,7 +71,9 @@ class LocalCrossEncoder:
                 import onnxruntime as ort  # noqa: PLC0415
                 from tokenizers import Tokenizer  # noqa: PLC0415
             except ImportError:
-                raise ProviderUnavailableError(f"the local reranker needs onnxruntime and tokenizers: {INSTALL_HINT}") from None
+                raise ProviderUnavailableError(
+                    f"the local reranker needs onnxruntime and tokenizers: {INSTALL_HINT}"
+                ) from None
             try:
                 tokenizer = Tokenizer.from_file(str(self.folder / TOKENIZER_FILE))
             except Exception as exc:  # tokenizers raises its own untyped errors
@@ -89,7 +93,8 @@ class LocalCrossEncoder:
             self._input_names = {i.name for i in session.get_inputs()}
             if "input_ids" not in self._input_names:
                 raise ProviderUnavailableError(
-                    f"rerank model {self.folder / MODEL_FILE} has no input_ids input (inputs: {sorted(self._input_names)})"
+                    f"rerank model {self.folder / MODEL_FILE} has no input_ids input (inputs: "
+                    f"{sorted(self._input_names)})"
                 )
             self._tokenizer, self._session = tokenizer, session
 
@@ -109,7 +114,9 @@ class LocalCrossEncoder:
             return out.reshape(n)
         if out.ndim == 2 and out.shape == (n, 2):
             return out[:, 1] - out[:, 0]
-        raise ProviderError(f"rerank model {self.folder / MODEL_FILE} returned shape {out.shape}; expected ({n},), ({n}, 1) or ({n}, 2)")
+        raise ProviderError(
+            f"rerank model {self.folder / MODEL_FILE} returned shape {out.shape}; expected ({n},), ({n}, 1) or ({n}, 2)"
+        )
 
     def score_sync(self, query: str, documents: Sequence[str], *, deadline: float | None = None) -> list[float]:
         self.load()
@@ -117,7 +124,9 @@ class LocalCrossEncoder:
         scores: list[float] = []
         for start in range(0, len(documents), self.batch_size):
             if deadline is not None and time.monotonic() > deadline:
-                raise RerankBudgetExceeded(f"local reranker scored {len(scores)} of {len(documents)} chunks within the budget")
+                raise RerankBudgetExceeded(
+                    f"local reranker scored {len(scores)} of {len(documents)} chunks within the budget"
+                )
             batch = documents[start : start + self.batch_size]
             out = self._session.run(None, self.encode(query, batch))[0]
             logits = self._logits(out, len(batch))

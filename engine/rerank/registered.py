@@ -21,7 +21,9 @@ KEY_PATH = "memorySearch.query.rerank.remote.apiKey"
 def _create_local(config: RerankConfig, *, environ: Mapping[str, str] | None = None, **kw: Any) -> Reranker:
     from .local import LocalCrossEncoder  # noqa: PLC0415
 
-    reranker = LocalCrossEncoder(config.model_path or "", max_tokens=config.max_tokens, batch_size=config.batch_size, **kw)
+    reranker = LocalCrossEncoder(
+        config.model_path or "", max_tokens=config.max_tokens, batch_size=config.batch_size, **kw
+    )
     reranker.check_setup()
     return reranker
 
@@ -38,8 +40,15 @@ def _remote(provider_id: str, name: str):  # noqa: ANN202
         base_url = remote.base_url or cls.default_base_url
         if not base_url:
             raise ProviderUnavailableError("the endpoint reranker needs memorySearch.query.rerank.remote.baseUrl")
-        return cls(model=config.model or cls.default_model, base_url=base_url, headers=dict(remote.headers), api_key=key,
-                   batch_size=config.batch_size, max_tokens=config.max_tokens, **kw)
+        return cls(
+            model=config.model or cls.default_model,
+            base_url=base_url,
+            headers=dict(remote.headers),
+            api_key=key,
+            batch_size=config.batch_size,
+            max_tokens=config.max_tokens,
+            **kw,
+        )
 
     return create
 

@@ -63,8 +63,10 @@ class RemoteReranker(RemoteClient):
     async def _record_sleep(self, seconds: float) -> None:
         deadline = _DEADLINE.get()
         if deadline is not None and time.monotonic() + seconds >= deadline:
-            raise RerankBudgetExceeded(f"{_LAST_ERROR.get()}; no time left in the budget for a retry in {seconds:.1f} s",
-                                       failure=_LAST_ERROR.get())
+            raise RerankBudgetExceeded(
+                f"{_LAST_ERROR.get()}; no time left in the budget for a retry in {seconds:.1f} s",
+                failure=_LAST_ERROR.get(),
+            )
         await super()._record_sleep(seconds)
 
     async def score(self, query: str, documents: Sequence[str], *, deadline: float) -> list[float]:
@@ -79,8 +81,9 @@ class RemoteReranker(RemoteClient):
             left = deadline - time.monotonic()
             if left <= 0:
                 raise RerankBudgetExceeded(f"{self.id}: the rerank budget ran out before a request was sent")
-            body = await self.request("POST", self.path, json_body=self.request_body(query, [documents[i] for i in idx]),
-                                      timeout=left)
+            body = await self.request(
+                "POST", self.path, json_body=self.request_body(query, [documents[i] for i in idx]), timeout=left
+            )
             for i, s in zip(idx, parse_index_scores(self.id, body, len(idx))):
                 scores[i] = s
 

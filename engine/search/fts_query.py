@@ -24,7 +24,15 @@ from dataclasses import dataclass, field
 from .stopwords import STOP_WORDS
 from ..text import WORD_RE, is_cjk_char, space_cjk
 
-__all__ = ["FtsPlan", "plan_query", "index_text", "split_script_runs", "query_terms", "clean_query", "INDEX_TEXT_REVISION"]
+__all__ = [
+    "FtsPlan",
+    "plan_query",
+    "index_text",
+    "split_script_runs",
+    "query_terms",
+    "clean_query",
+    "INDEX_TEXT_REVISION",
+]
 
 _IDENT_RE = re.compile(r"[^\W][\w]*(?:[._/:#@-][^\W][\w]*)+", re.UNICODE)
 _QUOTED_RE = re.compile(r'"([^"]+)"')

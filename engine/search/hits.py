@@ -50,8 +50,12 @@ def hits_from_ranked(
                 keyword_score=c.text_score if c.keyword_hit else None,
                 bm25_rank=ranks.get(c.chunk_id),
                 vector_score=c.vector_score if c.vector_hit else None,
-                vector_weight=h.vector_weight if facts["mode"] == "hybrid" else (1.0 if facts["mode"] == "vector-only" else 0.0),
-                text_weight=h.text_weight if facts["mode"] == "hybrid" else (1.0 if facts["mode"] == "fts-only" else 0.0),
+                vector_weight=h.vector_weight
+                if facts["mode"] == "hybrid"
+                else (1.0 if facts["mode"] == "vector-only" else 0.0),
+                text_weight=h.text_weight
+                if facts["mode"] == "hybrid"
+                else (1.0 if facts["mode"] == "fts-only" else 0.0),
                 lexical_boost=facts["boosts"].get(c.chunk_id),
                 decay=c.decay,
                 day=c.day,

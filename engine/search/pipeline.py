@@ -23,7 +23,16 @@ from .time_rank import FileTime, TimeParams, apply_decay, apply_time_filter, app
 if TYPE_CHECKING:
     from ..config.models import QueryConfig
 
-__all__ = ["PipelineParams", "TimeParams", "rank", "time_only_answer", "lexical_boost", "covers_all_terms", "FileTime", "RESCUE_TEXT_SCORE"]
+__all__ = [
+    "PipelineParams",
+    "TimeParams",
+    "rank",
+    "time_only_answer",
+    "lexical_boost",
+    "covers_all_terms",
+    "FileTime",
+    "RESCUE_TEXT_SCORE",
+]
 
 RESCUE_TEXT_SCORE = 0.5  # mapped BM25 of 0.5 = a bm25 rank of -1: real keyword evidence
 # A note of the time a question names is rescued under minScore on this much similarity alone (the

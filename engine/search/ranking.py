@@ -221,7 +221,9 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
-def mmr_rerank(items: list[Candidate], lam: float, *, limit: int | None = None, min_score: float = -math.inf) -> list[Candidate]:
+def mmr_rerank(
+    items: list[Candidate], lam: float, *, limit: int | None = None, min_score: float = -math.inf
+) -> list[Candidate]:
     """Greedy maximal marginal relevance over min-max normalised scores (as OpenClaw does; docs/parity.md).
 
     Each remaining item's similarity to the chosen set is kept up to date as items are chosen

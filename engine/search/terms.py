@@ -21,7 +21,16 @@ import apsw
 from ..text import is_cjk_char
 from .fts_query import FtsPlan, index_text
 
-__all__ = ["Posting", "chunk_postings", "chunk_tokens", "QueryItems", "query_items", "expansion_items", "word_terms", "TOKENIZER_ARGS"]
+__all__ = [
+    "Posting",
+    "chunk_postings",
+    "chunk_tokens",
+    "QueryItems",
+    "query_items",
+    "expansion_items",
+    "word_terms",
+    "TOKENIZER_ARGS",
+]
 
 TOKENIZER_ARGS = ["unicode61", "remove_diacritics", "2"]  # as backends/builtin/store.fts_tokenizer_clause
 _local: Any = threading.local()

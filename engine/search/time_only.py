@@ -33,8 +33,20 @@ from .time_query import TimeWindow
 if TYPE_CHECKING:
     from .ranking import Candidate
 
-__all__ = ["names_only_a_time", "topic_words", "window_first", "nearest_notes", "nearby_windows", "window_days", "ASKING_WORDS",
-           "COMMON_SHARE", "COMMON_MIN_NOTES", "MAX_COMMON_WORDS", "NEARBY_DAYS", "is_weightless"]
+__all__ = [
+    "names_only_a_time",
+    "topic_words",
+    "window_first",
+    "nearest_notes",
+    "nearby_windows",
+    "window_days",
+    "ASKING_WORDS",
+    "COMMON_SHARE",
+    "COMMON_MIN_NOTES",
+    "MAX_COMMON_WORDS",
+    "NEARBY_DAYS",
+    "is_weightless",
+]
 
 COMMON_SHARE = 0.5  # a word in this share of the notes or more names no topic of one day
 COMMON_MIN_NOTES = 20  # below this many notes, a share says little: only absent words are weightless

@@ -47,13 +47,33 @@ class CalendarPhrase:
 
 _MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december"]
-_MONTH_RE = r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+_MONTH_RE = (
+    r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
 _YEAR_RE = r"(?P<year>(?:19|20)\d{2})"
 _PART = r"(?P<part>early|mid|late|the\s+(?:beginning|start|middle|end)\s+of)"
 _ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
 _SEASONS_NORTH = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # first month of each
-_CJK_DIGITS = {"〇": 0, "零": 0, "一": 1, "二": 2, "两": 2, "兩": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
-               "九": 9, "十": 10, "１": 1, "２": 2, "３": 3, "４": 4}
+_CJK_DIGITS = {
+    "〇": 0,
+    "零": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "兩": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+    "十": 10,
+    "１": 1,
+    "２": 2,
+    "３": 3,
+    "４": 4,
+}
 
 
 def _month_end(d: date) -> date:
@@ -193,25 +213,44 @@ _EN: list[tuple[str, Resolver]] = [
     # "the day before yesterday" (before "yesterday" is read alone)
     (r"\bthe\s+day\s+before\s+yesterday\b", lambda m, t, h: (t - timedelta(days=2),) * 2),
     # early/mid/late March (2024), the end of March, in mid-March
-    (rf"\b(?:in\s+|during\s+|by\s+)?{_PART}[\s-]+{_MONTH_RE}(?:,?\s+{_YEAR_RE})?\b",
-     lambda m, t, h: None if _modal_may(m) else _part(_which_month(_month_number(m["month"]), _year(m), None, t), m["part"])),
+    (
+        rf"\b(?:in\s+|during\s+|by\s+)?{_PART}[\s-]+{_MONTH_RE}(?:,?\s+{_YEAR_RE})?\b",
+        lambda m, t, h: (
+            None if _modal_may(m) else _part(_which_month(_month_number(m["month"]), _year(m), None, t), m["part"])
+        ),
+    ),
     # last/this/next March (2024)
-    (rf"\b(?P<q>last|this|next)\s+{_MONTH_RE}(?:,?\s+{_YEAR_RE})?\b(?![.:]\d)",
-     lambda m, t, h: None if _modal_may(m) else _part(_which_month(_month_number(m["month"]), _year(m), m["q"], t), None)),
+    (
+        rf"\b(?P<q>last|this|next)\s+{_MONTH_RE}(?:,?\s+{_YEAR_RE})?\b(?![.:]\d)",
+        lambda m, t, h: (
+            None if _modal_may(m) else _part(_which_month(_month_number(m["month"]), _year(m), m["q"], t), None)
+        ),
+    ),
     # Q3, Q3 2025, Q3'25
-    (rf"\bQ(?P<n>[1-4])(?:\s+{_YEAR_RE}|'(?P<yy>\d{{2}}))?\b",
-     lambda m, t, h: _quarter(int(m["n"]), _year(m) or (2000 + int(m["yy"]) if _g(m, "yy") else None), None, t)),
+    (
+        rf"\bQ(?P<n>[1-4])(?:\s+{_YEAR_RE}|'(?P<yy>\d{{2}}))?\b",
+        lambda m, t, h: _quarter(int(m["n"]), _year(m) or (2000 + int(m["yy"]) if _g(m, "yy") else None), None, t),
+    ),
     # the third quarter (of 2024)
-    (rf"\b(?:the\s+)?(?P<o>first|second|third|fourth|1st|2nd|3rd|4th)\s+quarter(?:\s+(?:of\s+)?{_YEAR_RE})?\b",
-     lambda m, t, h: _quarter(_ORDINALS[m["o"].lower()], _year(m), None, t)),
+    (
+        rf"\b(?:the\s+)?(?P<o>first|second|third|fourth|1st|2nd|3rd|4th)\s+quarter(?:\s+(?:of\s+)?{_YEAR_RE})?\b",
+        lambda m, t, h: _quarter(_ORDINALS[m["o"].lower()], _year(m), None, t),
+    ),
     # last/this/next quarter
-    (r"\b(?:the\s+)?(?P<w>last|previous|this|current|next)\s+quarter\b", lambda m, t, h: _relative_quarter(m["w"].lower(), t)),
+    (
+        r"\b(?:the\s+)?(?P<w>last|previous|this|current|next)\s+quarter\b",
+        lambda m, t, h: _relative_quarter(m["w"].lower(), t),
+    ),
     # last summer, this winter, over the summer, in autumn 2024, summer of 2023
-    (rf"\b(?:(?P<q>last|this|next|past)|(?:in|during|over|through)(?:\s+the)?)\s+(?P<s>spring|summer|autumn|fall|winter)"
-     rf"(?:\s+(?:of\s+)?{_YEAR_RE})?\b",
-     lambda m, t, h: _season(m["s"].lower(), _year(m), "last" if (m["q"] or "").lower() == "past" else m["q"], t, h)),
-    (rf"\b(?P<s>spring|summer|autumn|fall|winter)\s+(?:of\s+)?{_YEAR_RE}\b",
-     lambda m, t, h: _season(m["s"].lower(), _year(m), None, t, h)),
+    (
+        rf"\b(?:(?P<q>last|this|next|past)|(?:in|during|over|through)(?:\s+the)?)\s+(?P<s>spring|summer|autumn|fall|winter)"
+        rf"(?:\s+(?:of\s+)?{_YEAR_RE})?\b",
+        lambda m, t, h: _season(m["s"].lower(), _year(m), "last" if (m["q"] or "").lower() == "past" else m["q"], t, h),
+    ),
+    (
+        rf"\b(?P<s>spring|summer|autumn|fall|winter)\s+(?:of\s+)?{_YEAR_RE}\b",
+        lambda m, t, h: _season(m["s"].lower(), _year(m), None, t, h),
+    ),
     # the weekend, last weekend, over the weekend
     (r"\b(?:(?P<q>last|this|past)|(?:over|on|at|during)\s+the|the)\s+weekend\b", lambda m, t, h: _weekend(m["q"], t)),
     # earlier this week / month / year
@@ -220,40 +259,72 @@ _EN: list[tuple[str, Resolver]] = [
     # more often asks about now, "a film for tonight?", than about the notes of today)
     (r"\b(?:earlier|so\s+far)\s+today\b|\bthis\s+(?:morning|afternoon)\b", lambda m, t, h: (t, t)),
     # a couple of days ago, a few weeks ago, several months ago
-    (r"\b(?P<c>a\s+couple\s+of|a\s+few|few|several)\s+(?P<u>day|week|month)s?\s+ago\b",
-     lambda m, t, h: _vague_ago(m["c"].lower(), m["u"].lower(), t)),
+    (
+        r"\b(?P<c>a\s+couple\s+of|a\s+few|few|several)\s+(?P<u>day|week|month)s?\s+ago\b",
+        lambda m, t, h: _vague_ago(m["c"].lower(), m["u"].lower(), t),
+    ),
     # the week before last: the Monday-to-Sunday week two weeks back
     (r"\bthe\s+week\s+before\s+last\b", lambda m, t, h: _week_before_last(t)),
     # the other day: 2 to 10 days ago (not yesterday: that would be said)
     (r"\bthe\s+other\s+day\b", lambda m, t, h: (t - timedelta(days=10), t - timedelta(days=2))),
     # recently, lately, of late, in recent weeks: the last 30 days
-    (r"\b(?:(?:just\s+|very\s+|more\s+|most\s+)?recently|lately|of\s+late|in\s+recent\s+(?:days|weeks))\b",
-     lambda m, t, h: (t - timedelta(days=30), t)),
+    (
+        r"\b(?:(?:just\s+|very\s+|more\s+|most\s+)?recently|lately|of\s+late|in\s+recent\s+(?:days|weeks))\b",
+        lambda m, t, h: (t - timedelta(days=30), t),
+    ),
     # a while ago, a while back, some time ago: two weeks to six months ago
-    (r"\b(?:a\s+(?:little\s+|good\s+)?while|some\s+time)\s+(?:ago|back)\b",
-     lambda m, t, h: (t - timedelta(days=183), t - timedelta(days=14))),
+    (
+        r"\b(?:a\s+(?:little\s+|good\s+)?while|some\s+time)\s+(?:ago|back)\b",
+        lambda m, t, h: (t - timedelta(days=183), t - timedelta(days=14)),
+    ),
     # over the holidays, the Christmas holidays, at Christmas, New Year
-    (r"\b(?:over|during|at|for|since|after|before|around|in)\s+the\s+(?:christmas\s+|xmas\s+|winter\s+)?holidays\b"
-     r"|\b(?:at|over|around|since|after|before)\s+(?:christmas|xmas|(?:the\s+)?new\s+year'?s?(?:\s+eve)?)\b",
-     lambda m, t, h: _holidays(t)),
+    (
+        r"\b(?:over|during|at|for|since|after|before|around|in)\s+the\s+(?:christmas\s+|xmas\s+|winter\s+)?holidays\b"
+        r"|\b(?:at|over|around|since|after|before)\s+(?:christmas|xmas|(?:the\s+)?new\s+year'?s?(?:\s+eve)?)\b",
+        lambda m, t, h: _holidays(t),
+    ),
 ]
 _CJK_NUM = r"[0-9一二两兩三四五六七八九十１２３４]"
 _ZH: list[tuple[str, Resolver]] = [
     # 第三季度, 2024年第三季度, 第3四半期 (ja)
-    (rf"(?:(?P<year>\d{{4}})年\s*)?第\s*(?P<n>{_CJK_NUM})\s*(?:季度|四半期)",
-     lambda m, t, h: _quarter(_cjk_int(m["n"]), _year(m), None, t)),
-    (r"(?P<w>上|这|這|本|下)(?:个|個|一)?季度|(?P<wj>前|今|来)四半期",
-     lambda m, t, h: _relative_quarter({"上": "last", "这": "this", "這": "this", "本": "this", "下": "next", "前": "last",
-                                        "今": "this", "来": "next"}[m["w"] or m["wj"]], t)),
+    (
+        rf"(?:(?P<year>\d{{4}})年\s*)?第\s*(?P<n>{_CJK_NUM})\s*(?:季度|四半期)",
+        lambda m, t, h: _quarter(_cjk_int(m["n"]), _year(m), None, t),
+    ),
+    (
+        r"(?P<w>上|这|這|本|下)(?:个|個|一)?季度|(?P<wj>前|今|来)四半期",
+        lambda m, t, h: _relative_quarter(
+            {
+                "上": "last",
+                "这": "this",
+                "這": "this",
+                "本": "this",
+                "下": "next",
+                "前": "last",
+                "今": "this",
+                "来": "next",
+            }[m["w"] or m["wj"]],
+            t,
+        ),
+    ),
     # 去年夏天, 今年的春季, 夏天 (zh); 去年の夏, 今年の冬 (ja)
-    (r"(?P<y>去年|今年|前年|明年|昨年|来年)(?:的|の)?(?P<s>春|夏|秋|冬)(?:天|季)?",
-     lambda m, t, h: _cjk_season(m["s"], {"去年": -1, "昨年": -1, "今年": 0, "前年": -2, "明年": 1, "来年": 1}[m["y"]], t, h)),
+    (
+        r"(?P<y>去年|今年|前年|明年|昨年|来年)(?:的|の)?(?P<s>春|夏|秋|冬)(?:天|季)?",
+        lambda m, t, h: _cjk_season(
+            m["s"], {"去年": -1, "昨年": -1, "今年": 0, "前年": -2, "明年": 1, "来年": 1}[m["y"]], t, h
+        ),
+    ),
     (r"(?P<s>春|夏|秋|冬)(?:天|季)", lambda m, t, h: _cjk_season(m["s"], None, t, h)),
     # 上个月初, 这个月中旬, 3月下旬, 先月末, 今月上旬
-    (rf"(?P<m>上(?:个|個)?月|这(?:个|個)?月|這(?:个|個)?月|本月|先月|今月|(?P<n>{_CJK_NUM}{{1,2}})\s*月)\s*的?(?P<p>初め|初|上旬|中旬|下旬|底|末)",
-     lambda m, t, h: _cjk_month_part(m, t)),
+    (
+        rf"(?P<m>上(?:个|個)?月|这(?:个|個)?月|這(?:个|個)?月|本月|先月|今月|(?P<n>{_CJK_NUM}{{1,2}})\s*月)\s*的?(?P<p>初め|初|上旬|中旬|下旬|底|末)",
+        lambda m, t, h: _cjk_month_part(m, t),
+    ),
     # 周末, 上周末, 这个周末 (zh); 週末, 先週末, 今週末 (ja)
-    (r"(?P<q>上|这|這|本|先|今)?(?:个|個)?(?:周|週)末", lambda m, t, h: _weekend("last" if m["q"] in ("上", "先") else None, t)),
+    (
+        r"(?P<q>上|这|這|本|先|今)?(?:个|個)?(?:周|週)末",
+        lambda m, t, h: _weekend("last" if m["q"] in ("上", "先") else None, t),
+    ),
     # 前几天, 几天前 (zh); 数日前 (ja)
     (r"前几天|几天前|幾天前|数日前|數日前", lambda m, t, h: _vague_ago("a few", "day", t)),
     (r"前天|一昨日|おととい", lambda m, t, h: (t - timedelta(days=2),) * 2),
@@ -275,15 +346,19 @@ def _cjk_month_part(m: re.Match[str], today: date) -> tuple[date, date]:
         first = _add_months(today.replace(day=1), -1)
     else:
         first = today.replace(day=1)
-    part = {"初": "early", "初め": "early", "上旬": "early", "中旬": "mid", "下旬": "late", "底": "late", "末": "late"}[m["p"]]
+    part = {"初": "early", "初め": "early", "上旬": "early", "中旬": "mid", "下旬": "late", "底": "late", "末": "late"}[
+        m["p"]
+    ]
     return _part(first, part)
 
 
 # Compiled on the first question that passes the gate (~3 ms of a cold search otherwise).
 _COMPILED = [(lazy_re(p, re.IGNORECASE), r) for p, r in _EN] + [(lazy_re(p), r) for p, r in _ZH]
-_GATE = re.compile(r"(?i)\b(?:early|mid|late|beginning|middle|end|last|this|next|q[1-4]|quarter|spring|summer|autumn|fall|"
-                   r"winter|weekend|earlier|couple|few|several|holidays|christmas|xmas|new\s+year|day\s+before|today|morning|afternoon|before\s+last|other\s+day|recently|lately|late|recent|while|some\s+time)\b|"
-                   r"[季夏冬春秋末旬初周週几幾数數前昨期]")
+_GATE = re.compile(
+    r"(?i)\b(?:early|mid|late|beginning|middle|end|last|this|next|q[1-4]|quarter|spring|summer|autumn|fall|"
+    r"winter|weekend|earlier|couple|few|several|holidays|christmas|xmas|new\s+year|day\s+before|today|morning|afternoon|before\s+last|other\s+day|recently|lately|late|recent|while|some\s+time)\b|"
+    r"[季夏冬春秋末旬初周週几幾数數前昨期]"
+)
 
 
 def find_calendar_phrases(query: str, today: date, hemisphere: str = "northern") -> list[CalendarPhrase]:

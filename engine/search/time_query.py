@@ -19,8 +19,16 @@ from typing import Any, Union
 
 from .time_phrases import calendar_window, find_calendar_phrases
 
-__all__ = ["TimeWindow", "TimeBound", "BadTimeBound", "find_time_windows", "today_window", "without_time_expressions", "time_filter_for",
-           "parse_day"]
+__all__ = [
+    "TimeWindow",
+    "TimeBound",
+    "BadTimeBound",
+    "find_time_windows",
+    "today_window",
+    "without_time_expressions",
+    "time_filter_for",
+    "parse_day",
+]
 
 TimeBound = Union[str, date, datetime, float, None]  # a since/until value as the API takes it
 
@@ -43,7 +51,9 @@ class TimeWindow:
 
     def day_range(self) -> tuple[str, str]:
         """The window as inclusive ISO day bounds, open ends widened (for `day BETWEEN ? AND ?`)."""
-        return (self.start.isoformat() if self.start else "0000-00-00"), (self.end.isoformat() if self.end else "9999-99-99")
+        return (self.start.isoformat() if self.start else "0000-00-00"), (
+            self.end.isoformat() if self.end else "9999-99-99"
+        )
 
     def mtime_ns_range(self) -> tuple[int, int]:
         """The window as inclusive modification times in local nanoseconds (undated files)."""
@@ -237,10 +247,18 @@ def find_time_windows(query: str, now: float | None = None, *, hemisphere: str =
             recent = re.match(r"(?i)the\s+(?:past|last)\s+", span)
             if recent:  # "the past few weeks": from a few weeks ago until today
                 rest = span[recent.end():]
-                span = (rest if re.match(_NUMBER, rest, re.IGNORECASE) and not re.match(_UNIT, rest, re.IGNORECASE) else "1 " + rest) + " ago"
+                span = (
+                    rest
+                    if re.match(_NUMBER, rest, re.IGNORECASE) and not re.match(_UNIT, rest, re.IGNORECASE)
+                    else "1 " + rest
+                ) + " ago"
             if languages == ("en",):
-                span = re.sub(r"^(?:in|during|of|from|since|after|before|until|till|prior\s+to|end\s+of|beginning\s+of|early|late|mid|on)\s+",
-                              "", span, flags=re.IGNORECASE)
+                span = re.sub(
+                    r"^(?:in|during|of|from|since|after|before|until|till|prior\s+to|end\s+of|beginning\s+of|early|late|mid|on)\s+",
+                    "",
+                    span,
+                    flags=re.IGNORECASE,
+                )
                 lowered = span.lower()
                 for vague, digit in _VAGUE.items():
                     if lowered.startswith(vague + " "):
@@ -383,7 +401,9 @@ def parse_day(value: str | date | datetime | float | int, *, now: float | None =
             return window[1] if end else window[0]
         return _phrase_day(text, now, end)
     except ValueError as exc:
-        raise ValueError(f"{what} {_shown(text)!r} is not a date: use YYYY-MM-DD or a phrase like \"last week\" ({exc})") from None
+        raise ValueError(
+            f'{what} {_shown(text)!r} is not a date: use YYYY-MM-DD or a phrase like "last week" ({exc})'
+        ) from None
 
 
 def _phrase_day(text: str, now: float | None, end: bool = False) -> date:

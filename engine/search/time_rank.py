@@ -19,8 +19,8 @@ modification day.
   from the newest dated hit of this search (never later than `now`) to the day of the lines that
   matched the query (else the chunk's day), so decay orders notes by how recent they are without
   pushing any to zero; MEMORY.md always keeps 1, whatever dates its lines carry, and so do
-  undated files under memory/ (a file named without a date whose chunk states no day). `reference`: the reference's score × 0.5^(age / halfLife)
-  with the age from `now` and file-name dates only.
+  undated files under memory/ (a file named without a date whose chunk states no day). `reference`: the reference's
+  score × 0.5^(age / halfLife) with the age from `now` and file-name dates only.
 """
 
 from __future__ import annotations
@@ -35,8 +35,18 @@ from .ranking import Candidate, dated_file_timestamp, decay_multiplier, is_everg
 from ..files.note_dates import chunk_line_days
 from .time_query import TimeWindow
 
-__all__ = ["TimeParams", "FileTime", "apply_time_filter", "apply_time_windows", "apply_decay", "line_days", "stated_days", "focus_on",
-           "candidate_windows", "is_curated"]
+__all__ = [
+    "TimeParams",
+    "FileTime",
+    "apply_time_filter",
+    "apply_time_windows",
+    "apply_decay",
+    "line_days",
+    "stated_days",
+    "focus_on",
+    "candidate_windows",
+    "is_curated",
+]
 
 FileTime = Callable[[str], "float | None"]  # path → its indexed mtime (seconds), or None
 

@@ -176,7 +176,10 @@ class BackendContract:
             for answer in answers:
                 assert {"memory/2026-11-20.md", "memory/2026-11-24.md"} <= set(_paths(answer)), \
                     "a search during a rebuild answers from the old index or the new one, never from half of one"
-            assert set(_paths(await self.keyword(m, "zeppelin museum"))) >= {"memory/2026-11-20.md", "memory/2026-11-24.md"}
+            assert set(_paths(await self.keyword(m, "zeppelin museum"))) >= {
+                "memory/2026-11-20.md",
+                "memory/2026-11-24.md",
+            }
 
         self.run(tmp_path, workspace, body)
 
@@ -186,14 +189,18 @@ class BackendContract:
             assert answer.results
             for hit in answer.results:
                 lines = (workspace / hit.path).read_text(encoding="utf-8").split("\n")
-                assert 1 <= hit.start_line <= hit.end_line <= len(lines), f"{hit.path}#L{hit.start_line}-L{hit.end_line}"
+                assert 1 <= hit.start_line <= hit.end_line <= len(lines), (
+                    f"{hit.path}#L{hit.start_line}-L{hit.end_line}"
+                )
                 got = await m.read(hit.path, hit.start_line, hit.end_line - hit.start_line + 1)
                 assert got.text == "\n".join(lines[hit.start_line - 1 : hit.end_line])
                 shown = [ln.strip() for ln in hit.snippet.split("\n") if ln.strip() and not ln.startswith("Source: ")]
                 assert all(ln.rstrip(".…") in got.text or ln.strip("…") in got.text for ln in shown), \
                     f"the snippet {hit.snippet!r} is text of the lines it cites"
                 if hit.citation:
-                    want = f"{hit.path}#L{hit.start_line}" + (f"-L{hit.end_line}" if hit.end_line != hit.start_line else "")
+                    want = f"{hit.path}#L{hit.start_line}" + (
+                        f"-L{hit.end_line}" if hit.end_line != hit.start_line else ""
+                    )
                     assert hit.citation == want
 
         self.run(tmp_path, workspace, body)
@@ -204,7 +211,13 @@ class BackendContract:
             for mode in ("vector", "hybrid"):
                 answer = await m.search("plants along the garden wall", mode=mode, min_score=0)
                 # A backend that cannot search vectors here (QMD without its models) says so.
-                said = answer.mode != "none" or answer.degraded.vector or answer.fallback or answer.notes or answer.unavailable
+                said = (
+                    answer.mode != "none"
+                    or answer.degraded.vector
+                    or answer.fallback
+                    or answer.notes
+                    or answer.unavailable
+                )
                 assert said, f"mode {mode}: the answer says neither what ran nor why nothing did"
             with pytest.raises((ValueError, MemsiftError)):
                 await m.search("fig", mode="telepathy")
@@ -213,7 +226,10 @@ class BackendContract:
 
     def test_since_and_until_keep_only_those_days(self, tmp_path: Path, workspace: Path) -> None:
         async def body(m: SearchManager) -> None:
-            assert set(_paths(await self.keyword(m, "Lisbon zeppelin"))) >= {"memory/2026-11-20.md", "memory/2026-11-24.md"}
+            assert set(_paths(await self.keyword(m, "Lisbon zeppelin"))) >= {
+                "memory/2026-11-20.md",
+                "memory/2026-11-24.md",
+            }
             later = await self.keyword(m, "Lisbon zeppelin", since="2026-11-22")
             assert set(_paths(later)) == {"memory/2026-11-24.md"} and later.time_filter
             earlier = await self.keyword(m, "Lisbon zeppelin", until="2026-11-21")
@@ -262,7 +278,9 @@ class BackendContract:
 
         async def body(m: SearchManager) -> None:
             assert "Helix" in (await m.read("MEMORY.md")).text
-            assert (await m.read("memory/2026-11-20.md", 3, 1)).text == "- Flew to Lisbon for the zeppelin museum conference."
+            assert (
+                await m.read("memory/2026-11-20.md", 3, 1)
+            ).text == "- Flew to Lisbon for the zeppelin museum conference."
             for bad in ("../outside.md", str(tmp_path / "outside.md"), "memory/../../outside.md"):
                 with pytest.raises(MemsiftError):
                     await m.read(bad)

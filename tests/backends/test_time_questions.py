@@ -19,7 +19,8 @@ NOW = datetime(2026, 11, 25, 12, 0).timestamp()  # a Wednesday
 BACKENDS = ["builtin", "qmd", "postgres", "lancedb", "qdrant"]
 
 NOTES = {
-    "2026-11-24": "Fixed the flaky login test (a fix for the session timeout); paired with Helga on the billing export.",
+    "2026-11-24": "Fixed the flaky login test (a fix for the session timeout); paired with Helga on the billing "
+                  "export.",
     "2026-11-23": "Planned the sprint with Priya: settlement report first.",
     "2026-11-21": "Saturday: cleaned up the garage, no work.",
     "2026-11-20": "Friday demo of the ledger sharding design.",
@@ -85,7 +86,9 @@ TIME_ONLY = [  # question → the days of the window's notes, in the order they 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_question_that_names_only_a_time_gets_that_times_notes_first(tmp_path, backend):
     settings = make_settings(tmp_path, _workspace(tmp_path), {"provider": "none"}, memory=backend_memory(backend))
-    answers = anyio.run(_ask, settings, [(q, {}) for q, _ in TIME_ONLY] + [(q, {"min_score": 0.99}) for q, _ in TIME_ONLY[:3]])
+    answers = anyio.run(
+        _ask, settings, [(q, {}) for q, _ in TIME_ONLY] + [(q, {"min_score": 0.99}) for q, _ in TIME_ONLY[:3]]
+    )
     for (question, days), answer in zip(TIME_ONLY + TIME_ONLY[:3], answers):
         assert answer.time_only is True, (question, answer.time_windows)
         # Each day's notes, days in order; MEMORY.md's dated bullets are notes of their days too.
@@ -130,7 +133,9 @@ def test_what_did_i_do_today_gets_todays_notes(tmp_path, backend):
     ws = _workspace(tmp_path)
     (ws / "memory" / "2026-11-25.md").write_text("# 2026-11-25\n\n- Reviewed the quarterly access report with Priya.\n")
     settings = make_settings(tmp_path, ws, {"provider": "none"}, memory=backend_memory(backend))
-    today, topic = anyio.run(_ask, settings, [("what did I do today?", {}), ("what did I fix today?", {"min_score": 0})])
+    today, topic = anyio.run(
+        _ask, settings, [("what did I do today?", {}), ("what did I fix today?", {"min_score": 0})]
+    )
     assert today.time_only and _days(today) == ["2026-11-25"], (_days(today), today.time_windows)
     assert not topic.time_only and topic.time_windows is None  # "today" beside a topic is not a time
 
@@ -152,7 +157,9 @@ def test_the_new_phrases_read_as_filters_too(tmp_path):
 
 
 def test_memory_md_is_judged_by_its_lines_days_and_never_decays(tmp_path):
-    settings = make_settings(tmp_path, _workspace(tmp_path), {"provider": "none", "query": {"hybrid": {"temporalDecay": {"enabled": True}}}})
+    settings = make_settings(
+        tmp_path, _workspace(tmp_path), {"provider": "none", "query": {"hybrid": {"temporalDecay": {"enabled": True}}}}
+    )
     late, early, decayed = anyio.run(_ask, settings, [
         ("Parquet billing exports", {"since": "2026-09-01", "min_score": 0}),
         ("Postgres ledger database weekly releases", {"until": "2026-04-01", "min_score": 0}),
@@ -184,8 +191,11 @@ def test_the_example_workspace_answers_the_reproductions(tmp_path):
 TOLD_AFTER = {
     "2026-11-24": "Told Sam at lunch that I finally beat the Radiance, the final boss of Hollow Knight.",
     "2026-11-21": "Saturday: cleaned up the garage.",
-    **{f"2026-09-{day:02d}": f"Boss fight number {day}: the boss beat me again. Boss, boss, boss: I will beat that boss."
-       for day in range(1, 7)},
+    **{
+        f"2026-09-{day:02d}": f"Boss fight number {day}: the boss beat me again. Boss, boss, boss: I will beat that "
+                              f"boss."
+        for day in range(1, 7)
+    },
     **{f"2026-10-{day:02d}": f"Groceries for the week: milk, bread and {day} eggs." for day in range(1, 21)},
 }
 

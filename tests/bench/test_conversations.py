@@ -18,11 +18,17 @@ from evidence import _overlaps, evidence_metrics  # noqa: E402
 
 def _locomo_sample(folder: Path) -> Path:
     conv = {
-        "speaker_a": "Caroline", "speaker_b": "Melanie",
+        "speaker_a": "Caroline",
+        "speaker_b": "Melanie",
         "session_1_date_time": "1:56 pm on 8 May, 2023",
         "session_1": [
             {"speaker": "Caroline", "dia_id": "D1:1", "text": "Hey Mel!"},
-            {"speaker": "Melanie", "dia_id": "D1:2", "text": "I painted a lake\nsunrise last year.", "blip_caption": "a painting of a lake"},
+            {
+                "speaker": "Melanie",
+                "dia_id": "D1:2",
+                "text": "I painted a lake\nsunrise last year.",
+                "blip_caption": "a painting of a lake",
+            },
         ],
         "session_2_date_time": "9:00 am on 20 May, 2023",
         "session_2": [{"speaker": "Caroline", "dia_id": "D2:1", "text": "I went to the support group."}],
@@ -34,7 +40,14 @@ def _locomo_sample(folder: Path) -> Path:
     ]
     folder.mkdir(parents=True)
     (folder / "locomo10.json").write_text(json.dumps([{"sample_id": "conv-1", "conversation": conv, "qa": qa}]))
-    audit = [{"question_id": "locomo_0_qa0", "error_type": "WRONG_CITATION", "cited_evidence": ["D1:1"], "correct_evidence": ["D1:2"]}]
+    audit = [
+        {
+            "question_id": "locomo_0_qa0",
+            "error_type": "WRONG_CITATION",
+            "cited_evidence": ["D1:1"],
+            "correct_evidence": ["D1:2"],
+        }
+    ]
     (folder / "audit-errors.json").write_text(json.dumps(audit))
     return folder
 
@@ -80,9 +93,17 @@ def test_realmem_hides_the_question_s_own_and_later_sessions(tmp_path):
         for i in range(3)
     ]
     (data / "sessions.jsonl").write_text(json.dumps({"conversation_id": "Ann", "sessions": sessions}) + "\n")
-    q = {"question_id": "Ann:Q-1", "conversation_id": "Ann", "question": "What next?", "category": "Dynamic Incremental",
-         "question_date_monotone": "2026-01-02", "question_session_order": 1, "evidence_in_question_session": False,
-         "evidence_turn_ids": ["P:S1_00#0"], "evidence_session_ids": ["P:S1_00"]}
+    q = {
+        "question_id": "Ann:Q-1",
+        "conversation_id": "Ann",
+        "question": "What next?",
+        "category": "Dynamic Incremental",
+        "question_date_monotone": "2026-01-02",
+        "question_session_order": 1,
+        "evidence_in_question_session": False,
+        "evidence_turn_ids": ["P:S1_00#0"],
+        "evidence_session_ids": ["P:S1_00"],
+    }
     (data / "questions.jsonl").write_text(json.dumps(q) + "\n")
     [question] = load_realmem(tmp_path / "ws", data)
     assert question.evidence == [("memory/2026-01-01.md", (2,))]

@@ -23,8 +23,19 @@ MIN_SCORE = 0.6  # configured: above what the plumber's note scores for the ques
 
 
 def _candidate(cid: str, *, vector: float, keyword: bool = False, text: str = "a note") -> Candidate:
-    return Candidate(chunk_id=cid, path=f"memory/{cid}.md", source="memory", start_line=1, end_line=1, text=text,
-                     score=0.0, vector_score=vector, vector_hit=True, keyword_hit=keyword, text_score=0.2 if keyword else 0.0)
+    return Candidate(
+        chunk_id=cid,
+        path=f"memory/{cid}.md",
+        source="memory",
+        start_line=1,
+        end_line=1,
+        text=text,
+        score=0.0,
+        vector_score=vector,
+        vector_hit=True,
+        keyword_hit=keyword,
+        text_score=0.2 if keyword else 0.0,
+    )
 
 
 def _params(show_below: bool) -> PipelineParams:
@@ -53,7 +64,9 @@ def workspace(tmp_path_factory) -> Path:
     (ws / "memory").mkdir(parents=True)
     (ws / "MEMORY.md").write_text("# Memory\n\n- Prefers tea over coffee.\n- The car insurance renews in March.\n")
     (ws / "memory" / "2026-11-10.md").write_text(
-        "# 2026-11-10\n\n- 09:00 The plumber came to fix the leaking pipe under the kitchen sink. Invoice €185, paid by card.\n")
+        "# 2026-11-10\n\n- 09:00 The plumber came to fix the leaking pipe under the kitchen sink. Invoice €185, paid "
+        "by card.\n"
+    )
     (ws / "memory" / "2026-11-12.md").write_text(
         "# 2026-11-12\n\n- 10:00 Reviewed the quarterly budget with Anna; travel spending is over plan.\n")
     return ws
@@ -103,15 +116,28 @@ def test_every_door_shows_the_plumbers_note_below_the_configured_min_score_marke
     assert f"Nothing reached minScore {MIN_SCORE:g}; shown below it, marked" in text.stdout
     as_json = json.loads(_cli(tmp_path, workspace, QUESTION, "--json").stdout)
     assert as_json["results"][0]["path"] == "memory/2026-11-10.md" and as_json["results"][0]["belowMinScore"] is True
-    assert json.loads(_cli(tmp_path, workspace, QUESTION, "--json", "--min-score", str(MIN_SCORE)).stdout)["results"] == []
+    assert (
+        json.loads(_cli(tmp_path, workspace, QUESTION, "--json", "--min-score", str(MIN_SCORE)).stdout)["results"] == []
+    )
 
     # MCP (stdio), as an agent calls it
     mcp = pytest.importorskip("mcp")
 
     async def agent():
         params = mcp.StdioServerParameters(
-            command=sys.executable, env=_env(tmp_path),
-            args=["-m", "memsift.engine.cli.main", "-c", str(_config(tmp_path)), "-w", str(workspace), "mcp", "--no-watch"])
+            command=sys.executable,
+            env=_env(tmp_path),
+            args=[
+                "-m",
+                "memsift.engine.cli.main",
+                "-c",
+                str(_config(tmp_path)),
+                "-w",
+                str(workspace),
+                "mcp",
+                "--no-watch",
+            ],
+        )
         async with mcp.Client(params) as client:
             return (await client.call_tool("memory_search", {"query": QUESTION})).structured_content
 

@@ -108,7 +108,9 @@ def test_every_nonblank_line_is_covered_by_a_chunk(lines, tokens, overlap):
 
 def test_a_heading_after_a_substantial_section_starts_a_new_chunk_without_overlap():
     section_a = "\n".join(f"- a{i} " + "alpha words " * 4 for i in range(12))
-    text = f"# 2026-11-02\n\n## Session A\n{section_a}\n## Session B\n- b0 short\n- b1 short\n## Session C\n- c0 short\n"
+    text = (
+        f"# 2026-11-02\n\n## Session A\n{section_a}\n## Session B\n- b0 short\n- b1 short\n## Session C\n- c0 short\n"
+    )
     lines = text.split("\n")
     chunks = chunk_markdown(text, tokens=100, overlap=20)
     b = lines.index("## Session B") + 1
@@ -144,7 +146,10 @@ def test_a_long_line_is_cut_between_words_not_inside_one():
 
 def _chat(turns: int) -> str:
     lines = ["# Session 3 — 2023-06-09 19:55 (Caroline & Melanie)"]
-    lines += [f"[D3:{i}] {'Caroline' if i % 2 else 'Melanie'}: message {i} " + "about painting " * 6 for i in range(1, turns + 1)]
+    lines += [
+        f"[D3:{i}] {'Caroline' if i % 2 else 'Melanie'}: message {i} " + "about painting " * 6
+        for i in range(1, turns + 1)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -199,4 +204,7 @@ def test_no_chunk_ends_past_the_last_line_of_its_file():
     for text in ("- one\n- two\n- three\n- four\n- five\n", "- one\n- two", "a\n\n\n", "x" * 3000 + "\n", "\n"):
         total = text.count("\n") + (0 if text.endswith("\n") else 1)
         for chunks in (chunk_markdown(text), chunk_evidence(text), chunk_markdown(text, tokens=8, overlap=2)):
-            assert all(1 <= c.start_line <= c.end_line <= total for c in chunks), (text[:20], [(c.start_line, c.end_line) for c in chunks])
+            assert all(1 <= c.start_line <= c.end_line <= total for c in chunks), (
+                text[:20],
+                [(c.start_line, c.end_line) for c in chunks],
+            )

@@ -12,9 +12,14 @@ from pathlib import Path
 import pytest
 
 
-def _memsift(tmp_path: Path, *args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def _memsift(
+    tmp_path: Path, *args: str, env: dict | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     # No provider keys from the developer's shell: `auto` must pick the embedded local model.
-    e = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}, "MEMSIFT_NO_RESIDENT": "1"}
+    e = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")},
+        "MEMSIFT_NO_RESIDENT": "1",
+    }
     e.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")})
     e.update(env or {})
     return subprocess.run(
@@ -89,7 +94,9 @@ def test_stdout_is_only_results(tmp_path, example_workspace):
 
 def test_config_show_prints_the_resolved_config(tmp_path, example_workspace):
     cfg = tmp_path / "c.json5"
-    cfg.write_text("{agents: {defaults: {memorySearch: {query: {hybrid: {vectorWeight: 0.6, textWeight: 0.2}}, remote: {apiKey: 'sk-live-abc'}}}}}")
+    cfg.write_text(
+        "{agents: {defaults: {memorySearch: {query: {hybrid: {vectorWeight: 0.6, textWeight: 0.2}}, remote: {apiKey: 'sk-live-abc'}}}}}"  # noqa: E501
+    )
     r = _memsift(tmp_path, "-c", str(cfg), "-w", str(example_workspace), "config", "show")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
@@ -169,8 +176,10 @@ def test_a_wrong_workspace_is_never_silent(tmp_path, example_workspace):
 
     # From inside a workspace's memory/ (or -w pointing there), the workspace is found upward.
     inside = example_workspace / "memory" / "projects"
-    for args, cwd in ((("search", "Lisbon hotel shortlist", "--json"), inside),
-                      (("-w", str(example_workspace / "memory"), "search", "Lisbon hotel shortlist", "--json"), tmp_path)):
+    for args, cwd in (
+        (("search", "Lisbon hotel shortlist", "--json"), inside),
+        (("-w", str(example_workspace / "memory"), "search", "Lisbon hotel shortlist", "--json"), tmp_path),
+    ):
         r = _memsift(tmp_path, *args, cwd=cwd)
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["results"][0]["path"] == "memory/projects/travel.md"
@@ -231,7 +240,10 @@ def _on_a_terminal(tmp_path: Path, *args: str) -> tuple[int, str, str]:
     import pty
 
     master, slave = pty.openpty()
-    e = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}, "MEMSIFT_NO_RESIDENT": "1"}
+    e = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")},
+        "MEMSIFT_NO_RESIDENT": "1",
+    }
     e.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "COLUMNS": "120",
               "TERM": "xterm"})
     proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", *args], stdout=subprocess.PIPE,
@@ -302,14 +314,28 @@ def test_status_says_what_a_search_would_do_right_now(tmp_path, example_workspac
     assert "unavailable" not in r.stdout
 
     auto_bad = tmp_path / "auto-bad.json5"
-    auto_bad.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"local": {"modelPath": "/nope/model.onnx"}}}}}))
+    auto_bad.write_text(
+        json.dumps({"agents": {"defaults": {"memorySearch": {"local": {"modelPath": "/nope/model.onnx"}}}}})
+    )
     assert _memsift(tmp_path, "-c", str(auto_bad), "-w", ws, "index").returncode == 0
     r, lines = _status(tmp_path, "-c", str(auto_bad), "-w", ws)
     assert r.returncode == 0 and lines[0].startswith("Searches") and "keyword only" in lines[0], r.stdout
-    assert "/nope/model.onnx" in lines[0] and lines[0].index("/nope/model.onnx") < lines[0].find("API key") or "API key" not in lines[0]
+    assert (
+        "/nope/model.onnx" in lines[0]
+        and lines[0].index("/nope/model.onnx") < lines[0].find("API key")
+        or "API key" not in lines[0]
+    )
 
     local_bad = tmp_path / "local-bad.json5"
-    local_bad.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"provider": "local", "local": {"modelPath": "/nope/model.onnx"}}}}}))
+    local_bad.write_text(
+        json.dumps(
+            {
+                "agents": {
+                    "defaults": {"memorySearch": {"provider": "local", "local": {"modelPath": "/nope/model.onnx"}}}
+                }
+            }
+        )
+    )
     r, lines = _status(tmp_path, "-c", str(local_bad), "-w", ws)
     assert r.returncode == 0 and "fail" in lines[0] and "/nope/model.onnx" in lines[0], (r.stdout, r.stderr)
 
@@ -326,7 +352,9 @@ def test_status_says_what_a_search_would_do_right_now(tmp_path, example_workspac
     assert _memsift(tmp_path, "-w", ws, "index").returncode == 0
     (example_workspace / "MEMORY.md").write_text((example_workspace / "MEMORY.md").read_text() + "- one more fact\n")
     r, lines = _status(tmp_path, "-w", ws)
-    assert lines[0].startswith("Searches") and "hybrid" in lines[0] and "first syncs 1 changed file" in lines[0], r.stdout
+    assert lines[0].startswith("Searches") and "hybrid" in lines[0] and "first syncs 1 changed file" in lines[0], (
+        r.stdout
+    )
 
 
 def test_small_outputs_say_what_happened(tmp_path, example_workspace):
@@ -343,7 +371,9 @@ def test_small_outputs_say_what_happened(tmp_path, example_workspace):
     # config show prints integers as integers.
     data = json.loads(_memsift(tmp_path, "-w", ws, "config", "show").stdout)
     assert data["memorySearch"]["query"]["hybrid"]["candidateMultiplier"] == 4
-    assert "4.0" not in json.dumps(data["memorySearch"]["query"]) and '"maxInjectedChars": 4000,' in json.dumps(data, indent=1).replace("\n", "")
+    assert "4.0" not in json.dumps(data["memorySearch"]["query"]) and '"maxInjectedChars": 4000,' in json.dumps(
+        data, indent=1
+    ).replace("\n", "")
     assert isinstance(data["memory"]["qmd"]["limits"]["maxResults"], int)
     # -vv shows more than -v: how the config resolved and how the search went.
     _memsift(tmp_path, "-w", ws, "search", "ledger")  # both below on a built index
@@ -392,7 +422,10 @@ def test_index_list_and_prune(tmp_path, example_workspace):
     r = _memsift(tmp_path, "-w", str(example_workspace), "index", "--prune")
     assert r.returncode == 0 and "removed" in r.stdout and str(gone) in r.stdout, r.stdout
     assert not Path(listed["gone"]["path"]).exists() and not list(folder.glob(Path(listed["gone"]["path"]).name + "*"))
-    assert Path(listed[example_workspace.name]["path"]).exists() and (folder / "notes.sqlite").read_bytes() == b"not memsift's"
+    assert (
+        Path(listed[example_workspace.name]["path"]).exists()
+        and (folder / "notes.sqlite").read_bytes() == b"not memsift's"
+    )
     r = _memsift(tmp_path, "-w", str(example_workspace), "index", "--prune")
     assert r.returncode == 0 and "nothing to remove" in r.stdout.lower()
 
@@ -422,11 +455,23 @@ def test_search_since_until_and_the_time_a_question_names(tmp_path):
     (ws / "memory" / "2026-11-01.md").write_text("- the deploy pipeline gained a canary dashboard\n")
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
-    r = _memsift(tmp_path, "-c", str(cfg), "--workspace", str(ws), "search", "canary pipeline", "--until", "2026-10-31", "--json")
+    r = _memsift(
+        tmp_path, "-c", str(cfg), "--workspace", str(ws), "search", "canary pipeline", "--until", "2026-10-31", "--json"
+    )
     assert r.returncode == 0, r.stderr
     assert [h["path"] for h in json.loads(r.stdout)["results"]] == ["memory/2026-10-01.md"]
-    r = _memsift(tmp_path, "-c", str(cfg), "--workspace", str(ws), "search", "canary pipeline in October 2026", "--explain",
-                 "--min-score", "0")
+    r = _memsift(
+        tmp_path,
+        "-c",
+        str(cfg),
+        "--workspace",
+        str(ws),
+        "search",
+        "canary pipeline in October 2026",
+        "--explain",
+        "--min-score",
+        "0",
+    )
     assert r.returncode == 0, r.stderr
     assert "time named in the question: 2026-10-01..2026-10-31 ('in October 2026')" in r.stdout
     assert "day=2026-10-01 (file name)" in r.stdout

@@ -39,7 +39,9 @@ def test_what_is_no_moment_is_refused(bad):
 
 def test_the_cli_refuses_a_bad_value_before_any_work_and_uses_a_good_one(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}
-    env.update(MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "xdg"), MEMSIFT_NO_RESIDENT="1")
+    env.update(
+        MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "xdg"), MEMSIFT_NO_RESIDENT="1"
+    )
     cmd = [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(EXAMPLE_WORKSPACE), "search",
            "what did I do yesterday?", "--json"]
     bad = subprocess.run(cmd, env={**env, "MEMSIFT_NOW": "someday"}, capture_output=True, text=True, timeout=120)

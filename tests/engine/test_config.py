@@ -57,7 +57,11 @@ def test_clamping_of_numbers():
                         "chunking": {"tokens": 400, "overlap": 500},
                         "query": {
                             "minScore": 2,
-                            "hybrid": {"candidateMultiplier": 50, "mmr": {"lambda": 3}, "temporalDecay": {"halfLifeDays": 0.2}},
+                            "hybrid": {
+                                "candidateMultiplier": 50,
+                                "mmr": {"lambda": 3},
+                                "temporalDecay": {"halfLifeDays": 0.2},
+                            },
                         },
                         "cache": {"maxEntries": 0.5},
                         "sources": ["memory", "sessions"],
@@ -73,7 +77,15 @@ def test_clamping_of_numbers():
     assert ms.query.hybrid.temporal_decay.half_life_days == 1
     assert ms.cache.max_entries == 1
     assert ms.sources == ["memory"]  # sessions needs experimental.sessionMemory
-    low = _resolve({"agents": {"defaults": {"memorySearch": {"chunking": {"tokens": -5}, "query": {"hybrid": {"candidateMultiplier": 0.2}}}}}})
+    low = _resolve(
+        {
+            "agents": {
+                "defaults": {
+                    "memorySearch": {"chunking": {"tokens": -5}, "query": {"hybrid": {"candidateMultiplier": 0.2}}}
+                }
+            }
+        }
+    )
     assert low.memory_search.chunking.tokens == 1 and low.memory_search.chunking.overlap == 0
     assert low.memory_search.query.hybrid.candidate_multiplier == 1
 
@@ -81,9 +93,15 @@ def test_clamping_of_numbers():
 def test_agent_values_win_and_extra_paths_concatenate():
     raw = {
         "agents": {
-            "defaults": {"memorySearch": {"extraPaths": ["notes", " docs ", ""], "query": {"maxResults": 3, "minScore": 0.2}}},
+            "defaults": {
+                "memorySearch": {"extraPaths": ["notes", " docs ", ""], "query": {"maxResults": 3, "minScore": 0.2}}
+            },
             "list": [
-                {"id": "ops", "model": "ignored-reference-key", "memorySearch": {"extraPaths": ["runbooks", "notes"], "query": {"maxResults": 9}}},
+                {
+                    "id": "ops",
+                    "model": "ignored-reference-key",
+                    "memorySearch": {"extraPaths": ["runbooks", "notes"], "query": {"maxResults": 9}},
+                },
                 {"id": "other", "default": True},
             ],
         }
@@ -107,7 +125,9 @@ def test_default_index_is_one_per_agent_and_workspace(tmp_path):
 
 
 def test_store_path_substitutes_agent_id(tmp_path):
-    s = _resolve({"agents": {"defaults": {"memorySearch": {"store": {"path": str(tmp_path / "{agentId}.db")}}}}}, agent_id="x")
+    s = _resolve(
+        {"agents": {"defaults": {"memorySearch": {"store": {"path": str(tmp_path / "{agentId}.db")}}}}}, agent_id="x"
+    )
     assert s.store_path == tmp_path / "x.db"
 
 
@@ -251,21 +271,33 @@ def test_overlap_with_the_evidence_chunker_is_refused_with_the_way_out():
 
 def test_a_misspelt_memory_search_block_is_an_error_with_a_suggestion(tmp_path):
     # Issue 17: `memorySerch` in agents.list[] was silently ignored and the defaults ran.
-    for text, where in (("{agents: {list: [{id: 'main', memorySerch: {provider: 'local'}}]}}", "agents.list[0].memorySerch"),
-                        ("{agents: {defaults: {memorySerach: {}}}}", "agents.defaults.memorySerach")):
+    for text, where in (
+        ("{agents: {list: [{id: 'main', memorySerch: {provider: 'local'}}]}}", "agents.list[0].memorySerch"),
+        ("{agents: {defaults: {memorySerach: {}}}}", "agents.defaults.memorySerach"),
+    ):
         with pytest.raises(ConfigError) as err:
             load_config(_write(tmp_path, text), environ={})
         assert where in str(err.value) and "did you mean 'memorySearch'" in str(err.value), str(err.value)
     # The reference's other agent keys still load (memsift ignores them).
-    load_config(_write(tmp_path, "{agents: {defaults: {model: 'x', heartbeat: {every: '30m'}, compaction: {}},"
-                                 " list: [{id: 'a', name: 'A', agentDir: '~/a', tools: {}, identity: {}}]}}"), environ={})
+    load_config(
+        _write(
+            tmp_path,
+            "{agents: {defaults: {model: 'x', heartbeat: {every: '30m'}, compaction: {}},"
+            " list: [{id: 'a', name: 'A', agentDir: '~/a', tools: {}, identity: {}}]}}",
+        ),
+        environ={},
+    )
 
 
-@pytest.mark.parametrize("value,ms", [("5m", 300_000), ("1h30m", 5_400_000), ("0s", 0), (10, 600_000), ("250ms", 250), ("2d", 172_800_000)])
+@pytest.mark.parametrize(
+    "value,ms", [("5m", 300_000), ("1h30m", 5_400_000), ("0s", 0), (10, 600_000), ("250ms", 250), ("2d", 172_800_000)]
+)
 def test_durations_in_the_reference_forms_load(tmp_path, value, ms):
     from memsift.engine.durations import parse_duration_ms
 
-    config, _ = load_config(_write(tmp_path, json.dumps({"memory": {"qmd": {"update": {"interval": value}}}})), environ={})
+    config, _ = load_config(
+        _write(tmp_path, json.dumps({"memory": {"qmd": {"update": {"interval": value}}}})), environ={}
+    )
     assert parse_duration_ms(config.memory.qmd.update.interval, default_ms=1) == ms
 
 

@@ -29,7 +29,11 @@ def test_the_packaged_lexicon_is_sorted_by_word_as_its_lookups_by_bisection_need
 
     import memsift.engine.search.expansion as expansion
 
-    lines = gzip.decompress((Path(expansion.__file__).parent / "data" / "lexicon.tsv.gz").read_bytes()).decode().splitlines()
+    lines = (
+        gzip.decompress((Path(expansion.__file__).parent / "data" / "lexicon.tsv.gz").read_bytes())
+        .decode()
+        .splitlines()
+    )
     assert len(lines) > 5000 and all(a < b for a, b in zip(lines, lines[1:]))
 
 
@@ -68,7 +72,9 @@ def test_an_expansion_finds_a_note_below_the_questions_own_word(tmp_path, backen
     memory = backend_memory(backend)
 
     async def search(expansion: str):
-        settings = make_settings(tmp_path / expansion, ws, {"provider": "none", "query": {"expansion": expansion}}, memory=memory)
+        settings = make_settings(
+            tmp_path / expansion, ws, {"provider": "none", "query": {"expansion": expansion}}, memory=memory
+        )
         manager = open_manager(settings)
         try:
             return await manager.search("what did we pick", explain=True, min_score=0.0)

@@ -68,7 +68,25 @@ def test_the_cli_shows_it_too(tmp_path):
     ws = _workspace(tmp_path)
     cfg = tmp_path / "memsift.json5"
     cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state")}))
-    out = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "--config", str(cfg), "--workspace", str(ws),
-                          "search", QUESTION, "--json", "-n", "1"], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memsift.engine.cli.main",
+            "--config",
+            str(cfg),
+            "--workspace",
+            str(ws),
+            "search",
+            QUESTION,
+            "--json",
+            "-n",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     hit = json.loads(out.stdout)["results"][0]
     assert "stale DNS cache" in hit["snippet"] and hit["path"] == "memory/2026-11-03.md"

@@ -75,7 +75,10 @@ def _group_alive(pgid: int) -> bool:
 def test_the_early_handshake_says_what_the_sdk_says_for_every_version(tmp_path, example_workspace):
     """Once the SDK is loaded it answers a repeated `initialize` itself: for each version a client
     may ask for (known, unknown) that answer is the one memsift gives before the SDK loads."""
-    assert set(HANDSHAKE_VERSIONS) <= set(HANDSHAKE_PROTOCOL_VERSIONS) and HANDSHAKE_VERSIONS[-1] == LATEST_HANDSHAKE_VERSION
+    assert (
+        set(HANDSHAKE_VERSIONS) <= set(HANDSHAKE_PROTOCOL_VERSIONS)
+        and HANDSHAKE_VERSIONS[-1] == LATEST_HANDSHAKE_VERSION
+    )
     proc = _spawn(example_workspace, tmp_path, "--no-watch")
     try:
         _send(proc, INIT)
@@ -110,9 +113,18 @@ def test_stdio_answers_the_handshake_then_serves_and_ends_on_sigterm(tmp_path, e
         listed = _receive(proc)
         assert listed["id"] == 8, listed  # the SDK's answer to the replayed initialize never reaches the client
         assert {t["name"] for t in listed["result"]["tools"]} == {"memory_search", "memory_get", "memory_status"}
-        _send(proc, {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-                     "params": {"name": "memory_search", "arguments": {"query": "which database did we pick for the ledger?",
-                                                                        "maxResults": 2}}})
+        _send(
+            proc,
+            {
+                "jsonrpc": "2.0",
+                "id": 9,
+                "method": "tools/call",
+                "params": {
+                    "name": "memory_search",
+                    "arguments": {"query": "which database did we pick for the ledger?", "maxResults": 2},
+                },
+            },
+        )
         found = _receive(proc)["result"]
         assert found["structuredContent"]["results"] and "null" not in found["content"][0]["text"]
         assert json.loads(found["content"][0]["text"]) == found["structuredContent"]
@@ -149,9 +161,14 @@ def test_a_signal_before_or_during_startup_ends_the_server(tmp_path, example_wor
 def test_a_broken_config_after_the_handshake_ends_the_server_with_its_message(tmp_path, example_workspace):
     bad = tmp_path / "bad.json5"
     bad.write_text("{memory: {backend: 'nope'}}")
-    proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(bad), "-w", str(example_workspace),
-                             "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=_env(tmp_path), start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(bad), "-w", str(example_workspace), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(tmp_path),
+        start_new_session=True,
+    )
     _send(proc, INIT)
     assert _receive(proc)["id"] == 7
     assert _ended(proc) == 3  # a config error, as every command exits on one
@@ -197,8 +214,12 @@ def test_answers_through_the_client_hold_no_null_fields(tmp_path, example_worksp
         manager = BuiltinSearchManager(settings)
         try:
             async with Client(build_server(MemoryServer(manager, settings))) as client:
-                for tool, args in (("memory_search", {"query": "ledger"}), ("memory_get", {"path": "MEMORY.md", "lines": 3}),
-                                   ("memory_status", {}), ("memory_search", {"query": "zzqqx nothing"})):
+                for tool, args in (
+                    ("memory_search", {"query": "ledger"}),
+                    ("memory_get", {"path": "MEMORY.md", "lines": 3}),
+                    ("memory_status", {}),
+                    ("memory_search", {"query": "zzqqx nothing"}),
+                ):
                     result = await client.call_tool(tool, args)
                     body = result.structured_content
                     assert not result.is_error and body
@@ -269,7 +290,9 @@ def test_a_fresh_server_on_a_busy_machine_stops_when_told_in_every_phase(tmp_pat
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
-    FIGURES[f"mcp: worst exit after {signal.Signals(signum).name} on a busy machine ({busy_machine} loops, s)"] = round(worst, 2)
+    FIGURES[f"mcp: worst exit after {signal.Signals(signum).name} on a busy machine ({busy_machine} loops, s)"] = round(
+        worst, 2
+    )
 
 
 def test_a_client_may_use_any_id_for_initialize(tmp_path, example_workspace):
@@ -302,7 +325,11 @@ def test_a_first_line_over_the_limit_gets_one_error_then_the_server_serves(tmp_p
                   lambda: _spawn_entry(example_workspace, env, "--no-watch")):
         proc = spawn()
         try:
-            huge = b'{"jsonrpc": "2.0", "id": 41, "method": "initialize", "params": {"pad": "' + b"x" * MAX_LINE_BYTES + b'"}}\n'
+            huge = (
+                b'{"jsonrpc": "2.0", "id": 41, "method": "initialize", "params": {"pad": "'
+                + b"x" * MAX_LINE_BYTES
+                + b'"}}\n'
+            )
             proc.stdin.write(huge)
             proc.stdin.flush()
             refused = _receive(proc)

@@ -56,7 +56,9 @@ async def _exercise(client: Client, *, query: str, expect_path: str, backend: st
     for t in tools.values():
         assert t.annotations.read_only_hint is True and t.annotations.destructive_hint is False
         assert t.output_schema is not None  # structured output
-    assert "decisions" in tools["memory_search"].description and "before answering" in tools["memory_search"].description
+    assert (
+        "decisions" in tools["memory_search"].description and "before answering" in tools["memory_search"].description
+    )
     assert set(tools["memory_get"].input_schema["properties"]) == {"path", "from", "lines", "offset", "sessionKey"}
 
     found = await client.call_tool("memory_search", {"query": query, "maxResults": 5})
@@ -94,7 +96,9 @@ def test_stdio_builtin_lists_and_calls_all_three_tools(example_workspace, tmp_pa
                          {"query": "x", "mode": "nope"}):
                 refused = await client.call_tool("memory_search", args)
                 text = refused.content[0].text
-                assert refused.is_error and text.startswith("Error executing tool memory_search: invalid arguments: "), text
+                assert refused.is_error and text.startswith(
+                    "Error executing tool memory_search: invalid arguments: "
+                ), text
                 assert text.count("Error executing tool") == 1, text
 
     anyio.run(go)
@@ -116,7 +120,9 @@ def test_stdio_qmd_backend_lists_and_calls_all_three_tools(tmp_path):
         async with Client(_stdio(ws, tmp_path / "state", "-c", str(config), "mcp", "--no-watch", env=env)) as client:
             payload = await _exercise(client, query="aurora telemetry", expect_path="MEMORY.md", backend="qmd")
             assert "fallback" not in payload and payload["mode"] == "search"  # nothing null is sent
-            group = await client.call_tool("memory_search", {"query": "aurora telemetry", "sessionKey": "agent:main:discord:group:42"})
+            group = await client.call_tool(
+                "memory_search", {"query": "aurora telemetry", "sessionKey": "agent:main:discord:group:42"}
+            )
             denied = group.structured_content
             assert not group.is_error and denied["results"] == [] and denied["disabled"] is True
             assert denied["denied"]["chatType"] == "group" and denied["denied"]["channel"] == "discord"
@@ -134,12 +140,29 @@ def test_http_transport_serves_on_loopback(example_workspace, tmp_path):
     port = _free_port()
     state = tmp_path / "state"
     runtime = Path(tempfile.mkdtemp(prefix="msr"))  # a short folder for the resident socket
-    env = {**{k: v for k, v in os.environ.items() if k != "MEMSIFT_NO_RESIDENT"}, "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false",
-           "MEMSIFT_STATE_DIR": str(state), "XDG_CONFIG_HOME": str(state / "xdg"),
-           "XDG_RUNTIME_DIR": str(runtime), "MEMSIFT_LOG_LEVEL": "info"}
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "MEMSIFT_NO_RESIDENT"},
+        "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false",
+        "MEMSIFT_STATE_DIR": str(state),
+        "XDG_CONFIG_HOME": str(state / "xdg"),
+        "XDG_RUNTIME_DIR": str(runtime),
+        "MEMSIFT_LOG_LEVEL": "info",
+    }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(example_workspace), "mcp", "--http", "--port", str(port)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "memsift.engine.cli.main",
+            "-w",
+            str(example_workspace),
+            "mcp",
+            "--http",
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         deadline = time.monotonic() + 60
@@ -153,7 +176,9 @@ def test_http_transport_serves_on_loopback(example_workspace, tmp_path):
 
         async def go():
             async with Client(f"http://127.0.0.1:{port}/mcp") as client:
-                await _exercise(client, query="what is my sister allergic to", expect_path="MEMORY.md", backend="builtin")
+                await _exercise(
+                    client, query="what is my sister allergic to", expect_path="MEMORY.md", backend="builtin"
+                )
 
         anyio.run(go)
         # The server also answers `memsift search` from a terminal (resident searches).
@@ -161,8 +186,22 @@ def test_http_transport_serves_on_loopback(example_workspace, tmp_path):
         while not list((runtime / "memsift").glob("*.sock")) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert list((runtime / "memsift").glob("*.sock"))
-        cli = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(example_workspace), "search",
-                              "what is my sister allergic to", "--json"], env=env, capture_output=True, text=True, timeout=120)
+        cli = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "memsift.engine.cli.main",
+                "-w",
+                str(example_workspace),
+                "search",
+                "what is my sister allergic to",
+                "--json",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert cli.returncode == 0 and json.loads(cli.stdout)["results"][0]["path"] == "MEMORY.md"
         # DNS-rebinding protection: a request naming another host is refused before any tool runs.
         import httpx
@@ -177,7 +216,10 @@ def test_http_transport_serves_on_loopback(example_workspace, tmp_path):
                         {"Origin": "null"}, {"Host": "localhost"}):
             refused = httpx.post(f"http://127.0.0.1:{port}/mcp", headers=headers, timeout=10,
                                  json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-            assert refused.status_code in (403, 421) and "memory_search" not in refused.text, (headers, refused.status_code)
+            assert refused.status_code in (403, 421) and "memory_search" not in refused.text, (
+                headers,
+                refused.status_code,
+            )
         # Bound to loopback only: the port is not open on another local address of this host.
         other = _non_loopback_address()
         if other:
@@ -284,9 +326,15 @@ def test_outages_come_back_as_values_through_the_client(tmp_path, example_worksp
             assert body["disabled"] and body["unavailable"] and body["results"] == []
             assert warning in body["warning"] and body["action"] and message in body["error"]
             got = await client.call_tool("memory_get", {"path": "MEMORY.md"})
-            assert not got.is_error and got.structured_content["disabled"] and "disk gone" in got.structured_content["error"]
+            assert (
+                not got.is_error
+                and got.structured_content["disabled"]
+                and "disk gone" in got.structured_content["error"]
+            )
             st = await client.call_tool("memory_status", {})
-            assert not st.is_error and "status" not in st.structured_content and message in st.structured_content["error"]
+            assert (
+                not st.is_error and "status" not in st.structured_content and message in st.structured_content["error"]
+            )
 
     anyio.run(go)
 

@@ -29,7 +29,9 @@ def ws(tmp_path: Path) -> Path:
 
 
 def test_discovery_finds_memory_files_only(ws, tmp_path):
-    files, skipped = discover_memory_files(ws, [str(tmp_path / "extra"), "../extra", str(tmp_path / "extra" / "runbook.md")])
+    files, skipped = discover_memory_files(
+        ws, [str(tmp_path / "extra"), "../extra", str(tmp_path / "extra" / "runbook.md")]
+    )
     rels = [f.rel_path for f in files]
     assert rels == ["../extra/runbook.md", "MEMORY.md", "memory/2026-11-02.md", "memory/deep/er/nested.md"]
     assert skipped == []
@@ -65,7 +67,12 @@ def _read(ws, path, *args, extra=()):
 
 
 def test_read_whole_file_and_ranges(ws):
-    assert _read(ws, "MEMORY.md") == ("MEMORY.md", "root fact\nsecond\nthird\n", 3, False)  # the final newline ends line 3
+    assert _read(ws, "MEMORY.md") == (
+        "MEMORY.md",
+        "root fact\nsecond\nthird\n",
+        3,
+        False,
+    )  # the final newline ends line 3
     assert _read(ws, "MEMORY.md", 2, 1)[1] == "second"
     assert _read(ws, "MEMORY.md", 2)[1] == "second\nthird\n"
     assert _read(ws, "MEMORY.md", 50, 3)[1] == ""  # past EOF

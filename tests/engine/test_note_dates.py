@@ -59,8 +59,11 @@ def test_a_hit_found_elsewhere_is_dated_by_its_line():
 def test_a_chunk_speaks_of_every_day_its_lines_do():
     """A MEMORY.md section listing decisions of several days is of all of them (filters and windows
     judge the lines), dated by its first entry; an entry's continuation lines keep its day."""
-    text = ("# Memory\n\n## Decisions\n\n- 2026-03-18: chose Postgres for the ledger, because\n"
-            "  multi-row transactions matter.\n- 2026-09-30: moved the exports to Parquet.\n- keep the deploy window on Tuesdays\n")
+    text = (
+        "# Memory\n\n## Decisions\n\n- 2026-03-18: chose Postgres for the ledger, because\n"
+        "  multi-row transactions matter.\n- 2026-09-30: moved the exports to Parquet.\n- keep the deploy window on "
+        "Tuesdays\n"
+    )
     [(_, d)] = _days("MEMORY.md", text)
     assert (d.day, d.source, d.days) == ("2026-03-18", "timestamp", ("2026-03-18", "2026-09-30"))
     lines = text.split("\n")
@@ -72,8 +75,11 @@ def test_a_chunk_speaks_of_every_day_its_lines_do():
 
 def test_a_date_a_sentence_mentions_is_no_timestamp():
     """"  2026-11-30." wrapping a sentence used to date the whole daily log 2026-11-30."""
-    text = ("# 2026-11-12\n\n- 09:00 met Chen about the pipeline\n- 14:10 Marco rotated the TLS certificates; the old ones expire on\n"
-            "  2026-11-30.\n- 18:00 2026-12-01 is the renewal deadline\n")
+    text = (
+        "# 2026-11-12\n\n- 09:00 met Chen about the pipeline\n- 14:10 Marco rotated the TLS certificates; the old "
+        "ones expire on\n"
+        "  2026-11-30.\n- 18:00 2026-12-01 is the renewal deadline\n"
+    )
     [(_, d)] = _days("memory/2026-11-12.md", text)
     assert (d.day, d.source, d.days) == ("2026-11-12", "heading", ("2026-11-12",))
 
@@ -89,8 +95,15 @@ def test_a_transcripts_iso_timestamps_date_its_messages():
     def record(ts, text):
         return json.dumps({"type": "message", "timestamp": ts, "message": {"role": "user", "content": text}})
 
-    raw = "\n".join([record("2026-11-20T09:00:00Z", "iso with Z"), record("2026-11-21T10:00:00+02:00", "with an offset"),
-                     record(1763629200000, "milliseconds"), record("next tuesday", "not a date"), record(True, "a bool")])
+    raw = "\n".join(
+        [
+            record("2026-11-20T09:00:00Z", "iso with Z"),
+            record("2026-11-21T10:00:00+02:00", "with an offset"),
+            record(1763629200000, "milliseconds"),
+            record("next tuesday", "not a date"),
+            record(True, "a bool"),
+        ]
+    )
     t = flatten_transcript(raw)
     utc = [datetime.fromtimestamp(s, timezone.utc).isoformat() if s else None for s in t.timestamps]
     assert utc == ["2026-11-20T09:00:00+00:00", "2026-11-21T08:00:00+00:00", "2025-11-20T09:00:00+00:00", None, None]

@@ -41,12 +41,19 @@ def test_refuses_empty_text_and_symlinks(tmp_path):
 def test_note_then_search_through_the_cli(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}, "MEMSIFT_NO_RESIDENT": "1"}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")},
+        "MEMSIFT_NO_RESIDENT": "1",
+    }
     env.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")})
     base = [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws)]
-    r = subprocess.run([*base, "note", "the spare key is under the blue flowerpot", "--json"], capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [*base, "note", "the spare key is under the blue flowerpot", "--json"], capture_output=True, text=True, env=env
+    )
     assert r.returncode == 0, r.stderr
     written = json.loads(r.stdout)
     assert written["path"].startswith("memory/") and written["line"] == 3
-    r = subprocess.run([*base, "search", "where is the spare key", "--json"], capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [*base, "search", "where is the spare key", "--json"], capture_output=True, text=True, env=env, timeout=300
+    )
     assert json.loads(r.stdout)["results"][0]["path"] == written["path"]

@@ -69,6 +69,8 @@ def test_the_python_api_page_example_runs(tmp_path, example_workspace):
     config.write_text(json.dumps({"stateDir": str(tmp_path / "state"),
                                   "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
     env = {**os.environ, "MEMSIFT_CONFIG": str(config), "HOME": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "MEMORY.md#L" in done.stdout and "'backend': 'builtin'" in done.stdout, done.stdout[-2000:]

@@ -94,12 +94,25 @@ def test_openclaw_file_under_memsifts_own(tmp_path):
     """The plugin's case: OpenClaw's keys apply, memsift's own file (backend, QMD, ranker) adds and wins."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    openclaw = _write(tmp_path / "oc", "openclaw.json", {
-        "agents": {"defaults": {"workspace": str(ws)}, "entries": {"main": {"memory": {"search": {"query": {"minScore": 0.3}}}}}},
-        "memory": {"search": {"query": {"maxResults": 2}, "provider": "none"}},
-    })
-    own = _write(tmp_path / "ms", "config.json5", {"memory": {"backend": "builtin", "search": {"query": {"maxResults": 5}}},
-                                                   "agents": {"defaults": {"memorySearch": {"query": {"ranker": {"enabled": False}}}}}})
+    openclaw = _write(
+        tmp_path / "oc",
+        "openclaw.json",
+        {
+            "agents": {
+                "defaults": {"workspace": str(ws)},
+                "entries": {"main": {"memory": {"search": {"query": {"minScore": 0.3}}}}},
+            },
+            "memory": {"search": {"query": {"maxResults": 2}, "provider": "none"}},
+        },
+    )
+    own = _write(
+        tmp_path / "ms",
+        "config.json5",
+        {
+            "memory": {"backend": "builtin", "search": {"query": {"maxResults": 5}}},
+            "agents": {"defaults": {"memorySearch": {"query": {"ranker": {"enabled": False}}}}},
+        },
+    )
     settings = _load(own, openclaw=openclaw)
     q = settings.memory_search.query
     assert q.max_results == 5 and settings.memory_search.provider == "none" and not q.ranker.enabled
@@ -122,7 +135,9 @@ def test_includes_and_variables_as_openclaw_resolves_them(tmp_path):
                                          ' channels: {$include: "./missing.json5"}}')  # a foreign section: never read
     settings = _load(path, env={"MY_WS": str(ws), "MY_KEY": "sk-secret"})
     assert settings.workspace == ws and settings.memory_search.query.max_results == 3
-    assert settings.memory_search.remote.api_key.get_secret_value() == "sk-secret" and settings.memory.citations == "off"
+    assert (
+        settings.memory_search.remote.api_key.get_secret_value() == "sk-secret" and settings.memory.citations == "off"
+    )
     unset = _load(path, env={"MY_WS": str(ws)})
     assert any("${MY_KEY} is not set" in n for n in unset.notes)
     outside = _write(root, "out.json", {"memory": {"$include": "../elsewhere.json5"}})
@@ -145,13 +160,27 @@ def test_openclaw_2026_9_value_forms(tmp_path):
     assert ms.provider == "openai" and ms.extra_paths == ["a", "b", "c"]
     assert ms.remote.api_key.get_secret_value() == "MY_OPENAI_KEY"  # read as the variable's name
     with pytest.raises(ConfigError, match=r"extraPaths.*runbooks.*'docs/runbooks'"):
-        _load(_write(tmp_path, "p.json", {"memory": {"search": {"extraPaths": [{"path": "docs", "pattern": "runbooks/**/*.md"}]}}}))
+        _load(
+            _write(
+                tmp_path,
+                "p.json",
+                {"memory": {"search": {"extraPaths": [{"path": "docs", "pattern": "runbooks/**/*.md"}]}}},
+            )
+        )
     with pytest.raises(ConfigError, match="'exec' secret reference"):
-        _load(_write(tmp_path, "s.json", {"memory": {"search": {"remote": {"apiKey": {"source": "exec", "provider": "x", "id": "y"}}}}}))
+        _load(
+            _write(
+                tmp_path,
+                "s.json",
+                {"memory": {"search": {"remote": {"apiKey": {"source": "exec", "provider": "x", "id": "y"}}}}},
+            )
+        )
 
 
 def test_what_memsift_sets_aside_is_said_and_near_misses_are_refused(tmp_path):
-    path = _write(tmp_path, "c.json", {"memory": {"search": {}, "lanced": {"x": 1}}, "fancy": 1, "mcp": {"servers": {}}})
+    path = _write(
+        tmp_path, "c.json", {"memory": {"search": {}, "lanced": {"x": 1}}, "fancy": 1, "mcp": {"servers": {}}}
+    )
     notes = _load(path).notes
     assert any("'fancy'" in n and "ignored" in n for n in notes)
     assert any(n.startswith("memory.lanced") and "no installed backend" in n for n in notes)
@@ -226,7 +255,11 @@ def test_openclaw_2026_9_keys_reach_every_door(tmp_path, example_workspace):
             _wait_for_socket(runtimes[door])
             answered = subprocess.run([sys.executable, "-c", RESIDENT_DRIVER, *argv], env=door_env, capture_output=True,
                                       text=True, timeout=300)
-            assert answered.returncode == 0, (door, answered.returncode, answered.stderr)  # answered there, not declined
+            assert answered.returncode == 0, (
+                door,
+                answered.returncode,
+                answered.stderr,
+            )  # answered there, not declined
             assert counted(answered.stdout) == 2 and "memory.weaviate" in answered.stderr, door
     finally:
         watch.send_signal(signal.SIGINT)
@@ -238,12 +271,26 @@ def test_openclaw_2026_9_keys_reach_every_door(tmp_path, example_workspace):
     mcp = subprocess.Popen([*cli, "-c", str(path), "mcp", "--no-watch"], env={**env, "MEMSIFT_NO_RESIDENT": "1"},
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
-                        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memory_search",
-                                                                                      "arguments": {"query": "ledger"}}},
-                        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory_status", "arguments": {}}}):
+        for message in (
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            },
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "memory_search", "arguments": {"query": "ledger"}},
+            },
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory_status", "arguments": {}}},
+        ):
             mcp.stdin.write((json.dumps(message) + "\n").encode())
         mcp.stdin.flush()
         answers = {}

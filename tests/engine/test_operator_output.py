@@ -19,9 +19,15 @@ def test_status_with_qmd_failing_tells_one_story(tmp_path, fallback):
     ws = tmp_path / "ws"
     shutil.copytree(EXAMPLE_WORKSPACE, ws)
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"),
-                               "memory": {"backend": "qmd", "qmd": {"command": str(tmp_path / "no-qmd"), "fallback": fallback}},
-                               "agents": {"defaults": {"workspace": str(ws), "memorySearch": {"provider": "none"}}}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "stateDir": str(tmp_path / "state"),
+                "memory": {"backend": "qmd", "qmd": {"command": str(tmp_path / "no-qmd"), "fallback": fallback}},
+                "agents": {"defaults": {"workspace": str(ws), "memorySearch": {"provider": "none"}}},
+            }
+        )
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}
     env["MEMSIFT_NO_RESIDENT"] = "1"
     out = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "status"], env=env,

@@ -62,8 +62,20 @@ def test_queries_file_takes_lines_and_json_lines_and_refuses_junk(tmp_path):
 
 def _run(tmp_path: Path, ws: Path, qmd: dict, *args: str, path_prefix: str = "") -> subprocess.CompletedProcess:
     config = tmp_path / "memsift.json5"
-    config.write_text(json.dumps({"memory": {"qmd": {"includeDefaultMemory": False, "paths": [{"path": ".", "name": "notes"}],
-                                                       "update": {"debounceMs": 0}, **qmd}}}))
+    config.write_text(
+        json.dumps(
+            {
+                "memory": {
+                    "qmd": {
+                        "includeDefaultMemory": False,
+                        "paths": [{"path": ".", "name": "notes"}],
+                        "update": {"debounceMs": 0},
+                        **qmd,
+                    }
+                }
+            }
+        )
+    )
     queries = tmp_path / "queries.txt"
     queries.write_text("aurora telemetry\nzebra\n", encoding="utf-8")
     env = {
@@ -72,8 +84,22 @@ def _run(tmp_path: Path, ws: Path, qmd: dict, *args: str, path_prefix: str = "")
         "FAKE_QMD_LOG": str(tmp_path / "qmd-calls.jsonl"), "FAKE_QMD_PIDS": str(tmp_path / "pids"),
     }
     return subprocess.run(
-        [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "-c", str(config), "parity", str(queries), *args],
-        env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "memsift.engine.cli.main",
+            "-w",
+            str(ws),
+            "-c",
+            str(config),
+            "parity",
+            str(queries),
+            *args,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -91,14 +117,20 @@ def test_parity_run_compares_builtin_with_qmd(tmp_path, corpus):
     report = json.loads(done.stdout)
     first, second = report["queries"]
     assert first["qmd"]["mode"] == "search" and first["builtin"]["mode"] == "hybrid"
-    assert any(h[0] == "MEMORY.md" for h in first["qmd"]["hits"]) and any(h[0] == "MEMORY.md" for h in first["builtin"]["hits"])
+    assert any(h[0] == "MEMORY.md" for h in first["qmd"]["hits"]) and any(
+        h[0] == "MEMORY.md" for h in first["builtin"]["hits"]
+    )
     assert first["fileOverlap"] > 0 and first["qmd"]["fallback"] is None
     assert second["qmd"]["hits"] == []  # the captured "no results" answer
     assert report["summary"]["queries"] == 2 and report["summary"]["qmdFallbacks"] == 0
     # Each step says what it waits for (a hung qmd update was silent for two minutes).
     steps = [line for line in done.stderr.splitlines() if line.startswith("memsift: parity: ")]
-    assert steps[0] == "memsift: parity: syncing builtin" and steps[1].startswith("memsift: parity: syncing qmd (qmd update")
-    assert "up to 120 s" in steps[1] and steps[2].startswith("memsift: parity: warming up both backends, then 2 queries")
+    assert steps[0] == "memsift: parity: syncing builtin" and steps[1].startswith(
+        "memsift: parity: syncing qmd (qmd update"
+    )
+    assert "up to 120 s" in steps[1] and steps[2].startswith(
+        "memsift: parity: warming up both backends, then 2 queries"
+    )
 
 
 def test_a_side_that_fell_back_fails_the_gate_and_leads_the_report(tmp_path, corpus):
@@ -111,9 +143,13 @@ def test_a_side_that_fell_back_fails_the_gate_and_leads_the_report(tmp_path, cor
     assert "qmd fell back: qmd → builtin" in done.stdout and "fallbacks: builtin 0, qmd 2" in done.stdout
     assert "parity gate failed: qmd fell back to builtin on 2 of 2 queries" in done.stderr
     assert "overlap counting them as 0 is 0.00" in done.stderr
-    report = json.loads(_run(tmp_path, corpus, {"command": str(tmp_path / "no-such-qmd")}, "--json", "--fail-under", "0.5").stdout)
+    report = json.loads(
+        _run(tmp_path, corpus, {"command": str(tmp_path / "no-such-qmd")}, "--json", "--fail-under", "0.5").stdout
+    )
     assert list(report)[:2] == ["comparable", "warnings"]  # the JSON leads with it too
-    assert report["comparable"] is False and report["warnings"][0].startswith("qmd fell back to builtin on 2 of 2 queries")
+    assert report["comparable"] is False and report["warnings"][0].startswith(
+        "qmd fell back to builtin on 2 of 2 queries"
+    )
     assert report["summary"]["fellBackQueries"] == 2 and report["summary"]["gateMeanOverlap"] == 0.0
     assert report["summary"]["meanOverlap"] == 1.0  # what was measured, for the record
     # Without a gate the run still reports (exit 0), leading with the warning.

@@ -51,19 +51,30 @@ def ws(tmp_path) -> Path:
     w = tmp_path / "ws"
     (w / "memory" / "projects").mkdir(parents=True)
     (w / "MEMORY.md").write_text("# Memory\n\n- Preferred editor: Helix.\n")
-    (w / "memory" / "projects" / "garden.md").write_text("# Garden\n\nPlanted a fig tree by the south wall.\nThe Fig is watered at dawn.\n")
+    (w / "memory" / "projects" / "garden.md").write_text(
+        "# Garden\n\nPlanted a fig tree by the south wall.\nThe Fig is watered at dawn.\n"
+    )
     return w
 
 
 def _env(site: Path, tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return {**env, "PYTHONPATH": os.pathsep.join([str(site), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-            "MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "MEMSIFT_NO_RESIDENT": "1"}
+    return {
+        **env,
+        "PYTHONPATH": os.pathsep.join([str(site), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+        "MEMSIFT_STATE_DIR": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "MEMSIFT_NO_RESIDENT": "1",
+    }
 
 
 def _config(tmp_path: Path, ws: Path, memory: dict, memory_search: dict | None = None) -> Path:
     cfg = tmp_path / "config.json5"
-    cfg.write_text(json.dumps({"memory": memory, "agents": {"defaults": {"workspace": str(ws), "memorySearch": memory_search or {}}}}))
+    cfg.write_text(
+        json.dumps(
+            {"memory": memory, "agents": {"defaults": {"workspace": str(ws), "memorySearch": memory_search or {}}}}
+        )
+    )
     return cfg
 
 
@@ -84,9 +95,18 @@ def test_plugins_lists_memsifts_own_and_installed_ones_with_versions_and_errors(
     assert grep["ok"] and grep["version"] == "0.0.1" and not grep["builtin"] and "grep" in grep["description"]
     assert found[("provider", "tiny-hash", "memsift-throwaway")]["ok"]
     broken = found[("backend", "broken", "memsift-throwaway")]
-    assert not broken["ok"] and "ModuleNotFoundError" in broken["error"] and "memsift_throwaway_missing_dependency" in broken["error"]
-    assert "not a memsift.engine.plugins.BackendPlugin" in found[("backend", "not-a-plugin", "memsift-throwaway")]["error"]
-    assert "not a memsift.engine.plugins.RerankerPlugin" in found[("reranker", "builtin-shadow", "memsift-throwaway")]["error"]
+    assert (
+        not broken["ok"]
+        and "ModuleNotFoundError" in broken["error"]
+        and "memsift_throwaway_missing_dependency" in broken["error"]
+    )
+    assert (
+        "not a memsift.engine.plugins.BackendPlugin" in found[("backend", "not-a-plugin", "memsift-throwaway")]["error"]
+    )
+    assert (
+        "not a memsift.engine.plugins.RerankerPlugin"
+        in found[("reranker", "builtin-shadow", "memsift-throwaway")]["error"]
+    )
     shadowed = found[("backend", "builtin", "memsift-throwaway")]  # memsift's own name wins
     assert shadowed["shadowedBy"] == "memsift" and not shadowed["ok"]
 
@@ -124,8 +144,9 @@ def test_a_plugin_backend_answers_over_mcp_and_the_python_api(site, tmp_path, ws
     env = _env(site, tmp_path)
 
     async def over_mcp() -> dict:
-        params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "memsift.engine.cli.main", "-c", str(cfg), "mcp"],
-                                           env=env)
+        params = mcp.StdioServerParameters(
+            command=sys.executable, args=["-m", "memsift.engine.cli.main", "-c", str(cfg), "mcp"], env=env
+        )
         async with mcp.Client(params) as client:
             found = await client.call_tool("memory_search", {"query": "fig"})
             return found.structured_content
@@ -175,9 +196,14 @@ def test_a_plugin_for_an_older_protocol_is_told_before_any_search(site, tmp_path
     for args in (("search", "fig"), ("status",)):
         r = _memsift(site, tmp_path, *args, cfg=cfg)
         assert r.returncode == 3 and "Traceback" not in r.stderr, (args, r.stderr)
-        assert "the older-grep backend (memsift-throwaway 0.0.1) is no SearchManager for this memsift: it has no answer()" \
-            in r.stderr and "update that package" in r.stderr, r.stderr
-    assert _memsift(site, tmp_path, "search", "fig", cfg=_config(tmp_path, ws, {"backend": "notes-grep"})).returncode == 0
+        assert (
+            "the older-grep backend (memsift-throwaway 0.0.1) is no SearchManager for this memsift: it has no answer()"
+            in r.stderr
+            and "update that package" in r.stderr
+        ), r.stderr
+    assert (
+        _memsift(site, tmp_path, "search", "fig", cfg=_config(tmp_path, ws, {"backend": "notes-grep"})).returncode == 0
+    )
 
 
 def test_a_crashing_plugin_is_told_in_one_line_naming_its_package(site, tmp_path, ws):
@@ -193,7 +219,10 @@ def test_a_plugins_value_error_is_the_plugin_failing_and_a_bad_date_is_still_the
     cfg = _config(tmp_path, ws, {"backend": "notes-grep", "notes-grep": {"valueErrorOn": "lost table"}})
     r = _memsift(site, tmp_path, "search", "lost table", cfg=cfg)
     assert r.returncode == 7 and "Traceback" not in r.stderr
-    assert "the notes-grep backend (memsift-throwaway 0.0.1) failed while searching: ValueError: Table 'files_g7'" in r.stderr
+    assert (
+        "the notes-grep backend (memsift-throwaway 0.0.1) failed while searching: ValueError: Table 'files_g7'"
+        in r.stderr
+    )
     r = _memsift(site, tmp_path, "search", "fig", "--since", "the day after never", cfg=cfg)
     assert r.returncode == 2 and "is not a date" in r.stderr and "notes-grep" not in r.stderr, r.stderr
 
@@ -209,8 +238,16 @@ def test_a_provider_plugin_embeds_for_the_builtin_backend(site, tmp_path, ws):
     assert r.returncode == 3 and "unknown provider 'tiny-hsh' (did you mean 'tiny-hash'?)" in r.stderr
     # Its own settings, under memorySearch.<name>, checked by its model.
     cfg = _config(tmp_path, ws, {}, {"provider": "tiny-hash", "tiny-hash": {"dims": 16}})
-    assert json.loads(_memsift(site, tmp_path, "search", "fig tree", "--json", cfg=cfg).stdout)["model"] == "tiny-hash-16"
-    r = _memsift(site, tmp_path, "search", "fig", cfg=_config(tmp_path, ws, {}, {"provider": "tiny-hash", "tiny-hash": {"dimz": 8}}))
+    assert (
+        json.loads(_memsift(site, tmp_path, "search", "fig tree", "--json", cfg=cfg).stdout)["model"] == "tiny-hash-16"
+    )
+    r = _memsift(
+        site,
+        tmp_path,
+        "search",
+        "fig",
+        cfg=_config(tmp_path, ws, {}, {"provider": "tiny-hash", "tiny-hash": {"dimz": 8}}),
+    )
     assert r.returncode == 3 and "memorySearch.tiny-hash.dimz: unknown key (did you mean 'dims'?)" in r.stderr, r.stderr
 
 
@@ -221,7 +258,9 @@ def test_a_plugins_read_is_judged_by_memsifts_rules_above_it_on_every_door(site,
     (ws / "notes" / "private.md").write_text("- not memory\n")
     (tmp_path / "diary.md").write_text("- a diary outside the workspace\n")
     cfg = _config(tmp_path, ws, {"backend": "notes-grep", "notes-grep": {"naiveRead": True}})
-    assert _memsift(site, tmp_path, "get", "MEMORY.md", cfg=cfg).stdout.strip() == "# Memory\n\n- Preferred editor: Helix."
+    assert (
+        _memsift(site, tmp_path, "get", "MEMORY.md", cfg=cfg).stdout.strip() == "# Memory\n\n- Preferred editor: Helix."
+    )
     for path in ("/etc/hostname", "notes/private.md", str(tmp_path / "diary.md"), "../diary.md"):
         r = _memsift(site, tmp_path, "get", path, cfg=cfg)
         assert r.returncode != 0 and r.stdout == "" and "not" in r.stderr.lower(), (path, r.stdout, r.stderr)
@@ -229,8 +268,11 @@ def test_a_plugins_read_is_judged_by_memsifts_rules_above_it_on_every_door(site,
     mcp = pytest.importorskip("mcp", reason="the MCP door needs the MCP SDK (a default dependency)")
 
     async def over_mcp(config: Path, path: str) -> tuple[bool, str]:
-        params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "memsift.engine.cli.main", "-c", str(config), "mcp"],
-                                           env=_env(site, tmp_path))
+        params = mcp.StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "memsift.engine.cli.main", "-c", str(config), "mcp"],
+            env=_env(site, tmp_path),
+        )
         async with mcp.Client(params) as client:
             got = await client.call_tool("memory_get", {"path": path})
             payload = got.structured_content or {}

@@ -32,13 +32,22 @@ def test_extra_collections_load_and_merge_defaults_then_agent(tmp_path):
     raw = {
         "memory": {"qmd": {"paths": [{"path": "notes", "name": "notes"}]}},
         "agents": {
-            "defaults": {"memorySearch": {"qmd": {"extraCollections": [{"path": str(family), "name": "family-sessions"}]}}},
+            "defaults": {
+                "memorySearch": {"qmd": {"extraCollections": [{"path": str(family), "name": "family-sessions"}]}}
+            },
             "list": [
-                {"id": "main", "memorySearch": {"qmd": {"extraCollections": [
-                    {"path": str(team), "name": "Team Wiki", "pattern": "**/*.md"},
-                    {"path": "notes"},  # the same folder as memory.qmd.paths[0]: the first one wins
-                    {"path": "notes", "name": "inside"},
-                ]}}},
+                {
+                    "id": "main",
+                    "memorySearch": {
+                        "qmd": {
+                            "extraCollections": [
+                                {"path": str(team), "name": "Team Wiki", "pattern": "**/*.md"},
+                                {"path": "notes"},  # the same folder as memory.qmd.paths[0]: the first one wins
+                                {"path": "notes", "name": "inside"},
+                            ]
+                        }
+                    },
+                },
             ],
         },
     }
@@ -57,7 +66,9 @@ def test_extra_collections_load_and_merge_defaults_then_agent(tmp_path):
 def test_a_wrong_extra_collection_names_its_key(tmp_path):
     cfg = tmp_path / "c.json5"
     cfg.write_text('{agents: {defaults: {memorySearch: {qmd: {extraCollections: [{pth: "x"}]}}}}}')
-    with pytest.raises(ConfigError, match=r"memorySearch\.qmd\.extraCollections\[0\]\.pth: unknown key \(did you mean 'path'\?\)"):
+    with pytest.raises(
+        ConfigError, match=r"memorySearch\.qmd\.extraCollections\[0\]\.pth: unknown key \(did you mean 'path'\?\)"
+    ):
         load_config(cfg, environ={})
 
 
@@ -83,7 +94,12 @@ def test_multimodal_enabled_without_modalities_still_needs_gemini_2():
     with pytest.raises(ConfigError, match="gemini-embedding-2-preview"):
         _resolve({"agents": {"defaults": {"memorySearch": {"multimodal": {"enabled": True}}}}})
     # The list form with nothing enabled loads with any provider.
-    assert _resolve({"agents": {"defaults": {"memorySearch": {"multimodal": {"modalities": ["all"]}}}}}).memory_search.multimodal.modalities == []
+    assert (
+        _resolve(
+            {"agents": {"defaults": {"memorySearch": {"multimodal": {"modalities": ["all"]}}}}}
+        ).memory_search.multimodal.modalities
+        == []
+    )
 
 
 def test_non_positive_qmd_limits_and_timeouts_fall_back_to_the_defaults():
@@ -92,17 +108,34 @@ def test_non_positive_qmd_limits_and_timeouts_fall_back_to_the_defaults():
         "update": {"debounceMs": -1, "commandTimeoutMs": 0, "updateTimeoutMs": -3, "embedTimeoutMs": 0},
     }
     q = _resolve({"memory": {"qmd": qmd}}).memory.qmd
-    assert (q.limits.max_results, q.limits.max_snippet_chars, q.limits.max_injected_chars, q.limits.timeout_ms) == (6, 700, 4000, 4000)
+    assert (q.limits.max_results, q.limits.max_snippet_chars, q.limits.max_injected_chars, q.limits.timeout_ms) == (
+        6,
+        700,
+        4000,
+        4000,
+    )
     assert q.update.debounce_ms == 15_000
-    assert (q.update.command_timeout_ms, q.update.update_timeout_ms, q.update.embed_timeout_ms) == (30_000, 120_000, 120_000)
-    kept = _resolve({"memory": {"qmd": {"limits": {"maxResults": 3.7, "timeoutMs": 2500.9}, "update": {"debounceMs": 0}}}}).memory.qmd
-    assert (kept.limits.max_results, kept.limits.timeout_ms, kept.update.debounce_ms) == (3, 2500, 0)  # floored; 0 is a valid debounce
+    assert (q.update.command_timeout_ms, q.update.update_timeout_ms, q.update.embed_timeout_ms) == (
+        30_000,
+        120_000,
+        120_000,
+    )
+    kept = _resolve(
+        {"memory": {"qmd": {"limits": {"maxResults": 3.7, "timeoutMs": 2500.9}, "update": {"debounceMs": 0}}}}
+    ).memory.qmd
+    assert (kept.limits.max_results, kept.limits.timeout_ms, kept.update.debounce_ms) == (
+        3,
+        2500,
+        0,
+    )  # floored; 0 is a valid debounce
 
 
 def test_session_export_dir_is_relative_to_the_workspace_and_retention_floored(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
-    s = _resolve({"memory": {"qmd": {"sessions": {"enabled": True, "exportDir": "exports/sessions", "retentionDays": 2.9}}}}, ws)
+    s = _resolve(
+        {"memory": {"qmd": {"sessions": {"enabled": True, "exportDir": "exports/sessions", "retentionDays": 2.9}}}}, ws
+    )
     assert s.memory.qmd.sessions.export_dir == str(ws / "exports" / "sessions")
     assert s.memory.qmd.sessions.retention_days == 2
     m = QmdSearchManager(s, environ={"PATH": "/nonexistent"})
@@ -115,14 +148,23 @@ def test_session_export_dir_is_relative_to_the_workspace_and_retention_floored(t
 
 @pytest.mark.parametrize(
     "wording",
-    ["Collection not found: {name}", "Collection '{name}' not found", "Error: collection \"{name}\" does not exist", "No such collection: {name}"],
+    [
+        "Collection not found: {name}",
+        "Collection '{name}' not found",
+        'Error: collection "{name}" does not exist',
+        "No such collection: {name}",
+    ],
 )
 def test_missing_collection_is_repaired_whatever_the_wording(tmp_path, wording):
     ws = tmp_path / "ws"
     shutil.copytree(QMD_SAMPLES / "corpus", ws)
     env = {
-        "PATH": f"{FAKEBIN}:{os.environ['PATH']}", "FAKE_QMD_SAMPLES": str(QMD_SAMPLES), "FAKE_QMD_MODE": "missing-collection",
-        "FAKE_QMD_MISSING_TEXT": wording, "FAKE_QMD_LOG": str(tmp_path / "calls.jsonl"), "HOME": os.environ.get("HOME", "/root"),
+        "PATH": f"{FAKEBIN}:{os.environ['PATH']}",
+        "FAKE_QMD_SAMPLES": str(QMD_SAMPLES),
+        "FAKE_QMD_MODE": "missing-collection",
+        "FAKE_QMD_MISSING_TEXT": wording,
+        "FAKE_QMD_LOG": str(tmp_path / "calls.jsonl"),
+        "HOME": os.environ.get("HOME", "/root"),
     }
     settings = make_settings(tmp_path, ws, memory={"backend": "qmd", "qmd": {
         "includeDefaultMemory": False, "paths": [{"path": ".", "name": "notes"}], "update": {"debounceMs": 60_000}}})

@@ -33,16 +33,26 @@ def runtime_dir():
 
 
 def _env(tmp_path: Path, runtime: Path, **extra: str) -> dict[str, str]:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}, "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false"}
-    env.update(MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "xdg"), XDG_RUNTIME_DIR=str(runtime))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")},
+        "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false",
+    }
+    env.update(
+        MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "xdg"), XDG_RUNTIME_DIR=str(runtime)
+    )
     env.update(extra)
     return env
 
 
 def _search(ws: Path, env: dict[str, str], query: str, *args: str, agent: str | None = None) -> dict:
     group = ["-a", agent] if agent else []
-    r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", *group, "-w", str(ws), "search", query, "--json", *args],
-                       env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "memsift.engine.cli.main", *group, "-w", str(ws), "search", query, "--json", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -52,10 +62,17 @@ class Watch:
 
     def __init__(self, ws: Path, env: dict[str, str]) -> None:
         # The fault handler on: a watch ended by its grace prints what held it.
-        self.proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "watch", "--json"],
-                                     env={**env, "PYTHONFAULTHANDLER": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "watch", "--json"],
+            env={**env, "PYTHONFAULTHANDLER": "1"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.events: queue.Queue[dict] = queue.Queue()
-        threading.Thread(target=lambda: [self.events.put(json.loads(line)) for line in self.proc.stdout], daemon=True).start()
+        threading.Thread(
+            target=lambda: [self.events.put(json.loads(line)) for line in self.proc.stdout], daemon=True
+        ).start()
 
     def wait_for(self, kind: str, timeout: float = 90) -> dict:
         deadline = time.monotonic() + timeout
@@ -131,8 +148,22 @@ def test_a_running_watch_answers_searches_with_the_answer_the_cli_would_give(tmp
                 while chunk := s.recv(1 << 16):
                     reply += chunk
             assert json.loads(reply.splitlines()[-1])["status"] == "decline"  # after "working", if any
-        odd = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "search",
-                              os.fsdecode(b"ledger \xff"), "--json"], env=env, capture_output=True, text=True, timeout=120)
+        odd = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "memsift.engine.cli.main",
+                "-w",
+                str(ws),
+                "search",
+                os.fsdecode(b"ledger \xff"),
+                "--json",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert odd.returncode == 0 and json.loads(odd.stdout)["results"]
         assert _search(ws, env, "ledger database")["results"]
     finally:
@@ -165,7 +196,10 @@ def test_a_watch_held_after_ctrl_c_is_gone_at_its_grace_and_says_so(tmp_path, ru
         code = proc.wait(timeout=STOP_GRACE_S + 20)  # not the 120 s its close would take
         err = proc.stderr.read()
         assert code == 130, err
-        assert err.strip().splitlines()[-1] == f"memsift: stopped by signal 2 (its work did not end within {STOP_GRACE_S:g} s)"
+        assert (
+            err.strip().splitlines()[-1]
+            == f"memsift: stopped by signal 2 (its work did not end within {STOP_GRACE_S:g} s)"
+        )
         assert "Traceback" not in err  # no fault handler asked for: the one line
     finally:
         proc.kill()
@@ -185,7 +219,13 @@ def test_other_settings_and_other_workspaces_are_declined(tmp_path, runtime_dir)
         watch.wait_for("resident")
         # Another setting in the environment: the cold CLI honours it (one result), so the
         # watch (configured for six) must not have answered.
-        one = _search(ws, {**env, "MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__QUERY__MAXRESULTS": "1"}, "ledger database", "--min-score", "0")
+        one = _search(
+            ws,
+            {**env, "MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__QUERY__MAXRESULTS": "1"},
+            "ledger database",
+            "--min-score",
+            "0",
+        )
         assert len(one["results"]) == 1 and one["maxResults"] == 1
         # Another agent's workspace (same state folder, so the watch is asked): its own notes.
         puffins = _search(other, env, "puffins", agent="other")
@@ -262,7 +302,10 @@ def test_the_server_declines_what_it_cannot_answer_exactly(tmp_path):
         ({"argv": ["search", "x"], "env": {**server.env, "OPENAI_API_KEY": "sha256:00"}}, "environment"),
         # another install of memsift (the release before, left running across an upgrade, or the next)
         ({"argv": ["search", "x"], "env": {**server.env, "memsift install": "1:2"}}, "environment"),
-        ({"argv": ["search", "x"], "env": {k: v for k, v in server.env.items() if k != "memsift install"}}, "environment"),
+        (
+            {"argv": ["search", "x"], "env": {k: v for k, v in server.env.items() if k != "memsift install"}},
+            "environment",
+        ),
         ({"argv": ["-w", str(tmp_path), "search", "x"]}, "other settings"),
         ({"argv": ["search", "x", "-b", "qmd"]}, "other settings"),
     ]:
@@ -365,7 +408,12 @@ def test_the_client_imports_nothing_heavy_and_reads_framed_answers(tmp_path, run
     sock_path.unlink()
     assert outs[0] == (0, text, "memsift: warning: w\n")
     assert outs[1] == (None, "", "") and outs[2] == (None, "", "")
-    assert seen[0] == {"protocol": PROTOCOL, "argv": ["search", "ledger \udcff", "--json"], "cwd": os.getcwd(), "env": relevant_env(env)}
+    assert seen[0] == {
+        "protocol": PROTOCOL,
+        "argv": ["search", "ledger \udcff", "--json"],
+        "cwd": os.getcwd(),
+        "env": relevant_env(env),
+    }
 
 
 def test_a_relative_config_path_is_the_same_config_on_both_sides(tmp_path, runtime_dir):
@@ -375,8 +423,14 @@ def test_a_relative_config_path_is_the_same_config_on_both_sides(tmp_path, runti
     shutil.copytree(EXAMPLE_WORKSPACE, ws)
     (tmp_path / "cfg.json5").write_text('{agents: {defaults: {memorySearch: {provider: "none"}}}}')
     env = _env(tmp_path, runtime_dir)
-    proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", "cfg.json5", "-w", "ws", "watch", "--json"],
-                            env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memsift.engine.cli.main", "-c", "cfg.json5", "-w", "ws", "watch", "--json"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         events: queue.Queue[dict] = queue.Queue()
         threading.Thread(target=lambda: [events.put(json.loads(line)) for line in proc.stdout], daemon=True).start()
@@ -384,9 +438,30 @@ def test_a_relative_config_path_is_the_same_config_on_both_sides(tmp_path, runti
         while (event := events.get(timeout=max(0.01, deadline - time.monotonic())))["event"] != "resident":
             pass
         assert event["socket"]
-        for folder, cfg in ((tmp_path, "cfg.json5"), (ws, "../cfg.json5"), (ws / "memory", str(tmp_path / "cfg.json5"))):
-            r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", cfg, "-w", str(ws), "search", "ledger",
-                                "--json"], env=env, cwd=folder, capture_output=True, text=True, timeout=120)
+        for folder, cfg in (
+            (tmp_path, "cfg.json5"),
+            (ws, "../cfg.json5"),
+            (ws / "memory", str(tmp_path / "cfg.json5")),
+        ):
+            r = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "memsift.engine.cli.main",
+                    "-c",
+                    cfg,
+                    "-w",
+                    str(ws),
+                    "search",
+                    "ledger",
+                    "--json",
+                ],
+                env=env,
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert r.returncode == 0 and json.loads(r.stdout)["results"], r.stderr
             deadline = time.monotonic() + 30
             while (event := events.get(timeout=max(0.01, deadline - time.monotonic())))["event"] != "answered":

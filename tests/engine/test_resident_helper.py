@@ -29,7 +29,9 @@ def runtime_dir():
 
 def _env(tmp_path: Path, runtime: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
-    env.update(MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "xdg"), XDG_RUNTIME_DIR=str(runtime))
+    env.update(
+        MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "xdg"), XDG_RUNTIME_DIR=str(runtime)
+    )
     env.update(extra)
     return env
 
@@ -56,7 +58,9 @@ def _hits(answer: dict) -> list:
     return [(h["path"], h["startLine"], h["score"]) for h in answer["results"]]
 
 
-def test_a_cold_search_starts_one_helper_that_answers_later_searches(tmp_path, runtime_dir, example_workspace, monkeypatch):
+def test_a_cold_search_starts_one_helper_that_answers_later_searches(
+    tmp_path, runtime_dir, example_workspace, monkeypatch
+):
     env = _env(tmp_path, runtime_dir)
     cold = _search(example_workspace, env, "ledger database")
     [pid] = _wait_for_helper(runtime_dir)
@@ -93,7 +97,9 @@ def test_a_helper_exits_after_its_idle_timeout(tmp_path, runtime_dir, example_wo
     assert not list((runtime_dir / "memsift").glob("*.sock")) and helper_pids(runtime_dir / "memsift") == []
 
 
-@pytest.mark.parametrize("opt_out", [{"MEMSIFT_NO_RESIDENT": "1"}, {"MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false"}])
+@pytest.mark.parametrize(
+    "opt_out", [{"MEMSIFT_NO_RESIDENT": "1"}, {"MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false"}]
+)
 def test_opting_out_starts_no_helper(tmp_path, runtime_dir, example_workspace, opt_out):
     env = _env(tmp_path, runtime_dir, **opt_out)
     assert _search(example_workspace, env, "ledger database")["results"]
@@ -106,7 +112,9 @@ def _cli(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess
                           capture_output=True, text=True, timeout=180)
 
 
-def test_one_helper_per_workspace_and_settings_that_status_shows_and_a_command_stops(tmp_path, runtime_dir, example_workspace):
+def test_one_helper_per_workspace_and_settings_that_status_shows_and_a_command_stops(
+    tmp_path, runtime_dir, example_workspace
+):
     """`-v`, a relative `-w` or another current folder used to start a second helper (87-167 MB
     each, invisible); now one per settings, listed by `status` and `helpers`, ended by `helpers stop`."""
     env = _env(tmp_path, runtime_dir)
@@ -131,7 +139,10 @@ def test_one_helper_per_workspace_and_settings_that_status_shows_and_a_command_s
     stopped = _cli(env, "-w", str(example_workspace), "helpers", "stop")
     assert stopped.returncode == 0 and f"stopped the helper pid {pid}" in stopped.stdout
     assert not process_alive(pid) and len(helper_pids(runtime_dir / "memsift")) == 1
-    assert "none running" in json.loads(_cli(env, "-w", str(example_workspace), "status", "--json").stdout)["helper"]["why"]
+    assert (
+        "none running"
+        in json.loads(_cli(env, "-w", str(example_workspace), "status", "--json").stdout)["helper"]["why"]
+    )
     everything = _cli(env, "helpers", "stop", "--all")
     assert everything.returncode == 0 and helper_pids(runtime_dir / "memsift") == []
     assert not any(process_alive(p) for p in pids)
@@ -178,8 +189,13 @@ def test_at_most_max_helpers_run_and_the_locks_of_ended_ones_are_removed(tmp_pat
     time.sleep(3)  # a third helper, had one been started, would be listening by now
     assert len(helper_pids(runtime_dir / "memsift")) == 2
     # `status` of the third workspace says why no helper serves it (it said "the next search starts one").
-    third = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(tmp_path / "ws2"), "status", "--json"],
-                           env=env, capture_output=True, text=True, timeout=60)
+    third = subprocess.run(
+        [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(tmp_path / "ws2"), "status", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     why = json.loads(third.stdout)["helper"]["why"]
     assert "maxHelpers (2)" in why and "next search starts one" not in why, why
     folder = runtime_dir / "memsift"
@@ -200,15 +216,27 @@ def test_while_watch_runs_status_shows_it_and_no_helper_starts_beside_it(tmp_pat
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert _wait_for_helper(runtime_dir) == [watch.pid]  # watch holds the settings' helper lock and socket
-        status = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "status", "--json"], cwd=example_workspace,
-                                env=env, capture_output=True, text=True, timeout=120)
+        status = subprocess.run(
+            [sys.executable, "-m", "memsift.engine.cli.main", "status", "--json"],
+            cwd=example_workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         helper = json.loads(status.stdout)["helper"]
         assert helper["running"] and helper["pid"] == watch.pid and helper["kind"] == "watch", helper
         human = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "status"], cwd=example_workspace,
                                env=env, capture_output=True, text=True, timeout=120).stdout
         assert f"`memsift watch` answers searches · pid {watch.pid}" in human, human
-        loud = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-v", "search", "ledger database", "--json"],
-                              cwd=example_workspace, env=env, capture_output=True, text=True, timeout=180)
+        loud = subprocess.run(
+            [sys.executable, "-m", "memsift.engine.cli.main", "-v", "search", "ledger database", "--json"],
+            cwd=example_workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert loud.returncode == 0 and json.loads(loud.stdout)["results"]
         time.sleep(3)  # a helper started by that search would hold its lock by now
         assert helper_pids(runtime_dir / "memsift") == [watch.pid]

@@ -95,11 +95,15 @@ def test_mcp_tools_deny_per_call_and_server_keys(tmp_path, ws, fake_qmd, backend
                 tools = {t.name: t for t in (await client.list_tools()).tools}
                 assert "sessionKey" in tools["memory_get"].input_schema["properties"]
                 assert "sessionKey" in tools["memory_status"].input_schema["properties"]
-                got = (await client.call_tool("memory_get", {"path": "MEMORY.md", "sessionKey": GROUP})).structured_content
+                got = (
+                    await client.call_tool("memory_get", {"path": "MEMORY.md", "sessionKey": GROUP})
+                ).structured_content
                 assert got["disabled"] and got["denied"]["chatType"] == "group" and got["text"] == ""
                 st = (await client.call_tool("memory_status", {"sessionKey": GROUP})).structured_content
                 assert "status" not in st and st["denied"]["rule"] == "default deny"
-                ok = (await client.call_tool("memory_get", {"path": "MEMORY.md", "sessionKey": DIRECT})).structured_content
+                ok = (
+                    await client.call_tool("memory_get", {"path": "MEMORY.md", "sessionKey": DIRECT})
+                ).structured_content
                 assert SECRET_LINE in ok["text"].lower()
         finally:
             await manager.aclose()
@@ -165,7 +169,11 @@ def test_mcp_checks_scope_before_anything_else_in_a_call(tmp_path, ws, fake_qmd,
 def test_cli_get_and_status_deny_like_search(tmp_path, ws, fake_qmd, backend):
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps(_config(tmp_path, backend)))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, **fake_qmd, "MEMSIFT_NO_RESIDENT": "1"}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")},
+        **fake_qmd,
+        "MEMSIFT_NO_RESIDENT": "1",
+    }
     base = [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws)]
 
     def cli(*args):
@@ -192,13 +200,38 @@ def test_a_denied_cli_call_shows_nothing_of_an_empty_workspace(tmp_path):
     empty = tmp_path / "secret-project-folder"
     empty.mkdir()
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(_json.dumps({"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
+    cfg.write_text(
+        _json.dumps(
+            {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
+        )
+    )
     env = {**{k: v for k, v in _os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1"}
     for command in (["search", "x"], ["status"], ["get", "MEMORY.md"], ["search", "x", "--json"]):
-        r = _sp.run([_sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(empty), *command,
-                     "--session-key", "agent:main:discord:group:42"], capture_output=True, text=True, env=env, timeout=60)
+        r = _sp.run(
+            [
+                _sys.executable,
+                "-m",
+                "memsift.engine.cli.main",
+                "-c",
+                str(cfg),
+                "-w",
+                str(empty),
+                *command,
+                "--session-key",
+                "agent:main:discord:group:42",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
         assert r.returncode == 0 and "enied" in r.stdout, (command, r.stdout, r.stderr)
         assert "secret-project-folder" not in r.stdout + r.stderr, (command, r.stdout, r.stderr)
-    allowed = _sp.run([_sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(empty), "search", "x"],
-                      capture_output=True, text=True, env=env, timeout=60)
+    allowed = _sp.run(
+        [_sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(empty), "search", "x"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert "holds no memory files" in allowed.stderr  # the warning itself still reaches allowed callers

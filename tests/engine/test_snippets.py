@@ -16,7 +16,10 @@ SESSION = (
     ["# Session 3 — 2023-06-09 19:55 (Caroline & Melanie)"]
     + [f"[D3:{i}] Melanie: {t}" for i, t in enumerate(PAINTING, start=1)]
     + ["[D3:8] Caroline: I finally adopted a rescue greyhound last Tuesday, her name is Pixel."]
-    + [f"[D3:{i}] Melanie: that sounds lovely, we should meet again next month, I will bring snacks." for i in (9, 10, 11)]
+    + [
+        f"[D3:{i}] Melanie: that sounds lovely, we should meet again next month, I will bring snacks."
+        for i in (9, 10, 11)
+    ]
 )
 
 
@@ -35,7 +38,11 @@ def test_the_window_holds_the_evidence_not_the_heading_or_speaker_tags():
 
 
 def test_an_over_long_line_is_cut_around_its_densest_terms():
-    line = " ".join(["filler words about nothing"] * 60) + " the ledger moved to PostgreSQL 16 for the ledger team " + "x " * 200
+    line = (
+        " ".join(["filler words about nothing"] * 60)
+        + " the ledger moved to PostgreSQL 16 for the ledger team "
+        + "x " * 200
+    )
     s = make_snippet(line, 7, ["ledger", "postgresql"])
     assert (s.start_line, s.end_line) == (7, 7) and utf16_len(s.text) <= 700
     assert "ledger moved to PostgreSQL 16" in s.text and not s.text.startswith(("ords", "ds "))

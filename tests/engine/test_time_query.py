@@ -119,15 +119,30 @@ def test_what_is_not_a_time_is_left_alone(question: str) -> None:
     [
         # A list of months, weekdays or years after the first: each its own window (only the first
         # was read before: "in March and April" asked about March alone).
-        ("which airline did I fly with in January and March?",
-         [(date(2023, 1, 1), date(2023, 1, 31)), (date(2023, 3, 1), date(2023, 3, 31))]),
-        ("the novels I finished in January, February or March",
-         [(date(2023, 1, 1), date(2023, 1, 31)), (date(2023, 2, 1), date(2023, 2, 28)), (date(2023, 3, 1), date(2023, 3, 31))]),
-        ("what did I do in May and June 2022",  # the last month's year is the list's
-         [(date(2022, 5, 1), date(2022, 5, 31)), (date(2022, 6, 1), date(2022, 6, 30))]),
-        ("what did we plan in March 2022 and April?",  # and so is the first's
-         [(date(2022, 3, 1), date(2022, 3, 31)), (date(2022, 4, 1), date(2022, 4, 30))]),
-        ("what happened on Monday and Tuesday", [(date(2023, 4, 17), date(2023, 4, 17)), (date(2023, 4, 11), date(2023, 4, 11))]),
+        (
+            "which airline did I fly with in January and March?",
+            [(date(2023, 1, 1), date(2023, 1, 31)), (date(2023, 3, 1), date(2023, 3, 31))],
+        ),
+        (
+            "the novels I finished in January, February or March",
+            [
+                (date(2023, 1, 1), date(2023, 1, 31)),
+                (date(2023, 2, 1), date(2023, 2, 28)),
+                (date(2023, 3, 1), date(2023, 3, 31)),
+            ],
+        ),
+        (
+            "what did I do in May and June 2022",  # the last month's year is the list's
+            [(date(2022, 5, 1), date(2022, 5, 31)), (date(2022, 6, 1), date(2022, 6, 30))],
+        ),
+        (
+            "what did we plan in March 2022 and April?",  # and so is the first's
+            [(date(2022, 3, 1), date(2022, 3, 31)), (date(2022, 4, 1), date(2022, 4, 30))],
+        ),
+        (
+            "what happened on Monday and Tuesday",
+            [(date(2023, 4, 17), date(2023, 4, 17)), (date(2023, 4, 11), date(2023, 4, 11))],
+        ),
         ("trips in 2021 and 2022", [(date(2021, 1, 1), date(2021, 12, 31)), (date(2022, 1, 1), date(2022, 12, 31))]),
         # What follows "and" is not always a time.
         ("trips in March and may I ask why", [(date(2023, 3, 1), date(2023, 3, 31))]),
@@ -182,7 +197,9 @@ def test_a_question_without_its_time_expressions():
 
     q = "canary pipeline in October"
     assert without_time_expressions(q, find_time_windows(q, NOW)) == "canary pipeline"
-    assert without_time_expressions("yesterday", find_time_windows("yesterday", NOW)) == "yesterday"  # nothing else left
+    assert (
+        without_time_expressions("yesterday", find_time_windows("yesterday", NOW)) == "yesterday"
+    )  # nothing else left
 
 
 def test_seasons_follow_the_hemisphere() -> None:

@@ -27,7 +27,11 @@ def _host_and(tmp_path, ws, body, **ms):
 
     async def main():
         async with anyio.create_task_group() as tg:
-            await tg.start(lambda task_status: serve_freshness(manager, settings, on_event=lambda k, p: events.append((k, p)), task_status=task_status))
+            await tg.start(
+                lambda task_status: serve_freshness(
+                    manager, settings, on_event=lambda k, p: events.append((k, p)), task_status=task_status
+                )
+            )
             result = await body(manager, events)
             tg.cancel_scope.cancel()
         return result
@@ -76,12 +80,16 @@ def test_memory_folder_created_later_and_root_file_edits_are_seen(tmp_path):
         (ws / "memory").mkdir()
         await anyio.sleep(0.5)  # the recursive watch restarts on the new folder
         (ws / "memory" / "later.md").write_text("- the quokka project kicked off\n")
-        await _wait_for(events, lambda k, p: k == "synced" and p["reason"] == "watch" and p["report"].files_indexed >= 1)
+        await _wait_for(
+            events, lambda k, p: k == "synced" and p["reason"] == "watch" and p["report"].files_indexed >= 1
+        )
         n = len(_watch_syncs(events))
         (ws / "MEMORY.md").write_text("# Memory\n- prefers green tea\n")
         await _wait_for(events, lambda k, p: len(_watch_syncs(events)) > n)
         await anyio.sleep(0.3)
-        return (await manager.search("quokka project", min_score=0)).results, (await manager.search("green tea", min_score=0)).results
+        return (await manager.search("quokka project", min_score=0)).results, (
+            await manager.search("green tea", min_score=0)
+        ).results
 
     quokka, tea = _host_and(tmp_path, ws, body)
     assert quokka[0].path == "memory/later.md" and tea[0].path == "MEMORY.md"
@@ -168,7 +176,10 @@ def test_memsift_watch_cli_syncs_changes_and_stops_cleanly_on_ctrl_c(tmp_path):
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
     (ws / "MEMORY.md").write_text("# Memory\n")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}, "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false"}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")},
+        "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false",
+    }
     env.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
                 "MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__SYNC__WATCHDEBOUNCEMS": "200"})
     proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "watch", "--json"],
@@ -233,9 +244,18 @@ def test_sigterm_stops_watch_at_once_and_a_change_a_search_synced_is_reported_so
     (ws / "memory").mkdir(parents=True)
     (ws / "MEMORY.md").write_text("# Memory\n")
     runtime = tempfile.mkdtemp(prefix="msr")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}, "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false"}
-    env.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "XDG_RUNTIME_DIR": runtime,
-                "MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__SYNC__WATCHDEBOUNCEMS": "1000"})
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")},
+        "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false",
+    }
+    env.update(
+        {
+            "MEMSIFT_STATE_DIR": str(tmp_path / "state"),
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+            "XDG_RUNTIME_DIR": runtime,
+            "MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__SYNC__WATCHDEBOUNCEMS": "1000",
+        }
+    )
     proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "watch", "--json"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     q: queue.Queue[dict] = queue.Queue()
@@ -256,8 +276,13 @@ def test_sigterm_stops_watch_at_once_and_a_change_a_search_synced_is_reported_so
     try:
         wait_for(lambda e: e["event"] == "resident")
         (ws / "memory" / "n.md").write_text("- a note about walruses\n")
-        r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "search", "walruses", "--json"],
-                           env=env, capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "search", "walruses", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert json.loads(r.stdout)["results"]  # the search synced the note, within the debounce window
         event = wait_for(lambda e: e["event"] == "synced" and e["reason"] == "watch")
         assert event["alreadyIndexed"] is True and event["report"]["filesIndexed"] == 0

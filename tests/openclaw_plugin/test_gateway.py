@@ -55,8 +55,11 @@ def _openclaw() -> str | None:
 
 
 OPENCLAW = _openclaw()
-pytestmark = pytest.mark.skipif(OPENCLAW is None, reason="OpenClaw 2026.9 is not on PATH (CI installs openclaw@2026.9.6 on "
-                                                          "Node 24: .ci/run); set MEMSIFT_TEST_OPENCLAW to its launcher")
+pytestmark = pytest.mark.skipif(
+    OPENCLAW is None,
+    reason="OpenClaw 2026.9 is not on PATH (CI installs openclaw@2026.9.6 on "
+    "Node 24: .ci/run); set MEMSIFT_TEST_OPENCLAW to its launcher",
+)
 
 
 def _free_port() -> int:
@@ -80,22 +83,52 @@ class Home:
     def __init__(self, root: Path, *, memsift_on_path: bool) -> None:
         self.root = root
         self.port = _free_port()
-        path = [str(Path(OPENCLAW).parent), str(Path(shutil.which("node") or "/usr/bin/node").parent), "/usr/bin", "/bin"]
+        path = [
+            str(Path(OPENCLAW).parent),
+            str(Path(shutil.which("node") or "/usr/bin/node").parent),
+            "/usr/bin",
+            "/bin",
+        ]
         if memsift_on_path:
             path.insert(0, str(_memsift_bin(root / "bin")))
-        self.env = {"HOME": str(root), "PATH": os.pathsep.join(path), "LANG": "C.UTF-8",
-                    "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME", str(root / ".cache")),  # the session's int8 graph
-                    "OPENCLAW_GATEWAY_PORT": str(self.port), "OPENCLAW_GATEWAY_TOKEN": TOKEN}
+        self.env = {
+            "HOME": str(root),
+            "PATH": os.pathsep.join(path),
+            "LANG": "C.UTF-8",
+            "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME", str(root / ".cache")),  # the session's int8 graph
+            "OPENCLAW_GATEWAY_PORT": str(self.port),
+            "OPENCLAW_GATEWAY_TOKEN": TOKEN,
+        }
         self.config = root / ".openclaw" / "openclaw.json"
 
     def openclaw(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-        return subprocess.run([OPENCLAW, *args], capture_output=True, text=True, env=self.env, cwd=self.root, timeout=timeout)
+        return subprocess.run(
+            [OPENCLAW, *args], capture_output=True, text=True, env=self.env, cwd=self.root, timeout=timeout
+        )
 
     def start(self) -> None:
         self.log = open(self.root / "gateway.out", "w")
-        subprocess.Popen([OPENCLAW, "gateway", "run", "--allow-unconfigured", "--bind", "loopback", "--port", str(self.port),
-                          "--auth", "token", "--token", TOKEN], env=self.env, cwd=self.root, stdout=self.log,
-                         stderr=subprocess.STDOUT, start_new_session=True)
+        subprocess.Popen(
+            [
+                OPENCLAW,
+                "gateway",
+                "run",
+                "--allow-unconfigured",
+                "--bind",
+                "loopback",
+                "--port",
+                str(self.port),
+                "--auth",
+                "token",
+                "--token",
+                TOKEN,
+            ],
+            env=self.env,
+            cwd=self.root,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def wait_ready(self, timeout: float = 240) -> None:
         deadline = time.monotonic() + timeout
@@ -183,10 +216,28 @@ def _parity(home: Home) -> subprocess.CompletedProcess:
     """`memsift parity --against openclaw` with the HOME's OpenClaw config: memory-core beside memsift."""
     queries = home.root / "queries.txt"
     queries.write_text(f"{QUESTION}\na828e60\n")
-    return subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(home.config), "parity", str(queries),
-                           "--against", "openclaw", "--openclaw-command", OPENCLAW, "-k", "3", "--json"],
-                          capture_output=True, text=True, env={**os.environ, **home.env, "PATH": os.environ["PATH"],
-                                                               "MEMSIFT_STATE_DIR": str(home.root / "state")}, timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memsift.engine.cli.main",
+            "-c",
+            str(home.config),
+            "parity",
+            str(queries),
+            "--against",
+            "openclaw",
+            "--openclaw-command",
+            OPENCLAW,
+            "-k",
+            "3",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **home.env, "PATH": os.environ["PATH"], "MEMSIFT_STATE_DIR": str(home.root / "state")},
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -308,7 +359,9 @@ def test_edits_of_memory_search_that_restart_the_gateway_keep_one_memsift_per_ag
         exact.config.write_text(original)
         time.sleep(6)
         exact.wait_ready()
-    log = "".join(p.read_text(errors="replace") for p in (exact.root / "gateway.out", exact.root / "openclaw.log") if p.exists())
+    log = "".join(
+        p.read_text(errors="replace") for p in (exact.root / "gateway.out", exact.root / "openclaw.log") if p.exists()
+    )
     assert "exit listeners added" not in log, log[-3000:]
 
 
@@ -350,8 +403,11 @@ def test_the_plugins_cli_namespace(gateways):
     assert missing.returncode != 0 and "memsift was not found" in missing.stderr
 
 
-@pytest.mark.skipif(bool(TARBALL), reason="memory-core is turned off beside the tarball's install (OpenClaw 2026.9 lets it "
-                                          "shadow memsift's tools otherwise), so there is no memory-core to compare with")
+@pytest.mark.skipif(
+    bool(TARBALL),
+    reason="memory-core is turned off beside the tarball's install (OpenClaw 2026.9 lets it "
+    "shadow memsift's tools otherwise), so there is no memory-core to compare with",
+)
 def test_parity_with_openclaws_own_memory_search(gateways):
     """What changes before the slot is switched: memory-core and memsift on the same files and questions."""
     run = gateways["parity"]
@@ -393,8 +449,9 @@ def test_memsift_openclaw_install_points_the_gateway_at_this_memsift_and_uninsta
     gone = {c["key"]: c for c in json.loads(removed.stdout)["changes"]}
     assert gone["plugins.slots.memory"] == {"key": "plugins.slots.memory", "before": "memsift"}
     assert not (tmp_path / ".openclaw" / "memsift-plugin").exists()
-    assert json.loads(home.config.read_text())["agents"]["defaults"]["workspace"] == str(tmp_path / "ws")  # the rest kept
-
+    assert json.loads(home.config.read_text())["agents"]["defaults"]["workspace"] == str(
+        tmp_path / "ws"
+    )  # the rest kept
 
 
 def test_memsift_openclaw_install_replaces_the_plugin_of_the_release_before(tmp_path):
@@ -422,7 +479,9 @@ def test_memsift_openclaw_install_replaces_the_plugin_of_the_release_before(tmp_
     assert f'plugins.load.paths: ["{old}"] → ["{home.config.parent / "memsift-plugin"}"]' in done.stdout
     config = json.loads(home.config.read_text())
     assert config["plugins"]["entries"]["memsift"] == {"enabled": True, "config": {"callTimeoutMs": 45000}}
-    assert config["plugins"]["slots"]["memory"] == "memsift" and (old / "index.js").is_file()  # the clone's folder stays
+    assert (
+        config["plugins"]["slots"]["memory"] == "memsift" and (old / "index.js").is_file()
+    )  # the clone's folder stays
     inspected = home.openclaw("plugins", "inspect", "memsift", "--runtime", "--json")
     report = json.loads(inspected.stdout)
     assert report["plugin"]["version"] == VERSION and report["plugin"]["memorySlotSelected"] is True

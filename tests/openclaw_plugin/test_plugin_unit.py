@@ -26,11 +26,20 @@ def _node() -> str | None:
     return node if re.match(r"v(\d+)", version) and int(re.match(r"v(\d+)", version).group(1)) >= 20 else None
 
 
-@pytest.mark.skipif(_node() is None, reason="Node 20 or newer is not on PATH (the plugin's tests run on Node's own runner)")
+@pytest.mark.skipif(
+    _node() is None, reason="Node 20 or newer is not on PATH (the plugin's tests run on Node's own runner)"
+)
 def test_the_plugins_own_tests_pass(tmp_path):
     env = {**os.environ, "MEMSIFT_COMMAND": json.dumps([sys.executable, "-m", "memsift.engine.cli.main"]),
            "TMPDIR": str(tmp_path)}
-    run = subprocess.run([_node(), "--test", "--test-reporter=tap", "test/plugin.test.mjs"], cwd=PLUGIN, capture_output=True, text=True, env=env, timeout=600)
+    run = subprocess.run(
+        [_node(), "--test", "--test-reporter=tap", "test/plugin.test.mjs"],
+        cwd=PLUGIN,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     summary = dict(re.findall(r"^# (tests|pass|fail) (\d+)$", run.stdout, re.M))
     assert run.returncode == 0 and summary.get("fail") == "0", run.stdout[-4000:] + run.stderr[-2000:]
     assert int(summary["pass"]) >= 14

@@ -42,17 +42,38 @@ INVALID: list[tuple[dict, str]] = [
     ({"agents": {"defaults": {"memorySearch": {"query": {"maxResults": 0}}}}}, f"{MS}.query.maxResults"),
     ({"agents": {"defaults": {"memorySearch": {"query": {"maxResults": -3}}}}}, f"{MS}.query.maxResults"),
     ({"agents": {"defaults": {"memorySearch": {"query": {"minScore": "high"}}}}}, f"{MS}.query.minScore"),
-    ({"agents": {"defaults": {"memorySearch": {"query": {"hybrid": {"vectorWeight": [0.7]}}}}}}, f"{MS}.query.hybrid.vectorWeight"),
-    ({"agents": {"defaults": {"memorySearch": {"query": {"hybrid": {"mmr": {"lambda": "x"}}}}}}}, f"{MS}.query.hybrid.mmr.lambda"),
-    ({"agents": {"defaults": {"memorySearch": {"query": {"hybrid": {"temporalDecay": {"halfLife": 3}}}}}}}, f"{MS}.query.hybrid.temporalDecay.halfLife"),
-    ({"agents": {"defaults": {"memorySearch": {"store": {"fts": {"tokenizer": "porter"}}}}}}, f"{MS}.store.fts.tokenizer"),
-    ({"agents": {"defaults": {"memorySearch": {"store": {"vector": {"enabled": "yes please"}}}}}}, f"{MS}.store.vector.enabled"),
+    (
+        {"agents": {"defaults": {"memorySearch": {"query": {"hybrid": {"vectorWeight": [0.7]}}}}}},
+        f"{MS}.query.hybrid.vectorWeight",
+    ),
+    (
+        {"agents": {"defaults": {"memorySearch": {"query": {"hybrid": {"mmr": {"lambda": "x"}}}}}}},
+        f"{MS}.query.hybrid.mmr.lambda",
+    ),
+    (
+        {"agents": {"defaults": {"memorySearch": {"query": {"hybrid": {"temporalDecay": {"halfLife": 3}}}}}}},
+        f"{MS}.query.hybrid.temporalDecay.halfLife",
+    ),
+    (
+        {"agents": {"defaults": {"memorySearch": {"store": {"fts": {"tokenizer": "porter"}}}}}},
+        f"{MS}.store.fts.tokenizer",
+    ),
+    (
+        {"agents": {"defaults": {"memorySearch": {"store": {"vector": {"enabled": "yes please"}}}}}},
+        f"{MS}.store.vector.enabled",
+    ),
     ({"agents": {"defaults": {"memorySearch": {"store": {"path": 42}}}}}, f"{MS}.store.path"),
     ({"agents": {"defaults": {"memorySearch": {"sync": {"watchDebounceMs": "soon"}}}}}, f"{MS}.sync.watchDebounceMs"),
     ({"agents": {"defaults": {"memorySearch": {"cache": {"maxEntries": "lots"}}}}}, f"{MS}.cache.maxEntries"),
-    ({"agents": {"defaults": {"memorySearch": {"multimodal": {"modalities": ["video"]}}}}}, f"{MS}.multimodal.modalities"),
+    (
+        {"agents": {"defaults": {"memorySearch": {"multimodal": {"modalities": ["video"]}}}}},
+        f"{MS}.multimodal.modalities",
+    ),
     ({"agents": {"defaults": {"memorySearch": {"remote": {"headers": {"X": 1}}}}}}, f"{MS}.remote.headers.X"),
-    ({"agents": {"defaults": {"memorySearch": {"remote": {"batch": {"concurrency": "two"}}}}}}, f"{MS}.remote.batch.concurrency"),
+    (
+        {"agents": {"defaults": {"memorySearch": {"remote": {"batch": {"concurrency": "two"}}}}}},
+        f"{MS}.remote.batch.concurrency",
+    ),
     ({"agents": {"defaults": {"memorySearch": {"querry": {}}}}}, f"{MS}.querry"),
     ({"agents": {"list": [{"id": "main", "memorySearch": {"provider": "x"}}]}}, "agents.list[0].memorySearch.provider"),
     ({"agents": {"list": "main"}}, "agents.list"),
@@ -63,8 +84,14 @@ INVALID: list[tuple[dict, str]] = [
     ({"memory": {"qmd": {"limits": {"maxResults": "six"}}}}, "memory.qmd.limits.maxResults"),
     ({"memory": {"qmd": {"scope": {"default": "block"}}}}, "memory.qmd.scope.default"),
     ({"memory": {"qmd": {"scope": {"rules": [{"action": "permit"}]}}}}, "memory.qmd.scope.rules[0].action"),
-    ({"memory": {"qmd": {"scope": {"rules": [{"action": "allow", "match": {"chatType": "guild"}}]}}}}, "memory.qmd.scope.rules[0].match.chatType"),
-    ({"memory": {"qmd": {"scope": {"rules": [{"action": "allow", "match": {"chanel": "x"}}]}}}}, "memory.qmd.scope.rules[0].match.chanel"),
+    (
+        {"memory": {"qmd": {"scope": {"rules": [{"action": "allow", "match": {"chatType": "guild"}}]}}}},
+        "memory.qmd.scope.rules[0].match.chatType",
+    ),
+    (
+        {"memory": {"qmd": {"scope": {"rules": [{"action": "allow", "match": {"chanel": "x"}}]}}}},
+        "memory.qmd.scope.rules[0].match.chanel",
+    ),
     ({"memory": {"qmd": {"fallback": "qmd"}}}, "memory.qmd.fallback"),
     ({"memory": {"bakend": "qmd"}}, "memory.bakend"),
     # A misspelt memorySearch block was ignored (defaults ran); durations were not checked (issue 17).
@@ -95,7 +122,9 @@ def test_every_invalid_value_names_its_key(tmp_path, fragment, key):
 
 def test_unknown_keys_suggest_the_right_one(tmp_path):
     cfg = tmp_path / "cfg.json5"
-    cfg.write_text(json.dumps({"memory": {"bakend": "qmd"}, "agents": {"defaults": {"memorySearch": {"extraPath": ["x"]}}}}))
+    cfg.write_text(
+        json.dumps({"memory": {"bakend": "qmd"}, "agents": {"defaults": {"memorySearch": {"extraPath": ["x"]}}}})
+    )
     with pytest.raises(ConfigError) as err:
         load_config(cfg, environ={})
     assert "did you mean 'backend'" in str(err.value) and "did you mean 'extraPaths'" in str(err.value)
@@ -173,12 +202,22 @@ def test_a_session_export_folder_among_the_memory_files_is_refused(tmp_path, exp
     (tmp_path / "state" / "agents" / "main" / "sessions" / "2026-01-05.jsonl").write_text(
         '{"type": "message", "message": {"role": "user", "content": "hi"}}\n')
     cfg = tmp_path / "cfg.json5"
-    cfg.write_text(json.dumps({
-        "stateDir": str(tmp_path / "state"),
-        "memory": {"backend": "qmd", "qmd": {"command": "qmd-not-here", "paths": [{"path": "team"}],
-                                              "sessions": {"enabled": True, "exportDir": export_dir.format(outside=tmp_path / "out")}}},
-        "agents": {"defaults": {"memorySearch": {"extraPaths": ["notes"], "provider": "none"}}},
-    }))
+    cfg.write_text(
+        json.dumps(
+            {
+                "stateDir": str(tmp_path / "state"),
+                "memory": {
+                    "backend": "qmd",
+                    "qmd": {
+                        "command": "qmd-not-here",
+                        "paths": [{"path": "team"}],
+                        "sessions": {"enabled": True, "exportDir": export_dir.format(outside=tmp_path / "out")},
+                    },
+                },
+                "agents": {"defaults": {"memorySearch": {"extraPaths": ["notes"], "provider": "none"}}},
+            }
+        )
+    )
     res = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "index"],
                          capture_output=True, text=True, timeout=120)
     assert (ws / "memory" / "2026-01-05.md").read_text() == "- the user's note\n"
@@ -189,14 +228,21 @@ def test_a_session_export_folder_among_the_memory_files_is_refused(tmp_path, exp
         assert res.returncode != 3, res.stderr
 
 
-@pytest.mark.parametrize("text, env, says", [
-    ("{a:" * 100 + "1" + "}" * 100, {}, "nests 100 levels deep"),  # 210 bytes: a RecursionError traceback
-    ("[" * 45 + "]" * 45, {}, "nests 45 levels deep"),
-    ("{}", {"MEMSIFT__MEMORY__BACKEND": "[" * 400 + "]" * 400}, "MEMSIFT__MEMORY__BACKEND nests 400 levels deep"),
-    ('{\n memory: {backend: "qmd"},\n memory: {backend: "builtin"}\n}\n', {}, 'Duplicate key "memory"'),
-    ('{\n memory: {backend: "qmd",\n  }\n  x: \n}\n', {}, "line 4 Unexpected"),
-    ("// a comment with [[[[ and {{{{\n{ /* ]]]] */ stateDir: \"STATE/[[[[\" }", {}, None),  # brackets in strings, comments
-])
+@pytest.mark.parametrize(
+    "text, env, says",
+    [
+        ("{a:" * 100 + "1" + "}" * 100, {}, "nests 100 levels deep"),  # 210 bytes: a RecursionError traceback
+        ("[" * 45 + "]" * 45, {}, "nests 45 levels deep"),
+        ("{}", {"MEMSIFT__MEMORY__BACKEND": "[" * 400 + "]" * 400}, "MEMSIFT__MEMORY__BACKEND nests 400 levels deep"),
+        ('{\n memory: {backend: "qmd"},\n memory: {backend: "builtin"}\n}\n', {}, 'Duplicate key "memory"'),
+        ('{\n memory: {backend: "qmd",\n  }\n  x: \n}\n', {}, "line 4 Unexpected"),
+        (
+            '// a comment with [[[[ and {{{{\n{ /* ]]]] */ stateDir: "STATE/[[[[" }',
+            {},
+            None,
+        ),  # brackets in strings, comments
+    ],
+)
 def test_deep_repeated_or_broken_json5_is_a_clear_config_error(tmp_path, text, env, says):
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)

@@ -61,12 +61,28 @@ def _workspace(tmp_path: Path) -> Path:
     return ws
 
 
-def _config(tmp_path: Path, ws: Path, *, endpoint: str | None = None, limits: dict | None = None, memory: dict | None = None) -> Path:
-    search = {"provider": "openai", "model": "text-embedding-3-small", "remote": {"baseUrl": endpoint, "apiKey": "sk-test-1234"}} \
-        if endpoint else {"provider": "none"}
+def _config(
+    tmp_path: Path, ws: Path, *, endpoint: str | None = None, limits: dict | None = None, memory: dict | None = None
+) -> Path:
+    search = (
+        {
+            "provider": "openai",
+            "model": "text-embedding-3-small",
+            "remote": {"baseUrl": endpoint, "apiKey": "sk-test-1234"},
+        }
+        if endpoint
+        else {"provider": "none"}
+    )
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"), "memory": {**(memory or {}), "limits": limits or {}},
-                               "agents": {"defaults": {"workspace": str(ws), "memorySearch": search}}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "stateDir": str(tmp_path / "state"),
+                "memory": {**(memory or {}), "limits": limits or {}},
+                "agents": {"defaults": {"workspace": str(ws), "memorySearch": search}},
+            }
+        )
+    )
     return cfg
 
 
@@ -87,11 +103,15 @@ def _cli(cfg: Path, env: dict, *args: str) -> tuple[subprocess.CompletedProcess,
 def _gave_up(done: subprocess.CompletedProcess, waited_on: str) -> None:
     assert done.returncode == 8, (done.returncode, done.stderr[-1500:])
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("memsift: ") and "gave up after" in last and waited_on in last and "Nothing was lost" in last, last
+    assert (
+        last.startswith("memsift: ") and "gave up after" in last and waited_on in last and "Nothing was lost" in last
+    ), last
     assert "sk-test-1234" not in done.stderr
 
 
-def test_index_with_a_hanging_embedding_endpoint_ends_at_its_stall_limit_and_keeps_the_index(tmp_path, hanging_endpoint):
+def test_index_with_a_hanging_embedding_endpoint_ends_at_its_stall_limit_and_keeps_the_index(
+    tmp_path, hanging_endpoint
+):
     ws = _workspace(tmp_path)
     before = snapshot(ws)
     keyword = _config(tmp_path, ws)
@@ -100,10 +120,16 @@ def test_index_with_a_hanging_embedding_endpoint_ends_at_its_stall_limit_and_kee
     done, took = _cli(cfg, _env(tmp_path), "index")
     _gave_up(done, f"openai at {hanging_endpoint.split('/')[2]}")
     assert "nothing moved for 6 s (memory.limits.stall)" in done.stderr
-    told = [line for line in done.stderr.splitlines() if line.startswith("memsift index: still waiting on openai at 127.0.0.1")]
+    told = [
+        line
+        for line in done.stderr.splitlines()
+        if line.startswith("memsift index: still waiting on openai at 127.0.0.1")
+    ]
     assert len(told) >= 2, done.stderr  # progress while it waits, not 6 s of silence
     FIGURES["deadline: worst time a hanging embedding endpoint held `memsift index` (s, stall 6 s)"] = max(
-        FIGURES.get("deadline: worst time a hanging embedding endpoint held `memsift index` (s, stall 6 s)", 0), round(took, 1))
+        FIGURES.get("deadline: worst time a hanging embedding endpoint held `memsift index` (s, stall 6 s)", 0),
+        round(took, 1),
+    )
     # The budget, not the stall, when it is the shorter; $MEMSIFT_TIMEOUT and --timeout name themselves.
     done, _ = _cli(cfg, _env(tmp_path, MEMSIFT_TIMEOUT="3"), "index")
     _gave_up(done, "openai at")
@@ -125,13 +151,18 @@ def test_a_search_past_its_budget_says_so_on_the_cold_cli_and_mcp(tmp_path, hang
     mcp = pytest.importorskip("mcp", reason="the MCP door needs the MCP SDK (a default dependency)")
 
     async def ask() -> dict:
-        params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "memsift.engine.cli.main", "-c", str(cfg), "mcp",
-                                                                         "--no-watch"], env=_env(tmp_path))
+        params = mcp.StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "memsift.engine.cli.main", "-c", str(cfg), "mcp", "--no-watch"],
+            env=_env(tmp_path),
+        )
         async with mcp.Client(params) as client:
             return (await client.call_tool("memory_search", {"query": "Lena birthday"})).structured_content
 
     answer = anyio.run(ask)
-    assert answer["unavailable"] and "gave up after" in answer["error"] and "memory.limits.search" in answer["error"], answer
+    assert answer["unavailable"] and "gave up after" in answer["error"] and "memory.limits.search" in answer["error"], (
+        answer
+    )
 
 
 def test_index_waiting_on_a_qmd_lock_held_elsewhere_says_who_holds_it_and_gives_up(tmp_path):
@@ -192,8 +223,23 @@ def test_a_short_budget_with_a_hanging_endpoint_ends_near_it_and_says_it(tmp_pat
     cfg = _config(tmp_path, ws, endpoint=hanging_endpoint)
     (ws / "memory" / "2026-11-30.md").write_text("# 2026-11-30\n\n- A new note, so the search syncs first.\n")
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "--timeout", "0.5", "search",
-                           "Lena birthday"], capture_output=True, text=True, env=_env(tmp_path), timeout=20)  # 20: no 30 s wait
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memsift.engine.cli.main",
+            "-c",
+            str(cfg),
+            "--timeout",
+            "0.5",
+            "search",
+            "Lena birthday",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        timeout=20,
+    )  # 20: no 30 s wait
     took = time.monotonic() - started
     _gave_up(done, "")
     assert "ran out of its 0.5 s budget (--timeout)" in done.stderr, done.stderr[-1500:]
@@ -212,4 +258,6 @@ def test_include_fan_out_is_refused_at_a_bound_not_read_for_minutes(tmp_path):
                                "agents": {"defaults": {"workspace": str(ws), "memorySearch": {"provider": "none"}}}}))
     done = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "status"],
                           capture_output=True, text=True, env=_env(tmp_path), timeout=60)
-    assert done.returncode == 3 and "over 64 files" in done.stderr and "Traceback" not in done.stderr, done.stderr[-1500:]
+    assert done.returncode == 3 and "over 64 files" in done.stderr and "Traceback" not in done.stderr, done.stderr[
+        -1500:
+    ]

@@ -43,7 +43,9 @@ def _ws(tmp_path: Path, n: int = 8, lines: int = 40) -> Path:
     (ws / "memory").mkdir(parents=True)
     (ws / "MEMORY.md").write_text("# Memory\n\n- the user drinks dark roast coffee with oat milk\n")
     for i in range(n):
-        body = "\n".join(f"- log {i}.{j}: standup, deploy, ledger review item {j} " + "padding " * 12 for j in range(lines))
+        body = "\n".join(
+            f"- log {i}.{j}: standup, deploy, ledger review item {j} " + "padding " * 12 for j in range(lines)
+        )
         (ws / "memory" / f"2026-09-{i % 28 + 1:02d}-{i}.md").write_text(f"# {i}\n\n{body}\n")
     return ws
 
@@ -102,7 +104,9 @@ async def _no_sleep(_s: float) -> None:
 def test_provider_errors_and_timeouts_during_sync_and_search(tmp_path):
     ws = _ws(tmp_path, n=4, lines=10)
     with ProviderServer("openai") as server:
-        ms = MemorySearchConfig.model_validate({"provider": "openai", "remote": {"baseUrl": server.base_url, "apiKey": KEY}})
+        ms = MemorySearchConfig.model_validate(
+            {"provider": "openai", "remote": {"baseUrl": server.base_url, "apiKey": KEY}}
+        )
         provider = create_provider("openai", ms, environ={}, sleep=_no_sleep)
         provider.query_timeout = provider.batch_timeout = 0.3
         settings = make_settings(tmp_path, ws, {"sync": {"onSearch": False}})
@@ -111,7 +115,12 @@ def test_provider_errors_and_timeouts_during_sync_and_search(tmp_path):
         async def go():
             await m.sync()  # healthy first build
             (ws / "memory" / "new.md").write_text("- a new note about gannets\n")
-            faults = [Fault(500)] * 4 + [Fault(503)] * 4 + [Fault(200, delay=1.0)] * 4 + [Fault(429, headers={"Retry-After": "0"})] * 4
+            faults = (
+                [Fault(500)] * 4
+                + [Fault(503)] * 4
+                + [Fault(200, delay=1.0)] * 4
+                + [Fault(429, headers={"Retry-After": "0"})] * 4
+            )
             server.faults = list(faults)
             FIGURES["faults injected: provider 5xx"] += 8
             FIGURES["faults injected: provider timeout"] += 4
@@ -201,10 +210,16 @@ def test_disk_full_during_a_reindex(tmp_path, force):
     before = _index_state(m.db_path)[1]
     for i in range(30):  # enough new text that the sync must grow the files
         (ws / "memory" / f"big-{i}.md").write_text(f"- bulk note {i} about storm petrels " * 400 + "\n")
-    size = max(os.path.getsize(m.db_path), os.path.getsize(f"{m.db_path}-wal") if os.path.exists(f"{m.db_path}-wal") else 0)
+    size = max(
+        os.path.getsize(m.db_path), os.path.getsize(f"{m.db_path}-wal") if os.path.exists(f"{m.db_path}-wal") else 0
+    )
     limit = size + 64 * 1024
-    proc = subprocess.run([sys.executable, "-c", DISK_FULL_CHILD, str(tmp_path), str(ws), str(limit), "1" if force else "0"],
-                          capture_output=True, text=True, timeout=240)
+    proc = subprocess.run(
+        [sys.executable, "-c", DISK_FULL_CHILD, str(tmp_path), str(ws), str(limit), "1" if force else "0"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     FIGURES["faults injected: disk full"] += 1
     assert proc.returncode == 0, proc.stderr[-3000:]  # a clear error, not a crash
     error = json.loads(proc.stdout.splitlines()[-1])["error"]
@@ -282,10 +297,14 @@ def test_sigkill_at_random_points_of_a_sync(tmp_path):
         # Distinct lines make distinct chunks, each embedded (slowly), so most kills land mid-sync.
         for i in range(rng.randint(3, 12)):
             lines = rng.randint(50, 400)
-            (notes / f"r{round_}-{i}.md").write_text("".join(f"- round {round_} note {i} line {j} about shags\n" for j in range(lines)))
+            (notes / f"r{round_}-{i}.md").write_text(
+                "".join(f"- round {round_} note {i} line {j} about shags\n" for j in range(lines))
+            )
         existing = sorted(notes.glob("*.md"))
         for p in rng.sample(existing, k=min(3, len(existing))):
-            p.write_text("".join(f"- rewritten in round {round_}, line {j}: cormorants\n" for j in range(rng.randint(20, 200))))
+            p.write_text(
+                "".join(f"- rewritten in round {round_}, line {j}: cormorants\n" for j in range(rng.randint(20, 200)))
+            )
         for p in rng.sample(sorted(notes.glob("r*.md")), k=min(2, len(list(notes.glob("r*.md"))))):
             p.unlink()
         role = "slow-reindex" if round_ % 4 == 3 else "slow-sync"

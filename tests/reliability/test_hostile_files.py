@@ -108,7 +108,7 @@ CHILD = textwrap.dedent(
     hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")]
     out["maxrss_mb"] = int(hwm[0].split()[1]) / 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(out))
-    """
+    """  # noqa: E501
 ).format(tests=str(TESTS))
 
 
@@ -120,7 +120,9 @@ def test_a_200_mb_markdown_file_is_skipped_with_bounded_memory(tmp_path):
         for _ in range(200):
             fh.write(block)
     (ws / "memory" / "small.md").write_text("- a small note next to the huge one\n")
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path), str(ws)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(tmp_path), str(ws)], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.splitlines()[-1])
     FIGURES["peak RSS MB while indexing 200 MB file"] = round(out["maxrss_mb"])

@@ -153,7 +153,13 @@ def test_symlinks_created_after_indexing(ws, tmp_path):
 
 
 def test_indexing_with_hostile_entries_reads_only_memory_files(ws, tmp_path):
-    extra = [str(tmp_path / "outside" / "secret.txt"), "/dev/zero", "/dev", str(ws / "memory" / "linkdir"), "../nowhere"]
+    extra = [
+        str(tmp_path / "outside" / "secret.txt"),
+        "/dev/zero",
+        "/dev",
+        str(ws / "memory" / "linkdir"),
+        "../nowhere",
+    ]
     m = BuiltinSearchManager(make_settings(tmp_path, ws, {"extraPaths": extra}), provider=FakeEmbeddingProvider())
 
     async def go():
@@ -164,7 +170,9 @@ def test_indexing_with_hostile_entries_reads_only_memory_files(ws, tmp_path):
         paths = sorted(r[0] for r in conn.execute("SELECT path FROM files"))
         texts = " ".join(r[0] for r in conn.execute("SELECT text FROM chunks"))
         conn.close()
-        assert paths == sorted(["MEMORY.md", "memory/ok.md", "memory/sub/deep.md", "memory/" + "n" * (NAME_MAX - 3) + ".md"])
+        assert paths == sorted(
+            ["MEMORY.md", "memory/ok.md", "memory/sub/deep.md", "memory/" + "n" * (NAME_MAX - 3) + ".md"]
+        )
         assert SECRET not in texts and "root:" not in texts
         st = await m.status(deep=True)
         reasons = {s["path"]: s["reason"] for s in st.skipped}
@@ -204,7 +212,9 @@ def test_a_file_swapped_for_a_symlink_or_fifo_mid_index_is_not_read(ws, tmp_path
 def test_managers_and_cli_get_refuse_hostile_paths(ws, tmp_path):
     settings = make_settings(tmp_path, ws)
     builtin = BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())
-    qmd_settings = make_settings(tmp_path, ws, memory={"backend": "qmd", "qmd": {"paths": [{"path": "memory", "name": "notes"}]}})
+    qmd_settings = make_settings(
+        tmp_path, ws, memory={"backend": "qmd", "qmd": {"paths": [{"path": "memory", "name": "notes"}]}}
+    )
     qmd = QmdSearchManager(qmd_settings, environ={"PATH": "/nonexistent"})
     paths = hostile_paths(tmp_path, ws)
 
@@ -222,11 +232,19 @@ def test_managers_and_cli_get_refuse_hostile_paths(ws, tmp_path):
     cfg = tmp_path / "cfg.json5"
     cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state")}))
     # The CLI: a sample of the paths (each call is a process), as bytes argv where needed.
-    for p in paths[:12] + ["memory/link.md", "memory/fifo.md", "memory/zero.md", os.fsencode(ws / "memory") + b"/caf\xff.md"]:
+    for p in paths[:12] + [
+        "memory/link.md",
+        "memory/fifo.md",
+        "memory/zero.md",
+        os.fsencode(ws / "memory") + b"/caf\xff.md",
+    ]:
         if isinstance(p, str) and "\x00" in p:
             continue  # argv cannot carry NUL
-        proc = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "get", p],
-                              capture_output=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "get", p],
+            capture_output=True,
+            timeout=60,
+        )
         FIGURES["hostile paths tried"] += 1
         assert SECRET.encode() not in proc.stdout + proc.stderr, p
         assert b"Traceback" not in proc.stderr, proc.stderr[-2000:]

@@ -27,9 +27,10 @@ from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.search.fts_query import index_text, plan_query
 
 NOTES = {
-    "MEMORY.md": "# Memory\n\n- the user drinks dark roast coffee with oat milk\n- path: notes/deploy.md NEAR the end\n",
+    "MEMORY.md": "# Memory\n\n- the user drinks dark roast coffee with oat milk\n- path: notes/deploy.md NEAR the "
+                 "end\n",
     "memory/2026-01-02.md": "- 与陈伟开会，讨论数据管道的延迟问题。\n- 東京で会議 🎉 emoji note\n",
-    "memory/ops.md": "- deploy AND rollback OR NOT \"quoted\" * ^ (parens) memorySearch.query.hybrid a828e60\n",
+    "memory/ops.md": '- deploy AND rollback OR NOT "quoted" * ^ (parens) memorySearch.query.hybrid a828e60\n',
     "memory/rtl.md": "- مرحبا بالعالم \u200f right-to-left mark \u202e override\n",
 }
 
@@ -48,7 +49,19 @@ hostile_query = st.one_of(
     st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=30).map("".join),
 )
 HUGE = ("coffee " * 150_000)[: 1 << 20]  # 1 MB
-SPECIAL = ["", " ", "\t\n\r ", "\u3000\u00a0", "\x00", "\x00" * 1000, HUGE, "\ud800" * 1000, '"' * 5000, "(" * 5000, "NEAR(" * 2000]
+SPECIAL = [
+    "",
+    " ",
+    "\t\n\r ",
+    "\u3000\u00a0",
+    "\x00",
+    "\x00" * 1000,
+    HUGE,
+    "\ud800" * 1000,
+    '"' * 5000,
+    "(" * 5000,
+    "NEAR(" * 2000,
+]
 
 MANAGERS = ("fts-only", "fts-only-trigram", "hybrid-fake")
 
@@ -138,7 +151,9 @@ def test_planner_output_is_always_valid_fts5(query):
             conn.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY rank", (plan.match,)).fetchall()
 
 
-@pytest.mark.parametrize("query", [b"caf\xff\xfe coffee", b"\xed\xa0\x80", b"coffee \x1b[2J\x07", b"NEAR(\"a\" *) path:x"])
+@pytest.mark.parametrize(
+    "query", [b"caf\xff\xfe coffee", b"\xed\xa0\x80", b"coffee \x1b[2J\x07", b'NEAR("a" *) path:x']
+)
 def test_cli_search_with_undecodable_and_control_bytes(tmp_path, query):
     """argv is bytes: non-UTF-8 arrives as lone surrogates, which must not crash the output."""
     ws = tmp_path / "ws"

@@ -44,7 +44,19 @@ DENIED_BASES = (
     + ["agent:main:telegram:grp:40", "agent:main:slack:guild:7:thread:1"]
 )
 ALLOWED = ["agent:main:telegram:direct:7", "agent:main:slack:channel:C1", "agent:main:main", None]
-INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u202e", "\u2066", "\u180e", "\u034f", "\u3164"]
+INVISIBLE = [
+    "\u200b",
+    "\u200c",
+    "\u200d",
+    "\u2060",
+    "\ufeff",
+    "\u00ad",
+    "\u202e",
+    "\u2066",
+    "\u180e",
+    "\u034f",
+    "\u3164",
+]
 CONTROL = ["\n", "\t", "\r", "\x00", "\x0b", "\x1f", "\x7f", "\x85", "\x1b"]
 # Whole terminal escape sequences: removing only the ESC used to leave `group[31m`, an unknown
 # segment, and the key counted as direct.
@@ -115,8 +127,20 @@ def fake_qmd(tmp_path, monkeypatch):
 
 
 def _settings(tmp_path, ws, backend):
-    return make_settings(tmp_path, ws, {"provider": "none"}, memory={"backend": backend, "qmd": {
-        "scope": SCOPE, "includeDefaultMemory": False, "paths": [{"path": ".", "name": "notes"}], "update": {"onBoot": False}}})
+    return make_settings(
+        tmp_path,
+        ws,
+        {"provider": "none"},
+        memory={
+            "backend": backend,
+            "qmd": {
+                "scope": SCOPE,
+                "includeDefaultMemory": False,
+                "paths": [{"path": ".", "name": "notes"}],
+                "update": {"onBoot": False},
+            },
+        },
+    )
 
 
 @pytest.mark.parametrize("backend", ["builtin", "qmd"])
@@ -161,8 +185,15 @@ def _cli_setup(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     ws = tmp_path / "ws"
     shutil.copytree(QMD_SAMPLES / "corpus", ws)
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "none"}}},
-                               "memory": {"qmd": {"scope": SCOPE}}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "stateDir": str(tmp_path / "state"),
+                "agents": {"defaults": {"memorySearch": {"provider": "none"}}},
+                "memory": {"qmd": {"scope": SCOPE}},
+            }
+        )
+    )
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1"}
     return ws, cfg, env
 
@@ -192,8 +223,14 @@ def test_an_empty_session_key_is_refused_at_start(tmp_path, command):
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1",
            "MEMSIFT_STATE_DIR": str(tmp_path / "state")}
     for empty in ("", "  "):
-        r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), *command, "--session-key", empty],
-                           capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), *command, "--session-key", empty],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
         assert r.returncode == 2 and "--session-key" in r.stderr and "empty" in r.stderr, (command, r.stderr)
         assert r.stdout == "" and "Traceback" not in r.stderr
     settings = _settings(tmp_path, ws, "builtin")
@@ -207,13 +244,21 @@ def test_a_key_that_is_not_valid_unicode_is_denied_alike_on_every_door(tmp_path)
     ws, cfg, env = _cli_setup(tmp_path)
     base = [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws)]
     for raw in (b"agent:main:telegram:direct:\xed\xa0\x80", b"agent:main:telegram:direct:\xff"):
-        r = subprocess.run([*base, "search", "aurora", "--json", "--session-key", raw], capture_output=True, env=env, timeout=120)
+        r = subprocess.run(
+            [*base, "search", "aurora", "--json", "--session-key", raw], capture_output=True, env=env, timeout=120
+        )
         body = json.loads(r.stdout)
-        assert r.returncode == 0 and body["denied"]["rule"].startswith("malformed session key (not valid Unicode)"), body
+        assert r.returncode == 0 and body["denied"]["rule"].startswith("malformed session key (not valid Unicode)"), (
+            body
+        )
     requests = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
                     "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
                 {"jsonrpc": "2.0", "method": "notifications/initialized"}]
-    keys = ["agent:main:telegram:direct:\\ud800", "agent:main:telegram:direct:\\udfff", "agent:main:telegram:direct:\\ufffd"]
+    keys = [
+        "agent:main:telegram:direct:\\ud800",
+        "agent:main:telegram:direct:\\udfff",
+        "agent:main:telegram:direct:\\ufffd",
+    ]
     calls = [json.dumps(r) for r in requests] + [
         '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"memory_search","arguments":'
         '{"query":"aurora","sessionKey":"%s"}}}' % (i, key) for i, key in enumerate(keys, 2)]
@@ -230,13 +275,18 @@ def test_a_key_that_is_not_valid_unicode_is_denied_alike_on_every_door(tmp_path)
         server.stdin.close()
         server.wait(timeout=60)
     found = [a["result"]["structuredContent"] for a in answers if a["id"] >= 2]
-    assert len(found) == len(keys) and all(c["denied"]["rule"].startswith("malformed session key") for c in found), found
+    assert len(found) == len(keys) and all(c["denied"]["rule"].startswith("malformed session key") for c in found), (
+        found
+    )
     settings = _settings(tmp_path, ws, "builtin")
     manager = open_manager(settings)
 
     async def api() -> list:
         try:
-            return [await manager.search("aurora", session_key=f"agent:main:telegram:direct:{ch}") for ch in ("\ud800", "\ufffd")]
+            return [
+                await manager.search("aurora", session_key=f"agent:main:telegram:direct:{ch}")
+                for ch in ("\ud800", "\ufffd")
+            ]
         finally:
             await manager.aclose()
 

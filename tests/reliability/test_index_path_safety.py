@@ -235,6 +235,8 @@ def test_quarantine_is_bounded_and_never_deletes_what_is_not_memsifts(tmp_path):
         assert anyio.run(lambda: m.search("Lisbon", min_score=0)).results
         anyio.run(m.aclose)
         time.sleep(1.1)  # quarantined names carry the second they were made
-    ours = [p for p in db.parent.glob(f"{db.name}.corrupt-*") if p not in theirs and not p.name.endswith(("-wal", "-shm"))]
+    ours = [
+        p for p in db.parent.glob(f"{db.name}.corrupt-*") if p not in theirs and not p.name.endswith(("-wal", "-shm"))
+    ]
     assert len(ours) == 1  # the last one only: each copy is as large as the index
     assert all(p.read_text() == "someone else's file\n" for p in theirs)

@@ -18,7 +18,12 @@ from helpers import EXAMPLE_WORKSPACE
 
 pytest.importorskip("mcp", reason="the MCP server needs the MCP SDK (a default dependency)")
 
-GOOD = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "memory_search", "arguments": {"query": "ledger"}}}
+GOOD = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": "memory_search", "arguments": {"query": "ledger"}},
+}
 
 
 def _line(obj: object) -> bytes:
@@ -62,15 +67,35 @@ def cases() -> list[tuple[str, bytes, object]]:
     for what, text in [("high surrogate", "\\ud83d"), ("low surrogate", "\\ude00"), ("reversed pair", "\\ude00\\ud83d"),
                        ("surrogate in a word", "led\\ud83dger")]:
         i = next(n)
-        add(what, ('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"memory_search","arguments":{"query":"%s"}}}'
-                   % (i, text)).encode(), i)
+        add(
+            what,
+            (
+                '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"memory_search","arguments":{"query":"%s"}}}'
+                % (i, text)
+            ).encode(),
+            i,
+        )
     i = next(n)
-    add("surrogate in a key", ('{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{"\\ud800":1}}' % i).encode(), i)
+    add(
+        "surrogate in a key", ('{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{"\\ud800":1}}' % i).encode(), i
+    )
     # Valid JSON of the wrong shape.
-    for params in ("x", 5, True, None, [], [1, 2], {"name": 5}, {"name": "memory_search", "arguments": "q"},
-                   {"name": "memory_search", "arguments": None}, {"name": "memory_search", "arguments": []},
-                   {"name": "memory_search", "arguments": {"query": 5}}, {"name": "memory_get", "arguments": {"path": None}},
-                   {"name": "memory_search", "arguments": {"query": "x", "maxResults": "lots"}}, {"name": "nope", "arguments": {}}):
+    for params in (
+        "x",
+        5,
+        True,
+        None,
+        [],
+        [1, 2],
+        {"name": 5},
+        {"name": "memory_search", "arguments": "q"},
+        {"name": "memory_search", "arguments": None},
+        {"name": "memory_search", "arguments": []},
+        {"name": "memory_search", "arguments": {"query": 5}},
+        {"name": "memory_get", "arguments": {"path": None}},
+        {"name": "memory_search", "arguments": {"query": "x", "maxResults": "lots"}},
+        {"name": "nope", "arguments": {}},
+    ):
         m, i = req(method="tools/call", params=params)
         add(f"params {json.dumps(params)[:30]}", _line(m), i)
     for jsonrpc in (None, "1.0", 2.0, "", "2.0 "):
@@ -102,8 +127,13 @@ def cases() -> list[tuple[str, bytes, object]]:
 class Client:
     def __init__(self) -> None:
         env = {**os.environ, "MEMSIFT_NO_RESIDENT": "1"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(EXAMPLE_WORKSPACE), "mcp", "--no-watch"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(EXAMPLE_WORKSPACE), "mcp", "--no-watch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
         self.buf = b""
 
     def send(self, raw: bytes) -> None:

@@ -55,12 +55,26 @@ def _settings(tmp_path: Path, layout: dict[str, Path], backend: str = "qmd"):
 def refused(layout: dict[str, Path]) -> list[str]:
     home, ws = layout["home"], layout["ws"]
     return [
-        str(home / "private" / "deep" / "diary.md"), str(home / "other.md"),
-        "qmd/custom-1-main/private/deep/diary.md", "qmd/custom-1-main/other.md", "qmd/custom-1-main/../other.md",
-        "qmd/memory-root-main/README.md", "qmd/memory-root-main/notes/private.md", "qmd/memory-root-main/memory/../README.md",
-        "qmd/memory-dir-main/../README.md", "qmd/custom-2-main/link-notes.md", "qmd/custom-2-main/README.md",
-        "README.md", "notes/private.md", "link-notes.md", str(ws / "link-notes.md"), "../home/other.md",
-        "../home/private/deep/diary.md", "qmd/nope/MEMORY.md", "qmd/", "qmd/custom-1-main/",
+        str(home / "private" / "deep" / "diary.md"),
+        str(home / "other.md"),
+        "qmd/custom-1-main/private/deep/diary.md",
+        "qmd/custom-1-main/other.md",
+        "qmd/custom-1-main/../other.md",
+        "qmd/memory-root-main/README.md",
+        "qmd/memory-root-main/notes/private.md",
+        "qmd/memory-root-main/memory/../README.md",
+        "qmd/memory-dir-main/../README.md",
+        "qmd/custom-2-main/link-notes.md",
+        "qmd/custom-2-main/README.md",
+        "README.md",
+        "notes/private.md",
+        "link-notes.md",
+        str(ws / "link-notes.md"),
+        "../home/other.md",
+        "../home/private/deep/diary.md",
+        "qmd/nope/MEMORY.md",
+        "qmd/",
+        "qmd/custom-1-main/",
     ]
 
 
@@ -117,8 +131,25 @@ def test_the_cli_refuses_what_every_backend_refuses(tmp_path, layout):
     for path in ["~/private/deep/diary.md", "qmd/memory-root-main/README.md", "qmd/custom-1-main/private/deep/diary.md",
                  "link-notes.md"]:
         for backend in ("qmd", "builtin"):
-            res = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(layout["ws"]),
-                                  "-b", backend, "get", path], capture_output=True, text=True, env=env, timeout=60)
+            res = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "memsift.engine.cli.main",
+                    "-c",
+                    str(cfg),
+                    "-w",
+                    str(layout["ws"]),
+                    "-b",
+                    backend,
+                    "get",
+                    path,
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=60,
+            )
             FIGURES["memory-rule paths tried (CLI)"] += 1
             assert res.returncode == 6, (backend, path, res.stdout, res.stderr)
             assert SECRET not in res.stdout + res.stderr
@@ -133,8 +164,11 @@ def test_hits_naming_other_files_are_dropped_above_the_backend(tmp_path, layout)
     settings = _settings(tmp_path, layout)
     settings = settings.model_copy(update={"memory": settings.memory.model_copy(update={
         "qmd": settings.memory.qmd.model_copy(update={"command": "qmd", "include_default_memory": False})})})
-    env = {"FAKE_QMD_HITS": json.dumps(["agent-notes.md", "private/deep/diary.md", "other.md"]),
-           "FAKE_QMD_SAMPLES": str(Path(__file__).parents[1] / "qmd-samples"), "PATH": f"{FAKEBIN}:{os.environ['PATH']}"}
+    env = {
+        "FAKE_QMD_HITS": json.dumps(["agent-notes.md", "private/deep/diary.md", "other.md"]),
+        "FAKE_QMD_SAMPLES": str(Path(__file__).parents[1] / "qmd-samples"),
+        "PATH": f"{FAKEBIN}:{os.environ['PATH']}",
+    }
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -164,7 +198,9 @@ def test_a_symlinked_extra_path_is_no_collection_and_no_memory(tmp_path, layout)
     assert rules.collections[2].path == layout["home"] and rules.collections[2].pattern == "agent-notes.md"
     assert not rules.is_memory("link-notes.md") and not rules.is_memory("README.md")
     assert rules.admits_hit("memory/2026-01-05.md") and not rules.admits_hit("notes/private.md")
-    assert rules.admits_hit("sessions/abc.jsonl", "sessions") and not rules.admits_hit("sessions/../x.jsonl", "sessions")
+    assert rules.admits_hit("sessions/abc.jsonl", "sessions") and not rules.admits_hit(
+        "sessions/../x.jsonl", "sessions"
+    )
 
 
 @pytest.mark.parametrize("pattern, path, expected", [

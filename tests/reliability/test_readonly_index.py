@@ -90,8 +90,9 @@ def _check_read_only_answers(cli, how: str) -> None:
     st = cli("status")
     assert st.returncode == 0 and "Traceback" not in st.stderr, (how, st.stderr[-1500:])
     index = cli("index")
-    assert index.returncode == 4 and "Traceback" not in index.stderr and "no transaction is active" not in index.stderr, \
-        (how, index.stderr[-1500:])
+    assert (
+        index.returncode == 4 and "Traceback" not in index.stderr and "no transaction is active" not in index.stderr
+    ), (how, index.stderr[-1500:])
     FIGURES[f"read-only index situations where searches still answered ({how})"] += 1
     return index.stderr
 
@@ -146,10 +147,21 @@ def test_the_qmd_backend_on_a_full_disk_answers_and_says_why(tmp_path, small_fs)
     ws = tmp_path / "ws"
     shutil.copytree(EXAMPLE_WORKSPACE, ws)
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"stateDir": str(small_fs), "memory": {"backend": "qmd", "qmd": {"update": {"debounceMs": 0}}},
-                               "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1",
-           "PATH": f"{fakebin}:{os.environ['PATH']}", "FAKE_QMD_SAMPLES": str(Path(__file__).resolve().parents[1] / "qmd-samples")}
+    cfg.write_text(
+        json.dumps(
+            {
+                "stateDir": str(small_fs),
+                "memory": {"backend": "qmd", "qmd": {"update": {"debounceMs": 0}}},
+                "agents": {"defaults": {"memorySearch": {"provider": "none"}}},
+            }
+        )
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")},
+        "MEMSIFT_NO_RESIDENT": "1",
+        "PATH": f"{fakebin}:{os.environ['PATH']}",
+        "FAKE_QMD_SAMPLES": str(Path(__file__).resolve().parents[1] / "qmd-samples"),
+    }
 
     def cli(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), *args],
@@ -159,7 +171,9 @@ def test_the_qmd_backend_on_a_full_disk_answers_and_says_why(tmp_path, small_fs)
     (small_fs / "agents" / "main" / "qmd" / "qmd.lock").unlink(missing_ok=True)  # made again on the full disk
     _fill(small_fs)
     for i in range(30):  # the last free blocks too
-        if subprocess.run(["dd", "if=/dev/zero", f"of={small_fs / f'more-{i}'}", "bs=4k", "count=64"], capture_output=True).returncode:
+        if subprocess.run(
+            ["dd", "if=/dev/zero", f"of={small_fs / f'more-{i}'}", "bs=4k", "count=64"], capture_output=True
+        ).returncode:
             break
     (ws / "memory" / "2026-11-05.md").write_text("- the ledger database review moved to Friday\n")
     found = cli("search", "ledger database", "--json")
@@ -169,5 +183,7 @@ def test_the_qmd_backend_on_a_full_disk_answers_and_says_why(tmp_path, small_fs)
     said = json.dumps(answer)
     assert ("disk is full" in said or "No space" in said) and ("update failed" in said or answer.get("fallback")), said
     index = cli("index")
-    assert "Traceback" not in index.stderr and ("full" in index.stderr or "No space" in index.stderr), index.stderr[-1500:]
+    assert "Traceback" not in index.stderr and ("full" in index.stderr or "No space" in index.stderr), index.stderr[
+        -1500:
+    ]
     FIGURES["read-only index situations where searches still answered (qmd on a full disk)"] += 1

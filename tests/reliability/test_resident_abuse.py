@@ -48,8 +48,13 @@ class Server:
             resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
 
         self.out = open(events, "w")
-        self.proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), *args],
-                                     env=env, stdout=self.out, stderr=subprocess.PIPE, preexec_fn=few_descriptors)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), *args],
+            env=env,
+            stdout=self.out,
+            stderr=subprocess.PIPE,
+            preexec_fn=few_descriptors,
+        )
         deadline = time.monotonic() + 120
         while not list((runtime / "memsift").glob("*.sock")):
             assert self.proc.poll() is None and time.monotonic() < deadline, self.proc.stderr.read().decode()[-3000:]
@@ -76,17 +81,41 @@ def test_abuse_never_stops_the_server_nor_stalls_a_terminal_search(tmp_path, run
     ws = tmp_path / "ws"
     shutil.copytree(EXAMPLE_WORKSPACE, ws)
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false", "XDG_RUNTIME_DIR": str(runtime_dir),
-           "MEMSIFT_LOG_LEVEL": "info"}
+    cfg.write_text(
+        json.dumps(
+            {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
+        )
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")},
+        "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false",
+        "XDG_RUNTIME_DIR": str(runtime_dir),
+        "MEMSIFT_LOG_LEVEL": "info",
+    }
     memory = snapshot(ws)
     server = Server(kind, ws, cfg, env, runtime_dir, tmp_path / "events.out")
     timings: list[float] = []
 
     def search(config: Path = cfg) -> subprocess.CompletedProcess:
         started = time.monotonic()
-        r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(config), "-w", str(ws), "search",
-                            "ledger database", "--json"], env=env, capture_output=True, text=True, timeout=HANG_BOUND_S * 4)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "memsift.engine.cli.main",
+                "-c",
+                str(config),
+                "-w",
+                str(ws),
+                "search",
+                "ledger database",
+                "--json",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=HANG_BOUND_S * 4,
+        )
         timings.append(time.monotonic() - started)
         assert timings[-1] < HANG_BOUND_S, (timings[-1], r.stderr[-2000:])
         return r
@@ -107,7 +136,10 @@ def test_abuse_never_stops_the_server_nor_stalls_a_terminal_search(tmp_path, run
             fh.truncate(3 * 2**30)  # sparse: 3 GB of NULs, no disk used
         for bad in (fifo, Path("/dev/zero"), huge, tmp_path):
             r = search(bad)
-            assert r.returncode == 3 and "config file" in r.stderr and "Traceback" not in r.stderr, (bad, r.stderr[-1500:])
+            assert r.returncode == 3 and "config file" in r.stderr and "Traceback" not in r.stderr, (
+                bad,
+                r.stderr[-1500:],
+            )
             ok_search()
             cases += 1
         # A flood of connections that never finish their request (more than the server has
@@ -155,8 +187,9 @@ def test_abuse_never_stops_the_server_nor_stalls_a_terminal_search(tmp_path, run
     FIGURES["resident server exits during abuse"] += 0 if alive else 1
     FIGURES["CLI searches during resident abuse"] += len(timings)
     FIGURES["CLI searches during resident abuse over 3 s"] += sum(t > 3 for t in timings)
-    FIGURES["slowest CLI search during resident abuse (s)"] = max(FIGURES.get("slowest CLI search during resident abuse (s)", 0),
-                                                                   round(max(timings), 2))
+    FIGURES["slowest CLI search during resident abuse (s)"] = max(
+        FIGURES.get("slowest CLI search during resident abuse (s)", 0), round(max(timings), 2)
+    )
     # (uvicorn ends `mcp --http` by re-raising the SIGTERM it handled: memsift then exits 128 + 15,
     # after ending its children, as any command it terminates.)
     assert alive and code in (0, 128 + signal.SIGTERM) and "Traceback" not in stderr, stderr[-3000:]
@@ -168,8 +201,16 @@ def test_help_asked_of_a_search_never_reaches_the_servers_output(tmp_path, runti
     ws = tmp_path / "ws"
     shutil.copytree(EXAMPLE_WORKSPACE, ws)
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false", "XDG_RUNTIME_DIR": str(runtime_dir)}
+    cfg.write_text(
+        json.dumps(
+            {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
+        )
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")},
+        "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false",
+        "XDG_RUNTIME_DIR": str(runtime_dir),
+    }
     events = tmp_path / "events.jsonl"
     server = Server("watch", ws, cfg, env, runtime_dir, events)
     try:

@@ -59,7 +59,9 @@ def test_every_channel_and_chat_type_under_the_default_scope():
         assert (s.channel, s.chat_type) == (channel, kind), key
         d = decide_scope(DEFAULT, key)
         assert d.allowed == (kind in ("direct", "channel")), key
-        assert d.rule == ("default deny" if kind == "group" else f"rules[{0 if kind == 'direct' else 1}] allow {{chatType: {kind}}}")
+        assert d.rule == (
+            "default deny" if kind == "group" else f"rules[{0 if kind == 'direct' else 1}] allow {{chatType: {kind}}}"
+        )
         FIGURES["scope decisions checked"] += 1
 
 

@@ -97,14 +97,19 @@ def test_a_cold_cli_search_exits_while_another_process_holds_the_lock(tmp_path):
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1"}
     base = [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws)]
     assert subprocess.run([*base, "index"], env=env, capture_output=True, timeout=300).returncode == 0
-    store = Path(json.loads(subprocess.run([*base, "config", "show"], env=env, capture_output=True, text=True).stdout)["storePath"])
+    store = Path(
+        json.loads(subprocess.run([*base, "config", "show"], env=env, capture_output=True, text=True).stdout)[
+            "storePath"
+        ]
+    )
     (ws / "memory" / "2026-11-21.md").write_text("- 10:00 The zeppelin hangar lease was signed.\n" * 40)
     notes = snapshot(ws)
     held = _HeldLock(store)
     try:
         started = time.monotonic()
-        r = subprocess.run([*base, "search", "Lisbon trip with Lena", "--json"], env=env, capture_output=True, text=True,
-                           timeout=60)
+        r = subprocess.run(
+            [*base, "search", "Lisbon trip with Lena", "--json"], env=env, capture_output=True, text=True, timeout=60
+        )
         took = time.monotonic() - started
         assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
         answer = json.loads(r.stdout)

@@ -35,10 +35,17 @@ def _leaks(text: str | bytes) -> list[str]:
 def _cli(tmp_path: Path, ws: Path, cfg: dict, *args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}, "MEMSIFT_NO_RESIDENT": "1"}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")},
+        "MEMSIFT_NO_RESIDENT": "1",
+    }
     env.update(env_extra or {})
-    proc = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-vv", "-c", str(path), "-w", str(ws), *args],
-                          capture_output=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "memsift.engine.cli.main", "-vv", "-c", str(path), "-w", str(ws), *args],
+        capture_output=True,
+        env=env,
+        timeout=300,
+    )
     FIGURES["outputs scanned for secrets"] += 1
     return proc
 
@@ -56,7 +63,10 @@ def ws(tmp_path: Path) -> Path:
 def test_keys_never_appear_in_output_errors_or_index(tmp_path, ws, where):
     with ProviderServer("openai", key=KEY) as server:
         remote = {"baseUrl": server.base_url} | ({"apiKey": KEY} if where == "config" else {})
-        cfg = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "openai", "remote": remote}}}}
+        cfg = {
+            "stateDir": str(tmp_path / "state"),
+            "agents": {"defaults": {"memorySearch": {"provider": "openai", "remote": remote}}},
+        }
         env = {"OPENAI_API_KEY": KEY} if where == "env" else {}
         outputs = []
         for args in (["index"], ["search", "coffee"], ["search", "--json", "coffee"], ["status", "--deep", "--json"],
@@ -76,7 +86,10 @@ def test_keys_never_appear_in_output_errors_or_index(tmp_path, ws, where):
                 outputs.append(_cli(tmp_path, ws, cfg, *args, env_extra=env))
                 FIGURES["faults injected: provider error echoing the key"] += 1
         for proc in outputs:
-            assert not _leaks(proc.stdout) and not _leaks(proc.stderr), (proc.args[-3:], _leaks(proc.stdout + proc.stderr))
+            assert not _leaks(proc.stdout) and not _leaks(proc.stderr), (
+                proc.args[-3:],
+                _leaks(proc.stdout + proc.stderr),
+            )
         assert any(b"401" in p.stderr or b"401" in p.stdout for p in outputs)  # the errors were shown...
         assert any(b"***" in p.stderr or b"***" in p.stdout for p in outputs)  # ...masked
     for f in (tmp_path / "state").rglob("*"):
@@ -105,12 +118,23 @@ def test_index_files_and_state_dirs_are_user_only(tmp_path, ws):
             d = d.parent
         anyio.run(m.aclose)
         # The QMD home (config, cache, index) of the agent.
-        env = {"PATH": f"{FAKEBIN}:{os.environ['PATH']}", "FAKE_QMD_SAMPLES": str(QMD_SAMPLES), "HOME": os.environ.get("HOME", "/root")}
-        qsettings = make_settings(tmp_path, ws, stateDir=str(state), memory={"backend": "qmd", "qmd": {"update": {"onBoot": False}}})
+        env = {
+            "PATH": f"{FAKEBIN}:{os.environ['PATH']}",
+            "FAKE_QMD_SAMPLES": str(QMD_SAMPLES),
+            "HOME": os.environ.get("HOME", "/root"),
+        }
+        qsettings = make_settings(
+            tmp_path, ws, stateDir=str(state), memory={"backend": "qmd", "qmd": {"update": {"onBoot": False}}}
+        )
         q = QmdSearchManager(qsettings, environ=env)
         anyio.run(q.sync)
         home = state / "agents" / "main" / "qmd"
-        for d in [state / "agents", state / "agents" / "main", home, *[p for p in home.rglob("*") if p.is_dir() and not p.is_symlink()]]:
+        for d in [
+            state / "agents",
+            state / "agents" / "main",
+            home,
+            *[p for p in home.rglob("*") if p.is_dir() and not p.is_symlink()],
+        ]:
             assert stat.S_IMODE(d.stat().st_mode) == 0o700, d
         anyio.run(q.aclose)
     finally:
@@ -143,15 +167,30 @@ def test_header_values_and_keys_echoed_late_in_an_error_never_leak(tmp_path, ws,
         else:  # a gateway's own token in the header (the openai adapter still wants a key)
             headers["Authorization"] = f"Bearer {GATEWAY_TOKEN}"
             remote["apiKey"] = "placeholder-key-unused"
-        cfg = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"provider": "openai", "remote": remote}}}}
-        outputs = [_cli(tmp_path, ws, cfg, *args) for args in (["config", "show"], ["index"], ["search", "--json", "coffee"])]
+        cfg = {
+            "stateDir": str(tmp_path / "state"),
+            "agents": {"defaults": {"memorySearch": {"provider": "openai", "remote": remote}}},
+        }
+        outputs = [
+            _cli(tmp_path, ws, cfg, *args) for args in (["config", "show"], ["index"], ["search", "--json", "coffee"])
+        ]
         assert all(p.returncode == 0 for p in outputs), [p.stderr[-1500:] for p in outputs]
-        assert server.embedding_requests()[-1].headers["x-custom-token"] == HEADER_CANARIES["X-Custom-Token"]  # really sent
+        assert (
+            server.embedding_requests()[-1].headers["x-custom-token"] == HEADER_CANARIES["X-Custom-Token"]
+        )  # really sent
         # A provider that echoes every header it got, and one secret again at character 290 (where
         # error text is cut at 300).
         echo = "headers: " + " ".join(f"{k}={v}" for k, v in [("Authorization", token), *HEADER_CANARIES.items()])
-        commands = (["search", "--json", "coffee"], ["status", "--json"], ["status", "--deep"], ["status", "--deep", "--json"],
-                    ["search", "coffee"], ["index", "--force"], ["search", "--json", "tea"], ["status", "--deep", "--json"])
+        commands = (
+            ["search", "--json", "coffee"],
+            ["status", "--json"],
+            ["status", "--deep"],
+            ["status", "--deep", "--json"],
+            ["search", "coffee"],
+            ["index", "--force"],
+            ["search", "--json", "tea"],
+            ["status", "--deep", "--json"],
+        )
         for i, args in enumerate(commands):
             late = [token, *HEADER_CANARIES.values()][i % 3]
             body = {"error": {"message": echo.ljust(290, "x") + late}}

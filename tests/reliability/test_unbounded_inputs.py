@@ -65,7 +65,11 @@ def test_a_huge_query_reaches_qmd_cut_too(tmp_path, monkeypatch):
     ws = tmp_path / "ws"
     shutil.copytree(QMD_SAMPLES / "corpus", ws)
     log = tmp_path / "qmd-calls.jsonl"
-    for k, v in {"PATH": f"{FAKEBIN}:{os.environ['PATH']}", "FAKE_QMD_SAMPLES": str(QMD_SAMPLES), "FAKE_QMD_LOG": str(log)}.items():
+    for k, v in {
+        "PATH": f"{FAKEBIN}:{os.environ['PATH']}",
+        "FAKE_QMD_SAMPLES": str(QMD_SAMPLES),
+        "FAKE_QMD_LOG": str(log),
+    }.items():
         monkeypatch.setenv(k, v)
     settings = make_settings(tmp_path, ws, {"provider": "none"}, memory={"backend": "qmd", "qmd": {
         "includeDefaultMemory": False, "paths": [{"path": ".", "name": "notes"}], "update": {"onBoot": False}}})
@@ -73,7 +77,9 @@ def test_a_huge_query_reaches_qmd_cut_too(tmp_path, monkeypatch):
     answer = anyio.run(lambda: m.search("aurora telemetry " + "x" * 2_000_000, min_score=0))
     anyio.run(m.aclose)
     assert len(answer.query) <= MAX_QUERY_CHARS
-    searches = [json.loads(line)["argv"] for line in log.read_text().splitlines() if "search" in json.loads(line)["argv"]]
+    searches = [
+        json.loads(line)["argv"] for line in log.read_text().splitlines() if "search" in json.loads(line)["argv"]
+    ]
     assert searches and all(len(argv[-1]) <= MAX_QUERY_CHARS for argv in searches)
 
 
@@ -133,17 +139,30 @@ def test_an_unknown_users_home_is_a_refused_path_not_a_crash(tmp_path, where):
         anyio.run(manager.aclose)
         assert out.disabled and "nosuchuser" in out.error and "home" in out.error
         return
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1", "MEMSIFT_STATE_DIR": str(tmp_path / "state")}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")},
+        "MEMSIFT_NO_RESIDENT": "1",
+        "MEMSIFT_STATE_DIR": str(tmp_path / "state"),
+    }
     r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "get", "~nosuchuser/x.md"],
                        capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 6 and "Traceback" not in r.stderr and "nosuchuser" in r.stderr, r.stderr[-1500:]
     cfg = tmp_path / "cfg.json"
     collection = {"path": "~nosuchuser/notes", "name": "notes"}
-    for key, memory in (({"extraPaths": ["~nosuchuser/notes"]}, {}), ({"store": {"path": "~nosuchuser/index.sqlite"}}, {}),
-                        ({}, {"qmd": {"paths": [collection]}}), ({"qmd": {"extraCollections": [collection]}}, {})):
+    for key, memory in (
+        ({"extraPaths": ["~nosuchuser/notes"]}, {}),
+        ({"store": {"path": "~nosuchuser/index.sqlite"}}, {}),
+        ({}, {"qmd": {"paths": [collection]}}),
+        ({"qmd": {"extraCollections": [collection]}}, {}),
+    ):
         cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": key}}, "memory": memory}))
-        r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "search", "x"],
-                           capture_output=True, text=True, env=env, timeout=60)
+        r = subprocess.run(
+            [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "search", "x"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
         assert r.returncode == 3 and "Traceback" not in r.stderr and "nosuchuser" in r.stderr, r.stderr[-1500:]
 
 
@@ -202,10 +221,12 @@ def test_a_200_mb_one_line_note_is_read_in_bounded_pages_with_any_offset(tmp_pat
         "    return page, end\n"
         "page, end = anyio.run(go)\n"
         "peak = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) // 1024\n"
-        "print(json.dumps({'page': page.model_dump(by_alias=True), 'end': end.model_dump(by_alias=True), 'peak_mb': peak}))\n"
+        "print(json.dumps({'page': page.model_dump(by_alias=True), 'end': end.model_dump(by_alias=True), 'peak_mb': peak}))\n"  # noqa: E501
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    r = subprocess.run([sys.executable, "-c", probe, str(ws), str(tmp_path)], capture_output=True, text=True, timeout=300, env=env)
+    r = subprocess.run(
+        [sys.executable, "-c", probe, str(ws), str(tmp_path)], capture_output=True, text=True, timeout=300, env=env
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     out = json.loads(r.stdout)
     page, end = out["page"], out["end"]

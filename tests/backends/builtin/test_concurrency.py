@@ -30,7 +30,9 @@ def _ws(tmp_path: Path, n: int) -> Path:
     (ws / "memory").mkdir(parents=True)
     (ws / "MEMORY.md").write_text("# Memory\n\n- the user drinks dark roast coffee with oat milk\n")
     for i in range(n):
-        body = "\n".join(f"- log {i}.{j}: standup, deploy, ledger review item {j} " + "padding " * 12 for j in range(30))
+        body = "\n".join(
+            f"- log {i}.{j}: standup, deploy, ledger review item {j} " + "padding " * 12 for j in range(30)
+        )
         (ws / "memory" / f"2026-09-{i % 28 + 1:02d}-{i}.md").write_text(f"# {i}\n\n{body}\n")
     return ws
 
@@ -100,7 +102,9 @@ def test_sigkill_in_the_middle_of_a_sync_then_the_next_sync_catches_up(tmp_path)
     anyio.run(m.sync)
     for i in range(40):
         # Distinct lines, so every chunk is embedded (slowly): the kill lands part-way through.
-        (ws / "memory" / f"new-{i}.md").write_text("".join(f"- new note {i} line {j} about puffins, padding\n" for j in range(300)))
+        (ws / "memory" / f"new-{i}.md").write_text(
+            "".join(f"- new note {i} line {j} about puffins, padding\n" for j in range(300))
+        )
     proc = _spawn("slow-sync", tmp_path, ws)
     _kill_when_started(proc, 1.0)
     fresh = _manager(tmp_path, ws, model="slow-bow")
@@ -108,7 +112,9 @@ def test_sigkill_in_the_middle_of_a_sync_then_the_next_sync_catches_up(tmp_path)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     partial = conn.execute("SELECT count(*) FROM files").fetchone()[0]
     # Every file row that made it has its chunks: files and chunks were written together.
-    orphans = conn.execute("SELECT count(*) FROM files f WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.path = f.path)").fetchone()[0]
+    orphans = conn.execute(
+        "SELECT count(*) FROM files f WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.path = f.path)"
+    ).fetchone()[0]
     conn.close()
     assert 5 < partial < 45 and orphans == 0  # killed part-way, with whole files only
     anyio.run(fresh.sync)
@@ -147,7 +153,9 @@ def test_an_older_index_held_for_a_moment_is_still_recognised_as_memsifts(tmp_pa
     older.parent.mkdir()
     conn = apsw.Connection(str(older))
     conn.execute(f"ATTACH DATABASE '{m.db_path}' AS src")
-    for (sql,) in conn.execute("SELECT sql FROM src.sqlite_master WHERE type='table' AND name IN ('meta','files','chunks','embedding_cache')").fetchall():
+    for (sql,) in conn.execute(
+        "SELECT sql FROM src.sqlite_master WHERE type='table' AND name IN ('meta','files','chunks','embedding_cache')"
+    ).fetchall():
         conn.execute(sql)  # an index made before databases carried memsift's mark
     conn.execute("INSERT INTO meta SELECT * FROM src.meta; DETACH DATABASE src; PRAGMA journal_mode=WAL")
     conn.close()

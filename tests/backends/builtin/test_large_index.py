@@ -22,7 +22,9 @@ def keyword_manager(tmp_path):
     (ws / "MEMORY.md").write_text("# Memory\n\n- The team keeps notes here.\n")
     for i in range(300):
         rare = " The quokka census closed." if i in (17, 230) else ""
-        (ws / "memory" / f"2026-01-{i:03d}.md").write_text(f"# Day {i}\n\n- Reviewed the ledger service deploy again.{rare}\n")
+        (ws / "memory" / f"2026-01-{i:03d}.md").write_text(
+            f"# Day {i}\n\n- Reviewed the ledger service deploy again.{rare}\n"
+        )
     m = BuiltinSearchManager(make_settings(tmp_path, ws),
                              selection=ProviderSelection(None, "none", unavailable_reason="test: keyword only"))
     yield m
@@ -42,7 +44,9 @@ def test_a_large_index_ranks_the_rare_terms_and_bounds_common_only_queries(keywo
     conn = m._reader()
 
     match, bound = search_module._large_index_match(conn, plan_query('ledger "quokka census"'))
-    assert "ledger" not in match and '"quokka"' in match and '"census"' in match and bound == search_module.RANK_ROWS_MAX
+    assert (
+        "ledger" not in match and '"quokka"' in match and '"census"' in match and bound == search_module.RANK_ROWS_MAX
+    )
     assert '"quokka census"' in match and '"ledger quokka census"' not in match  # phrases: of rare words only
 
     hits = [h.path for h in _search(m, "ledger quokka").results]

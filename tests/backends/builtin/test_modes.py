@@ -99,7 +99,9 @@ def test_a_query_in_a_script_the_model_does_not_cover_is_searched_by_keyword(tmp
         assert mixed.mode == "hybrid" and mixed.degraded.vector is None
     finally:
         m._close_reader()
-    multilingual = BuiltinSearchManager(make_settings(tmp_path / "b", example_workspace), provider=FakeEmbeddingProvider())
+    multilingual = BuiltinSearchManager(
+        make_settings(tmp_path / "b", example_workspace), provider=FakeEmbeddingProvider()
+    )
     try:
         assert run(multilingual.search, "数据管道的延迟").mode == "hybrid"
     finally:

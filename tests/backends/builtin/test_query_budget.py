@@ -88,7 +88,9 @@ def test_an_open_circuit_spares_cold_cli_searches_too(tmp_path):
         server.delay = 300
         answers = []
         for _ in range(4):
-            r = subprocess.run([*base, "search", "gannets", "--json"], env=env, capture_output=True, text=True, timeout=120)
+            r = subprocess.run(
+                [*base, "search", "gannets", "--json"], env=env, capture_output=True, text=True, timeout=120
+            )
             assert r.returncode == 0, r.stderr[-2000:]
             answers.append((json.loads(r.stdout), len(server.embedding_requests())))
         server.delay = 0
@@ -112,13 +114,17 @@ def test_a_first_search_never_waits_on_a_provider_that_never_answers(tmp_path):
         base = [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws)]
         try:
             # A hang here fails the test (TimeoutExpired): the search has a budget.
-            r = subprocess.run([*base, "search", "gannets", "--json"], env=env, capture_output=True, text=True, timeout=90)
+            r = subprocess.run(
+                [*base, "search", "gannets", "--json"], env=env, capture_output=True, text=True, timeout=90
+            )
             assert r.returncode == 0, r.stderr[-2000:]
             answer = json.loads(r.stdout)
             assert answer["results"][0]["path"] == "memory/2026-11-02.md"
             assert "vectors pending" in answer["degraded"]["vector"], answer["degraded"]
             assert re.search(r"\(0 of \d+ chunks have vectors\)", answer["degraded"]["vector"]), answer["degraded"]
-            r = subprocess.run([*base, "status", "--deep", "--json"], env=env, capture_output=True, text=True, timeout=60)
+            r = subprocess.run(
+                [*base, "status", "--deep", "--json"], env=env, capture_output=True, text=True, timeout=60
+            )
             assert r.returncode == 0, r.stderr[-2000:]
             probe = json.loads(r.stdout)["deep"]["embedding"]
             assert probe["ok"] is False and "did not answer" in probe["error"]
@@ -144,7 +150,9 @@ def test_a_failing_provider_costs_one_request_per_sync_not_one_per_group(tmp_pat
     with ProviderServer("openai", key=KEY) as server:
         remote = {"baseUrl": server.base_url, "apiKey": KEY}
         settings = make_settings(tmp_path, ws, {"provider": "openai", "remote": remote})
-        provider = create_provider("openai", MemorySearchConfig.model_validate({"provider": "openai", "remote": remote}), environ={})
+        provider = create_provider(
+            "openai", MemorySearchConfig.model_validate({"provider": "openai", "remote": remote}), environ={}
+        )
         provider.batch_timeout = 0.3
         provider._sleep = lambda _s: anyio.sleep(0)  # no back-off waits in the test
         m = BuiltinSearchManager(settings, provider=provider)
@@ -187,7 +195,9 @@ def test_vectors_being_made_say_how_many_are_done_and_the_time_left(tmp_path, ex
     total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     assert vector_progress(conn) == {"done": total, "total": total, "etaSeconds": None}
     with conn:  # as a backfill that began 60 s ago with none done and has made 3 since
-        conn.execute("UPDATE chunks SET embedding = NULL WHERE rowid NOT IN (SELECT rowid FROM chunks ORDER BY rowid LIMIT 3)")
+        conn.execute(
+            "UPDATE chunks SET embedding = NULL WHERE rowid NOT IN (SELECT rowid FROM chunks ORDER BY rowid LIMIT 3)"
+        )
     note_backfill_start(conn, 0, total)
     with conn:
         conn.execute("UPDATE meta SET value = json_set(value, '$.startedAt', json_extract(value, '$.startedAt') - 60) "

@@ -39,7 +39,10 @@ def _remote(server: ProviderServer, provider: str, **extra) -> dict:
 def _cli(tmp_path: Path, cfg: dict, *args: str) -> subprocess.CompletedProcess:
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}, "MEMSIFT_NO_RESIDENT": "1"}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")},
+        "MEMSIFT_NO_RESIDENT": "1",
+    }
     env.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state")})
     return subprocess.run(
         [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(path), *args],
@@ -60,7 +63,11 @@ def test_cli_index_and_search_through_a_loopback_openai_server(tmp_path, example
         r2 = _cli(tmp_path, cfg, "-vv", "search", "dark roast coffee oat milk", "--json")
         assert r2.returncode == 0, r2.stderr
         answer = json.loads(r2.stdout)
-        assert answer["provider"] == "openai" and answer["model"] == "text-embedding-3-small" and answer["mode"] == "hybrid"
+        assert (
+            answer["provider"] == "openai"
+            and answer["model"] == "text-embedding-3-small"
+            and answer["mode"] == "hybrid"
+        )
         assert answer["results"][0]["path"] == "MEMORY.md"
         assert len(server.embedding_requests()) == n_embed + 1  # only the query was embedded
 
@@ -161,7 +168,9 @@ def test_chunks_over_the_provider_input_limit_are_split(tmp_path):
     long_line = " ".join(f"word{i}" for i in range(900))  # ~7 KB on one line
     (ws / "memory" / "big.md").write_text(f"# big\n{long_line}\nlast line\n")
     with ProviderServer("gemini") as server:
-        settings = make_settings(tmp_path, ws, {**_remote(server, "gemini"), "chunking": {"tokens": 4000, "overlap": 0}})
+        settings = make_settings(
+            tmp_path, ws, {**_remote(server, "gemini"), "chunking": {"tokens": 4000, "overlap": 0}}
+        )
         m = BuiltinSearchManager(settings)
         run(m.sync)
         for req in server.embedding_requests():
@@ -206,7 +215,13 @@ def test_multimodal_images_and_audio_with_gemini_embedding_2(tmp_path):
         assert labels == {"Image file: media/whiteboard.png", "Audio file: media/standup.wav"}
         files = {p for (p,) in _rows(m.db_path, "SELECT path FROM files")}
         assert "media/big.png" in files  # recorded with no chunks after the provider refused it
-        inline = [p["inlineData"]["mimeType"] for req in server.embedding_requests() for r in req.body.get("requests", []) for p in r["content"]["parts"] if "inlineData" in p]
+        inline = [
+            p["inlineData"]["mimeType"]
+            for req in server.embedding_requests()
+            for r in req.body.get("requests", [])
+            for p in r["content"]["parts"]
+            if "inlineData" in p
+        ]
         assert sorted(set(inline)) == ["audio/wav", "image/png"]
         skipped = {s["path"]: s["reason"] for s in run(m.status).skipped}
         assert "not image" in skipped["media/fake.png"]

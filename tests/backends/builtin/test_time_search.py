@@ -76,7 +76,9 @@ def test_a_bad_filter_is_a_clear_error_before_searching(tmp_path, workspace):
 def test_a_time_named_in_the_question_favours_notes_of_that_time(tmp_path, workspace, keyword_only):
     m = _manager(tmp_path, workspace, keyword_only=keyword_only)
     plain = run(m.search, "what did we decide about the billing export", min_score=0, now=NOW)
-    timed = run(m.search, "what did we decide about the billing export last Tuesday", min_score=0, now=NOW, explain=True)
+    timed = run(
+        m.search, "what did we decide about the billing export last Tuesday", min_score=0, now=NOW, explain=True
+    )
     assert plain.time_windows is None
     assert timed.time_windows == ["2023-04-11 ('last Tuesday')"]
     assert _paths(timed)[0] == "memory/2023-04-11.md"
@@ -112,21 +114,29 @@ def test_bounded_decay_orders_by_recency_without_pushing_to_zero(tmp_path, works
 def test_the_reference_decay_formula_stays_selectable(tmp_path, workspace):
     ms = {"provider": "none", "query": {"hybrid": {"temporalDecay": {"enabled": True, "formula": "reference"}}}}
     m = _manager(tmp_path, workspace, ms)
-    answer = run(m.search, "billing export", min_score=0, now=datetime(2023, 4, 11).timestamp() + 30 * 86400, explain=True)
+    answer = run(
+        m.search, "billing export", min_score=0, now=datetime(2023, 4, 11).timestamp() + 30 * 86400, explain=True
+    )
     by_path = {h.path: h.explain.decay for h in answer.results}
     assert by_path["memory/2023-04-11.md"] == pytest.approx(0.5, abs=0.01)  # 30 days, half-life 30
     assert by_path["memory/2023-03-02.md"] == pytest.approx(0.5 ** (70 / 30), abs=0.01)
-    assert by_path["memory/journal.md"] == 1.0  # reference: an undated file under memory/ is evergreen (headings unread)
+    assert (
+        by_path["memory/journal.md"] == 1.0
+    )  # reference: an undated file under memory/ is evergreen (headings unread)
     m._close_reader()
 
 
 def test_a_time_no_note_can_match_leaves_scores_as_they_were(tmp_path):
     ws = tmp_path / "undated"
     (ws / "docs").mkdir(parents=True)
-    (ws / "MEMORY.md").write_text("# Facts\n- Pneumonia cases in young children worldwide were estimated at 30 million.\n")
+    (ws / "MEMORY.md").write_text(
+        "# Facts\n- Pneumonia cases in young children worldwide were estimated at 30 million.\n"
+    )
     (ws / "docs" / "b.md").write_text("Pneumonia in children: incidence and mortality estimates.\n")
     q = "pneumonia cases in young children worldwide in 2010"
-    off = _manager(tmp_path / "off", ws, {"provider": "none", "extraPaths": ["docs"], "query": {"time": {"enabled": False}}})
+    off = _manager(
+        tmp_path / "off", ws, {"provider": "none", "extraPaths": ["docs"], "query": {"time": {"enabled": False}}}
+    )
     plain = run(off.search, q, now=NOW)
     topic = run(off.search, "pneumonia cases in young children worldwide", now=NOW)  # the time's words are no topic
     off._close_reader()
@@ -171,7 +181,9 @@ def test_an_index_from_before_days_per_line_is_upgraded_and_rebuilt_once(tmp_pat
 def test_a_days_own_note_comes_before_memory_mds_line_of_that_day(tmp_path):
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
-    (ws / "MEMORY.md").write_text("# Decisions\n- 2023-03-02: kept weekly releases.\n- 2023-03-18: chose Postgres for the ledger.\n")
+    (ws / "MEMORY.md").write_text(
+        "# Decisions\n- 2023-03-02: kept weekly releases.\n- 2023-03-18: chose Postgres for the ledger.\n"
+    )
     (ws / "memory" / "2023-03-18.md").write_text("# 2023-03-18\n\n- Migrated the invoices table.\n")
     m = _manager(tmp_path, ws)
     answer = run(m.search, "what happened on March 18?", now=NOW, explain=True)

@@ -112,7 +112,9 @@ def test_a_long_running_host_scans_exactly_in_memory_and_agrees_with_sqlite_vec(
 
 
 @pytest.mark.parametrize("quantize_above", [0, 10**9])  # the bit codes, and the exact matrix
-def test_vectors_in_memory_follow_syncs_from_the_log_and_reload_when_it_was_pruned(tmp_path, monkeypatch, quantize_above):
+def test_vectors_in_memory_follow_syncs_from_the_log_and_reload_when_it_was_pruned(
+    tmp_path, monkeypatch, quantize_above
+):
     ws = _workspace(tmp_path, 400)
     m = _manager(tmp_path, ws, quantizeAbove=quantize_above, rescorePool=400)
     m.watch_changes(None)
@@ -129,7 +131,9 @@ def test_vectors_in_memory_follow_syncs_from_the_log_and_reload_when_it_was_prun
         assert _paths(m, ANIMALS['narwhal'], 3)[0] == "memory/fresh.md"
         for q in ("w1 w2", "w3 w4 w5", "w100"):
             assert "memory/note-0002.md" not in _paths(m, q, 50)
-        assert m._memory_vectors is mem and mem.full_loads == loads and mem.wait_loaded(0)  # caught up from the log alone
+        assert (
+            m._memory_vectors is mem and mem.full_loads == loads and mem.wait_loaded(0)
+        )  # caught up from the log alone
 
         monkeypatch.setattr(indexer_module, "VECTOR_LOG_KEEP", 0)  # the log keeps nothing back
         (ws / "memory" / "fresh.md").write_text(f"# fresh\n\n- {ANIMALS['walrus']}\n")

@@ -49,13 +49,29 @@ class Server:
             user = pwd.getpwnam(h.system_user)
             os.chown(folder, user.pw_uid, user.pw_gid)
         primary = psycopg.conninfo.conninfo_to_dict(self.dsn)
-        pgexec("pg_basebackup", ("-D", str(folder), "-R", "-X", "stream", "-c", "fast", "-h", primary["host"], "-U", "postgres"),
-               bin_path=h.bin_path, user=h.system_user, timeout=60)
-        pgexec("pg_ctl", ("-w", "-o", f'-h "" -k {folder} -p 5439', "-l", str(folder / "log"), "-D", str(folder), "start"),
-               bin_path=h.bin_path, user=h.system_user, timeout=30)
+        pgexec(
+            "pg_basebackup",
+            ("-D", str(folder), "-R", "-X", "stream", "-c", "fast", "-h", primary["host"], "-U", "postgres"),
+            bin_path=h.bin_path,
+            user=h.system_user,
+            timeout=60,
+        )
+        pgexec(
+            "pg_ctl",
+            ("-w", "-o", f'-h "" -k {folder} -p 5439', "-l", str(folder / "log"), "-D", str(folder), "start"),
+            bin_path=h.bin_path,
+            user=h.system_user,
+            timeout=30,
+        )
 
         def stop() -> None:
-            pgexec("pg_ctl", ("-D", str(folder), "-m", "immediate", "stop"), bin_path=h.bin_path, user=h.system_user, timeout=30)
+            pgexec(
+                "pg_ctl",
+                ("-D", str(folder), "-m", "immediate", "stop"),
+                bin_path=h.bin_path,
+                user=h.system_user,
+                timeout=30,
+            )
 
         return f"host={folder} port=5439 user=postgres", stop
 

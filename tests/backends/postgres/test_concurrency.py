@@ -1,4 +1,5 @@
-"""Several memsift processes writing one agent: no duplicates, no lost file; a killed writer leaves nothing half-visible."""
+"""Several memsift processes writing one agent: no duplicates, no lost file; a killed writer leaves nothing
+half-visible."""
 
 from __future__ import annotations
 
@@ -46,11 +47,15 @@ def _counts(dsn: str) -> dict:
             "generations": conn.execute("SELECT count(DISTINCT generation) FROM memsift_chunks").fetchone()[0],
             "files": q("SELECT count(*) FROM memsift_files WHERE agent_id = 'main' AND generation = %s")[0],
             "chunks": q("SELECT count(*) FROM memsift_chunks WHERE agent_id = 'main' AND generation = %s")[0],
-            "distinct": q("SELECT count(DISTINCT (path, start_line, end_line, hash)) FROM memsift_chunks "
-                          "WHERE agent_id = 'main' AND generation = %s")[0],
-            "orphans": q("SELECT count(*) FROM memsift_postings p WHERE agent_id = 'main' AND generation = %s AND NOT EXISTS "
-                         "(SELECT 1 FROM memsift_chunks c WHERE c.agent_id = p.agent_id AND c.generation = p.generation "
-                         "AND c.chunk = p.chunk)")[0],
+            "distinct": q(
+                "SELECT count(DISTINCT (path, start_line, end_line, hash)) FROM memsift_chunks "
+                "WHERE agent_id = 'main' AND generation = %s"
+            )[0],
+            "orphans": q(
+                "SELECT count(*) FROM memsift_postings p WHERE agent_id = 'main' AND generation = %s AND NOT EXISTS "
+                "(SELECT 1 FROM memsift_chunks c WHERE c.agent_id = p.agent_id AND c.generation = p.generation "
+                "AND c.chunk = p.chunk)"
+            )[0],
         }
 
 
@@ -67,7 +72,9 @@ def test_three_processes_index_one_agent_without_duplicates_or_lost_files(tmp_pa
 
 def test_a_writer_killed_mid_rebuild_leaves_the_live_index_whole(tmp_path, pg_dsn):
     ws = _workspace(tmp_path, 40, lines=60)  # over one group of chunks (GROUP_CHUNKS): the rebuild commits a part
-    settings = make_settings(tmp_path, ws, {"sync": {"onSearch": False}}, memory={"backend": "postgres", "postgres": {"dsn": pg_dsn}})
+    settings = make_settings(
+        tmp_path, ws, {"sync": {"onSearch": False}}, memory={"backend": "postgres", "postgres": {"dsn": pg_dsn}}
+    )
 
     async def first_sync():
         async with PostgresSearchManager(settings, provider=FakeEmbeddingProvider()) as m:
@@ -102,4 +109,6 @@ def test_a_writer_killed_mid_rebuild_leaves_the_live_index_whole(tmp_path, pg_ds
 
     anyio.run(search_and_resync)
     after = _counts(pg_dsn)
-    assert after["generations"] == 1 and after["files"] == 41 and after["chunks"] == before["chunks"] == after["distinct"]
+    assert (
+        after["generations"] == 1 and after["files"] == 41 and after["chunks"] == before["chunks"] == after["distinct"]
+    )

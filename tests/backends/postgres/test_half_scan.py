@@ -54,14 +54,26 @@ def test_the_scan_by_half_vectors_answers_as_the_exact_scan(tmp_path, pg_dsn, di
             await m.sync()
             conn = await connect_once(m.dsns.write, m.cfg)
             try:
-                gen, halves, vectors = await (await conn.execute(
-                    "SELECT a.generation, count(c.embedding_half), count(c.embedding) FROM memsift_agents a JOIN memsift_chunks c "
-                    "ON c.agent_id = a.agent_id AND c.generation = a.generation WHERE a.agent_id = 'main' GROUP BY a.generation"
-                )).fetchone()
+                gen, halves, vectors = await (
+                    await conn.execute(
+                        "SELECT a.generation, count(c.embedding_half), count(c.embedding) FROM memsift_agents a JOIN "
+                        "memsift_chunks c "
+                        "ON c.agent_id = a.agent_id AND c.generation = a.generation WHERE a.agent_id = 'main' GROUP "
+                        "BY a.generation"
+                    )
+                ).fetchone()
                 assert vectors == 300
                 assert halves == (300 if dims <= 1024 else 0)  # too long for an index entry: the rows are scanned
-                chunks = [r[0] for r in await (await conn.execute(
-                    "SELECT chunk FROM memsift_chunks WHERE agent_id = 'main' AND generation = %s ORDER BY chunk", (gen,))).fetchall()]
+                chunks = [
+                    r[0]
+                    for r in await (
+                        await conn.execute(
+                            "SELECT chunk FROM memsift_chunks WHERE agent_id = 'main' AND generation = %s ORDER BY "
+                            "chunk",
+                            (gen,),
+                        )
+                    ).fetchall()
+                ]
                 rng = random.Random(11)
                 for k in range(12):
                     q = (await provider.embed_query(" ".join(rng.choice(WORDS) for _ in range(3)))).astype(np.float32)
@@ -86,14 +98,21 @@ def test_an_existing_database_gets_the_half_vectors_when_it_upgrades(tmp_path, p
             async with conn.transaction():  # the schema as the release before wrote it, and a chunk in it
                 for step in MIGRATIONS[:4]:
                     await conn.execute(step)
-                await conn.execute("CREATE TABLE memsift_schema(id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL, "
-                                   "updated_at timestamptz NOT NULL DEFAULT now())")
+                await conn.execute(
+                    "CREATE TABLE memsift_schema(id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL, "
+                    "updated_at timestamptz NOT NULL DEFAULT now())"
+                )
                 await conn.execute("INSERT INTO memsift_schema(id, version) VALUES (1, 4)")
                 await conn.execute(
-                    "INSERT INTO memsift_chunks(agent_id, generation, chunk, id, path, start_line, end_line, hash, model, text, "
-                    "doc_len, embedding, updated_at) VALUES ('main', 1, 7, 'c7', 'MEMORY.md', 1, 1, 'h', 'm', 'x', 1, '[3,4]', 0)")
+                    "INSERT INTO memsift_chunks(agent_id, generation, chunk, id, path, start_line, end_line, hash, "
+                    "model, text, "
+                    "doc_len, embedding, updated_at) VALUES ('main', 1, 7, 'c7', 'MEMORY.md', 1, 1, 'h', 'm', 'x', 1, "
+                    "'[3,4]', 0)"
+                )
             assert await migrate(conn) == SCHEMA_VERSION
-            row = await (await conn.execute("SELECT embedding_half::text FROM memsift_chunks WHERE chunk = 7")).fetchone()
+            row = await (
+                await conn.execute("SELECT embedding_half::text FROM memsift_chunks WHERE chunk = 7")
+            ).fetchone()
             # normalized (cosine ignores the length, and a half cannot overflow), to a half's precision
             assert [float(x) for x in row[0].strip("[]").split(",")] == pytest.approx([0.6, 0.8], abs=1e-3)
         finally:
@@ -118,11 +137,19 @@ def test_chunks_the_halves_cannot_tell_apart_are_still_put_in_exact_order(tmp_pa
                 for i in range(100):  # farther from q as i grows; numbered the other way round
                     v = np.array([1.0, 0.5 + i * 2e-6, 0, 0], dtype=np.float32)
                     await conn.execute(
-                        "INSERT INTO memsift_chunks(agent_id, generation, chunk, id, path, start_line, end_line, hash, model, "
-                        "text, doc_len, embedding, updated_at) VALUES ('main', 1, %s, %s, 'MEMORY.md', 1, 1, 'h', 'm', 'x', 1, %s, 0)",
-                        (1000 - i, f"c{i:03d}", v))
-            halves = (await (await conn.execute(
-                "SELECT count(DISTINCT embedding_half::text) FROM memsift_chunks WHERE agent_id = 'main'")).fetchone())[0]
+                        "INSERT INTO memsift_chunks(agent_id, generation, chunk, id, path, start_line, end_line, "
+                        "hash, model, "
+                        "text, doc_len, embedding, updated_at) VALUES ('main', 1, %s, %s, 'MEMORY.md', 1, 1, 'h', "
+                        "'m', 'x', 1, %s, 0)",
+                        (1000 - i, f"c{i:03d}", v),
+                    )
+            halves = (
+                await (
+                    await conn.execute(
+                        "SELECT count(DISTINCT embedding_half::text) FROM memsift_chunks WHERE agent_id = 'main'"
+                    )
+                ).fetchone()
+            )[0]
             assert halves <= 3  # the precondition: the halves do not tell these apart
             async with conn.transaction():
                 found = await vector_candidates(conn, "main", 1, q, 10)

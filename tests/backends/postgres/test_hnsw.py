@@ -35,8 +35,13 @@ def _workspace(root, files: int, seed: int):
 
 def _settings(tmp_path, ws, dsn, agent, above):
     raw_pg = {"dsn": dsn, "hnswAbove": above, "hnswEfSearch": 80}
-    return make_settings(tmp_path, ws, {"sync": {"onSearch": False}}, memory={"backend": "postgres", "postgres": raw_pg},
-                         agents={"list": [{"id": agent, "default": True}]})
+    return make_settings(
+        tmp_path,
+        ws,
+        {"sync": {"onSearch": False}},
+        memory={"backend": "postgres", "postgres": raw_pg},
+        agents={"list": [{"id": agent, "default": True}]},
+    )
 
 
 def _big_and_small(tmp_path, pg_dsn, small_files: int):
@@ -51,15 +56,29 @@ def test_a_large_agent_is_searched_through_its_own_hnsw_index_near_exactly(tmp_p
     big, small = _big_and_small(tmp_path, pg_dsn, 100)
 
     async def run() -> None:
-        async with PostgresSearchManager(big, provider=provider) as b, PostgresSearchManager(small, provider=provider) as s:
+        async with (
+            PostgresSearchManager(big, provider=provider) as b,
+            PostgresSearchManager(small, provider=provider) as s,
+        ):
             await b.sync()
             await s.sync()
             conn = await connect_once(b.dsns.write, b.cfg)
             try:
-                names = {r[0] for r in await (await conn.execute(
-                    "SELECT indexname FROM pg_indexes WHERE tablename = 'memsift_chunks' AND indexname LIKE 'memsift_hnsw_%%'")).fetchall()}
+                names = {
+                    r[0]
+                    for r in await (
+                        await conn.execute(
+                            "SELECT indexname FROM pg_indexes WHERE tablename = 'memsift_chunks' AND indexname LIKE "
+                            "'memsift_hnsw_%%'"
+                        )
+                    ).fetchall()
+                }
                 assert names == {hnsw_index_name("big", 64)}  # the small agent has none
-                gen = (await (await conn.execute("SELECT generation FROM memsift_agents WHERE agent_id = 'big'")).fetchone())[0]
+                gen = (
+                    await (
+                        await conn.execute("SELECT generation FROM memsift_agents WHERE agent_id = 'big'")
+                    ).fetchone()
+                )[0]
                 rng = random.Random(7)
                 recalls = []
                 for _ in range(20):
@@ -67,9 +86,17 @@ def test_a_large_agent_is_searched_through_its_own_hnsw_index_near_exactly(tmp_p
                     async with conn.transaction():
                         exact = await vector_candidates(conn, "big", gen, q, 10)
                         approx = await vector_candidates(conn, "big", gen, q, 10, hnsw=HnswWalk(80, halves=True))
-                        plan = "\n".join(r[0] for r in await (await conn.execute(
-                            "EXPLAIN SELECT chunk FROM memsift_chunks WHERE agent_id = 'big' AND vector_dims(embedding_half) = 64 "
-                            "AND generation = %s ORDER BY embedding_half::halfvec(64) <#> %s LIMIT 10", (gen, HalfVector(q)))).fetchall())
+                        plan = "\n".join(
+                            r[0]
+                            for r in await (
+                                await conn.execute(
+                                    "EXPLAIN SELECT chunk FROM memsift_chunks WHERE agent_id = 'big' AND "
+                                    "vector_dims(embedding_half) = 64 "
+                                    "AND generation = %s ORDER BY embedding_half::halfvec(64) <#> %s LIMIT 10",
+                                    (gen, HalfVector(q)),
+                                )
+                            ).fetchall()
+                        )
                     assert hnsw_index_name("big", 64) in plan
                     assert len(approx) == 10
                     # Recall against the exact scan, ties at its cut counted as found (bag-of-words vectors tie often).
@@ -102,7 +129,10 @@ def test_the_index_listing_is_shared_by_every_agent_of_the_process(tmp_path, pg_
     big, small = _big_and_small(tmp_path, pg_dsn, 50)
 
     async def run() -> None:
-        async with PostgresSearchManager(big, provider=provider) as b, PostgresSearchManager(small, provider=provider) as s:
+        async with (
+            PostgresSearchManager(big, provider=provider) as b,
+            PostgresSearchManager(small, provider=provider) as s,
+        ):
             await s.sync()
             await s.search("w1 w2", mode="vector", max_results=3, min_score=0)  # listed: no index yet
             assert cached_hnsw_names(s.dsns.write, 60) == frozenset() and s._hnsw[64][0] is None
@@ -130,8 +160,15 @@ def test_an_older_graph_of_full_vectors_is_walked_until_the_sync_replaces_it(tmp
     older = hnsw_index_name("big", 64, halves=False)
 
     async def indexes(conn) -> set[str]:
-        return {r[0] for r in await (await conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE tablename = 'memsift_chunks' AND indexname LIKE 'memsift_hnsw_%%'")).fetchall()}
+        return {
+            r[0]
+            for r in await (
+                await conn.execute(
+                    "SELECT indexname FROM pg_indexes WHERE tablename = 'memsift_chunks' AND indexname LIKE "
+                    "'memsift_hnsw_%%'"
+                )
+            ).fetchall()
+        }
 
     async def run() -> None:
         async with PostgresSearchManager(big, provider=provider) as b:
@@ -139,8 +176,10 @@ def test_an_older_graph_of_full_vectors_is_walked_until_the_sync_replaces_it(tmp
             conn = await connect_once(b.dsns.write, b.cfg)
             try:  # as an earlier version left it: the graph of full vectors only
                 await conn.execute(f"DROP INDEX {hnsw_index_name('big', 64)}")
-                await conn.execute(f"CREATE INDEX {older} ON memsift_chunks USING hnsw ((embedding::vector(64)) vector_cosine_ops) "
-                                   "WHERE agent_id = 'big' AND vector_dims(embedding) = 64")
+                await conn.execute(
+                    f"CREATE INDEX {older} ON memsift_chunks USING hnsw ((embedding::vector(64)) vector_cosine_ops) "
+                    "WHERE agent_id = 'big' AND vector_dims(embedding) = 64"
+                )
                 await conn.commit()
                 forget_hnsw_names(b.dsns.write)  # the listing this process read before is stale now
                 assert await indexes(conn) == {older}

@@ -52,7 +52,9 @@ def _by_rank(row):
 async def _reference(conn, gen: int, items: QueryItems, limit: int, *, within, prefer, also_chunks) -> dict[int, float]:
     """The keyword side's (chunk -> score) as ranking every match in Python gives it."""
     n, avgdl = await search._stats(conn, "main", gen)
-    found = [(c, -s) for c, s in (await _every_match(conn, gen, items, n, avgdl)).items() if within is None or c in within]
+    found = [
+        (c, -s) for c, s in (await _every_match(conn, gen, items, n, avgdl)).items() if within is None or c in within
+    ]
     rows = heapq.nsmallest(limit, found, key=_by_rank)
     if prefer:
         taken = {r for r, _ in rows}
@@ -71,13 +73,19 @@ async def _reference(conn, gen: int, items: QueryItems, limit: int, *, within, p
 @contextlib.asynccontextmanager
 async def _synced(tmp_path, pg_dsn, files: int):
     """A workspace of `files` notes synced into the server: a connection and the live generation."""
-    settings = make_settings(tmp_path, _workspace(tmp_path / "ws", files), {"provider": "none", "sync": {"onSearch": False}},
-                             memory={"backend": "postgres", "postgres": {"dsn": pg_dsn}})
+    settings = make_settings(
+        tmp_path,
+        _workspace(tmp_path / "ws", files),
+        {"provider": "none", "sync": {"onSearch": False}},
+        memory={"backend": "postgres", "postgres": {"dsn": pg_dsn}},
+    )
     async with PostgresSearchManager(settings) as m:
         await m.sync()
         conn = await connect_once(m.dsns.write, m.cfg)
         try:
-            gen = (await (await conn.execute("SELECT generation FROM memsift_agents WHERE agent_id = 'main'")).fetchone())[0]
+            gen = (
+                await (await conn.execute("SELECT generation FROM memsift_agents WHERE agent_id = 'main'")).fetchone()
+            )[0]
             yield conn, gen
         finally:
             await conn.close()
@@ -86,8 +94,11 @@ async def _synced(tmp_path, pg_dsn, files: int):
 def test_ranking_in_the_database_answers_as_ranking_every_match(tmp_path, pg_dsn):
     async def run() -> None:
         async with _synced(tmp_path, pg_dsn, 400) as (conn, gen):
-            rows = await (await conn.execute("SELECT chunk, id FROM memsift_chunks WHERE agent_id = 'main' AND generation = %s",
-                                             (gen,))).fetchall()
+            rows = await (
+                await conn.execute(
+                    "SELECT chunk, id FROM memsift_chunks WHERE agent_id = 'main' AND generation = %s", (gen,)
+                )
+            ).fetchall()
             ids = {chunk: cid for chunk, cid in rows}
             chunks = sorted(ids)
             rng = random.Random(9)
@@ -116,15 +127,25 @@ def test_ranking_in_the_database_answers_as_ranking_every_match(tmp_path, pg_dsn
 def test_the_weightless_check_decides_as_counting_every_note(tmp_path, pg_dsn):
     async def run() -> None:
         async with _synced(tmp_path, pg_dsn, 200) as (conn, gen):
-            notes = (await (await conn.execute("SELECT count(*) FROM memsift_files WHERE agent_id = 'main'")).fetchone())[0]
+            notes = (
+                await (await conn.execute("SELECT count(*) FROM memsift_files WHERE agent_id = 'main'")).fetchone()
+            )[0]
             words = [*WORDS[:40], "absent"]
             fast = await search.weightless_words(conn, "main", gen, words)
             counted = set()
             for w in words:
-                found = (await (await conn.execute(
-                    "SELECT count(DISTINCT c.path) FROM memsift_postings p JOIN memsift_chunks c ON c.agent_id = p.agent_id "
-                    "AND c.generation = p.generation AND c.chunk = p.chunk WHERE p.agent_id = 'main' AND p.generation = %s "
-                    "AND p.term = %s", (gen, w))).fetchone())[0]
+                found = (
+                    await (
+                        await conn.execute(
+                            "SELECT count(DISTINCT c.path) FROM memsift_postings p JOIN memsift_chunks c ON "
+                            "c.agent_id = p.agent_id "
+                            "AND c.generation = p.generation AND c.chunk = p.chunk WHERE p.agent_id = 'main' AND "
+                            "p.generation = %s "
+                            "AND p.term = %s",
+                            (gen, w),
+                        )
+                    ).fetchone()
+                )[0]
                 if is_weightless(found, notes):
                     counted.add(w)
             assert fast == counted

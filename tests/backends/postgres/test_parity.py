@@ -78,7 +78,9 @@ def _sample(root: Path) -> tuple[Path, list[tuple[str, dict[str, int]]]]:
                 queries.append((row["query"]["text"], row["query"]["relevant"]))
             else:
                 d = row["doc"]
-                (ws / "memory" / "docs" / f"{d['id']}.md").write_text(f"# {d['title'].strip()}\n\n{' '.join(d['text'].split())}\n")
+                (ws / "memory" / "docs" / f"{d['id']}.md").write_text(
+                    f"# {d['title'].strip()}\n\n{' '.join(d['text'].split())}\n"
+                )
     return ws, queries
 
 

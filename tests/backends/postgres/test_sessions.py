@@ -53,12 +53,20 @@ def test_transcripts_are_indexed_and_searched_as_on_builtin(tmp_path, example_wo
             assert got.results[0].snippet == want.results[0].snippet
             assert "sk-abc" not in got.results[0].snippet and "[redacted]" in got.results[0].snippet
             st = await p.status()
-            assert st.source_counts["sessions"] == {"files": 1, "chunks": 1} and st.source_counts["memory"]["files"] == 6
+            assert (
+                st.source_counts["sessions"] == {"files": 1, "chunks": 1} and st.source_counts["memory"]["files"] == 6
+            )
             assert st.sources == ["memory", "sessions"]
 
             # A search's sync never waits on transcripts (as on builtin); an explicit one reads their growth.
-            write_transcript(sessions / "abc.jsonl", [("user", "what is the wifi password for the cabin"), ("assistant", "fridge"),
-                                                  ("user", "and the boat key? under the mat")])
+            write_transcript(
+                sessions / "abc.jsonl",
+                [
+                    ("user", "what is the wifi password for the cabin"),
+                    ("assistant", "fridge"),
+                    ("user", "and the boat key? under the mat"),
+                ],
+            )
             p.mark_dirty()
             before = await p.search("boat key mat", min_score=0)
             assert "boat" not in " ".join(h.snippet for h in before.results)

@@ -29,7 +29,9 @@ class SlowFake(FakeEmbeddingProvider):
 
 
 async def main(role: str, dsn: str, state: Path, ws: Path) -> dict:
-    settings = make_settings(state, ws, {"sync": {"onSearch": False}}, memory={"backend": "postgres", "postgres": {"dsn": dsn}})
+    settings = make_settings(
+        state, ws, {"sync": {"onSearch": False}}, memory={"backend": "postgres", "postgres": {"dsn": dsn}}
+    )
     provider = SlowFake() if role == "slow-rebuild" else FakeEmbeddingProvider()
     async with PostgresSearchManager(settings, provider=provider) as m:
         try:

@@ -16,8 +16,19 @@ def test_collection_names_follow_the_reference(tmp_path):
     outside = tmp_path / "shared"
     outside.mkdir()
     s = make_settings(
-        tmp_path, ws, {"extraPaths": ["notes", "extra dir"]},
-        memory={"qmd": {"paths": [{"path": "notes", "name": "My Notes"}, {"path": str(outside), "name": "Team Wiki"}, {"path": "notes"}, {"path": "runbooks"}]}},
+        tmp_path,
+        ws,
+        {"extraPaths": ["notes", "extra dir"]},
+        memory={
+            "qmd": {
+                "paths": [
+                    {"path": "notes", "name": "My Notes"},
+                    {"path": str(outside), "name": "Team Wiki"},
+                    {"path": "notes"},
+                    {"path": "runbooks"},
+                ]
+            }
+        },
     )
     cols = [(c.name, c.path.name, c.pattern, c.kind) for c in resolve_collections(s, tmp_path / "exp")]
     assert cols == [
@@ -42,8 +53,14 @@ def test_session_export_flattens_redacts_and_prunes(tmp_path):
     _jsonl(
         src / "s1.jsonl",
         [
-            {"type": "message", "message": {"role": "user", "content": "my key is sk-abcdefghijklmnopqrstuv and\nplease remember"}},
-            {"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": "Noted."}, {"type": "tool_use"}]}},
+            {
+                "type": "message",
+                "message": {"role": "user", "content": "my key is sk-abcdefghijklmnopqrstuv and\nplease remember"},
+            },
+            {
+                "type": "message",
+                "message": {"role": "assistant", "content": [{"type": "text", "text": "Noted."}, {"type": "tool_use"}]},
+            },
             {"type": "message", "message": {"role": "system", "content": "hidden"}},
             {"type": "event"},
         ],

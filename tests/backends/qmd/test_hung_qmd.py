@@ -117,7 +117,10 @@ def test_a_hung_update_never_sits_in_front_of_a_search(setup):
     # QMD's index as it was answers (not the fallback), and the answer says so.
     assert answer["backend"] == "qmd" and "fallback" not in answer and len(answer["results"]) == 3
     assert answer["syncPending"] is True
-    assert any("qmd update was still running after 2.0 s" in n and "searched QMD's index as it was" in n for n in answer["notes"])
+    assert any(
+        "qmd update was still running after 2.0 s" in n and "searched QMD's index as it was" in n
+        for n in answer["notes"]
+    )
     human, _ = _cli(config, env, "search", "aurora telemetry")
     assert "searched QMD's index as it was" in human.stdout
     assert _all_gone(_hung_pids(tmp_path))
@@ -128,8 +131,12 @@ def test_a_lock_held_by_a_hung_sidecar_in_another_process_does_not_block_searche
     done, _ = _cli(config, env, "-b", "qmd", "index")
     assert done.returncode == 0, done.stderr
     env["HANG_ON"] = "update"
-    holder = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(config), "-b", "qmd", "index"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(config), "-b", "qmd", "index"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while not _hung_pids(tmp_path) and time.monotonic() < deadline:  # it holds the lock, its update hangs
@@ -184,8 +191,9 @@ def test_mcp_search_and_status_answer_while_qmd_hangs(setup):
     env["HANG_ON"] = EVERYTHING
 
     async def go():
-        params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "memsift.engine.cli.main", "-c", str(config), "mcp"],
-                                           env=env)
+        params = mcp.StdioServerParameters(
+            command=sys.executable, args=["-m", "memsift.engine.cli.main", "-c", str(config), "mcp"], env=env
+        )
         async with mcp.Client(params) as client:
             with anyio.fail_after(60):  # MCP clients give up far sooner than the 241 s it used to take
                 found = await client.call_tool("memory_search", {"query": "aurora telemetry"})
@@ -194,9 +202,12 @@ def test_mcp_search_and_status_answer_while_qmd_hangs(setup):
 
     found, status = anyio.run(go)
     assert found["backend"] == "builtin" and found["results"] and found["fallback"]["from"] == "qmd"
-    # The server's start-up sync holds QMD's lock, stuck in `qmd collection add`: the search waited 3.2 s for it, no more.
-    assert found["fallback"]["reason"] == ("qmd did not answer within 4.0 s (memory.qmd.limits.timeoutMs): it has no collections "
-                                           "to search yet: qmd collection add was still running after 3.2 s")
+    # The server's start-up sync holds QMD's lock, stuck in `qmd collection add`: the search waited 3.2 s for it, no
+    # more.
+    assert found["fallback"]["reason"] == (
+        "qmd did not answer within 4.0 s (memory.qmd.limits.timeoutMs): it has no collections "
+        "to search yet: qmd collection add was still running after 3.2 s"
+    )
     st = status["status"]
     assert st["backend"] == "builtin" and st["fallback"]["from"] == "qmd"
     assert _all_gone(_hung_pids(tmp_path), wait_s=10)

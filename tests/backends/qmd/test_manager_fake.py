@@ -59,7 +59,9 @@ def _calls(tmp_path) -> list[dict]:
 
 def _wrapped(settings, env, **kw):
     builtin = lambda: BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())  # noqa: E731
-    return scoped(FallbackSearchManager(lambda: QmdSearchManager(settings, environ=env), builtin, name="qmd", **kw), settings)
+    return scoped(
+        FallbackSearchManager(lambda: QmdSearchManager(settings, environ=env), builtin, name="qmd", **kw), settings
+    )
 
 
 def test_isolated_home_collections_and_search_mapping(tmp_path, ws, env):
@@ -77,7 +79,9 @@ def test_isolated_home_collections_and_search_mapping(tmp_path, ws, env):
     assert all(c["argv"][:2] == ["--index", "memsift"] for c in calls)
     home = tmp_path / "state" / "agents" / "main" / "qmd"
     for c in calls:
-        assert c["env"]["XDG_CONFIG_HOME"] == str(home / "xdg-config") and c["env"]["XDG_CACHE_HOME"] == str(home / "xdg-cache")
+        assert c["env"]["XDG_CONFIG_HOME"] == str(home / "xdg-config") and c["env"]["XDG_CACHE_HOME"] == str(
+            home / "xdg-cache"
+        )
         # The caller's PWD (/somewhere/else) never reaches qmd: at most the real cwd, which a
         # shell in between (a pyenv shim) sets.
         assert c["env"]["PWD"] in (None, c["cwd"]) and c["env"]["CI"] is None and c["env"]["NO_COLOR"] == "1"
@@ -92,7 +96,9 @@ def test_isolated_home_collections_and_search_mapping(tmp_path, ws, env):
 
 
 def test_limits_min_score_and_injected_chars(tmp_path, ws, env):
-    m = QmdSearchManager(_settings(tmp_path, ws, limits={"maxResults": 2, "maxSnippetChars": 50, "maxInjectedChars": 80}), environ=env)
+    m = QmdSearchManager(
+        _settings(tmp_path, ws, limits={"maxResults": 2, "maxSnippetChars": 50, "maxInjectedChars": 80}), environ=env
+    )
     answer = run(m.search, "aurora", max_results=10)
     assert len(answer.results) == 2  # a tool cannot raise the limit above limits.maxResults
     assert len(answer.results[0].snippet) == 50 and len(answer.results[1].snippet) == 30
@@ -131,7 +137,11 @@ def test_a_hang_is_killed_with_its_whole_process_group_and_falls_back(tmp_path, 
     answer = run(m.search, "Aurora telemetry", min_score=0)
     assert time.monotonic() - started < 10
     assert answer.backend == "builtin" and answer.fallback.from_ == "qmd"
-    assert answer.fallback.reason == "qmd did not answer within 1.5 s (memory.qmd.limits.timeoutMs): searching collection notes-main was stopped after 1.5 s"
+    assert (
+        answer.fallback.reason
+        == "qmd did not answer within 1.5 s (memory.qmd.limits.timeoutMs): searching collection notes-main was "
+           "stopped after 1.5 s"
+    )
     assert answer.results and answer.results[0].path in ("MEMORY.md", "projects/aurora.md", "memory/2026-02-10.md")
     pids = [int(p) for p in Path(env["FAKE_QMD_PIDS"]).read_text().split()]
     assert len(pids) == 2 and _no_process_left(pids)  # launcher and worker are both gone
@@ -139,12 +149,17 @@ def test_a_hang_is_killed_with_its_whole_process_group_and_falls_back(tmp_path, 
     assert st.backend == "builtin" and st.fallback.from_ == "qmd"
 
 
-@pytest.mark.parametrize("mode,reason", [("crash", "qmd exited with code 1 while searching collection notes-main: TypeError: fetch failed"),
-                                         ("garbage", "qmd returned invalid JSON"),
-                                         # Output that parses but holds no hit, exit 0: was a silent empty answer.
-                                         ("garbage-array", "qmd returned JSON that is not a list of hits"),
-                                         ("garbage-dicts", "qmd returned JSON that is not a list of hits"),
-                                         ("garbage-inline", "qmd returned invalid JSON")])
+@pytest.mark.parametrize(
+    "mode,reason",
+    [
+        ("crash", "qmd exited with code 1 while searching collection notes-main: TypeError: fetch failed"),
+        ("garbage", "qmd returned invalid JSON"),
+        # Output that parses but holds no hit, exit 0: was a silent empty answer.
+        ("garbage-array", "qmd returned JSON that is not a list of hits"),
+        ("garbage-dicts", "qmd returned JSON that is not a list of hits"),
+        ("garbage-inline", "qmd returned invalid JSON"),
+    ],
+)
 def test_crashes_and_garbage_fall_back_then_recover(tmp_path, ws, env, mode, reason):
     settings = _settings(tmp_path, ws)
     env["FAKE_QMD_MODE"] = mode
@@ -160,13 +175,18 @@ def test_missing_binary_falls_back_and_fail_closed_refuses(tmp_path, ws, env):
     settings = _settings(tmp_path, ws, command="/nonexistent/qmd-binary --flag")
     answer = run(_wrapped(settings, env).search, "Aurora", min_score=0)
     assert answer.backend == "builtin"
-    assert answer.fallback.reason == "qmd is not installed at /nonexistent/qmd-binary (memory.qmd.command; see The QMD backend in memsift's docs)"
+    assert (
+        answer.fallback.reason
+        == "qmd is not installed at /nonexistent/qmd-binary (memory.qmd.command; see The QMD backend in memsift's docs)"
+    )
     closed = _settings(tmp_path, ws, command="/nonexistent/qmd-binary", fallback="none")
     answer = run(_wrapped(closed, env, fail_closed=True).search, "Aurora")
     assert answer.results == [] and "not installed" in answer.unavailable and answer.fallback is None
     off_path = _settings(tmp_path, ws, command="qmd")
     answer = run(_wrapped(off_path, {**env, "PATH": "/nonexistent"}).search, "Aurora", min_score=0)
-    assert answer.fallback.reason == "qmd is not installed or not on PATH (see The QMD backend in memsift's docs)"  # no PATH dump
+    assert (
+        answer.fallback.reason == "qmd is not installed or not on PATH (see The QMD backend in memsift's docs)"
+    )  # no PATH dump
 
 
 def test_scope_denial_is_visible_and_spawns_nothing(tmp_path, ws, env):
@@ -230,7 +250,9 @@ def test_no_qmd_process_outlives_a_killed_memsift(tmp_path, ws, env):
 
     cfg = tmp_path / "c.json5"
     qmd_cfg = {"includeDefaultMemory": False, "paths": [{"path": ".", "name": "notes"}], "limits": {"timeoutMs": 60000}}
-    cfg.write_text(json.dumps({"memory": {"backend": "qmd", "qmd": qmd_cfg}, "agents": {"defaults": {"workspace": str(ws)}}}))
+    cfg.write_text(
+        json.dumps({"memory": {"backend": "qmd", "qmd": qmd_cfg}, "agents": {"defaults": {"workspace": str(ws)}}})
+    )
     child_env = {**os.environ, **env, "MEMSIFT_STATE_DIR": str(tmp_path / "state"), "FAKE_QMD_MODE": "silent-hang"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "search", "aurora"],
@@ -292,13 +314,25 @@ def test_sessions_are_exported_into_their_own_collection(tmp_path, ws, env):
     settings = _settings(tmp_path, ws, sessions={"enabled": True, "retentionDays": 30})
     sessions = tmp_path / "state" / "agents" / "main" / "sessions"
     sessions.mkdir(parents=True)
-    (sessions / "chat1.jsonl").write_text(json.dumps({"type": "message", "message": {"role": "user", "content": "book the Lisbon hotel"}}) + "\n")
+    (sessions / "chat1.jsonl").write_text(
+        json.dumps({"type": "message", "message": {"role": "user", "content": "book the Lisbon hotel"}}) + "\n"
+    )
     m = QmdSearchManager(settings, environ=env)
     run(m.sync)
     export = tmp_path / "state" / "agents" / "main" / "qmd" / "sessions"
     assert (export / "chat1.md").read_text().startswith("# Session chat1")
     adds = [c["argv"] for c in _calls(tmp_path) if c["argv"][2:4] == ["collection", "add"]]
-    assert ["--index", "memsift", "collection", "add", str(export), "--name", "sessions-main", "--glob", "**/*.md"] in adds
+    assert [
+        "--index",
+        "memsift",
+        "collection",
+        "add",
+        str(export),
+        "--name",
+        "sessions-main",
+        "--glob",
+        "**/*.md",
+    ] in adds
     st = run(m.status)
     assert st.sources == ["memory", "sessions"]
 
@@ -307,7 +341,10 @@ def test_no_collection_folder_is_an_empty_answer_that_says_so(tmp_path, ws, env)
     m = _wrapped(_settings(tmp_path, ws, paths=[{"path": "no-such-folder", "name": "gone"}]), env)
     answer = run(m.search, "aurora")
     assert answer.backend == "qmd" and answer.results == [] and answer.fallback is None
-    assert answer.notes == ["QMD has no collection to search: none of its folders exists (memory.qmd.paths, memory.qmd.includeDefaultMemory)"]
+    assert answer.notes == [
+        "QMD has no collection to search: none of its folders exists (memory.qmd.paths, "
+        "memory.qmd.includeDefaultMemory)"
+    ]
 
 
 def test_a_task_groups_os_error_falls_back_and_says_what_failed(tmp_path, ws, env):
@@ -324,7 +361,9 @@ def test_a_task_groups_os_error_falls_back_and_says_what_failed(tmp_path, ws, en
     m = FallbackSearchManager(lambda: FullDisk(settings, environ=env), builtin, name="qmd", retry_after_s=0)
     answer = run(m.search, "aurora telemetry", min_score=0)
     assert answer.backend == "builtin" and answer.results
-    assert answer.fallback.reason == "cannot write its files: No space left on device (/state/qmd.lock); the disk is full"
+    assert (
+        answer.fallback.reason == "cannot write its files: No space left on device (/state/qmd.lock); the disk is full"
+    )
 
     class Bug(QmdSearchManager):
         async def answer(self, request):

@@ -30,8 +30,15 @@ def setup(tmp_path):
     wrapper.chmod(0o755)
     runtime = Path(tempfile.mkdtemp(prefix="mso"))
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"), "memory": {"backend": "qmd", "qmd": {
-        "command": str(wrapper), "limits": {"timeoutMs": 60_000}}}, "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "stateDir": str(tmp_path / "state"),
+                "memory": {"backend": "qmd", "qmd": {"command": str(wrapper), "limits": {"timeoutMs": 60_000}}},
+                "agents": {"defaults": {"memorySearch": {"provider": "none"}}},
+            }
+        )
+    )
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1",
            "XDG_RUNTIME_DIR": str(runtime)}
     yield ws, cfg, env, marker, runtime
@@ -68,9 +75,13 @@ def test_a_terminated_cli_leaves_no_wrapper_child(setup, sig):
     ws, cfg, env, marker, _runtime = setup
     # Ctrl-C's default action restored: a suite started in the background (`pytest &`) has SIGINT
     # ignored, and a child inherits that, as a shell's background jobs do.
-    proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "search", "ledger"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "search", "ledger"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     children = _wait_for_child(marker)
     proc.send_signal(sig)
     assert proc.wait(timeout=30) != 0
@@ -82,8 +93,13 @@ def test_a_search_over_its_budget_leaves_no_wrapper_child(setup, tmp_path):
     data = json.loads(cfg.read_text())
     data["memory"]["qmd"]["limits"]["timeoutMs"] = 1500
     cfg.write_text(json.dumps(data))
-    done = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "search", "ledger",
-                           "--json"], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "search", "ledger", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and json.loads(done.stdout)["fallback"]["from"] == "qmd"
     assert _gone(_wait_for_child(marker))
 
@@ -143,7 +159,9 @@ def test_a_cancellation_while_qmd_starts_leaves_no_wrapper_child(tmp_path, monke
                 tg.cancel_scope.cancel()
 
             tg.start_soon(cancel_when_started)
-            await process.run_qmd([str(wrapper)], env=dict(os.environ), cwd=str(tmp_path), timeout_s=60, doing="testing")
+            await process.run_qmd(
+                [str(wrapper)], env=dict(os.environ), cwd=str(tmp_path), timeout_s=60, doing="testing"
+            )
         return "cancelled"
 
     assert anyio.run(main) == "cancelled"

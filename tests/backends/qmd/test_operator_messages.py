@@ -31,11 +31,22 @@ def cli(tmp_path):
 
     def run(*args: str, qmd: dict | None = None) -> subprocess.CompletedProcess:
         config = tmp_path / "memsift.json5"
-        config.write_text(json.dumps({
-            "memory": {"backend": "qmd", "qmd": {"includeDefaultMemory": False, "paths": [{"path": ".", "name": "notes"}],
-                                                 "update": {"debounceMs": 60_000}, **(qmd or {})}},
-            "agents": {"defaults": {"workspace": str(ws), "memorySearch": {"provider": "none"}}},
-        }))
+        config.write_text(
+            json.dumps(
+                {
+                    "memory": {
+                        "backend": "qmd",
+                        "qmd": {
+                            "includeDefaultMemory": False,
+                            "paths": [{"path": ".", "name": "notes"}],
+                            "update": {"debounceMs": 60_000},
+                            **(qmd or {}),
+                        },
+                    },
+                    "agents": {"defaults": {"workspace": str(ws), "memorySearch": {"provider": "none"}}},
+                }
+            )
+        )
         return subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(config), *args],
                               env=env, capture_output=True, text=True, timeout=120)
 
@@ -47,10 +58,14 @@ def test_index_reports_what_qmd_did(cli):
     done = run("index", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    # The replayed captures: `collection add` indexed 10 files, then `update` saw 1 new, 1 updated, 8 unchanged, 1 removed.
+    # The replayed captures: `collection add` indexed 10 files, then `update` saw 1 new, 1 updated, 8 unchanged, 1
+    # removed.
     assert report["backend"] == "qmd"
     assert (report["filesIndexed"], report["filesSeen"], report["filesRemoved"]) == (12, 10, 1)
-    assert report["notes"][:2] == ["collection notes-main added (10 new)", "qmd update: 1 new, 1 updated, 8 unchanged, 1 removed"]
+    assert report["notes"][:2] == [
+        "collection notes-main added (10 new)",
+        "qmd update: 1 new, 1 updated, 8 unchanged, 1 removed",
+    ]
     assert report["notes"][2].startswith("qmd embed: skipped (no local embedding model")
     human = run("index").stdout
     assert human.startswith("qmd: ") and "qmd update: 1 new, 1 updated" in human and "chunks:" not in human
@@ -131,6 +146,8 @@ def test_min_score_removing_every_hit_is_said_not_a_bare_no_results(cli):
     run, _ = cli
     done = run("search", "aurora", "--min-score", "0.99")
     assert done.returncode == 0
-    assert done.stdout.startswith("No results at or above minScore 0.99: ") and "--min-score" in done.stdout, done.stdout
+    assert done.stdout.startswith("No results at or above minScore 0.99: ") and "--min-score" in done.stdout, (
+        done.stdout
+    )
     qmd = json.loads(run("search", "aurora", "--min-score", "0.99", "--json").stdout)
     assert qmd["results"] == [] and qmd["belowMinScore"]["candidates"] >= 1 and qmd["belowMinScore"]["bestScore"] < 0.99

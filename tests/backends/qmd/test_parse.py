@@ -22,7 +22,9 @@ def test_search_json_with_line_ranges_from_the_header():
     assert hits[0].snippet.startswith("Met with Dana") and "@@" not in hits[0].snippet
 
 
-@pytest.mark.parametrize("name", ["16-search-no-results", "17-search-no-results-cli", "42-vsearch-no-vectors", "72-search-empty-index"])
+@pytest.mark.parametrize(
+    "name", ["16-search-no-results", "17-search-no-results-cli", "42-vsearch-no-vectors", "72-search-empty-index"]
+)
 def test_no_results_in_every_form(name):
     assert parse_search_output(*_sample(name)) == []
 
@@ -35,7 +37,9 @@ def test_named_index_suffix_and_cjk():
 
 
 def test_noise_around_the_json_and_brackets_inside_strings():
-    out = 'Warning: [gpu] falling back to CPU\n[{"docid": "#abc123", "score": 0.5, "file": "qmd://c/a%20b.md", "snippet": "@@ -2,1 @@\\nsee [link] ]"}]\nDone [ok]\n'
+    out = ('Warning: [gpu] falling back to CPU\n'
+           '[{"docid": "#abc123", "score": 0.5, "file": "qmd://c/a%20b.md", "snippet": "@@ -2,1 @@\\nsee [link] ]"}]\n'
+           'Done [ok]\n')
     hit = parse_search_output(out)[0]
     assert hit.path == "a b.md" and hit.snippet == "see [link] ]" and (hit.start_line, hit.end_line) == (2, 2)
 
@@ -55,7 +59,10 @@ def test_no_results_marker_variants():
 
 
 def test_fields_and_fallbacks():
-    out = '[{"score": "high", "file": "qmd://c/x.md", "line": 7}, {"score": 0.3, "file": "qmd://c/y.md", "start_line": 9, "end_line": 4}, 5]'
+    out = (
+        '[{"score": "high", "file": "qmd://c/x.md", "line": 7}, '
+        '{"score": 0.3, "file": "qmd://c/y.md", "start_line": 9, "end_line": 4}, 5]'
+    )
     a, b = parse_search_output(out)
     assert a.score == 0.0 and (a.start_line, a.end_line) == (7, 7)
     assert (b.start_line, b.end_line) == (4, 9)  # reversed ranges are swapped

@@ -79,7 +79,9 @@ def test_collections_update_search_status_and_get(tmp_path, example_workspace):
     assert "Lisbon" in "\n".join(lines[top.start_line - 1 : top.end_line])
     assert run(m.search, "数据").results[0].path == "memory/2026-11-12.md"
 
-    (example_workspace / "memory" / "2026-11-21.md").write_text("# 2026-11-21\n\n- adopted Renovate for dependency updates\n")
+    (example_workspace / "memory" / "2026-11-21.md").write_text(
+        "# 2026-11-21\n\n- adopted Renovate for dependency updates\n"
+    )
     answer = run(m.search, "Renovate")
     assert [h.path for h in answer.results] == ["memory/2026-11-21.md"]  # the update before search saw it
 
@@ -103,7 +105,9 @@ def test_model_modes_time_out_cleanly_and_fall_back(tmp_path, example_workspace,
     assert time.monotonic() - started < 20
     assert answer.backend == "builtin" and answer.fallback.from_ == "qmd"
     # query waits for a model download (killed at the timeout); vsearch finds nothing embedded.
-    assert any(w in answer.fallback.reason for w in ("did not answer within 2.5 s", "exited with code", "no embeddings"))
+    assert any(
+        w in answer.fallback.reason for w in ("did not answer within 2.5 s", "exited with code", "no embeddings")
+    )
     assert answer.results and answer.results[0].path == "memory/projects/travel.md"
     home = tmp_path / "state" / "agents" / "main" / "qmd"
     deadline = time.monotonic() + 5
@@ -132,12 +136,22 @@ def test_cli_switches_backends(tmp_path, example_workspace):
     env = {**os.environ, "MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     env = {k: v for k, v in env.items() if not k.endswith("_API_KEY")}
     cfg = tmp_path / "c.json5"
-    cfg.write_text(json.dumps({"memory": {"backend": "qmd"}, "agents": {"defaults": {"workspace": str(example_workspace)}}}))
+    cfg.write_text(
+        json.dumps({"memory": {"backend": "qmd"}, "agents": {"defaults": {"workspace": str(example_workspace)}}})
+    )
     base = [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg)]
-    r = subprocess.run([*base, "search", "Lisbon hotels", "--json"], capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(
+        [*base, "search", "Lisbon hotels", "--json"], capture_output=True, text=True, env=env, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["backend"] == "qmd"
-    r = subprocess.run([*base, "search", "Lisbon hotels", "--json", "--backend", "builtin"], capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [*base, "search", "Lisbon hotels", "--json", "--backend", "builtin"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["backend"] == "builtin"
     r = subprocess.run([*base, "status", "--json"], capture_output=True, text=True, env=env, timeout=120)

@@ -32,8 +32,11 @@ def setup(tmp_path):
     elsewhere.mkdir()
     env = {  # no fake qmd on PATH: only the configured command can answer as qmd
         **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")},
-        "MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
-        "FAKE_QMD_SAMPLES": str(QMD_SAMPLES), "FAKE_QMD_LOG": str(tmp_path / "qmd-calls.jsonl"), "MEMSIFT_NO_RESIDENT": "1",
+        "MEMSIFT_STATE_DIR": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "FAKE_QMD_SAMPLES": str(QMD_SAMPLES),
+        "FAKE_QMD_LOG": str(tmp_path / "qmd-calls.jsonl"),
+        "MEMSIFT_NO_RESIDENT": "1",
     }
     return tmp_path, ws, elsewhere, env
 
@@ -41,11 +44,22 @@ def setup(tmp_path):
 def _run(tmp_path: Path, ws: Path, cwd: Path, env: dict, command: str, *args: str) -> subprocess.CompletedProcess:
     config = tmp_path / "conf" / "memsift.json5"
     config.parent.mkdir(exist_ok=True)
-    config.write_text(json.dumps({
-        "memory": {"backend": "qmd", "qmd": {"command": command, "includeDefaultMemory": False,
-                                             "paths": [{"path": ".", "name": "notes"}], "update": {"debounceMs": 60_000}}},
-        "agents": {"defaults": {"workspace": str(ws), "memorySearch": {"provider": "none"}}},
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "memory": {
+                    "backend": "qmd",
+                    "qmd": {
+                        "command": command,
+                        "includeDefaultMemory": False,
+                        "paths": [{"path": ".", "name": "notes"}],
+                        "update": {"debounceMs": 60_000},
+                    },
+                },
+                "agents": {"defaults": {"workspace": str(ws), "memorySearch": {"provider": "none"}}},
+            }
+        )
+    )
     return subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(config), *args],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
@@ -54,7 +68,9 @@ def _run(tmp_path: Path, ws: Path, cwd: Path, env: dict, command: str, *args: st
 @pytest.mark.parametrize("where", ["workspace", "elsewhere"])
 def test_a_relative_command_runs_from_the_workspace(setup, command, where):
     tmp_path, ws, elsewhere, env = setup
-    done = _run(tmp_path, ws, ws if where == "workspace" else elsewhere, env, command, "search", "aurora telemetry", "--json")
+    done = _run(
+        tmp_path, ws, ws if where == "workspace" else elsewhere, env, command, "search", "aurora telemetry", "--json"
+    )
     assert done.returncode == 0, done.stderr[-1500:]
     answer = json.loads(done.stdout)
     assert answer["backend"] == "qmd" and "fallback" not in answer, answer.get("fallback")
@@ -69,7 +85,11 @@ def test_a_missing_relative_command_says_where_it_looked(setup):
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-1500:]
     reason = json.loads(done.stdout)["fallback"]["reason"]
     # The path it looked at (the workspace's), the key to fix and where to read more.
-    assert reason == f"qmd is not installed at {ws / 'bin' / 'no-such-qmd'} (memory.qmd.command; see The QMD backend in memsift's docs)"
+    assert (
+        reason
+        == f"qmd is not installed at {ws / 'bin' / 'no-such-qmd'} (memory.qmd.command; see The QMD backend in "
+           f"memsift's docs)"
+    )
     (ws / "tools" / "qmd").chmod(0o644)  # there, but not executable
     done = _run(tmp_path, ws, elsewhere, env, "tools/qmd", "search", "aurora telemetry", "--json")
     reason = json.loads(done.stdout)["fallback"]["reason"]

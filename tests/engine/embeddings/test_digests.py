@@ -56,8 +56,12 @@ def test_a_digest_is_remembered_while_the_file_is_unchanged_and_computed_again_w
 
 
 def test_a_keyword_search_loads_neither_numpy_nor_onnxruntime_nor_hashes_the_model_again(tmp_path):
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_STATE_DIR": str(tmp_path / "state"),
-           "XDG_CACHE_HOME": str(tmp_path / "cache"), "MEMSIFT_NO_RESIDENT": "1"}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")},
+        "MEMSIFT_STATE_DIR": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "MEMSIFT_NO_RESIDENT": "1",
+    }
     index = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(EXAMPLE_WORKSPACE), "index"],
                            env=env, capture_output=True, text=True, timeout=300)
     assert index.returncode == 0, index.stderr

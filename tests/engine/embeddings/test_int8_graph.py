@@ -12,7 +12,10 @@ from memsift.backends.builtin.manager import BuiltinSearchManager
 from memsift.engine.embeddings import int8_graph
 from memsift.engine.embeddings.local import LocalMiniLMProvider
 
-pytestmark = pytest.mark.skipif(not int8_graph.int8_build_available(), reason="the int8 build needs the onnx package (a default dependency: pip install onnx)")
+pytestmark = pytest.mark.skipif(
+    not int8_graph.int8_build_available(),
+    reason="the int8 build needs the onnx package (a default dependency: pip install onnx)",
+)
 
 TEXTS = [
     "We chose PostgreSQL for the ledger service.",

@@ -61,11 +61,17 @@ def test_each_provider_speaks_its_wire_format(flavour):
             assert query_req.path.endswith(":embedContent") and query_req.body["taskType"] == "RETRIEVAL_QUERY"
             assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-5)  # gemini vectors are normalised
         elif flavour == "ollama":
-            assert doc_req.path == "/api/embed" and doc_req.body == {"model": "nomic-embed-text", "input": ["ledger on postgres", "lisbon hotels", "postgres ledger decision"]}
+            assert doc_req.path == "/api/embed" and doc_req.body == {
+                "model": "nomic-embed-text",
+                "input": ["ledger on postgres", "lisbon hotels", "postgres ledger decision"],
+            }
             assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-5)
         else:
             assert doc_req.path == "/v1/embeddings" and doc_req.headers["authorization"] == f"Bearer {KEY}"
-            assert doc_req.body["model"] == {"openai": "text-embedding-3-small", "mistral": "mistral-embed", "voyage": "voyage-4-large"}[flavour]
+            assert (
+                doc_req.body["model"]
+                == {"openai": "text-embedding-3-small", "mistral": "mistral-embed", "voyage": "voyage-4-large"}[flavour]
+            )
             if flavour == "voyage":
                 assert doc_req.body["input_type"] == "document" and query_req.body["input_type"] == "query"
             else:
@@ -153,7 +159,14 @@ def test_timeouts_are_retried():
         (Fault(200, raw=b'{"data": [ this is not json'), "malformed JSON"),
         (Fault(200, {"data": "nope"}), "expected 1 embeddings"),
         (Fault(200, {"data": [{"index": 0, "embedding": ["a", "b"]}]}), "not lists of numbers"),
-        (Fault(200, {"data": [{"index": 0, "embedding": [1.0, float("nan")]}]}, raw=b'{"data": [{"index": 0, "embedding": [1.0, NaN]}]}'), "non-finite"),
+        (
+            Fault(
+                200,
+                {"data": [{"index": 0, "embedding": [1.0, float("nan")]}]},
+                raw=b'{"data": [{"index": 0, "embedding": [1.0, NaN]}]}',
+            ),
+            "non-finite",
+        ),
     ],
 )
 def test_bad_responses_are_clear_errors_and_not_retried(fault, message):
@@ -186,7 +199,13 @@ def test_wrong_dimensions_and_counts_are_detected():
 def test_bad_key_is_not_retried_and_never_shown():
     with ProviderServer("openai", key="the-real-key-0000000000") as server:
         secret = "sk-wrong-secret-key-abcdefghijklmnop"
-        p = create_provider("openai", MemorySearchConfig.model_validate({"provider": "openai", "remote": {"baseUrl": server.base_url, "apiKey": secret}}), environ={})
+        p = create_provider(
+            "openai",
+            MemorySearchConfig.model_validate(
+                {"provider": "openai", "remote": {"baseUrl": server.base_url, "apiKey": secret}}
+            ),
+            environ={},
+        )
         with pytest.raises(ProviderError) as err:
             run(p.embed_query, "hello")
         assert "HTTP 401" in str(err.value) and "Incorrect API key" in str(err.value)
@@ -195,7 +214,9 @@ def test_bad_key_is_not_retried_and_never_shown():
 
 
 def test_unreachable_endpoint_is_a_clear_error():
-    ms = MemorySearchConfig.model_validate({"provider": "openai", "remote": {"baseUrl": "http://127.0.0.1:9/v1", "apiKey": KEY}})
+    ms = MemorySearchConfig.model_validate(
+        {"provider": "openai", "remote": {"baseUrl": "http://127.0.0.1:9/v1", "apiKey": KEY}}
+    )
     p = create_provider("openai", ms, environ={})
     with pytest.raises(ProviderError, match="cannot reach 127.0.0.1:9"):
         run(p.embed_query, "x")
@@ -222,7 +243,9 @@ def test_auto_order_and_keyless_default():
     assert sel.provider.id == "local"
     sel = select_provider(MemorySearchConfig(), environ={"VOYAGE_API_KEY": "v", "MISTRAL_API_KEY": "m"})
     assert sel.provider.id == "voyage"
-    sel = select_provider(MemorySearchConfig(), environ={"MISTRAL_API_KEY": "m", "GEMINI_API_KEY": "g", "OPENAI_API_KEY": "o"})
+    sel = select_provider(
+        MemorySearchConfig(), environ={"MISTRAL_API_KEY": "m", "GEMINI_API_KEY": "g", "OPENAI_API_KEY": "o"}
+    )
     assert sel.provider.id == "openai"
     sel = select_provider(MemorySearchConfig(), environ={"OLLAMA_API_KEY": "x"})
     assert sel.provider.id == "local"  # ollama is never auto-selected
@@ -238,7 +261,11 @@ def test_explicit_provider_without_key_uses_the_fallback_and_says_why():
 
 def test_fallback_never_receives_the_primary_key_or_endpoint():
     ms = MemorySearchConfig.model_validate(
-        {"provider": "openai", "fallback": "mistral", "remote": {"baseUrl": "http://127.0.0.1:1/v1", "apiKey": "sk-openai-only"}}
+        {
+            "provider": "openai",
+            "fallback": "mistral",
+            "remote": {"baseUrl": "http://127.0.0.1:1/v1", "apiKey": "sk-openai-only"},
+        }
     )
     fb = create_provider("mistral", ms, primary=False, environ={"MISTRAL_API_KEY": "m-key"})
     assert fb._api_key == "m-key" and fb.base_url == "https://api.mistral.ai/v1" and fb.model == "mistral-embed"

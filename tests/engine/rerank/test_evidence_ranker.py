@@ -71,23 +71,36 @@ def test_features_count_the_question_words_each_hit_shows():
 
 def test_a_cjk_question_counts_its_character_pairs():
     assert evidence.ranker_terms("数据管道的延迟") == ["数据", "据管", "管道", "道的", "的延", "延迟"]
-    f = evidence.evidence_features(evidence.ranker_terms("数据管道"), [("memory/2026-11-12.md", 0.5, "讨论数据管道的延迟问题")])
+    f = evidence.evidence_features(
+        evidence.ranker_terms("数据管道"), [("memory/2026-11-12.md", 0.5, "讨论数据管道的延迟问题")]
+    )
     assert f[0]["coverage"] == 1.0
 
 
-@pytest.mark.parametrize("question, snippet, expected", [
-    # the person the question names: their lines count, the other side's do not
-    ("What breed is Elena's dog?", "[D31:9] Elena: a collar for Max, my golden retriever\n[D31:10] Marcus: dog collars by breed", 1 / 3),
-    ("What breed is Elena's dog?", "[D31:10] Marcus: dog collars for every breed Elena might like", 0.0),
-    # a first-person question is about the user of a transcript or a chat log
-    ("Which dog breed did I adopt?", "[s#0] user: I adopted a beagle, a dog breed I love\n[s#1] assistant: beagles", 1.0),
-    ("Which dog breed did I adopt?", "User: the beagle breed\nAssistant: a dog", 1 / 3),
-    ("Which dog breed did Elena adopt?", "[s#0] user: I adopted a beagle, a dog breed I love", 0.0),
-    # a CJK name has no word breaks around it
-    ("小明的狗是什么品种", "小明: 我的狗是柴犬品种\n小红: 狗很可爱", 4 / 8),  # 小明 的狗 狗是 品种
-    # no turns at all
-    ("What breed is Elena's dog?", "Elena adopted a dog of a rare breed", 0.0),
-])
+@pytest.mark.parametrize(
+    "question, snippet, expected",
+    [
+        # the person the question names: their lines count, the other side's do not
+        (
+            "What breed is Elena's dog?",
+            "[D31:9] Elena: a collar for Max, my golden retriever\n[D31:10] Marcus: dog collars by breed",
+            1 / 3,
+        ),
+        ("What breed is Elena's dog?", "[D31:10] Marcus: dog collars for every breed Elena might like", 0.0),
+        # a first-person question is about the user of a transcript or a chat log
+        (
+            "Which dog breed did I adopt?",
+            "[s#0] user: I adopted a beagle, a dog breed I love\n[s#1] assistant: beagles",
+            1.0,
+        ),
+        ("Which dog breed did I adopt?", "User: the beagle breed\nAssistant: a dog", 1 / 3),
+        ("Which dog breed did Elena adopt?", "[s#0] user: I adopted a beagle, a dog breed I love", 0.0),
+        # a CJK name has no word breaks around it
+        ("小明的狗是什么品种", "小明: 我的狗是柴犬品种\n小红: 狗很可爱", 4 / 8),  # 小明 的狗 狗是 品种
+        # no turns at all
+        ("What breed is Elena's dog?", "Elena adopted a dog of a rare breed", 0.0),
+    ],
+)
 def test_asker_coverage_counts_the_question_words_in_the_asked_persons_own_lines(question, snippet, expected):
     f = evidence.evidence_features(evidence.ranker_terms(question), [("memory/2026-01-01.md", 0.5, snippet)], question)
     assert f[0]["asker_coverage"] == pytest.approx(expected)
@@ -138,7 +151,9 @@ def test_a_hit_that_shows_the_question_words_overtakes_a_slightly_better_score()
     out = rank_by_evidence("ledger database", hits, model, explain=True)
     assert [h.path for h in out] == ["memory/2026-01-02.md", "memory/2026-01-01.md"]
     assert out[0].score == pytest.approx((0.45 + 1.0) / 2) and out[1].score == pytest.approx(0.25)
-    assert out[0].ranker.base_score == 0.45 and out[0].ranker.base_rank == 2 and out[0].ranker.features["coverage"] == 1.0
+    assert (
+        out[0].ranker.base_score == 0.45 and out[0].ranker.base_rank == 2 and out[0].ranker.features["coverage"] == 1.0
+    )
 
 
 def test_equal_scores_keep_the_backends_order():
@@ -179,7 +194,9 @@ def test_the_stage_reorders_hybrid_answers_over_conversation_only(mode, paths, t
     inner = _Backend(mode, paths, time_only)
     stage = EvidenceRankedSearchManager(inner, RankerConfig(candidates=6), default_max_results=3)
     answer = run(stage.search, "ledger database")
-    assert inner.asked == [(6, 12)] and len(answer.results) == 3 and answer.max_results == 3  # 2 candidates a side per hit
+    assert (
+        inner.asked == [(6, 12)] and len(answer.results) == 3 and answer.max_results == 3
+    )  # 2 candidates a side per hit
     assert (answer.results[0].path != paths[0]) is reordered
     assert (answer.ranker is not None) is reordered
 
@@ -198,8 +215,12 @@ def test_a_hit_anywhere_whose_lines_are_mostly_turns_is_conversation(snippet, tu
 
 def test_a_pool_is_conversation_when_at_least_half_its_hits_are_daily_logs_or_sessions():
     assert mostly_conversation([_hit("MEMORY.md", 0.5, ""), _hit("memory/2026-11-02.md", 0.4, "")])
-    assert not mostly_conversation([_hit("MEMORY.md", 0.5, ""), _hit("notes/a.md", 0.4, ""), _hit("memory/2026-11-02.md", 0.4, "")])
-    assert mostly_conversation([SearchHit(path="sessions/abc.jsonl", start_line=1, end_line=2, score=0.3, snippet="", source="sessions")])
+    assert not mostly_conversation(
+        [_hit("MEMORY.md", 0.5, ""), _hit("notes/a.md", 0.4, ""), _hit("memory/2026-11-02.md", 0.4, "")]
+    )
+    assert mostly_conversation(
+        [SearchHit(path="sessions/abc.jsonl", start_line=1, end_line=2, score=0.3, snippet="", source="sessions")]
+    )
 
 
 # --- on real indexes ------------------------------------------------------------------------------
@@ -233,14 +254,27 @@ def test_readme_command_1_shows_the_decision_first(tmp_path, example_workspace, 
     memory = backend_memory(backend)
     answer = _api_search(make_settings(tmp_path, example_workspace, {"provider": "local"}, memory=memory), COMMAND_1)
     top = answer.results[0]
-    assert top.path == "MEMORY.md" and "chose **PostgreSQL 16**" in top.snippet, [h.snippet[:40] for h in answer.results]
+    assert top.path == "MEMORY.md" and "chose **PostgreSQL 16**" in top.snippet, [
+        h.snippet[:40] for h in answer.results
+    ]
     assert answer.ranker is not None and top.ranker is not None
 
 
 def test_readme_command_1_through_the_cli_and_off_when_configured(tmp_path, example_workspace):
     cfg = tmp_path / "memsift.json5"
     cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state")}))
-    cmd = [sys.executable, "-m", "memsift.engine.cli.main", "--config", str(cfg), "--workspace", str(example_workspace), "search", COMMAND_1, "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "memsift.engine.cli.main",
+        "--config",
+        str(cfg),
+        "--workspace",
+        str(example_workspace),
+        "search",
+        COMMAND_1,
+        "--json",
+    ]
     doc = json.loads(subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout)
     assert doc["results"][0]["path"] == "MEMORY.md" and "PostgreSQL 16" in doc["results"][0]["snippet"]
     assert doc["ranker"]["version"] == evidence.load_model().version

@@ -59,7 +59,9 @@ def test_token_probe_orders_chunks_by_the_query_word_and_feeds_only_the_graphs_i
             enc = LocalCrossEncoder(probe)
             enc.load()
             ledger_id = enc._tokenizer.token_to_id("ledger")
-        model_folder(folder, lambda p: probe_graph(p, mode="token", token_id=ledger_id, token_types=token_types, output=output))
+        model_folder(
+            folder, lambda p: probe_graph(p, mode="token", token_id=ledger_id, token_types=token_types, output=output)
+        )
         enc = LocalCrossEncoder(folder, batch_size=2)
         scores = enc.score_sync(QUERY, DOCS)
         # ledger once in the query, plus its count in the chunk; [batch, 2] reads class 1 over class 0.
@@ -73,12 +75,16 @@ def test_budget_is_checked_between_batches(tmp_path):
     enc = LocalCrossEncoder(folder, batch_size=2)
     with pytest.raises(RerankBudgetExceeded, match="scored 0 of 5 chunks within the budget"):
         enc.score_sync(QUERY, DOCS, deadline=time.monotonic() - 1)
-    assert anyio.run(lambda: enc.score(QUERY, DOCS[:1], deadline=time.monotonic() + 60)) == [pytest.approx(_tokens(enc, QUERY, DOCS[0]))]
+    assert anyio.run(lambda: enc.score(QUERY, DOCS[:1], deadline=time.monotonic() + 60)) == [
+        pytest.approx(_tokens(enc, QUERY, DOCS[0]))
+    ]
 
 
 def test_a_folder_without_its_files_or_with_a_wrong_graph_says_what_is_missing(tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ProviderUnavailableError, match=r"has no model\.onnx .*modelPath needs model\.onnx and tokenizer\.json"):
+    with pytest.raises(
+        ProviderUnavailableError, match=r"has no model\.onnx .*modelPath needs model\.onnx and tokenizer\.json"
+    ):
         LocalCrossEncoder(tmp_path / "empty").check_setup()
     broken = tmp_path / "broken"
     broken.mkdir()

@@ -47,7 +47,9 @@ def test_each_api_is_asked_in_its_shape_and_read_back_in_document_order(flavour)
         raw = _score(r)
         expected = [overlap(QUERY, d) for d in DOCS]
         relevance = to_relevance(raw, r.logits)
-        assert relevance == pytest.approx(expected if flavour != "llamacpp" else to_relevance([e * 8 - 4 for e in expected], True))
+        assert relevance == pytest.approx(
+            expected if flavour != "llamacpp" else to_relevance([e * 8 - 4 for e in expected], True)
+        )
         assert [d for _, d in sorted(zip(relevance, DOCS), reverse=True)][0] == "ledger database choice made"
         assert len(server.requests) == 2  # batchSize 3: documents 0-2, then 3 (sent at once, in any order)
         body = next(r.body for r in server.requests if len(r.body.get("documents", r.body.get("texts"))) == 3)
@@ -61,7 +63,11 @@ def test_each_api_is_asked_in_its_shape_and_read_back_in_document_order(flavour)
         if flavour == "voyage":
             assert body["model"] == "rerank-2.5" and body["truncation"] is True
         if flavour == "cohere":
-            assert server.requests[0].path == "/v2/rerank" and body["model"] == "rerank-v3.5" and body["max_tokens_per_doc"] == 256
+            assert (
+                server.requests[0].path == "/v2/rerank"
+                and body["model"] == "rerank-v3.5"
+                and body["max_tokens_per_doc"] == 256
+            )
         if flavour == "jina":
             assert body["model"] == "jina-reranker-v2-base-multilingual" and body["return_documents"] is False
 
@@ -79,7 +85,9 @@ def test_a_500_is_retried_within_the_budget_then_fails_with_the_servers_error():
         r = _reranker(server)
         assert len(_score(r)) == 4 and r.stats.retries == 1  # one 500, retried, answered
         server.faults = [RerankFault(500)] * 5
-        with pytest.raises(RerankBudgetExceeded, match=r"HTTP 500: internal error; no time left in the budget for a retry"):
+        with pytest.raises(
+            RerankBudgetExceeded, match=r"HTTP 500: internal error; no time left in the budget for a retry"
+        ):
             _score(r, budget=0.3)  # the first retry waits 0.5 s: more than the budget
         assert r.stats.retries == 2
 
@@ -87,8 +95,13 @@ def test_a_500_is_retried_within_the_budget_then_fails_with_the_servers_error():
 def test_a_4xx_fails_at_once_and_a_key_echoed_back_is_masked():
     with RerankServer("cohere") as server:
         server.echo_key_in_error = True
-        config = RerankConfig.model_validate({"enabled": True, "provider": "cohere",
-                                              "remote": {"baseUrl": server.base_url, "apiKey": "wrong-key-abcdef0123456789"}})
+        config = RerankConfig.model_validate(
+            {
+                "enabled": True,
+                "provider": "cohere",
+                "remote": {"baseUrl": server.base_url, "apiKey": "wrong-key-abcdef0123456789"},
+            }
+        )
         r = create_reranker(config, environ={})
         with pytest.raises(ProviderError) as info:
             _score(r)

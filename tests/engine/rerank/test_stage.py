@@ -81,7 +81,11 @@ def test_builtin_hits_are_reranked_and_blended_with_the_hybrid_score(tmp_path, e
     for hit in answer.results:
         r = hit.rerank
         assert r.rerank_score == pytest.approx(overlap(QUERY, hit.snippet), abs=1e-6)
-        assert r.blended == pytest.approx(blend(r.hybrid_score, r.rerank_score, 0.6), abs=1e-6) == pytest.approx(0.4 * r.hybrid_score + 0.6 * r.rerank_score, abs=1e-6)
+        assert (
+            r.blended
+            == pytest.approx(blend(r.hybrid_score, r.rerank_score, 0.6), abs=1e-6)
+            == pytest.approx(0.4 * r.hybrid_score + 0.6 * r.rerank_score, abs=1e-6)
+        )
         assert hit.score == r.blended and r.hybrid_score == plain.results[r.hybrid_rank - 1].score
     assert [h.score for h in answer.results] == sorted((h.score for h in answer.results), reverse=True)
     # With weight 1 the reranker alone orders the hits.
@@ -120,7 +124,10 @@ def test_a_failing_reranker_keeps_the_backends_order_and_says_why(tmp_path, exam
         m = open_manager(settings)
         answer = run(m.search, QUERY, explain=True)
         assert _keys(answer) == _keys(plain) and [h.score for h in answer.results] == [h.score for h in plain.results]
-        assert "HTTP 500: internal error" in answer.degraded.rerank and "the backend's order is kept" in answer.degraded.rerank
+        assert (
+            "HTTP 500: internal error" in answer.degraded.rerank
+            and "the backend's order is kept" in answer.degraded.rerank
+        )
         # The reranker's 500 is the news: not "budget exceeded", although no retry fitted the budget.
         assert answer.degraded.rerank.startswith("rerank failed: endpoint: HTTP 500"), answer.degraded.rerank
         assert answer.rerank.applied is False and all(h.rerank is None for h in answer.results)
@@ -181,8 +188,15 @@ class _Fixed:
 
     async def answer(self, request):
         max_results = request.max_results
-        return SearchAnswer(query=request.query, results=[h.model_copy() for h in self.hits][:max_results], backend="builtin",
-                            mode="hybrid", min_score=0.0, max_results=max_results or 6, took_ms=1.0)
+        return SearchAnswer(
+            query=request.query,
+            results=[h.model_copy() for h in self.hits][:max_results],
+            backend="builtin",
+            mode="hybrid",
+            min_score=0.0,
+            max_results=max_results or 6,
+            took_ms=1.0,
+        )
 
     async def aclose(self):
         pass
@@ -221,7 +235,9 @@ def test_qmd_answers_are_reranked_too(tmp_path):
         answer = run(m.search, "aurora telemetry", explain=True)
         run(m.aclose)
     assert answer.backend == "qmd" and answer.fallback is None and answer.rerank.applied
-    assert server.requests[0].body["documents"] == [h.snippet for h in sorted(answer.results, key=lambda h: h.rerank.hybrid_rank)]
+    assert server.requests[0].body["documents"] == [
+        h.snippet for h in sorted(answer.results, key=lambda h: h.rerank.hybrid_rank)
+    ]
     rel = [h.rerank.rerank_score for h in answer.results]
     assert rel == sorted(rel, reverse=True) and {h.rerank.hybrid_score for h in answer.results} == {0.52, 0.41, 0.4}
     assert all(h.details is not None for h in answer.results)  # QMD's own explain is kept beside the stage's
@@ -232,8 +248,11 @@ def test_config_refuses_a_stage_without_its_reranker_and_out_of_range_values(tmp
         _settings(tmp_path, example_workspace, {"enabled": True})
     with pytest.raises(ConfigError, match=r"rerank\.remote\.baseUrl: the endpoint provider needs"):
         _settings(tmp_path, example_workspace, {"enabled": True, "provider": "endpoint"})
-    for rerank, key in (({"enabled": True, "provider": "jina", "weight": 1.5}, "weight"), ({"provider": "openai"}, "provider"),
-                        ({"candidates": 0}, "candidates")):
+    for rerank, key in (
+        ({"enabled": True, "provider": "jina", "weight": 1.5}, "weight"),
+        ({"provider": "openai"}, "provider"),
+        ({"candidates": 0}, "candidates"),
+    ):
         path = tmp_path / "memsift.json5"
         path.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"query": {"rerank": rerank}}}}}))
         with pytest.raises(ConfigError, match=rf"agents\.defaults\.memorySearch\.query\.rerank\.{key}"):
@@ -255,14 +274,20 @@ def test_cli_explain_json_and_status_show_the_stage(tmp_path, example_workspace)
         done = _cli(tmp_path, example_workspace, config, "search", "--explain", QUERY)
         assert done.returncode == 0, done.stderr
         assert "    rerank: hybrid=" in done.stdout and " reranker=" in done.stdout and " blend=" in done.stdout
-        assert "reranked by endpoint (the server's own model) (" in done.stdout and "endpoint/ " not in done.stdout  # no model set
+        assert (
+            "reranked by endpoint (the server's own model) (" in done.stdout and "endpoint/ " not in done.stdout
+        )  # no model set
         data = json.loads(_cli(tmp_path, example_workspace, config, "search", "--json", "--explain", QUERY).stdout)
         assert data["rerank"]["applied"] is True and data["results"][0]["rerank"]["weight"] == 0.5
         server.faults = [RerankFault(404)] * 4
         done = _cli(tmp_path, example_workspace, config, "search", QUERY)
         assert "not reranked: rerank failed: endpoint: HTTP 404" in done.stdout and "Traceback" not in done.stderr
         status = _cli(tmp_path, example_workspace, config, "status")
-        assert "Rerank" in status.stdout and "Rerank           endpoint (the server's own model) · 30 candidates" in status.stdout and "30 candidates" in status.stdout
+        assert (
+            "Rerank" in status.stdout
+            and "Rerank           endpoint (the server's own model) · 30 candidates" in status.stdout
+            and "30 candidates" in status.stdout
+        )
 
 
 def test_mcp_memory_search_carries_the_stage(tmp_path, example_workspace):
@@ -295,8 +320,26 @@ def test_parity_compares_reranked_answers_of_both_backends(tmp_path):
         env = {**os.environ, "MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
                "PATH": f"{FAKEBIN}:{os.environ['PATH']}", "FAKE_QMD_SAMPLES": str(QMD_SAMPLES),
                "FAKE_QMD_LOG": str(tmp_path / "qmd-calls.jsonl"), "FAKE_QMD_PIDS": str(tmp_path / "pids")}
-        done = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "-c", str(path), "parity",
-                               str(queries), "--json", "-k", "3"], env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "memsift.engine.cli.main",
+                "-w",
+                str(ws),
+                "-c",
+                str(path),
+                "parity",
+                str(queries),
+                "--json",
+                "-k",
+                "3",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert done.returncode == 0, done.stderr
     row = json.loads(done.stdout)["queries"][0]
     assert row["builtin"]["reranked"] is True and row["qmd"]["reranked"] is True
@@ -306,8 +349,23 @@ def test_parity_compares_reranked_answers_of_both_backends(tmp_path):
 
 
 def test_config_show_masks_the_rerank_key_and_headers(tmp_path, example_workspace):
-    config = {"agents": {"defaults": {"memorySearch": {"query": {"rerank": {
-        "provider": "jina", "remote": {"apiKey": "jina-secret-0123456789", "headers": {"X-Gateway-Token": "gw-secret-abcdef"}}}}}}}}
+    config = {
+        "agents": {
+            "defaults": {
+                "memorySearch": {
+                    "query": {
+                        "rerank": {
+                            "provider": "jina",
+                            "remote": {
+                                "apiKey": "jina-secret-0123456789",
+                                "headers": {"X-Gateway-Token": "gw-secret-abcdef"},
+                            },
+                        }
+                    }
+                }
+            }
+        }
+    }
     done = _cli(tmp_path, example_workspace, config, "config", "show")
     assert done.returncode == 0, done.stderr
     assert "jina-secret" not in done.stdout and "gw-secret" not in done.stdout

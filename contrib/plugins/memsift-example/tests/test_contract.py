@@ -2,7 +2,9 @@
 
 import pytest
 
-pytest.importorskip("memsift_example", reason="the example plugin is not installed (pip install -e contrib/plugins/memsift-example)")
+pytest.importorskip(
+    "memsift_example", reason="the example plugin is not installed (pip install -e contrib/plugins/memsift-example)"
+)
 
 from memsift.engine.kit.testing import BackendContract  # noqa: E402
 

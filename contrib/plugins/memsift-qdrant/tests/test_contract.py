@@ -2,7 +2,9 @@
 
 import pytest
 
-pytest.importorskip("memsift_qdrant", reason="the Qdrant plugin is not installed (pip install -e contrib/plugins/memsift-qdrant)")
+pytest.importorskip(
+    "memsift_qdrant", reason="the Qdrant plugin is not installed (pip install -e contrib/plugins/memsift-qdrant)"
+)
 
 from memsift.engine.kit.testing import BackendContract  # noqa: E402
 

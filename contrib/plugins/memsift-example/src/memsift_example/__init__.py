@@ -96,7 +96,9 @@ class ExampleSearchManager(KeywordSearch):  # `search(query, …)` from `answer(
         started = time.perf_counter()
         if not self.synced:  # a new process: read the files first
             await self.sync(reason="search")
-        degraded = Degraded(vector="this backend searches keywords only") if req.mode in ("vector", "hybrid") else Degraded()
+        degraded = (
+            Degraded(vector="this backend searches keywords only") if req.mode in ("vector", "hybrid") else Degraded()
+        )
         plan = plan_query(req.topic, self.tokenizer, expansion=self.ms.query.expansion)
         h = self.ms.query.hybrid
         keyword, ranks = self._keyword(query_items(plan, self.tokenizer).terms,

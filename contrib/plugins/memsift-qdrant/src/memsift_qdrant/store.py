@@ -57,7 +57,11 @@ POINTER_ID = 1
 
 def point_id(key: str) -> str:
     """Qdrant wants an integer or a UUID: the key's hash made one (chunk ids are sha256 hex)."""
-    return str(uuid.UUID(hex=key[:32])) if re.fullmatch(r"[0-9a-f]{32,}", key) else str(uuid.uuid5(uuid.NAMESPACE_URL, key))
+    return (
+        str(uuid.UUID(hex=key[:32]))
+        if re.fullmatch(r"[0-9a-f]{32,}", key)
+        else str(uuid.uuid5(uuid.NAMESPACE_URL, key))
+    )
 
 
 @dataclass(frozen=True)
@@ -169,9 +173,14 @@ class QdrantStore:
         shutil.rmtree(aside, ignore_errors=True)
         os.replace(db, aside)
         make_private_dir(db)
-        self.healed = f"Qdrant's local folder was damaged ({str(exc)[:160]}): moved aside to {aside}, rebuilt from the notes"
-        log.error("Qdrant's local folder damaged; moved aside and rebuilt from the Markdown files", error=str(exc)[:300],
-                  moved_to=str(aside))
+        self.healed = (
+            f"Qdrant's local folder was damaged ({str(exc)[:160]}): moved aside to {aside}, rebuilt from the notes"
+        )
+        log.error(
+            "Qdrant's local folder damaged; moved aside and rebuilt from the Markdown files",
+            error=str(exc)[:300],
+            moved_to=str(aside),
+        )
         return self.where
 
     def _close_local(self) -> None:
@@ -246,7 +255,9 @@ class QdrantStore:
         """A number no collection has: a rebuild never overwrites a generation a search may read."""
         with self.client() as c:
             names = [col.name for col in c.get_collections().collections]
-        used = [int(m.group(1)) for n in names if (m := re.fullmatch(re.escape(self.base) + r"_g(\d+)_(?:chunks|files)", n))]
+        used = [
+            int(m.group(1)) for n in names if (m := re.fullmatch(re.escape(self.base) + r"_g(\d+)_(?:chunks|files)", n))
+        ]
         return max(used, default=0) + 1
 
     def create(self, gen: int, dims: int | None) -> None:
@@ -306,7 +317,9 @@ class QdrantStore:
 
         with self.client() as c:
             for i in range(0, len(paths), 500):
-                flt = models.Filter(must=[models.FieldCondition(key="path", match=models.MatchAny(any=paths[i : i + 500]))])
+                flt = models.Filter(
+                    must=[models.FieldCondition(key="path", match=models.MatchAny(any=paths[i : i + 500]))]
+                )
                 for name in (self.chunks(gen), self.files(gen)):
                     c.delete(name, points_selector=models.FilterSelector(filter=flt))
 

@@ -73,9 +73,18 @@ class GrepManager(KeywordSearch):
         return await read_memory(self.rules, path, from_line, lines, max_chars=max_chars, offset=offset)
 
     async def status(self, *, deep=False):
-        return ManagerStatus(backend=self.backend, agent_id=self.settings.agent_id, workspace_dir=str(self.settings.workspace),
-                             files=len(self._files()), chunks=0, dirty=False, provider="none", model=None,
-                             search_mode="grep", search_now="grep over the memory files (no index)")
+        return ManagerStatus(
+            backend=self.backend,
+            agent_id=self.settings.agent_id,
+            workspace_dir=str(self.settings.workspace),
+            files=len(self._files()),
+            chunks=0,
+            dirty=False,
+            provider="none",
+            model=None,
+            search_mode="grep",
+            search_now="grep over the memory files (no index)",
+        )
 
     async def sync(self, *, force=False, reason="manual"):
         started = time.perf_counter()
@@ -86,7 +95,9 @@ class GrepManager(KeywordSearch):
         return None
 
 
-backend = BackendPlugin("notes-grep", GrepManager, "grep over the memory files (a test plugin)", config_model=GrepConfig)
+backend = BackendPlugin(
+    "notes-grep", GrepManager, "grep over the memory files (a test plugin)", config_model=GrepConfig
+)
 
 
 class OlderGrepManager(GrepManager):
@@ -100,4 +111,6 @@ class OlderGrepManager(GrepManager):
                             took_ms=0.0)
 
 
-older = BackendPlugin("older-grep", OlderGrepManager, "a plugin for an older memsift (a test plugin)", config_model=GrepConfig)
+older = BackendPlugin(
+    "older-grep", OlderGrepManager, "a plugin for an older memsift (a test plugin)", config_model=GrepConfig
+)
