@@ -68,7 +68,11 @@ class _Request(BaseModel):
             err = exc.errors()[0]
             field = str(err["loc"][0]) if err.get("loc") else "request"
             message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-            if "input" in err and err.get("type") not in ("value_error", "missing") and not isinstance(err["input"], (dict, list)):
+            if (
+                "input" in err
+                and err.get("type") not in ("value_error", "missing")
+                and not isinstance(err["input"], (dict, list))
+            ):
                 message += f" (got {err['input']!r})"
             spelled = door_name(cls, field, door) if field in cls.model_fields else field
             raise InvalidRequest(field, message, spelled=spelled) from None
@@ -76,7 +80,9 @@ class _Request(BaseModel):
 
 def _session_key(value: str | None) -> str | None:
     if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise ValueError("is empty (an unset shell variable?); pass the chat's session key, or leave it out for a local caller")
+        raise ValueError(
+            "is empty (an unset shell variable?); pass the chat's session key, or leave it out for a local caller"
+        )
     return value
 
 
@@ -91,16 +97,25 @@ class SearchOptions(_Request):
     session_key: str | None = _spec("The asking chat's session key: scope rules, and citations in auto mode.",
                                     cli=("--session-key",), mcp="sessionKey", default=None)
     explain: bool = _spec("Show how each hit's score was made.", cli=("--explain",), default=False)
-    mode: str | None = _spec("Retrieval for this search: auto (as configured), hybrid, keyword (BM25 only: exact words, "
-                             "names, identifiers) or vector (meaning).", cli=("--mode", "-m"), mcp="mode", default=None)
+    mode: str | None = _spec(
+        "Retrieval for this search: auto (as configured), hybrid, keyword (BM25 only: exact words, "
+        "names, identifiers) or vector (meaning).",
+        cli=("--mode", "-m"),
+        mcp="mode",
+        default=None,
+    )
     since: TimeBound = _spec('Only hits of this day or later: YYYY-MM-DD or a phrase ("last week", "last March", '
                              '"3 days ago"; a phrase from its first day).',
                              cli=("--since",), mcp="since", default=None)
     until: TimeBound = _spec("Only hits of this day or earlier (same forms as since; a phrase to its last day).",
                              cli=("--until",), mcp="until",
                              default=None)
+    corpus: str | None = _spec("Which memory to search: memory (the memory files), sessions (indexed chat "
+                               "transcripts) or all (default: every configured source).", cli=("--corpus",),
+                               mcp="corpus", default=None)
 
     MODES: ClassVar[tuple[str, ...]] = ("auto", "hybrid", "keyword", "vector")
+    CORPORA: ClassVar[tuple[str, ...]] = ("memory", "sessions", "all")
 
     _session = field_validator("session_key")(classmethod(lambda cls, v: _session_key(v)))
 
@@ -109,6 +124,13 @@ class SearchOptions(_Request):
     def _query(cls, value: Any) -> str:
         if not isinstance(value, str):
             raise ValueError("must be text")
+        return value
+
+    @field_validator("corpus")
+    @classmethod
+    def _corpus(cls, value: str | None) -> str | None:
+        if value is not None and value not in cls.CORPORA:
+            raise ValueError(f"must be one of {', '.join(cls.CORPORA)}")
         return value
 
     @field_validator("mode")
@@ -130,7 +152,7 @@ class SearchOptions(_Request):
             return SearchRequest.parse(self.query, config, max_results=self.max_results, min_score=self.min_score,
                                        mode=self.mode, since=self.since, until=self.until, now=now,
                                        session_key=self.session_key, explain=self.explain, candidates=candidates,
-                                       scope=scope)
+                                       scope=scope, corpus=self.corpus)
         except BadTimeBound as exc:
             raise InvalidRequest(exc.bound, str(exc), spelled=door_name(SearchOptions, exc.bound, door)) from None
 
@@ -141,7 +163,9 @@ class ReadOptions(_Request):
     path: str = _spec("A memory file as search names it; a hit's header (memory/2026-03-02.md:5-8) or citation "
                       "(memory/2026-03-02.md#L5-L8) works too.", mcp="path")
     from_line: int | None = _spec("First line, 1-based.", cli=("--from",), mcp="from", default=None, ge=1)
-    lines: int | None = _spec("How many lines (default: to the end).", cli=("--lines",), mcp="lines", default=None, ge=1)
+    lines: int | None = _spec(
+        "How many lines (default: to the end).", cli=("--lines",), mcp="lines", default=None, ge=1
+    )
     offset: int = _spec("Characters (UTF-16 units) of the first line to skip: continues a line a page cut.",
                         cli=("--offset",), mcp="offset", default=0, ge=0)
     max_chars: int | None = _spec("Return at most this many characters.", cli=("--max-chars",), default=None, ge=1)

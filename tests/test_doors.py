@@ -37,7 +37,13 @@ from memsift.engine.requests import ReadOptions, SearchOptions
 pytest.importorskip("mcp", reason="the MCP doors need the MCP SDK (a default dependency: pip install -e .)")
 
 DOORS = ("cold-cli", "helper", "watch", "mcp-stdio", "mcp-http", "api")
-QUERIES = ["which database did we pick for the ledger?", "Marco certificates", "数据管道", "what happened last week?", ""]
+QUERIES = [
+    "which database did we pick for the ledger?",
+    "Marco certificates",
+    "数据管道",
+    "what happened last week?",
+    "",
+]
 DENIED = "agent:main:discord:group:42"
 SCOPE = {"default": "deny", "rules": [{"action": "allow", "match": {"chatType": "direct"}}]}
 DRIVER = ("import sys\nfrom memsift.engine.cli.resident import try_resident\n"
@@ -64,11 +70,20 @@ def _normal(doc: dict) -> dict:
                      bool(h.get("rescued"))))
     degraded = doc.get("degraded") or {}
     below = doc.get("belowMinScore")
-    return {"invalid": None, "hits": hits, "timeFilter": doc.get("timeFilter"), "timeWindows": doc.get("timeWindows"),
-            "timeOnly": doc.get("timeOnly"), "timeWindowDays": doc.get("timeWindowDays"), "timeNote": doc.get("timeNote"),
-            "vector": degraded.get("vector"), "fts": degraded.get("fts"), "denied": (doc.get("denied") or {}).get("rule"),
-            "below": (below["candidates"], round(below["bestScore"], 4)) if below else None,
-            "mode": doc.get("mode") if hits or doc.get("denied") else None}
+    return {
+        "invalid": None,
+        "hits": hits,
+        "timeFilter": doc.get("timeFilter"),
+        "timeWindows": doc.get("timeWindows"),
+        "timeOnly": doc.get("timeOnly"),
+        "timeWindowDays": doc.get("timeWindowDays"),
+        "timeNote": doc.get("timeNote"),
+        "vector": degraded.get("vector"),
+        "fts": degraded.get("fts"),
+        "denied": (doc.get("denied") or {}).get("rule"),
+        "below": (below["candidates"], round(below["bestScore"], 4)) if below else None,
+        "mode": doc.get("mode") if hits or doc.get("denied") else None,
+    }
 
 
 def _invalid(field: str) -> dict:
@@ -82,7 +97,10 @@ class StdioMcp:
         self.proc = subprocess.Popen(cmd + ["mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL)
         self.buf, self.next_id = b"", 1
-        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+        self.call(
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        )
         self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def _send(self, msg: dict) -> None:
@@ -177,7 +195,9 @@ class Doors:
                     "watch": {**base, "XDG_RUNTIME_DIR": str(self.runtime["watch"]),
                               "MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED": "false"}}
         self.cmd = [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(self.cfg), "-w", str(self.ws)]
-        assert subprocess.run([*self.cmd, "index"], env=self.env["cold"], capture_output=True, timeout=300).returncode == 0
+        assert (
+            subprocess.run([*self.cmd, "index"], env=self.env["cold"], capture_output=True, timeout=300).returncode == 0
+        )
         # The helper: started by a first search, then waited for.
         subprocess.run([*self.cmd, "search", "warm up"], env=self.env["helper"], capture_output=True, timeout=300)
         self._wait_for_socket(self.runtime["helper"])
@@ -234,8 +254,13 @@ class Doors:
         return _normal(json.loads(r.stdout))
 
     def resident(self, door: str, query: str, opts: dict) -> dict:
-        r = subprocess.run([sys.executable, "-c", DRIVER, "-c", str(self.cfg), "-w", str(self.ws), *self.argv(query, opts)],
-                           env=self.env[door], capture_output=True, text=True, timeout=300)
+        r = subprocess.run(
+            [sys.executable, "-c", DRIVER, "-c", str(self.cfg), "-w", str(self.ws), *self.argv(query, opts)],
+            env=self.env[door],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if r.returncode == 99:  # declined: the CLI answers by itself, as the real entry point does
             self.declined += 1
             return {**self.cli(self.env[door], query, opts), "declined": True}
@@ -249,7 +274,9 @@ class Doors:
             wire = SearchOptions.model_fields[name].json_schema_extra.get("mcp")
             if wire:
                 args[wire] = value
-        reply = (self.stdio if door == "mcp-stdio" else self.http).call("tools/call", {"name": "memory_search", "arguments": args})
+        reply = (self.stdio if door == "mcp-stdio" else self.http).call(
+            "tools/call", {"name": "memory_search", "arguments": args}
+        )
         result = reply["result"]
         text = result["content"][0]["text"] if result.get("content") else ""
         if result.get("isError"):
@@ -334,6 +361,9 @@ def test_every_door_gives_the_same_answer_for_random_option_sets(doors, query, o
     ("what did I do yesterday?", {}),  # a time-only question: that day's notes, first
     ("what did I do yesterday?", {"min_score": 0.99, "explain": True}),  # never cut by minScore
     ("what did we talk about on November 5?", {"since": "last March"}),
+    ("ledger", {"corpus": "memory", "max_results": 2}),  # the corpus asked of memsift, ranked and cut within it
+    ("ledger", {"corpus": "sessions"}),  # no transcripts indexed: nothing, on every door
+    ("ledger", {"corpus": "wiki"}),  # refused, named as each door spells it
 ])
 def test_every_door_agrees_on_the_cases_people_hit(doors, query, opts):
     _check_same(doors, query, opts)
@@ -359,7 +389,9 @@ def test_a_day_without_notes_says_so_through_every_door(doors):
     assert answer["timeWindowDays"] == 0 and answer["timeNote"].startswith("no notes in"), answer["timeNote"]
     assert [h[0] for h in answer["hits"]][:1] == [f"memory/{tw.nearest_to_empty.isoformat()}.md"]
     # Daily notes of the days around it (MEMORY.md's dated lines of those days may be shown too).
-    assert all(abs((date.fromisoformat(h[0][7:17]) - tw.empty_day).days) <= 7 for h in answer["hits"] if h[0] != "MEMORY.md")
+    assert all(
+        abs((date.fromisoformat(h[0][7:17]) - tw.empty_day).days) <= 7 for h in answer["hits"] if h[0] != "MEMORY.md"
+    )
 
 
 def test_a_window_cut_by_max_results_says_how_many_days_through_every_door(doors):
@@ -384,7 +416,9 @@ def test_the_asked_persons_own_line_comes_first_through_every_door(doors):
 def test_the_resident_doors_answered_the_valid_requests(doors):
     """Valid requests were answered by the helper and the watch themselves, refused ones declined
     (the CLI then exited 2): checked per call in _check_same; here, that they answered at all."""
-    FIGURES["door matrix: answered by the resident helper / watch"] += doors.answered["helper"] + doors.answered["watch"]
+    FIGURES["door matrix: answered by the resident helper / watch"] += (
+        doors.answered["helper"] + doors.answered["watch"]
+    )
     need = 10 if doors.backend == "builtin" else 5  # the random option sets run on builtin only
     assert doors.answered["helper"] > need and doors.answered["watch"] > need, doors.answered
 
@@ -437,10 +471,13 @@ def test_every_printed_citation_reads_back_through_get_and_memory_get(doors):
             if hit["citation"] in read:
                 continue
             read.add(hit["citation"])
-            got = subprocess.run([*doors.cmd, "get", hit["citation"]], env=doors.env["cold"], capture_output=True, text=True,
-                                 timeout=120)
+            got = subprocess.run(
+                [*doors.cmd, "get", hit["citation"]], env=doors.env["cold"], capture_output=True, text=True, timeout=120
+            )
             assert got.returncode == 0 and got.stdout.strip(), (hit["citation"], got.stderr)
-            mcp = doors.stdio.call("tools/call", {"name": "memory_get", "arguments": {"path": hit["citation"]}})["result"]
+            mcp = doors.stdio.call("tools/call", {"name": "memory_get", "arguments": {"path": hit["citation"]}})[
+                "result"
+            ]
             body = mcp.get("structuredContent") or json.loads(mcp["content"][0]["text"])
             assert not mcp.get("isError") and not body.get("error") and body["text"], (hit["citation"], body)
             assert body["lines"] == hit["endLine"] - hit["startLine"] + 1 <= body["totalLines"]

@@ -6,6 +6,7 @@ import os
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -22,22 +23,18 @@ from memsift.engine.embeddings.circuit import QueryCircuit
 from memsift.engine.errors import IndexCorruptError, IndexUnusableError, ProviderError
 from memsift.engine.manager import SyncReport
 from memsift.engine.files.discovery import discover_memory_files
-from memsift.engine.files.rules import MemoryRules, read_memory
 from memsift.backends.builtin.recent_keys import RecentKeys
 from memsift.engine.results import (
-    BelowMinScore,
     Degraded,
     Fallback,
     ManagerStatus,
-    ReadResult,
-    SearchAnswer,
     SearchHit,
 )
-from memsift.engine.search.modes import Sides, search_sides
-from memsift.engine.search.scripts import vector_mode_warning
-from memsift.engine.search.indexed import IndexedAnswer, inline, search_indexed
-from memsift.engine.embeddings.query import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding, beside
-from memsift.engine.search.request import KeywordSearch, SearchRequest
+from memsift.engine.search.modes import Sides
+from memsift.engine.search.indexed import IndexedAnswer, IndexedSearch, inline, search_indexed
+from memsift.engine.embeddings.query import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding
+from memsift.engine.kit.shell import IndexedBackend
+from memsift.engine.search.request import SearchRequest
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 
 from .index_file import inspect_index_file
@@ -63,7 +60,7 @@ EMBED_STEP = 64  # texts per embed call for the local model and when progress is
 SYNC_STOP_TIMEOUT_S = 30.0  # aclose waits this long for a sync it asked to stop
 
 
-class BuiltinSearchManager(KeywordSearch):
+class BuiltinSearchManager(IndexedBackend):
     """Owns one index database, its read connection, and the embedding provider."""
 
     backend = "builtin"
@@ -77,9 +74,7 @@ class BuiltinSearchManager(KeywordSearch):
         provider: EmbeddingProvider | None = None,
         progress: Callable[[str, int, int], None] | None = None,
     ) -> None:
-        self.settings = settings
-        self.ms = settings.memory_search
-        self.memory_rules = MemoryRules.from_settings(settings)
+        super().__init__(settings)
         if selection is None and provider is not None:
             selection = ProviderSelection(provider, provider.id)
         # Chosen when first needed (search, sync, status), so a plain read never loads a provider.
@@ -97,11 +92,7 @@ class BuiltinSearchManager(KeywordSearch):
         # size (vector_memory.py); otherwise only above quantizeAbove.
         self.resident_vectors = False
         self._memory_vectors: MemoryVectors | None = None
-        self._dirty = True  # a fresh manager has not compared the index with the files yet
-        self._changes = 0  # files-changed notices so far: a sync clears only those it saw
-        self._change_probe: Any = None  # a long-running host's exact "did files change?" check
         self.search_syncs = 0  # syncs run by searches (a watcher's own sync then finds nothing new)
-        self._stale_cause: str | None = None  # the index was built for other settings
         self._embed_error: str | None = None
         self._last_sync: SyncReport | None = None
         self._skipped: list[dict[str, str]] = []
@@ -121,7 +112,7 @@ class BuiltinSearchManager(KeywordSearch):
 
     # --- identity and connections -------------------------------------------------------------
 
-    def _ensure_provider(self) -> None:
+    def ensure_provider(self) -> None:
         if self._configured is None:
             self._configured = self.selection = select_provider(self.ms)
             self.provider = self.selection.provider
@@ -129,14 +120,14 @@ class BuiltinSearchManager(KeywordSearch):
     @property
     def _primary(self) -> ProviderSelection:
         """What the config asks for (chosen on first use: a plain read never loads a provider)."""
-        self._ensure_provider()
+        self.ensure_provider()
         assert self._configured is not None
         return self._configured
 
     @property
     def _in_use(self) -> ProviderSelection:
         """What is in use (maybe the fallback), chosen on first use as `_primary` is."""
-        self._ensure_provider()
+        self.ensure_provider()
         assert self.selection is not None
         return self.selection
 
@@ -265,7 +256,7 @@ class BuiltinSearchManager(KeywordSearch):
         the fallback recovers. If embedding fails and a fallback provider is configured, the
         index is rebuilt with the fallback and the switch is recorded (status, answers, meta).
         """
-        self._ensure_provider()
+        self.ensure_provider()
         async with self._sync_lock:
             if allow_full and self._primary.provider is not None and self.provider is not self._primary.provider:
                 self.provider, self.selection = self._primary.provider, self._primary
@@ -285,7 +276,9 @@ class BuiltinSearchManager(KeywordSearch):
 
     async def _run_indexer(self, *, force: bool, reason: str, allow_full: bool, include_sessions: bool,
                            defer_vectors: bool = False) -> SyncReport:
-        extra: dict[str, Any] = {"workspace": str(self.settings.workspace)}  # the index name is a hash: `index --list` reads it here
+        extra: dict[str, Any] = {
+            "workspace": str(self.settings.workspace)
+        }  # the index name is a hash: `index --list` reads it here
         if self._in_use.fallback_from:
             extra["fallback"] = {"from": self._in_use.fallback_from, "reason": self._in_use.fallback_reason}
         indexer = Indexer(
@@ -302,7 +295,7 @@ class BuiltinSearchManager(KeywordSearch):
         )
         # A rebuild swaps the database file: no connection of ours stays open across that.
         self._close_reader()
-        seen = self._changes  # a change noticed while this sync runs may come after its scan
+        seen = self.freshness.sync_begins()  # a change noticed while this sync runs may come after its scan
         finished = threading.Event()
 
         def work() -> SyncReport:
@@ -324,8 +317,8 @@ class BuiltinSearchManager(KeywordSearch):
         self._embed_error = indexer.embed_error
         self._last_sync = report
         self._sync_notes += report.notes
-        self._stale_cause = report.reindex_cause if not report.full_reindex else None
-        self._dirty = self._changes != seen
+        self.stale_cause = report.reindex_cause if not report.full_reindex else None
+        self.freshness.synced(seen)
         log.info("sync done", **report.model_dump(exclude_none=True))
         return report
 
@@ -349,7 +342,9 @@ class BuiltinSearchManager(KeywordSearch):
         except ProviderError as exc:
             log.warning("fallback provider unavailable", fallback=fb, error=str(exc))
             return None
-        log.warning("embedding provider failed; switching to the fallback", provider=current, fallback=fb, reason=reason)
+        log.warning(
+            "embedding provider failed; switching to the fallback", provider=current, fallback=fb, reason=reason
+        )
         self.provider = provider
         self.selection = ProviderSelection(
             provider, self._primary.requested, fallback_from=current, fallback_reason=reason, fallback_id=fb
@@ -373,20 +368,15 @@ class BuiltinSearchManager(KeywordSearch):
         if provider.fingerprint == meta.get("providerKey"):
             self.provider = provider
             self.selection = ProviderSelection(
-                provider, self._primary.requested, fallback_from=info.get("from"), fallback_reason=info.get("reason"), fallback_id=fb
+                provider,
+                self._primary.requested,
+                fallback_from=info.get("from"),
+                fallback_reason=info.get("reason"),
+                fallback_id=fb,
             )
 
-    def mark_dirty(self) -> None:
-        """Files changed: the next search syncs them first."""
-        self._dirty = True
-        self._changes += 1
-
     def watch_changes(self, probe: Any) -> None:
-        """A long-running host (watch, MCP) hands over an exact change check (`ChangeProbe`, or
-        None to stop): every search asks it first, so a file written just before the search is
-        synced instead of waiting for the watcher to hear of it."""
-        self._change_probe = probe
-        self.mark_dirty()  # anything written before the probe existed is synced by the next search
+        super().watch_changes(probe)
         # A host that lives on keeps the vectors in memory: a search then costs a matrix product.
         self.resident_vectors = probe is not None
         self._memory_vectors = None
@@ -398,9 +388,7 @@ class BuiltinSearchManager(KeywordSearch):
         answer from, read-only."""
         if session_key and self.ms.sync.on_session_start and self._seen_sessions.is_new(session_key):
             self.mark_dirty()  # a new session starts from fresh files
-        if self._change_probe is not None and self._change_probe.changed():
-            self.mark_dirty()
-        if not self._dirty:
+        if not self.freshness.due():
             log.debug("index is fresh: no sync before this search")
             return False, None
         conn = self._reader()
@@ -422,7 +410,7 @@ class BuiltinSearchManager(KeywordSearch):
             return False, None  # every file is indexed; vectors still pending are told by `degraded.vector`
         self._adopt_index_provider(meta)
         if not self.ms.sync.on_search:
-            self._dirty = False
+            self.freshness.settled()
             return False, None
         self.search_syncs += 1
         try:
@@ -442,7 +430,9 @@ class BuiltinSearchManager(KeywordSearch):
         with write_lock(self.db_path):
             inspect_index_file(self.db_path, self.settings.state_dir)
             moved = quarantine(self.db_path, str(exc))
-        log.error("index damaged; moved aside and rebuilding from the Markdown files", error=str(exc), moved_to=str(moved))
+        log.error(
+            "index damaged; moved aside and rebuilding from the Markdown files", error=str(exc), moved_to=str(moved)
+        )
         # Said once, in the next answer (a log line alone was silent to an agent behind MCP or OpenClaw).
         self._recovered = (f"the index was damaged ({str(exc)[:160]}): it was moved aside to {moved} and rebuilt "
                            "from the Markdown files")
@@ -450,83 +440,31 @@ class BuiltinSearchManager(KeywordSearch):
 
     # --- search -------------------------------------------------------------------------------
 
-    @property
-    def query_config(self) -> Any:
-        return self.ms.query
+    async def search_fresh(self, req: SearchRequest, degraded: Degraded, sides: Sides,
+                           embedding: QueryEmbedding | None) -> IndexedAnswer:
+        """Sync what changed (within its budget), then search the index; a damaged index is moved
+        aside and rebuilt from the files once, and asked again."""
+        for attempt in (1, 2):
+            try:
+                syncing, sync_error = await self._ensure_fresh(req.session_key)
+                with self._reading():
+                    conn = self._reader()
+                    meta = read_meta(conn) if conn is not None else None
+                    if conn is None or meta is None:
+                        return IndexedAnswer([], "none", sync_pending=syncing, sync_error=sync_error)
+                    found = await self._search_index(conn, meta, req, degraded, sides, embedding)
+                return replace(found, sync_pending=syncing, sync_error=sync_error)
+            except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
+                if attempt == 2:
+                    raise IndexCorruptError(f"index {self.db_path} is damaged again after a rebuild: {exc}") from None
+                await self._recover_corrupt(exc)
+        raise AssertionError("unreachable")
 
-    async def answer(self, req: SearchRequest) -> SearchAnswer:
-        started = time.perf_counter()
-        self._ensure_provider()
-        query, q, requested, max_results, min_score = req.query, req.q, req.mode, req.limit, req.floor
-        session_key, explain = req.session_key, req.explain
-        degraded = Degraded()
-        hits: list[SearchHit] = []
-        answered_mode = "none"
-        relaxed = False
-        below = None
-        time_only = False
-        syncing = False
-        sync_error: str | None = None
-        if q:
-            sides = self._sides(q, requested)
-            embedding = self._query_embedding(q) if sides.vector and self.provider is not None else None
-
-            # (freshness, hits, the mode answered, relaxed, below minScore, time-only facts)
-            async def answer() -> tuple[tuple[bool, str | None], list[SearchHit], str, bool, Any, Any]:
-                for attempt in (1, 2):
-                    try:
-                        fresh = await self._ensure_fresh(session_key)
-                        with self._reading():
-                            conn = self._reader()
-                            meta = read_meta(conn) if conn is not None else None
-                            if conn is None or meta is None:
-                                return fresh, [], "none", False, None, False
-                            # Explained always: whether a hit was rescued under minScore is shown on every hit.
-                            found = await self._search_index(conn, meta, req, degraded, sides, embedding)
-                        if not explain:
-                            for hit in found.hits:
-                                hit.explain = None
-                        return fresh, found.hits, found.mode, found.relaxed, found.below_min_score, found.time_only
-                    except (IndexCorruptError, *CORRUPT_ERRORS) as exc:
-                        if attempt == 2:
-                            raise IndexCorruptError(f"index {self.db_path} is damaged again after a rebuild: {exc}") from None
-                        await self._recover_corrupt(exc)
-                raise AssertionError("unreachable")
-
-            # The query's vector is computed while the freshness check runs (both wait mostly in
-            # native code), instead of after it.
-            (syncing, sync_error), hits, answered_mode, relaxed, below, time_only = await beside(
-                embedding.run if embedding else None, answer)
-        log.debug("search done", mode=answered_mode, hits=len(hits), took_ms=round((time.perf_counter() - started) * 1000, 1),
-                  sync_pending=syncing, degraded=degraded.model_dump(exclude_none=True) or None)
-        # `--mode vector` alone, asked for, in a script the model does not cover: say its results are noise.
-        warning = vector_mode_warning(q, self.provider) if q and req.mode == "vector" else None
-        notes = [n for n in (self._recovered, *self._sync_notes, warning) if n]
+    def answer_notes(self) -> list[str]:
+        """A damaged index rebuilt, what a sync said: told once, in the next answer."""
+        notes = [n for n in (self._recovered, *self._sync_notes) if n]
         self._recovered, self._sync_notes = None, []
-        return SearchAnswer(
-            query=query,
-            results=hits,
-            backend=self.backend,
-            mode=answered_mode,
-            provider=self.provider.id if self.provider else "none",
-            model=self.provider.model if self.provider else None,
-            citations=self.settings.memory.citations,
-            degraded=degraded,
-            fallback=self._fallback(),
-            min_score=min_score,
-            max_results=max_results,
-            took_ms=round((time.perf_counter() - started) * 1000, 3),
-            relaxed=relaxed,
-            sync_pending=syncing or None,
-            pending_files=self.pending_files() if syncing else None,
-            sync_error=sync_error,
-            notes=notes or None,
-            below_min_score=BelowMinScore(candidates=below[0], best_score=below[1]) if below else None,
-            **req.time_facts(time_only=time_only),
-        )
-
-    def _sides(self, q: str, requested: str) -> Sides:
-        return search_sides(q, requested, hybrid_enabled=self.ms.query.hybrid.enabled, provider=self.provider)
+        return notes
 
     @property
     def _circuit(self) -> QueryCircuit | None:
@@ -537,24 +475,8 @@ class BuiltinSearchManager(KeywordSearch):
             self._query_circuit = QueryCircuit(self.provider.fingerprint, Path(f"{self.db_path}.query-circuit"))
         return self._query_circuit
 
-    def _query_embedding(self, q: str) -> QueryEmbedding:
+    def query_embedding(self, q: str) -> QueryEmbedding:
         return QueryEmbedding(self.provider, q, self._circuit)
-
-    async def _query_vector(self, q: str, degraded: Degraded, embedding: QueryEmbedding | None = None) -> np.ndarray | None:
-        if self.provider is None:
-            if self._in_use.requested != "none":  # provider "none" is a choice, not an outage
-                degraded.vector = f"no embedding provider: {self._in_use.unavailable_reason or 'none configured'}"
-            return None
-        if self._stale_cause:
-            degraded.vector = f"index was built for other settings ({self._stale_cause}); run `memsift index` to rebuild"
-            return None
-        if embedding is None or embedding.provider is not self.provider:  # none started, or the provider changed
-            embedding = self._query_embedding(q)
-            await embedding.run()
-        await embedding.done.wait()
-        if embedding.error:
-            degraded.vector = embedding.error
-        return embedding.vector
 
     async def _search_index(self, conn: apsw.Connection, meta: dict[str, Any], req: SearchRequest, degraded: Degraded,
                             sides: Sides, embedding: QueryEmbedding | None) -> IndexedAnswer:
@@ -564,16 +486,20 @@ class BuiltinSearchManager(KeywordSearch):
         not shared with a worker thread."""
         if sides.vector and meta.get("vectorsPending") and self.provider is not None:
             # A first search built the keyword index alone: its vectors are still being made.
-            running = "are being made now" if self._running else "are made by the next sync (`memsift index` makes them now)"
-            degraded.vector = (f"vectors pending: the index was built for keyword search first and its embeddings {running} "
-                               f"({vector_progress_words(vector_progress(conn))})")
+            running = (
+                "are being made now" if self._running else "are made by the next sync (`memsift index` makes them now)"
+            )
+            degraded.vector = (
+                f"vectors pending: the index was built for keyword search first and its embeddings {running} "
+                f"({vector_progress_words(vector_progress(conn))})"
+            )
             sides = Sides(sides.requested, vector=False, keyword=True)
         store = IndexCandidates(conn, self._vec, self._vectors_in_memory)
-        found = await search_indexed(
-            store, req, query=self.ms.query, tokenizer=meta.get("ftsTokenizer", "unicode61"), sides=sides,
-            query_vector=lambda: self._query_vector(req.q, degraded, embedding), degraded=degraded, run=inline,
+        found = await search_indexed(store, req, IndexedSearch(
+            self.ms.query, meta.get("ftsTokenizer", "unicode61"), sides,
+            lambda: self.query_vector(req.q, degraded, embedding), degraded, run=inline,
             cite=citations_enabled(self.settings.memory.citations, req.session_key), snippet_chars=self.snippet_chars,
-            side_errors=(apsw.Error, ValueError))
+            side_errors=(apsw.Error, ValueError)))
         if store.vectors_searched and not self._vec.available:
             degraded.vector = f"{self._vec.load_error or 'sqlite-vec disabled'}; using an in-process scan"
         self._flag_stale(conn, found.hits)
@@ -585,7 +511,11 @@ class BuiltinSearchManager(KeywordSearch):
             row = conn.execute("SELECT mtime_ns, size, source FROM files WHERE path=?", (path,)).fetchone()
             if row is None:
                 continue
-            base = self.settings.state_dir / "agents" / self.settings.agent_id if row[2] == "sessions" else self.settings.workspace
+            base = (
+                self.settings.state_dir / "agents" / self.settings.agent_id
+                if row[2] == "sessions"
+                else self.settings.workspace
+            )
             try:
                 st = os.lstat(os.path.normpath(base / path))
                 stale = (st.st_mtime_ns, st.st_size) != (row[0], row[1])
@@ -596,17 +526,11 @@ class BuiltinSearchManager(KeywordSearch):
                     if h.path == path:
                         h.stale = True
 
-    def _fallback(self) -> Fallback | None:
+    def fallback(self) -> Fallback | None:
         s = self.selection
         if s is not None and s.fallback_from:
             return Fallback(**{"from": s.fallback_from, "reason": s.fallback_reason or ""})
         return None
-
-    # --- read ---------------------------------------------------------------------------------
-
-    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
-                   max_chars: int | None = None, offset: int = 0) -> ReadResult:
-        return await read_memory(self.memory_rules, path, from_line, lines, max_chars=max_chars, offset=offset)
 
     # --- status -------------------------------------------------------------------------------
 
@@ -636,7 +560,7 @@ class BuiltinSearchManager(KeywordSearch):
     async def status(self, *, deep: bool = False) -> ManagerStatus:
         provider_error = None
         try:
-            self._ensure_provider()
+            self.ensure_provider()
         except ProviderError as exc:  # status still reports, and says searches fail and why
             provider_error = str(exc)
         sel = self.selection or ProviderSelection(None, self.ms.provider, unavailable_reason=provider_error)
@@ -664,25 +588,37 @@ class BuiltinSearchManager(KeywordSearch):
                 counts[source] = {"files": nfiles, "chunks": nchunks}
                 files, chunks = files + nfiles, chunks + nchunks
             cache_entries = scalar(conn, "SELECT count(*) FROM embedding_cache")
-            fts["available"] = conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_fts'").fetchone() is not None
+            fts["available"] = (
+                conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_fts'").fetchone() is not None
+            )
             if meta:
                 fts["tokenizer"] = meta.get("ftsTokenizer", fts["tokenizer"])
         pending, skipped = self._pending_changes(conn)
         deep_facts = await self._deep_probe(conn, sel.unavailable_reason) if deep else None
         stale = fingerprint_diff(meta, wanted_meta(self.settings, ident)) if meta else None
-        fallback = self._fallback()
-        mode, search_now = search_outlook(Outlook(
-            index_exists=meta is not None, provider_error=provider_error,
-            provider=f"{ident.provider}/{ident.model}" if self.provider else None, requested=sel.requested,
-            unavailable_reason=sel.unavailable_reason, stale=stale, vectors_by_scan=conn is not None and not self._vec.available,
-            pending=pending, sync_on_search=self.ms.sync.on_search,
-            fallback=f"{fallback.from_} failed: {fallback.reason}" if fallback else None,
-        ))
+        fallback = self.fallback()
+        mode, search_now = search_outlook(
+            Outlook(
+                index_exists=meta is not None,
+                provider_error=provider_error,
+                provider=f"{ident.provider}/{ident.model}" if self.provider else None,
+                requested=sel.requested,
+                unavailable_reason=sel.unavailable_reason,
+                stale=stale,
+                vectors_by_scan=conn is not None and not self._vec.available,
+                pending=pending,
+                sync_on_search=self.ms.sync.on_search,
+                fallback=f"{fallback.from_} failed: {fallback.reason}" if fallback else None,
+            )
+        )
         vec_rows = None
         if conn is not None and self._vec.available:
             if conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchone():
                 vec_rows = scalar(conn, "SELECT count(*) FROM chunks_vec")
-        stats, batch_api = getattr(self.provider, "stats", None), getattr(self.provider, "batch_api", None)  # remote ones
+        stats, batch_api = (
+            getattr(self.provider, "stats", None),
+            getattr(self.provider, "batch_api", None),
+        )  # remote ones
         status = ManagerStatus(
             backend=self.backend,
             agent_id=self.settings.agent_id,
@@ -746,10 +682,13 @@ class BuiltinSearchManager(KeywordSearch):
                     "model": self.provider.model,
                     "dimensions": int(vec.shape[0]),
                     "latencyMs": round((time.perf_counter() - t0) * 1000, 1),
-                    "fallback": fallback.to_json_dict() if (fallback := self._fallback()) else None,
+                    "fallback": fallback.to_json_dict() if (fallback := self.fallback()) else None,
                 }
             except TimeoutError:
-                out["embedding"] = {"ok": False, "error": f"{self.provider.id} did not answer a one-word embedding within {budget:g} s"}
+                out["embedding"] = {
+                    "ok": False,
+                    "error": f"{self.provider.id} did not answer a one-word embedding within {budget:g} s",
+                }
             except Exception as exc:
                 out["embedding"] = {"ok": False, "error": str(exc)}
         if conn is not None:

@@ -13,17 +13,28 @@ from typing import Any, Callable, Sequence
 import apsw
 from memsift.engine.lazy import np  # numpy on first use: a keyword search never needs it
 
-from memsift.engine.search.expansion import add_expansion_scores
+from memsift.engine.search.expansion import keyword_scores
 from memsift.engine.search.fts_query import FtsPlan
 from memsift.engine.search.time_only import COMMON_SHARE, is_weightless
 from memsift.engine.search.time_query import TimeWindow
-from memsift.engine.search.ranking import Candidate, bm25_relative_scores
+from memsift.engine.search.ranking import Candidate
 
 from .store import VectorState, cosines, row_cosines, row_estimate, scalar
 from .vector_memory import MemoryVectors
 
-__all__ = ["IndexCandidates", "Days", "keyword_candidates", "vector_candidates", "vector_candidates_within", "day_rowids", "complete_vector_scores",
-           "indexed_file_time", "WINDOW_SCAN_MAX", "window_candidates", "weightless_word_test"]
+__all__ = [
+    "IndexCandidates",
+    "Days",
+    "keyword_candidates",
+    "vector_candidates",
+    "vector_candidates_within",
+    "day_rowids",
+    "complete_vector_scores",
+    "indexed_file_time",
+    "WINDOW_SCAN_MAX",
+    "window_candidates",
+    "weightless_word_test",
+]
 
 SCAN_BATCH = 4096  # rows per batch in the numpy fallback scan (bounded memory)
 COMMON_TERM_MIN_CHUNKS = 5000  # from this many chunks on, weightless common words leave the query
@@ -37,7 +48,10 @@ def _load_chunks(conn: apsw.Connection, rowids: list[int]) -> dict[int, tuple]:
     if not rowids:
         return {}
     marks = ",".join("?" * len(rowids))
-    q = f"SELECT rowid, id, path, source, start_line, end_line, text, day, day_source FROM chunks WHERE rowid IN ({marks})"
+    q = (
+        f"SELECT rowid, id, path, source, start_line, end_line, text, day, day_source FROM chunks WHERE rowid IN "
+        f"({marks})"
+    )
     return {row[0]: row for row in conn.execute(q, rowids)}
 
 
@@ -63,8 +77,11 @@ def weightless_word_test(conn: apsw.Connection) -> Callable[[str], bool]:
         enough = max(1, math.ceil(notes[0] * COMMON_SHARE))
         try:
             found = scalar(
-                conn, "SELECT count(*) FROM (SELECT DISTINCT c.path FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid "
-                "WHERE chunks_fts MATCH ? LIMIT ?)", ('"' + word.replace('"', '""') + '"', enough))
+                conn,
+                "SELECT count(*) FROM (SELECT DISTINCT c.path FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid "
+                "WHERE chunks_fts MATCH ? LIMIT ?)",
+                ('"' + word.replace('"', '""') + '"', enough),
+            )
         except apsw.Error:  # a word the tokenizer cannot match (shorter than a trigram): no judgement
             return False
         return is_weightless(found, notes[0])
@@ -132,7 +149,8 @@ def keyword_candidates(
     real keyword evidence as 0 just because the pool was small. `within`: only these rows (a
     since/until filter). `prefer`: the best `limit` of these rows join the top ones (the rows of
     a time the question names), scored on the same scale."""
-    scored: dict[int, tuple[float, float | None]] = {}  # rowid -> (text score, bm25 rank)
+    rows: list[Any] = []  # (rowid, bm25 rank)
+    expansion_rows: list[Any] = []
     extra: set[int] = set()
     if plan.match:
         # Every match with its rank, then the best `limit` here: no slower than ORDER BY rank
@@ -141,8 +159,10 @@ def keyword_candidates(
         total = row_estimate(conn)
         found: list[Any]  # (rowid, rank) rows
         if total >= LARGE_INDEX_CHUNKS:
-            found = conn.execute("SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-                                 _large_index_match(conn, plan)).fetchall()
+            found = conn.execute(
+                "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+                _large_index_match(conn, plan),
+            ).fetchall()
         else:
             found = conn.execute("SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?",
                                  (_without_weightless_terms(conn, plan, total),)).fetchall()
@@ -151,22 +171,21 @@ def keyword_candidates(
         rows = heapq.nsmallest(limit, found, key=lambda row: row[1])
         if prefer:
             taken = {r for r, _ in rows}
-            rows += heapq.nsmallest(limit, (row for row in found if row[0] in prefer and row[0] not in taken), key=lambda row: row[1])
+            rows += heapq.nsmallest(
+                limit, (row for row in found if row[0] in prefer and row[0] not in taken), key=lambda row: row[1]
+            )
             rows.sort(key=lambda row: row[1])
         if rows and also:
             wanted = set(_rowids(conn, also)) - {r for r, _ in rows}
             more: list[Any] = [row for row in found if row[0] in wanted]
             extra = {r for r, _ in more}
             rows += more
-        for (rowid, rank), score in zip(rows, bm25_relative_scores([r for _, r in rows])):
-            scored[rowid] = (score, rank)
         if plan.expansion_match and total < LARGE_INDEX_CHUNKS:  # past that, only rare terms are ranked
-            _add_expansions(conn, plan.expansion_match, limit, within, scored)
-    top = heapq.nlargest(limit, ((r, v) for r, v in scored.items() if r not in extra), key=lambda kv: kv[1][0])
-    top += [(r, scored[r]) for r in extra]
-    loaded = _load_chunks(conn, [r for r, _ in top])
+            expansion_rows = _expansion_rows(conn, plan.expansion_match, limit, within)
+    top = keyword_scores(rows, expansion_rows, limit=limit, extra=extra)
+    loaded = _load_chunks(conn, [r for r, _s, _r in top])
     out, ranks = [], {}
-    for rowid, (score, rank) in top:
+    for rowid, score, rank in top:
         if rowid in loaded:
             c = _candidate(loaded[rowid], text_score=score, keyword_hit=True)
             out.append(c)
@@ -175,13 +194,12 @@ def keyword_candidates(
     return out, ranks
 
 
-def _add_expansions(conn: apsw.Connection, match: str, limit: int, within: set[int] | None,
-                    scored: dict[int, tuple[float, float | None]]) -> None:
-    """The expansion terms matched on their own: "chose" counts for "pick", less than "pick" would."""
+def _expansion_rows(conn: apsw.Connection, match: str, limit: int, within: set[int] | None) -> list[Any]:
+    """The best (rowid, rank) matches of the expansion terms on their own (scored in `keyword_scores`)."""
     found: list[Any] = conn.execute("SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchall()
     if within is not None:
         found = [row for row in found if row[0] in within]
-    add_expansion_scores(scored, heapq.nsmallest(limit, found, key=lambda row: row[1]))
+    return heapq.nsmallest(limit, found, key=lambda row: row[1])
 
 
 def _rowids(conn: apsw.Connection, chunk_ids: Sequence[str]) -> list[int]:
@@ -189,7 +207,9 @@ def _rowids(conn: apsw.Connection, chunk_ids: Sequence[str]) -> list[int]:
     return [r for (r,) in conn.execute(f"SELECT rowid FROM chunks WHERE id IN ({marks})", list(chunk_ids))]
 
 
-def complete_vector_scores(conn: apsw.Connection, keyword: list[Candidate], vector: list[Candidate], query: np.ndarray) -> None:
+def complete_vector_scores(
+    conn: apsw.Connection, keyword: list[Candidate], vector: list[Candidate], query: np.ndarray
+) -> None:
     """Keyword hits the vector side did not return get their real cosine (from the stored
     embedding) instead of 0: with a small pool, an exact identifier (0.3 × a strong BM25) lost to
     any chunk of 0.5 cosine, and a unique token written in a note could not be found at all."""
@@ -245,14 +265,20 @@ def day_rowids(conn: apsw.Connection, windows: Sequence[TimeWindow], *, undated_
         out.update(r for (r,) in conn.execute("SELECT chunk FROM chunk_days WHERE day BETWEEN ? AND ?", (lo, hi)))
         if undated_by_mtime:
             lo_ns, hi_ns = w.mtime_ns_range()
-            out.update(r for (r,) in conn.execute(
-                "SELECT c.rowid FROM chunks c JOIN files f ON f.path = c.path WHERE c.day IS NULL AND f.mtime_ns BETWEEN ? AND ?",
-                (lo_ns, hi_ns),
-            ))
+            out.update(
+                r
+                for (r,) in conn.execute(
+                    "SELECT c.rowid FROM chunks c JOIN files f ON f.path = c.path WHERE c.day IS NULL AND f.mtime_ns "
+                    "BETWEEN ? AND ?",
+                    (lo_ns, hi_ns),
+                )
+            )
     return out
 
 
-def window_candidates(conn: apsw.Connection, windows: Sequence[TimeWindow], per_day: int, cap: int = 5000) -> list[Candidate]:
+def window_candidates(
+    conn: apsw.Connection, windows: Sequence[TimeWindow], per_day: int, cap: int = 5000
+) -> list[Candidate]:
     """A time-only question's notes: the first `per_day` chunks (in file order) of every day of
     its windows, at most `cap` in all (engine/search/time_only.py orders them)."""
     out: list[Candidate] = []

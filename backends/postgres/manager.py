@@ -21,17 +21,28 @@ from memsift.engine.errors import BackendError
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
 from memsift.engine.files.discovery import discover_memory_files
-from memsift.engine.files.rules import MemoryRules, read_memory
-from memsift.engine.search.request import KeywordSearch, SearchRequest
-from memsift.engine.embeddings.query import QueryEmbedding, beside
-from memsift.engine.results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer
-from memsift.engine.search.indexed import IndexedAnswer, awaited, gather_indexed, rank_gathered
-from memsift.engine.search.modes import Sides, search_sides
-from memsift.engine.search.scripts import vector_mode_warning
+from memsift.engine.kit.shell import IndexedBackend
+from memsift.engine.search.request import SearchRequest
+from memsift.engine.embeddings.query import QueryEmbedding
+from memsift.engine.results import Degraded, ManagerStatus
+from memsift.engine.search.indexed import IndexedAnswer, IndexedSearch, awaited, gather_indexed, rank_gathered
+from memsift.engine.search.modes import Sides
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 
-from .connect import (add_hnsw_name, cached_hnsw_names, connect_once, driver_error, drop_pools, import_driver,
-                      mark_schema_checked, release_pools, remember_hnsw_names, resolve_dsns, schema_checked, shared_pool)
+from .connect import (
+    add_hnsw_name,
+    cached_hnsw_names,
+    connect_once,
+    driver_error,
+    drop_pools,
+    import_driver,
+    mark_schema_checked,
+    release_pools,
+    remember_hnsw_names,
+    resolve_dsns,
+    schema_checked,
+    shared_pool,
+)
 from .indexer import Identity, fingerprint_diff, sync_agent, valid_hnsw_names, wanted_meta
 from .schema import SCHEMA_VERSION, migrate
 from .search import HnswWalk, PgCandidates, hnsw_index_name, hnsw_index_names
@@ -46,15 +57,13 @@ REPLICA_POLL_S = 0.02
 
 HNSW_RECHECK_S = 60.0  # the database's HNSW indexes are listed again this often (a sync elsewhere may build one)
 
-class PostgresSearchManager(KeywordSearch):
+class PostgresSearchManager(IndexedBackend):
     backend = "postgres"
     indexes_sessions = True  # sync(include_sessions=...) (engine/manager.py IndexesSessions)
 
     def __init__(self, settings: ResolvedConfig, *, provider: EmbeddingProvider | None = None,
                  selection: ProviderSelection | None = None) -> None:
-        self.settings = settings
-        self.ms = settings.memory_search
-        self.memory_rules = MemoryRules.from_settings(settings)
+        super().__init__(settings)
         self.cfg = settings.memory.postgres
         import_driver()
         self.dsns = resolve_dsns(self.cfg)
@@ -64,19 +73,18 @@ class PostgresSearchManager(KeywordSearch):
         self.provider = selection.provider if selection else None
         self.agent = settings.agent_id
         self._pool_dsns: set[str] = set()  # the databases whose shared pools this manager holds (connect.py)
-        self._hnsw: dict[int, tuple[str | None, float]] = {}  # vector size → (the agent's HNSW index walked, when looked)
-        self._dirty = True
-        self._change_probe: Any = None
+        self._hnsw: dict[
+            int, tuple[str | None, float]
+        ] = {}  # vector size → (the agent's HNSW index walked, when looked)
         self._written_lsn: str | None = None  # the WAL position of this process's last sync
         self._last_sync: SyncReport | None = None
         self._embed_error: str | None = None
-        self._stale_cause: str | None = None
         self._sync_lock = anyio.Lock()
         self.snippet_chars = SNIPPET_MAX_CHARS
 
     # --- connections ----------------------------------------------------------------------------
 
-    def _ensure_provider(self) -> None:
+    def ensure_provider(self) -> None:
         if self.selection is None:
             self.selection = select_provider(self.ms)
             self.provider = self.selection.provider
@@ -125,7 +133,9 @@ class PostgresSearchManager(KeywordSearch):
         deadline = time.monotonic() + self.cfg.replica_wait_ms / 1000
         async with replica.connection() as conn:
             while True:
-                cur = await conn.execute("SELECT coalesce(pg_last_wal_replay_lsn() >= %s::pg_lsn, true)", (self._written_lsn,))
+                cur = await conn.execute(
+                    "SELECT coalesce(pg_last_wal_replay_lsn() >= %s::pg_lsn, true)", (self._written_lsn,)
+                )
                 if (await cur.fetchone())[0]:
                     self._written_lsn = None  # caught up: later writes by others are not ours to wait for
                     return replica
@@ -145,48 +155,53 @@ class PostgresSearchManager(KeywordSearch):
     async def sync(self, *, force: bool = False, reason: str = "manual", allow_full: bool = True,
                    include_sessions: bool = True) -> SyncReport:
         psycopg = import_driver()
-        self._ensure_provider()
+        self.ensure_provider()
         async with self._sync_lock:
+            seen = self.freshness.sync_begins()
             try:
                 await self._ensure_schema()
                 conn = await connect_once(self.dsns.write, self.cfg)
                 try:
                     extra = {"workspace": str(self.settings.workspace)}
                     report, self._embed_error = await sync_agent(
-                        conn, self.settings, self.identity, self._embed if self.provider else None, force=force,
-                        reason=reason, lock_timeout_s=self.cfg.lock_timeout_ms / 1000, meta_extra=extra, allow_full=allow_full,
-                        include_sessions=include_sessions, has_hnsw=lambda name: add_hnsw_name(self.dsns.write, name),
+                        conn,
+                        self.settings,
+                        self.identity,
+                        self._embed if self.provider else None,
+                        force=force,
+                        reason=reason,
+                        lock_timeout_s=self.cfg.lock_timeout_ms / 1000,
+                        meta_extra=extra,
+                        allow_full=allow_full,
+                        include_sessions=include_sessions,
+                        has_hnsw=lambda name: add_hnsw_name(self.dsns.write, name),
                     )
                     if self.dsns.read:
-                        self._written_lsn = (await (await conn.execute("SELECT pg_current_wal_lsn()::text")).fetchone())[0]
+                        self._written_lsn = (
+                            await (await conn.execute("SELECT pg_current_wal_lsn()::text")).fetchone()
+                        )[0]
                 finally:
                     await conn.close()
             except psycopg.Error as exc:
                 raise await self._outage(exc, "syncing") from None
-        self._stale_cause = report.reindex_cause if not report.full_reindex else None
+        self.stale_cause = report.reindex_cause if not report.full_reindex else None
         self._last_sync = report
-        self._dirty = False
+        self.freshness.synced(seen)
         log.info("sync done", **report.model_dump(exclude_none=True))
         return report
 
-    def mark_dirty(self) -> None:
-        self._dirty = True
-
-    def watch_changes(self, probe: Any) -> None:
-        self._change_probe = probe
-        self.mark_dirty()
-
     async def _ensure_fresh(self) -> None:
-        if self._change_probe is not None and self._change_probe.changed():
-            self._dirty = True
-        if not self._dirty:
+        if not self.freshness.due():
             return
         meta = await self._agent_meta()
         if meta is None:
             await self.sync(reason="bootstrap")
         elif self.ms.sync.on_search:
-            await self.sync(reason="search", allow_full=False, include_sessions=False)  # transcripts: explicit syncs only
-        self._dirty = False
+            await self.sync(
+                reason="search", allow_full=False, include_sessions=False
+            )  # transcripts: explicit syncs only
+        else:
+            self.freshness.settled()
 
     async def _hnsw_walk(self, conn: Any, dims: int) -> HnswWalk | None:
         """How to walk the agent's own HNSW index for vectors of `dims` (indexer.ensure_hnsw), or
@@ -202,7 +217,10 @@ class PostgresSearchManager(KeywordSearch):
             if names is None:
                 names = await valid_hnsw_names(conn)
                 remember_hnsw_names(self.dsns.write, names)
-            known = (next((name for name in hnsw_index_names(self.agent, dims) if name in names), None), time.monotonic())
+            known = (
+                next((name for name in hnsw_index_names(self.agent, dims) if name in names), None),
+                time.monotonic(),
+            )
             self._hnsw[dims] = known
         if known[0] is None:
             return None
@@ -212,74 +230,30 @@ class PostgresSearchManager(KeywordSearch):
         await self._ensure_schema()
         pool = await self._pool("write")
         async with pool.connection() as conn:
-            row = await (await conn.execute("SELECT meta FROM memsift_agents WHERE agent_id = %s", (self.agent,))).fetchone()
+            row = await (
+                await conn.execute("SELECT meta FROM memsift_agents WHERE agent_id = %s", (self.agent,))
+            ).fetchone()
         return row[0] if row else None
 
     # --- search ---------------------------------------------------------------------------------
 
-    @property
-    def query_config(self) -> Any:
-        return self.ms.query
-
-    async def answer(self, req: SearchRequest) -> SearchAnswer:
+    async def search_fresh(self, req: SearchRequest, degraded: Degraded, sides: Sides,
+                           embedding: QueryEmbedding | None) -> IndexedAnswer:
         psycopg = import_driver()
         import psycopg_pool  # noqa: PLC0415
 
-        started = time.perf_counter()
-        self._ensure_provider()
-        query, q, requested, max_results, min_score = req.query, req.q, req.mode, req.limit, req.floor
-        degraded = Degraded()
-        found = IndexedAnswer([], "none")
-        if q:
-            sides = search_sides(q, requested, hybrid_enabled=self.ms.query.hybrid.enabled, provider=self.provider)
-            embedding = QueryEmbedding(self.provider, q) if sides.vector and self.provider is not None else None
-
-            async def answer() -> IndexedAnswer:
-                await self._ensure_fresh()
-                return await self._search_db(req, degraded, sides, embedding)
-
-            try:
-                found = await beside(embedding.run if embedding else None, answer)
-            except (psycopg.Error, psycopg_pool.PoolTimeout, OSError, BackendError) as exc:
-                raise await self._outage(exc, "searching") from None
-            if not req.explain:
-                for hit in found.hits:
-                    hit.explain = None
-        hits, answered, relaxed, below, time_only = found.hits, found.mode, found.relaxed, found.below_min_score, found.time_only
-        # `--mode vector` alone, asked for, in a script the model does not cover: say its results are noise.
-        warning = vector_mode_warning(q, self.provider) if q and requested == "vector" else None
-        return SearchAnswer(
-            query=query, results=hits, backend=self.backend, mode=answered,
-            provider=self.provider.id if self.provider else "none", model=self.provider.model if self.provider else None,
-            citations=self.settings.memory.citations, degraded=degraded, min_score=min_score, max_results=max_results,
-            took_ms=round((time.perf_counter() - started) * 1000, 3), relaxed=relaxed, **req.time_facts(time_only=time_only),
-            below_min_score=BelowMinScore(candidates=below[0], best_score=below[1]) if below else None,
-            notes=[warning] if warning else None,
-        )
-
-    async def _query_vector(self, degraded: Degraded, embedding: QueryEmbedding | None) -> np.ndarray | None:
-        if self.provider is None:
-            selection = self.selection
-            if selection is None or selection.requested != "none":  # provider "none" is a choice, not an outage
-                why = selection.unavailable_reason if selection is not None else None
-                degraded.vector = f"no embedding provider: {why or 'none configured'}"
-            return None
-        if self._stale_cause:
-            degraded.vector = f"index was built for other settings ({self._stale_cause}); run `memsift index` to rebuild"
-            return None
-        if embedding is None:
-            return None
-        await embedding.done.wait()
-        if embedding.error:
-            degraded.vector = embedding.error
-        return embedding.vector
+        try:
+            await self._ensure_fresh()
+            return await self._search_db(req, degraded, sides, embedding)
+        except (psycopg.Error, psycopg_pool.PoolTimeout, OSError, BackendError) as exc:
+            raise await self._outage(exc, "searching") from None
 
     async def _search_db(self, req: SearchRequest, degraded: Degraded, sides: Sides,
                          embedding: QueryEmbedding | None) -> IndexedAnswer:
         """The agent's generation searched through the one orchestration every indexed backend uses
         (engine/search/indexed.search_indexed) over Postgres's store seam (search.PgCandidates),
         in one read-only snapshot. The query's vector is known before a connection is taken."""
-        qvec = await self._query_vector(degraded, embedding) if sides.vector else None
+        qvec = await self.query_vector(req.q, degraded, embedding) if sides.vector else None
 
         async def query_vector() -> np.ndarray | None:
             return qvec
@@ -294,27 +268,24 @@ class PostgresSearchManager(KeywordSearch):
                     return IndexedAnswer([], "none")
                 tokenizer = self.ms.store.fts.tokenizer
                 store = PgCandidates(conn, self.agent, row[0], tokenizer, lambda dims: self._hnsw_walk(conn, dims))
-                gathered = await gather_indexed(store, req, query=self.ms.query, tokenizer=tokenizer, sides=sides,
-                                                query_vector=query_vector, degraded=degraded, run=awaited)
+                how = IndexedSearch(self.ms.query, tokenizer, sides, query_vector, degraded, run=awaited,
+                                    cite=citations_enabled(self.settings.memory.citations, req.session_key),
+                                    snippet_chars=self.snippet_chars)
+                gathered = await gather_indexed(store, req, how)
             finally:
                 await conn.execute("ROLLBACK")
         # Ranked with the connection back in the pool: another agent's search need not wait for it.
         if gathered is None:
             return IndexedAnswer([], "none")
-        return rank_gathered(gathered, cite=citations_enabled(self.settings.memory.citations, req.session_key),
-                             snippet_chars=self.snippet_chars)
+        return rank_gathered(gathered, how)
 
-    # --- read and status ------------------------------------------------------------------------
-
-    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
-                   max_chars: int | None = None, offset: int = 0) -> ReadResult:
-        return await read_memory(self.memory_rules, path, from_line, lines, max_chars=max_chars, offset=offset)
+    # --- status ---------------------------------------------------------------------------------------
 
     async def status(self, *, deep: bool = False) -> ManagerStatus:
         psycopg = import_driver()
         import psycopg_pool  # noqa: PLC0415
 
-        self._ensure_provider()
+        self.ensure_provider()
         ident = self.identity
         facts: dict[str, Any] = {"dsn": self.dsns.shown, "readDsn": None, "schemaVersion": SCHEMA_VERSION,
                                  "error": None}
@@ -330,18 +301,30 @@ class PostgresSearchManager(KeywordSearch):
             await self._ensure_schema()
             pool = await self._pool("write")
             async with pool.connection() as conn:
-                row = await (await conn.execute(
-                    "SELECT generation, meta, skipped FROM memsift_agents WHERE agent_id = %s", (self.agent,))).fetchone()
+                row = await (
+                    await conn.execute(
+                        "SELECT generation, meta, skipped FROM memsift_agents WHERE agent_id = %s", (self.agent,)
+                    )
+                ).fetchone()
                 if row:
                     gen, meta, skipped = row
                     facts["generation"] = gen
-                    for source, n in await (await conn.execute(
-                            "SELECT source, count(*) FROM memsift_files WHERE agent_id = %s AND generation = %s GROUP BY source",
-                            (self.agent, gen))).fetchall():
+                    for source, n in await (
+                        await conn.execute(
+                            "SELECT source, count(*) FROM memsift_files WHERE agent_id = %s AND generation = %s GROUP "
+                            "BY source",
+                            (self.agent, gen),
+                        )
+                    ).fetchall():
                         by_source.setdefault(source, {})["files"] = n
-                    for source, n, v in await (await conn.execute(
-                            "SELECT source, count(*), count(embedding) FROM memsift_chunks WHERE agent_id = %s AND generation = %s "
-                            "GROUP BY source", (self.agent, gen))).fetchall():
+                    for source, n, v in await (
+                        await conn.execute(
+                            "SELECT source, count(*), count(embedding) FROM memsift_chunks WHERE agent_id = %s AND "
+                            "generation = %s "
+                            "GROUP BY source",
+                            (self.agent, gen),
+                        )
+                    ).fetchall():
                         by_source.setdefault(source, {})["chunks"] = n
                         with_vectors += v
                     files = sum(c.get("files", 0) for c in by_source.values())
@@ -361,23 +344,44 @@ class PostgresSearchManager(KeywordSearch):
         else:
             now_says = f"{mode} over {chunks} chunks in Postgres (BM25 over postings; exact per-agent cosine)"
         return ManagerStatus(
-            backend=self.backend, agent_id=self.agent, workspace_dir=str(self.settings.workspace), db_path=self.dsns.shown,
-            files=None if facts["error"] else files, chunks=None if facts["error"] else chunks,
-            dirty=meta is None or stale is not None or self._dirty,
-            provider=ident.provider, requested_provider=self.selection.requested if self.selection else None,
-            model=ident.model, dimensions=getattr(self.provider, "dimensions", None),
-            model_runtime=getattr(self.provider, "runtime", None), sources=list(self.ms.sources),
+            backend=self.backend,
+            agent_id=self.agent,
+            workspace_dir=str(self.settings.workspace),
+            db_path=self.dsns.shown,
+            files=None if facts["error"] else files,
+            chunks=None if facts["error"] else chunks,
+            dirty=meta is None or stale is not None or self.freshness.dirty,
+            provider=ident.provider,
+            requested_provider=self.selection.requested if self.selection else None,
+            model=ident.model,
+            dimensions=getattr(self.provider, "dimensions", None),
+            model_runtime=getattr(self.provider, "runtime", None),
+            sources=list(self.ms.sources),
             extra_paths=list(self.ms.extra_paths),
             source_counts={k: {"files": v.get("files", 0), "chunks": v.get("chunks", 0)} for k, v in by_source.items()},
-            search_mode=mode, search_now=now_says,
+            search_mode=mode,
+            search_now=now_says,
             provider_unavailable_reason=self.selection.unavailable_reason if self.selection else None,
-            fts={"enabled": True, "available": meta is not None, "tokenizer": self.ms.store.fts.tokenizer,
-                 "search": "bm25-postings"},
-            vector={"enabled": self.provider is not None, "available": self.provider is not None, "rows": with_vectors,
-                    "search": "pgvector exact per-agent scan"},
+            fts={
+                "enabled": True,
+                "available": meta is not None,
+                "tokenizer": self.ms.store.fts.tokenizer,
+                "search": "bm25-postings",
+            },
+            vector={
+                "enabled": self.provider is not None,
+                "available": self.provider is not None,
+                "rows": with_vectors,
+                "search": "pgvector exact per-agent scan",
+            },
             cache={"enabled": self.ms.cache.enabled, "entries": cache, "maxEntries": self.ms.cache.max_entries},
-            index={"exists": meta is not None, "meta": meta, "rebuildNeeded": stale, "lastEmbedError": self._embed_error,
-                   "postgres": facts},
+            index={
+                "exists": meta is not None,
+                "meta": meta,
+                "rebuildNeeded": stale,
+                "lastEmbedError": self._embed_error,
+                "postgres": facts,
+            },
             last_sync=self._last_sync.model_dump(by_alias=True) if self._last_sync else None,
             skipped=skipped or [],
             unavailable=facts["error"],

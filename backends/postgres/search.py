@@ -6,14 +6,14 @@ Vectors: an HNSW index on a table shared by agents filters by agent after the gr
 small agents got almost nothing back. So a search scans its own agent's generation: the nearest
 few by the half-precision copies an index holds (schema._M5, no row read), put in exact order by
 their full vectors: exact (recall 1.0) at any fleet size, at a cost linear in the agent's own
-chunks. An agent past `memory.postgres.hnswAbove` vectors gets an HNSW index of its own (a partial index on its agent id: no other agent's rows in its graph),
-searched with pgvector's iterative scan so the generation filter never returns too few.
+chunks. An agent past `memory.postgres.hnswAbove` vectors gets an HNSW index of its own (a partial index on its agent
+id: no other agent's rows in its graph), searched with pgvector's iterative scan so the generation filter never returns
+too few.
 """
 
 from __future__ import annotations
 
 import hashlib
-import heapq
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -21,8 +21,8 @@ from typing import Any, Awaitable, Callable, Sequence
 
 import numpy as np
 
-from memsift.engine.search.expansion import add_expansion_scores
-from memsift.engine.search.ranking import Candidate, bm25_relative_scores
+from memsift.engine.search.expansion import keyword_scores
+from memsift.engine.search.ranking import Candidate
 from memsift.engine.search.time_only import COMMON_SHARE, is_weightless
 from memsift.engine.search.time_query import TimeWindow
 
@@ -31,8 +31,22 @@ from memsift.engine.search.terms import QueryItems, expansion_items, query_items
 
 from .schema import HALF_SCAN_MAX_DIMS, chunk_number
 
-__all__ = ["PgCandidates", "Days", "keyword_candidates", "vector_candidates", "hnsw_index_name", "hnsw_index_names", "HnswWalk", "complete_vector_scores", "day_chunks", "window_candidates", "file_times",
-           "weightless_words", "K1", "B"]
+__all__ = [
+    "PgCandidates",
+    "Days",
+    "keyword_candidates",
+    "vector_candidates",
+    "hnsw_index_name",
+    "hnsw_index_names",
+    "HnswWalk",
+    "complete_vector_scores",
+    "day_chunks",
+    "window_candidates",
+    "file_times",
+    "weightless_words",
+    "K1",
+    "B",
+]
 
 K1, B = 1.2, 0.75
 COMMON_TERM_MIN_CHUNKS = 5000  # as the builtin: from this many chunks on, weightless words leave the query
@@ -97,9 +111,13 @@ async def _stats(conn: Any, agent: str, gen: int) -> tuple[int, float]:
     row = await (await conn.execute(
         "SELECT chunks, total_len FROM memsift_stats WHERE agent_id = %s AND generation = %s", (agent, gen))).fetchone()
     if row is None:
-        row = await (await conn.execute(
-            "SELECT count(*), coalesce(sum(doc_len), 0) FROM memsift_chunks WHERE agent_id = %s AND generation = %s", (agent, gen)
-        )).fetchone()
+        row = await (
+            await conn.execute(
+                "SELECT count(*), coalesce(sum(doc_len), 0) FROM memsift_chunks WHERE agent_id = %s AND generation = "
+                "%s",
+                (agent, gen),
+            )
+        ).fetchone()
     n, total = row
     return n, (total / n if n else 1.0)
 
@@ -118,7 +136,8 @@ async def _weighted_terms(conn: Any, agent: str, gen: int, terms: list[str], n: 
         df = {t: known_df[t] for t in terms if known_df.get(t)}
     else:
         cur = await conn.execute(
-            "SELECT term, count(*) FROM memsift_postings WHERE agent_id = %s AND generation = %s AND term = ANY(%s) GROUP BY term",
+            "SELECT term, count(*) FROM memsift_postings WHERE agent_id = %s AND generation = %s AND term = ANY(%s) "
+            "GROUP BY term",
             (agent, gen, terms),
         )
         df = dict(await cur.fetchall())
@@ -148,14 +167,23 @@ class TermSums:
         head = (K1 + 1, K1, B, B, self.avgdl, self.terms, self.weights, self.agent, self.gen)
         only, more = ("AND p.chunk = ANY(%s) ", (chunks,)) if chunks is not None else ("", ())
         if self.cap is None:
-            return (f"SELECT p.chunk, {part} FROM memsift_postings p JOIN unnest(%s::text[], %s::float8[]) AS q(term, w) "
-                    f"ON q.term = p.term WHERE p.agent_id = %s AND p.generation = %s {only}GROUP BY p.chunk", (*head, *more))
-        return (f"SELECT p.chunk, {part} FROM unnest(%s::text[], %s::float8[]) AS q(term, w) CROSS JOIN LATERAL "
-                "(SELECT chunk, tf, doc_len FROM memsift_postings WHERE agent_id = %s AND generation = %s AND term = q.term "
-                f"ORDER BY chunk DESC LIMIT %s) AS p WHERE true {only}GROUP BY p.chunk", (*head, self.cap, *more))
+            return (
+                f"SELECT p.chunk, {part} FROM memsift_postings p JOIN unnest(%s::text[], %s::float8[]) AS q(term, w) "
+                f"ON q.term = p.term WHERE p.agent_id = %s AND p.generation = %s {only}GROUP BY p.chunk",
+                (*head, *more),
+            )
+        return (
+            f"SELECT p.chunk, {part} FROM unnest(%s::text[], %s::float8[]) AS q(term, w) CROSS JOIN LATERAL "
+            "(SELECT chunk, tf, doc_len FROM memsift_postings WHERE agent_id = %s AND generation = %s AND term = "
+            "q.term "
+            f"ORDER BY chunk DESC LIMIT %s) AS p WHERE true {only}GROUP BY p.chunk",
+            (*head, self.cap, *more),
+        )
 
 
-async def _bounded_df(conn: Any, agent: str, gen: int, tokens: list[str], bound: int = COMMON_MATCHES) -> dict[str, int]:
+async def _bounded_df(
+    conn: Any, agent: str, gen: int, tokens: list[str], bound: int = COMMON_MATCHES
+) -> dict[str, int]:
     """How many chunks hold each token, counted no further than `bound`; one statement for all
     of them (a round trip per token cost 2 ms each at a million chunks)."""
     if not tokens:
@@ -183,7 +211,9 @@ def _phrase_tf(tokens: tuple[str, ...], positions: dict[str, list[int]]) -> int:
     return len(starts)
 
 
-async def _phrase_scores(conn: Any, agent: str, gen: int, phrases: list[tuple[str, ...]], n: int, avgdl: float) -> dict[int, float]:
+async def _phrase_scores(
+    conn: Any, agent: str, gen: int, phrases: list[tuple[str, ...]], n: int, avgdl: float
+) -> dict[int, float]:
     """FTS5 phrase matching from the stored positions: the chunks holding every token, then the
     places where the tokens stand in order."""
     scores: dict[int, float] = defaultdict(float)
@@ -191,7 +221,8 @@ async def _phrase_scores(conn: Any, agent: str, gen: int, phrases: list[tuple[st
         distinct = list(dict.fromkeys(phrase))
         cur = await conn.execute(
             "SELECT chunk, term, positions, doc_len FROM memsift_postings WHERE agent_id = %s AND generation = %s "
-            "AND term = ANY(%s) AND chunk IN (SELECT chunk FROM memsift_postings WHERE agent_id = %s AND generation = %s "
+            "AND term = ANY(%s) AND chunk IN (SELECT chunk FROM memsift_postings WHERE agent_id = %s AND generation = "
+            "%s "
             "AND term = ANY(%s) GROUP BY chunk HAVING count(*) = %s)",
             (agent, gen, distinct, agent, gen, distinct, len(distinct)),
         )
@@ -240,15 +271,23 @@ async def _ranked_matches(conn: Any, agent: str, gen: int, sums: TermSums | None
     in up to 20,000 chunks; the sums are kept for a second pass only when `prefer` needs one."""
     if sums is None and not phrases:
         return [], [], []
-    term_rows, term_args = sums.sql() if sums is not None else ("SELECT NULL::bigint AS chunk, NULL::float8 AS score WHERE false", ())
+    term_rows, term_args = (
+        sums.sql() if sums is not None else ("SELECT NULL::bigint AS chunk, NULL::float8 AS score WHERE false", ())
+    )
     args: list[Any] = [list(phrases), list(phrases.values()), *term_args]  # in the order the statement names them
     only = ""
     if within is not None:
         only = "WHERE chunk = ANY(%s)"
         args.append(sorted(within))
     # Chunks of phrases only: 0 + s, as the sums' rows + s: the same floats as adding them in Python.
-    scored = (f"SELECT coalesce(t.chunk, ph.chunk) AS chunk, coalesce(t.score, 0) + coalesce(ph.s, 0) AS s "
-              f"FROM ({term_rows}) AS t FULL JOIN ph ON ph.chunk = t.chunk") if phrases else f"SELECT chunk, score AS s FROM ({term_rows}) AS t"
+    scored = (
+        (
+            f"SELECT coalesce(t.chunk, ph.chunk) AS chunk, coalesce(t.score, 0) + coalesce(ph.s, 0) AS s "
+            f"FROM ({term_rows}) AS t FULL JOIN ph ON ph.chunk = t.chunk"
+        )
+        if phrases
+        else f"SELECT chunk, score AS s FROM ({term_rows}) AS t"
+    )
     sql = (f"WITH ph AS (SELECT * FROM unnest(%s::bigint[], %s::float8[]) AS ph(chunk, s)), "
            f"f AS {'MATERIALIZED' if prefer else 'NOT MATERIALIZED'} (SELECT * FROM ({scored}) AS m {only}) "
            "(SELECT 0, chunk, s FROM f ORDER BY s DESC, chunk LIMIT %s)")
@@ -262,8 +301,10 @@ async def _ranked_matches(conn: Any, agent: str, gen: int, sums: TermSums | None
     if also:
         chunks = [chunk_number(i) for i in also]
         cur = await conn.execute(
-            "SELECT chunk FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND chunk = ANY(%s) AND id = ANY(%s)",
-            (agent, gen, chunks, list(also)))
+            "SELECT chunk FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND chunk = ANY(%s) AND id = "
+            "ANY(%s)",
+            (agent, gen, chunks, list(also)),
+        )
         mine = [c for (c,) in await cur.fetchall() if within is None or c in within]
         if mine and sums is not None:  # the same sums, over these chunks' postings only
             cur = await conn.execute(*sums.sql(mine))
@@ -289,7 +330,9 @@ async def keyword_candidates(
     if not n:
         return [], {}
     cap, known_df = None, None
-    if n >= LARGE_INDEX_CHUNKS:  # only the rare terms are ranked (see LARGE_INDEX_CHUNKS), expansions left out as builtin does
+    if (
+        n >= LARGE_INDEX_CHUNKS
+    ):  # only the rare terms are ranked (see LARGE_INDEX_CHUNKS), expansions left out as builtin does
         tokens = list(dict.fromkeys([*items.terms, *(t for p in items.phrases for t in p)]))
         known_df = await _bounded_df(conn, agent, gen, tokens)
         items, cap = large_index_items(items, known_df)
@@ -310,19 +353,20 @@ async def keyword_candidates(
         more = [r for r in also_found if r[0] not in have]
         extra = [r for r, _ in more]
         rows += more
-    scored: dict[int, tuple[float, float | None]] = {
-        chunk: (score, rank) for (chunk, rank), score in zip(rows, bm25_relative_scores([r for _, r in rows]))}
-    if expansions and (expansions.terms or expansions.phrases):  # matched on their own, weighed below the question's words
+    expansion_rows: list[tuple[int, float]] = []
+    if expansions and (
+        expansions.terms or expansions.phrases
+    ):  # matched on their own, weighed below the question's words (keyword_scores)
         terms, weights = await _weighted_terms(conn, agent, gen, expansions.terms, n)
         sums = TermSums(agent, gen, terms, weights, avgdl, None) if terms else None
         phrases = await _phrase_scores(conn, agent, gen, expansions.phrases, n, avgdl)
-        add_expansion_scores(scored, (await _ranked_matches(conn, agent, gen, sums, phrases, limit, within=within, prefer=None, also=()))[0])
-    extras = set(extra)
-    top = heapq.nlargest(limit, ((c, v) for c, v in scored.items() if c not in extras), key=lambda kv: kv[1][0])
-    top += [(c, scored[c]) for c in extra]
-    loaded = await _load(conn, agent, gen, [c for c, _ in top])
+        expansion_rows = (
+            await _ranked_matches(conn, agent, gen, sums, phrases, limit, within=within, prefer=None, also=())
+        )[0]
+    top = keyword_scores(rows, expansion_rows, limit=limit, extra=extra)
+    loaded = await _load(conn, agent, gen, [c for c, _s, _r in top])
     out, ranks = [], {}
-    for chunk, (score, rank) in top:
+    for chunk, score, rank in top:
         if chunk in loaded:
             cand = _candidate(loaded[chunk], text_score=score, keyword_hit=True)
             out.append(cand)
@@ -369,7 +413,8 @@ async def _nearest_by_halves(conn: Any, agent: str, gen: int, q: np.ndarray, lim
     while True:
         cur = await conn.execute(
             "WITH s AS MATERIALIZED (SELECT chunk, embedding_half <=> %s AS hd FROM memsift_chunks "
-            f"WHERE agent_id = %s AND generation = %s AND embedding_half IS NOT NULL AND vector_dims(embedding_half) = %s {only}"
+            f"WHERE agent_id = %s AND generation = %s AND embedding_half IS NOT NULL AND vector_dims(embedding_half) "
+            f"= %s {only}"
             "ORDER BY hd, chunk LIMIT %s), "
             "cut AS (SELECT coalesce((SELECT hd FROM s ORDER BY hd, chunk OFFSET %s LIMIT 1), 'Infinity') + %s AS hd) "
             f"SELECT {_COLUMNS}, 1 - d, n, widest, edge FROM (SELECT {_M_COLUMNS}, m.embedding <=> %s AS d, "
@@ -405,21 +450,26 @@ async def vector_candidates(conn: Any, agent: str, gen: int, query: np.ndarray, 
     cur = await conn.execute(
         f"SELECT {_M_COLUMNS}, 1 - s.d FROM (SELECT chunk, embedding <=> %s AS d FROM memsift_chunks "
         f"WHERE agent_id = %s AND generation = %s AND embedding IS NOT NULL AND vector_dims(embedding) = %s {only}"
-        "ORDER BY d, chunk LIMIT %s) AS s JOIN memsift_chunks AS m ON m.agent_id = %s AND m.generation = %s AND m.chunk = s.chunk "
+        "ORDER BY d, chunk LIMIT %s) AS s JOIN memsift_chunks AS m ON m.agent_id = %s AND m.generation = %s AND "
+        "m.chunk = s.chunk "
         "ORDER BY s.d, s.chunk",
         (q, agent, gen, len(q), *chosen, limit, agent, gen),
     )
     return [_candidate(row[:_NCOLS], vector_score=float(row[_NCOLS]), vector_hit=True) for row in await cur.fetchall()]
 
 
-async def _nearest_by_hnsw(conn: Any, agent: str, gen: int, q: np.ndarray, limit: int, walk: HnswWalk) -> list[Candidate]:
+async def _nearest_by_hnsw(
+    conn: Any, agent: str, gen: int, q: np.ndarray, limit: int, walk: HnswWalk
+) -> list[Candidate]:
     """The nearest by the agent's own HNSW graph. A graph of the half copies (normalized: their
     inner product is the cosine) is asked for HALF_POOL_MARGIN more than `limit`, so that the
     halves' rounding cannot push one of the nearest out; all are put in exact order by the full
     vectors, read from the rows the walk fetches anyway (for the generation)."""
     dims = len(q)  # an int: part of the SQL, so the planner matches the partial index's predicate
-    await conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                       (str(max(walk.ef_search, limit + HALF_POOL_MARGIN)),))
+    await conn.execute(
+        "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+        (str(max(walk.ef_search, limit + HALF_POOL_MARGIN)),),
+    )
     if walk.halves:
         from pgvector import HalfVector  # noqa: PLC0415 (the driver's extra: imported with it)
 
@@ -465,26 +515,35 @@ async def window_candidates(conn: Any, agent: str, gen: int, windows: Sequence[T
     return out
 
 
-async def day_chunks(conn: Any, agent: str, gen: int, windows: Sequence[TimeWindow], *, undated_by_mtime: bool = False) -> set[int]:
+async def day_chunks(
+    conn: Any, agent: str, gen: int, windows: Sequence[TimeWindow], *, undated_by_mtime: bool = False
+) -> set[int]:
     """Chunks whose stated day lies in any window; with `undated_by_mtime` (since/until), also
     undated chunks whose file was modified in it (as backends/builtin/search.day_rowids)."""
     out: set[int] = set()
     for w in windows:
         lo, hi = w.day_range()
-        cur = await conn.execute(f"SELECT chunk FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND {_IN_WINDOW}",
-                                 (agent, gen, lo, hi, lo, hi))
+        cur = await conn.execute(
+            f"SELECT chunk FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND {_IN_WINDOW}",
+            (agent, gen, lo, hi, lo, hi),
+        )
         out.update(r for (r,) in await cur.fetchall())
         if undated_by_mtime:
             lo_ns, hi_ns = w.mtime_ns_range()
             cur = await conn.execute(
-                "SELECT c.chunk FROM memsift_chunks c JOIN memsift_files f ON f.agent_id = c.agent_id AND f.generation = c.generation "
-                "AND f.path = c.path WHERE c.agent_id = %s AND c.generation = %s AND c.day IS NULL AND f.mtime_ns BETWEEN %s AND %s",
-                (agent, gen, lo_ns, hi_ns))
+                "SELECT c.chunk FROM memsift_chunks c JOIN memsift_files f ON f.agent_id = c.agent_id AND "
+                "f.generation = c.generation "
+                "AND f.path = c.path WHERE c.agent_id = %s AND c.generation = %s AND c.day IS NULL AND f.mtime_ns "
+                "BETWEEN %s AND %s",
+                (agent, gen, lo_ns, hi_ns),
+            )
             out.update(r for (r,) in await cur.fetchall())
     return out
 
 
-async def complete_vector_scores(conn: Any, agent: str, gen: int, keyword: list[Candidate], vector: list[Candidate], query: np.ndarray) -> None:
+async def complete_vector_scores(
+    conn: Any, agent: str, gen: int, keyword: list[Candidate], vector: list[Candidate], query: np.ndarray
+) -> None:
     """Keyword hits the vector side did not return get their real cosine instead of 0 (as builtin)."""
     seen = {c.chunk_id for c in vector}
     missing = {c.chunk_id: c for c in keyword if c.chunk_id not in seen}
@@ -492,7 +551,8 @@ async def complete_vector_scores(conn: Any, agent: str, gen: int, keyword: list[
         return
     q = np.asarray(query, dtype=np.float32)
     cur = await conn.execute(
-        "SELECT id, 1 - (embedding <=> %s) FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND chunk = ANY(%s) "
+        "SELECT id, 1 - (embedding <=> %s) FROM memsift_chunks WHERE agent_id = %s AND generation = %s AND chunk = "
+        "ANY(%s) "
         "AND id = ANY(%s) AND embedding IS NOT NULL AND vector_dims(embedding) = %s",
         (q, agent, gen, [chunk_number(i) for i in missing], list(missing), len(q)),
     )
@@ -544,9 +604,15 @@ class PgCandidates:
 
     async def vector(self, qvec: np.ndarray, limit: int, *, within: Days | None) -> list[Candidate]:
         if within is not None and not within.is_filter:  # a time the question names: its chunks, exactly
-            return await vector_candidates(self.conn, self.agent, self.gen, qvec, limit, within.rows) if within.rows else []
+            return (
+                await vector_candidates(self.conn, self.agent, self.gen, qvec, limit, within.rows)
+                if within.rows
+                else []
+            )
         walk = await self.hnsw(len(qvec))
-        return await vector_candidates(self.conn, self.agent, self.gen, qvec, limit, within.rows if within else None, hnsw=walk)
+        return await vector_candidates(
+            self.conn, self.agent, self.gen, qvec, limit, within.rows if within else None, hnsw=walk
+        )
 
     async def complete_vector_scores(self, keyword: list[Candidate], vector: list[Candidate], qvec: np.ndarray) -> None:
         await complete_vector_scores(self.conn, self.agent, self.gen, keyword, vector, qvec)

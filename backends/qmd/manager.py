@@ -39,17 +39,27 @@ from memsift.engine.text import utf16_len, utf16_slice
 from memsift.engine.files.note_dates import day_at
 from memsift.engine.search.ranking import Candidate
 from memsift.engine.search.hits import hits_from_ranked
+from memsift.engine.search.expansion import expand_terms
 from memsift.engine.search.pipeline import time_only_answer
 from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, nearby_windows, topic_words
 from memsift.engine.search.request import KeywordSearch, SearchRequest
 from memsift.engine.search.time_query import TimeWindow, without_time_expressions
-from memsift.engine.search.time_rank import apply_time_filter, apply_time_windows
+from memsift.engine.search.time_rank import apply_time_filter, apply_time_windows, candidate_windows
 
 from .collections import ManagedCollection, read_index_yml, resolve_collections
 from .lock import LockBusy
 from .maintenance import QmdMaintenance
 from .parse import QmdHit, parse_search_output, parse_status, parse_version
-from .process import KILL_GRACE_S, QmdError, QmdExitError, QmdSpawnError, QmdTimeout, command_prefix, resolve_command, run_qmd
+from .process import (
+    KILL_GRACE_S,
+    QmdError,
+    QmdExitError,
+    QmdSpawnError,
+    QmdTimeout,
+    command_prefix,
+    resolve_command,
+    run_qmd,
+)
 from .window_notes import weightless_in_notes, window_notes
 
 __all__ = ["QmdSearchManager", "INDEX_NAME", "EVERY_WORD_NOTE", "EVERY_WORD_NOTE_NO_MODELS"]
@@ -58,9 +68,19 @@ log = get_logger("memsift.qmd")
 
 INDEX_NAME = "memsift"
 TIMED_FETCH_FACTOR, MAX_TIMED_FETCH = 4, 100  # hits fetched per collection when a time filter or window applies
-_UNSUPPORTED_FLAG = ("unknown flag", "unknown option", "unrecognized option", "flag provided but not defined", "unexpected argument")
+_UNSUPPORTED_FLAG = (
+    "unknown flag",
+    "unknown option",
+    "unrecognized option",
+    "flag provided but not defined",
+    "unexpected argument",
+)
 # "Collection not found: x", "Collection 'x' not found", "collection "x" does not exist", "No such collection".
-_NOT_FOUND = re.compile(r"collection\b.{0,200}?\b(?:not found|does not exist|doesn't exist|is missing)|no such collection|unknown collection", re.I | re.S)
+_NOT_FOUND = re.compile(
+    r"collection\b.{0,200}?\b(?:not found|does not exist|doesn't exist|is missing)|no such collection|unknown "
+    r"collection",
+    re.I | re.S,
+)
 EVERY_WORD_NOTE = (
     "QMD's `search` mode (BM25) finds only notes that contain every word of the query, and none does. "
     "Try fewer words, `--mode hybrid` or `--mode vector` (QMD's `query` / `vsearch`, which need its local "
@@ -117,7 +137,9 @@ class QmdSearchManager(KeywordSearch):
     # --- environment and processes --------------------------------------------------------------
 
     def child_env(self) -> dict[str, str]:
-        env = {k: v for k, v in self._environ.items() if k not in ("PWD", "OLDPWD", "CI", "INDEX_PATH", "QMD_CONFIG_DIR")}
+        env = {
+            k: v for k, v in self._environ.items() if k not in ("PWD", "OLDPWD", "CI", "INDEX_PATH", "QMD_CONFIG_DIR")
+        }
         env.update(
             {
                 "XDG_CONFIG_HOME": str(self.config_dir),
@@ -144,8 +166,15 @@ class QmdSearchManager(KeywordSearch):
             self._exe = self._exe or resolve_command(self.qmd.command, env)
             self._argv0 = command_prefix(self._exe, env)
         try:
-            return await run_qmd([*self._argv0, "--index", INDEX_NAME, *args], env=env, cwd=self._child_cwd(), timeout_s=timeout,
-                                 check=check, doing=doing or f"running `qmd {args[0]}`", kill_grace_s=kill_grace_s)
+            return await run_qmd(
+                [*self._argv0, "--index", INDEX_NAME, *args],
+                env=env,
+                cwd=self._child_cwd(),
+                timeout_s=timeout,
+                check=check,
+                doing=doing or f"running `qmd {args[0]}`",
+                kill_grace_s=kill_grace_s,
+            )
         except QmdSpawnError:
             self._exe = self._argv0 = None  # found again next time (qmd reinstalled elsewhere)
             self._set_up = False
@@ -213,16 +242,24 @@ class QmdSearchManager(KeywordSearch):
     def _over_budget(self, detail: str) -> str:
         return f"qmd did not answer within {self.search_budget:.1f} s (memory.qmd.limits.timeoutMs): {detail}"
 
-    async def _search_collection(self, mode: str, q: str, limit: int, c: ManagedCollection, facts: dict[str, Any]) -> list[QmdHit]:
+    async def _search_collection(
+        self, mode: str, q: str, limit: int, c: ManagedCollection, facts: dict[str, Any]
+    ) -> list[QmdHit]:
         args = [mode, "--json", "-n", str(limit), "-c", c.name, "--", q]
         left = facts["deadline"] - time.monotonic()
         if left <= 0:
-            raise QmdTimeout(self._over_budget("; ".join([*facts["waited"], f"no time was left to search collection {c.name}"])))
+            raise QmdTimeout(
+                self._over_budget("; ".join([*facts["waited"], f"no time was left to search collection {c.name}"]))
+            )
         try:
             # Read-only: a search that runs out of time is killed at once (no SIGTERM grace).
             res = await self._qmd(*args, timeout=left, doing=f"searching collection {c.name}", kill_grace_s=0)
         except QmdTimeout:
-            raise QmdTimeout(self._over_budget("; ".join([*facts["waited"], f"searching collection {c.name} was stopped after {left:.1f} s"]))) from None
+            raise QmdTimeout(
+                self._over_budget(
+                    "; ".join([*facts["waited"], f"searching collection {c.name} was stopped after {left:.1f} s"])
+                )
+            ) from None
         except QmdExitError as exc:
             text = (exc.stderr + exc.stdout).lower()
             if mode != "query" and any(f in text for f in _UNSUPPORTED_FLAG):
@@ -234,13 +271,17 @@ class QmdSearchManager(KeywordSearch):
                 try:
                     await self.maint.repair(facts["deadline"])
                 except LockBusy as busy:
-                    raise QmdError(self._over_budget(f"collection {c.name} is missing and {busy.holder} holds QMD's lock")) from None
+                    raise QmdError(
+                        self._over_budget(f"collection {c.name} is missing and {busy.holder} holds QMD's lock")
+                    ) from None
                 return await self._search_collection(mode, q, limit, c, facts)
             raise
         hits = parse_search_output(res.stdout, res.stderr)
         if not hits and mode == "vsearch" and "(100%) need embeddings" in res.stderr:
             # QMD answers `[]` when nothing is embedded: that is an outage, not "no memories".
-            raise QmdError("qmd vsearch has no embeddings to search (every document needs `qmd embed`, which needs local models)")
+            raise QmdError(
+                "qmd vsearch has no embeddings to search (every document needs `qmd embed`, which needs local models)"
+            )
         return hits
 
     def _map_path(self, c: ManagedCollection, rel: str) -> str | None:
@@ -282,7 +323,11 @@ class QmdSearchManager(KeywordSearch):
         threshold = 0.0 if min_score is None else min(1.0, max(0.0, min_score))
         # A mode asked for per search picks QMD's command (keyword: search, vector: vsearch, hybrid: query).
         mode = QMD_MODE_FOR.get(req.mode, self.qmd.search_mode)
-        facts: dict[str, Any] = {"effective_mode": mode, "deadline": time.monotonic() + self.search_budget, "waited": []}
+        facts: dict[str, Any] = {
+            "effective_mode": mode,
+            "deadline": time.monotonic() + self.search_budget,
+            "waited": [],
+        }
         hits: list[SearchHit] = []
         notes: list[str] = []
         pending = False
@@ -291,30 +336,40 @@ class QmdSearchManager(KeywordSearch):
             self._setup()
             fresh = await self.maint.before_search(self.search_budget)
             notes, pending, facts["waited"] = fresh.notes, fresh.pending, fresh.waited
-            live = self._live_collections()
-            if not live and not any(c.path.is_dir() for c in self.collections):
+            registered = self._live_collections()
+            if not registered and not any(c.path.is_dir() for c in self.collections):
                 log.warning("qmd has no collection to search: none of its folders exists")
                 notes.append("QMD has no collection to search: none of its folders exists "
                              "(memory.qmd.paths, memory.qmd.includeDefaultMemory)")
-            elif not live:
+            elif not registered:
                 if fresh.waited:
                     raise QmdError(self._over_budget(f"it has no collections to search yet: {'; '.join(fresh.waited)}"))
                 why = "; ".join(fresh.notes) or "run `memsift -b qmd index`"
                 raise QmdError(f"qmd has no collections to search: none is registered ({why})")
+            # The corpus asked for: only its collections are searched.
+            live = [c for c in registered if req.keeps("sessions" if c.kind == "sessions" else "memory")]
             if words and len(words) <= MAX_COMMON_WORDS:  # words beside the time may select no notes
                 weightless = weightless_in_notes(live, words, self._note_text)
                 time_only = names_only_a_time(q, windows, weightless.__contains__)
-            if time_only:  # the named days' notes (or the nearest days') are the answer; QMD's BM25 has nothing left to match
+            if (
+                time_only
+            ):  # the named days' notes (or the nearest days') are the answer; QMD's BM25 has nothing left to match
                 hits, time_only = self._window_hits(live, windows, time_filter, limit, session_key, explain)
                 live = []
             else:
-                log.info(f"qmd: searching {len(live)} collection(s)", mode=mode, left=f"{facts['deadline'] - time.monotonic():.1f} s")
+                log.info(
+                    f"qmd: searching {len(live)} collection(s)",
+                    mode=mode,
+                    left=f"{facts['deadline'] - time.monotonic():.1f} s",
+                )
             found = await self._search_live(live, without_time_expressions(q, windows), fetch, facts)
             if not found and words and facts["effective_mode"] == "search":
                 # QMD's BM25 wants every word, and a time question's "what did I …" is in no note: its topic words.
                 found = await self._search_live(live, " ".join(words), fetch, facts)
+            if windows and words and not time_only:  # the window's notes QMD's every-word match left out
+                found += self._window_candidates(live, windows, words, found)
             if time_filter or windows:
-                found = self._timed(found, time_filter, windows)
+                found = self._timed(found, time_filter, windows, facts)
             if not time_only:
                 hits = self._to_hits(found, threshold, limit, session_key, explain, facts)
             under = [h.score for h, _c in found if h.score < threshold]
@@ -368,9 +423,10 @@ class QmdSearchManager(KeywordSearch):
                     best[key] = (h, c)
         return list(best.values())
 
-    def _timed(self, found: list, time_filter: TimeWindow | None, windows: list[TimeWindow]) -> list:
+    def _timed(self, found: list, time_filter: TimeWindow | None, windows: list[TimeWindow], facts: dict) -> list:
         """QMD's hits judged by their notes' days: the since/until filter, then the question's windows
-        (the shared engine/search/time_rank.py rules), each hit's score scaled and the list re-sorted."""
+        (the shared engine/search/time_rank.py rules), each hit's score scaled and the list re-sorted.
+        Each hit's day and time factor are kept in `facts["time"]` for its explain."""
         texts: dict[Path, str] = {}
         items: list[Candidate] = []
         for i, (h, c) in enumerate(found):
@@ -378,15 +434,64 @@ class QmdSearchManager(KeywordSearch):
             if abs_path not in texts:
                 texts[abs_path] = self._note_text(c, h.path or "")
             day = day_at(h.path or "", texts[abs_path], h.start_line or 1, h.snippet or "")
-            items.append(Candidate(chunk_id=str(i), path=str(abs_path), source="memory", start_line=h.start_line or 1,
-                                   end_line=h.end_line or 1, text=h.snippet or "", score=h.score, day=day.day, day_source=day.source))
+            items.append(
+                Candidate(
+                    chunk_id=str(i),
+                    path=str(abs_path),
+                    source="memory",
+                    start_line=h.start_line or 1,
+                    end_line=h.end_line or 1,
+                    text=h.snippet or "",
+                    score=h.score,
+                    day=day.day,
+                    day_source=day.source,
+                )
+            )
 
         items = apply_time_filter(items, time_filter, _mtime)
         apply_time_windows(items, windows, self.settings.memory_search.query.time.weight)
         out = []
+        judged = facts.setdefault("time", {})
         for it in items:
             h, c = found[int(it.chunk_id)]
+            judged[(c.name, h.path, h.start_line)] = {"day": it.day, "daySource": it.day_source,
+                                                      "timeFactor": round(it.time_factor, 3)}
             out.append((replace(h, score=it.score), c))
+        return out
+
+    def _window_candidates(self, live: list[ManagedCollection], windows: list[TimeWindow], words: list[str],
+                           found: list[tuple[QmdHit, ManagedCollection]]) -> list[tuple[QmdHit, ManagedCollection]]:
+        """The notes of the question's windows and their margins (the days every indexed backend adds
+        to its candidates: `candidate_windows`) that hold some of the topic's words, read from the
+        collections' files. QMD's BM25 wants every word: "what bug did I fix last week?" found only a
+        note of months ago holding both, never last week's "Fixed HER-95". Each scores the share of
+        the words it holds (a word or one of its forms, as word beginnings) times the best score QMD gave, so
+        a note with every word still ranks first at the same time; the window then judges them all."""
+        chunking = self.settings.memory_search.chunking
+        by_name = {c.name: c for c in live}
+        known = {(c.name, h.path) for h, c in found}
+        best = max((h.score for h, _c in found), default=1.0)
+        # a word or one of its forms ("meet": "met"), as word beginnings
+        patterns = [
+            re.compile(
+                r"\b(?:"
+                + "|".join(re.escape(f.casefold()) for f in [w, *expand_terms([w.casefold()], synonyms=False)])
+                + ")"
+            )
+            for w in words
+        ]
+        out: list[tuple[QmdHit, ManagedCollection]] = []
+        for item in window_notes(live, candidate_windows(windows), shown_path=self._map_path, read_note=self._note_text,
+                                 strategy=chunking.strategy, tokens=chunking.tokens, overlap=chunking.overlap):
+            name, rest = item.chunk_id.split(":", 1)
+            rel = rest.rsplit(":", 1)[0]
+            if (name, rel) in known:
+                continue  # QMD found this note itself: its own hit stands
+            text = item.text.casefold()
+            share = sum(1 for p in patterns if p.search(text)) / len(patterns)
+            if share > 0:
+                out.append((QmdHit(None, round(best * share, 4), name, rel, None, item.text, item.start_line,
+                                   item.end_line), by_name[name]))
         return out
 
     def _note_text(self, c: ManagedCollection, rel: str) -> str:
@@ -418,7 +523,9 @@ class QmdSearchManager(KeywordSearch):
             return None
         return Path(uri).stem or None
 
-    def _to_hits(self, found, threshold: float, limit: int, session_key: str | None, explain: bool, facts: dict) -> list[SearchHit]:
+    def _to_hits(
+        self, found, threshold: float, limit: int, session_key: str | None, explain: bool, facts: dict
+    ) -> list[SearchHit]:
         max_snippet = max(1, int(self.qmd.limits.max_snippet_chars))
         cite = citations_enabled(self.settings.memory.citations, session_key)
         ranked: list[SearchHit] = []
@@ -445,7 +552,13 @@ class QmdSearchManager(KeywordSearch):
                 citation=citation_for(path, start, end) if cite else None,
             )
             if explain:
-                hit.details = {"mode": facts["effective_mode"], "rawScore": h.score, "docid": h.docid, "collection": c.name}
+                hit.details = {
+                    "mode": facts["effective_mode"],
+                    "rawScore": h.score,
+                    "docid": h.docid,
+                    "collection": c.name,
+                    **facts.get("time", {}).get((c.name, h.path, h.start_line), {}),
+                }
             ranked.append(hit)
         return _clamp_injected(_diversify(ranked)[:limit], int(self.qmd.limits.max_injected_chars))
 
@@ -504,7 +617,9 @@ class QmdSearchManager(KeywordSearch):
                 "updating": self.maint.lock.describe_holder(),
                 "lastUpdateAt": state.get("lastUpdateAt"),
                 "lastEmbedAt": state.get("lastEmbedAt"),
-                "embedSkipped": None if self.models_available() else f"no local embedding model in {self.cache_dir / 'qmd' / 'models'}",
+                "embedSkipped": None
+                if self.models_available()
+                else f"no local embedding model in {self.cache_dir / 'qmd' / 'models'}",
                 "embedFailures": state.get("embedFailures", 0),
                 "embedBackoffUntil": state.get("embedBackoffUntil"),
                 "lastError": state.get("lastError") or info.get("error"),

@@ -48,7 +48,7 @@ async def write_to_searchable(ws: Path, state: Path, debounce_ms: int, rounds: i
             (ws / "memory" / f"fresh-{debounce_ms}-{r}.md").write_text(f"- a brand new note about {word}\n")
             while True:
                 # Search without the search-time sync, so only the watcher can make it visible.
-                manager._dirty = False
+                manager.freshness.settled()
                 hits = (await manager.search(word, min_score=0)).results
                 if any(word in h.snippet for h in hits):
                     break
@@ -86,12 +86,27 @@ anyio.run(main)
 def concurrent(ws: Path, state: Path, seconds: float) -> dict:
     env = {**os.environ, "MEMSIFT_STATE_DIR": str(state)}
     env.pop("MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__SYNC__WATCHDEBOUNCEMS", None)
-    subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "index"], env=env, check=True, capture_output=True)
-    searchers = [subprocess.Popen([sys.executable, "-c", SEARCHER, str(ws), str(seconds)], env=env, stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    subprocess.run(
+        [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "index"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    searchers = [
+        subprocess.Popen(
+            [sys.executable, "-c", SEARCHER, str(ws), str(seconds)], env=env, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(4)
+    ]
     rebuilds = 0
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "index", "--force"], env=env, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "index", "--force"],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         rebuilds += 1
     results = [json.loads(p.communicate()[0]) for p in searchers]
     total = sum(r["searches"] for r in results)
@@ -108,7 +123,10 @@ def main() -> None:
         ws = build(Path(d), args.files)
         for debounce in (1500, 200):
             lat = anyio.run(write_to_searchable, ws, Path(d) / f"state-{debounce}", debounce)
-            print(f"write → searchable (watchDebounceMs {debounce}): median {statistics.median(lat):.2f} s, max {max(lat):.2f} s over {len(lat)} writes")
+            print(
+                f"write → searchable (watchDebounceMs {debounce}): median {statistics.median(lat):.2f} s, max "
+                f"{max(lat):.2f} s over {len(lat)} writes"
+            )
         c = concurrent(ws, Path(d) / "state-conc", args.seconds)
         print(f"4 searcher processes during {c['rebuilds']} forced rebuilds in {args.seconds:.0f} s: "
               f"{c['searches_per_s']:.0f} searches/s in all, p95 {c['p95_ms']:.1f} ms, {c['errors']} errors")

@@ -113,8 +113,13 @@ async def scifact(work: Path, dsn: str, modes: tuple[str, ...] = ("keyword", "hy
     keyword_only = modes == ("keyword",)
     provider = None if keyword_only else Remembering(local_provider())
     db = fresh_database(dsn, "bench_scifact_bm25" if keyword_only else "bench_scifact")
-    builtin, pg = _managers(data.workspace, work / ("state-scifact-bm25" if keyword_only else "state-scifact"), db, provider,
-                            {"provider": "none"} if keyword_only else None)
+    builtin, pg = _managers(
+        data.workspace,
+        work / ("state-scifact-bm25" if keyword_only else "state-scifact"),
+        db,
+        provider,
+        {"provider": "none"} if keyword_only else None,
+    )
     out: dict[str, Any] = {"queries": len(queries), "provider": "none" if keyword_only else "local"}
     try:
         for m in (builtin, pg):
@@ -131,8 +136,12 @@ async def scifact(work: Path, dsn: str, modes: tuple[str, ...] = ("keyword", "hy
                     docs = list(dict.fromkeys(Path(h.path).stem for h in answer.results))
                     ndcg.append(ndcg_at(docs, rels[qid], 10))
                     recall.append(recall_at(docs, rels[qid], 10))
-                out[f"{m.backend}/{mode}"] = {"ndcg@10": round(mean(ndcg), 4), "recall@10": round(mean(recall), 4),
-                                              "p50_ms": round(percentile(took, 0.5), 1), "p95_ms": round(percentile(took, 0.95), 1)}
+                out[f"{m.backend}/{mode}"] = {
+                    "ndcg@10": round(mean(ndcg), 4),
+                    "recall@10": round(mean(recall), 4),
+                    "p50_ms": round(percentile(took, 0.5), 1),
+                    "p95_ms": round(percentile(took, 0.95), 1),
+                }
                 say(f"  scifact {m.backend}/{mode}: {out[f'{m.backend}/{mode}']}")
     finally:
         await builtin.aclose()
@@ -161,7 +170,7 @@ SELECT DISTINCT agent_id, 1, path, 'memory', 'h', 0, 0, 0 FROM memsift_chunks;
 INSERT INTO memsift_stats(agent_id, generation, chunks, total_len)
 SELECT agent_id, generation, count(*), sum(doc_len) FROM memsift_chunks GROUP BY agent_id, generation;
 VACUUM ANALYZE;
-"""
+"""  # noqa: E501
 # VACUUM: the steady state autovacuum keeps (a bulk load is vacuumed by it soon after), in which a
 # term's postings are read from their index alone.
 
@@ -196,11 +205,20 @@ async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int, r
         postings = conn.execute("SELECT count(*) FROM memsift_postings").fetchone()[0]
         size = conn.execute("SELECT pg_size_pretty(pg_database_size(current_database()))").fetchone()[0]
         buffers = conn.execute("SHOW shared_buffers").fetchone()[0]  # what the server keeps: the figures depend on it
-    say(f"  scale: {rows} chunks, {postings} postings of {agents} agents written in {time.perf_counter() - t:.0f} s ({size})")
+    say(
+        f"  scale: {rows} chunks, {postings} postings of {agents} agents written in {time.perf_counter() - t:.0f} s "
+        f"({size})"
+    )
     # What a busy gateway's server keeps in memory (as scale-large, and as builtin's just-written
     # file is): the rows, the postings' key index, the half copies the exact scan reads. Without
     # it an agent's first searches read its pages from disk and this run measures the disk.
-    warmed = sum(_read_into_os_cache(db, rel) or 0 for rel in ("memsift_chunks_scan", "memsift_postings_pkey", "memsift_chunks")) or None
+    warmed = (
+        sum(
+            _read_into_os_cache(db, rel) or 0
+            for rel in ("memsift_chunks_scan", "memsift_postings_pkey", "memsift_chunks")
+        )
+        or None
+    )
     # A server that has served every agent keeps their pages in shared buffers as far as these
     # hold them (shared_buffers, recorded): each agent's half copies and postings read once.
     with psycopg.connect(db) as conn:
@@ -208,7 +226,9 @@ async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int, r
         for a in range(agents):
             conn.execute("SELECT count(embedding_half) FROM memsift_chunks WHERE agent_id = %s AND generation = 1 "
                          "AND embedding_half IS NOT NULL", (f"agent-{a}",))
-            conn.execute("SELECT count(tf) FROM memsift_postings WHERE agent_id = %s AND generation = 1", (f"agent-{a}",))
+            conn.execute(
+                "SELECT count(tf) FROM memsift_postings WHERE agent_id = %s AND generation = 1", (f"agent-{a}",)
+            )
     rng = np.random.default_rng(5)
     took, steady, firsts, recalls, queries, asked = [], [], [], [], [], []
     # The fleet pattern: a gateway serving many agents opens a manager per agent as each one first
@@ -220,7 +240,7 @@ async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int, r
             agent = f"agent-{rng.integers(agents)}"
             if agent not in fleet:
                 fleet[agent] = PostgresSearchManager(settings(agent), provider=provider)
-                fleet[agent]._dirty = False
+                fleet[agent].freshness.settled()
             m = fleet[agent]
         query = " ".join(f"w{int(rng.random() ** 2 * 5000)}" for _ in range(4))  # the vocabulary's skew
         queries.append(query)
@@ -235,7 +255,7 @@ async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int, r
     # The same queries over agent-0 through one manager, warmed by one search first: what
     # `_builtin_beside` measures over the same rows (the comparison the 1.5× target names).
     same = PostgresSearchManager(settings("agent-0"), provider=provider)
-    same._dirty = False
+    same.freshness.settled()
     await same.search(queries[0], mode="hybrid", max_results=10, min_score=0)
     same_took = []
     for query in queries:
@@ -247,21 +267,43 @@ async def scale(work: Path, dsn: str, agents: int, chunks: int, searches: int, r
         register_vector(conn)
         for agent, query in asked:
             qvec = await provider.embed_query(query)
-            ids = [r[0] for r in conn.execute(
-                "SELECT id FROM memsift_chunks WHERE agent_id = %s AND generation = 1 ORDER BY embedding <=> %s LIMIT 10",
-                (agent, np.asarray(qvec, dtype=np.float32)))]
-            mat = conn.execute("SELECT id, embedding FROM memsift_chunks WHERE agent_id = %s AND generation = 1", (agent,)).fetchall()
-            emb = np.stack([np.asarray(e.to_numpy() if hasattr(e, "to_numpy") else e, dtype=np.float32) for _i, e in mat])
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM memsift_chunks WHERE agent_id = %s AND generation = 1 ORDER BY embedding <=> %s "
+                    "LIMIT 10",
+                    (agent, np.asarray(qvec, dtype=np.float32)),
+                )
+            ]
+            mat = conn.execute(
+                "SELECT id, embedding FROM memsift_chunks WHERE agent_id = %s AND generation = 1", (agent,)
+            ).fetchall()
+            emb = np.stack(
+                [np.asarray(e.to_numpy() if hasattr(e, "to_numpy") else e, dtype=np.float32) for _i, e in mat]
+            )
             sims = emb @ qvec / (np.linalg.norm(emb, axis=1) * np.linalg.norm(qvec))
             exact = {mat[j][0] for j in np.argsort(-sims)[:10]}
             recalls.append(len(exact & set(ids)) / 10)
-    out = {"agents": agents, "chunks_per_agent": chunks, "rows": rows, "postings": postings, "db_size": size,
-           "shared_buffers": buffers, "read_into_os_cache_mb": warmed, "searches": searches, "hybrid_p50_ms": round(percentile(took, 0.5), 1), "hybrid_p95_ms": round(percentile(took, 0.95), 1),
-           "hybrid_steady_p50_ms": round(percentile(steady, 0.5), 1), "hybrid_steady_p95_ms": round(percentile(steady, 0.95), 1),
-           "hybrid_first_p50_ms": round(percentile(firsts, 0.5), 1), "hybrid_first_p95_ms": round(percentile(firsts, 0.95), 1),
-           "same_agent_hybrid_p50_ms": round(percentile(same_took, 0.5), 1),
-           "same_agent_hybrid_p95_ms": round(percentile(same_took, 0.95), 1),
-           "vector_recall@10": round(mean(recalls), 4), "load_average": round(os.getloadavg()[0], 2)}
+    out = {
+        "agents": agents,
+        "chunks_per_agent": chunks,
+        "rows": rows,
+        "postings": postings,
+        "db_size": size,
+        "shared_buffers": buffers,
+        "read_into_os_cache_mb": warmed,
+        "searches": searches,
+        "hybrid_p50_ms": round(percentile(took, 0.5), 1),
+        "hybrid_p95_ms": round(percentile(took, 0.95), 1),
+        "hybrid_steady_p50_ms": round(percentile(steady, 0.5), 1),
+        "hybrid_steady_p95_ms": round(percentile(steady, 0.95), 1),
+        "hybrid_first_p50_ms": round(percentile(firsts, 0.5), 1),
+        "hybrid_first_p95_ms": round(percentile(firsts, 0.95), 1),
+        "same_agent_hybrid_p50_ms": round(percentile(same_took, 0.5), 1),
+        "same_agent_hybrid_p95_ms": round(percentile(same_took, 0.95), 1),
+        "vector_recall@10": round(mean(recalls), 4),
+        "load_average": round(os.getloadavg()[0], 2),
+    }
     out.update(await _builtin_beside(work, db, chunks, queries, provider))
     out["hybrid_p95_vs_builtin"] = round(out["hybrid_p95_ms"] / out["builtin_hybrid_p95_ms"], 2)
     out["hybrid_steady_p95_vs_builtin"] = round(out["hybrid_steady_p95_ms"] / out["builtin_hybrid_p95_ms"], 2)
@@ -292,7 +334,9 @@ async def _builtin_beside(work: Path, db: str, chunks: int, queries: list[str], 
     state = work / "state-scale-builtin"
     shutil.rmtree(state, ignore_errors=True)
     raw = {"stateDir": str(state), "agents": {"defaults": {"memorySearch": {"sync": {"onSearch": False}}}}}
-    manager = BuiltinSearchManager(resolve_agent(MemsiftConfig.model_validate(raw), workspace=ws, environ={}), provider=provider)
+    manager = BuiltinSearchManager(
+        resolve_agent(MemsiftConfig.model_validate(raw), workspace=ws, environ={}), provider=provider
+    )
     t = time.perf_counter()
     report = await manager.sync(reason="bench")
     built = time.perf_counter() - t
@@ -387,12 +431,19 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int, vectors:
     from memsift.engine.search.terms import chunk_postings  # noqa: PLC0415
     from memsift.engine.config import MemsiftConfig, resolve_agent  # noqa: PLC0415
 
-    db = psycopg.conninfo.make_conninfo(dsn, dbname="bench_scale_large") if reuse else fresh_database(dsn, "bench_scale_large")
+    db = (
+        psycopg.conninfo.make_conninfo(dsn, dbname="bench_scale_large")
+        if reuse
+        else fresh_database(dsn, "bench_scale_large")
+    )
     provider = Remembering(local_provider())
     ws = work / "scale-large-ws"
     (ws / "memory").mkdir(parents=True, exist_ok=True)
-    raw = {"stateDir": str(work / "state-scale-large"), "memory": {"backend": "postgres", "postgres": {"dsn": db, "hnswAbove": 50_000}},
-           "agents": {"defaults": {"memorySearch": {"sync": {"onSearch": False}}}}}
+    raw = {
+        "stateDir": str(work / "state-scale-large"),
+        "memory": {"backend": "postgres", "postgres": {"dsn": db, "hnswAbove": 50_000}},
+        "agents": {"defaults": {"memorySearch": {"sync": {"onSearch": False}}}},
+    }
     settings = resolve_agent(MemsiftConfig.model_validate(raw), agent_id="big", workspace=ws, environ={})
     manager = PostgresSearchManager(settings, provider=provider)
     await manager._ensure_schema()
@@ -422,11 +473,20 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int, vectors:
     if not reuse:  # the rows (and graph) of a previous run, searched again
         with psycopg.connect(db, autocommit=True) as conn, psycopg.connect(db, autocommit=True) as conn2:
             register_vector(conn)
-            conn.execute("INSERT INTO memsift_agents(agent_id, generation, meta) VALUES ('big', 1, %s)", (json.dumps(meta),))
+            conn.execute(
+                "INSERT INTO memsift_agents(agent_id, generation, meta) VALUES ('big', 1, %s)", (json.dumps(meta),)
+            )
             with conn.cursor() as cur, conn2.cursor() as cur2:  # two connections: one COPY each, side by side
-                with cur.copy("COPY memsift_chunks(agent_id, generation, chunk, id, path, source, start_line, end_line, hash, model, "
-                              "text, doc_len, embedding, updated_at) FROM STDIN") as copy, \
-                        cur2.copy("COPY memsift_postings(agent_id, generation, term, chunk, tf, doc_len, positions) FROM STDIN") as posts:
+                with (
+                    cur.copy(
+                        "COPY memsift_chunks(agent_id, generation, chunk, id, path, source, start_line, end_line, "
+                        "hash, model, "
+                        "text, doc_len, embedding, updated_at) FROM STDIN"
+                    ) as copy,
+                    cur2.copy(
+                        "COPY memsift_postings(agent_id, generation, term, chunk, tf, doc_len, positions) FROM STDIN"
+                    ) as posts,
+                ):
                     for start in range(0, chunks, 10_000):
                         vs, first, second, mix = make(min(10_000, chunks - start))
                         for k, v in enumerate(vs):
@@ -434,17 +494,41 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int, vectors:
                             nearer = first[k] if mix[k] >= 0.5 else second[k]
                             text = texts[nearer]
                             postings, length = chunk_postings(text)
-                            copy.write_row(("big", 1, c, f"{c + 2**63:016x}{c:016x}", f"memory/{c // 20}.md", "memory", (c % 20) * 5 + 1,
-                                            (c % 20) * 5 + 5, f"h{c}", provider.model, text, length, v, 0))
+                            copy.write_row(
+                                (
+                                    "big",
+                                    1,
+                                    c,
+                                    f"{c + 2**63:016x}{c:016x}",
+                                    f"memory/{c // 20}.md",
+                                    "memory",
+                                    (c % 20) * 5 + 1,
+                                    (c % 20) * 5 + 5,
+                                    f"h{c}",
+                                    provider.model,
+                                    text,
+                                    length,
+                                    v,
+                                    0,
+                                )
+                            )
                             for po in postings:
                                 posts.write_row(("big", 1, po.term, c, po.tf, length, po.positions))
-            conn.execute("INSERT INTO memsift_files(agent_id, generation, path, source, hash, mtime_ns, size, indexed_at) "
-                         "SELECT DISTINCT agent_id, 1, path, 'memory', 'h', 0, 0, 0 FROM memsift_chunks")
-            conn.execute("INSERT INTO memsift_stats(agent_id, generation, chunks, total_len) "  # as the sync keeps them
-                         "SELECT agent_id, generation, count(*), sum(doc_len) FROM memsift_chunks GROUP BY agent_id, generation")
+            conn.execute(
+                "INSERT INTO memsift_files(agent_id, generation, path, source, hash, mtime_ns, size, indexed_at) "
+                "SELECT DISTINCT agent_id, 1, path, 'memory', 'h', 0, 0, 0 FROM memsift_chunks"
+            )
+            conn.execute(
+                "INSERT INTO memsift_stats(agent_id, generation, chunks, total_len) "  # as the sync keeps them
+                "SELECT agent_id, generation, count(*), sum(doc_len) FROM memsift_chunks GROUP BY agent_id, generation"
+            )
             conn.execute("VACUUM ANALYZE")  # as the scale part: autovacuum's steady state
     written = time.perf_counter() - t
-    say(f"  scale-large: {chunks} chunks written in {written:.0f} s" if not reuse else "  scale-large: the rows of a previous run")
+    say(
+        f"  scale-large: {chunks} chunks written in {written:.0f} s"
+        if not reuse
+        else "  scale-large: the rows of a previous run"
+    )
     conn = await manager._pool("write")
     t = time.perf_counter()
     async with conn.connection() as c:
@@ -455,7 +539,7 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int, vectors:
     assert name == hnsw_index_name("big", base.shape[1])
     # What a busy server keeps in memory: the graph, the postings' key index, the chunks' rows.
     warmed = sum(_read_into_os_cache(db, rel) or 0 for rel in (name, "memsift_postings_pkey", "memsift_chunks")) or None
-    manager._dirty = False
+    manager.freshness.settled()
     hybrid, keyword, recalls, near = [], [], [], []
     for query in queries:
         t = time.perf_counter()
@@ -473,7 +557,14 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int, vectors:
             q = np.asarray(await provider.embed_query(query), dtype=np.float32)
             async with conn.connection() as c:
                 async with c.transaction():
-                    approx = await vector_candidates(c, "big", 1, q, 10, hnsw=HnswWalk(settings.memory.postgres.hnsw_ef_search, halves=name.endswith("h")))
+                    approx = await vector_candidates(
+                        c,
+                        "big",
+                        1,
+                        q,
+                        10,
+                        hnsw=HnswWalk(settings.memory.postgres.hnsw_ef_search, halves=name.endswith("h")),
+                    )
             exact_rows = sync_conn.execute(
                 "SELECT id, embedding <=> %s FROM memsift_chunks WHERE agent_id = 'big' AND generation = 1 "
                 "ORDER BY embedding <=> %s LIMIT 10", (q, q)).fetchall()
@@ -483,15 +574,29 @@ async def scale_large(work: Path, dsn: str, chunks: int, searches: int, vectors:
             # the synthetic space has many points at almost the same distance.
             tenth = exact_rows[-1][1] if exact_rows else 0.0
             near.append(min(10, sum(1 for a in approx if 1 - a.vector_score <= tenth + 1e-6)) / 10)
-    out = {"vectors": vectors, "chunks": chunks, "write_s": None if reuse else round(written), "hnsw_build_s": round(built),
-           "hnsw": {"m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION, "ef_search": settings.memory.postgres.hnsw_ef_search,
-                    "of": "halves" if name.endswith("h") else "vectors"},
-           "shared_buffers": await _setting(conn, "shared_buffers"), "read_into_os_cache_mb": warmed,
-           "searches": searches, "load_average": round(os.getloadavg()[0], 2),
-           "hybrid_p50_ms": round(percentile(hybrid, 0.5), 1), "hybrid_p95_ms": round(percentile(hybrid, 0.95), 1),
-           "keyword_p50_ms": round(percentile(keyword, 0.5), 1), "keyword_p95_ms": round(percentile(keyword, 0.95), 1),
-           "vector_recall@10": round(mean(recalls), 4), "vector_recall@10_ties": round(mean(near), 4),
-           "recall_queries": len(recalls)}
+    out = {
+        "vectors": vectors,
+        "chunks": chunks,
+        "write_s": None if reuse else round(written),
+        "hnsw_build_s": round(built),
+        "hnsw": {
+            "m": HNSW_M,
+            "ef_construction": HNSW_EF_CONSTRUCTION,
+            "ef_search": settings.memory.postgres.hnsw_ef_search,
+            "of": "halves" if name.endswith("h") else "vectors",
+        },
+        "shared_buffers": await _setting(conn, "shared_buffers"),
+        "read_into_os_cache_mb": warmed,
+        "searches": searches,
+        "load_average": round(os.getloadavg()[0], 2),
+        "hybrid_p50_ms": round(percentile(hybrid, 0.5), 1),
+        "hybrid_p95_ms": round(percentile(hybrid, 0.95), 1),
+        "keyword_p50_ms": round(percentile(keyword, 0.5), 1),
+        "keyword_p95_ms": round(percentile(keyword, 0.95), 1),
+        "vector_recall@10": round(mean(recalls), 4),
+        "vector_recall@10_ties": round(mean(near), 4),
+        "recall_queries": len(recalls),
+    }
     await manager.aclose()
     say(f"  scale-large: {out}")
     return out
@@ -508,7 +613,9 @@ def _read_into_os_cache(db: str, index: str) -> int | None:
     import psycopg  # noqa: PLC0415
 
     with psycopg.connect(db) as conn:
-        rel, data = conn.execute("SELECT pg_relation_filepath(%s::regclass), current_setting('data_directory')", (index,)).fetchone()
+        rel, data = conn.execute(
+            "SELECT pg_relation_filepath(%s::regclass), current_setting('data_directory')", (index,)
+        ).fetchone()
     main = Path(data, rel)
     if not main.exists():
         return None
@@ -546,7 +653,9 @@ async def index_local(work: Path, dsn: str, files: int) -> dict[str, Any]:
     out: dict[str, Any] = {"files": files, "provider": "local"}
     for side in ("builtin", "postgres"):
         provider = LocalMiniLMProvider()
-        builtin, pg = _managers(ws, work / f"state-index-local-{side}", fresh_database(dsn, f"bench_index_local_{side}"), provider)
+        builtin, pg = _managers(
+            ws, work / f"state-index-local-{side}", fresh_database(dsn, f"bench_index_local_{side}"), provider
+        )
         m = builtin if side == "builtin" else pg
         try:
             t = time.perf_counter()
@@ -577,7 +686,11 @@ async def index(work: Path, dsn: str, files: int) -> dict[str, Any]:
             t = time.perf_counter()
             report = await m.sync(force=True)
             s = time.perf_counter() - t
-            out[m.backend] = {"chunks": report.chunks_written, "seconds": round(s, 1), "chunks_per_s": round(report.chunks_written / s)}
+            out[m.backend] = {
+                "chunks": report.chunks_written,
+                "seconds": round(s, 1),
+                "chunks_per_s": round(report.chunks_written / s),
+            }
             say(f"  index {m.backend}: {out[m.backend]}")
     finally:
         await builtin.aclose()
@@ -585,13 +698,18 @@ async def index(work: Path, dsn: str, files: int) -> dict[str, Any]:
     out["ratio_builtin_over_postgres"] = round(out["builtin"]["chunks_per_s"] / out["postgres"]["chunks_per_s"], 2)
     db2 = fresh_database(dsn, "bench_two_writers")
     code = _WORKER.format(here=str(HERE), ws=str(ws), dsn=db2)
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(work / f"state-w{i}")], stdout=subprocess.PIPE, text=True) for i in range(2)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(work / f"state-w{i}")], stdout=subprocess.PIPE, text=True)
+        for i in range(2)
+    ]
     indexed = [json.loads(p.communicate()[0].strip().splitlines()[-1])["indexed"] for p in procs]
     on_disk = sum(1 for _ in (ws / "memory").rglob("*.md")) + (1 if (ws / "MEMORY.md").exists() else 0)
     with psycopg.connect(db2) as conn:
         stored = conn.execute("SELECT count(*) FROM memsift_files").fetchone()[0]
-        chunks, distinct = conn.execute("SELECT count(*), count(DISTINCT (agent_id, generation, path, start_line, end_line, hash)) "
-                                        "FROM memsift_chunks").fetchone()
+        chunks, distinct = conn.execute(
+            "SELECT count(*), count(DISTINCT (agent_id, generation, path, start_line, end_line, hash)) "
+            "FROM memsift_chunks"
+        ).fetchone()
     out["two_writers"] = {"indexed_by_each": indexed, "files_on_disk": on_disk, "files_stored": stored,
                           "duplicate_chunks": chunks - distinct, "lost_files": on_disk - stored}
     say(f"  two writers: {out['two_writers']}")
@@ -609,19 +727,28 @@ async def main() -> None:
     ap.add_argument("--large-vectors", choices=("neighbours", "chords"), default="neighbours",
                     help="scale-large: mixes of real neighbours (default) or the earlier mixes of unrelated seeds")
     ap.add_argument("--local-files", type=int, default=200)
-    ap.add_argument("--reuse-scale", action="store_true", help="scale, scale-large: search the rows of a previous run (with $MEMSIFT_BENCH_PG_DSN)")
-    ap.add_argument("--shared-buffers", help="the bench's own server: Postgres's shared_buffers, e.g. 6GB (default: 128MB)")
+    ap.add_argument(
+        "--reuse-scale",
+        action="store_true",
+        help="scale, scale-large: search the rows of a previous run (with $MEMSIFT_BENCH_PG_DSN)",
+    )
+    ap.add_argument(
+        "--shared-buffers", help="the bench's own server: Postgres's shared_buffers, e.g. 6GB (default: 128MB)"
+    )
     ap.add_argument("--work", type=Path, default=HERE / "out" / "postgres")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     dsn, server = start_server(args.work, args.shared_buffers)
-    runs = {"index": lambda: index(args.work, dsn, args.files),
-            "index-local": lambda: index_local(args.work, dsn, args.local_files),
-            "scale": lambda: scale(args.work, dsn, args.agents, args.chunks, args.searches, args.reuse_scale),
-            "scale-large": lambda: scale_large(args.work, dsn, args.large_chunks, min(args.searches, 200), args.large_vectors,
-                                               args.reuse_scale),
-            "scifact": lambda: scifact(args.work, dsn),
-            "scifact-bm25": lambda: scifact(args.work, dsn, ("keyword",))}
+    runs = {
+        "index": lambda: index(args.work, dsn, args.files),
+        "index-local": lambda: index_local(args.work, dsn, args.local_files),
+        "scale": lambda: scale(args.work, dsn, args.agents, args.chunks, args.searches, args.reuse_scale),
+        "scale-large": lambda: scale_large(
+            args.work, dsn, args.large_chunks, min(args.searches, 200), args.large_vectors, args.reuse_scale
+        ),
+        "scifact": lambda: scifact(args.work, dsn),
+        "scifact-bm25": lambda: scifact(args.work, dsn, ("keyword",)),
+    }
     (HERE / "results").mkdir(exist_ok=True)
     path = HERE / "results" / "postgres.json"
     try:

@@ -16,7 +16,16 @@ from pydantic import BaseModel
 
 from ..requests import InvalidRequest, door_name, spellings
 
-__all__ = ["model_options", "group_params", "search_params", "build_request", "scoped_request", "cli_search_request", "BACKEND_NAME", "PARITY_SIDE"]
+__all__ = [
+    "model_options",
+    "group_params",
+    "search_params",
+    "build_request",
+    "scoped_request",
+    "cli_search_request",
+    "BACKEND_NAME",
+    "PARITY_SIDE",
+]
 
 
 class BackendName(click.ParamType):
@@ -80,22 +89,48 @@ def model_options(model: type[BaseModel]) -> list[click.Option]:
 def group_params() -> list[click.Parameter]:
     """The `memsift` group's options (also parsed by the resident server)."""
     return [
-        click.Option(["--workspace", "-w"], envvar="MEMSIFT_WORKSPACE", show_envvar=True,
-                     help="Workspace folder holding MEMORY.md and memory/ (default: current folder)."),
-        click.Option(["--agent", "-a"], envvar="MEMSIFT_AGENT", show_envvar=True,
-                     help="Agent id, case-insensitive; one no entry has runs on the defaults (default: "
-                          "agents.defaults.systemAgent.agentId, else the entry marked default, else the only or first "
-                          "one, else 'main')."),
-        click.Option(["--config", "-c", "config_path"], envvar="MEMSIFT_CONFIG", show_envvar=True,
-                     help="Config file (JSON5): memsift's own, or a whole OpenClaw config. Default: ~/.config/memsift/config.json5."),
-        click.Option(["--openclaw-config", "openclaw_config"], envvar="MEMSIFT_OPENCLAW_CONFIG", show_envvar=True,
-                     help="An OpenClaw config (openclaw.json) read under the config file: its memory keys apply, "
-                          "memsift's own file wins where both set a key."),
-        click.Option(["--backend", "-b"], type=BACKEND_NAME, help="Override memory.backend for this call (builtin, qmd, postgres or a plugin's)."),
+        click.Option(
+            ["--workspace", "-w"],
+            envvar="MEMSIFT_WORKSPACE",
+            show_envvar=True,
+            help="Workspace folder holding MEMORY.md and memory/ (default: current folder).",
+        ),
+        click.Option(
+            ["--agent", "-a"],
+            envvar="MEMSIFT_AGENT",
+            show_envvar=True,
+            help="Agent id, case-insensitive; one no entry has runs on the defaults (default: "
+            "agents.defaults.systemAgent.agentId, else the entry marked default, else the only or first "
+            "one, else 'main').",
+        ),
+        click.Option(
+            ["--config", "-c", "config_path"],
+            envvar="MEMSIFT_CONFIG",
+            show_envvar=True,
+            help="Config file (JSON5): memsift's own, or a whole OpenClaw config. Default: "
+                 "~/.config/memsift/config.json5.",
+        ),
+        click.Option(
+            ["--openclaw-config", "openclaw_config"],
+            envvar="MEMSIFT_OPENCLAW_CONFIG",
+            show_envvar=True,
+            help="An OpenClaw config (openclaw.json) read under the config file: its memory keys apply, "
+            "memsift's own file wins where both set a key.",
+        ),
+        click.Option(
+            ["--backend", "-b"],
+            type=BACKEND_NAME,
+            help="Override memory.backend for this call (builtin, qmd, postgres or a plugin's).",
+        ),
         click.Option(["--verbose", "-v"], count=True, help="More logs on stderr (-v info, -vv debug)."),
-        click.Option(["--timeout"], envvar="MEMSIFT_TIMEOUT", show_envvar=True, metavar="DURATION",
-                     help="This command's time budget (90, 90s, 5m; a bare number is seconds) instead of "
-                          "memory.limits.<command>; past it the command stops and says what it waited on."),
+        click.Option(
+            ["--timeout"],
+            envvar="MEMSIFT_TIMEOUT",
+            show_envvar=True,
+            metavar="DURATION",
+            help="This command's time budget (90, 90s, 5m; a bare number is seconds) instead of "
+            "memory.limits.<command>; past it the command stops and says what it waited on.",
+        ),
     ]
 
 
@@ -107,7 +142,9 @@ def search_params() -> list[click.Parameter]:
     return [
         click.Argument(["query"]),
         *model_options(SearchOptions),
-        click.Option(["--backend", "-b", "backend"], type=BACKEND_NAME, help="Override memory.backend for this search."),
+        click.Option(
+            ["--backend", "-b", "backend"], type=BACKEND_NAME, help="Override memory.backend for this search."
+        ),
         click.Option(["--json", "as_json"], is_flag=True, help="Print one JSON document."),
     ]
 
@@ -115,7 +152,9 @@ def search_params() -> list[click.Parameter]:
 def build_request(model: Any, params: dict[str, Any], **extra: Any) -> Any:
     """The request from parsed CLI values; a value the model refuses is a usage error (exit 2)
     naming the flag."""
-    values = {k: v for k, v in params.items() if k in model.model_fields and v is not None}  # not given: the model's default
+    values = {
+        k: v for k, v in params.items() if k in model.model_fields and v is not None
+    }  # not given: the model's default
     values.update(extra)
     try:
         return model.build("cli", **values)
@@ -142,7 +181,7 @@ def scoped_request(model: Any, params: dict[str, Any], settings: Any, **required
 
 
 def cli_search_request(params: dict[str, Any], settings: Any, query: str) -> Any:
-    """The search's one `SearchRequest` (compose/scoped.search_request: key, scope rules, options,
+    """The search's one `SearchRequest` (compose/scoped.build_search: key, scope rules, options,
     times read with the configured hemisphere) from parsed CLI values; a bad value is a usage error
     (exit 2) naming the flag."""
     from ..compose.scoped import search_request  # noqa: PLC0415

@@ -7,18 +7,29 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 from ..durations import vector_progress_words
-from ..results import ManagerStatus, ScopeDenial, SearchAnswer
+from ..results import ManagerStatus, ScopeDenial, SearchAnswer, SearchHit
 from ..manager import SyncReport
 
 if TYPE_CHECKING:
     from .parity import ParityReport
 
-__all__ = ["render_answer", "render_denial", "render_indexes", "render_parity", "render_status", "render_sync", "WatchStatus"]
+__all__ = [
+    "render_answer",
+    "render_denial",
+    "render_indexes",
+    "render_parity",
+    "render_status",
+    "render_sync",
+    "WatchStatus",
+]
 
 
 def render_denial(d: ScopeDenial) -> str:
     """The one line that says a chat was denied by the scope rules (search, get and status alike)."""
-    return f"Denied by scope ({d.rule}): channel={d.channel or 'unknown'}, chatType={d.chat_type}, session={d.session_key or '<none>'}"
+    return (
+        f"Denied by scope ({d.rule}): channel={d.channel or 'unknown'}, chatType={d.chat_type}, "
+        f"session={d.session_key or '<none>'}"
+    )
 
 
 def _words(key: str) -> str:
@@ -27,66 +38,95 @@ def _words(key: str) -> str:
 
 
 def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
+    """A search's answer as `memsift search` prints it: each hit (header, snippet, citation, explain),
+    what an empty answer means, one summary line, then what the reader should know about it."""
     out: list[str] = []
     for hit in answer.results:
-        # minScore judged the backend's score; the evidence ranker may have raised the one shown.
-        judged = f" (scored {hit.ranker.base_score:.3f} before the evidence ranker)" if hit.ranker else ""
-        rescued = f"rescued: under minScore {answer.min_score:g}{judged}, kept for its keyword match"
-        if hit.rescued and answer.ranker and not hit.ranker:
-            rescued = f"rescued: under minScore {answer.min_score:g} before the evidence ranker, kept for its keyword match"
-        below = f"below minScore {answer.min_score:g}: nothing reached it, this is one of the closest"
-        marks = [m for m, on in ((rescued, hit.rescued), (below, hit.below_min_score),
-                                 ("stale: the file changed after it was indexed", hit.stale)) if on]
-        out.append(f"{hit.score:.3f} {hit.path}:{hit.start_line}-{hit.end_line}" + "".join(f"  [{m}]" for m in marks))
-        out.append(textwrap.indent(hit.snippet.rstrip(), "    "))
-        if hit.citation:
-            out.append(f"    Source: {hit.citation}")
-        if explain and hit.details:
-            out.append(f"    explain: {answer.backend} " + " ".join(f"{_words(k)}={v}" for k, v in hit.details.items()))
-        if explain and hit.explain and answer.time_only:  # scored by the time asked for, not by evidence
-            e = hit.explain
-            out.append(f"    explain: a note of the time asked for: day={e.day} ({e.day_source}) final={e.final_score:.3f}")
-        elif explain and hit.explain:
-            e = hit.explain
-            parts = [
-                f"keyword={_f(e.keyword_score)}" + (f" (bm25 {e.bm25_rank:.3f})" if e.bm25_rank is not None else ""),
-                f"vector={_f(e.vector_score)}",
-                f"weights={e.vector_weight:.2f}/{e.text_weight:.2f}",
-            ]
-            if e.lexical_boost is not None:
-                parts.append(f"boost={e.lexical_boost:.3f}")
-            if e.brevity < 1:
-                parts.append(f"near-empty={e.brevity:.2f}")
-            if e.day:
-                parts.append(f"day={e.day} ({e.day_source})")
-            if e.time_factor != 1:
-                parts.append(f"time={e.time_factor:.3f}")
-            parts += [f"decay={e.decay:.3f}", f"mmr-penalty={e.mmr_penalty:.3f}", f"final={e.final_score:.3f}"]
-            if e.rescued:
-                parts.append("rescued")
-            out.append("    explain: " + " ".join(parts))
-        if explain and hit.ranker:
-            k = hit.ranker
-            feats = " ".join(f"{name.replace('_', '-')}={value:.3f}" for name, value in k.features.items())
-            out.append(f"    ranker: backend={k.base_score:.3f} (rank {k.base_rank}) {feats} final={k.final:.3f}")
-        if explain and hit.rerank:
-            r = hit.rerank
-            out.append(f"    rerank: hybrid={r.hybrid_score:.3f} (rank {r.hybrid_rank}) reranker={r.rerank_score:.3f} "
-                       f"(raw {r.raw_score:.3f}) weight={r.weight:.2f} blend={r.blended:.3f}")
+        out += _hit_lines(answer, hit, explain)
         out.append("")
+    nothing = _nothing_line(answer)
+    if nothing:
+        out.append(nothing)
+    out.append(_summary(answer, explain))
+    out += _footnotes(answer, explain)
+    return "\n".join(out)
+
+
+def _hit_lines(answer: SearchAnswer, hit: SearchHit, explain: bool) -> list[str]:
+    # minScore judged the backend's score; the evidence ranker may have raised the one shown.
+    judged = f" (scored {hit.ranker.base_score:.3f} before the evidence ranker)" if hit.ranker else ""
+    rescued = f"rescued: under minScore {answer.min_score:g}{judged}, kept for its keyword match"
+    if hit.rescued and answer.ranker and not hit.ranker:
+        rescued = f"rescued: under minScore {answer.min_score:g} before the evidence ranker, kept for its keyword match"
+    below = f"below minScore {answer.min_score:g}: nothing reached it, this is one of the closest"
+    marks = [m for m, on in ((rescued, hit.rescued), (below, hit.below_min_score),
+                             ("stale: the file changed after it was indexed", hit.stale)) if on]
+    out = [f"{hit.score:.3f} {hit.path}:{hit.start_line}-{hit.end_line}" + "".join(f"  [{m}]" for m in marks),
+           textwrap.indent(hit.snippet.rstrip(), "    ")]
+    if hit.citation:
+        out.append(f"    Source: {hit.citation}")
+    if explain:
+        out += _explain_lines(answer, hit)
+    return out
+
+
+def _explain_lines(answer: SearchAnswer, hit: SearchHit) -> list[str]:
+    """How the hit's score was made: the backend's own facts, the pipeline's, the ranker's, the reranker's."""
+    out = []
+    if hit.details:
+        out.append(f"    explain: {answer.backend} " + " ".join(f"{_words(k)}={v}" for k, v in hit.details.items()))
+    e = hit.explain
+    if e and answer.time_only:  # scored by the time asked for, not by evidence
+        out.append(f"    explain: a note of the time asked for: day={e.day} ({e.day_source}) final={e.final_score:.3f}")
+    elif e:
+        parts = [
+            f"keyword={_f(e.keyword_score)}" + (f" (bm25 {e.bm25_rank:.3f})" if e.bm25_rank is not None else ""),
+            f"vector={_f(e.vector_score)}",
+            f"weights={e.vector_weight:.2f}/{e.text_weight:.2f}",
+        ]
+        if e.lexical_boost is not None:
+            parts.append(f"boost={e.lexical_boost:.3f}")
+        if e.brevity < 1:
+            parts.append(f"near-empty={e.brevity:.2f}")
+        if e.day:
+            parts.append(f"day={e.day} ({e.day_source})")
+        if e.time_factor != 1:
+            parts.append(f"time={e.time_factor:.3f}")
+        parts += [f"decay={e.decay:.3f}", f"mmr-penalty={e.mmr_penalty:.3f}", f"final={e.final_score:.3f}"]
+        if e.rescued:
+            parts.append("rescued")
+        out.append("    explain: " + " ".join(parts))
+    if hit.ranker:
+        k = hit.ranker
+        feats = " ".join(f"{name.replace('_', '-')}={value:.3f}" for name, value in k.features.items())
+        out.append(f"    ranker: backend={k.base_score:.3f} (rank {k.base_rank}) {feats} final={k.final:.3f}")
+    if hit.rerank:
+        r = hit.rerank
+        out.append(f"    rerank: hybrid={r.hybrid_score:.3f} (rank {r.hybrid_rank}) reranker={r.rerank_score:.3f} "
+                   f"(raw {r.raw_score:.3f}) weight={r.weight:.2f} blend={r.blended:.3f}")
+    return out
+
+
+def _nothing_line(answer: SearchAnswer) -> str | None:
+    """What a denied, empty or below-minScore answer means, and what to do."""
     if answer.denied:
-        out.append(render_denial(answer.denied))
-    elif not answer.query.strip():
-        out.append('Empty query: nothing to search. Pass the words to look for, e.g. memsift search "ledger database".')
-    elif answer.results and all(h.below_min_score for h in answer.results) and answer.below_min_score:
-        out.append(f"Nothing reached minScore {answer.min_score:g}; shown below it, marked: the {len(answer.results)} "
-                   f"closest of {answer.below_min_score.candidates} candidate(s).")
-    elif not answer.results and answer.below_min_score:
+        return render_denial(answer.denied)
+    if not answer.query.strip():
+        return 'Empty query: nothing to search. Pass the words to look for, e.g. memsift search "ledger database".'
+    if answer.results and all(h.below_min_score for h in answer.results) and answer.below_min_score:
+        return (f"Nothing reached minScore {answer.min_score:g}; shown below it, marked: the {len(answer.results)} "
+                f"closest of {answer.below_min_score.candidates} candidate(s).")
+    if not answer.results and answer.below_min_score:
         b = answer.below_min_score
-        out.append(f"No results at or above minScore {answer.min_score:g}: {b.candidates} candidate(s) scored lower "
-                   f"(best {b.best_score:.3f}); --min-score {max(0.0, int(b.best_score * 100) / 100):g} shows the best.")
-    elif not answer.results:
-        out.append("No results.")
+        return (f"No results at or above minScore {answer.min_score:g}: {b.candidates} candidate(s) scored lower "
+                f"(best {b.best_score:.3f}); --min-score {max(0.0, int(b.best_score * 100) / 100):g} shows the best.")
+    if not answer.results:
+        return "No results."
+    return None
+
+
+def _summary(answer: SearchAnswer, explain: bool) -> str:
+    """One line: how many, served how, by which ranker and reranker, how long."""
     parts = [f"{len(answer.results)} result(s)"]
     if answer.denied:
         parts.append("denied")
@@ -104,7 +144,12 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
     summary = " · ".join(parts)
     if answer.relaxed:
         summary += " · threshold relaxed (nothing passed minScore)"
-    out.append(summary)
+    return summary
+
+
+def _footnotes(answer: SearchAnswer, explain: bool) -> list[str]:
+    """What the reader should know about the answer: degraded sides, a fallback, time, notes, syncing."""
+    out = []
     if answer.degraded.vector:
         out.append(f"vector search unavailable: {answer.degraded.vector}")
     if answer.degraded.fts:
@@ -131,7 +176,7 @@ def render_answer(answer: SearchAnswer, *, explain: bool = False) -> str:
         out.append(_catching_up(answer.pending_files))
     if answer.sync_error:
         out.append(f"index not updated: {answer.sync_error}")
-    return "\n".join(out)
+    return out
 
 
 def _is_backend(name: str) -> bool:
@@ -180,23 +225,35 @@ def render_parity(report: ParityReport) -> str:
     out += [f"{'overlap@' + str(k):>10} {'files@' + str(k):>8} {'tau':>6} {'builtin ms':>10} {o + ' ms':>8}  query"]
     for r in report.queries:
         tau = "-" if r.rank_correlation is None else f"{r.rank_correlation:+.2f}"
-        out.append(f"{r.overlap:>10.2f} {r.file_overlap:>8.2f} {tau:>6} {r.builtin.ms:>10.1f} {r.other.ms:>8.1f}  {_short(r.query)}")
+        out.append(
+            f"{r.overlap:>10.2f} {r.file_overlap:>8.2f} {tau:>6} {r.builtin.ms:>10.1f} {r.other.ms:>8.1f}  "
+            f"{_short(r.query)}"
+        )
         for side in (r.builtin, r.other):
             for label, note in (("fell back", side.fallback), ("degraded", side.degraded), ("failed", side.error)):
                 if note:
                     out.append(f"{'':>39}{side.backend} {label}: {note}")
     s = report.summary
-    tau = "n/a" if s["meanRankCorrelation"] is None else f"{s['meanRankCorrelation']:+.2f} over {s['rankCorrelationQueries']} queries"
+    tau = (
+        "n/a"
+        if s["meanRankCorrelation"] is None
+        else f"{s['meanRankCorrelation']:+.2f} over {s['rankCorrelationQueries']} queries"
+    )
     out += [
         "",
-        f"{s['queries']} queries, top {k}: mean overlap {s['meanOverlap']:.2f} (hits), {s['meanFileOverlap']:.2f} (files); "
+        f"{s['queries']} queries, top {k}: mean overlap {s['meanOverlap']:.2f} (hits), {s['meanFileOverlap']:.2f} "
+        f"(files); "
         f"rank correlation {tau}",
-        f"latency p50/p95: builtin {s['builtinP50Ms']:.1f}/{s['builtinP95Ms']:.1f} ms, {o} {s[o + 'P50Ms']:.1f}/{s[o + 'P95Ms']:.1f} ms",
-        f"fallbacks: builtin {s['builtinFallbacks']}, {o} {s[o + 'Fallbacks']}; errors: builtin {s['builtinErrors']}, {o} {s[o + 'Errors']}",
+        f"latency p50/p95: builtin {s['builtinP50Ms']:.1f}/{s['builtinP95Ms']:.1f} ms, {o} "
+        f"{s[o + 'P50Ms']:.1f}/{s[o + 'P95Ms']:.1f} ms",
+        f"fallbacks: builtin {s['builtinFallbacks']}, {o} {s[o + 'Fallbacks']}; errors: builtin {s['builtinErrors']}, "
+        f"{o} {s[o + 'Errors']}",
     ]
     if s.get("fellBackQueries"):
-        out.append(f"not comparable: {s['fellBackQueries']} of {s['queries']} queries; mean overlap counting them as 0: "
-                   f"{s['gateMeanOverlap']:.2f} (what --fail-under checks)")
+        out.append(
+            f"not comparable: {s['fellBackQueries']} of {s['queries']} queries; mean overlap counting them as 0: "
+            f"{s['gateMeanOverlap']:.2f} (what --fail-under checks)"
+        )
     return "\n".join(out)
 
 
@@ -220,11 +277,14 @@ def render_indexes(folder: object, indexes: list) -> str:
 
 def render_sync(report: SyncReport) -> str:
     if report.backend == "qmd":  # what QMD did, in its own terms (it has no chunks or embeddings of ours)
-        return "\n".join([
-            f"qmd: {report.files_indexed} file(s) indexed, {report.files_unchanged} unchanged, {report.files_removed} removed "
-            f"· {report.took_ms / 1000:.2f} s",
-            *(f"  {note}" for note in report.notes),
-        ])
+        return "\n".join(
+            [
+                f"qmd: {report.files_indexed} file(s) indexed, {report.files_unchanged} unchanged, "
+                f"{report.files_removed} removed "
+                f"· {report.took_ms / 1000:.2f} s",
+                *(f"  {note}" for note in report.notes),
+            ]
+        )
     kind = f"full reindex ({report.reindex_cause})" if report.full_reindex else "incremental sync"
     lines = [
         f"{kind}: {report.files_indexed} file(s) indexed, {report.files_unchanged} unchanged, "
@@ -236,7 +296,9 @@ def render_sync(report: SyncReport) -> str:
         lines.append(f"rebuild needed: {report.reindex_cause}")
     lines += report.notes  # e.g. an index kept across an upgrade
     if "(builtin fallback: " in report.reason:  # the backend failed: what was indexed instead, and why
-        lines.insert(0, f"{report.reason.split('(builtin fallback: ', 1)[1][:-1]}; the builtin index was synced instead")
+        lines.insert(
+            0, f"{report.reason.split('(builtin fallback: ', 1)[1][:-1]}; the builtin index was synced instead"
+        )
     return "\n".join(lines)
 
 
@@ -268,24 +330,38 @@ def render_status(s: ManagerStatus) -> str:
         ("Backend", s.backend),
         ("Agent", s.agent_id),
         ("Provider", f"{s.provider} (requested {s.requested_provider})"),
-        ("Model", f"{s.model}" + (f" · {s.dimensions} dims" if s.dimensions else "")
-                  + (f" · {s.model_runtime}" if s.model_runtime else "")),
+        (
+            "Model",
+            f"{s.model}"
+            + (f" · {s.dimensions} dims" if s.dimensions else "")
+            + (f" · {s.model_runtime}" if s.model_runtime else ""),
+        ),
         ("Search mode", s.search_mode),
         ("Sources", ", ".join(s.sources)),
         ("Extra paths", ", ".join(s.extra_paths) or "-"),
-        ("Indexed", f"{s.files} files · {s.chunks} chunks" if s.files is not None else "unknown: the index cannot be read now"),
+        (
+            "Indexed",
+            f"{s.files} files · {s.chunks} chunks" if s.files is not None else "unknown: the index cannot be read now",
+        ),
         ("Changes", _changes(s)),
         *_built_by(s),
         ("Store", s.db_path or "-"),
         ("Workspace", s.workspace_dir),
-        ("FTS", f"{'available' if s.fts.get('available') else 'unavailable'} · {s.fts.get('tokenizer')}"
-                if built else f"not built yet · {s.fts.get('tokenizer')}"),
+        (
+            "FTS",
+            f"{'available' if s.fts.get('available') else 'unavailable'} · {s.fts.get('tokenizer')}"
+            if built
+            else f"not built yet · {s.fts.get('tokenizer')}",
+        ),
         (
             "Vector",
-            (f"{'available' if s.vector.get('available') else 'unavailable'} · {s.vector.get('search')}"
-             + (f" · {s.vector.get('loadError')}" if s.vector.get("loadError") else "")
-             + (f" · being made: {vector_progress_words(s.vector['pending'])}" if s.vector.get("pending") else ""))
-            if built else "not built yet",
+            (
+                f"{'available' if s.vector.get('available') else 'unavailable'} · {s.vector.get('search')}"
+                + (f" · {s.vector.get('loadError')}" if s.vector.get("loadError") else "")
+                + (f" · being made: {vector_progress_words(s.vector['pending'])}" if s.vector.get("pending") else "")
+            )
+            if built
+            else "not built yet",
         ),
         ("Embedding cache", f"{'on' if s.cache.get('enabled') else 'off'} · {s.cache.get('entries')} entries"),
     ]
@@ -293,23 +369,49 @@ def render_status(s: ManagerStatus) -> str:
         rows = [r for r in rows if r[0] not in ("Indexed", "Changes", "FTS", "Vector", "Embedding cache")]
         rows.append(("Unreachable", s.unavailable))
     if s.details and s.backend == "qmd":  # the QMD backend has no FTS table, vector table or embedding cache of ours
-        rows = [r for r in rows if r[0] not in ("FTS", "Vector", "Embedding cache", "Changes", "Extra paths", "Provider", "Model")]
+        rows = [
+            r
+            for r in rows
+            if r[0] not in ("FTS", "Vector", "Embedding cache", "Changes", "Extra paths", "Provider", "Model")
+        ]
     if s.requests:
         r = s.requests
-        rows.append(("Requests", f"{r['requests']} sent · {r['retries']} retries · {r['failures']} failed" + (f" · last error: {r['lastError']}" if r.get("lastError") else "")))
+        rows.append(
+            (
+                "Requests",
+                f"{r['requests']} sent · {r['retries']} retries · {r['failures']} failed"
+                + (f" · last error: {r['lastError']}" if r.get("lastError") else ""),
+            )
+        )
     if s.rerank:
         rr, circuit = s.rerank, s.rerank.get("circuit") or {}
-        state = (f"unavailable: {rr['error']}" if rr.get("error") else
-                 f"circuit open for {circuit.get('pausedForS')} s more (last error: {circuit.get('lastError')})" if circuit.get("open") else "on")
+        state = (
+            f"unavailable: {rr['error']}"
+            if rr.get("error")
+            else f"circuit open for {circuit.get('pausedForS')} s more (last error: {circuit.get('lastError')})"
+            if circuit.get("open")
+            else "on"
+        )
         who = f"{rr['provider']}/{rr['model']}" if rr.get("model") else f"{rr['provider']} (the server's own model)"
         rows.append(("Rerank", f"{who} · {rr['candidates']} candidates · weight {rr['weight']:g} · budget "
                                f"{rr['timeoutMs']:g} ms · {state}"))
     if s.ranker:
-        rows.append(("Ranker", f"evidence ranker {s.ranker['version']} · top {s.ranker['candidates']} hybrid hits of daily logs "
-                               "and sessions (query.ranker)"))
+        rows.append(
+            (
+                "Ranker",
+                f"evidence ranker {s.ranker['version']} · top {s.ranker['candidates']} hybrid hits of daily logs "
+                "and sessions (query.ranker)",
+            )
+        )
     if s.batch.get("enabled"):
         b = s.batch
-        rows.append(("Batch API", f"{'usable' if b['usable'] else 'disabled'} · {b['jobs']} job(s) · {b['failures']}/{b['limit']} failures"))
+        rows.append(
+            (
+                "Batch API",
+                f"{'usable' if b['usable'] else 'disabled'} · {b['jobs']} job(s) · {b['failures']}/{b['limit']} "
+                f"failures",
+            )
+        )
     if s.provider_unavailable_reason and not s.search_now:  # otherwise it is in the first row
         rows.append(("No provider", s.provider_unavailable_reason))
     if s.fallback:
@@ -322,14 +424,18 @@ def render_status(s: ManagerStatus) -> str:
         if q.get("error") and q["error"] not in said:
             # Said only when it is so: with `fallback: "none"` (status carries `unavailable`) searches exit 7.
             falls_back = not s.fallback and not s.unavailable
-            rows.append(("QMD failing", q["error"] + (" (searches fall back to the builtin index)" if falls_back else "")))
+            rows.append(
+                ("QMD failing", q["error"] + (" (searches fall back to the builtin index)" if falls_back else ""))
+            )
             said.add(q["error"])
         for c in q.get("collections", []):
             rows.append(("  collection", f"{c['name']} · {c['path']} ({c['pattern']}) · {c.get('state')}"))
         if q.get("updating"):
             rows.append(("Updating", q["updating"]))
         rows.append(("Last update", _when(q.get("lastUpdateAt"))))
-        rows.append(("Last embed", _when(q.get("lastEmbedAt")) + (f" · {q['embedSkipped']}" if q.get("embedSkipped") else "")))
+        rows.append(
+            ("Last embed", _when(q.get("lastEmbedAt")) + (f" · {q['embedSkipped']}" if q.get("embedSkipped") else ""))
+        )
         if q.get("lastError") and q["lastError"] not in said:
             rows.append(("Last error", q["lastError"]))
     if s.index.get("rebuildNeeded"):
@@ -347,7 +453,13 @@ def render_status(s: ManagerStatus) -> str:
         if "integrity" in s.deep:
             rows.append(("Integrity", s.deep["integrity"]))
     if s.plugins is not None:
-        rows.append(("Plugins", "; ".join(_plugin_line(p) for p in s.plugins) or "none installed (`memsift plugins` lists what memsift can use)"))
+        rows.append(
+            (
+                "Plugins",
+                "; ".join(_plugin_line(p) for p in s.plugins)
+                or "none installed (`memsift plugins` lists what memsift can use)",
+            )
+        )
     if s.helper:
         rows.append(("Helper", _helper_line(s.helper)))
     width = max(len(k) for k, _ in rows)
@@ -419,7 +531,11 @@ class WatchStatus:
         if self.as_json:
             data: dict[str, Any] = {"event": kind, "time": now}
             if kind == "synced":
-                data.update(reason=payload["reason"], seconds=round(payload["seconds"], 3), report=payload["report"].model_dump(by_alias=True))
+                data.update(
+                    reason=payload["reason"],
+                    seconds=round(payload["seconds"], 3),
+                    report=payload["report"].model_dump(by_alias=True),
+                )
                 if payload.get("alreadyIndexed"):
                     data["alreadyIndexed"] = True
             else:
@@ -455,7 +571,13 @@ class WatchStatus:
 
 
 def _plugin_line(p: dict[str, Any]) -> str:
-    state = f"failed to load: {p['error']}" if p.get("error") else f"shadowed by {p['shadowedBy']}" if p.get("shadowedBy") else ""
+    state = (
+        f"failed to load: {p['error']}"
+        if p.get("error")
+        else f"shadowed by {p['shadowedBy']}"
+        if p.get("shadowedBy")
+        else ""
+    )
     return f"{p['name']} ({p['kind']}) · {p['package']} {p['version']}" + (f" · {state}" if state else "")
 
 

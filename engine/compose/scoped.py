@@ -33,7 +33,7 @@ from ..config.scope import ScopeDecision, decide_scope
 from ..text import shorten
 from .wrapped import WrappedManager
 
-__all__ = ["ScopedSearchManager", "scoped", "search_request"]
+__all__ = ["ScopedSearchManager", "scoped", "build_search", "search_request"]
 
 log = get_logger("memsift.scope")
 
@@ -69,14 +69,21 @@ class ScopedSearchManager(WrappedManager):
                       min_score: float | None = None) -> SearchAnswer:
         """The answer to a denied search: no hit, no backend run, the rule that decided."""
         return SearchAnswer(
-            query=query[:MAX_QUERY_CHARS], results=[], backend=self._inner.backend, mode="none", min_score=min_score or 0.0,
-            max_results=max_results or 0, took_ms=0.0, denied=denied,
+            query=query[:MAX_QUERY_CHARS],
+            results=[],
+            backend=self._inner.backend,
+            mode="none",
+            min_score=min_score or 0.0,
+            max_results=max_results or 0,
+            took_ms=0.0,
+            denied=denied,
         )
 
     def request(self, door: str = "api", *, now: float | None = None, candidates: int | None = None,
                 **fields: Any) -> SearchRequest:
-        """`search_request` with this stage's rules and query config."""
-        return _request(self.scope, self._query_config, door, fields, now=now, candidates=candidates)
+        """`build_search` with this stage's rules and query config."""
+        return build_search(door, scope=self.scope, query_config=self._query_config, now=now, candidates=candidates,
+                            **fields)
 
     # --- SearchManager --------------------------------------------------------------------------
 
@@ -89,12 +96,15 @@ class ScopedSearchManager(WrappedManager):
 
     async def answer(self, request: SearchRequest) -> SearchAnswer:
         """The backend's answer, or the denial when the rules deny the asking chat (decided at the
-        door, in `search_request`; here only for a request built without them)."""
+        door, in `build_search`; here only for a request built without them)."""
         decision = request.scope if request.scope is not None else self.decide(request.session_key, "search")
         if not decision.allowed:
             return self.denied_search(_denial(decision), request.query, max_results=request.max_results,
                                       min_score=request.min_score)
-        return self._only_memory(await self._inner.answer(request))
+        answer = self._only_memory(await self._inner.answer(request))
+        if request.corpus not in (None, "all"):  # a backend that does not read `corpus` (memsift's own all do)
+            answer.results = [h for h in answer.results if request.keeps(h.source)]
+        return answer
 
     def _only_memory(self, answer: SearchAnswer) -> SearchAnswer:
         """Drop every hit that names no memory file (by the rules every backend reads by)."""
@@ -109,8 +119,11 @@ class ScopedSearchManager(WrappedManager):
             log.warning("hits that name no memory file were dropped", backend=answer.backend, dropped=len(dropped),
                         paths=[shorten(h.path, 120) for h in dropped[:5]])
             answer.results = kept
-            answer.notes = [*(answer.notes or []), f"{len(dropped)} hit(s) left out: they name no memory file "
-                            "(a symlink, or a file outside MEMORY.md, memory/, the extra paths and the QMD collections)"]
+            answer.notes = [
+                *(answer.notes or []),
+                f"{len(dropped)} hit(s) left out: they name no memory file "
+                "(a symlink, or a file outside MEMORY.md, memory/, the extra paths and the QMD collections)",
+            ]
         return answer
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
@@ -122,7 +135,9 @@ class ScopedSearchManager(WrappedManager):
             return ReadResult(path=shown, text="", denied=denied)
         if not isinstance(path, str):
             raise PathNotAllowedError(str(path)[:SHOWN_PATH_CHARS], "path required")
-        request = ReadOptions.build("api", path=path, from_line=from_line, lines=lines, session_key=session_key, **options)
+        request = ReadOptions.build(
+            "api", path=path, from_line=from_line, lines=lines, session_key=session_key, **options
+        )
         target, start, count = request.target()
         judged = self.memory_rules.resolve(target)[1] if self.memory_rules is not None else None  # PathNotAllowedError
         got = await self._inner.read(target, start, count, max_chars=request.max_chars, offset=request.offset)
@@ -164,8 +179,14 @@ def _judged(scope: ScopeConfig | None, session_key: str | None, call: str) -> Sc
     return decision
 
 
-def _request(scope: ScopeConfig | None, query_config: QueryConfig, door: str, fields: dict[str, Any], *,
-             now: float | None, candidates: int | None) -> SearchRequest:
+def build_search(door: str = "api", *, scope: ScopeConfig | None, query_config: QueryConfig, now: float | None = None,
+                 candidates: int | None = None, **fields: Any) -> SearchRequest:
+    """The one search request of every door (the CLI, the resident helper, MCP, the Python API,
+    `parity`), built once and passed whole: the session key checked, the scope rules decided (a
+    denied chat's request carries the denial and nothing else of it is read), the options validated
+    and the question's times read with the configured hemisphere and clock (`now`). A bad value is
+    an InvalidRequest naming the option as `door` spells it. `scope` and `query_config` are the
+    agent's (`settings.memory.qmd.scope`, `settings.memory_search.query`)."""
     key = check_session_key(fields.get("session_key"))  # an empty key is no local caller: refused first
     decision = _judged(scope, key, "search")
     if not decision.allowed:  # a denied chat's other arguments change nothing
@@ -175,12 +196,9 @@ def _request(scope: ScopeConfig | None, query_config: QueryConfig, door: str, fi
 
 
 def search_request(settings: Any, door: str = "api", *, now: float | None = None, **fields: Any) -> SearchRequest:
-    """The one search request of every door (the CLI, the resident helper, MCP, the Python API),
-    built once and passed whole: the session key checked, the scope rules decided (a denied chat's
-    request carries the denial and nothing else of it is read), the options validated and the
-    question's times read with the configured hemisphere and clock (`now`). A bad value is an
-    InvalidRequest naming the option as `door` spells it."""
-    return _request(settings.memory.qmd.scope, settings.memory_search.query, door, fields, now=now, candidates=None)
+    """`build_search` with an agent's settings (the Python API's form, docs/gateways/python-api.md)."""
+    return build_search(door, scope=settings.memory.qmd.scope, query_config=settings.memory_search.query, now=now,
+                        **fields)
 
 
 def scoped(manager: SearchManager, settings: Any) -> ScopedSearchManager:

@@ -9,18 +9,19 @@ over the subclass's `CandidateStore`), the answer, reads through the memory rule
 
 A subclass implements:
 
-- `sync(force=, reason=)`: its own writes, using `_changes`, `_chunk_rows` and `_embed`;
-- `_generation()`: the published index (an object with `number` and `meta`), or None;
-- `_candidates(generation)`: its `CandidateStore` over that index;
-- optionally `_run(fn, *args)`: how a blocking store call runs (a worker thread by default),
-  and `_answer(...)` to wrap the search (a retry after a rebuild, say).
+- `sync(force=, reason=)`: its own writes, using `file_changes`, `chunk_rows` and `embed`;
+- `generation()`: the published index (an object with `number` and `meta`), or None;
+- `candidates(generation)`: its `CandidateStore` over that index;
+- optionally `run_blocking(fn, *args)`: how a blocking store call runs (a worker thread by default),
+  and `search_published(...)` to wrap the search (a retry after a rebuild, say).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Callable
 
 import anyio
@@ -32,21 +33,20 @@ from ..files.chunking import CHUNKER_REVISION, chunk_id
 from ..files.discovery import MemoryFile, Skipped, discover_memory_files
 from ..files.fingerprint import fingerprint_diff, version_stamps
 from ..files.note_dates import NOTE_DATES_REVISION, ChunkDay
-from ..files.rules import MemoryRules, read_memory
-from ..config.sizes import SNIPPET_MAX_CHARS
 from ..files.sync import MarkdownRead, read_markdown, sort_files
 from ..lazy import np  # numpy on first use: plugins import the kit on every command
 from ..logging import get_logger
 from ..manager import SyncReport
-from ..results import BelowMinScore, Degraded, ManagerStatus, ReadResult, SearchAnswer
+from ..results import Degraded, ManagerStatus
 from ..search.citations import citations_enabled
 from ..search.fts_query import INDEX_TEXT_REVISION
-from ..search.indexed import CandidateStore, IndexedAnswer, search_indexed
-from ..search.modes import Sides, search_sides
-from ..embeddings.query import QueryEmbedding, beside
-from ..search.request import KeywordSearch, SearchRequest
-from ..search.scripts import vector_mode_warning
+from ..search.indexed import CandidateStore, IndexedAnswer, IndexedSearch, search_indexed
+from ..search.modes import Sides
+from ..embeddings.query import QueryEmbedding
+from ..search.request import SearchRequest
 from ..search.terms import chunk_tokens
+
+from .shell import IndexedBackend
 
 __all__ = ["IndexedManager", "Changes", "ChunkRow"]
 
@@ -86,51 +86,55 @@ class ChunkRow:
         return max(self.day.days, default=self.day.day)
 
 
-class IndexedManager(KeywordSearch):
-    backend = ""
+class IndexedManager(IndexedBackend):
     schema = 1  # the subclass's storage layout: a new one rebuilds
     embed_step = 64  # chunks per local-model call (progress between them)
 
-    def __init__(self, settings: ResolvedConfig, progress: Any = None) -> None:
-        self.settings = settings
+    def __init__(self, settings: ResolvedConfig, progress: Any = None, config: Any = None) -> None:
+        super().__init__(settings)
         self.progress = progress  # (stage, done, total): "files", then "embed", as memsift's CLI shows them
-        self.ms = settings.memory_search
+        self.config = config  # the plugin's `memory.<backend>` block, validated (an IndexedPluginConfig)
         self.agent = settings.agent_id
         self.tokenizer = self.ms.store.fts.tokenizer
-        self.memory_rules = MemoryRules.from_settings(settings)
         self.selection: ProviderSelection | None = None
         self.provider: Any = None
-        self._dirty = True
-        self._change_probe: Any = None
         self._last_sync: SyncReport | None = None
         self._embed_error: str | None = None
         self._skipped: list[Skipped] = []
         self._lock = anyio.Lock()
+
+    def agent_folder(self, name: str) -> Path:
+        """Where this agent's index lives: the config's `path` (~ expanded; a relative one is under the
+        state folder), else `<stateDir>/agents/<agent>/<name>`."""
+        state = self.settings.state_dir
+        given = getattr(self.config, "path", None)
+        root = Path(os.path.expanduser(given)) if given else state / "agents" / self.agent / name
+        return root if root.is_absolute() else state / root
 
     # --- what a subclass provides ---------------------------------------------------------------
 
     async def sync(self, *, force: bool = False, reason: str = "manual", **_: Any) -> SyncReport:
         raise NotImplementedError
 
-    async def _generation(self) -> Any:
+    async def generation(self) -> Any:
         """The published index (`number`, `meta`), or None when there is none yet."""
         raise NotImplementedError
 
-    def _candidates(self, generation: Any) -> CandidateStore:
+    def candidates(self, generation: Any) -> CandidateStore:
         raise NotImplementedError
 
-    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
         """A blocking store call, off the event loop."""
         return await anyio.to_thread.run_sync(fn, *args)
 
     # --- sync -----------------------------------------------------------------------------------
 
-    def _ensure_provider(self) -> None:
+    def ensure_provider(self) -> None:
         if self.selection is None:
             self.selection = select_provider(self.ms)
             self.provider = self.selection.provider
 
-    def _wanted_meta(self) -> dict[str, Any]:
+    def wanted_meta(self) -> dict[str, Any]:
         """The index's fingerprint: any difference from the built one means a full rebuild (which
         memsift built it is recorded, never compared)."""
         p = self.provider
@@ -142,7 +146,7 @@ class IndexedManager(KeywordSearch):
                 "ftsText": INDEX_TEXT_REVISION, "noteDates": NOTE_DATES_REVISION,
                 **version_stamps(None, rebuilt=True)}  # published with a new index: this memsift built it
 
-    def _changes(self, known: dict[str, tuple], report: SyncReport) -> Changes:
+    def file_changes(self, known: dict[str, tuple], report: SyncReport) -> Changes:
         """The memory files against `known` (path → (hash, mtime_ns, size)), read and chunked where
         they changed; images and audio are not indexed by these backends."""
         files, skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
@@ -159,23 +163,35 @@ class IndexedManager(KeywordSearch):
         each = (lambda n: self.progress("files", n, len(files))) if self.progress else None
         sorted_files = sort_files(files, known, skipped, read, lambda p: p[2].hash, each)
         gone = sorted(set(known) - {f.rel_path for f in files})
-        report.files_unchanged, report.files_removed, report.files_skipped = sorted_files.unchanged, len(gone), len(skipped)
+        report.files_unchanged, report.files_removed, report.files_skipped = (
+            sorted_files.unchanged,
+            len(gone),
+            len(skipped),
+        )
         self._skipped = skipped
         touched = [(f, known[f.rel_path][0], m, s) for f, m, s in sorted_files.touched]
         return Changes(sorted_files.changed, touched, gone)
 
-    def _chunk_rows(self, changed: list[tuple[MemoryFile, os.stat_result, MarkdownRead]]) -> list[ChunkRow]:
+    def chunk_rows(self, changed: list[tuple[MemoryFile, os.stat_result, MarkdownRead]]) -> list[ChunkRow]:
         model = self.provider.model if self.provider else "fts-only"
         rows = []
         for f, _st, got in changed:
             for i, ch in enumerate(got.chunks):
-                rows.append(ChunkRow(chunk_id("memory", f.rel_path, ch.start_line, ch.end_line, ch.hash, model), f.rel_path,
-                                     f.source, ch.start_line, ch.end_line, ch.text,
-                                     got.days[i] if i < len(got.days) else ChunkDay(None, None),
-                                     chunk_tokens(ch.text, self.tokenizer)))
+                rows.append(
+                    ChunkRow(
+                        chunk_id("memory", f.rel_path, ch.start_line, ch.end_line, ch.hash, model),
+                        f.rel_path,
+                        f.source,
+                        ch.start_line,
+                        ch.end_line,
+                        ch.text,
+                        got.days[i] if i < len(got.days) else ChunkDay(None, None),
+                        chunk_tokens(ch.text, self.tokenizer),
+                    )
+                )
         return rows
 
-    async def _embed(self, texts: list[str]) -> Any:
+    async def embed(self, texts: list[str]) -> Any:
         """The chunks' vectors, or None: a provider failure keeps the text searchable (no vectors)
         and is shown in status until a sync embeds again."""
         if self.provider is None or not texts:
@@ -194,121 +210,70 @@ class IndexedManager(KeywordSearch):
         self._embed_error = None
         return np.vstack(parts)
 
-    def _synced(self, report: SyncReport, started: float) -> SyncReport:
+    def synced(self, report: SyncReport, started: float, seen: int | None = None) -> SyncReport:
+        """A sync's report, and the index clean (`seen`: the freshness notices when it began)."""
         report.took_ms = round((time.perf_counter() - started) * 1000, 3)
-        self._last_sync, self._dirty = report, False
+        self._last_sync = report
+        self.freshness.synced(self.freshness.notices if seen is None else seen)
         log.info("sync done", **report.model_dump(exclude_none=True))
         return report
 
-    def mark_dirty(self) -> None:
-        self._dirty = True
-
-    def watch_changes(self, probe: Any) -> None:
-        self._change_probe = probe
-        self.mark_dirty()
-
     async def _ensure_fresh(self) -> str | None:
         """Sync what changed before a search; returns why the index could not be updated, if so."""
-        if self._change_probe is not None and self._change_probe.changed():
-            self._dirty = True
-        if await self._generation() is None:  # none yet, or its tables gone: built from the notes
+        due = self.freshness.due()
+        if await self.generation() is None:  # none yet, or its tables gone: built from the notes
             await self.sync(reason="bootstrap")
-        elif not self._dirty:
+        elif not due:
             return None
         elif self.ms.sync.on_search:
             try:
                 await self.sync(reason="search")
             except IndexUnusableError as exc:  # a full disk or a read-only folder: the index as it is answers
                 log.warning("index not updated; answering from it as it is", error=str(exc))
+                self.freshness.settled()
                 return f"the index could not be updated ({exc})"
-        self._dirty = False
+        else:
+            self.freshness.settled()
         return None
 
     # --- search ---------------------------------------------------------------------------------
 
-    @property
-    def query_config(self) -> Any:
-        return self.ms.query
+    async def search_fresh(self, req: SearchRequest, degraded: Degraded, sides: Sides,
+                           embedding: QueryEmbedding | None) -> IndexedAnswer:
+        sync_error = await self._ensure_fresh()
+        return replace(await self.search_published(req, degraded, sides, embedding), sync_error=sync_error)
 
-    async def answer(self, req: SearchRequest) -> SearchAnswer:
-        started = time.perf_counter()
-        self._ensure_provider()
-        degraded = Degraded()
-        found = IndexedAnswer([], "none")
-        sync_error: str | None = None
-        if req.q:
-            sides = search_sides(req.q, req.mode, hybrid_enabled=self.ms.query.hybrid.enabled, provider=self.provider)
-            embedding = QueryEmbedding(self.provider, req.q) if sides.vector and self.provider is not None else None
-
-            async def answer() -> IndexedAnswer:
-                nonlocal sync_error
-                sync_error = await self._ensure_fresh()
-                return await self._answer(req, degraded, sides, embedding)
-
-            found = await beside(embedding.run if embedding else None, answer)
-            if not req.explain:
-                for hit in found.hits:
-                    hit.explain = None
-        warning = vector_mode_warning(req.q, self.provider) if req.q and req.mode == "vector" else None
-        below = found.below_min_score
-        return SearchAnswer(
-            query=req.query, results=found.hits, backend=self.backend, mode=found.mode,
-            provider=self.provider.id if self.provider else "none", model=self.provider.model if self.provider else None,
-            citations=self.settings.memory.citations, degraded=degraded, min_score=req.floor, max_results=req.limit,
-            took_ms=round((time.perf_counter() - started) * 1000, 3), relaxed=found.relaxed, sync_error=sync_error,
-            **req.time_facts(time_only=found.time_only),
-            below_min_score=BelowMinScore(candidates=below[0], best_score=below[1]) if below else None,
-            notes=[warning] if warning else None,
-        )
-
-    async def _answer(self, req: SearchRequest, degraded: Degraded, sides: Sides,
+    async def search_published(self, req: SearchRequest, degraded: Degraded, sides: Sides,
                       embedding: QueryEmbedding | None) -> IndexedAnswer:
         """The published index searched through `search_indexed`."""
-        gen = await self._generation()
+        gen = await self.generation()
         if gen is None:
             return IndexedAnswer([], "none")
 
         async def query_vector() -> Any:
-            qvec = await self._query_vector(degraded, embedding)
+            qvec = await self.query_vector(req.q, degraded, embedding)
             if qvec is not None and gen.meta.get("dims") != len(qvec):
                 degraded.vector = OTHER_MODEL
                 return None
             return qvec
 
-        return await search_indexed(self._candidates(gen), req, query=self.ms.query, tokenizer=self.tokenizer,
-                                    sides=sides, query_vector=query_vector, degraded=degraded, run=self._run,
-                                    cite=citations_enabled(self.settings.memory.citations, req.session_key),
-                                    snippet_chars=SNIPPET_MAX_CHARS)
+        how = IndexedSearch(self.ms.query, self.tokenizer, sides, query_vector, degraded, run=self.run_blocking,
+                            cite=citations_enabled(self.settings.memory.citations, req.session_key))
+        return await search_indexed(self.candidates(gen), req, how)
 
-    async def _query_vector(self, degraded: Degraded, embedding: QueryEmbedding | None) -> Any:
-        if self.provider is None:
-            if self.selection and self.selection.requested != "none":
-                degraded.vector = f"no embedding provider: {self.selection.unavailable_reason or 'none configured'}"
-            return None
-        if embedding is None:
-            return None
-        await embedding.done.wait()
-        if embedding.error:
-            degraded.vector = embedding.error
-        return embedding.vector
+    # --- status, close --------------------------------------------------------------------------
 
-    # --- read, status, close --------------------------------------------------------------------
-
-    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
-                   max_chars: int | None = None, offset: int = 0) -> ReadResult:
-        return await read_memory(self.memory_rules, path, from_line, lines, max_chars=max_chars, offset=offset)
-
-    def _status(self, gen: Any, *, files: int, chunks: int, where: str, how: str, fts_search: str,
+    def status_of(self, gen: Any, *, files: int, chunks: int, where: str, how: str, fts_search: str,
                 vector: dict[str, Any], index: dict[str, Any]) -> ManagerStatus:
         """Status as memsift's CLI and tools show it; `how` says how this store searches, `index`
         holds what only this backend knows (its generations, where it runs)."""
-        stale = self._rebuild_needed(gen)
+        stale = self.rebuild_needed(gen)
         p = self.provider
         mode = "fts-only" if p is None or stale else "hybrid"
         now_says = "build the index first, then search" if gen is None else f"{mode} over {chunks} chunks in {how}"
         return ManagerStatus(
             backend=self.backend, agent_id=self.agent, workspace_dir=str(self.settings.workspace), db_path=where,
-            files=files, chunks=chunks, dirty=gen is None or stale is not None or self._dirty,
+            files=files, chunks=chunks, dirty=gen is None or stale is not None or self.freshness.dirty,
             provider=p.id if p else "none", requested_provider=self.selection.requested if self.selection else None,
             model=p.model if p else None, dimensions=getattr(p, "dimensions", None),
             model_runtime=getattr(p, "runtime", None), sources=["memory"],
@@ -323,8 +288,8 @@ class IndexedManager(KeywordSearch):
             skipped=[{"path": s.path, "reason": s.reason} for s in self._skipped],
         )
 
-    def _rebuild_needed(self, gen: Any) -> str | None:
-        return fingerprint_diff(gen.meta, self._wanted_meta()) if gen is not None else None
+    def rebuild_needed(self, gen: Any) -> str | None:
+        return fingerprint_diff(gen.meta, self.wanted_meta()) if gen is not None else None
 
     async def aclose(self) -> None:
         if self.provider is not None:

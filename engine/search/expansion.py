@@ -16,15 +16,19 @@ from __future__ import annotations
 
 import bisect
 import gzip
-from collections.abc import Iterator, Mapping
+import heapq
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 from pathlib import Path
 
 from .ranking import bm25_relative_scores
 from .stopwords import STOP_WORDS
 
-__all__ = ["Lexicon", "lexicon", "expand_terms", "verbs_of", "add_expansion_scores", "MAX_PER_TERM", "MAX_PER_QUERY",
+K = TypeVar("K")  # a store's key for a chunk (a row id, a chunk id)
+
+__all__ = ["Lexicon", "lexicon", "expand_terms", "verbs_of", "keyword_scores", "MAX_PER_TERM", "MAX_PER_QUERY",
            "EXPANSION_WEIGHT"]
 
 MAX_PER_TERM = 4
@@ -97,7 +101,9 @@ def lexicon() -> Lexicon:
     """The packaged lexicon (about 5,400 lines of `word, lemma, forms, synonyms`, sorted by word),
     read once per process (about 1 ms) and looked up by bisection."""
     raw = (Path(__file__).parent / "data" / "lexicon.tsv.gz").read_bytes()
-    lines = gzip.decompress(raw).decode("utf-8").splitlines()  # sorted by contrib/lexicon/build_lexicon.py (a test checks)
+    lines = (
+        gzip.decompress(raw).decode("utf-8").splitlines()
+    )  # sorted by contrib/lexicon/build_lexicon.py (a test checks)
     return Lexicon(_Column(lines, 0), _Column(lines, 1), _Column(lines, 2))
 
 
@@ -118,10 +124,25 @@ def expand_terms(terms: list[str], *, verbs: set[str] | None = None, synonyms: b
     return out[:per_query]
 
 
-def add_expansion_scores(scored: dict[int, tuple[float, float | None]], rows: list[tuple[int, float]]) -> None:
-    """Add the expansions' keyword evidence to `scored` (chunk → (keyword score, BM25 rank)):
-    `rows` are the best (chunk, rank) matches of the expansions alone, best first; each adds
-    EXPANSION_WEIGHT × its BM25 relative to their best, capped at 1, and keeps the chunk's own rank."""
-    for (chunk, _rank), score in zip(rows, bm25_relative_scores([r for _, r in rows])):
-        text, rank = scored.get(chunk, (0.0, None))
-        scored[chunk] = (min(1.0, text + EXPANSION_WEIGHT * score), rank)
+def keyword_scores(rows: Sequence[tuple[K, float]], expansion_rows: Sequence[tuple[K, float]] = (), *,
+                   limit: int | None = None, extra: Iterable[K] = ()) -> list[tuple[K, float, float | None]]:
+    """The keyword side's scores from a store's raw BM25 ranks (FTS5's sign: lower is better), the maths
+    every store shares, written once: each of `rows` scores its BM25 relative to the best of them
+    (`bm25_relative_scores`); the question's expansions matched on their own (`expansion_rows`, best
+    first) add EXPANSION_WEIGHT × theirs, capped at 1 ("chose" counts for "pick", less than "pick"
+    would), a chunk only they find joining with no rank. Then the best `limit` by score (None: all, in
+    the order found) and after them the `extra` rows (those in `rows` only because the vector side
+    found them), whatever their score. Returns (key, keyword score, raw rank or None)."""
+    scored: dict[K, tuple[float, float | None]] = {}
+    for (key, rank), score in zip(rows, bm25_relative_scores([r for _, r in rows])):
+        scored[key] = (score, rank)
+    for (key, _rank), score in zip(expansion_rows, bm25_relative_scores([r for _, r in expansion_rows])):
+        text, own_rank = scored.get(key, (0.0, None))
+        scored[key] = (min(1.0, text + EXPANSION_WEIGHT * score), own_rank)
+    if limit is None:
+        return [(key, score, rank) for key, (score, rank) in scored.items()]
+    extras = list(extra)
+    skip = set(extras)
+    top = heapq.nlargest(limit, ((k, v) for k, v in scored.items() if k not in skip), key=lambda kv: kv[1][0])
+    top += [(k, scored[k]) for k in extras]
+    return [(key, score, rank) for key, (score, rank) in top]

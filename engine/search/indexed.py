@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Mapping, Protocol, Sequence
 
 from ..config.models import QueryConfig
+from ..config.sizes import SNIPPET_MAX_CHARS
 from ..results import Degraded, SearchHit
 from .hits import hits_from_ranked
 from .modes import Sides
@@ -31,8 +32,8 @@ from .time_only import MAX_COMMON_WORDS, names_only_a_time, nearby_windows, topi
 from .time_query import TimeWindow
 from .time_rank import candidate_windows
 
-__all__ = ["CandidateStore", "IndexedAnswer", "Selection", "search_indexed", "gather_indexed", "rank_gathered",
-           "Gathered", "inline", "awaited", "complete_from_embeddings", "MAX_CANDIDATES",
+__all__ = ["CandidateStore", "IndexedAnswer", "IndexedSearch", "Selection", "search_indexed", "gather_indexed",
+           "rank_gathered", "Gathered", "inline", "awaited", "complete_from_embeddings", "MAX_CANDIDATES",
            "ROW_FIELDS", "candidate_from_row", "first_per_day"]
 
 MAX_CANDIDATES = 200  # per side: more costs time and never reaches the top results
@@ -77,20 +78,38 @@ class IndexedAnswer:
     relaxed: bool = False
     below_min_score: tuple[int, float] | None = None
     time_only: bool | dict[str, Any] | None = None  # the pipeline's window facts for SearchRequest.time_facts
+    sync_pending: bool = False  # the sync before the search ran past its budget and goes on
+    sync_error: str | None = None  # why the index could not be updated (it answered as it is)
 
 
 NOTHING = IndexedAnswer([], "none")
 
 
-async def search_indexed(store: CandidateStore | Any, req: SearchRequest, *, query: QueryConfig, tokenizer: str,
-                         sides: Sides, query_vector: Callable[[], Awaitable[Any]], degraded: Degraded,
-                         run: Callable[[Callable[[], Any]], Awaitable[Any]], cite: bool, snippet_chars: int,
-                         side_errors: tuple[type[BaseException], ...] = ()) -> IndexedAnswer:
+@dataclass
+class IndexedSearch:
+    """How one search runs over a store, besides the store and the request: the query config, the
+    index's FTS5 tokenizer, the sides to search, `query_vector()` (the question's vector or None,
+    saying why in `degraded`), `run(fn)` (one store call: a blocking one in a worker thread, the
+    kit's `IndexedManager.run_blocking`; on the loop, `inline`; an async store's, `awaited`),
+    `side_errors` (what one side may raise and leave the other answering, said in `degraded`:
+    "vector search failed: …"; anything else propagates), and the hits' citations and snippet size."""
+
+    query: QueryConfig
+    tokenizer: str
+    sides: Sides
+    query_vector: Callable[[], Awaitable[Any]]
+    degraded: Degraded
+    run: Callable[[Callable[[], Any]], Awaitable[Any]]
+    cite: bool = True
+    snippet_chars: int = SNIPPET_MAX_CHARS
+    side_errors: tuple[type[BaseException], ...] = ()
+
+
+async def search_indexed(store: CandidateStore | Any, req: SearchRequest, how: IndexedSearch) -> IndexedAnswer:
     """One search of `store`: `gather_indexed`, then `rank_gathered`. Hits carry explain; the caller
     drops it when not asked for."""
-    gathered = await gather_indexed(store, req, query=query, tokenizer=tokenizer, sides=sides, query_vector=query_vector,
-                                    degraded=degraded, run=run, side_errors=side_errors)
-    return NOTHING if gathered is None else rank_gathered(gathered, cite=cite, snippet_chars=snippet_chars)
+    gathered = await gather_indexed(store, req, how)
+    return NOTHING if gathered is None else rank_gathered(gathered, how)
 
 
 @dataclass
@@ -109,22 +128,15 @@ class Gathered:
     times: Mapping[str, float]
 
 
-async def gather_indexed(store: CandidateStore | Any, req: SearchRequest, *, query: QueryConfig, tokenizer: str,
-                         sides: Sides, query_vector: Callable[[], Awaitable[Any]], degraded: Degraded,
-                         run: Callable[[Callable[[], Any]], Awaitable[Any]],
-                         side_errors: tuple[type[BaseException], ...] = ()) -> Gathered | None:
-    """The store's answers for one search (None when neither side found anything).
-    `query_vector()` gives the question's vector or None (saying why in `degraded`); `run(fn)`
-    makes one store call: a blocking one in a worker thread (the kit's `IndexedManager._run`), on
-    the loop (`inline`), or an async store's awaited (`awaited`). `side_errors`: what one side may
-    raise and leave the other answering (said in `degraded`: "vector search failed: …"); anything
-    else propagates."""
+async def gather_indexed(store: CandidateStore | Any, req: SearchRequest, how: IndexedSearch) -> Gathered | None:
+    """The store's answers for one search (None when neither side found anything)."""
+    query, sides, run, degraded, side_errors = how.query, how.sides, how.run, how.degraded, how.side_errors
     h = query.hybrid
     # The times the question names are not its topic: "week" or "20" must not find notes months away.
-    plan = plan_query(req.topic, tokenizer, expansion=query.expansion)
+    plan = plan_query(req.topic, how.tokenizer, expansion=query.expansion)
     limit = min(MAX_CANDIDATES, req.candidates or max(1, int(req.limit * h.candidate_multiplier)))
     windows = req.windows
-    qvec = await query_vector() if sides.vector else None
+    qvec = await how.query_vector() if sides.vector else None
     if sides.set_aside:
         degraded.vector = sides.set_aside
 
@@ -139,7 +151,9 @@ async def gather_indexed(store: CandidateStore | Any, req: SearchRequest, *, que
             vector = await run(lambda: store.vector(qvec, limit, within=within))
             if prefer is not None:
                 seen = {c.chunk_id for c in vector or ()}
-                vector += [c for c in await run(lambda: store.vector(qvec, limit, within=prefer)) if c.chunk_id not in seen]
+                vector += [
+                    c for c in await run(lambda: store.vector(qvec, limit, within=prefer)) if c.chunk_id not in seen
+                ]
         except side_errors as exc:
             degraded.vector = f"vector search failed: {exc}"
     keyword: list[Candidate] | None = None
@@ -155,6 +169,10 @@ async def gather_indexed(store: CandidateStore | Any, req: SearchRequest, *, que
             degraded.fts = f"keyword search failed: {exc}"
     if keyword is None and vector is None:
         return None
+    if req.corpus not in (None, "all"):  # the corpus asked for, before anything is ranked or cut
+        for side in (keyword, vector):
+            if side is not None:
+                side[:] = [c for c in side if req.keeps(c.source)]
 
     time_only = req.time_only
     if windows and not time_only:  # words beside the time may select no notes (a chat's people, in every one)
@@ -172,18 +190,20 @@ async def gather_indexed(store: CandidateStore | Any, req: SearchRequest, *, que
     # A question that names only a time: its windows' notes are the answer (engine/search/time_only.py).
     window = await run(lambda: store.window_rows(nearby_windows(windows), req.limit)) \
         if params.time.time_only and windows else None
+    if window is not None and req.corpus not in (None, "all"):
+        window = [c for c in window if req.keeps(c.source)]
     paths = {c.path for c in (keyword or []) + (vector or []) + (window or [])}
     times = await run(lambda: store.file_times(paths)) \
         if paths and (query.hybrid.temporal_decay.enabled or req.time_filter) else {}
     return Gathered(req, query, plan, params, keyword, vector, ranks, window, times)
 
 
-def rank_gathered(g: Gathered, *, cite: bool, snippet_chars: int) -> IndexedAnswer:
+def rank_gathered(g: Gathered, how: IndexedSearch) -> IndexedAnswer:
     """The ranking pipeline over what was gathered, and the hits (with explain)."""
     ranked, facts = rank(g.times.get, keyword=g.keyword, vector=g.vector, terms=g.plan.terms, params=g.params,
                          window=g.window)
-    hits = hits_from_ranked(ranked, facts, terms=g.plan.terms, ranks=g.ranks, hybrid=g.query.hybrid, cite=cite,
-                            snippet_chars=snippet_chars, explain=True)
+    hits = hits_from_ranked(ranked, facts, terms=g.plan.terms, ranks=g.ranks, hybrid=g.query.hybrid, cite=how.cite,
+                            snippet_chars=how.snippet_chars, explain=True)
     for hit in hits:
         hit.rescued = True if hit.explain and hit.explain.rescued else None
     return IndexedAnswer(hits, facts["mode"], facts["relaxed"], facts.get("below_min_score"), facts.get("time_only"))

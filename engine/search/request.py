@@ -3,7 +3,7 @@ cleaned, the mode, the result bounds, the since/until filter, the times the ques
 whether it names only a time ("what did I do yesterday?": its answer is that time's notes, see
 `time_only`), with who asks (the session key, and the scope rules' decision once made).
 
-A door builds it once (engine/compose/scoped.search_request: key, scope, options, times read with
+A door builds it once (engine/compose/scoped.build_search: key, scope, options, times read with
 the configured hemisphere and clock) and every stage and backend takes it whole (`answer`); a
 stage that asks its backend for more hits passes a changed copy (`but`). `KeywordSearch` gives a
 manager that answers requests the keyword form `search(query, max_results=…)`."""
@@ -18,7 +18,14 @@ from . import clock
 from .fts_query import MAX_QUERY_CHARS, clean_query
 from .modes import parse_search_mode
 from .time_only import NEARBY_DAYS, names_only_a_time
-from .time_query import TimeBound, TimeWindow, find_time_windows, time_filter_for, today_window, without_time_expressions
+from .time_query import (
+    TimeBound,
+    TimeWindow,
+    find_time_windows,
+    time_filter_for,
+    today_window,
+    without_time_expressions,
+)
 
 if TYPE_CHECKING:
     from ..config.models import QueryConfig
@@ -45,12 +52,17 @@ class SearchRequest:
     default_max_results: int = 6  # query.maxResults and query.minScore of the config it was read with
     default_min_score: float = 0.35
     scope: ScopeDecision | None = None  # the scope rules' decision, made once at the door (None: not yet)
+    corpus: str | None = None  # memory, sessions or all (None: all); every stage and backend keeps only its hits
+
+    def keeps(self, source: str | None) -> bool:
+        """Does a hit of `source` (memory or sessions) belong to the corpus asked for?"""
+        return self.corpus in (None, "all") or (source or "memory") == self.corpus
 
     @classmethod
     def parse(cls, query: str, config: QueryConfig, *, max_results: int | None = None, min_score: float | None = None,
               mode: str | None = None, since: TimeBound = None, until: TimeBound = None, now: float | None = None,
               session_key: str | None = None, explain: bool = False, candidates: int | None = None,
-              scope: ScopeDecision | None = None) -> SearchRequest:
+              scope: ScopeDecision | None = None, corpus: str | None = None) -> SearchRequest:
         """ValueError for a mode or a since/until that cannot be read (`BadTimeBound` names which),
         before any work."""
         requested = parse_search_mode(mode)
@@ -67,7 +79,7 @@ class SearchRequest:
             query=query, q=q, mode=requested, max_results=max_results, min_score=min_score, session_key=session_key,
             explain=bool(explain), now=now, candidates=candidates, time_filter=time_filter, windows=windows,
             time_only=bool(windows) and names_only_a_time(q, windows),
-            default_max_results=config.max_results, default_min_score=config.min_score, scope=scope,
+            default_max_results=config.max_results, default_min_score=config.min_score, scope=scope, corpus=corpus,
         )
 
     @classmethod
@@ -153,7 +165,7 @@ class KeywordSearch:
     async def search(self, query: str, *, max_results: int | None = None, min_score: float | None = None,
                      session_key: str | None = None, explain: bool = False, now: float | None = None,
                      mode: str | None = None, since: TimeBound = None, until: TimeBound = None,
-                     candidates: int | None = None) -> SearchAnswer:
+                     candidates: int | None = None, corpus: str | None = None) -> SearchAnswer:
         return await self.answer(SearchRequest.parse(
             query, self.query_config, max_results=max_results, min_score=min_score, mode=mode, since=since,
-            until=until, now=now, session_key=session_key, explain=explain, candidates=candidates))
+            until=until, now=now, session_key=session_key, explain=explain, candidates=candidates, corpus=corpus))

@@ -1,5 +1,5 @@
 """A search is one request, built once at the door and passed whole down the stack
-(engine/compose/scoped.search_request → `answer`): its since/until are read with the configured
+(engine/compose/scoped.build_search → `answer`): its since/until are read with the configured
 hemisphere, at every door, and what the backend searched is what the door accepted.
 
 The season case tells the old way apart: the doors used to check `since` with the northern
@@ -91,7 +91,11 @@ def test_the_request_is_built_once_and_carries_the_scope_decision(tmp_path, exam
     allowed = search_request(settings, "mcp", query="ledger", session_key="agent:main:telegram:direct:42",
                              max_results=3)
     assert isinstance(allowed, SearchRequest) and allowed.scope is not None and allowed.scope.allowed
-    assert (allowed.limit, allowed.max_results, allowed.default_max_results) == (3, 3, settings.memory_search.query.max_results)
+    assert (allowed.limit, allowed.max_results, allowed.default_max_results) == (
+        3,
+        3,
+        settings.memory_search.query.max_results,
+    )
     with pytest.raises(FrozenInstanceError):
         allowed.max_results = 9  # type: ignore[misc]
     bigger = allowed.but(max_results=20, candidates=80)

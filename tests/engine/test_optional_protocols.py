@@ -43,7 +43,7 @@ def test_the_composed_builtin_manager_declares_what_the_host_uses(tmp_path, exam
             assert declaring(manager, HasPrimary) is None and declaring(manager, RunsInBackground) is None  # no QMD
             assert _accepts_sessions(manager)
             probe = _install_probe(manager, settings)
-            assert probe is not None and backend._change_probe is probe  # handed to the backend itself
+            assert probe is not None and backend.freshness.probe is probe  # handed to the backend itself
             await manager.sync()
             (example_workspace / "memory" / "2026-11-27.md").write_text("- the pelican ledger note\n")
             answer = await manager.search("pelican")

@@ -135,7 +135,9 @@ def test_mmr_tokens_include_cjk_unigrams_and_bigrams():
 
 def test_pieces_of_a_line_already_shown_are_dropped():
     def piece(cid, path, start, end, score):
-        return Candidate(chunk_id=cid, path=path, source="memory", start_line=start, end_line=end, text="x", score=score)
+        return Candidate(
+            chunk_id=cid, path=path, source="memory", start_line=start, end_line=end, text="x", score=score
+        )
 
     ranked = [
         piece("a1", "memory/a.md", 7, 7, 0.9),  # the best piece of long line 7
@@ -145,3 +147,18 @@ def test_pieces_of_a_line_already_shown_are_dropped():
         piece("a4", "memory/a.md", 8, 8, 0.5),  # line 8 is shown by a3 already
     ]
     assert [c.chunk_id for c in drop_repeated_lines(ranked)] == ["a1", "b", "a3"]
+
+
+def test_keyword_scores_are_relative_to_the_best_rank_expansions_add_a_little_and_the_cut_keeps_the_extras():
+    from memsift.engine.search.expansion import EXPANSION_WEIGHT, keyword_scores
+
+    rows = [("a", -10.0), ("b", -5.0), ("c", -1.0), ("v", -0.5)]  # "v" only because the vector side found it
+    every = keyword_scores(rows, [("b", -4.0), ("x", -2.0)])
+    scores = {k: (s, r) for k, s, r in every}
+    assert [k for k, _s, _r in every] == ["a", "b", "c", "v", "x"]  # the order found, expansions' own finds last
+    assert scores["b"][0] == pytest.approx(bm25_relative_scores([-10.0, -5.0, -1.0, -0.5])[1] + EXPANSION_WEIGHT * 0.8)
+    assert scores["x"] == (pytest.approx(EXPANSION_WEIGHT * bm25_relative_scores([-4.0, -2.0])[1]), None)
+    cut = keyword_scores(rows, [("b", -4.0), ("x", -2.0)], limit=2, extra=["v"])
+    assert [k for k, _s, _r in cut] == ["a", "b", "v"]  # the best two, then the vector side's find
+    assert keyword_scores([], []) == [] and keyword_scores([], [], limit=3) == []
+    assert all(s <= 1.0 for _k, s, _r in keyword_scores([("a", -9.0)], [("a", -9.0)]))  # capped at 1

@@ -47,6 +47,8 @@ export function denial(denied) {
   });
 }
 
+// memsift was asked for this corpus and ranked within it; this keeps the tool's promise should a
+// backend answer another corpus's hit anyway.
 function keptFor(corpus, h) {
   if (corpus === "memory") return (h.source ?? "memory") === "memory";
   if (corpus === "sessions") return h.source === "sessions";

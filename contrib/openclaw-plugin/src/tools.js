@@ -79,6 +79,8 @@ function failure(error, signal) {
 }
 
 /** The memory_search tool for one tool context (an agent's turn, or a /tools/invoke call). */
+/** The memory_search tool for one tool context: memsift is asked for the corpus the agent wants (memory,
+ * sessions or all), so it ranks and cuts to maxResults within that corpus. */
 export function memorySearchTool(ctx, deps) {
   return {
     label: "Memory Search",
@@ -104,7 +106,7 @@ export function memorySearchTool(ctx, deps) {
       try {
         const child = deps.processFor(ctx);
         const answer = await child.call("memory_search",
-          given({ query: args.query, maxResults, minScore, sessionKey: sessionKeyOf(ctx) }), { signal });
+          given({ query: args.query, maxResults, minScore, corpus, sessionKey: sessionKeyOf(ctx) }), { signal });
         return jsonResult(searchResult(answer, { corpus, toolMs: Date.now() - started }));
       } catch (error) {
         return jsonResult(failure(error, signal));

@@ -17,6 +17,7 @@ import { fileURLToPath } from "node:url";
 import plugin from "../index.js";
 import { providerStatus, readResult, searchResult } from "../src/answers.js";
 import { MemsiftProcess } from "../src/memsift-process.js";
+import { memorySearchTool } from "../src/tools.js";
 import { memoryPromptSection } from "../src/prompt.js";
 import { memsiftPrefix, pluginSettings } from "../src/settings.js";
 import { checkMemsiftVersion } from "../src/cli.js";
@@ -271,6 +272,17 @@ describe("answers, mapped", () => {
     assert.match(out.warning, /qmd backend failed \(timed out\)/);
     assert.match(out.warning, /vector search degraded/);
     assert.deepEqual(searchResult({ results: [{ path: "a.md", source: "sessions" }] }, { corpus: "memory" }).results, []);
+  });
+
+  test("memory_search asks memsift for the corpus, so it cuts to maxResults within it", async () => {
+    const asked = [];
+    const child = { call: async (name, args) => { asked.push({ name, args }); return { results: [] }; } };
+    const tool = memorySearchTool({ agentId: "main" }, { processFor: () => child });
+    await tool.execute("x", { query: "ledger", maxResults: 2 });
+    await tool.execute("y", { query: "ledger", corpus: "sessions" });
+    await tool.execute("z", { query: "ledger", corpus: "all" });
+    assert.deepEqual(asked.map((a) => a.args.corpus), ["memory", "sessions", "all"]);
+    assert.deepEqual(asked[0].args, { query: "ledger", maxResults: 2, corpus: "memory" });
   });
 
   test("read and status", () => {

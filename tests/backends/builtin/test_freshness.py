@@ -54,7 +54,9 @@ def test_a_damaged_index_is_moved_aside_and_rebuilt(tmp_path, damage, capfd):
     assert list(db.parent.glob(f"{db.name}.corrupt-*"))  # the damaged file is kept for inspection
     assert "index damaged; moved aside" in capfd.readouterr().err
     # Said once in the answer too (an agent behind MCP or OpenClaw sees no log), then no more.
-    assert any("the index was damaged" in n and "rebuilt from the Markdown files" in n for n in answer.notes or []), answer.notes
+    assert any("the index was damaged" in n and "rebuilt from the Markdown files" in n for n in answer.notes or []), (
+        answer.notes
+    )
     assert not any("damaged" in n for n in run(m2.search, "dark roast coffee", min_score=0).notes or [])
     conn, _ = open_db(db, readonly=True)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -102,14 +104,14 @@ def test_search_reads_its_own_writes_and_respects_a_time_budget(tmp_path):
     m = BuiltinSearchManager(make_settings(tmp_path, ws), provider=provider)
     run(m.sync)
     (ws / "memory" / "2026-11-21.md").write_text("- decided to adopt Renovate for dependency updates\n")
-    m._dirty = True  # what the watcher does on a change
+    m.mark_dirty()  # what the watcher does on a change
     answer = run(m.search, "Renovate dependency updates", min_score=0)
     assert answer.results[0].path == "memory/2026-11-21.md" and not answer.sync_pending
 
     provider.delay = 3.0
     m.search_sync_budget_s = 0.3
     (ws / "memory" / "2026-11-22.md").write_text("- a note that takes long to embed: zeppelin\n")
-    m._dirty = True
+    m.mark_dirty()
 
     async def search_then_wait():
         answer = await m.search("zeppelin", min_score=0)
@@ -129,7 +131,13 @@ def test_session_transcripts_are_searchable_with_jsonl_line_numbers(tmp_path):
     ws = _ws(tmp_path, 2)
     sessions = tmp_path / "state" / "agents" / "main" / "sessions"
     sessions.mkdir(parents=True)
-    write_transcript(sessions / "abc.jsonl", [("user", "what is the wifi password for the cabin"), ("assistant", "It is on the fridge, token: sk-abcdefghijklmnopqrstuvwx")])
+    write_transcript(
+        sessions / "abc.jsonl",
+        [
+            ("user", "what is the wifi password for the cabin"),
+            ("assistant", "It is on the fridge, token: sk-abcdefghijklmnopqrstuvwx"),
+        ],
+    )
     (sessions / "abc.jsonl.bak.1").write_text("ignored")
     settings = make_settings(tmp_path, ws, {"sources": ["memory", "sessions"], "experimental": {"sessionMemory": True}})
     m = BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())
@@ -144,8 +152,15 @@ def test_session_transcripts_are_searchable_with_jsonl_line_numbers(tmp_path):
         run(m.read, "sessions/abc.jsonl")  # memory_get stays limited to memory files
 
     # A search-time sync never waits on transcripts; an explicit sync picks up their growth.
-    write_transcript(sessions / "abc.jsonl", [("user", "what is the wifi password for the cabin"), ("assistant", "fridge"), ("user", "and the boat key? under the mat")])
-    m._dirty = True
+    write_transcript(
+        sessions / "abc.jsonl",
+        [
+            ("user", "what is the wifi password for the cabin"),
+            ("assistant", "fridge"),
+            ("user", "and the boat key? under the mat"),
+        ],
+    )
+    m.mark_dirty()
     assert "boat" not in " ".join(h.snippet for h in run(m.search, "boat key mat", min_score=0).results)
     run(m.sync)
     assert run(m.search, "boat key mat", min_score=0).results[0].path == "sessions/abc.jsonl"

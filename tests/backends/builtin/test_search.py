@@ -117,7 +117,9 @@ def test_temporal_decay_prefers_recent_notes_but_not_evergreen(tmp_path):
     (ws / "MEMORY.md").write_text(text)
     now = datetime(2026, 11, 2, tzinfo=timezone.utc).timestamp()
     # The reference's formula (bounded decay: tests/backends/builtin/test_time_search.py).
-    settings = make_settings(tmp_path, ws, {"query": {"hybrid": {"temporalDecay": {"enabled": True, "formula": "reference"}}}})
+    settings = make_settings(
+        tmp_path, ws, {"query": {"hybrid": {"temporalDecay": {"enabled": True, "formula": "reference"}}}}
+    )
     m = BuiltinSearchManager(settings, provider=FakeEmbeddingProvider())
     answer = run(m.search, "deploy pipeline green", min_score=0, explain=True, now=now)
     by_path = {h.path: h for h in answer.results}
@@ -147,7 +149,8 @@ def test_mmr_spreads_near_duplicates(tmp_path):
 def test_vector_search_without_sqlite_vec_uses_the_bounded_scan(tmp_path, example_workspace, local_provider):
     with_vec = BuiltinSearchManager(make_settings(tmp_path / "a", example_workspace), provider=local_provider)
     without = BuiltinSearchManager(
-        make_settings(tmp_path / "b", example_workspace, {"store": {"vector": {"enabled": False}}}), provider=local_provider
+        make_settings(tmp_path / "b", example_workspace, {"store": {"vector": {"enabled": False}}}),
+        provider=local_provider,
     )
     q = "what does the user drink in the afternoon"
     a = run(with_vec.search, q, min_score=0, explain=True)
@@ -175,7 +178,7 @@ def test_search_reads_its_own_writes(tmp_path, example_workspace, local_provider
     run(m.search, "anything")
     note = example_workspace / "memory" / "2026-11-21.md"
     note.write_text("- decided to adopt Renovate for dependency updates\n")
-    m._dirty = True  # what the watcher (or a new CLI process) does
+    m.mark_dirty()  # what the watcher (or a new CLI process) does
     answer = run(m.search, "Renovate dependency updates")
     assert answer.results[0].path == "memory/2026-11-21.md"
     m._close_reader()
@@ -219,17 +222,24 @@ def test_words_in_half_the_chunks_leave_a_large_query_with_the_same_top_hits(tmp
     top = [c.path for c in plain if plain_ranks[c.chunk_id] < -1e-3]  # the hits with real evidence
     assert top and [c.path for c in lean][: len(top)] == top
     # A query of nothing but common words keeps them (they are all it has).
-    assert search_mod._without_weightless_terms(conn, plan_query("standup ledger"), total) == plan_query("standup ledger").match
+    assert (
+        search_mod._without_weightless_terms(conn, plan_query("standup ledger"), total)
+        == plan_query("standup ledger").match
+    )
     conn.close()
     m._close_reader()
 
 
-def test_a_unique_token_in_a_long_daily_log_is_found_even_with_three_results(tmp_path, example_workspace, local_provider):
+def test_a_unique_token_in_a_long_daily_log_is_found_even_with_three_results(
+    tmp_path, example_workspace, local_provider
+):
     # 600 near-identical lines: ~40 chunks score ~0.5 cosine for any token. A keyword hit the
     # vector side did not return used to count its vector score as 0 and lost to all of them.
     tokens = [f"soaktoken{n:05d}x{(n * 7919) % 10**6:06d}" for n in range(600)]
     log = example_workspace / "memory" / "2026-11-22.md"
-    log.write_text("# 2026-11-22\n\n" + "".join(f"- 21:{n % 60:02d} remember {t} for the soak run\n" for n, t in enumerate(tokens)))
+    log.write_text(
+        "# 2026-11-22\n\n" + "".join(f"- 21:{n % 60:02d} remember {t} for the soak run\n" for n, t in enumerate(tokens))
+    )
     m = BuiltinSearchManager(make_settings(tmp_path, example_workspace), provider=local_provider)
     # The whole index first, vectors included: a first search waits only 10 s for them, which a loaded
     # machine's ~45 chunks of this log can take (the search then answers by keyword and says so).
@@ -258,7 +268,9 @@ def test_chunks_the_vector_side_found_get_their_bm25_beyond_the_keyword_pool(tmp
     assert len(everything) >= 3
     top, _ = keyword_candidates(conn, plan, 1)
     third = everything[2]
-    unrelated = conn.execute("SELECT id FROM chunks WHERE text NOT LIKE '%ledger%' AND text NOT LIKE '%postgres%' LIMIT 1").fetchone()[0]
+    unrelated = conn.execute(
+        "SELECT id FROM chunks WHERE text NOT LIKE '%ledger%' AND text NOT LIKE '%postgres%' LIMIT 1"
+    ).fetchone()[0]
     with_also, also_ranks = keyword_candidates(conn, plan, 1, also=[third.chunk_id, unrelated])
     assert [c.chunk_id for c in with_also] == [top[0].chunk_id, third.chunk_id]  # the non-match is not invented
     assert also_ranks[third.chunk_id] == pytest.approx(ranks[third.chunk_id])

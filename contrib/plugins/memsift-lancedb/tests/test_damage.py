@@ -8,41 +8,29 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from memsift.engine.kit.testing import backend_config, example_workspace, run_cli
+
 pytest.importorskip("memsift_lancedb", reason="the LanceDB plugin is not installed "
                     "(pip install -e contrib/plugins/memsift-lancedb)")
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "example-workspace"
 QUESTION = "Lena birthday"
 
 
 @pytest.fixture
 def setup(tmp_path: Path):
-    if not EXAMPLE.is_dir():
-        pytest.skip("memsift's contrib/example-workspace is not beside this package")
-    ws = tmp_path / "ws"
-    shutil.copytree(EXAMPLE, ws)
+    ws = example_workspace(tmp_path)
     before = {p: p.read_bytes() for p in ws.rglob("*.md")}
 
     def config(state: Path, **lancedb: object) -> Path:
-        cfg = tmp_path / f"cfg-{len(list(tmp_path.glob('cfg-*')))}.json"
-        cfg.write_text(json.dumps({"stateDir": str(state), "memory": {"backend": "lancedb", "lancedb": lancedb},
-                                   "agents": {"defaults": {"workspace": str(ws), "memorySearch": {"provider": "none"}}}}))
-        return cfg
+        return backend_config(tmp_path / f"cfg-{len(list(tmp_path.glob('cfg-*')))}.json", "lancedb", ws, state=state,
+                              provider="none", **lancedb)
 
     def cli(cfg: Path, *args: str, resident: bool = False) -> subprocess.CompletedProcess:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}
-        env.update(XDG_RUNTIME_DIR=str(tmp_path / "run"), XDG_CONFIG_HOME=str(tmp_path / "xdg"))
-        if not resident:
-            env["MEMSIFT_NO_RESIDENT"] = "1"
-        done = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), *args],
-                              capture_output=True, text=True, env=env, timeout=300)
-        assert "Traceback" not in done.stderr, done.stderr[-2000:]
-        return done
+        return run_cli(tmp_path, cfg, *args, resident=resident, state_from_config=True)
 
     yield tmp_path, config, cli
     assert {p: p.read_bytes() for p in ws.rglob("*.md")} == before  # the notes are never touched
@@ -146,7 +134,9 @@ def test_a_read_only_or_full_state_folder_answers_from_the_dataset_as_it_is(setu
     try:
         cfg = config(state)
         assert cli(cfg, "index").returncode == 0
-        (tmp / "ws" / "memory" / "2026-11-21.md").write_text("- 10:00 The zeppelin hangar lease was signed.\n" * 200)
+        (tmp / "example" / "memory" / "2026-11-21.md").write_text(
+            "- 10:00 The zeppelin hangar lease was signed.\n" * 200
+        )
         if how == "read-only mount":
             assert _run(["mount", "-o", "remount,ro", str(state)])
         else:
@@ -157,5 +147,5 @@ def test_a_read_only_or_full_state_folder_answers_from_the_dataset_as_it_is(setu
         index = cli(cfg, "index")
         assert index.returncode != 0 and ("full" in index.stderr or "read-only" in index.stderr), index.stderr[-1500:]
     finally:
-        (tmp / "ws" / "memory" / "2026-11-21.md").unlink(missing_ok=True)
+        (tmp / "example" / "memory" / "2026-11-21.md").unlink(missing_ok=True)
         subprocess.run(["umount", "-l", str(state)], capture_output=True)

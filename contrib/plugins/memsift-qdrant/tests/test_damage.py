@@ -9,38 +9,30 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("memsift_qdrant", reason="the Qdrant plugin is not installed (pip install -e contrib/plugins/memsift-qdrant)")
+from memsift.engine.kit.testing import backend_config, example_workspace, run_cli
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "example-workspace"
+pytest.importorskip(
+    "memsift_qdrant", reason="the Qdrant plugin is not installed (pip install -e contrib/plugins/memsift-qdrant)"
+)
+
 QUESTION = "Lena birthday"
 
 
 @pytest.fixture
 def setup(tmp_path: Path):
-    if not EXAMPLE.is_dir():
-        pytest.skip("memsift's contrib/example-workspace is not beside this package")
-    ws = tmp_path / "ws"
-    shutil.copytree(EXAMPLE, ws)
+    ws = example_workspace(tmp_path)
     before = {p: p.read_bytes() for p in ws.rglob("*.md")}
 
     def config(state: Path, **qdrant: object) -> Path:
-        cfg = tmp_path / f"cfg-{len(list(tmp_path.glob('cfg-*')))}.json"
-        cfg.write_text(json.dumps({"stateDir": str(state), "memory": {"backend": "qdrant", "qdrant": qdrant},
-                                   "agents": {"defaults": {"workspace": str(ws), "memorySearch": {"provider": "none"}}}}))
-        return cfg
+        return backend_config(tmp_path / f"cfg-{len(list(tmp_path.glob('cfg-*')))}.json", "qdrant", ws, state=state,
+                              provider="none", **qdrant)
 
     def cli(cfg: Path, *args: str) -> subprocess.CompletedProcess:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}
-        env.update(XDG_RUNTIME_DIR=str(tmp_path / "run"), XDG_CONFIG_HOME=str(tmp_path / "xdg"), MEMSIFT_NO_RESIDENT="1")
-        done = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), *args],
-                              capture_output=True, text=True, env=env, timeout=300)
-        assert "Traceback" not in done.stderr, done.stderr[-2000:]
-        return done
+        return run_cli(tmp_path, cfg, *args, state_from_config=True)
 
     yield tmp_path, ws, config, cli
     ws_now = {p: p.read_bytes() for p in ws.rglob("*.md") if p.name != "2026-11-21.md"}

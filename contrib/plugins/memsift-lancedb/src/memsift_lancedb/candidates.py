@@ -10,9 +10,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from memsift.engine.kit import (COMMON_SHARE, EXPANSION_WEIGHT, ROW_FIELDS, Candidate, FtsPlan, QueryItems,
-                                TimeWindow, bm25_relative_scores, candidate_from_row, complete_from_embeddings,
-                                expansion_items, first_per_day, is_weightless, query_items, word_terms)
+from memsift.engine.kit import (COMMON_SHARE, Candidate, FtsPlan, QueryItems, ROW_FIELDS, TimeWindow,
+                                candidate_from_row, complete_from_embeddings, expansion_items, first_per_day,
+                                is_weightless, keyword_scores, query_items, word_terms)
 
 from .sql import quote
 
@@ -82,36 +82,36 @@ class LanceCandidates:
         if rows and extra:
             ids = f"id IN ({', '.join(quote(i) for i in extra)})"
             rows += run(ids if within is None else f"({within}) AND {ids}", len(extra))
-        ranks_list = [-float(r["_score"]) for r in rows]  # FTS5's rank: -bm25
-        out, ranks = [], {}
-        for r, score, rnk in zip(rows, bm25_relative_scores(ranks_list), ranks_list):
-            c = candidate_from_row(r, text_score=score, keyword_hit=True)
-            c.embedding = r.get("vector")
-            out.append(c)
-            ranks[c.chunk_id] = rnk
         expansions = expansion_items(plan, self.tokenizer)
         more = self._fts_query(expansions) if expansions.terms or expansions.phrases else None
-        if more is not None:
-            found = {c.chunk_id: c for c in out}
-            xrows = run(within, limit, more)
-            for r, score in zip(xrows, bm25_relative_scores([-float(r["_score"]) for r in xrows])):
-                c = found.get(r["id"])
-                if c is None:
-                    c = found[r["id"]] = candidate_from_row(r, text_score=0.0, keyword_hit=True)
-                    c.embedding = r.get("vector")
-                    out.append(c)
-                c.text_score = min(1.0, c.text_score + EXPANSION_WEIGHT * score)
+        xrows = run(within, limit, more) if more is not None else []
+        by_id = {r["id"]: r for r in [*xrows, *rows]}
+        # FTS5's rank is -bm25: the raw ranks, scored as every store's are (keyword_scores)
+        scored = keyword_scores([(r["id"], -float(r["_score"])) for r in rows],
+                                [(r["id"], -float(r["_score"])) for r in xrows])
+        out, ranks = [], {}
+        for chunk_id, score, rank in scored:
+            c = candidate_from_row(by_id[chunk_id], text_score=score, keyword_hit=True)
+            c.embedding = by_id[chunk_id].get("vector")
+            out.append(c)
+            if rank is not None:
+                ranks[chunk_id] = rank
         return out, ranks
 
     def vector(self, qvec: Any, limit: int, *, within: str | None) -> list[Candidate]:
         q = np.asarray(qvec, dtype=np.float32)
         if not np.any(q) or "vector" not in self.chunks.schema.names:
             return []
-        search = self.chunks.search(q, vector_column_name="vector").distance_type("cosine").select(ROW_FIELDS).limit(limit)
+        search = (
+            self.chunks.search(q, vector_column_name="vector").distance_type("cosine").select(ROW_FIELDS).limit(limit)
+        )
         if within:
             search = search.where(within, prefilter=True)
-        return [candidate_from_row(r, vector_score=1.0 - float(r["_distance"]), vector_hit=True) for r in search.to_list()
-                if math.isfinite(r["_distance"])]
+        return [
+            candidate_from_row(r, vector_score=1.0 - float(r["_distance"]), vector_hit=True)
+            for r in search.to_list()
+            if math.isfinite(r["_distance"])
+        ]
 
     complete_vector_scores = staticmethod(complete_from_embeddings)  # keyword rows carry their vectors
 

@@ -3,11 +3,10 @@
 
 What is LanceDB's: storage (a Lance dataset per table), the full-text index (BM25 over the
 chunk's FTS5 tokens) and vector search (exact cosine; nulls skipped). Everything else is
-memsift's, most of it through the kit's `IndexedManager`, used as its own backends use it: which files are memory and how they are read and
-chunked (engine/files), the query plan, the time filters and windows, the ranking pipeline
-(weighted merge, decay, MMR, minScore, keyword rescue), snippets, citations and explain
-(engine/search), and reads through the memory rules. Above it memsift adds the evidence
-ranker, rerank, scope rules and the doors.
+memsift's, most of it through the kit's `IndexedManager`, used as its own backends use it: which files are memory and
+how they are read and chunked (engine/files), the query plan, the time filters and windows, the ranking pipeline
+(weighted merge, decay, MMR, minScore, keyword rescue), snippets, citations and explain (engine/search), and reads
+through the memory rules. Above it memsift adds the evidence ranker, rerank, scope rules and the doors.
 """
 
 from __future__ import annotations
@@ -42,10 +41,8 @@ class LanceSearchManager(IndexedManager):
     schema = 1
 
     def __init__(self, settings: ResolvedConfig, config: Any, progress: Any = None) -> None:
-        super().__init__(settings, progress)
-        self.config = config
-        root = Path(os.path.expanduser(config.path)) if config.path else settings.state_dir / "agents" / self.agent / "lancedb"
-        self.root = root if root.is_absolute() else settings.state_dir / root
+        super().__init__(settings, progress, config)
+        self.root = self.agent_folder("lancedb")
         self._store: Any = None
 
     @property
@@ -61,7 +58,7 @@ class LanceSearchManager(IndexedManager):
     # --- sync -----------------------------------------------------------------------------------
 
     async def sync(self, *, force: bool = False, reason: str = "manual", **_: Any) -> SyncReport:
-        self._ensure_provider()
+        self.ensure_provider()
         async with self._lock:
             started = time.perf_counter()
             report = SyncReport(reason=reason, backend=self.backend)
@@ -71,7 +68,7 @@ class LanceSearchManager(IndexedManager):
             except OSError as exc:  # a full disk, a read-only folder: the data as it is stays searchable
                 raise IndexUnusableError(f"cannot write the LanceDB dataset at {self.store.root}: {_os_error(exc)}; "
                                          "searches answer from it as it is until it can be updated") from None
-            return self._synced(report, started)
+            return self.synced(report, started)
 
     async def _sync_or_heal(self, report: SyncReport, force: bool, reason: str) -> SyncReport:
         try:
@@ -89,7 +86,7 @@ class LanceSearchManager(IndexedManager):
         return report
 
     async def _sync(self, report: SyncReport, force: bool, cause: str | None = None) -> None:
-        wanted = self._wanted_meta()
+        wanted = self.wanted_meta()
         current = self.store.current()
         if force:
             cause = cause or "forced"
@@ -105,14 +102,16 @@ class LanceSearchManager(IndexedManager):
             known: dict[str, tuple] = {}
         else:
             known = await anyio.to_thread.run_sync(self.store.known_files, gen)
-        changes = self._changes(known, report)
-        rows = await self._rows(self._chunk_rows(changes.changed), report)
+        changes = self.file_changes(known, report)
+        rows = await self._rows(self.chunk_rows(changes.changed), report)
         file_rows = [{"path": f.rel_path, "source": f.source, "hash": got.hash, "mtime_ns": st.st_mtime_ns,
                       "size": st.st_size} for f, st, got in changes.changed]
         file_rows += [{"path": f.rel_path, "source": f.source, "hash": h, "mtime_ns": m, "size": s}
                       for f, h, m, s in changes.touched]
         # A touched file's row is replaced (LanceDB has no upsert here); the chunks stay.
-        stale = changes.gone + [f.rel_path for f, _st, _got in changes.changed] + [t[0].rel_path for t in changes.touched]
+        stale = (
+            changes.gone + [f.rel_path for f, _st, _got in changes.changed] + [t[0].rel_path for t in changes.touched]
+        )
 
         def write() -> None:
             import pyarrow as pa  # noqa: PLC0415
@@ -143,7 +142,7 @@ class LanceSearchManager(IndexedManager):
                  "text": c.text, "tokens": " ".join(c.tokens), "day": c.day.day, "day_source": c.day.source,
                  "first_day": c.first_day, "last_day": c.last_day} for c in chunks]
         if self.provider is not None and rows:
-            vectors = await self._embed([r["text"] for r in rows])
+            vectors = await self.embed([r["text"] for r in rows])
             for r, v in zip(rows, vectors if vectors is not None else [None] * len(rows)):
                 r["vector"] = None if v is None else np.asarray(v, dtype=np.float32)
             report.chunks_embedded = len(rows) if vectors is not None else 0
@@ -151,28 +150,30 @@ class LanceSearchManager(IndexedManager):
 
     # --- search ---------------------------------------------------------------------------------
 
-    async def _generation(self) -> Any:
+    async def generation(self) -> Any:
         return self.store.current()
 
-    def _candidates(self, generation: Any) -> LanceCandidates:
-        return LanceCandidates(self.store.chunks(generation.number), self.store.files(generation.number), self.tokenizer)
+    def candidates(self, generation: Any) -> LanceCandidates:
+        return LanceCandidates(
+            self.store.chunks(generation.number), self.store.files(generation.number), self.tokenizer
+        )
 
-    async def _answer(self, req: SearchRequest, degraded: Degraded, sides: Sides,
+    async def search_published(self, req: SearchRequest, degraded: Degraded, sides: Sides,
                       embedding: QueryEmbedding | None) -> IndexedAnswer:
         try:
-            return await super()._answer(req, degraded, sides, embedding)
+            return await super().search_published(req, degraded, sides, embedding)
         except DAMAGE as exc:  # rebuilt from the files once, then asked again
             log.error("LanceDB dataset damaged; rebuilding from the Markdown files", error=_short(exc))
             await self.sync(force=True, reason=f"the dataset was damaged ({_short(exc)})")
         try:
-            return await super()._answer(req, degraded, sides, embedding)
+            return await super().search_published(req, degraded, sides, embedding)
         except DAMAGE as exc:
             raise BackendError(_damaged(self.store.root, exc, again=True)) from None
 
     # --- status ---------------------------------------------------------------------------------
 
     async def status(self, *, deep: bool = False) -> ManagerStatus:
-        self._ensure_provider()
+        self.ensure_provider()
         gen = self.store.current()
         files = chunks = vectors = 0
         if gen is not None:
@@ -180,7 +181,7 @@ class LanceSearchManager(IndexedManager):
             table = self.store.chunks(gen.number)
             chunks = table.count_rows()
             vectors = table.count_rows("vector IS NOT NULL") if "vector" in table.schema.names else 0
-        return self._status(gen, files=files, chunks=chunks, where=str(self.store.root),
+        return self.status_of(gen, files=files, chunks=chunks, where=str(self.store.root),
                             how="LanceDB (its BM25 full-text index; exact cosine)", fts_search="lancedb-bm25",
                             vector={"rows": vectors, "search": "lancedb exact cosine"},
                             index={"lancedb": {"generation": gen.number if gen else None,

@@ -15,9 +15,9 @@ from typing import Any, Sequence
 import numpy as np
 from qdrant_client import models
 
-from memsift.engine.kit import (COMMON_SHARE, EXPANSION_WEIGHT, ROW_FIELDS, Candidate, FtsPlan, TimeWindow,
-                                bm25_relative_scores, candidate_from_row, complete_from_embeddings, expansion_items,
-                                first_per_day, is_weightless, query_items, word_terms)
+from memsift.engine.kit import (COMMON_SHARE, Candidate, FtsPlan, ROW_FIELDS, TimeWindow, candidate_from_row,
+                                complete_from_embeddings, expansion_items, first_per_day, is_weightless,
+                                keyword_scores, query_items, word_terms)
 
 from .store import QdrantStore, point_id
 
@@ -117,26 +117,23 @@ class QdrantCandidates:
             points += [p for p in self._bm25(terms, limit, prefer) if p.id not in taken]
         extra = [point_id(i) for i in also if point_id(i) not in {str(p.id) for p in points}]
         if points and extra:
-            points += self._bm25(terms, len(extra), _both(within, models.Filter(must=[models.HasIdCondition(has_id=extra)])))
-        ranks_list = [-float(p.score) for p in points]  # FTS5's rank: -bm25
+            points += self._bm25(
+                terms, len(extra), _both(within, models.Filter(must=[models.HasIdCondition(has_id=extra)]))
+            )
+        more = expansion_items(plan, self.tokenizer).terms
+        xpoints = self._bm25(more, limit, within) if more else []
+        by_id = {p.payload["id"]: p for p in [*xpoints, *points]}
+        # BM25's score, negated: FTS5's rank, scored as every store's are (keyword_scores)
+        scored = keyword_scores([(p.payload["id"], -float(p.score)) for p in points],
+                                [(p.payload["id"], -float(p.score)) for p in xpoints])
         out, ranks = [], {}
-        for p, score, rnk in zip(points, bm25_relative_scores(ranks_list), ranks_list):
+        for chunk_id, score, rank in scored:
+            p = by_id[chunk_id]
             c = candidate_from_row(p.payload, text_score=score, keyword_hit=True)
             c.embedding = (p.vector or {}).get("dense") if self.dense else None
             out.append(c)
-            ranks[c.chunk_id] = rnk
-        expansions = expansion_items(plan, self.tokenizer)
-        more = expansions.terms
-        if more:
-            found = {c.chunk_id: c for c in out}
-            xpoints = self._bm25(more, limit, within)
-            for p, score in zip(xpoints, bm25_relative_scores([-float(x.score) for x in xpoints])):
-                c = found.get(p.payload["id"])
-                if c is None:
-                    c = found[p.payload["id"]] = candidate_from_row(p.payload, text_score=0.0, keyword_hit=True)
-                    c.embedding = (p.vector or {}).get("dense") if self.dense else None
-                    out.append(c)
-                c.text_score = min(1.0, c.text_score + EXPANSION_WEIGHT * score)
+            if rank is not None:
+                ranks[chunk_id] = rank
         return out, ranks
 
     def vector(self, qvec: Any, limit: int, *, within: models.Filter | None) -> list[Candidate]:
@@ -146,7 +143,11 @@ class QdrantCandidates:
         with self.store.client() as c:
             points = c.query_points(self.chunks, query=q.tolist(), using="dense", query_filter=within, limit=limit,
                                     with_payload=ROW_FIELDS).points
-        return [candidate_from_row(p.payload, vector_score=float(p.score), vector_hit=True) for p in points if math.isfinite(p.score)]
+        return [
+            candidate_from_row(p.payload, vector_score=float(p.score), vector_hit=True)
+            for p in points
+            if math.isfinite(p.score)
+        ]
 
     complete_vector_scores = staticmethod(complete_from_embeddings)  # keyword rows carry their vectors
 

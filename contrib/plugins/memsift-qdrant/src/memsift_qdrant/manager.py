@@ -9,17 +9,24 @@ through the memory rules. Above it memsift adds the evidence ranker, rerank, sco
 
 from __future__ import annotations
 
-import os
 import re
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import numpy as np
 
-from memsift.engine.kit import (BackendError, ChunkRow, IndexedManager, IndexUnusableError, ManagerStatus, ResolvedConfig,
-                                SyncReport, fingerprint_diff, get_logger)
+from memsift.engine.kit import (
+    BackendError,
+    ChunkRow,
+    IndexedManager,
+    IndexUnusableError,
+    ManagerStatus,
+    ResolvedConfig,
+    SyncReport,
+    fingerprint_diff,
+    get_logger,
+)
 
 from .store import Generation, QdrantStore, point_id
 
@@ -45,10 +52,8 @@ class QdrantSearchManager(IndexedManager):
     schema = 1
 
     def __init__(self, settings: ResolvedConfig, config: Any, progress: Any = None) -> None:
-        super().__init__(settings, progress)
-        self.config = config
-        root = Path(os.path.expanduser(config.path)) if config.path else settings.state_dir / "agents" / self.agent / "qdrant"
-        self.root = root if root.is_absolute() else settings.state_dir / root
+        super().__init__(settings, progress, config)
+        self.root = self.agent_folder("qdrant")
         self._store: QdrantStore | None = None
         self._checked: int | None = None  # the generation whose chunks were found whole
         self._known_chunks: dict[str, int] = {}  # path → chunk points, as the file records say (this sync)
@@ -59,7 +64,7 @@ class QdrantSearchManager(IndexedManager):
             self._store = QdrantStore(self.config, self.root, self.agent)
         return self._store
 
-    async def _run(self, fn: Any, *args: Any) -> Any:
+    async def run_blocking(self, fn: Any, *args: Any) -> Any:
         """A blocking store call with the client held for its length; Qdrant's errors said as memsift's."""
         def work() -> Any:
             with self.store.client():
@@ -70,29 +75,33 @@ class QdrantSearchManager(IndexedManager):
         except (BackendError, IndexUnusableError):
             raise
         except OSError as exc:
-            raise IndexUnusableError(f"cannot write Qdrant's local folder {self.store.where}: {exc.strerror or exc}") from None
+            raise IndexUnusableError(
+                f"cannot write Qdrant's local folder {self.store.where}: {exc.strerror or exc}"
+            ) from None
         except Exception as exc:  # the client's transport and API errors: many classes, one meaning
             if _FULL_OR_READ_ONLY.search(str(exc)):  # local mode's SQLite: the disk's failure, not Qdrant's
-                raise IndexUnusableError(f"cannot write Qdrant's local folder {self.store.where}: {str(exc)[:200]}; "
-                                         "searches answer from it as it is until it can be updated") from None
+                raise IndexUnusableError(
+                    f"cannot write Qdrant's local folder {self.store.where}: {str(exc)[:200]}; "
+                    "searches answer from it as it is until it can be updated"
+                ) from None
             raise _failure(exc, self.store.where) from None
 
     # --- sync -----------------------------------------------------------------------------------
 
     async def sync(self, *, force: bool = False, reason: str = "manual", **_: Any) -> SyncReport:
-        self._ensure_provider()
+        self.ensure_provider()
         async with self._lock:
             started = time.perf_counter()
             report = SyncReport(reason=reason, backend=self.backend)
             await self._sync(report, force)
-            return self._synced(report, started)
+            return self.synced(report, started)
 
     async def _sync(self, report: SyncReport, force: bool) -> None:
-        wanted = self._wanted_meta()
-        current = await self._run(self.store.current)
+        wanted = self.wanted_meta()
+        current = await self.run_blocking(self.store.current)
         cause = "forced" if force else "no index yet" if current is None else fingerprint_diff(current.meta, wanted)
         if cause is None and current is not None:  # a lost chunks collection is rebuilt, not synced into
-            lost = await self._run(self.store.lost_chunks, current.number)
+            lost = await self.run_blocking(self.store.lost_chunks, current.number)
             cause = f"generation {current.number} was damaged: {lost}" if lost else None
         if self.store.healed and cause == "no index yet":
             cause = self.store.healed
@@ -100,22 +109,22 @@ class QdrantSearchManager(IndexedManager):
         if full and self.store.read_only:
             self._refuse_read_only()
         if full:
-            gen = await self._run(self.store.next_generation)
+            gen = await self.run_blocking(self.store.next_generation)
             report.full_reindex, report.reindex_cause = True, cause
-            await self._run(self.store.create, gen, wanted["dims"])
+            await self.run_blocking(self.store.create, gen, wanted["dims"])
             known: dict[str, tuple] = {}
             self._known_chunks = {}
         else:
             gen = current.number
-            known = await self._run(self.store.known_files, gen)
-            self._known_chunks = await self._run(self.store.chunk_counts, gen)
-        changes = self._changes(known, report)
+            known = await self.run_blocking(self.store.known_files, gen)
+            self._known_chunks = await self.run_blocking(self.store.chunk_counts, gen)
+        changes = self.file_changes(known, report)
         if self.store.read_only and (changes.changed or changes.gone or changes.touched):
             self._refuse_read_only()
         # BM25's average length is the generation's own, measured when it is built (an incremental
         # sync keeps it, as the weights already written use it).
         average = None if full else current.meta.get("averageLength")
-        rows = self._chunk_rows(changes.changed)
+        rows = self.chunk_rows(changes.changed)
         points, average = await self._points(rows, report, average)
         per_file: dict[str, int] = {}
         for row in rows:
@@ -137,7 +146,7 @@ class QdrantSearchManager(IndexedManager):
                     self.store.publish(Generation(gen, {**wanted, "averageLength": average}))
                     self.store.drop_before(gen - self.config.keep_generations + 1)
 
-        await self._run(write)
+        await self.run_blocking(write)
         report.files_indexed = len(changes.changed)
         report.chunks_written = len(points)
 
@@ -157,7 +166,9 @@ class QdrantSearchManager(IndexedManager):
             payload["chunks"] = chunks
         return models.PointStruct(id=point_id(f"file:{path}"), vector={}, payload=payload)
 
-    async def _points(self, chunks: list[ChunkRow], report: SyncReport, average: float | None) -> tuple[list[Any], float]:
+    async def _points(
+        self, chunks: list[ChunkRow], report: SyncReport, average: float | None
+    ) -> tuple[list[Any], float]:
         from qdrant_client import models  # noqa: PLC0415
 
         from .candidates import day_number, document_terms, sparse_document  # noqa: PLC0415
@@ -165,7 +176,7 @@ class QdrantSearchManager(IndexedManager):
         terms = [document_terms(c.tokens) for c in chunks]
         if not average:
             average = sum(map(len, terms)) / len(terms) if terms else self.ms.chunking.tokens * 0.75
-        vectors = await self._embed([c.text for c in chunks])
+        vectors = await self.embed([c.text for c in chunks])
         if vectors is not None:
             report.chunks_embedded = len(chunks)
         points = []
@@ -173,28 +184,38 @@ class QdrantSearchManager(IndexedManager):
             vector: dict[str, Any] = {"bm25": sparse_document(terms[n], average)}
             if vectors is not None:
                 vector["dense"] = np.asarray(vectors[n], dtype=np.float32).tolist()
-            payload = {"id": c.id, "path": c.path, "source": c.source, "start_line": c.start_line, "end_line": c.end_line,
-                       "text": c.text, "day": c.day.day, "day_source": c.day.source, "tokens": sorted(set(c.tokens)),
-                       "first_day": day_number(c.first_day), "last_day": day_number(c.last_day)}
+            payload = {
+                "id": c.id,
+                "path": c.path,
+                "source": c.source,
+                "start_line": c.start_line,
+                "end_line": c.end_line,
+                "text": c.text,
+                "day": c.day.day,
+                "day_source": c.day.source,
+                "tokens": sorted(set(c.tokens)),
+                "first_day": day_number(c.first_day),
+                "last_day": day_number(c.last_day),
+            }
             points.append(models.PointStruct(id=point_id(c.id), vector=vector, payload=payload))
         return points, average
 
     # --- search ---------------------------------------------------------------------------------
 
-    async def _generation(self) -> Generation | None:
+    async def generation(self) -> Generation | None:
         """The published generation; None (so the search builds one first) when it is damaged: its
         chunks are checked once per process and generation, not on every search."""
-        gen = await self._run(self.store.current)
+        gen = await self.run_blocking(self.store.current)
         if gen is None or gen.number == self._checked:
             return gen
-        lost = await self._run(self.store.lost_chunks, gen.number)
+        lost = await self.run_blocking(self.store.lost_chunks, gen.number)
         if lost:
             log.error("Qdrant index damaged; rebuilding from the Markdown files", generation=gen.number, why=lost)
             return None  # the search's sync finds the same and rebuilds
         self._checked = gen.number
         return gen
 
-    def _candidates(self, generation: Generation) -> QdrantCandidates:
+    def candidates(self, generation: Generation) -> QdrantCandidates:
         # qdrant-client takes over a second to import: `memsift get` (memory_get) never loads it.
         from .candidates import QdrantCandidates  # noqa: PLC0415
 
@@ -203,21 +224,37 @@ class QdrantSearchManager(IndexedManager):
     # --- status, close --------------------------------------------------------------------------
 
     async def status(self, *, deep: bool = False) -> ManagerStatus:
-        self._ensure_provider()
+        self.ensure_provider()
 
         def counts() -> tuple[Generation | None, int, int, list[int]]:
             gen = self.store.current()
             if gen is None:
                 return None, 0, 0, self.store.generations()
-            return (gen, self.store.count(self.store.files(gen.number)), self.store.count(self.store.chunks(gen.number)),
-                    self.store.generations())
+            return (
+                gen,
+                self.store.count(self.store.files(gen.number)),
+                self.store.count(self.store.chunks(gen.number)),
+                self.store.generations(),
+            )
 
-        gen, files, chunks, generations = await self._run(counts)
-        return self._status(gen, files=files, chunks=chunks, where=self.store.where,
-                            how="Qdrant (BM25 sparse vectors; dense cosine)", fts_search="qdrant-bm25-sparse",
-                            vector={"search": "qdrant dense cosine"},
-                            index={"qdrant": {"where": self.store.where, "mode": "server" if self.config.url else "local",
-                                              "generation": gen.number if gen else None, "generations": generations}})
+        gen, files, chunks, generations = await self.run_blocking(counts)
+        return self.status_of(
+            gen,
+            files=files,
+            chunks=chunks,
+            where=self.store.where,
+            how="Qdrant (BM25 sparse vectors; dense cosine)",
+            fts_search="qdrant-bm25-sparse",
+            vector={"search": "qdrant dense cosine"},
+            index={
+                "qdrant": {
+                    "where": self.store.where,
+                    "mode": "server" if self.config.url else "local",
+                    "generation": gen.number if gen else None,
+                    "generations": generations,
+                }
+            },
+        )
 
     async def aclose(self) -> None:
         await super().aclose()

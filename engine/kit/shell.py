@@ -1,0 +1,190 @@
+"""`IndexedBackend`: the shell every indexed backend's manager shares — builtin, Postgres and the
+plugins (through `IndexedManager`) alike — and `Freshness`, the one state machine that says when
+an index must be compared with the files before a search.
+
+The shell answers a search the same way on every such backend: the request's sides, the query's
+embedding started beside the freshness check and the store's search, explain kept only when
+asked, and one `SearchAnswer` built from the backend's facts. A subclass provides:
+
+- `ensure_provider()`: choose the embedding provider on first use (`self.provider`, or None);
+- `search_fresh(req, degraded, sides, embedding)`: bring the index up to date as this backend
+  does (`self.freshness` says when), then search it; returns an `IndexedAnswer`;
+- optionally `query_embedding(q)` (the query's vector within its budget: a circuit, say),
+  `fallback()` (the provider fallback in use), `answer_notes()` (what the next answer should say
+  once) and `pending_files()` (files a sync still running has not written).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..embeddings.query import QueryEmbedding, beside
+from ..files.rules import MemoryRules, read_memory
+from ..results import BelowMinScore, Degraded, Fallback, ReadResult, SearchAnswer
+from ..search.indexed import IndexedAnswer
+from ..search.modes import Sides, search_sides
+from ..search.request import KeywordSearch, SearchRequest
+from ..search.scripts import vector_mode_warning
+
+__all__ = ["Freshness", "IndexedBackend"]
+
+
+class Freshness:
+    """Whether the files must be compared with the index before the next search.
+
+    A new manager has not compared them yet (dirty). A files-changed notice (`mark`: a watcher,
+    the host) or the host's exact change check (`watch`: asked before every search) makes it dirty
+    again; a sync clears only the notices it saw begin (`sync_begins`, then `synced`): a file
+    written while the sync ran is synced by the next search."""
+
+    def __init__(self) -> None:
+        self.dirty = True
+        self.notices = 0
+        self.probe: Any = None  # a long-running host's ChangeProbe, or None
+
+    def mark(self) -> None:
+        self.dirty = True
+        self.notices += 1
+
+    def watch(self, probe: Any) -> None:
+        """Ask `probe` before every search (None: stop); anything written before it existed is synced next."""
+        self.probe = probe
+        self.mark()
+
+    def due(self) -> bool:
+        """Must this search sync first? (The probe is asked now.)"""
+        if self.probe is not None and self.probe.changed():
+            self.mark()
+        return self.dirty
+
+    def sync_begins(self) -> int:
+        return self.notices
+
+    def synced(self, seen: int) -> None:
+        """A sync that began at `seen` notices is done: clean unless a notice came meanwhile."""
+        self.dirty = self.notices != seen
+
+    def settled(self) -> None:
+        """The index answers as it is (no sync on search, or none possible): clean until the next notice."""
+        self.dirty = False
+
+
+class IndexedBackend(KeywordSearch):
+    """What a manager over an index of memsift's chunks writes alike (see the module's text)."""
+
+    backend = ""
+    provider: Any = None
+    selection: Any = None  # the ProviderSelection in use (what was asked for, why none is available)
+    stale_cause: str | None = None  # the index was built for other settings: its vectors are not this model's
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+        self.ms = settings.memory_search
+        self.memory_rules = MemoryRules.from_settings(settings)
+        self.freshness = Freshness()
+
+    # --- what a subclass provides ---------------------------------------------------------------
+
+    def ensure_provider(self) -> None:
+        raise NotImplementedError
+
+    async def search_fresh(self, req: SearchRequest, degraded: Degraded, sides: Sides,
+                           embedding: QueryEmbedding | None) -> IndexedAnswer:
+        raise NotImplementedError
+
+    def query_embedding(self, q: str) -> QueryEmbedding:
+        return QueryEmbedding(self.provider, q)
+
+    def fallback(self) -> Fallback | None:
+        return None
+
+    def answer_notes(self) -> list[str]:
+        return []
+
+    def pending_files(self) -> int | None:
+        return None
+
+    # --- freshness (the host's calls: WatchesChanges, MarksDirty) --------------------------------
+
+    def mark_dirty(self) -> None:
+        """Files changed: the next search syncs them first."""
+        self.freshness.mark()
+
+    def watch_changes(self, probe: Any) -> None:
+        """A long-running host (watch, MCP) hands over an exact change check (`ChangeProbe`, or
+        None to stop): every search asks it first, so a file written just before the search is
+        synced instead of waiting for the watcher to hear of it."""
+        self.freshness.watch(probe)
+
+    # --- search ---------------------------------------------------------------------------------
+
+    @property
+    def query_config(self) -> Any:
+        return self.ms.query
+
+    async def answer(self, req: SearchRequest) -> SearchAnswer:
+        started = time.perf_counter()
+        self.ensure_provider()
+        degraded = Degraded()
+        found = IndexedAnswer([], "none")
+        if req.q:
+            sides = search_sides(req.q, req.mode, hybrid_enabled=self.ms.query.hybrid.enabled, provider=self.provider)
+            embedding = self.query_embedding(req.q) if sides.vector and self.provider is not None else None
+
+            async def fresh_search() -> IndexedAnswer:
+                return await self.search_fresh(req, degraded, sides, embedding)
+
+            # The query's vector is computed while the freshness check and the store's search run
+            # (both wait mostly in native code), instead of before them.
+            found = await beside(embedding.run if embedding else None, fresh_search)
+            if not req.explain:  # explained always below: whether a hit was rescued under minScore shows on every hit
+                for hit in found.hits:
+                    hit.explain = None
+        return self.answer_of(req, found, degraded, started)
+
+    def answer_of(self, req: SearchRequest, found: IndexedAnswer, degraded: Degraded, started: float) -> SearchAnswer:
+        """The one answer of every indexed backend, from what its search found."""
+        # `--mode vector` alone, asked for, in a script the model does not cover: say its results are noise.
+        warning = vector_mode_warning(req.q, self.provider) if req.q and req.mode == "vector" else None
+        notes = [n for n in (*self.answer_notes(), warning) if n]
+        below = found.below_min_score
+        p = self.provider
+        return SearchAnswer(
+            query=req.query, results=found.hits, backend=self.backend, mode=found.mode,
+            provider=p.id if p else "none", model=p.model if p else None,
+            citations=self.settings.memory.citations, degraded=degraded, fallback=self.fallback(),
+            min_score=req.floor, max_results=req.limit, took_ms=round((time.perf_counter() - started) * 1000, 3),
+            relaxed=found.relaxed, sync_pending=found.sync_pending or None,
+            pending_files=self.pending_files() if found.sync_pending else None, sync_error=found.sync_error,
+            notes=notes or None,
+            below_min_score=BelowMinScore(candidates=below[0], best_score=below[1]) if below else None,
+            **req.time_facts(time_only=found.time_only),
+        )
+
+    async def query_vector(self, q: str, degraded: Degraded, embedding: QueryEmbedding | None) -> Any:
+        """The question's vector (from `embedding`, started beside the search), or None saying why in
+        `degraded`: no provider (unless "none" was chosen), an index built for other settings, or the
+        embedding's own failure. A provider that changed since (a fallback) embeds the question anew."""
+        if self.provider is None:
+            selection = self.selection
+            if selection is None or selection.requested != "none":  # provider "none" is a choice, not an outage
+                why = selection.unavailable_reason if selection is not None else None
+                degraded.vector = f"no embedding provider: {why or 'none configured'}"
+            return None
+        if self.stale_cause:
+            degraded.vector = f"index was built for other settings ({self.stale_cause}); run `memsift index` to rebuild"
+            return None
+        if embedding is None or embedding.provider is not self.provider:  # none started, or the provider changed
+            embedding = self.query_embedding(q)
+            await embedding.run()
+        await embedding.done.wait()
+        if embedding.error:
+            degraded.vector = embedding.error
+        return embedding.vector
+
+    # --- read -----------------------------------------------------------------------------------
+
+    async def read(self, path: str, from_line: int | None = None, lines: int | None = None, *,
+                   max_chars: int | None = None, offset: int = 0) -> ReadResult:
+        return await read_memory(self.memory_rules, path, from_line, lines, max_chars=max_chars, offset=offset)
