@@ -21,6 +21,7 @@ from typing import Any
 
 from ..embeddings.query import QueryEmbedding, beside
 from ..files.rules import MemoryRules, read_memory
+from ..logging import get_logger
 from ..results import BelowMinScore, Degraded, Fallback, ReadResult, SearchAnswer
 from ..search.indexed import IndexedAnswer
 from ..search.modes import Sides, search_sides
@@ -28,6 +29,8 @@ from ..search.request import KeywordSearch, SearchRequest
 from ..search.scripts import vector_mode_warning
 
 __all__ = ["Freshness", "IndexedBackend"]
+
+log = get_logger("memsift.search")
 
 
 class Freshness:
@@ -141,6 +144,9 @@ class IndexedBackend(KeywordSearch):
             if not req.explain:  # explained always below: whether a hit was rescued under minScore shows on every hit
                 for hit in found.hits:
                     hit.explain = None
+        log.debug("search done", backend=self.backend, mode=found.mode, hits=len(found.hits),
+                  took_ms=round((time.perf_counter() - started) * 1000, 1), sync_pending=found.sync_pending,
+                  degraded=degraded.model_dump(exclude_none=True) or None)
         return self.answer_of(req, found, degraded, started)
 
     def answer_of(self, req: SearchRequest, found: IndexedAnswer, degraded: Degraded, started: float) -> SearchAnswer:
