@@ -33,7 +33,7 @@ from memsift.engine.results import (
 from memsift.engine.search.modes import Sides
 from memsift.engine.search.indexed import IndexedAnswer, IndexedSearch, inline, search_indexed
 from memsift.engine.embeddings.query import QUERY_BUDGET_S, REMOTE_QUERY_BUDGET_S, QueryEmbedding
-from memsift.engine.kit.shell import IndexedBackend
+from memsift.engine.compose.shell import IndexedBackend
 from memsift.engine.search.request import SearchRequest
 from memsift.engine.search.snippets import SNIPPET_MAX_CHARS
 

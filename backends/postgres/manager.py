@@ -21,7 +21,7 @@ from memsift.engine.errors import BackendError
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
 from memsift.engine.files.discovery import discover_memory_files
-from memsift.engine.kit.shell import IndexedBackend
+from memsift.engine.compose.shell import IndexedBackend
 from memsift.engine.search.request import SearchRequest
 from memsift.engine.embeddings.query import QueryEmbedding
 from memsift.engine.results import Degraded, ManagerStatus

@@ -69,7 +69,7 @@ from ..search.time_query import TimeBound, TimeWindow
 from ..search.time_rank import candidate_windows
 from .indexed_manager import Changes, ChunkRow, IndexedManager
 from .registration import IndexedPluginConfig, indexed_backend_plugin
-from .shell import Freshness, IndexedBackend
+from ..compose.shell import Freshness, IndexedBackend
 
 __all__ = [
     # register

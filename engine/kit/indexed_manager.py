@@ -46,7 +46,7 @@ from ..embeddings.query import QueryEmbedding
 from ..search.request import SearchRequest
 from ..search.terms import chunk_tokens
 
-from .shell import IndexedBackend
+from ..compose.shell import IndexedBackend
 
 __all__ = ["IndexedManager", "Changes", "ChunkRow"]
 

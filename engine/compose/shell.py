@@ -1,6 +1,7 @@
 """`IndexedBackend`: the shell every indexed backend's manager shares — builtin, Postgres and the
-plugins (through `IndexedManager`) alike — and `Freshness`, the one state machine that says when
-an index must be compared with the files before a search.
+plugins (through the kit's `IndexedManager`, which re-exports it) alike — and `Freshness`, the one
+state machine that says when an index must be compared with the files before a search. Here, not
+in the kit, so memsift's own backends do not load the whole kit on every cold command.
 
 The shell answers a search the same way on every such backend: the request's sides, the query's
 embedding started beside the freshness check and the store's search, explain kept only when
