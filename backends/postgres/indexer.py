@@ -527,12 +527,8 @@ async def sync_agent(
         )
         live, meta = await (await conn.execute(
             "SELECT generation, meta FROM memsift_agents WHERE agent_id = %s", (agent,))).fetchone()
-        for table in (
-            "memsift_postings",
-            "memsift_chunks",
-            "memsift_files",
-            "memsift_stats",
-        ):  # a killed rebuild's rows
+        # A killed rebuild's rows.
+        for table in ("memsift_postings", "memsift_chunks", "memsift_files", "memsift_stats"):
             await conn.execute(f"DELETE FROM {table} WHERE agent_id = %s AND generation <> %s", (agent, live))
         want = {**wanted_meta(settings, ident), **(meta_extra or {})}
         cause = "forced" if force else fingerprint_diff(meta, wanted_meta(settings, ident))

@@ -330,9 +330,7 @@ async def keyword_candidates(
     if not n:
         return [], {}
     cap, known_df = None, None
-    if (
-        n >= LARGE_INDEX_CHUNKS
-    ):  # only the rare terms are ranked (see LARGE_INDEX_CHUNKS), expansions left out as builtin does
+    if n >= LARGE_INDEX_CHUNKS:  # only the rare terms are ranked (LARGE_INDEX_CHUNKS), no expansions, as on builtin
         tokens = list(dict.fromkeys([*items.terms, *(t for p in items.phrases for t in p)]))
         known_df = await _bounded_df(conn, agent, gen, tokens)
         items, cap = large_index_items(items, known_df)
@@ -354,9 +352,8 @@ async def keyword_candidates(
         extra = [r for r, _ in more]
         rows += more
     expansion_rows: list[tuple[int, float]] = []
-    if expansions and (
-        expansions.terms or expansions.phrases
-    ):  # matched on their own, weighed below the question's words (keyword_scores)
+    # The expansions matched on their own, weighed below the question's words (keyword_scores).
+    if expansions and (expansions.terms or expansions.phrases):
         terms, weights = await _weighted_terms(conn, agent, gen, expansions.terms, n)
         sums = TermSums(agent, gen, terms, weights, avgdl, None) if terms else None
         phrases = await _phrase_scores(conn, agent, gen, expansions.phrases, n, avgdl)

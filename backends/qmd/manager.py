@@ -19,7 +19,7 @@ import re
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import anyio
 import yaml
@@ -63,6 +63,8 @@ from .process import (
 from .window_notes import weightless_in_notes, window_notes
 
 __all__ = ["QmdSearchManager", "INDEX_NAME", "EVERY_WORD_NOTE", "EVERY_WORD_NOTE_NO_MODELS"]
+
+ReadNote = Callable[[ManagedCollection, str], str]  # a note of a collection, by its path there
 
 log = get_logger("memsift.qmd")
 
@@ -348,12 +350,12 @@ class QmdSearchManager(KeywordSearch):
                 raise QmdError(f"qmd has no collections to search: none is registered ({why})")
             # The corpus asked for: only its collections are searched.
             live = [c for c in registered if req.keeps("sessions" if c.kind == "sessions" else "memory")]
+            read_note = self._notes_read_once()  # several steps below read the same notes
             if words and len(words) <= MAX_COMMON_WORDS:  # words beside the time may select no notes
-                weightless = weightless_in_notes(live, words, self._note_text)
+                weightless = weightless_in_notes(live, words, read_note)
                 time_only = names_only_a_time(q, windows, weightless.__contains__)
-            if (
-                time_only
-            ):  # the named days' notes (or the nearest days') are the answer; QMD's BM25 has nothing left to match
+            # The named days' notes (or the nearest days') are the answer; QMD's BM25 has nothing left to match.
+            if time_only:
                 hits, time_only = self._window_hits(live, windows, time_filter, limit, session_key, explain)
                 live = []
             else:
@@ -367,9 +369,9 @@ class QmdSearchManager(KeywordSearch):
                 # QMD's BM25 wants every word, and a time question's "what did I …" is in no note: its topic words.
                 found = await self._search_live(live, " ".join(words), fetch, facts)
             if windows and words and not time_only:  # the window's notes QMD's every-word match left out
-                found += self._window_candidates(live, windows, words, found)
+                found += self._window_candidates(live, windows, words, found, read_note)
             if time_filter or windows:
-                found = self._timed(found, time_filter, windows, facts)
+                found = self._timed(found, time_filter, windows, facts, read_note)
             if not time_only:
                 hits = self._to_hits(found, threshold, limit, session_key, explain, facts)
             under = [h.score for h, _c in found if h.score < threshold]
@@ -423,17 +425,15 @@ class QmdSearchManager(KeywordSearch):
                     best[key] = (h, c)
         return list(best.values())
 
-    def _timed(self, found: list, time_filter: TimeWindow | None, windows: list[TimeWindow], facts: dict) -> list:
+    def _timed(self, found: list, time_filter: TimeWindow | None, windows: list[TimeWindow], facts: dict,
+               read_note: ReadNote) -> list:
         """QMD's hits judged by their notes' days: the since/until filter, then the question's windows
         (the shared engine/search/time_rank.py rules), each hit's score scaled and the list re-sorted.
         Each hit's day and time factor are kept in `facts["time"]` for its explain."""
-        texts: dict[Path, str] = {}
         items: list[Candidate] = []
         for i, (h, c) in enumerate(found):
             abs_path = Path(os.path.normpath(c.path / (h.path or "")))
-            if abs_path not in texts:
-                texts[abs_path] = self._note_text(c, h.path or "")
-            day = day_at(h.path or "", texts[abs_path], h.start_line or 1, h.snippet or "")
+            day = day_at(h.path or "", read_note(c, h.path or ""), h.start_line or 1, h.snippet or "")
             items.append(
                 Candidate(
                     chunk_id=str(i),
@@ -460,7 +460,8 @@ class QmdSearchManager(KeywordSearch):
         return out
 
     def _window_candidates(self, live: list[ManagedCollection], windows: list[TimeWindow], words: list[str],
-                           found: list[tuple[QmdHit, ManagedCollection]]) -> list[tuple[QmdHit, ManagedCollection]]:
+                           found: list[tuple[QmdHit, ManagedCollection]],
+                           read_note: ReadNote) -> list[tuple[QmdHit, ManagedCollection]]:
         """The notes of the question's windows and their margins (the days every indexed backend adds
         to its candidates: `candidate_windows`) that hold some of the topic's words, read from the
         collections' files. QMD's BM25 wants every word: "what bug did I fix last week?" found only a
@@ -481,7 +482,7 @@ class QmdSearchManager(KeywordSearch):
             for w in words
         ]
         out: list[tuple[QmdHit, ManagedCollection]] = []
-        for item in window_notes(live, candidate_windows(windows), shown_path=self._map_path, read_note=self._note_text,
+        for item in window_notes(live, candidate_windows(windows), shown_path=self._map_path, read_note=read_note,
                                  strategy=chunking.strategy, tokens=chunking.tokens, overlap=chunking.overlap):
             name, rest = item.chunk_id.split(":", 1)
             rel = rest.rsplit(":", 1)[0]
@@ -493,6 +494,17 @@ class QmdSearchManager(KeywordSearch):
                 out.append((QmdHit(None, round(best * share, 4), name, rel, None, item.text, item.start_line,
                                    item.end_line), by_name[name]))
         return out
+
+    def _notes_read_once(self) -> ReadNote:
+        """`_note_text` for one search: each note read once, whichever steps ask for it."""
+        texts: dict[tuple[str, str], str] = {}
+
+        def read(c: ManagedCollection, rel: str) -> str:
+            if (c.name, rel) not in texts:
+                texts[(c.name, rel)] = self._note_text(c, rel)
+            return texts[(c.name, rel)]
+
+        return read
 
     def _note_text(self, c: ManagedCollection, rel: str) -> str:
         """A hit's note, read by the memory rules (a file they refuse has no day: "")."""

@@ -48,7 +48,7 @@ from ..search.terms import chunk_tokens
 
 from ..compose.shell import IndexedBackend
 
-__all__ = ["IndexedManager", "Changes", "ChunkRow"]
+__all__ = ["IndexedManager", "Changes", "ChunkRow", "SyncStart"]
 
 log = get_logger("memsift.kit")
 
@@ -62,6 +62,14 @@ class Changes:
     changed: list[tuple[MemoryFile, os.stat_result, MarkdownRead]]  # new or edited: read and chunked
     touched: list[tuple[MemoryFile, str, int, int]]  # same bytes, new mtime: (file, hash, mtime_ns, size)
     gone: list[str]  # indexed paths no longer on disk
+
+
+@dataclass(frozen=True)
+class SyncStart:
+    """When a sync began (`IndexedManager.sync_started`)."""
+
+    clock: float  # time.perf_counter()
+    notices: int  # Freshness.notices then
 
 
 @dataclass
@@ -210,11 +218,15 @@ class IndexedManager(IndexedBackend):
         self._embed_error = None
         return np.vstack(parts)
 
-    def synced(self, report: SyncReport, started: float, seen: int | None = None) -> SyncReport:
-        """A sync's report, and the index clean (`seen`: the freshness notices when it began)."""
-        report.took_ms = round((time.perf_counter() - started) * 1000, 3)
+    def sync_started(self) -> SyncStart:
+        """Taken when a sync begins: its clock, and the files-changed notices it will have seen."""
+        return SyncStart(time.perf_counter(), self.freshness.sync_begins())
+
+    def synced(self, report: SyncReport, started: SyncStart) -> SyncReport:
+        """A sync's report, and the index clean unless files changed while it ran."""
+        report.took_ms = round((time.perf_counter() - started.clock) * 1000, 3)
         self._last_sync = report
-        self.freshness.synced(self.freshness.notices if seen is None else seen)
+        self.freshness.synced(started.notices)
         log.info("sync done", **report.model_dump(exclude_none=True))
         return report
 

@@ -21,7 +21,10 @@ from typing import Any
 import anyio
 import pytest
 
+from ..compose.factory import open_manager, resolve_config
+from ..compose.wrapped import backend_of
 from ..errors import ConfigError
+from . import NOTES
 
 __all__ = [
     "PluginDoors",
@@ -39,8 +42,6 @@ EXAMPLE_WORKSPACE = Path(__file__).resolve().parents[2] / "contrib" / "example-w
 
 def write_notes(folder: Path) -> Path:
     """The contract's notes (`NOTES`) written under `folder`."""
-    from . import NOTES  # noqa: PLC0415  (the contract module imports this one's names)
-
     for rel, text in NOTES.items():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text(text, encoding="utf-8")
@@ -110,8 +111,6 @@ class PluginDoors:
         return ws, backend_config(tmp_path / "config.json5", self.backend, ws, **self.options)
 
     def test_its_settings_are_checked_by_memsift_with_the_files_errors(self, tmp_path: Path) -> None:
-        from ..compose.factory import open_manager, resolve_config  # noqa: PLC0415
-
         ws = write_notes(tmp_path / "ws")
 
         def opened(**keys: Any) -> Any:
@@ -131,10 +130,6 @@ class PluginDoors:
         return backend.store.current().number, backend.store.generations()
 
     def test_a_forced_rebuild_publishes_a_new_generation_and_keeps_only_the_newest(self, tmp_path: Path) -> None:
-        from ..compose.factory import open_manager, resolve_config  # noqa: PLC0415
-        from ..compose.wrapped import backend_of  # noqa: PLC0415
-        from . import NOTES  # noqa: PLC0415
-
         ws = write_notes(tmp_path / "ws")
         overrides = {
             "stateDir": str(tmp_path / "state"),

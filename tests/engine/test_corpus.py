@@ -6,7 +6,6 @@ On the Python API, the cold CLI and MCP over stdio; a value not in the list is r
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from helpers import write_transcript
 from memsift.engine.compose.factory import open_manager
 from memsift.engine.config import MemsiftConfig, resolve_agent
 from memsift.engine.requests import InvalidRequest
+from memsift.engine.testing.doors import cli_env, run_cli
 
 QUESTION = "cabin wifi password"
 NOTE = "memory/2026-11-10.md"
@@ -43,34 +43,9 @@ def setup(tmp_path_factory) -> tuple[Path, Path]:
     return ws, cfg
 
 
-def _env(cfg: Path) -> dict[str, str]:
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1",
-            "XDG_CONFIG_HOME": str(cfg.parent / "xdg")}
-
-
 def _cli(ws: Path, cfg: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "memsift.engine.cli.main",
-            "-c",
-            str(cfg),
-            "-w",
-            str(ws),
-            "search",
-            QUESTION,
-            "-n",
-            "1",
-            "--min-score",
-            "0",
-            *args,
-        ],
-        env=_env(cfg),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_cli(cfg.parent, cfg, "-w", str(ws), "search", QUESTION, "-n", "1", "--min-score", "0", *args,
+                   state_from_config=True)
 
 
 def test_the_corpus_is_searched_before_the_cut_on_every_door(setup):
@@ -105,7 +80,7 @@ def test_the_corpus_is_searched_before_the_cut_on_every_door(setup):
     mcp = pytest.importorskip("mcp")
 
     async def agent():
-        params = mcp.StdioServerParameters(command=sys.executable, env=_env(cfg),
+        params = mcp.StdioServerParameters(command=sys.executable, env=cli_env(cfg.parent, state_from_config=True),
                                            args=["-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "mcp",
                                                  "--no-watch"])
         async with mcp.Client(params) as client:

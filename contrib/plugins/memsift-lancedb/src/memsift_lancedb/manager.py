@@ -14,7 +14,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +59,7 @@ class LanceSearchManager(IndexedManager):
     async def sync(self, *, force: bool = False, reason: str = "manual", **_: Any) -> SyncReport:
         self.ensure_provider()
         async with self._lock:
-            started = time.perf_counter()
+            started = self.sync_started()
             report = SyncReport(reason=reason, backend=self.backend)
             try:
                 with self.store.writing():

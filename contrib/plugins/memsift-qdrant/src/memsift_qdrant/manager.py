@@ -10,7 +10,6 @@ through the memory rules. Above it memsift adds the evidence ranker, rerank, sco
 from __future__ import annotations
 
 import re
-import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -91,7 +90,7 @@ class QdrantSearchManager(IndexedManager):
     async def sync(self, *, force: bool = False, reason: str = "manual", **_: Any) -> SyncReport:
         self.ensure_provider()
         async with self._lock:
-            started = time.perf_counter()
+            started = self.sync_started()
             report = SyncReport(reason=reason, backend=self.backend)
             await self._sync(report, force)
             return self.synced(report, started)
