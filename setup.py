@@ -20,7 +20,7 @@ PACKAGE_DIRS = {"memsift.engine": "engine", "memsift.backends": "backends", "mem
 PLUGIN = "memsift.openclaw_plugin"
 # Data a module reads beside itself: the model's tokenizer, the evidence ranker's weights, the
 # WordNet lexicon, and the licences that go with them.
-DATA_FILES = ["*.json", "*.tsv.gz", "NOTICE", "*-LICENSE"]
+DATA_FILES = ["*.json", "*.tsv", "NOTICE", "*-LICENSE"]
 
 
 def discovered() -> list[str]:

@@ -59,7 +59,7 @@ def test_the_check_names_what_a_wheel_lacks(wheel, tmp_path):
     problems = wheel_problems(lacking, REPO)
     assert "module memsift.engine.kit is in the tree but not in the wheel" in problems
     assert any(p.startswith("memsift.engine.kit is imported (") for p in problems), problems
-    assert "data file memsift/engine/search/data/lexicon.tsv.gz is in the tree but not in the wheel" in problems
+    assert "data file memsift/engine/search/data/lexicon.tsv is in the tree but not in the wheel" in problems
     assert "the wheel lacks the OpenClaw plugin (memsift/openclaw_plugin/package.json)" in problems
 
 

@@ -25,15 +25,13 @@ from memsift.engine.search import expansion  # noqa: E402
 
 def extended_lines() -> tuple[list[str], int]:
     """The packaged lexicon's lines with lemminflect's missing forms added, sorted; pairs added."""
-    import gzip  # noqa: PLC0415
-
     from lemminflect.core.Inflections import Inflections  # noqa: PLC0415
 
-    raw = (Path(expansion.__file__).parent / "data" / "lexicon.tsv.gz").read_bytes()
+    text = (Path(expansion.__file__).parent / "data" / "lexicon.tsv").read_text(encoding="utf-8")
     rows: dict[str, list] = {}
-    for line in gzip.decompress(raw).decode("utf-8").splitlines():
-        word, lemma, forms, synonyms = line.split("\t")
-        rows[word] = [lemma, set(forms.split()), synonyms]
+    for line in text.splitlines():
+        word, lemma, forms, synonyms, related = line.split("\t")
+        rows[word] = [lemma, set(forms.split()), synonyms, related]
     stem, added = _porter(), 0
     for lemma, tags in Inflections()._getInflDict().items():
         if not WORD.match(lemma):
@@ -42,19 +40,20 @@ def extended_lines() -> tuple[list[str], int]:
             if not tag.startswith(("NN", "VB")):  # adjectives: better → good is a lemma, not a form
                 continue
             for form in forms:
-                row = rows.setdefault(form, ["", set(), ""])
+                row = rows.setdefault(form, ["", set(), "", ""])
                 if not WORD.match(form) or form == lemma or stem(form) == stem(lemma) or row[0]:
                     continue
                 row[0] = lemma
-                rows.setdefault(lemma, ["", set(), ""])[1].add(form)
+                rows.setdefault(lemma, ["", set(), "", ""])[1].add(form)
                 added += 1
-    lines = [f"{w}\t{lemma}\t{' '.join(sorted(fs))}\t{syn}" for w, (lemma, fs, syn) in sorted(rows.items())]
-    return [line for line in lines if line.split("\t")[1] or line.split("\t")[2] or line.split("\t")[3]], added
+    lines = [f"{w}\t{lemma}\t{' '.join(sorted(fs))}\t{syn}\t{rel}" for w, (lemma, fs, syn, rel) in sorted(rows.items())]
+    return [line for line in lines if any(line.split("\t")[1:])], added
 
 
 def main() -> None:
     lines, added = extended_lines()
-    lexicon = expansion.Lexicon(expansion._Column(lines, 0), expansion._Column(lines, 1), expansion._Column(lines, 2))
+    text = "\n".join(lines) + "\n"
+    lexicon = expansion.Lexicon(*(expansion._Column(text, k) for k in range(4)))
     expansion.lexicon = lambda: lexicon  # expand_terms looks it up at each call
     print(f"lexicon: {len(lines)} words, {added} forms from lemminflect", flush=True)
     sys.argv = ["evidence.py", *sys.argv[1:]]

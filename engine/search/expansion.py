@@ -1,8 +1,10 @@
-"""Bounded lexical query expansion from a packaged lexicon (WordNet 3.0, data/lexicon.tsv.gz,
+"""Bounded lexical query expansion from a packaged lexicon (WordNet 3.0, data/lexicon.tsv,
 built by contrib/lexicon/build_lexicon.py): a question's words in the forms its notes may use.
 
 - irregular inflections both ways: "bought" finds "buy", "choose" finds "chose" and "chosen"
   (regular ones are the Porter stemmer's job in the keyword index);
+- words of the same root the stemmer keeps apart: "plumbing" finds "plumber", "teacher" finds
+  "teach";
 - for a word the question uses as a verb (right after a subject or an auxiliary: "did we pick",
   "I bought", "to buy"), the words of its most frequent sense: "pick" finds "choose" and
   "select", and so "chose" (an expansion's own irregular forms come along). A noun-like use
@@ -14,8 +16,6 @@ CJK and identifiers alone. Callers weigh them below the question's own words.
 
 from __future__ import annotations
 
-import bisect
-import gzip
 import heapq
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -49,19 +49,34 @@ def verbs_of(words: list[str]) -> set[str]:
     return {w for prev, w in zip(words, words[1:]) if prev in VERB_CUES}
 
 
-class _Column(Mapping):
-    """One column of the sorted lexicon (0 lemma, 1 irregular forms, 2 synonyms), looked up by
-    bisection: a search needs a handful of its words, and parsing them all cost a cold search
-    ~4 ms."""
+def _row(text: str, word: str) -> str | None:
+    """The line of `word` in the sorted table, by bisection over the text itself (no parse: a search
+    needs a handful of its 10,100 words; splitting it into lines would cost a cold search ~6 ms)."""
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        start = text.rfind("\n", 0, mid) + 1
+        end = text.find("\n", mid)
+        end = len(text) if end < 0 else end
+        key = text[start: text.find("\t", start, end)]
+        if key < word:
+            lo = end + 1
+        elif key > word:
+            hi = start
+        else:
+            return text[start:end]
+    return None
 
-    def __init__(self, lines: list[str], column: int) -> None:
-        self._lines, self._column = lines, column
+
+class _Column(Mapping):
+    """One column of the sorted lexicon (0 lemma, 1 irregular forms, 2 synonyms, 3 related)."""
+
+    def __init__(self, text: str, column: int) -> None:
+        self._text, self._column = text, column
 
     def _field(self, word: str) -> str:
-        i = bisect.bisect_left(self._lines, word + "\t")
-        if i < len(self._lines) and self._lines[i].startswith(word + "\t"):
-            return self._lines[i].split("\t")[1 + self._column]
-        return ""
+        row = _row(self._text, word) if word and "\t" not in word and "\n" not in word else None
+        return row.split("\t")[1 + self._column] if row else ""
 
     def __getitem__(self, word: str):  # noqa: ANN204
         value = self._field(word)
@@ -73,7 +88,7 @@ class _Column(Mapping):
         return isinstance(word, str) and bool(self._field(word))
 
     def __iter__(self) -> Iterator[str]:
-        return (line.split("\t", 1)[0] for line in self._lines if line.split("\t")[1 + self._column])
+        return (line.split("\t", 1)[0] for line in self._text.splitlines() if line.split("\t")[1 + self._column])
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -84,27 +99,27 @@ class Lexicon:
     lemma: Mapping[str, str]
     forms: Mapping[str, tuple[str, ...]]
     synonyms: Mapping[str, tuple[str, ...]]
+    related: Mapping[str, tuple[str, ...]]
 
     def variants(self, word: str, *, synonyms: bool = True) -> list[str]:
         """Other forms and words for `word`, best first: its lemma and the lemma's irregular forms,
-        then its synonyms and theirs."""
+        then its synonyms and theirs, then the words of its root the stemmer keeps apart
+        (plumbing → plumber)."""
         base = self.lemma.get(word, word)
         out = [base, *self.forms.get(base, ())]
         if synonyms:
             for syn in self.synonyms.get(base, ()):
                 out += [syn, *self.forms.get(syn, ())]
+        out += self.related.get(word, ()) or self.related.get(base, ())
         return [w for w in dict.fromkeys(out) if w != word]
 
 
 @lru_cache(maxsize=1)
 def lexicon() -> Lexicon:
-    """The packaged lexicon (about 5,400 lines of `word, lemma, forms, synonyms`, sorted by word),
-    read once per process (about 1 ms) and looked up by bisection."""
-    raw = (Path(__file__).parent / "data" / "lexicon.tsv.gz").read_bytes()
-    lines = (
-        gzip.decompress(raw).decode("utf-8").splitlines()
-    )  # sorted by contrib/lexicon/build_lexicon.py (a test checks)
-    return Lexicon(_Column(lines, 0), _Column(lines, 1), _Column(lines, 2))
+    """The packaged lexicon (about 10,100 lines of `word, lemma, forms, synonyms, related`, sorted by
+    word by contrib/lexicon/build_lexicon.py: a test checks), read once per process (under 1 ms)."""
+    text = (Path(__file__).parent / "data" / "lexicon.tsv").read_text(encoding="utf-8")
+    return Lexicon(_Column(text, 0), _Column(text, 1), _Column(text, 2), _Column(text, 3))
 
 
 def expand_terms(terms: list[str], *, verbs: set[str] | None = None, synonyms: bool = True,

@@ -23,18 +23,31 @@ def test_the_lexicon_knows_irregular_forms_both_ways_and_a_verbs_words():
     assert "stemmed" not in lex.forms.get("stem", ())  # Porter already folds regular forms
 
 
+def test_the_lexicon_joins_the_words_of_a_root_the_stemmer_keeps_apart():
+    lex = lexicon()
+    assert "plumber" in lex.related["plumbing"] and {"plumb", "plumbing"} <= set(lex.related["plumber"])
+    assert "teach" in lex.related["teacher"] and "teacher" in lex.related["teaching"]
+    assert "music" in lex.related["musician"] and "painter" in lex.related["painting"]
+    # An -er word that names no person is no agent of anything: corner is not of corn, nor number of numb.
+    assert "corn" not in lex.related.get("corner", ()) and "numb" not in lex.related.get("number", ())
+    assert "plumber" in expand_terms(["plumbing"], synonyms=False)
+
+
 def test_the_packaged_lexicon_is_sorted_by_word_as_its_lookups_by_bisection_need():
-    import gzip
     from pathlib import Path
 
     import memsift.engine.search.expansion as expansion
 
-    lines = (
-        gzip.decompress((Path(expansion.__file__).parent / "data" / "lexicon.tsv.gz").read_bytes())
-        .decode()
-        .splitlines()
-    )
+    lines = (Path(expansion.__file__).parent / "data" / "lexicon.tsv").read_text(encoding="utf-8").splitlines()
     assert len(lines) > 5000 and all(a < b for a, b in zip(lines, lines[1:]))
+    assert all(line.count("\t") == 4 for line in lines)
+    # Bisection over the text finds every word, the first and the last, and nothing between them.
+    lex = lexicon()
+    words = [line.split("\t", 1)[0] for line in lines]
+    assert all(w in lex.lemma or w in lex.forms or w in lex.synonyms or w in lex.related for w in words[::97])
+    assert words[0] in lex.related or words[0] in lex.lemma or words[0] in lex.forms
+    assert "zzzz" not in lex.lemma and "" not in lex.lemma and "a\tb" not in lex.lemma
+    assert expansion._row("".join(f"{w}\t\t\t\t\n" for w in ["ab", "b", "ba"]), "b") == "b\t\t\t\t"
 
 
 @pytest.mark.parametrize("question, gains, never", [
@@ -56,7 +69,8 @@ def test_expansion_is_bounded_and_leaves_stop_words_cjk_and_identifiers_alone():
     assert all(len([w for w in expand_terms([t]) if w]) <= MAX_PER_TERM for t in terms)
     assert plan_query("数据管道 payments/ledger", expansion="synonyms").expansions == []
     assert plan_query("which database did we pick", expansion="off").expansions == []
-    assert plan_query("which database did we pick", expansion="inflections").expansions == []  # pick is regular
+    # pick is regular: no irregular form, no synonym, only the word of its root ("picker")
+    assert plan_query("which database did we pick", expansion="inflections").expansions == ["picker"]
 
 
 NOTES = {"2026-01-01": "We chose Postgres for the invoices.", "2026-01-02": "We pick Kafka, for the events.",
@@ -86,3 +100,23 @@ def test_an_expansion_finds_a_note_below_the_questions_own_word(tmp_path, backen
     chose, picked = "memory/2026-01-01.md", "memory/2026-01-02.md"
     assert chose not in off and picked in off
     assert 0 < on[chose] <= EXPANSION_WEIGHT < on[picked]
+
+
+@pytest.mark.parametrize("backend", ["builtin", "postgres", "lancedb", "qdrant"])
+def test_a_word_of_the_same_root_finds_the_note_the_stemmer_misses(tmp_path, backend):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-11-10.md").write_text("# 2026-11-10\n\n- The plumber came to fix the sink. Invoice 185.\n")
+    (ws / "memory" / "2026-11-12.md").write_text("# 2026-11-12\n\n- Reviewed the travel budget with Anna.\n")
+    settings = make_settings(tmp_path, ws, {"provider": "none"}, memory=backend_memory(backend))
+
+    async def search():
+        manager = open_manager(settings)
+        try:
+            return await manager.search("how much was the plumbing?", explain=True, min_score=0.0)
+        finally:
+            await manager.aclose()
+
+    hits = anyio.run(search).results
+    assert [h.path for h in hits] == ["memory/2026-11-10.md"]
+    assert 0 < hits[0].explain.keyword_score <= EXPANSION_WEIGHT
