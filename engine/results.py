@@ -117,6 +117,11 @@ class SearchHit(_Out):
     details: dict[str, Any] | None = None
     rerank: RerankExplain | None = None  # --explain with the rerank stage on: its score, the hybrid score, the blend
     ranker: RankerExplain | None = None  # --explain: the evidence ranker's features and score
+    # For the stages above the backend, never shown: how close the hit's day is to the question's
+    # time (1 inside, less in its margins, None undated or no time named) and how many of its topic
+    # words it holds, so the evidence ranker keeps an in-window note before a margin's (time_rank.py).
+    window_closeness: float | None = Field(default=None, exclude=True)
+    topic_words: int | None = Field(default=None, exclude=True)
 
 
 class Fallback(_Out):

@@ -79,6 +79,14 @@ def write_time_workspace(root: Path, today: date, *, with_memory_md: bool = True
         + f"- 17:00 The vote on the schema was postponed to {_last_month_day(today, 12).strftime('%B')} 12; we decide "
           f"then.\n"
     )
+    # In the margin of last month (a week before it): its words and meaning are closer to "what did we
+    # decide in <last month>?" than the decision itself; the in-window decision must still come first.
+    margin = _last_month_day(today, 1) - timedelta(days=7)
+    notes[margin] = (
+        notes.get(margin, "")
+        + f"- 16:00 The vote on the queue was postponed to {_last_month_day(today, 12).strftime('%B')} 12; nothing "
+          f"decided yet.\n"
+    )
     empty = _empty_day(today, set(notes) | note_days(root))  # no day of the workspace's own notes either
     near = empty - timedelta(days=3)
     notes[near] = notes.get(near, "") + "- 09:30 Wrote the quarterly report draft and sent it to Priya.\n"

@@ -44,7 +44,12 @@ from memsift.engine.search.pipeline import time_only_answer
 from memsift.engine.search.time_only import MAX_COMMON_WORDS, names_only_a_time, nearby_windows, topic_words
 from memsift.engine.search.request import KeywordSearch, SearchRequest
 from memsift.engine.search.time_query import TimeWindow, without_time_expressions
-from memsift.engine.search.time_rank import apply_time_filter, apply_time_windows, candidate_windows
+from memsift.engine.search.time_rank import (
+    apply_time_filter,
+    apply_time_windows,
+    candidate_windows,
+    candidates_inside_first,
+)
 
 from .collections import ManagedCollection, read_index_yml, resolve_collections
 from .lock import LockBusy
@@ -371,7 +376,7 @@ class QmdSearchManager(KeywordSearch):
             if windows and words and not time_only:  # the window's notes QMD's every-word match left out
                 found += self._window_candidates(live, windows, words, found, read_note)
             if time_filter or windows:
-                found = self._timed(found, time_filter, windows, facts, read_note)
+                found = self._timed(found, time_filter, windows, facts, read_note, words or [])
             if not time_only:
                 hits = self._to_hits(found, threshold, limit, session_key, explain, facts)
             under = [h.score for h, _c in found if h.score < threshold]
@@ -426,10 +431,11 @@ class QmdSearchManager(KeywordSearch):
         return list(best.values())
 
     def _timed(self, found: list, time_filter: TimeWindow | None, windows: list[TimeWindow], facts: dict,
-               read_note: ReadNote) -> list:
+               read_note: ReadNote, words: list[str]) -> list:
         """QMD's hits judged by their notes' days: the since/until filter, then the question's windows
-        (the shared engine/search/time_rank.py rules), each hit's score scaled and the list re-sorted.
-        Each hit's day and time factor are kept in `facts["time"]` for its explain."""
+        (the shared engine/search/time_rank.py rules: each hit's score scaled, an in-window note of the
+        topic before a margin's), the list re-sorted. Each hit's day and time factor are kept in
+        `facts["time"]` for its explain, its closeness to the window and topic words in `facts["fit"]`."""
         items: list[Candidate] = []
         for i, (h, c) in enumerate(found):
             abs_path = Path(os.path.normpath(c.path / (h.path or "")))
@@ -450,12 +456,16 @@ class QmdSearchManager(KeywordSearch):
 
         items = apply_time_filter(items, time_filter, _mtime)
         apply_time_windows(items, windows, self.settings.memory_search.query.time.weight)
+        if windows:
+            items.sort(key=lambda it: -it.score)
+            items = candidates_inside_first(items, words)
         out = []
-        judged = facts.setdefault("time", {})
+        judged, fit = facts.setdefault("time", {}), facts.setdefault("fit", {})
         for it in items:
             h, c = found[int(it.chunk_id)]
             judged[(c.name, h.path, h.start_line)] = {"day": it.day, "daySource": it.day_source,
                                                       "timeFactor": round(it.time_factor, 3)}
+            fit[(c.name, h.path, h.start_line)] = (it.window_closeness, it.topic_words)
             out.append((replace(h, score=it.score), c))
         return out
 
@@ -563,6 +573,8 @@ class QmdSearchManager(KeywordSearch):
                 source="sessions" if c.kind == "sessions" else "memory",
                 citation=citation_for(path, start, end) if cite else None,
             )
+            fit = facts.get("fit", {}).get((c.name, h.path, h.start_line), (None, None))
+            hit.window_closeness, hit.topic_words = fit
             if explain:
                 hit.details = {
                     "mode": facts["effective_mode"],

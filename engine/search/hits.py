@@ -44,6 +44,8 @@ def hits_from_ranked(
             source=c.source,
             citation=citation_for(c.path, start, end) if cite else None,
             below_min_score=True if c.chunk_id in facts.get("below", ()) else None,
+            window_closeness=c.window_closeness,
+            topic_words=c.topic_words,
         )
         if explain:
             hit.explain = HitExplain(

@@ -18,7 +18,14 @@ from .ranking import Candidate, brevity_factor, drop_repeated_lines, merge_hybri
 from ..text import word_tokens
 from .time_only import NEARBY_DAYS, nearest_notes, window_days, window_first
 from .time_query import TimeWindow
-from .time_rank import FileTime, TimeParams, apply_decay, apply_time_filter, apply_time_windows
+from .time_rank import (
+    FileTime,
+    TimeParams,
+    apply_decay,
+    apply_time_filter,
+    apply_time_windows,
+    candidates_inside_first,
+)
 
 if TYPE_CHECKING:
     from ..config.models import QueryConfig
@@ -190,7 +197,7 @@ def rank(
         items = _apply_time(file_time, items, params, terms)
         # Hits at the 1.0 clamp keep the order of their unclamped evidence.
         items.sort(key=lambda c: (-c.score, -(c.text_score + facts["boosts"][c.chunk_id]) * c.decay * c.time_factor))
-        items = drop_repeated_lines(items)
+        items = _inside_before_margin(drop_repeated_lines(items), params, terms)
         passing = [c for c in items if c.score >= params.min_score]
         if not passing and items:
             passing, facts["relaxed"] = items, True
@@ -206,6 +213,7 @@ def rank(
         vector = drop_repeated_lines(vector)
         if params.mmr_enabled:
             vector = mmr_rerank(vector, params.mmr_lambda, limit=params.max_results, min_score=params.min_score)
+        vector = _inside_before_margin(vector, params, terms)
         passing = [c for c in vector if c.score >= params.min_score][: params.max_results]
         _note_below(facts, passing, vector)
         return passing or _closest_below(facts, vector, params), facts
@@ -217,6 +225,7 @@ def rank(
     merged = drop_repeated_lines(merged)
     if params.mmr_enabled:
         merged = mmr_rerank(merged, params.mmr_lambda, limit=params.max_results, min_score=params.min_score)
+    merged = _inside_before_margin(merged, params, terms)
     strict = [c for c in merged if c.score >= params.min_score]
     if len(strict) < params.max_results and keyword:
         # Keyword rescue. A pure BM25 hit scores at most textWeight (0.3), under the default
@@ -240,6 +249,11 @@ def rank(
         strict += rescued
     _note_below(facts, strict, merged)
     return strict[: params.max_results] or _closest_below(facts, merged, params), facts
+
+
+def _inside_before_margin(items: list[Candidate], params: PipelineParams, terms: list[str]) -> list[Candidate]:
+    """The question's time before its margins, on the same topic (time_rank.inside_before_margin)."""
+    return candidates_inside_first(items, terms) if params.time.windows else items
 
 
 def _rescued_in_time(merged: list[Candidate], rescued: list[Candidate], taken: set[str]) -> list[Candidate]:

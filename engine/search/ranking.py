@@ -78,6 +78,7 @@ class Candidate:
     # How close its days are to the question's windows: 1 inside one, down to 0 past the margins;
     # None when the question names no time or the chunk states no day (time_rank.apply_time_windows).
     window_closeness: float | None = None
+    topic_words: int | None = None  # the question's topic words it holds, when the question names a time
     embedding: object | None = field(default=None, repr=False)
     line_days: list | None = field(default=None, repr=False)  # each line's day (time_rank.line_days), when asked for
     focus: tuple[int, int] | None = None  # lines (0-based, inclusive) of the time asked for, when only some are

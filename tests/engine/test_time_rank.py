@@ -7,7 +7,7 @@ from datetime import date
 
 from memsift.engine.search.ranking import Candidate
 from memsift.engine.search.time_query import TimeWindow
-from memsift.engine.search.time_rank import apply_time_windows, candidate_windows
+from memsift.engine.search.time_rank import apply_time_windows, candidate_windows, candidates_inside_first
 
 WEEKEND = TimeWindow(date(2026, 11, 21), date(2026, 11, 22), "last weekend")
 
@@ -78,3 +78,40 @@ def test_a_note_months_away_is_not_rescued_over_a_note_of_the_time_asked():
                     _hybrid("2026-11-18", "Fixed HER-95: invoices rounded twice", keyword=0.2, vector=0.2)], []) \
         == ["2026-07-02 (rescued)", "2026-11-18 (rescued)"]
 
+
+
+NOVEMBER = TimeWindow(date(2026, 11, 1), date(2026, 11, 30), "November")
+
+
+def _scored(day: str | None, text: str, score: float) -> Candidate:
+    return Candidate(chunk_id=f"{day}:{text[:12]}", path=f"memory/{day or 'notes'}.md", source="memory", start_line=1,
+                     end_line=1, text=text, score=score, day=day, day_source="heading" if day else None)
+
+
+def test_a_note_of_the_time_asked_comes_before_its_margins_on_the_same_topic():
+    margin = _scored("2026-10-25", "The vote was postponed to November 12; nothing decided yet.", 0.40)
+    undated = _scored(None, "We decide by vote.", 0.38)
+    decision = _scored("2026-11-02", "Decided to move the event bus to NATS.", 0.30)
+    deeper = _scored("2026-10-29", "Decided on the queue: we decide the vote in November.", 0.28)  # more topic words
+    second = _scored("2026-11-20", "Decided the release train.", 0.20)
+    off_topic = _scored("2026-11-21", "Lunch with Sam.", 0.10)
+    items = [margin, undated, decision, deeper, second, off_topic]
+    apply_time_windows(items, [NOVEMBER], 0.5)
+    for c, s in zip(items, [0.40, 0.38, 0.30, 0.28, 0.20, 0.10]):
+        c.score = s  # the order under test, whatever the factors made of it
+    ranked = candidates_inside_first(items, ["decide"])
+    # The window's best note of the topic passes the margin's; nothing else moves.
+    assert [c.chunk_id for c in ranked] == [c.chunk_id for c in [decision, margin, undated, deeper, second, off_topic]]
+    assert decision.score > margin.score
+    # the others keep their scores
+    assert (margin.score, undated.score, deeper.score, second.score) == (0.40, 0.38, 0.28, 0.20)
+    # Without topic words, or when the margin's note holds more of them, the order stands.
+    again = [_scored("2026-10-25", "decided vote", 0.4), _scored("2026-11-02", "decided", 0.3)]
+    apply_time_windows(again, [NOVEMBER], 0.5)
+    assert [c.day for c in candidates_inside_first(again, ["decide", "vote"])] == ["2026-10-25", "2026-11-02"]
+    assert candidates_inside_first(again, []) == again
+    # A note past the margins that still ranks above the window's is left there (often the answer, told weeks away).
+    far = [_scored("2026-09-20", "decided", 0.4), _scored("2026-11-02", "decided", 0.3)]
+    apply_time_windows(far, [NOVEMBER], 0.5)
+    assert far[0].window_closeness == 0.0
+    assert [c.day for c in candidates_inside_first(far, ["decide"])] == ["2026-09-20", "2026-11-02"]
