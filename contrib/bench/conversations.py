@@ -14,6 +14,8 @@ question and its reply verbatim).
   turn metrics over the 908 with evidence turns). Apache-2.0.
 - `beam`: BEAM 100K, twenty long synthetic chats; the retrieval categories (those with evidence).
   No licence: evaluation only.
+- `molweni`: Molweni's 100 multiparty Ubuntu chats in one workspace (a daily note each), its 2,560
+  answerable questions each asked against all of them. Apache-2.0.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Iterable
 
 from bench_data import BENCH_DATA, Question, _write_if_changed
 
-__all__ = ["load_locomo", "load_realmem", "load_beam", "LOCOMO_CATEGORIES"]
+__all__ = ["load_locomo", "load_realmem", "load_beam", "load_molweni", "LOCOMO_CATEGORIES"]
 
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _EVIDENCE_ID = re.compile(r"D:?(\d+):(\d+)")
@@ -227,6 +229,45 @@ def load_beam(root: Path, data: Path = BENCH_DATA / "beam_100k") -> list[Questio
                     evidence=evidence,
                     workspace=root / "beam" / cid,
                     sessions=[w.sessions[s] for s in dict.fromkeys(q["evidence_session_ids"])],
+                )
+            )
+    return questions
+
+
+# --- Molweni -----------------------------------------------------------------------------------------
+
+
+def load_molweni(root: Path, data: Path = BENCH_DATA / "molweni") -> list[Question]:
+    """One workspace of all 100 chats (their README's recipe): each a session of its own day."""
+    sessions: list[Session] = []
+    with open(data / "sessions.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            conv = json.loads(line)
+            sessions += [Session(s["session_id"], s["date"], f"## Chat {conv['conversation_id']}",
+                                 [(t["turn_id"], t["speaker"], t["text"]) for t in s["turns"]])
+                         for s in conv["sessions"]]
+    ws = root / "molweni" / "all"
+    written = write_sessions(ws, sessions, "# Memory\n- Chats from the Ubuntu IRC channel.\n")
+    session_of = {t: s.sid for s in sessions for t, _speaker, _text in s.turns}
+    now = (datetime.strptime(max(s.day for s in sessions), "%Y-%m-%d") + timedelta(days=1)).replace(
+        tzinfo=timezone.utc).timestamp()
+    questions: list[Question] = []
+    with open(data / "questions.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            q = json.loads(line)
+            evidence = _evidence_lines(written, q["evidence_turn_ids"])
+            if not q["answerable"] or not evidence:
+                continue
+            questions.append(
+                Question(
+                    qid=q["question_id"],
+                    qtype="answerable",
+                    text=q["question"],
+                    now=now,
+                    answer_sessions=[],
+                    evidence=evidence,
+                    workspace=ws,
+                    sessions=[written.sessions[session_of[t]] for t in dict.fromkeys(q["evidence_turn_ids"])],
                 )
             )
     return questions

@@ -16,18 +16,19 @@ its range (`startLine`–`endLine`, the snippet an agent reads). Per question, o
 - `whole` runs report each hit's whole chunk instead of its snippet: what the same ranking would
   show if the snippet were the ranked unit.
 
-Five dev sets. Two share LongMemEval's sessions in different layouts (bench_data.py): `lme`, the
+Six dev sets. Two share LongMemEval's sessions in different layouts (bench_data.py): `lme`, the
 940 sessions in one workspace, one whole turn per line (long lines, `## Session` headings under a
 `# date`); `chats`, the sessions as chats between two named people in 10 workspaces, one message
 per line (a turn's paragraphs, median 128 characters, each tagged with the speaker), `# Session
-N — date time (A & B)` headings, a near-empty MEMORY.md, questions naming people. Three come from
+N — date time (A & B)` headings, a near-empty MEMORY.md, questions naming people. Four come from
 elsewhere (conversations.py, by the recipes in ../shared/bench-data): `locomo` (two people over
 months; `locomo-audit` scores the audit's corrected citations), `realmem` (assistant projects
 among distractor sessions; a question's own and later sessions are hidden: the hits overlapping
-them are dropped before the cut) and `beam` (long synthetic chats). Turn figures are over the
+them are dropped before the cut), `beam` (long synthetic chats) and `molweni` (100 short multiparty
+Ubuntu chats in one workspace, questions reusing the chat's words). Turn figures are over the
 questions that have evidence turns, by category (`turn_recall@10_by_type`).
 
-    python contrib/bench/evidence.py --modes hybrid      # all five sets (RealMem indexes for ~20 min)
+    python contrib/bench/evidence.py --modes hybrid      # all six sets (RealMem indexes for ~20 min)
     python contrib/bench/evidence.py --sets chats --modes hybrid --whole
 """
 
@@ -47,7 +48,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_data import Question, load_chats, load_longmemeval  # noqa: E402
-from conversations import load_beam, load_locomo, load_realmem  # noqa: E402
+from conversations import load_beam, load_locomo, load_molweni, load_realmem  # noqa: E402
 from metrics import mean, percentile  # noqa: E402
 from quality import open_mode, warm_index  # noqa: E402
 
@@ -56,7 +57,8 @@ __all__ = ["EVIDENCE_SETS", "ALL_SETS", "eval_evidence", "evidence_metrics"]
 K = 10
 TINY_CHARS = 120  # a hit showing less than this is "near-empty"
 EVIDENCE_SETS = ("lme", "chats")  # what run.py measures every time (built in minutes)
-ALL_SETS = ("lme", "chats", "locomo", "realmem", "beam")  # every conversational dev set (RealMem indexes for ~20 min)
+# every conversational dev set (RealMem indexes for ~20 min)
+ALL_SETS = ("lme", "chats", "locomo", "realmem", "beam", "molweni")
 HIDDEN_SLACK = 30  # extra hits asked for when some of a question's lines are hidden (RealMem)
 
 
@@ -159,7 +161,7 @@ def load_set(name: str, root: Path) -> list[Question]:
     if name == "chats":
         return load_chats(root).questions
     loaders = {"locomo": load_locomo, "locomo-audit": lambda r: load_locomo(r, audited=True),
-               "realmem": load_realmem, "beam": load_beam}
+               "realmem": load_realmem, "beam": load_beam, "molweni": load_molweni}
     if name in loaders:
         return loaders[name](root)
     raise SystemExit(f"unknown evidence set {name!r} (known: {', '.join(ALL_SETS)}, locomo-audit)")
