@@ -6,16 +6,19 @@ before anything heavy is imported; everything else (and any search it declines) 
 
 from __future__ import annotations
 
+import os
+
 __all__ = ["main"]
+
+# memsift uses no pydantic plugins; looking for them scans every installed package's entry points
+# (~15 ms of each cold call). Set when the command line's package loads, so `python -m
+# memsift.engine.cli.main` (whose module imports pydantic's models first) is spared it as the
+# console script is: this process and its children (a resident helper) only.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
 
 
 def main() -> None:
-    import os  # noqa: PLC0415
     import sys  # noqa: PLC0415
-
-    # memsift uses no pydantic plugins; looking for them scans every installed package's entry
-    # points (~15 ms of each cold call). Only this process and its children (a resident helper).
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
 
     from .resident import try_resident  # noqa: PLC0415
 
