@@ -14,7 +14,8 @@ modification day.
   `weight/2` times the share of dated hits in the pool (in daily logs an undated note is unlikely
   the one meant; in an undated corpus a rare date-like line must not cost every other note).
   Factors are relative to the pool's best, so when no hit is inside a window (or none is dated)
-  nothing changes.
+  nothing changes. The window's best note of the topic then still comes before a margin's note
+  that holds no more of the topic's words (`inside_before_margin`).
 - **Decay**, `bounded` (default): score × (1 − w + w · 0.5^(age / halfLife)), the age counted
   from the newest dated hit of this search (never later than `now`) to the day of the lines that
   matched the query (else the chunk's day), so decay orders notes by how recent they are without
