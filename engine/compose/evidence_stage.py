@@ -27,7 +27,7 @@ from ..search.request import SearchRequest, renote_window
 from ..results import ManagerStatus, RankerExplain, RankerSummary, SearchAnswer, SearchHit
 from ..rerank.evidence import TURN, EvidenceModel, evidence_features, load_model, ranker_terms
 from .rerank_stage import diversify
-from ..search.time_rank import LIFT, inside_before_margin
+from ..search.time_rank import inside_before_margin
 
 __all__ = ["EvidenceRankedSearchManager", "HYBRID_MODES", "rank_by_evidence", "is_conversation", "mostly_conversation"]
 
@@ -75,10 +75,6 @@ def rank_by_evidence(query: str, hits: list[SearchHit], model: EvidenceModel, *,
     return out
 
 
-def _lift(moved: SearchHit, passed: SearchHit) -> None:
-    moved.score = round(max(moved.score, passed.score + LIFT), 6)
-
-
 class EvidenceRankedSearchManager(WrappedManager):
     """A `SearchManager` whose hybrid answers are reordered by the evidence ranker."""
 
@@ -111,8 +107,7 @@ class EvidenceRankedSearchManager(WrappedManager):
             started = time.perf_counter()
             answer.results = rank_by_evidence(answer.query, hits, self.model, explain=request.explain, mmr=self.mmr)
             if answer.time_windows:  # the ranker knows no time: the backend's judgement of the window stands
-                answer.results = inside_before_margin(answer.results, lambda h: h.window_closeness,
-                                                      lambda h: h.topic_words or 0, _lift)
+                answer.results = inside_before_margin(answer.results)
             took = (time.perf_counter() - started) * 1000
             answer.took_ms = round(answer.took_ms + took, 3)
             answer.ranker = RankerSummary(version=self.model.version, candidates=len(hits), took_ms=round(took, 3))

@@ -30,7 +30,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Protocol, Sequence, TypeVar
 
 from .ranking import Candidate, dated_file_timestamp, decay_multiplier, is_evergreen
 from ..files.note_dates import chunk_line_days
@@ -50,11 +50,9 @@ __all__ = [
     "count_topic_words",
     "inside_before_margin",
     "candidates_inside_first",
-    "LIFT",
 ]
 
 FileTime = Callable[[str], "float | None"]  # path → its indexed mtime (seconds), or None
-T = TypeVar("T")  # a ranked item: a Candidate in the pipeline, a SearchHit in the evidence stage
 
 MIN_MARGIN_DAYS = 2
 MIN_MARGIN_AFTER_DAYS = 7
@@ -200,31 +198,40 @@ def count_topic_words(text: str, terms: Sequence[str]) -> int:
     return sum(1 for t in set(terms) if t in lower)
 
 
-def inside_before_margin(items: list[T], closeness: Callable[[T], "float | None"], topic: Callable[[T], int],
-                         raise_to: Callable[[T, T], None]) -> list[T]:
+class WindowFit(Protocol):
+    """A ranked item the window rule reads and moves: a Candidate, or a SearchHit in the evidence stage."""
+
+    score: float
+    window_closeness: float | None  # 1 inside the question's window, less in its margins, None undated
+    topic_words: int | None  # the question's topic words it holds
+
+
+W = TypeVar("W", bound=WindowFit)
+LIFT = 1e-6  # a moved note scores just above the one it passed: a later sort by score keeps the order
+
+
+def inside_before_margin(items: list[W]) -> list[W]:
     """The best note of the question's time is never ranked below a note of its margins (the days
     around it that keep part of their score) on the same topic: the first in-window note holding a
     topic word moves up to just before the first margin note above it that holds no more of the
-    topic's words. "What did we decide in November?" then puts the November 2 decision above an
-    October 25 note saying "postponed to November 12; nothing decided yet", whose words and meaning
-    are closer. Nothing else moves: undated notes, notes with more of the topic's words, notes past
-    the margins (one that still ranks above the window's, weeks away, is often where the answer was
-    told), and the window's other notes (moving every one of them above the margins cost the dev
-    sets' multi-session questions 0.010-0.016 of recall@10: their answers span the days around).
-    `raise_to(moved, passed)` lifts the moved note's score just above the one it now precedes."""
+    topic's words, its score lifted just above that note's. "What did we decide in November?" then
+    puts the November 2 decision above an October 25 note saying "postponed to November 12; nothing
+    decided yet", whose words and meaning are closer. Nothing else moves: undated notes, notes with
+    more of the topic's words, notes past the margins (one that still ranks above the window's, weeks
+    away, is often where the answer was told), and the window's other notes (moving every one of them
+    above the margins cost the dev sets' multi-session questions 0.010-0.016 of recall@10: their
+    answers span the days around)."""
     for j, x in enumerate(items):
-        if closeness(x) != 1.0 or not topic(x):
+        words = x.topic_words or 0
+        if x.window_closeness != 1.0 or not words:
             continue
-        k = next((p for p in range(j) if 0.0 < (closeness(items[p]) or 0.0) < 1.0 and topic(items[p]) <= topic(x)),
-                 None)
+        k = next((p for p in range(j) if 0.0 < (items[p].window_closeness or 0.0) < 1.0
+                  and (items[p].topic_words or 0) <= words), None)
         if k is None:
             return items
-        raise_to(x, items[k])
+        x.score = max(x.score, round(items[k].score + LIFT, 6))
         return [*items[:k], x, *items[k:j], *items[j + 1:]]
     return items
-
-
-LIFT = 1e-6  # a moved note scores just above the one it passed: a later sort by score keeps the order
 
 
 def candidates_inside_first(items: list[Candidate], terms: Sequence[str]) -> list[Candidate]:
@@ -233,11 +240,7 @@ def candidates_inside_first(items: list[Candidate], terms: Sequence[str]) -> lis
         return items
     for c in items:
         c.topic_words = count_topic_words(c.text, terms)
-
-    def lift(moved: Candidate, passed: Candidate) -> None:
-        moved.score = max(moved.score, passed.score + LIFT)
-
-    return inside_before_margin(items, lambda c: c.window_closeness, lambda c: c.topic_words or 0, lift)
+    return inside_before_margin(items)
 
 
 def is_curated(c: Candidate) -> bool:
