@@ -28,6 +28,8 @@ from ..results import ManagerStatus, RankerExplain, RankerSummary, SearchAnswer,
 from ..rerank.evidence import TURN, EvidenceModel, evidence_features, load_model, ranker_terms
 from .rerank_stage import diversify
 from ..search.time_rank import inside_before_margin
+from ..search.expansion import variants_by_term
+from ..search.fts_query import question_words
 
 __all__ = ["EvidenceRankedSearchManager", "HYBRID_MODES", "rank_by_evidence", "is_conversation", "mostly_conversation"]
 
@@ -53,9 +55,12 @@ def mostly_conversation(hits: list[SearchHit]) -> bool:
 
 
 def rank_by_evidence(query: str, hits: list[SearchHit], model: EvidenceModel, *, explain: bool,
-                     mmr: MmrConfig | None = None) -> list[SearchHit]:
-    """`hits` (the backend's order) rescored and sorted; ties keep the backend's order."""
-    feats = evidence_features(ranker_terms(query), [(h.path, h.score, h.snippet) for h in hits], query)
+                     mmr: MmrConfig | None = None, expansion: str = "synonyms") -> list[SearchHit]:
+    """`hits` (the backend's order) rescored and sorted; ties keep the backend's order. `expansion`:
+    the configured `query.expansion`, whose forms of a word stand in for it where no hit has it."""
+    terms = ranker_terms(query)
+    variants = variants_by_term(question_words(query), terms, expansion=expansion)
+    feats = evidence_features(terms, [(h.path, h.score, h.snippet) for h in hits], query, variants)
     scale = model.pool_scale(feats)
     # No time constraint here: the backend's score holds the time factor already, and the ranker
     # lifting a note past the question's window finds answers told far from it (a multiplier by
@@ -80,8 +85,10 @@ class EvidenceRankedSearchManager(WrappedManager):
 
 
     def __init__(self, inner: SearchManager, config: RankerConfig, *, mmr: MmrConfig | None = None,
-                 default_max_results: int = 6, model: EvidenceModel | None = None) -> None:
+                 default_max_results: int = 6, model: EvidenceModel | None = None,
+                 expansion: str = "synonyms") -> None:
         super().__init__(inner)
+        self.expansion = expansion
         self.config = config
         self.mmr = mmr or MmrConfig()
         self.default_max_results = default_max_results
@@ -105,7 +112,8 @@ class EvidenceRankedSearchManager(WrappedManager):
         if (answer.denied is None and answer.unavailable is None and len(hits) > 1
                 and answer.mode in HYBRID_MODES and not answer.time_only and mostly_conversation(hits)):
             started = time.perf_counter()
-            answer.results = rank_by_evidence(answer.query, hits, self.model, explain=request.explain, mmr=self.mmr)
+            answer.results = rank_by_evidence(answer.query, hits, self.model, explain=request.explain, mmr=self.mmr,
+                                              expansion=self.expansion)
             if answer.time_windows:  # the ranker knows no time: the backend's judgement of the window stands
                 answer.results = inside_before_margin(answer.results)
             took = (time.perf_counter() - started) * 1000

@@ -151,7 +151,8 @@ def ranked(manager: SearchManager, settings: ResolvedConfig, backend: str) -> Se
     from .evidence_stage import EvidenceRankedSearchManager  # noqa: PLC0415
 
     return EvidenceRankedSearchManager(manager, config, mmr=settings.memory_search.query.hybrid.mmr,
-                                       default_max_results=_default_max_results(settings, backend))
+                                       default_max_results=_default_max_results(settings, backend),
+                                       expansion=settings.memory_search.query.expansion)
 
 
 def reranked(manager: SearchManager, settings: ResolvedConfig, backend: str) -> SearchManager:

@@ -5,7 +5,9 @@ conversational dev sets (never on the documents guard) and shipped with memsift.
 
 Features are backend-neutral, read from the hits themselves (score, snippet, path, order):
 
-- `coverage`: the share of the question's words found in the lines the hit shows;
+- `coverage`: the share of the question's words found in the lines the hit shows; a word no hit
+  of the pool shows is found where one of its other forms is (the lexicon's: "chose" for "pick",
+  engine/search/expansion.py), so plain wording counts where the question's own word is absent;
 - `rare_coverage`: the same, each word weighed by its rarity among the pool's hits
   (log(1 + n / (1 + hits holding it))), so a word most hits hold counts little;
 - `reciprocal_rank`: 1 / the hit's position in the backend's order;
@@ -30,7 +32,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..search.fts_query import query_terms
 from ..text import is_cjk_char
@@ -118,12 +120,15 @@ def ranker_terms(query: str) -> list[str]:
 
 
 def evidence_features(terms: Sequence[str], hits: Sequence[tuple[str, float, str]],
-                      question: str = "") -> list[dict[str, float]]:
+                      question: str = "", variants: Mapping[str, Sequence[str]] | None = None
+                      ) -> list[dict[str, float]]:
     """The features of each hit, given as (path, score, snippet) in the backend's order; `question`
-    is the question as asked (for who it is about)."""
+    is the question as asked (for who it is about); `variants`: other forms of the terms
+    (`variants_by_term`), which stand in for a term that no hit shows."""
     shown = [snippet.lower() for _path, _score, snippet in hits]
     asker_lines = _asker_lines(question, [snippet for _path, _score, snippet in hits])
-    holds = [[t in s for t in terms] for s in shown]
+    held = _forms_that_count(terms, shown, variants or {})
+    holds = [[any(v in s for v in forms) for forms in held] for s in shown]
     n = len(hits)
     rarity = [math.log1p(n / (1 + sum(h[j] for h in holds))) for j in range(len(terms))]
     total_rarity = sum(rarity)
@@ -140,12 +145,21 @@ def evidence_features(terms: Sequence[str], hits: Sequence[tuple[str, float, str
                 "rare_coverage": sum(r for r, h in zip(rarity, has) if h) / total_rarity if total_rarity else 0.0,
                 "reciprocal_rank": 1.0 / (rank + 1),
                 "file_best_other": second if score == best else best,  # the best score of another hit of the file
-                "asker_coverage": sum(any(t in line for line in lines) for t in terms) / len(terms)
+                "asker_coverage": sum(any(v in ln for v in forms for ln in lines) for forms in held) / len(terms)
                 if terms and lines
                 else 0.0,
             }
         )
     return out
+
+
+def _forms_that_count(terms: Sequence[str], shown: Sequence[str], variants: Mapping[str, Sequence[str]]
+                      ) -> list[tuple[str, ...]]:
+    """For each term, the words whose presence counts as the term's: the term, and where no hit of the
+    pool shows it, its other forms too. Counting them where the term is shown as well lifted beam's
+    MRR by 0.011 but cost RealMem 0.005 of recall@10 (docs/performance.md): the term itself is the
+    better evidence whenever some hit has it."""
+    return [(t, *variants.get(t, ())) if not any(t in s for s in shown) else (t,) for t in terms]
 
 
 def _asker_lines(question: str, snippets: Sequence[str]) -> list[list[str]]:

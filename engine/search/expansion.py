@@ -28,8 +28,8 @@ from .stopwords import STOP_WORDS
 
 K = TypeVar("K")  # a store's key for a chunk (a row id, a chunk id)
 
-__all__ = ["Lexicon", "lexicon", "expand_terms", "verbs_of", "keyword_scores", "MAX_PER_TERM", "MAX_PER_QUERY",
-           "EXPANSION_WEIGHT"]
+__all__ = ["Lexicon", "lexicon", "expand_terms", "variants_by_term", "verbs_of", "keyword_scores", "MAX_PER_TERM",
+           "MAX_PER_QUERY", "NO_OWN_EVIDENCE", "EXPANSION_WEIGHT"]
 
 MAX_PER_TERM = 4
 MAX_PER_QUERY = 8
@@ -37,6 +37,11 @@ MAX_PER_QUERY = 8
 # own words: enough to break a near-tie ("pick" → "chose"), too little to outrank them. At 0.5
 # and 0.25 it cost the lme dev set 0.006–0.015 of recall@10; at 0.1 it is neutral on both sets.
 EXPANSION_WEIGHT = 0.1
+# Below this, the question's own words carry no keyword evidence (FTS5 clamps the IDF of a word in
+# half the chunks or more to 1e-6, so its best hit scores about 1e-6): the expansions then stand in
+# for them at full weight. In the example workspace "ledger" is in most chunks and "pick" and
+# "database" in none, so only "chose" tells the decision from the section about the ledger.
+NO_OWN_EVIDENCE = 0.01
 
 
 # A word right after one of these is used as a verb ("didn't" is tokenized "didn", "t").
@@ -139,21 +144,35 @@ def expand_terms(terms: list[str], *, verbs: set[str] | None = None, synonyms: b
     return out[:per_query]
 
 
+def variants_by_term(question_words: list[str], terms: Sequence[str], *, expansion: str = "synonyms"
+                     ) -> dict[str, list[str]]:
+    """Each of `terms`' expansions on its own, as `expand_terms` gives them for the whole question
+    (`question_words`: its words in order, lowercase, for which are verbs). `expansion`: the
+    configured `query.expansion` ("off": none)."""
+    if expansion == "off":
+        return {}
+    verbs = verbs_of(question_words)
+    out = {t: expand_terms([t], verbs=verbs, synonyms=expansion == "synonyms") for t in terms}
+    return {t: v for t, v in out.items() if v}
+
+
 def keyword_scores(rows: Sequence[tuple[K, float]], expansion_rows: Sequence[tuple[K, float]] = (), *,
                    limit: int | None = None, extra: Iterable[K] = ()) -> list[tuple[K, float, float | None]]:
     """The keyword side's scores from a store's raw BM25 ranks (FTS5's sign: lower is better), the maths
     every store shares, written once: each of `rows` scores its BM25 relative to the best of them
     (`bm25_relative_scores`); the question's expansions matched on their own (`expansion_rows`, best
     first) add EXPANSION_WEIGHT × theirs, capped at 1 ("chose" counts for "pick", less than "pick"
-    would), a chunk only they find joining with no rank. Then the best `limit` by score (None: all, in
-    the order found) and after them the `extra` rows (those in `rows` only because the vector side
-    found them), whatever their score. Returns (key, keyword score, raw rank or None)."""
+    would), a chunk only they find joining with no rank; their whole score when no own word scores
+    NO_OWN_EVIDENCE anywhere (none matched, or only words too common to weigh). Then the best `limit`
+    by score (None: all, in the order found) and after them the `extra` rows (those in `rows` only
+    because the vector side found them), whatever their score. Returns (key, keyword score, raw rank or None)."""
     scored: dict[K, tuple[float, float | None]] = {}
     for (key, rank), score in zip(rows, bm25_relative_scores([r for _, r in rows])):
         scored[key] = (score, rank)
+    weight = EXPANSION_WEIGHT if any(s >= NO_OWN_EVIDENCE for s, _ in scored.values()) else 1.0
     for (key, _rank), score in zip(expansion_rows, bm25_relative_scores([r for _, r in expansion_rows])):
         text, own_rank = scored.get(key, (0.0, None))
-        scored[key] = (min(1.0, text + EXPANSION_WEIGHT * score), own_rank)
+        scored[key] = (min(1.0, text + weight * score), own_rank)
     if limit is None:
         return [(key, score, rank) for key, (score, rank) in scored.items()]
     extras = list(extra)

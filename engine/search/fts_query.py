@@ -30,6 +30,7 @@ __all__ = [
     "index_text",
     "split_script_runs",
     "query_terms",
+    "question_words",
     "clean_query",
     "INDEX_TEXT_REVISION",
 ]
@@ -75,6 +76,11 @@ def _tokens(text: str) -> list[str]:
     for m in WORD_RE.finditer(text):
         out.extend(r.lower() for r in split_script_runs(m.group(0)))
     return out
+
+
+def question_words(query: str) -> list[str]:
+    """The question's words in order, lowercase (which of them are verbs: expansion.verbs_of)."""
+    return _tokens(query[:MAX_QUERY_CHARS])
 
 
 def query_terms(query: str) -> list[str]:
@@ -164,7 +170,7 @@ def plan_query(query: str, tokenizer: str = "unicode61", *, expansion: str = "of
     if expansion != "off" and match_terms:
         from .expansion import expand_terms, verbs_of  # noqa: PLC0415  (reads the lexicon when first used)
 
-        expansions = expand_terms(terms, verbs=verbs_of(_tokens(query)), synonyms=expansion == "synonyms")
+        expansions = expand_terms(terms, verbs=verbs_of(question_words(query)), synonyms=expansion == "synonyms")
     expansion_terms = [_word_term(w, tokenizer) for w in expansions]
     return FtsPlan(" OR ".join(match_terms) if match_terms else None, terms, match_terms, expansions,
                    " OR ".join(expansion_terms) if expansion_terms else None)

@@ -9,7 +9,8 @@ import pytest
 
 from helpers import backend_memory, make_settings
 from memsift.engine.compose.factory import open_manager
-from memsift.engine.search.expansion import EXPANSION_WEIGHT, MAX_PER_QUERY, MAX_PER_TERM, expand_terms, lexicon
+from memsift.engine.search.expansion import (EXPANSION_WEIGHT, MAX_PER_QUERY, MAX_PER_TERM, expand_terms,
+                                             keyword_scores, lexicon)
 from memsift.engine.search.fts_query import plan_query
 from memsift.engine.search.stopwords import STOP_WORDS
 
@@ -73,6 +74,18 @@ def test_expansion_is_bounded_and_leaves_stop_words_cjk_and_identifiers_alone():
     assert plan_query("which database did we pick", expansion="inflections").expansions == ["picker"]
 
 
+def test_expansions_stand_in_for_the_questions_words_when_those_weigh_nothing():
+    # FTS5 gives a word in half the chunks or more an IDF of 1e-6: its hits rank about -1e-6.
+    common = [("projects", -2e-6), ("decisions", -1e-6)]
+    chose = [("decisions", -1.8)]
+    alone = dict((k, s) for k, s, _ in keyword_scores(common, chose))
+    assert alone["decisions"] == pytest.approx(1.8 / 2.8, abs=1e-4) and alone["projects"] < 1e-5
+    # Real evidence of the question's own words: the expansion adds a tenth of its score, as before.
+    weighed = dict((k, s) for k, s, _ in keyword_scores([("projects", -1.7), ("decisions", -0.9)], chose))
+    assert weighed["decisions"] == pytest.approx(0.9 / 1.7 * 1.7 / 2.7 + EXPANSION_WEIGHT * 1.8 / 2.8, abs=1e-4)
+    assert dict((k, s) for k, s, _ in keyword_scores([], chose))["decisions"] == pytest.approx(1.8 / 2.8, abs=1e-4)
+
+
 NOTES = {"2026-01-01": "We chose Postgres for the invoices.", "2026-01-02": "We pick Kafka, for the events.",
          "2026-01-03": "Lunch with Priya; the invoices are late again."}
 
@@ -108,6 +121,7 @@ def test_a_word_of_the_same_root_finds_the_note_the_stemmer_misses(tmp_path, bac
     (ws / "memory").mkdir(parents=True)
     (ws / "memory" / "2026-11-10.md").write_text("# 2026-11-10\n\n- The plumber came to fix the sink. Invoice 185.\n")
     (ws / "memory" / "2026-11-12.md").write_text("# 2026-11-12\n\n- Reviewed the travel budget with Anna.\n")
+    (ws / "memory" / "2026-11-14.md").write_text("# 2026-11-14\n\n- Booked the dentist for Lena.\n")
     settings = make_settings(tmp_path, ws, {"provider": "none"}, memory=backend_memory(backend))
 
     async def search():
@@ -119,4 +133,5 @@ def test_a_word_of_the_same_root_finds_the_note_the_stemmer_misses(tmp_path, bac
 
     hits = anyio.run(search).results
     assert [h.path for h in hits] == ["memory/2026-11-10.md"]
-    assert 0 < hits[0].explain.keyword_score <= EXPANSION_WEIGHT
+    # No word of the question is in a note: "plumber" stands in for "plumbing" with its whole score.
+    assert EXPANSION_WEIGHT < hits[0].explain.keyword_score <= 1

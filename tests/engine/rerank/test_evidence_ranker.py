@@ -20,8 +20,13 @@ from memsift.engine.rerank import evidence
 from memsift.engine.compose.evidence_stage import (EvidenceRankedSearchManager, is_conversation, mostly_conversation,
                                                   rank_by_evidence)
 from memsift.engine.results import SearchAnswer, SearchHit
+from memsift.engine.search.expansion import variants_by_term
+from memsift.engine.search.fts_query import question_words
 
 COMMAND_1 = "why did we pick Postgres for the ledger?"
+# Plain wording: no note says "pick" or "database", the section about the ledger names it twice,
+# and only "chose" (a form of a synonym of "pick") tells the decision from it.
+PLAIN = "which database did we pick for the ledger?"
 
 
 def run(fn, *args, **kw):
@@ -67,6 +72,28 @@ def test_features_count_the_question_words_each_hit_shows():
     rarity = {"ledger": math.log1p(3 / 3), "database": math.log1p(3 / 2), "pick": math.log1p(3 / 2)}
     assert f[0]["rare_coverage"] == pytest.approx(rarity["ledger"] / sum(rarity.values()))
     assert f[1]["rare_coverage"] == pytest.approx(1.0)
+
+
+def test_a_words_other_forms_count_for_it_so_plain_wording_is_found():
+    # "chose" is how notes say "pick" (the lexicon's synonyms of a verb, and their irregular forms).
+    question = "Which database did we pick for the ledger?"
+    terms = evidence.ranker_terms(question)
+    variants = variants_by_term(question_words(question), terms)
+    assert "chose" in variants["pick"] and "database" not in variants and "ledger" not in variants
+    hits = [("MEMORY.md", 0.58, "## Projects\nLedger service: double-entry bookkeeping API, repo payments/ledger"),
+            ("MEMORY.md", 0.52, "## Decisions\nchose PostgreSQL 16 over MongoDB for the ledger service")]
+    plain, read = evidence.evidence_features(terms, hits), evidence.evidence_features(terms, hits, question, variants)
+    assert [round(f["coverage"], 3) for f in plain] == [0.333, 0.333]
+    assert [round(f["coverage"], 3) for f in read] == [0.333, 0.667]
+    assert read[1]["rare_coverage"] > read[0]["rare_coverage"]
+    assert plain[1]["rare_coverage"] == plain[0]["rare_coverage"]
+    model = evidence.load_model()
+    ranked = rank_by_evidence(question, [_hit(p, s, t, i) for i, (p, s, t) in enumerate(hits)], model, explain=False)
+    assert "PostgreSQL 16" in ranked[0].snippet
+    # `query.expansion: off` reads no other forms: the backend's order stands.
+    off = rank_by_evidence(question, [_hit(p, s, t, i) for i, (p, s, t) in enumerate(hits)], model,
+                           explain=False, expansion="off")
+    assert "Projects" in off[0].snippet
 
 
 def test_a_cjk_question_counts_its_character_pairs():
@@ -249,10 +276,11 @@ def _mcp_search(settings, query: str):
     return anyio.run(search)
 
 
+@pytest.mark.parametrize("question", [COMMAND_1, PLAIN])
 @pytest.mark.parametrize("backend", ["builtin", "postgres", "lancedb", "qdrant"])
-def test_readme_command_1_shows_the_decision_first(tmp_path, example_workspace, backend):
+def test_readme_command_1_shows_the_decision_first(tmp_path, example_workspace, backend, question):
     memory = backend_memory(backend)
-    answer = _api_search(make_settings(tmp_path, example_workspace, {"provider": "local"}, memory=memory), COMMAND_1)
+    answer = _api_search(make_settings(tmp_path, example_workspace, {"provider": "local"}, memory=memory), question)
     top = answer.results[0]
     assert top.path == "MEMORY.md" and "chose **PostgreSQL 16**" in top.snippet, [
         h.snippet[:40] for h in answer.results
@@ -278,15 +306,19 @@ def test_readme_command_1_through_the_cli_and_off_when_configured(tmp_path, exam
     doc = json.loads(subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout)
     assert doc["results"][0]["path"] == "MEMORY.md" and "PostgreSQL 16" in doc["results"][0]["snippet"]
     assert doc["ranker"]["version"] == evidence.load_model().version
+    plain = [*cmd[:-2], PLAIN, "--json"]
+    doc = json.loads(subprocess.run(plain, capture_output=True, text=True, timeout=120, check=True).stdout)
+    assert doc["results"][0]["path"] == "MEMORY.md" and "PostgreSQL 16" in doc["results"][0]["snippet"]
     cfg.write_text(json.dumps({"stateDir": str(tmp_path / "state"),
                                "agents": {"defaults": {"memorySearch": {"query": {"ranker": {"enabled": False}}}}}}))
     off = json.loads(subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout)
     assert off.get("ranker") is None and all(h.get("ranker") is None for h in off["results"])
 
 
-def test_mcp_memory_search_says_the_ranker_reordered(tmp_path, example_workspace):
+@pytest.mark.parametrize("question", [COMMAND_1, PLAIN])
+def test_mcp_memory_search_says_the_ranker_reordered(tmp_path, example_workspace, question):
     pytest.importorskip("mcp", reason="the MCP SDK is not installed (a default dependency)")
-    out = _mcp_search(make_settings(tmp_path, example_workspace, {"provider": "local"}), COMMAND_1)
+    out = _mcp_search(make_settings(tmp_path, example_workspace, {"provider": "local"}), question)
     assert out.ranker is not None and out.ranker.version == evidence.load_model().version
     assert out.results[0].path == "MEMORY.md" and "PostgreSQL 16" in out.results[0].snippet
 
