@@ -16,6 +16,8 @@ hit gets the shipped features (`evidence_features`: the very code that runs at s
 
     python contrib/bench/train_ranker.py            # collect (about a minute), train, print
     python contrib/bench/train_ranker.py --write    # and write the weights file
+    python contrib/bench/train_ranker.py --check locomo,realmem,beam,molweni --drop asker_coverage
+                                                    # each set left out, without one feature
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from quality import _deep_merge, open_mode, warm_index  # noqa: E402
 
 from memsift.engine.rerank import evidence as ranker  # noqa: E402
 from memsift.engine.compose.evidence_stage import CANDIDATES_PER_HIT  # noqa: E402
+from memsift.engine.search.expansion import variants_by_term  # noqa: E402
+from memsift.engine.search.fts_query import question_words  # noqa: E402
 
 POOL = 40
 CANDIDATES = CANDIDATES_PER_HIT * POOL  # a side's candidates, as the stage asks the backend for its pool
@@ -52,8 +56,10 @@ WEIGHTS_FILE = Path(ranker.__file__).with_name(ranker.MODEL_FILE)
 
 
 def _matrix(query: str, hits: list[Any]) -> np.ndarray:
-    feats = ranker.evidence_features(ranker.ranker_terms(query), [(h.path, h.score, h.snippet) for h in hits], query)
-    return np.array([[h.score] + [f[name] for name in ranker.FEATURES] for h, f in zip(hits, feats)], dtype=float)
+    terms = ranker.ranker_terms(query)  # as the stage computes them (rank_by_evidence), query.expansion's default
+    feats = ranker.evidence_features(terms, [(h.path, h.score, h.snippet) for h in hits], query,
+                                     variants_by_term(question_words(query), terms))
+    return np.array([[h.score] + [f[name] for name in FEATURES[1:]] for h, f in zip(hits, feats)], dtype=float)
 
 
 def _shows_answer(q: Any, h: Any) -> float:
@@ -252,7 +258,7 @@ async def _main(args: argparse.Namespace) -> None:
     if len(sets) > len(SETS):
         # The weights as they ship (written with --write), or those just trained when writing them now.
         model = ranker.load_model()
-        in_file = np.array([1.0] + [model.weights.get(f, 0.0) for f in ranker.FEATURES])
+        in_file = np.array([1.0] + [model.weights.get(f, 0.0) for f in FEATURES[1:]])
         figures["leaveOneSetOut"] = leave_one_set_out(sets, train, args.l2, shipped if args.write else in_file)
     if args.write:
         doc = {"format": ranker.MODEL_FORMAT, "version": f"{date.today().isoformat()}.{args.revision}",
@@ -285,7 +291,15 @@ def main() -> None:
     ap.add_argument("--loss", choices=sorted(TRAINERS), default="pairwise",
                     help="pairwise (the shipped weights) or pointwise (a hit at a time, the first ranker's)")
     ap.add_argument("--revision", type=int, default=1, help="the weights' revision of the day, in their version")
-    anyio.run(_main, ap.parse_args())
+    ap.add_argument("--drop", default="",
+                    help=f"features left out, to measure what one adds (of {', '.join(ranker.FEATURES)})")
+    args = ap.parse_args()
+    global FEATURES  # what _matrix computes and the weights are named by
+    dropped = set(filter(None, args.drop.split(",")))
+    if dropped - set(ranker.FEATURES):
+        ap.error(f"--drop: unknown feature(s) {', '.join(sorted(dropped - set(ranker.FEATURES)))}")
+    FEATURES = tuple(f for f in FEATURES if f not in dropped)
+    anyio.run(_main, args)
 
 
 if __name__ == "__main__":
