@@ -43,9 +43,7 @@ from metrics import ndcg_at  # noqa: E402
 from quality import _deep_merge, open_mode, warm_index  # noqa: E402
 
 from memsift.engine.rerank import evidence as ranker  # noqa: E402
-from memsift.engine.compose.evidence_stage import CANDIDATES_PER_HIT  # noqa: E402
-from memsift.engine.search.expansion import variants_by_term  # noqa: E402
-from memsift.engine.search.fts_query import question_words  # noqa: E402
+from memsift.engine.compose.evidence_stage import CANDIDATES_PER_HIT, pool_features  # noqa: E402
 
 POOL = 40
 CANDIDATES = CANDIDATES_PER_HIT * POOL  # a side's candidates, as the stage asks the backend for its pool
@@ -56,9 +54,7 @@ WEIGHTS_FILE = Path(ranker.__file__).with_name(ranker.MODEL_FILE)
 
 
 def _matrix(query: str, hits: list[Any]) -> np.ndarray:
-    terms = ranker.ranker_terms(query)  # as the stage computes them (rank_by_evidence), query.expansion's default
-    feats = ranker.evidence_features(terms, [(h.path, h.score, h.snippet) for h in hits], query,
-                                     variants_by_term(question_words(query), terms))
+    feats = pool_features(query, hits)  # the stage's own call, with query.expansion's default
     return np.array([[h.score] + [f[name] for name in FEATURES[1:]] for h, f in zip(hits, feats)], dtype=float)
 
 

@@ -31,7 +31,8 @@ from ..search.time_rank import inside_before_margin
 from ..search.expansion import variants_by_term
 from ..search.fts_query import question_words
 
-__all__ = ["EvidenceRankedSearchManager", "HYBRID_MODES", "rank_by_evidence", "is_conversation", "mostly_conversation"]
+__all__ = ["EvidenceRankedSearchManager", "HYBRID_MODES", "rank_by_evidence", "pool_features", "is_conversation",
+           "mostly_conversation"]
 
 HYBRID_MODES = frozenset({"hybrid", "query"})
 CANDIDATES_PER_HIT = 2
@@ -54,13 +55,18 @@ def mostly_conversation(hits: list[SearchHit]) -> bool:
     return 2 * sum(is_conversation(h) for h in hits) >= len(hits)
 
 
+def pool_features(query: str, hits: list[SearchHit], *, expansion: str = "synonyms") -> list[dict[str, float]]:
+    """Each hit's evidence features, as the stage computes them (and the trainer, from the same call)."""
+    terms = ranker_terms(query)
+    variants = variants_by_term(question_words(query), terms, expansion=expansion)
+    return evidence_features(terms, [(h.path, h.score, h.snippet) for h in hits], query, variants)
+
+
 def rank_by_evidence(query: str, hits: list[SearchHit], model: EvidenceModel, *, explain: bool,
                      mmr: MmrConfig | None = None, expansion: str = "synonyms") -> list[SearchHit]:
     """`hits` (the backend's order) rescored and sorted; ties keep the backend's order. `expansion`:
     the configured `query.expansion`, whose forms of a word stand in for it where no hit has it."""
-    terms = ranker_terms(query)
-    variants = variants_by_term(question_words(query), terms, expansion=expansion)
-    feats = evidence_features(terms, [(h.path, h.score, h.snippet) for h in hits], query, variants)
+    feats = pool_features(query, hits, expansion=expansion)
     scale = model.pool_scale(feats)
     # No time constraint here: the backend's score holds the time factor already, and the ranker
     # lifting a note past the question's window finds answers told far from it (a multiplier by
