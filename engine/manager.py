@@ -7,19 +7,15 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
-
+from .records import Record, spec
 from .results import ManagerStatus, ReadResult, SearchAnswer
 
 __all__ = ["SearchManager", "SyncReport", "WatchesChanges", "MarksDirty", "IndexesSessions", "CountsSearchSyncs",
            "RunsInBackground", "HasPrimary"]
 
 
-class SyncReport(BaseModel):
-    """What one sync did."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+class SyncReport(Record):
+    """What one sync did (camelCase in JSON)."""
 
     reason: str
     backend: str = "builtin"
@@ -34,7 +30,7 @@ class SyncReport(BaseModel):
     chunks_embedded: int = 0
     chunks_from_cache: int = 0
     took_ms: float = 0.0
-    notes: list[str] = Field(default_factory=list)  # what the backend did, in words (QMD: collections, update, embed)
+    notes: list[str] = spec(factory=list)  # what the backend did, in words (QMD: collections, update, embed)
 
 
 @runtime_checkable

@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from .records import Record, spec
 
 __all__ = ["InvalidRequest", "SearchOptions", "ReadOptions", "StatusOptions", "MAX_RESULTS_LIMIT", "door_name",
            "check_session_key", "run_read", "run_status", "spellings"]
@@ -36,17 +36,18 @@ class InvalidRequest(ValueError):
 
 
 def _spec(description: str, *, cli: tuple[str, ...] = (), mcp: str | None = None, **kw: Any) -> Any:
-    """A field with how each door spells it: `cli` flags (first is the long one), `mcp` name."""
-    return Field(description=description, json_schema_extra={"cli": list(cli), "mcp": mcp}, **kw)
+    """A field with how each door spells it: `cli` flags (first is the long one), `mcp` name;
+    `kind` (int, float, bool, str, "time") and the bounds `ge`, `le` are checked when it is built."""
+    return spec(description=description, cli=list(cli), mcp=mcp, **kw)
 
 
-def spellings(model: type[BaseModel], field: str) -> dict[str, Any]:
+def spellings(model: type[Record], field: str) -> dict[str, Any]:
     """How the doors spell a field: {"cli": [flags], "mcp": name}."""
-    extra = model.model_fields[field].json_schema_extra
-    return extra if isinstance(extra, dict) else {}
+    extra = model.model_fields[field].extra
+    return {"cli": extra.get("cli") or [], "mcp": extra.get("mcp")}
 
 
-def door_name(model: type[BaseModel], field: str, door: str) -> str:
+def door_name(model: type[Record], field: str, door: str) -> str:
     """How a door spells a field (`--max-results`, `maxResults`), for messages."""
     extra = spellings(model, field)
     spelled = extra.get("cli") if door == "cli" else extra.get("mcp")
@@ -55,27 +56,109 @@ def door_name(model: type[BaseModel], field: str, door: str) -> str:
     return spelled or field
 
 
-class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+class _Bad(Exception):
+    """A value a field refuses: the words, and whether the value is worth echoing (`(got 0)`)."""
+
+    def __init__(self, problem: str, *, echo: bool = True) -> None:
+        super().__init__(problem)
+        self.problem, self.echo = problem, echo
+
+
+_TRUE = {"1", "on", "t", "true", "y", "yes"}
+_FALSE = {"0", "off", "f", "false", "n", "no"}
+
+
+def _as_kind(value: Any, kind: str) -> Any:
+    """`value` as a field of `kind` takes it: the conversions JSON and the Python API need
+    (a whole float as an int, "5" as 5, "true" as True), and nothing looser."""
+    if kind == "str":
+        if isinstance(value, str):
+            return value
+        raise _Bad("Input should be a valid string")
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, (int, float)) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        raise _Bad("Input should be a valid boolean")
+    if kind == "int":
+        if isinstance(value, int):
+            return int(value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                raise _Bad("Input should be a valid integer, unable to parse string as an integer") from None
+        raise _Bad("Input should be a valid integer")
+    if kind == "float":
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value.strip())
+            except ValueError:
+                raise _Bad("Input should be a valid number, unable to parse string as a number") from None
+        raise _Bad("Input should be a valid number")
+    if kind == "time":  # a date, a phrase or POSIX seconds: read later, with the configured clock
+        if isinstance(value, (str, date)):
+            return value
+        if isinstance(value, (int, float)):
+            return float(value)
+        raise _Bad("Input should be a date, a phrase or a number of seconds")
+    return value
+
+
+class _Request(Record, frozen=True):
+    """A request: built by every door with `build`, checked field by field when it is made."""
+
+    def _check(self) -> None:
+        values = self.__dict__
+        for field in type(self).record_fields():
+            value = values[field.name]
+            if value is None:
+                continue
+            try:
+                checked = _as_kind(value, field.extra.get("kind", "any"))
+                low, high = field.extra.get("ge"), field.extra.get("le")
+                if low is not None and checked < low:
+                    raise _Bad(f"Input should be greater than or equal to {low}")
+                if high is not None and checked > high:
+                    raise _Bad(f"Input should be less than or equal to {high}")
+                validate = getattr(self, f"_check_{field.name}", None)
+                if validate is not None:
+                    try:
+                        checked = validate(checked)
+                    except ValueError as exc:
+                        raise _Bad(str(exc), echo=False) from None
+            except _Bad as bad:
+                problem = bad.problem
+                if bad.echo and not isinstance(value, (dict, list)):
+                    problem += f" (got {value!r})"
+                raise InvalidRequest(field.name, problem) from None
+            values[field.name] = checked
 
     @classmethod
     def build(cls, door: str = "api", **values: Any) -> Any:
         """The request, or InvalidRequest naming the first bad option as `door` spells it. None
         means "not given": the field's default applies."""
+        given = {k: v for k, v in values.items() if v is not None}
+        for key, value in given.items():
+            if key not in cls.model_fields:
+                problem = "Extra inputs are not permitted"
+                if not isinstance(value, (dict, list)):
+                    problem += f" (got {value!r})"
+                raise InvalidRequest(key, problem, spelled=key)
+        for field in cls.record_fields():
+            if field.required and field.name not in given:
+                raise InvalidRequest(field.name, "Field required", spelled=door_name(cls, field.name, door))
         try:
-            return cls(**{k: v for k, v in values.items() if v is not None})
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            field = str(err["loc"][0]) if err.get("loc") else "request"
-            message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-            if (
-                "input" in err
-                and err.get("type") not in ("value_error", "missing")
-                and not isinstance(err["input"], (dict, list))
-            ):
-                message += f" (got {err['input']!r})"
-            spelled = door_name(cls, field, door) if field in cls.model_fields else field
-            raise InvalidRequest(field, message, spelled=spelled) from None
+            return cls(**given)
+        except InvalidRequest as exc:
+            raise InvalidRequest(exc.field, exc.problem, spelled=door_name(cls, exc.field, door)) from None
 
 
 def _session_key(value: str | None) -> str | None:
@@ -86,59 +169,56 @@ def _session_key(value: str | None) -> str | None:
     return value
 
 
-class SearchOptions(_Request):
+class SearchOptions(_Request, frozen=True):
     """One search, as every door asks for it."""
 
-    query: str = _spec("What to recall, in natural language or keywords.", mcp="query")
+    query: str = _spec("What to recall, in natural language or keywords.", mcp="query", kind="any")
     max_results: int | None = _spec("Most hits to return (default query.maxResults, 6).", cli=("--max-results", "-n"),
-                                    mcp="maxResults", default=None, ge=1, le=MAX_RESULTS_LIMIT)
+                                    mcp="maxResults", default=None, kind="int", ge=1,
+                                    le=MAX_RESULTS_LIMIT)
     min_score: float | None = _spec("Lowest score to keep (default query.minScore, 0.35).", cli=("--min-score",),
-                                    mcp="minScore", default=None, ge=0, le=1)
+                                    mcp="minScore", default=None, kind="float", ge=0, le=1)
     session_key: str | None = _spec("The asking chat's session key: scope rules, and citations in auto mode.",
-                                    cli=("--session-key",), mcp="sessionKey", default=None)
-    explain: bool = _spec("Show how each hit's score was made.", cli=("--explain",), default=False)
+                                    cli=("--session-key",), mcp="sessionKey", default=None, kind="str")
+    explain: bool = _spec("Show how each hit's score was made.", cli=("--explain",), default=False, kind="bool")
     mode: str | None = _spec(
         "Retrieval for this search: auto (as configured), hybrid, keyword (BM25 only: exact words, "
         "names, identifiers) or vector (meaning).",
         cli=("--mode", "-m"),
         mcp="mode",
         default=None,
+        kind="str",
     )
     since: TimeBound = _spec('Only hits of this day or later: YYYY-MM-DD or a phrase ("last week", "last March", '
                              '"3 days ago"; a phrase from its first day).',
-                             cli=("--since",), mcp="since", default=None)
+                             cli=("--since",), mcp="since", default=None, kind="time")
     until: TimeBound = _spec("Only hits of this day or earlier (same forms as since; a phrase to its last day).",
-                             cli=("--until",), mcp="until",
-                             default=None)
+                             cli=("--until",), mcp="until", default=None, kind="time")
     corpus: str | None = _spec("Which memory to search: memory (the memory files), sessions (indexed chat "
                                "transcripts) or all (default: every configured source).", cli=("--corpus",),
-                               mcp="corpus", default=None)
+                               mcp="corpus", default=None, kind="str")
 
     MODES: ClassVar[tuple[str, ...]] = ("auto", "hybrid", "keyword", "vector")
     CORPORA: ClassVar[tuple[str, ...]] = ("memory", "sessions", "all")
 
-    _session = field_validator("session_key")(classmethod(lambda cls, v: _session_key(v)))
+    _check_session_key = staticmethod(_session_key)
 
-    @field_validator("query", mode="before")
-    @classmethod
-    def _query(cls, value: Any) -> str:
+    @staticmethod
+    def _check_query(value: Any) -> str:
         if not isinstance(value, str):
             raise ValueError("must be text")
         return value
 
-    @field_validator("corpus")
-    @classmethod
-    def _corpus(cls, value: str | None) -> str | None:
-        if value is not None and value not in cls.CORPORA:
-            raise ValueError(f"must be one of {', '.join(cls.CORPORA)}")
+    def _check_corpus(self, value: str) -> str:
+        if value not in self.CORPORA:
+            raise ValueError(f"must be one of {', '.join(self.CORPORA)}")
         return value
 
-    @field_validator("mode")
-    @classmethod
-    def _mode(cls, value: str | None) -> str | None:
+    @staticmethod
+    def _check_mode(value: str) -> str:
         from .search.modes import parse_search_mode  # noqa: PLC0415
 
-        return None if value is None else parse_search_mode(value)
+        return parse_search_mode(value)
 
     def resolve(self, config: Any, *, door: str = "api", now: float | None = None, candidates: int | None = None,
                 scope: Any = None) -> Any:
@@ -157,22 +237,23 @@ class SearchOptions(_Request):
             raise InvalidRequest(exc.bound, str(exc), spelled=door_name(SearchOptions, exc.bound, door)) from None
 
 
-class ReadOptions(_Request):
+class ReadOptions(_Request, frozen=True):
     """One `memory_get`: a path (or a hit's header or citation) and an optional range."""
 
     path: str = _spec("A memory file as search names it; a hit's header (memory/2026-03-02.md:5-8) or citation "
-                      "(memory/2026-03-02.md#L5-L8) works too.", mcp="path")
-    from_line: int | None = _spec("First line, 1-based.", cli=("--from",), mcp="from", default=None, ge=1)
+                      "(memory/2026-03-02.md#L5-L8) works too.", mcp="path", kind="str")
+    from_line: int | None = _spec("First line, 1-based.", cli=("--from",), mcp="from", default=None, kind="int", ge=1)
     lines: int | None = _spec(
-        "How many lines (default: to the end).", cli=("--lines",), mcp="lines", default=None, ge=1
+        "How many lines (default: to the end).", cli=("--lines",), mcp="lines", default=None, kind="int", ge=1
     )
     offset: int = _spec("Characters (UTF-16 units) of the first line to skip: continues a line a page cut.",
-                        cli=("--offset",), mcp="offset", default=0, ge=0)
-    max_chars: int | None = _spec("Return at most this many characters.", cli=("--max-chars",), default=None, ge=1)
+                        cli=("--offset",), mcp="offset", default=0, kind="int", ge=0)
+    max_chars: int | None = _spec("Return at most this many characters.", cli=("--max-chars",), default=None,
+                                  kind="int", ge=1)
     session_key: str | None = _spec("The asking chat's session key, for scope rules.", cli=("--session-key",),
-                                    mcp="sessionKey", default=None)
+                                    mcp="sessionKey", default=None, kind="str")
 
-    _session = field_validator("session_key")(classmethod(lambda cls, v: _session_key(v)))
+    _check_session_key = staticmethod(_session_key)
 
     def target(self) -> tuple[str, int | None, int | None]:
         """(path, first line, line count): a header or citation's range unless from/lines are given."""
@@ -182,13 +263,15 @@ class ReadOptions(_Request):
         return path, self.from_line or ref_from, self.lines or ref_lines
 
 
-class StatusOptions(_Request):
-    deep: bool = _spec("Also probe the embedding provider and check the database.", cli=("--deep",), mcp="deep",
-                       default=False)
-    session_key: str | None = _spec("The asking chat's session key, for scope rules.", cli=("--session-key",),
-                                    mcp="sessionKey", default=None)
+class StatusOptions(_Request, frozen=True):
+    """One `memory_status`."""
 
-    _session = field_validator("session_key")(classmethod(lambda cls, v: _session_key(v)))
+    deep: bool = _spec("Also probe the embedding provider and check the database.", cli=("--deep",), mcp="deep",
+                       default=False, kind="bool")
+    session_key: str | None = _spec("The asking chat's session key, for scope rules.", cli=("--session-key",),
+                                    mcp="sessionKey", default=None, kind="str")
+
+    _check_session_key = staticmethod(_session_key)
 
 
 def check_session_key(value: str | None) -> str | None:

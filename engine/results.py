@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from .records import Record, spec
 
 __all__ = [
     "BelowMinScore",
@@ -28,27 +27,8 @@ __all__ = [
 ]
 
 
-class _Out(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return _utf8_safe(self.model_dump(by_alias=True, mode="json", exclude_none=True))
-
-
-def _utf8_safe(value: Any) -> Any:
-    """Lone surrogates (a query arriving as JSON `"\\ud800"`, or non-UTF-8 argv) become U+FFFD,
-    so every answer can be written as UTF-8 (stdout, MCP's JSON-RPC)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-            return value
-        except UnicodeEncodeError:
-            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    if isinstance(value, dict):
-        return {k: _utf8_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_utf8_safe(v) for v in value]
-    return value
+class _Out(Record):
+    """An answer's part: camelCase in JSON (`Record.to_json_dict`)."""
 
 
 class HitExplain(_Out):
@@ -120,12 +100,12 @@ class SearchHit(_Out):
     # For the stages above the backend, never shown: how close the hit's day is to the question's
     # time (1 inside, less in its margins, None undated or no time named) and how many of its topic
     # words it holds, so the evidence ranker keeps an in-window note before a margin's (time_rank.py).
-    window_closeness: float | None = Field(default=None, exclude=True)
-    topic_words: int | None = Field(default=None, exclude=True)
+    window_closeness: float | None = spec(default=None, exclude=True)
+    topic_words: int | None = spec(default=None, exclude=True)
 
 
 class Fallback(_Out):
-    from_: str = Field(alias="from")
+    from_: str = spec(json="from")
     reason: str
     not_covered: list[str] | None = None  # what the failed backend indexes that the answering one does not
 
@@ -178,7 +158,7 @@ class SearchAnswer(_Out):
     provider: str | None = None
     model: str | None = None
     citations: Literal["auto", "on", "off"] = "auto"
-    degraded: Degraded = Field(default_factory=Degraded)
+    degraded: Degraded = spec(factory=Degraded)
     fallback: Fallback | None = None
     min_score: float
     max_results: int
@@ -207,7 +187,7 @@ class SearchAnswer(_Out):
 class ReadResult(_Out):
     path: str
     text: str
-    from_line: int = Field(default=1, alias="from")
+    from_line: int = spec(default=1, json="from")
     lines: int | None = None
     total_lines: int = 0
     missing: bool = False
@@ -232,21 +212,21 @@ class ManagerStatus(_Out):
     model: str | None = None
     dimensions: int | None = None
     model_runtime: str | None = None  # the local model: which graph, on what CPU ("int8 graph · AVX2, no VNNI")
-    sources: list[str] = Field(default_factory=list)
-    extra_paths: list[str] = Field(default_factory=list)
-    source_counts: dict[str, dict[str, int]] = Field(default_factory=dict)
+    sources: list[str] = spec(factory=list)
+    extra_paths: list[str] = spec(factory=list)
+    source_counts: dict[str, dict[str, int]] = spec(factory=dict)
     search_mode: str = "hybrid"  # what a search answers in right now (fts-only while a rebuild is needed)
     search_now: str | None = None  # what a search would do right now, and why, in one sentence
     provider_unavailable_reason: str | None = None
     fallback: Fallback | None = None
-    fts: dict[str, Any] = Field(default_factory=dict)
-    vector: dict[str, Any] = Field(default_factory=dict)
-    cache: dict[str, Any] = Field(default_factory=dict)
-    index: dict[str, Any] = Field(default_factory=dict)
+    fts: dict[str, Any] = spec(factory=dict)
+    vector: dict[str, Any] = spec(factory=dict)
+    cache: dict[str, Any] = spec(factory=dict)
+    index: dict[str, Any] = spec(factory=dict)
     last_sync: dict[str, Any] | None = None
-    skipped: list[dict[str, str]] = Field(default_factory=list)
+    skipped: list[dict[str, str]] = spec(factory=list)
     requests: dict[str, Any] | None = None  # remote provider: requests, retries, failures, last error
-    batch: dict[str, Any] = Field(default_factory=dict)  # provider batch API state
+    batch: dict[str, Any] = spec(factory=dict)  # provider batch API state
     # What only this backend reports, in its own terms (QMD: version, collections, last update and
     # embed, errors); one neutral field for every backend.
     details: dict[str, Any] | None = None

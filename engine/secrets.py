@@ -12,12 +12,40 @@ from __future__ import annotations
 import re
 from typing import Any, MutableMapping
 
-__all__ = ["register_secret", "register_header_secrets", "register_url_secrets", "url_without_password", "redact",
-           "masked_cut", "redact_processor"]
+__all__ = ["Secret", "register_secret", "register_header_secrets", "register_url_secrets", "url_without_password",
+           "redact", "masked_cut", "redact_processor"]
 
 _SECRETS: set[str] = set()
 _BEARER_RE = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
 _SCHEME_RE = re.compile(r"(?i)^(bearer|basic|token|apikey|api-key)\s+")
+
+
+class Secret:
+    """A secret setting (an API key, a DSN with its password): shown as `**********`, read only by
+    `get_secret_value()`, as pydantic's `SecretStr`, which the config's validation turns into this."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get_secret_value(self) -> str:
+        return self._value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other.get_secret_value() == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __repr__(self) -> str:
+        return "Secret('**********')" if self._value else "Secret('')"
+
+    def __str__(self) -> str:
+        return "**********" if self._value else ""
+
+    def __len__(self) -> int:
+        return len(self._value)
 
 
 def register_secret(value: str | None) -> None:

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from figures import FIGURES
 from helpers import CHAT_QUESTION, CHAT_SESSIONS, EXAMPLE_WORKSPACE, stop_helpers, write_files
 from time_workspace import DOORS_DAY, noon, topic_questions, write_time_workspace
-from memsift.engine.requests import ReadOptions, SearchOptions
+from memsift.engine.requests import ReadOptions, SearchOptions, spellings
 
 pytest.importorskip("mcp", reason="the MCP doors need the MCP SDK (a default dependency: pip install -e .)")
 
@@ -52,8 +52,8 @@ DRIVER = ("import sys\nfrom memsift.engine.cli.resident import try_resident\n"
 
 def _field(model, spelled: str, door: str) -> str:
     """The model field a door's spelling names (`--max-results`, `maxResults` → max_results)."""
-    for name, info in model.model_fields.items():
-        extra = info.json_schema_extra or {}
+    for name in model.model_fields:
+        extra = spellings(model, name)
         if spelled == name or spelled in (extra.get("cli") or []) or spelled == extra.get("mcp"):
             return name
     return spelled
@@ -238,7 +238,7 @@ class Doors:
     def argv(query: str, opts: dict) -> list[str]:
         out = ["search", query, "--json"]
         for name, value in opts.items():
-            flag = SearchOptions.model_fields[name].json_schema_extra["cli"][0]
+            flag = spellings(SearchOptions, name)["cli"][0]
             if isinstance(value, bool):
                 out += [flag] if value else []
             else:
@@ -271,7 +271,7 @@ class Doors:
     def mcp(self, door: str, query: str, opts: dict) -> dict:
         args = {"query": query}
         for name, value in opts.items():
-            wire = SearchOptions.model_fields[name].json_schema_extra.get("mcp")
+            wire = spellings(SearchOptions, name)["mcp"]
             if wire:
                 args[wire] = value
         reply = (self.stdio if door == "mcp-stdio" else self.http).call(

@@ -20,6 +20,7 @@ TOPS = {"engine": "memsift.engine", "backends": "memsift.backends"}
 # engine's packages, lowest first: each may import those before it (and the loose modules), never
 # one after it. The doors (mcp, cli) are on top; the CLI starts the MCP server, never the reverse.
 PACKAGE_ORDER = (
+    "records",
     "plugins",
     "config",
     "files",

@@ -1,5 +1,6 @@
-"""Reference pages made from the code: every config key from the pydantic models, every MCP tool
-from its schema. Used by the docs build (contrib/docs/hooks.py) and by tests/test_docs.py.
+"""Reference pages made from the code: every config key from the config's pydantic models (made
+from its records: engine/records/schema.py), every MCP tool from its schema. Used by the docs build
+(contrib/docs/hooks.py) and by tests/test_docs.py.
 
     python contrib/docs/reference.py config    # print the configuration reference (Markdown)
     python contrib/docs/reference.py mcp       # print the MCP tools reference
@@ -130,13 +131,14 @@ def config_reference() -> str:
     """The configuration reference: one table per section, every key with its type, default,
     allowed values and description, in file order."""
     from memsift.engine.config import models  # noqa: PLC0415
+    from memsift.engine.records.schema import model_of  # noqa: PLC0415
 
     own = frozenset(p for p, *_ in _SECTIONS if p) | {"agents.list", "agents.list[].memorySearch"}
     lines: list[str] = []
     for prefix, model_name, about in _SECTIONS:
         title = f"`{prefix}`" if prefix else "Top level"
         lines += [f"## {title}", "", about, "", "| key | type | default | description |", "| --- | --- | --- | --- |"]
-        for path, info, _owner in config_keys(getattr(models, model_name), prefix, own):
+        for path, info, _owner in config_keys(model_of(getattr(models, model_name)), prefix, own):
             shown = path[len(prefix) + 1:] if prefix else path
             bounds = _bounds(info)
             kind = _type_name(info.annotation) + (f" ({bounds})" if bounds else "")

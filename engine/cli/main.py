@@ -81,10 +81,10 @@ class _Ctx:
         """The resolved config, read once per command (a search asks for it three times); what it
         has to tell the user (a key set aside, an unset ${VAR}) is said once, on stderr."""
         if self._settings is None:
-            from ..compose.factory import resolve_config  # noqa: PLC0415
+            from ..config.snapshot import resolve_settings  # noqa: PLC0415  (as last time, unless a source changed)
 
-            self._settings = resolve_config(self.config, workspace=self.workspace, agent=self.agent,
-                                            openclaw_config=self.openclaw_config)
+            self._settings = resolve_settings(self.config, workspace=self.workspace, agent=self.agent,
+                                              openclaw_config=self.openclaw_config)
             for note in self._settings.notes:
                 click.echo(f"memsift: warning: {note}", err=True)
         return self._settings

@@ -8,12 +8,11 @@ CLI refuses exactly what MCP and the Python API refuse, with exit code 2 and the
 
 from __future__ import annotations
 
-import typing
 from typing import Any
 
 import click
-from pydantic import BaseModel
 
+from ..records import Record
 from ..requests import InvalidRequest, door_name, spellings
 
 __all__ = [
@@ -58,31 +57,24 @@ class ParitySide(BackendName):
 PARITY_SIDE = ParitySide()
 
 
-def _click_type(annotation: Any) -> tuple[Any, bool]:
-    """(click type, is a flag) for a field's annotation; anything else is text the model reads."""
-    kinds = {a for a in typing.get_args(annotation)} or {annotation}
-    if bool in kinds:
-        return click.BOOL, True
-    if int in kinds and float not in kinds:
-        return click.INT, False
-    if float in kinds and str not in kinds:
-        return click.FLOAT, False
-    return click.STRING, False
+_CLICK_TYPES = {"int": click.INT, "float": click.FLOAT}
 
 
-def model_options(model: type[BaseModel]) -> list[click.Option]:
-    """A click option for every field of `model` that has a CLI spelling. Values are not
+def model_options(model: type[Record]) -> list[click.Option]:
+    """A click option for every field of `model` that has a CLI spelling (a flag for a yes/no
+    field, a number where the field takes one, else text the model reads). Values are not
     defaulted here (None: not given), so the model's and the config's defaults apply."""
     out = []
     for name, field in model.model_fields.items():
         flags = spellings(model, name).get("cli")
         if not flags:
             continue
-        kind, flag = _click_type(field.annotation)
-        if flag:
+        kind = str(field.extra.get("kind"))
+        if kind == "bool":
             out.append(click.Option([*flags, name], is_flag=True, default=False, help=field.description))
         else:
-            out.append(click.Option([*flags, name], type=kind, default=None, help=field.description))
+            out.append(click.Option([*flags, name], type=_CLICK_TYPES.get(kind, click.STRING), default=None,
+                                    help=field.description))
     return out
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..logging import get_logger
-from ..config import ResolvedConfig, load_config, resolve_agent
+from ..config import ResolvedConfig
 from ..config.plugin_blocks import plugin_block, plugin_config
 from ..errors import BackendError, ConfigError, MemsiftError
 from ..manager import SearchManager
@@ -31,15 +31,20 @@ def resolve_config(
     environ: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     openclaw_config: str | os.PathLike[str] | None = None,
+    trace: dict[str, Any] | None = None,
 ) -> ResolvedConfig:
     """Load the config file (and an OpenClaw config under it, and the environment) and resolve it
-    for one agent. Relative paths start from `cwd` (default: the current folder)."""
+    for one agent. Relative paths start from `cwd` (default: the current folder). `trace`: see
+    `resolve_agent`."""
+    from ..config.load import load_config, resolve_agent  # noqa: PLC0415  (pydantic: a config is read)
+
     if config_path is not None and cwd is not None:
         config_path = os.path.join(cwd, os.path.expanduser(config_path))
     if openclaw_config is not None and cwd is not None:
         openclaw_config = os.path.join(cwd, os.path.expanduser(openclaw_config))
     config, path = load_config(config_path, environ=environ, overrides=overrides, openclaw_config=openclaw_config)
-    return resolve_agent(config, agent_id=agent, workspace=workspace, config_path=path, environ=environ, cwd=cwd)
+    return resolve_agent(config, agent_id=agent, workspace=workspace, config_path=path, environ=environ, cwd=cwd,
+                         trace=trace)
 
 
 def open_manager(

@@ -18,6 +18,8 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, ValidationError
 
+from ..records import Record
+from ..records.schema import model_of, validate
 from .sizes import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
 from ..errors import ConfigError
 from ..private_dirs import default_state_dir
@@ -160,11 +162,14 @@ def _describe_errors(exc: ValidationError, root: type[BaseModel], prefix: str) -
     return ConfigError("invalid config:\n  " + "\n  ".join(lines), key_path=first_path)
 
 
-def _validate(model: type[BaseModel], data: Any, prefix: str = "") -> Any:
+def _validate(model: type[Record] | type[BaseModel], data: Any, prefix: str = "") -> Any:
+    """`data` as `model` (a config record, or a plugin's own pydantic model), or the ConfigError
+    that names every bad key as the file spells it."""
+    schema = model_of(model) if issubclass(model, Record) else model
     try:
-        return model.model_validate(data)
+        return validate(model, data) if issubclass(model, Record) else model.model_validate(data)
     except ValidationError as exc:
-        raise _describe_errors(exc, model, prefix) from None
+        raise _describe_errors(exc, schema, prefix) from None
 
 
 def load_config(
@@ -202,9 +207,10 @@ def load_config(
             origins[leaf] = labels[name]
     _check_agent_typos(merged)
     config = _validate(MemsiftConfig, merged)
-    config._origins = origins  # noqa: SLF001  (private attributes: not settings)
-    config._notes = notes  # noqa: SLF001
-    config._openclaw_path = openclaw_path  # noqa: SLF001
+    # Not settings, and the record is frozen: kept beside its fields for `config show` and the notes.
+    object.__setattr__(config, "_origins", origins)
+    object.__setattr__(config, "_notes", notes)
+    object.__setattr__(config, "_openclaw_path", openclaw_path)
     # Absolute: the same file named relatively (`-c cfg.json5`) and absolutely is the same config
     # (a resident server compares its settings with a client's from another folder).
     return config, (Path(os.path.abspath(path)) if path.exists() else None)
@@ -244,7 +250,7 @@ def _check_agent_typos(raw: dict[str, Any]) -> None:
     for where, entry, model in entries:
         if not isinstance(entry, dict):
             continue
-        ours = [f.alias or n for n, f in model.model_fields.items()]
+        ours = [f.alias or n for n, f in model.model_fields.items()]  # type: ignore[attr-defined]
         for key in entry:
             hint = difflib.get_close_matches(str(key), ours, n=1, cutoff=0.8) if key not in ours else []
             if hint:
@@ -340,13 +346,18 @@ def resolve_agent(
     config_path: Path | None = None,
     environ: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
+    trace: dict[str, Any] | None = None,
 ) -> ResolvedConfig:
     """Merge the defaults with one agent's own settings and normalise (agents.py says which
     agent, which keys and in what order). As in the reference, the defaults apply to any agent id,
     an id no entry has runs on the defaults alone, and ids match case-insensitively.
 
     `cwd` is the folder relative workspace paths start from (and the default workspace): the
-    process's own unless given (a resident server answers for a client elsewhere)."""
+    process's own unless given (a resident server answers for a client elsewhere).
+
+    `trace`, when given, receives the paths as named before the file system was asked about them
+    (symlinks, the upward search for a workspace), which a settings snapshot checks again before
+    it is used (`snapshot.py`)."""
     env = os.environ if environ is None else environ
     chosen = choose_agent(config, agent_id if agent_id is not None else env.get("MEMSIFT_AGENT"))
     agent = chosen.id
@@ -372,7 +383,8 @@ def resolve_agent(
         ) if raw),
         (None, base, None),
     )
-    ws = find_workspace((base / _expand(ws_raw, given_by or "workspace")).resolve(), given_by=given_by)
+    ws_start = base / _expand(ws_raw, given_by or "workspace")
+    ws = find_workspace(ws_start.resolve(), given_by=given_by)
     state_dir = _expand(config.state_dir, "stateDir") if config.state_dir else default_state_dir(env)
     for raw in ms.extra_paths:
         _expand(raw, where("extraPaths"))
@@ -385,6 +397,8 @@ def resolve_agent(
         store = store if store.is_absolute() else (ws / store)
     else:
         store = state_dir / "memory" / default_index_name(agent, ws, ms)
+    if trace is not None:
+        trace.update(workspace=[str(ws_start), given_by], state_dir=str(state_dir), store_folder=str(store.parent))
     # The folder is resolved, never the file itself: a symlink there is refused, not followed.
     store = Path(os.path.realpath(store.parent)) / store.name
     resolved = ResolvedConfig(

@@ -7,23 +7,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 __all__ = ["plugin_block", "plugin_blocks", "plugin_config", "validate_block"]
 
 
-def plugin_blocks(section: BaseModel) -> dict[str, dict[str, Any]]:
+def plugin_blocks(section: Any) -> dict[str, dict[str, Any]]:
     """The blocks of a section (`memory`, `memorySearch`, `query.rerank`) that are no key of
     memsift's own: each a plugin's."""
     return dict(section.model_extra or {})
 
 
-def plugin_block(section: BaseModel, name: str) -> dict[str, Any] | None:
+def plugin_block(section: Any, name: str) -> dict[str, Any] | None:
     return plugin_blocks(section).get(name)
 
 
-def plugin_config(plugin: Any, section: BaseModel, prefix: str) -> dict[str, Any]:
+def plugin_config(plugin: Any, section: Any, prefix: str) -> dict[str, Any]:
     """`{"config": validated block}` for a plugin with a `config_model`, else {} (nothing to pass)."""
     if getattr(plugin, "config_model", None) is None:
         return {}

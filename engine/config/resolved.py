@@ -5,17 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from ..records import Record, spec
 from .models import MemoryConfig, MemorySearchConfig
 
 __all__ = ["ResolvedConfig"]
 
 
-class ResolvedConfig(BaseModel):
+class ResolvedConfig(Record, frozen=True):
     """Everything one agent's memory search needs, merged and normalised."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     agent_id: str
     workspace: Path
@@ -26,9 +23,9 @@ class ResolvedConfig(BaseModel):
     memory: MemoryConfig
     # Where the workspace came from ("--workspace", a config key), or None for the current folder.
     # Not part of the settings' identity: the same folder reached two ways is the same workspace.
-    workspace_given_by: str | None = Field(default=None, exclude=True)
+    workspace_given_by: str | None = spec(default=None, exclude=True)
     # Said to the user once per command (a top-level key set aside, an unset ${VAR}): not settings.
-    notes: tuple[str, ...] = Field(default=(), exclude=True)
+    notes: tuple[str, ...] = spec(default=(), exclude=True)
     # Where each setting came from (`memorySearch.query.maxResults` → "<file>: memory.search.query.maxResults").
-    sources: dict[str, str] = Field(default_factory=dict, exclude=True)
-    openclaw_config: Path | None = Field(default=None, exclude=True)  # the OpenClaw file read under memsift's
+    sources: dict[str, str] = spec(factory=dict, exclude=True)
+    openclaw_config: Path | None = spec(default=None, exclude=True)  # the OpenClaw file read under memsift's

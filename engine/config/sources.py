@@ -6,21 +6,23 @@ the order given by `SOURCE_ORDER`; later sources win.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import json5
-from pydantic import BaseModel
 
 from ..errors import ConfigError
+from ..records import Record
 from .includes import resolve_includes, substitute_env
 from .models import MemsiftConfig
 
-__all__ = ["default_config_path", "read_config_file", "env_overrides", "parse_json5", "nesting_depth", "ENV_PREFIX",
+__all__ = ["default_config_path", "read_config_file", "recording_reads", "env_overrides", "parse_json5",
+           "nesting_depth", "ENV_PREFIX",
            "MAX_CONFIG_BYTES", "MAX_NESTING", "MEMSIFT_SECTIONS", "FOREIGN_SECTIONS"]
 
 ENV_PREFIX = "MEMSIFT__"  # MEMSIFT__MEMORY__BACKEND=qmd, MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__PROVIDER=local
@@ -153,7 +155,24 @@ def read_config_file(path: Path, *, required: bool, environ: Mapping[str, str] |
     return kept
 
 
+_reads: list[list[Path]] = []  # the open `recording_reads()` lists, innermost last
+
+
+@contextlib.contextmanager
+def recording_reads() -> Iterator[list[Path]]:
+    """The config files read (or looked for and missing) inside the block, includes too: what a
+    settings snapshot depends on (`snapshot.py`)."""
+    seen: list[Path] = []
+    _reads.append(seen)
+    try:
+        yield seen
+    finally:
+        _reads.remove(seen)
+
+
 def _parse_file(path: Path, *, required: bool, what: str = "config file") -> Any:
+    for seen in _reads:
+        seen.append(path)
     try:
         text = _read_bounded(path).decode("utf-8")
     except FileNotFoundError:
@@ -176,20 +195,20 @@ def _composed(data: dict[str, Any], path: Path, env: Mapping[str, str]) -> dict[
     )
 
 
-def _field_alias(model: type[BaseModel], segment: str) -> tuple[str, Any] | None:
+def _field_alias(model: type[Record], segment: str) -> tuple[str, Any] | None:
     """The camelCase key in `model` matching an upper-cased env segment, and its annotation."""
     want = segment.replace("_", "").lower()
-    for name, field in model.model_fields.items():
-        alias = field.alias or name
+    for field in model.record_fields(resolved=True):
+        alias = field.alias or field.name
         if alias.replace("_", "").lower() == want:
             return alias, field.annotation
     return None
 
 
-def _submodel(annotation: Any) -> type[BaseModel] | None:
+def _submodel(annotation: Any) -> type[Record] | None:
     candidates = [annotation, *getattr(annotation, "__args__", ())]
     for c in candidates:
-        if isinstance(c, type) and issubclass(c, BaseModel):
+        if isinstance(c, type) and issubclass(c, Record):
             return c
     return None
 
@@ -214,7 +233,7 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         if not name.upper().startswith(ENV_PREFIX):
             continue
         segments = [s for s in name[len(ENV_PREFIX) :].split("__") if s]
-        model: type[BaseModel] | None = MemsiftConfig
+        model: type[Record] | None = MemsiftConfig
         keys: list[str] = []
         for seg in segments:
             found = _field_alias(model, seg) if model else None

@@ -420,7 +420,7 @@ async def read_memory(rules: MemoryRules, path: str, from_line: int | None = Non
     return ReadResult(
         path=got.path,
         text=got.text,
-        **{"from": start},
+        from_line=start,
         lines=lines,
         total_lines=got.total_lines,
         missing=got.missing,

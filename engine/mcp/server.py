@@ -37,6 +37,7 @@ from ..requests import (
     run_read,
     run_status,
 )
+from ..records.schema import model_of, pydantic_type
 from ..search.citations import decorate_snippet
 from .handshake import INSTRUCTIONS
 
@@ -62,6 +63,10 @@ STATUS_DESCRIPTION = (
 )
 
 _QUOTA = re.compile(r"insufficient_quota|quota|429", re.I)
+# The answer's parts as pydantic models (engine/records/schema.py): the tools' output schemas are pydantic's.
+_Denial = model_of(ScopeDenial)
+_Degraded = model_of(Degraded)
+_Status = model_of(ManagerStatus)
 
 
 class _Out(BaseModel):
@@ -88,8 +93,8 @@ _NOT_SHOWN = frozenset({"query", "min_score", "max_results", "relaxed", "pending
 _MCP_OWN = frozenset({"results", "degraded", "unavailable"})  # shown in MCP's own form (SearchOutput)
 _ShownAnswer: type[_Out] = create_model(  # type: ignore[call-overload]
     "_ShownAnswer", __base__=_Out,
-    **{name: (Optional[info.annotation], Field(None, description=info.description))
-       for name, info in SearchAnswer.model_fields.items() if name not in _NOT_SHOWN | _MCP_OWN},
+    **{info.name: (Optional[pydantic_type(info.annotation)], Field(None, description=info.description))
+       for info in SearchAnswer.record_fields(resolved=True) if info.name not in _NOT_SHOWN | _MCP_OWN},
 )
 
 
@@ -98,7 +103,7 @@ class SearchOutput(_ShownAnswer):  # type: ignore[valid-type,misc]
     what only MCP says: whether the search could run at all, and what to do."""
 
     results: list[MemoryHit] = Field(default_factory=list)
-    degraded: Degraded | None = None  # only when something is degraded
+    degraded: _Degraded | None = None  # type: ignore[valid-type]  # only when something is degraded
     disabled: bool = False  # the search could not run; `error` says why and `action` what fixes it
     unavailable: bool = False
     error: str | None = None
@@ -120,16 +125,16 @@ class GetOutput(_Out):
     next_offset: int | None = None  # ... and skip this many characters of that line (a long line was cut)
     disabled: bool = False
     error: str | None = None
-    denied: ScopeDenial | None = None  # scope rules refused this chat: nothing was read
+    denied: _Denial | None = None  # type: ignore[valid-type]  # scope rules refused this chat: nothing was read
     warning: str | None = None
     invalid: str | None = None  # the argument that was refused (as MCP spells it)
 
 
 class StatusOutput(_Out):
-    status: ManagerStatus | None = None
+    status: _Status | None = None  # type: ignore[valid-type]
     invalid: str | None = None  # the argument that was refused (as MCP spells it)
     error: str | None = None
-    denied: ScopeDenial | None = None  # scope rules refused this chat: nothing is shown
+    denied: _Denial | None = None  # type: ignore[valid-type]  # scope rules refused this chat: nothing is shown
     warning: str | None = None
 
 

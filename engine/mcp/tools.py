@@ -10,33 +10,31 @@ from __future__ import annotations
 
 import inspect
 import keyword
-import typing
 from typing import Annotated, Any, Awaitable, Callable
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from ..records import Record
 from ..requests import spellings
 
 __all__ = ["tool_function"]
 
 
-def _wire_type(annotation: Any) -> Any:
+_WIRE_TYPES = {"bool": bool, "int": int, "float": float}
+
+
+def _wire_type(info: Any) -> Any:
     """The parameter's type as the schema shows it: numbers and flags as they are, everything else
-    text (a time bound is a string on the wire). The search mode is text too: the model reads the
-    same spellings on every door (`fts` is `keyword`), and its description lists them."""
-    kinds = set(typing.get_args(annotation)) or {annotation}
-    if str in kinds:  # text first: a time bound also takes dates and timestamps in Python, a string on the wire
-        return str if type(None) not in kinds else str | None
-    for kind in (bool, int, float):
-        if kind in kinds:
-            return kind if type(None) not in kinds else kind | None
-    return str if annotation is str else str | None
+    text (a time bound is a string on the wire: it also takes dates and timestamps in Python). The
+    search mode is text too: the model reads the same spellings on every door (`fts` is `keyword`),
+    and its description lists them. Optional where the field's default is None."""
+    kind = _WIRE_TYPES.get(info.extra.get("kind"), str)
+    return kind | None if info.default is None else kind
 
 
 def _described(info: Any) -> str:
     """The field's description, with its bounds in words (`1 to 100`)."""
-    low = next((m.ge for m in info.metadata if hasattr(m, "ge")), None)
-    high = next((m.le for m in info.metadata if hasattr(m, "le")), None)
+    low, high = info.extra.get("ge"), info.extra.get("le")
     if low is not None and high is not None:
         return f"{info.description} From {low:g} to {high:g}."
     if low is not None:
@@ -44,7 +42,7 @@ def _described(info: Any) -> str:
     return info.description or ""
 
 
-def tool_function(model: type[BaseModel], call: Callable[..., Awaitable[Any]], *, name: str, returns: Any,
+def tool_function(model: type[Record], call: Callable[..., Awaitable[Any]], *, name: str, returns: Any,
                   required: tuple[str, ...] = ()) -> Callable[..., Awaitable[Any]]:
     """An async function whose signature is `model`'s MCP fields, calling `call(**fields)` with
     the model's own field names (values left out are not passed: the model's defaults apply)."""
@@ -59,7 +57,7 @@ def tool_function(model: type[BaseModel], call: Callable[..., Awaitable[Any]], *
         extra: dict[str, Any] = {"alias": wire} if python != wire else {}
         # Types and descriptions only: the bounds are the model's to judge, after the scope rules
         # (a denied chat gets its denial whatever its other values, as on every door).
-        annotation = Annotated[_wire_type(info.annotation), Field(description=_described(info), **extra)]  # type: ignore[valid-type]
+        annotation = Annotated[_wire_type(info), Field(description=_described(info), **extra)]  # type: ignore[valid-type]
         default = inspect.Parameter.empty if field in required else (None if info.default is not False else False)
         params.append(inspect.Parameter(python, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
 

@@ -41,7 +41,7 @@ def hits_from_ranked(
             end_line=end,
             score=round(c.score, 6),
             snippet=snip.text,
-            source=c.source,
+            source="sessions" if c.source == "sessions" else "memory",
             citation=citation_for(c.path, start, end) if cite else None,
             below_min_score=True if c.chunk_id in facts.get("below", ()) else None,
             window_closeness=c.window_closeness,

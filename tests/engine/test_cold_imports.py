@@ -1,5 +1,6 @@
-"""A cold keyword search imports only what it needs: no numpy, onnxruntime or dateparser (the
-first call of a CLI user pays for every import; `contrib/bench/second_call.py` measures it)."""
+"""A cold keyword search imports only what it needs: no numpy, onnxruntime or dateparser, and no
+pydantic or JSON5 parser once its settings are known (engine/config/snapshot.py): the first call
+of a CLI user pays for every import (`contrib/bench/second_call.py`, `cold_pair.py` measure it)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 
 PROBE = """
 import atexit, json, sys
-heavy = ["numpy", "onnxruntime", "tokenizers", "sqlite_vec", "dateparser", "structlog", "httpx"]
+heavy = ["numpy", "onnxruntime", "tokenizers", "sqlite_vec", "dateparser", "structlog", "httpx", "pydantic", "json5"]
 # The console script leaves without tearing the interpreter down, but runs the exit handlers.
 atexit.register(lambda: print(json.dumps({"loaded": [m for m in heavy if m in sys.modules]}), file=sys.stderr))
 from memsift.engine.cli import main
@@ -34,7 +35,7 @@ def _cold_search(tmp_path, query: str) -> tuple[dict, list[str]]:
     return answer, json.loads(run.stderr.strip().splitlines()[-1])["loaded"]
 
 
-def test_a_cold_keyword_search_imports_no_numpy_onnxruntime_or_dateparser(tmp_path):
+def test_a_cold_keyword_search_imports_no_numpy_onnxruntime_dateparser_or_pydantic(tmp_path):
     answer, loaded = _cold_search(tmp_path, "ledger database")
     assert answer["results"] and answer["results"][0]["path"] == "MEMORY.md"  # it did search
     assert loaded == [], loaded
