@@ -64,6 +64,8 @@ class _Bad(Exception):
         self.problem, self.echo = problem, echo
 
 
+_NUMBERS: dict[str, tuple[Any, str, str]] = {"int": (int, "integer", "an integer"),
+                                              "float": (float, "number", "a number")}
 _TRUE = {"1", "on", "t", "true", "y", "yes"}
 _FALSE = {"0", "off", "f", "false", "n", "no"}
 
@@ -83,26 +85,16 @@ def _as_kind(value: Any, kind: str) -> Any:
         if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
             return value.strip().lower() in _TRUE
         raise _Bad("Input should be a valid boolean")
-    if kind == "int":
-        if isinstance(value, int):
-            return int(value)
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
+    if kind in _NUMBERS:
+        make, words, one = _NUMBERS[kind]
+        if isinstance(value, (int, float)) and (kind == "float" or float(value).is_integer()):
+            return make(value)
         if isinstance(value, str):
             try:
-                return int(value.strip())
+                return make(value.strip())
             except ValueError:
-                raise _Bad("Input should be a valid integer, unable to parse string as an integer") from None
-        raise _Bad("Input should be a valid integer")
-    if kind == "float":
-        if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value.strip())
-            except ValueError:
-                raise _Bad("Input should be a valid number, unable to parse string as a number") from None
-        raise _Bad("Input should be a valid number")
+                raise _Bad(f"Input should be a valid {words}, unable to parse string as {one}") from None
+        raise _Bad(f"Input should be a valid {words}")
     if kind == "time":  # a date, a phrase or POSIX seconds: read later, with the configured clock
         if isinstance(value, (str, date)):
             return value

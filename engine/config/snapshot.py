@@ -74,7 +74,7 @@ def resolve_settings(config_path: str | None = None, *, workspace: str | None = 
 
     seen_env = _RecordingEnv(env)
     trace: dict[str, Any] = {}
-    with recording_reads() as files:  # as compose.factory.resolve_config reads it
+    with recording_reads(_file_signature) as files:  # as compose.factory.resolve_config reads it
         config, path = load_config(config_path, environ=seen_env, openclaw_config=openclaw_config)
         settings = resolve_agent(config, agent_id=agent, workspace=workspace, config_path=path, environ=seen_env,
                                  trace=trace)
@@ -95,9 +95,9 @@ def _key(asked: list[str | None]) -> str:
 def _code_signature() -> list[Any]:
     """The config code and records that made the snapshot (an upgrade, or an edit in a clone)."""
     here = os.path.dirname(__file__)
-    files = [os.path.join(here, name) for name in sorted(os.listdir(here)) if name.endswith(".py")]
-    return [_file_signature(f) for f in (*files, os.path.join(here, "..", "records.py"),
-                                         os.path.join(here, "..", "schema.py"))]
+    folders = (here, os.path.join(os.path.dirname(here), "records"))
+    files = [os.path.join(f, name) for f in folders for name in sorted(os.listdir(f)) if name.endswith(".py")]
+    return [_file_signature(f) for f in files]
 
 
 def _file_signature(path: Path | str) -> list[int] | None:
@@ -165,12 +165,12 @@ def _holds_secret(value: Any) -> bool:
 # --- writing and reading -----------------------------------------------------------------------
 
 
-def _write(entry: Path, settings: ResolvedConfig, *, files: list[Path], env_names: set[str],
+def _write(entry: Path, settings: ResolvedConfig, *, files: list[tuple[Path, Any]], env_names: set[str],
            trace: dict[str, Any]) -> None:
     env = os.environ
     doc = {
         "version": SNAPSHOT_VERSION,
-        "files": [[str(f), _file_signature(f)] for f in dict.fromkeys(files)],
+        "files": [[str(path), signature] for path, signature in files],
         "env": {name: _env_value(env, name) for name in _env_names(env, env_names)},
         "installed": _installed(),
         "places": trace,

@@ -12,7 +12,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import json5
 
@@ -155,24 +155,26 @@ def read_config_file(path: Path, *, required: bool, environ: Mapping[str, str] |
     return kept
 
 
-_reads: list[list[Path]] = []  # the open `recording_reads()` lists, innermost last
+_reads: list[tuple[list[tuple[Path, Any]], Callable[[Path], Any]]] = []  # open `recording_reads()`, innermost last
 
 
 @contextlib.contextmanager
-def recording_reads() -> Iterator[list[Path]]:
-    """The config files read (or looked for and missing) inside the block, includes too: what a
-    settings snapshot depends on (`snapshot.py`)."""
-    seen: list[Path] = []
-    _reads.append(seen)
+def recording_reads(signature: Callable[[Path], Any]) -> Iterator[list[tuple[Path, Any]]]:
+    """The config files read (or looked for and missing) inside the block, includes too, each with
+    `signature(path)` taken before it is read (so a file written meanwhile reads as changed next
+    time): what a settings snapshot depends on (`snapshot.py`)."""
+    seen: list[tuple[Path, Any]] = []
+    entry = (seen, signature)
+    _reads.append(entry)
     try:
         yield seen
     finally:
-        _reads.remove(seen)
+        _reads.remove(entry)
 
 
 def _parse_file(path: Path, *, required: bool, what: str = "config file") -> Any:
-    for seen in _reads:
-        seen.append(path)
+    for seen, signature in _reads:
+        seen.append((path, signature(path)))
     try:
         text = _read_bounded(path).decode("utf-8")
     except FileNotFoundError:
