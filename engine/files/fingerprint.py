@@ -17,12 +17,9 @@ _RELEASE_KEYS = ("schema", "chunker", "ftsText", "noteDates")
 
 @lru_cache(maxsize=1)
 def memsift_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+    from ..plugins.registry import own_version  # noqa: PLC0415  (read as the registry reads memsift's entry points)
 
-    try:
-        return version("memsift")
-    except PackageNotFoundError:
-        return "unknown"
+    return own_version() or "unknown"
 
 
 def version_stamps(previous: dict[str, Any] | None, *, rebuilt: bool) -> dict[str, str]:

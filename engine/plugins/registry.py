@@ -1,7 +1,8 @@
 """Finding plugins: the entry points of the `memsift.*` groups, memsift's own first.
 
-A lookup by name reads memsift's own entry points (about a millisecond), and scans every installed
-distribution only for a name that is not memsift's own, or to list them all. A plugin that fails
+A lookup by name reads memsift's own entry points (its `entry_points.txt`, without
+`importlib.metadata`: about a millisecond), and scans every installed distribution only for a
+name that is not memsift's own, or to list them all. A plugin that fails
 to import (an exception, `sys.exit`, an import that hangs past `$MEMSIFT_PLUGIN_IMPORT_TIMEOUT`
 seconds), or names something that is not a plugin, is recorded with its error and never stops
 the others (nor the built-ins) from loading; what it prints at import goes to stderr.
@@ -21,16 +22,17 @@ import json
 import os
 import re
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ..errors import ConfigError
 from . import GROUPS, BackendPlugin, ProviderPlugin, RerankerPlugin
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 __all__ = [
     "Found",
@@ -41,6 +43,7 @@ __all__ = [
     "backend",
     "describe_unknown",
     "origin",
+    "own_version",
     "OWN_DISTRIBUTION",
 ]
 
@@ -83,8 +86,64 @@ class Found:
 _loaded: dict[tuple[str, str], Found] = {}  # (kind, name) → what loading it gave, once per process
 
 
+class _Point:
+    """An entry point as `entry_points.txt` names it (what `_points` reads of one)."""
+
+    __slots__ = ("group", "name", "value")
+
+    def __init__(self, group: str, name: str, value: str) -> None:
+        self.group, self.name, self.value = group, name, value
+
+
+class _OwnDistribution:
+    """memsift's own installed metadata, read from its `.dist-info` folder directly: a lookup of
+    one of memsift's own names is every cold command's, and `importlib.metadata` imports the email
+    package (~6 ms) to read the two small files this reads. Only what the registry asks of a
+    distribution: `metadata["Name"]`, `metadata["Version"]` and `entry_points`."""
+
+    def __init__(self, folder: str) -> None:
+        version = os.path.basename(folder)[len(OWN_DISTRIBUTION) + 1: -len(".dist-info")]
+        self.metadata = {"Name": OWN_DISTRIBUTION, "Version": version}
+        self.entry_points: list[_Point] = []
+        group = ""
+        with open(os.path.join(folder, "entry_points.txt"), encoding="utf-8") as lines:
+            for raw in lines:
+                line = raw.strip()
+                if not line or line.startswith(("#", ";")):
+                    continue
+                if line.startswith("[") and line.endswith("]"):
+                    group = line[1:-1].strip()
+                elif "=" in line and group:
+                    name, _, value = line.partition("=")
+                    self.entry_points.append(_Point(group, name.strip(), value.strip()))
+
+
+def _own_folder() -> str | None:
+    """The first `memsift-<version>.dist-info` on sys.path, as `importlib.metadata` would find it."""
+    prefix = OWN_DISTRIBUTION + "-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(prefix) and name.endswith(".dist-info") and "-" not in name[len(prefix): -10]:
+                folder = os.path.join(entry or ".", name)
+                if os.path.isfile(os.path.join(folder, "entry_points.txt")):
+                    return folder
+    return None
+
+
 @functools.cache
-def _own() -> metadata.Distribution | None:
+def _own() -> Any:
+    folder = _own_folder()
+    if folder is not None:
+        try:
+            return _OwnDistribution(folder)
+        except (OSError, UnicodeDecodeError):
+            pass  # importlib.metadata says what is wrong with it
+    from importlib import metadata  # noqa: PLC0415
+
     try:
         return metadata.distribution(OWN_DISTRIBUTION)
     except metadata.PackageNotFoundError:
@@ -92,7 +151,14 @@ def _own() -> metadata.Distribution | None:
 
 
 @functools.cache
-def _name_and_version(dist: metadata.Distribution) -> tuple[str, str]:
+def own_version() -> str | None:
+    """The installed memsift's version (None when memsift is not installed)."""
+    own = _own()
+    return _name_and_version(own)[1] if own is not None else None
+
+
+@functools.cache
+def _name_and_version(dist: Any) -> tuple[str, str]:
     """A distribution's name and version from one read of its METADATA (each `dist.metadata` or
     `dist.version` parses it again: memsift's, which holds the README, 15 times a cold search)."""
     meta = dist.metadata
@@ -100,11 +166,11 @@ def _name_and_version(dist: metadata.Distribution) -> tuple[str, str]:
 
 
 @functools.cache
-def _entry_points(dist: metadata.Distribution) -> tuple[metadata.EntryPoint, ...]:
+def _entry_points(dist: Any) -> tuple[Any, ...]:
     return tuple(dist.entry_points)
 
 
-def _points(dist: metadata.Distribution, kind: str, *, builtin: bool) -> Iterator[Found]:
+def _points(dist: Any, kind: str, *, builtin: bool) -> Iterator[Found]:
     group = GROUPS[kind]
     for ep in _entry_points(dist):
         if ep.group == group:
@@ -139,6 +205,8 @@ _MARKERS = tuple(f"[{group}]" for group in GROUPS.values())
 def _plugin_dists() -> tuple[metadata.Distribution, ...]:
     """Other installed distributions that declare a memsift entry point, once per process (an
     install needs a restart): each one's entry_points.txt is read, no other file."""
+    from importlib import metadata  # noqa: PLC0415  (every installed package: a listing, or another's name)
+
     seen: set[str] = {OWN_DISTRIBUTION}
     out: list[metadata.Distribution] = []
     for dist in metadata.distributions():
@@ -210,6 +278,8 @@ def _remember_hang(found: Found, limit: float, error: str) -> None:
     verdicts = _read_verdicts()
     verdicts[_verdict_key(found)] = {"error": error, "limit": limit, "at": time.time()}
     try:
+        import tempfile  # noqa: PLC0415
+
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plugin-imports.")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -223,12 +293,11 @@ def _import_guarded(found: Found) -> tuple[Any, str | None]:
     """Import another package's entry point so that nothing it does at import stops memsift: any
     exception, `sys.exit` included (a keyboard interrupt excepted), is its error; what it prints goes
     to stderr, never into `--json` on stdout; one that does not finish in time is left behind."""
-    point = metadata.EntryPoint(found.name, found.target, GROUPS[found.kind])
     got: dict[str, Any] = {}
 
     def run() -> None:
         try:
-            got["value"] = point.load()
+            got["value"] = _load_target(found.target)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001  (SystemExit too: a plugin never ends memsift)
@@ -249,12 +318,23 @@ def _import_guarded(found: Found) -> tuple[Any, str | None]:
     return got.get("value"), got.get("error")
 
 
+def _load_target(target: str) -> Any:
+    """What an entry point's `module:attribute` names (as `EntryPoint.load` reads it)."""
+    import importlib  # noqa: PLC0415
+
+    module, _, attribute = target.split("[", 1)[0].partition(":")  # `[extras]` name no object
+    value = importlib.import_module(module.strip())
+    for part in filter(None, attribute.strip().split(".")):
+        value = getattr(value, part)
+    return value
+
+
 def _load(found: Found) -> Found:
     key = (found.kind, found.name)
     if found.shadowed_by is None and key in _loaded:
         return _loaded[key]
     if found.builtin:
-        value, found.error = metadata.EntryPoint(found.name, found.target, GROUPS[found.kind]).load(), None
+        value, found.error = _load_target(found.target), None
     else:
         value, found.error = _import_guarded(found)
     if found.error is None:

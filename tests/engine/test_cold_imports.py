@@ -11,7 +11,8 @@ import sys
 
 PROBE = """
 import atexit, json, sys
-heavy = ["numpy", "onnxruntime", "tokenizers", "sqlite_vec", "dateparser", "structlog", "httpx", "pydantic", "json5"]
+heavy = ["numpy", "onnxruntime", "tokenizers", "sqlite_vec", "dateparser", "structlog", "httpx", "pydantic", "json5",
+         "importlib.metadata"]
 # The console script leaves without tearing the interpreter down, but runs the exit handlers.
 atexit.register(lambda: print(json.dumps({"loaded": [m for m in heavy if m in sys.modules]}), file=sys.stderr))
 from memsift.engine.cli import main

@@ -315,3 +315,21 @@ def test_a_plugin_that_exits_hangs_or_prints_at_import_never_stops_status_or_plu
     assert doc["backend"] == "builtin" and "Traceback" not in status.stderr
     text = subprocess.run([*base, "plugins"], capture_output=True, text=True, env=env, timeout=120)
     assert text.returncode == 0 and "FAILED to load: SystemExit: 3" in text.stdout and "Traceback" not in text.stderr
+
+
+def test_memsifts_own_entry_points_read_directly_are_importlib_metadatas():
+    """A cold command reads memsift's own `entry_points.txt` itself (importlib.metadata imports the
+    email package); what it reads must be what importlib.metadata reads, and load the same objects."""
+    from importlib import metadata
+
+    from memsift.engine.plugins import registry
+
+    own = registry._own()
+    assert type(own).__name__ == "_OwnDistribution"  # the direct reader, in an installed memsift
+    theirs = metadata.distribution("memsift")
+    assert registry.own_version() == theirs.version
+    read = sorted((p.group, p.name, p.value) for p in own.entry_points)
+    assert read == sorted((p.group, p.name, p.value) for p in theirs.entry_points)
+    for point in theirs.entry_points:
+        if point.group.startswith("memsift."):
+            assert registry._load_target(point.value) is point.load()
