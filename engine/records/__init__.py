@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from typing import Any, ClassVar, dataclass_transform
 
-__all__ = ["Record", "FieldSpec", "spec", "to_camel", "frozen_error"]
+__all__ = ["Record", "FieldSpec", "spec", "to_camel"]
 
 _MISSING: Any = object()
 _INF = float("inf")
@@ -70,7 +70,7 @@ def spec(default: Any = _MISSING, *, factory: Any = None, json: str | None = Non
     return FieldSpec(default, factory=factory, json=json, exclude=exclude, description=description, **extra)
 
 
-def frozen_error(record: object) -> AttributeError:
+def _frozen(record: object) -> AttributeError:
     return AttributeError(f"{type(record).__name__} is frozen: make a changed copy with model_copy(update=...)")
 
 
@@ -84,6 +84,7 @@ class Record:
     __record_by_key__: ClassVar[dict[str, FieldSpec]] = {}
     __record_resolved__: ClassVar[bool] = False
     model_fields: ClassVar[dict[str, FieldSpec]] = {}  # by name, as pydantic's
+    model_extra: ClassVar[dict[str, Any] | None] = None  # a config section's plugin blocks (records/schema.py)
 
     def __init_subclass__(cls, *, frozen: bool | None = None, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -110,8 +111,6 @@ class Record:
         if frozen is not None:
             cls.__record_frozen__ = frozen
 
-    model_extra: ClassVar[dict[str, Any] | None] = None  # a config section's plugin blocks (engine/records/schema.py)
-
     def __init__(self, **values: Any) -> None:
         cls = type(self)
         own = self.__dict__
@@ -136,12 +135,12 @@ class Record:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if self.__record_frozen__:
-            raise frozen_error(self)
+            raise _frozen(self)
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
         if self.__record_frozen__:
-            raise frozen_error(self)
+            raise _frozen(self)
         object.__delattr__(self, name)
 
     def __eq__(self, other: object) -> bool:
@@ -172,11 +171,6 @@ class Record:
                 field.annotation = _annotation(cls, field.name)
             cls.__record_resolved__ = True
         return cls.__record_fields__
-
-    @classmethod
-    def field_named(cls, key: str) -> FieldSpec | None:
-        """The field called `key`, or whose JSON name is `key`."""
-        return cls.__record_by_key__.get(key)
 
     def model_dump(self, *, by_alias: bool = False, mode: str = "python", exclude_none: bool = False,
                    exclude_unset: bool = False, exclude: set[str] | frozenset[str] | None = None) -> dict[str, Any]:
@@ -269,9 +263,9 @@ def _value(value: Any, how: _Dump) -> Any:
         return value
     if isinstance(value, Record):
         return _dump(value, how, ())
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, set, frozenset)):
         items = [_value(v, how) for v in value]
-        return items if how.as_json or isinstance(value, list) else tuple(items)
+        return items if how.as_json or isinstance(value, list) else type(value)(items)
     if isinstance(value, dict):
         return {(str(k) if how.as_json else k): _value(v, how) for k, v in value.items()}
     if not how.as_json:
@@ -288,8 +282,6 @@ def _json_value(value: Any) -> Any:
         return "**********" if value.get_secret_value() else ""
     if hasattr(value, "item") and type(value).__module__ == "numpy":
         return value.item()
-    if isinstance(value, (set, frozenset)):
-        return [_json_value(v) if not isinstance(v, (str, int, float)) else v for v in value]
     return str(value)  # a Path
 
 

@@ -30,7 +30,7 @@ from pydantic_core import PydanticCustomError
 
 from . import Record, to_camel
 
-__all__ = ["model_of", "pydantic_type", "to_record", "validate", "record_of"]
+__all__ = ["model_of", "pydantic_type", "to_record", "validate"]
 
 _MODELS: dict[type, type[BaseModel]] = {}
 _RECORDS: dict[type, type[Record]] = {}  # each made model's record
@@ -40,6 +40,12 @@ def _unwrap_secret(value: Any) -> Any:
     """A record's `Secret` (a section dumped and validated again: agents' layers) is its text."""
     get = getattr(value, "get_secret_value", None)
     return get() if get is not None and not isinstance(value, SecretStr) else value
+
+
+def _holds_secret(annotation: Any) -> bool:
+    from ..secrets import Secret  # noqa: PLC0415
+
+    return annotation is Secret or any(_holds_secret(a) for a in typing.get_args(annotation))
 
 
 def pydantic_type(annotation: Any) -> Any:
@@ -78,7 +84,7 @@ def model_of(record: type[Record]) -> type[BaseModel]:
             kind = Annotated[kind, AfterValidator(extra["after"])]
         if extra.get("before"):
             kind = Annotated[kind, BeforeValidator(extra["before"])]
-        if "Secret" in str(field.annotation):  # a section dumped and validated again (agents' layers)
+        if _holds_secret(field.annotation):  # a section dumped and validated again (agents' layers)
             kind = Annotated[kind, BeforeValidator(_unwrap_secret)]
         info: dict[str, Any] = {"description": field.description}
         for bound in ("ge", "gt", "le", "lt", "pattern", "min_length"):
@@ -142,10 +148,6 @@ def _model_factory(factory: Any) -> Any:
     if isinstance(factory, type) and issubclass(factory, Record):
         return model_of(factory)
     return lambda: _model_value(factory())
-
-
-def record_of(model: type[BaseModel]) -> type[Record] | None:
-    return _RECORDS.get(model)
 
 
 def to_record(value: Any) -> Any:
