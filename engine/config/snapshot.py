@@ -141,11 +141,11 @@ class _RecordingEnv(Mapping[str, str]):
 
 
 def _keepable(settings: ResolvedConfig) -> bool:
-    """No secret and no remote endpoint: nothing that must not rest on disk or be left unregistered."""
+    """No secret (an API key, a DSN) and no remote endpoint (headers, a base URL): nothing that must
+    not rest on disk or be left unregistered for redaction."""
     ms = settings.memory_search
-    for remote in (ms.remote, ms.query.rerank.remote):
-        if remote.api_key is not None or remote.headers or remote.base_url:
-            return False
+    if any(remote.headers or remote.base_url for remote in (ms.remote, ms.query.rerank.remote)):
+        return False
     return not _holds_secret(settings)
 
 
@@ -168,15 +168,15 @@ def _holds_secret(value: Any) -> bool:
 def _write(entry: Path, settings: ResolvedConfig, *, files: list[tuple[Path, Any]], env_names: set[str],
            trace: dict[str, Any]) -> None:
     env = os.environ
-    doc = {
-        "version": SNAPSHOT_VERSION,
-        "files": [[str(path), signature] for path, signature in files],
-        "env": {name: _env_value(env, name) for name in _env_names(env, env_names)},
-        "installed": _installed(),
-        "places": trace,
-        "settings": _encode(settings),
-    }
     try:
+        doc = {
+            "version": SNAPSHOT_VERSION,
+            "files": [[str(path), signature] for path, signature in files],
+            "env": {name: _env_value(env, name) for name in _env_names(env, env_names)},
+            "installed": _installed(),
+            "places": trace,
+            "settings": _encode(settings),  # a value of a type it cannot keep: no snapshot, never an error
+        }
         from ..private_dirs import make_private_dir  # noqa: PLC0415
 
         make_private_dir(entry.parent)
@@ -215,7 +215,7 @@ def _still_holds(doc: dict[str, Any], env: Mapping[str, str]) -> bool:
     if any(_file_signature(path) != signature for path, signature in doc["files"]):
         return False
     recorded: dict[str, str | None] = doc["env"]
-    names = _env_names(env, {n for n in recorded})
+    names = _env_names(env, set(recorded))
     if set(names) != set(recorded) or any(_env_value(env, n) != recorded[n] for n in names):
         return False
     return doc["installed"] == _installed()

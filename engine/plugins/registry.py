@@ -150,7 +150,6 @@ def _own() -> Any:
         return None
 
 
-@functools.cache
 def own_version() -> str | None:
     """The installed memsift's version (None when memsift is not installed)."""
     own = _own()
