@@ -5,7 +5,8 @@ revision's `engine/embeddings/local.py`, interleaved in one process so both see 
 
 `--baseline fp32`: today's code on the fp32 graph, as an install without the `onnx` package runs it
 (the default install before onnx became a dependency), against the int8 graph a default install
-builds now.
+builds now. `--baseline int8-v1`: the int8 graph as the previous recipe built it (no rewrites of
+the exporter's attention and GELU: engine/embeddings/graph_rewrites.py), against today's.
 """
 
 from __future__ import annotations
@@ -42,6 +43,20 @@ def _baseline_provider(rev: str):
     return module.LocalMiniLMProvider()
 
 
+def _unfused_int8_provider(work: Path):
+    """Today's provider on the int8 graph the previous recipe built (`_build(fused=False)`)."""
+    from memsift.engine.embeddings.int8_graph import _build  # noqa: PLC0415
+    from memsift.engine.embeddings.local import LocalMiniLMProvider, _bundled_model  # noqa: PLC0415
+
+    graph = work / "int8-v1" / "model.onnx"
+    if not graph.exists():
+        graph.parent.mkdir(parents=True, exist_ok=True)
+        _build(_bundled_model(), graph, fused=False)
+    provider = LocalMiniLMProvider()
+    provider._graph_file = graph  # the provider runs it as it runs its own int8 graph
+    return provider
+
+
 def realistic_chunks(work: Path, per_set: int) -> dict[str, list[str]]:
     """Chunks as the indexer cuts them (400 tokens, 80 overlap) from LongMemEval sessions and
     synthetic daily logs."""
@@ -74,7 +89,12 @@ def run_embed_speed(work: Path, *, baseline: str = BASELINE_REV, per_set: int = 
     from memsift.engine.embeddings.local import LocalMiniLMProvider  # noqa: PLC0415
 
     sets = realistic_chunks(work, per_set)
-    before = LocalMiniLMProvider(int8=False) if baseline == "fp32" else _baseline_provider(baseline)
+    if baseline == "fp32":
+        before = LocalMiniLMProvider(int8=False)
+    elif baseline == "int8-v1":
+        before = _unfused_int8_provider(work)
+    else:
+        before = _baseline_provider(baseline)
     after = LocalMiniLMProvider()
     for p in (before, after):
         p.embed_sync(sets["longmemeval"][:16])  # load and warm both

@@ -1,11 +1,12 @@
 """A real int8 copy of the shipped model, built once into a cache folder and verified at every load.
 
 The shipped ONNX file stores int8 weights but dequantises them inside the graph (Cast → Mul by a
-scale), so every MatMul runs in fp32. Folding those back to fp32 weights and running onnxruntime's
-dynamic quantisation (per-channel int8 weights, uint8 activations) gives integer MatMuls: about
-1.7× the characters/s on 2 cores, cosine ≥ 0.99 to the fp32 vectors. The build needs the `onnx`
-package, a default dependency; where it is missing (an install that left it out) the fp32 graph is
-used and nothing else changes.
+scale), so every MatMul runs in fp32. Folding those back to fp32 weights, rewriting the exporter's
+attention, GELU and NaN guards into onnxruntime's fused kernels (graph_rewrites.py) and running
+onnxruntime's dynamic quantisation (per-channel int8 weights, uint8 activations) gives integer
+MatMuls: about 2× the characters/s of the fp32 graph on 2 cores, cosine ≥ 0.98 to its vectors.
+The build needs the `onnx` package, a default dependency; where it is missing (an install that
+left it out) the fp32 graph is used and nothing else changes.
 
 Cache layout: `<source sha256[:16]>-<RECIPE>.onnx` plus a `.sha256` file holding its checksum. A
 graph whose checksum does not match (damaged, truncated, edited) is rebuilt; files are written
@@ -34,10 +35,11 @@ from pathlib import Path
 
 from ..logging import get_logger
 from .digests import sha256_of
+from .graph_rewrites import UNFUSED, rewrite
 
 __all__ = ["RECIPE", "default_model_cache_dir", "int8_build_available", "int8_graph"]
 
-RECIPE = "int8dyn-perchannel-ortext-v1"  # part of the file name and of the provider's fingerprint
+RECIPE = "int8dyn-perchannel-ortext-v2-fused"  # part of the file name and of the provider's fingerprint
 
 log = get_logger("memsift.embeddings")
 
@@ -132,18 +134,22 @@ def _remove_stale_builds(cache_dir: Path) -> None:
             pass
 
 
-def _build(source: Path, target: Path) -> None:
+def _build(source: Path, target: Path, *, fused: bool = True) -> None:
+    """`fused=False` builds the previous recipe (v1: no rewrites, onnxruntime's own fusions), for
+    benchmarks that compare the two."""
     import onnx  # noqa: PLC0415  (a default dependency; imported only to build)
     from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415
 
     folded = _fold_dequantised_weights(onnx.load(str(source)))
+    if fused:
+        folded, _done = rewrite(folded)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         fp32, int8 = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
         onnx.save(folded, str(fp32))
         with _quantiser_advice_silenced():
             quantize_dynamic(str(fp32), str(int8), per_channel=True, weight_type=QuantType.QInt8)
         optimised = Path(tmp) / "int8-optimised.onnx"
-        _save_optimised(int8, optimised)
+        _save_optimised(int8, optimised, unfused=UNFUSED if fused else [])
         with open(optimised, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(optimised, target)
@@ -174,18 +180,20 @@ def _quantiser_advice_silenced() -> Iterator[None]:
             root.removeHandler(handler)
 
 
-def _save_optimised(source: Path, target: Path) -> None:
-    """Store the graph as onnxruntime optimises it (fused integer MatMuls, layer norms), so a
-    session loads it with optimisation off (median 87 ms against 417 ms for the fp32 graph on a loaded
-    2-core machine), and every session (a CLI
-    call's, a server's) runs the very same kernels. EXTENDED, not ALL: no CPU-specific layouts."""
+def _save_optimised(source: Path, target: Path, *, unfused: list[str]) -> None:
+    """Store the graph as onnxruntime optimises it (fused integer MatMuls), so a session loads it
+    with optimisation off (median 87 ms against 417 ms for the fp32 graph on a loaded 2-core
+    machine), and every session (a CLI call's, a server's) runs the very same kernels. EXTENDED,
+    not ALL: no CPU-specific layouts; `unfused`: fusions whose kernels are slower (graph_rewrites)."""
     import onnxruntime as ort  # noqa: PLC0415
 
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     opts.optimized_model_filepath = str(target)
-    ort.InferenceSession(str(source), sess_options=opts, providers=["CPUExecutionProvider"])
+    ort.InferenceSession(
+        str(source), sess_options=opts, providers=["CPUExecutionProvider"], disabled_optimizers=unfused
+    )
 
 
 def _fold_dequantised_weights(model):
