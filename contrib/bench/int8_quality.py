@@ -33,6 +33,9 @@ def run_int8_quality(work: Path, say=print) -> dict:
         quality._PROVIDERS["local"] = LocalMiniLMProvider(int8=int8)  # every manager of the run uses it
         out[name] = {}
         started = time.time()
+        # Searches here do not sync (the files are frozen): an index left by an earlier graph would
+        # answer by keywords alone, so each index is brought up to date with its graph first.
+        anyio.run(lambda: quality.warm_index("hybrid", lme.workspace, state, say))
         for mode in ("vector", "hybrid"):
             r = anyio.run(lambda: quality.eval_longmemeval(lme, mode, state))
             out[name][mode] = {k: r[k] for k in KEYS}

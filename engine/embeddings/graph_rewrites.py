@@ -2,7 +2,7 @@
 
 The shipped all-MiniLM-L6-v2 was exported by PyTorch's dynamo exporter, whose attention is a
 dozen small ops per layer, and onnxruntime's own fusions miss it. Measured one window at a time on
-one thread (onnxruntime 1.32, `contrib/bench/int8_kernels.py --graphs`), the int8 graph spent:
+one thread (onnxruntime 1.32, AVX-512 VNNI; onnxruntime's profiler), the int8 graph spent:
 
 - ~12% in a NaN guard after each softmax (`Where(IsNaN(p), 0, p)`): it only acts on a row whose
   keys are all masked, and memsift never runs a window without its [CLS] and [SEP];
