@@ -35,7 +35,13 @@ from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import IndexUnusableError
 from memsift.engine.files.note_dates import NOTE_DATES_REVISION, ChunkDay
 from memsift.engine.search.fts_query import INDEX_TEXT_REVISION, index_text
-from memsift.engine.files.fingerprint import fingerprint_diff, memsift_version, reuse_note, version_stamps
+from memsift.engine.files.fingerprint import (
+    fingerprint_diff,
+    memsift_version,
+    rebuild_note,
+    reuse_note,
+    version_stamps,
+)
 from memsift.engine.manager import SyncReport
 from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.files.sync import MAX_MARKDOWN_BYTES, read_markdown, read_media, read_transcript, sort_files
@@ -311,6 +317,7 @@ class Indexer:
                 cause = "no index yet"
             if cause and not allow_full and current is not None:
                 report.reindex_cause = cause
+                report.notes += filter(None, [rebuild_note(current, cause)])
                 report.took_ms = (time.perf_counter() - started) * 1000
                 return report  # the caller decided not to rebuild now (e.g. during a search)
             if cause:

@@ -94,7 +94,6 @@ class BuiltinSearchManager(IndexedBackend):
         self._memory_vectors: MemoryVectors | None = None
         self.search_syncs = 0  # syncs run by searches (a watcher's own sync then finds nothing new)
         self._embed_error: str | None = None
-        self._last_sync: SyncReport | None = None
         self._skipped: list[dict[str, str]] = []
         self._sync_lock = anyio.Lock()
         # A sync a search stopped waiting for goes on in its thread; `aclose` stops it cleanly.
@@ -105,7 +104,6 @@ class BuiltinSearchManager(IndexedBackend):
         self._seen_sessions = RecentKeys()  # bounded: a server sees any number of chats
         self._query_circuit: QueryCircuit | None = None
         self._recovered: str | None = None  # a damaged index moved aside and rebuilt: told in the next answer
-        self._sync_notes: list[str] = []  # what a sync said (an index kept across an upgrade): told in the next answer
         self.search_sync_budget_s = SEARCH_SYNC_BUDGET_S
         self.first_search_vector_budget_s = FIRST_SEARCH_VECTOR_BUDGET_S
         self.snippet_chars = SNIPPET_MAX_CHARS  # the benchmarks raise it to see whole chunks
@@ -315,10 +313,7 @@ class BuiltinSearchManager(IndexedBackend):
             raise IndexUnusableError("the sync was stopped because memsift is closing") from None
         self._skipped = [{"path": s.path, "reason": s.reason} for s in indexer.skipped]
         self._embed_error = indexer.embed_error
-        self._last_sync = report
-        self._sync_notes += report.notes
-        self.stale_cause = report.reindex_cause if not report.full_reindex else None
-        self.freshness.synced(seen)
+        self.sync_finished(report, seen)
         log.info("sync done", **report.model_dump(exclude_none=True))
         return report
 
@@ -462,8 +457,8 @@ class BuiltinSearchManager(IndexedBackend):
 
     def answer_notes(self) -> list[str]:
         """A damaged index rebuilt, what a sync said: told once, in the next answer."""
-        notes = [n for n in (self._recovered, *self._sync_notes) if n]
-        self._recovered, self._sync_notes = None, []
+        notes = [n for n in (self._recovered, *super().answer_notes()) if n]
+        self._recovered = None
         return notes
 
     @property

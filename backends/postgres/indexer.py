@@ -29,7 +29,7 @@ from memsift.engine.files.note_dates import NOTE_DATES_REVISION, ChunkDay
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import BackendError
 from memsift.engine.search.fts_query import INDEX_TEXT_REVISION
-from memsift.engine.files.fingerprint import fingerprint_diff, version_stamps
+from memsift.engine.files.fingerprint import fingerprint_diff, rebuild_note, version_stamps
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
 from memsift.engine.files.sync import read_markdown, read_media, read_transcript, sort_files
@@ -535,6 +535,7 @@ async def sync_agent(
         s = _Sync(conn, settings, ident, embed, report)
         if cause and not allow_full and meta is not None:
             report.reindex_cause = cause  # a search does not rebuild: it answers from what is there
+            report.notes += filter(None, [rebuild_note(meta, cause)])
         elif cause:
             log.info("full reindex", cause=cause, agent=agent)
             report.full_reindex, report.reindex_cause = True, cause

@@ -77,7 +77,6 @@ class PostgresSearchManager(IndexedBackend):
             int, tuple[str | None, float]
         ] = {}  # vector size → (the agent's HNSW index walked, when looked)
         self._written_lsn: str | None = None  # the WAL position of this process's last sync
-        self._last_sync: SyncReport | None = None
         self._embed_error: str | None = None
         self._sync_lock = anyio.Lock()
         self.snippet_chars = SNIPPET_MAX_CHARS
@@ -184,9 +183,7 @@ class PostgresSearchManager(IndexedBackend):
                     await conn.close()
             except psycopg.Error as exc:
                 raise await self._outage(exc, "syncing") from None
-        self.stale_cause = report.reindex_cause if not report.full_reindex else None
-        self._last_sync = report
-        self.freshness.synced(seen)
+        self.sync_finished(report, seen)
         log.info("sync done", **report.model_dump(exclude_none=True))
         return report
 

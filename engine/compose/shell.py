@@ -12,7 +12,9 @@ asked, and one `SearchAnswer` built from the backend's facts. A subclass provide
   does (`self.freshness` says when), then search it; returns an `IndexedAnswer`;
 - optionally `query_embedding(q)` (the query's vector within its budget: a circuit, say),
   `fallback()` (the provider fallback in use), `answer_notes()` (what the next answer should say
-  once) and `pending_files()` (files a sync still running has not written).
+  once: by default what syncs said) and `pending_files()` (files a sync still running has not
+  written);
+- after each sync, `sync_finished(report, seen)`: its report, stale vectors, notes, freshness.
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ class IndexedBackend(KeywordSearch):
         self.ms = settings.memory_search
         self.memory_rules = MemoryRules.from_settings(settings)
         self.freshness = Freshness()
+        self._last_sync: Any = None  # the last sync's report (status shows it)
+        self._sync_notes: list[str] = []  # what syncs said (an index kept or to be rebuilt across an upgrade)
 
     # --- what a subclass provides ---------------------------------------------------------------
 
@@ -104,7 +108,17 @@ class IndexedBackend(KeywordSearch):
         return None
 
     def answer_notes(self) -> list[str]:
-        return []
+        """What syncs said, told once, in the next answer."""
+        notes, self._sync_notes = self._sync_notes, []
+        return notes
+
+    def sync_finished(self, report: Any, seen: Any) -> None:
+        """What a finished sync leaves: its report, whether the vectors are this model's, its notes
+        for the next answer, and the changes it saw begin cleared (`Freshness.synced`)."""
+        self._last_sync = report
+        self._sync_notes += report.notes
+        self.stale_cause = report.reindex_cause if not report.full_reindex else None
+        self.freshness.synced(seen)
 
     def pending_files(self) -> int | None:
         return None

@@ -8,11 +8,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["fingerprint_diff", "memsift_version", "made_by", "reuse_note", "version_stamps"]
+__all__ = ["fingerprint_diff", "memsift_version", "made_by", "rebuild_note", "reuse_note", "version_stamps"]
 
 _STAMPS = ("builtBy", "updatedBy")
 # The keys whose change comes with a new memsift (not with the user's settings).
 _RELEASE_KEYS = ("schema", "chunker", "ftsText", "noteDates")
+# Keys that either the user's settings or a new memsift change (the local model's graph is built by
+# memsift, and its recipe is part of the provider's key): after an upgrade, said so.
+_EITHER_KEYS = {"providerKey": "the embedding model's settings, or this memsift's build of it, changed"}
 
 
 @lru_cache(maxsize=1)
@@ -35,11 +38,25 @@ def made_by(meta: dict[str, Any] | None) -> str:
     return f"memsift {built}" if built else "an earlier memsift (0.1.x, which recorded no version)"
 
 
+def _upgraded(meta: dict[str, Any] | None) -> bool:
+    """Another memsift updated the index last (this one has not written it yet)."""
+    return bool(meta) and (meta or {}).get("updatedBy") != memsift_version()
+
+
 def reuse_note(meta: dict[str, Any] | None) -> str | None:
     """The one line an upgrade that keeps the index says (None: this memsift updated it last)."""
-    if not meta or meta.get("updatedBy") == memsift_version():
+    if not _upgraded(meta):
         return None
     return f"the index built by {made_by(meta)} is kept: memsift {memsift_version()} reads its format"
+
+
+def rebuild_note(meta: dict[str, Any] | None, cause: str) -> str | None:
+    """The line a search says when an upgrade's index must be rebuilt and the search did not wait
+    for it (None: this memsift updated it last; the degraded vector side says the rest)."""
+    if not _upgraded(meta):
+        return None
+    return (f"the index built by {made_by(meta)} must be rebuilt for memsift {memsift_version()} ({cause}); "
+            "until then searches use keywords only: run `memsift index`")
 
 # What a changed fingerprint key means to the person reading status. `{0}` and `{1}` are the old
 # and new values, shown only where they are readable (never hashes).
@@ -75,8 +92,10 @@ def fingerprint_diff(current: dict[str, Any] | None, wanted: dict[str, Any]) -> 
         if key in _STAMPS:  # who built it is recorded, never compared
             continue
         if current.get(key) != value:
-            why = _CHANGES.get(key, f"{key} changed").format(_shown(current.get(key)), _shown(value))
-            if key in _RELEASE_KEYS and current.get("updatedBy") != memsift_version():
+            upgraded = _upgraded(current)
+            text = _EITHER_KEYS.get(key) if upgraded else None
+            why = text or _CHANGES.get(key, f"{key} changed").format(_shown(current.get(key)), _shown(value))
+            if upgraded and (key in _RELEASE_KEYS or key in _EITHER_KEYS):
                 why += f" (built by {made_by(current)}; this is memsift {memsift_version()})"
             return why
     return None

@@ -189,6 +189,45 @@ def test_search_does_not_rebuild_a_stale_index_but_says_so(tmp_path):
     run(m.aclose)
 
 
+def test_an_upgrade_that_needs_a_rebuild_says_so_in_the_answer(tmp_path):
+    """A new memsift whose provider key differs (its build of the local model changed) answers the
+    first searches by keywords and says why in words, naming both versions; not after `index`."""
+    from memsift.backends.builtin.store import read_meta, write_meta
+    from memsift.engine.files.fingerprint import memsift_version
+
+    ws = _ws(tmp_path)
+    m = _manager(tmp_path, ws)
+    run(m.sync)
+    conn, _ = open_db(m.db_path)
+    try:  # as the release before left it: its own version, another key for the same model
+        write_meta(conn, {**read_meta(conn), "updatedBy": "0.9.0", "builtBy": "0.9.0", "providerKey": "older-build"})
+    finally:
+        conn.close()
+    run(m.aclose)
+    m = _manager(tmp_path, ws)
+    answer = run(m.search, "dark roast coffee", min_score=0)
+    assert answer.mode == "fts-only" and answer.results[0].path == "MEMORY.md"
+    assert answer.notes == [
+        f"the index built by memsift 0.9.0 must be rebuilt for memsift {memsift_version()} (the embedding "
+        f"model's settings, or this memsift's build of it, changed (built by memsift 0.9.0; this is memsift "
+        f"{memsift_version()})); until then searches use keywords only: run `memsift index`"
+    ]
+    assert run(m.sync).full_reindex
+    again = run(m.search, "dark roast coffee", min_score=0)
+    assert again.mode != "fts-only" and not again.notes
+    run(m.aclose)
+
+
+def test_a_settings_change_without_an_upgrade_adds_no_upgrade_note(tmp_path):
+    ws = _ws(tmp_path)
+    run(_manager(tmp_path, ws, FakeEmbeddingProvider(model="bow-a")).sync)
+    m = _manager(tmp_path, ws, FakeEmbeddingProvider(model="bow-b"))
+    answer = run(m.search, "dark roast coffee", min_score=0)
+    assert answer.mode == "fts-only" and "memsift index" in answer.degraded.vector
+    assert not any("must be rebuilt" in n for n in answer.notes or [])
+    run(m.aclose)
+
+
 def test_leftover_temp_databases_are_cleaned_up(tmp_path):
     ws = _ws(tmp_path)
     m = _manager(tmp_path, ws)

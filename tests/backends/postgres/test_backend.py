@@ -77,6 +77,15 @@ def test_incremental_sync_and_atomic_rebuild(tmp_path, example_workspace, pg_dsn
             assert not kept.full_reindex
             meta = (await m.status()).index["meta"]
             assert meta["updatedBy"] == memsift_version() and "builtBy" not in meta
+            with psycopg.connect(pg_dsn) as conn:  # as a release whose build of the model differed left it
+                conn.execute("UPDATE memsift_agents SET meta = meta || '{\"updatedBy\": \"0.9.0\", \"builtBy\": \"0.9.0\", "
+                             "\"providerKey\": \"older-build\"}'::jsonb WHERE agent_id = 'main'")
+            declined = await m.sync(reason="search", allow_full=False)  # a search's own sync (onSearch is off here)
+            assert not declined.full_reindex and declined.reindex_cause
+            stale = await m.search("gannet colony")
+            assert stale.mode == "fts-only" and stale.notes and "must be rebuilt for memsift" in stale.notes[0]
+            assert "this memsift's build of it" in stale.notes[0] and "0.9.0" in stale.notes[0]
+            assert (await m.sync()).full_reindex and not (await m.search("gannet colony")).notes
         assert (
             example_workspace / "memory" / "2026-11-20.md"
         ).read_text() == "- the gannet colony moved to the north cliff\n"
