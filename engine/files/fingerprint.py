@@ -40,7 +40,9 @@ def made_by(meta: dict[str, Any] | None) -> str:
 
 def _upgraded(meta: dict[str, Any] | None) -> bool:
     """Another memsift updated the index last (this one has not written it yet)."""
-    return bool(meta) and (meta or {}).get("updatedBy") != memsift_version()
+    if not meta:
+        return False
+    return meta.get("updatedBy") != memsift_version()
 
 
 def reuse_note(meta: dict[str, Any] | None) -> str | None:
