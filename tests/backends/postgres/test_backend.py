@@ -78,8 +78,9 @@ def test_incremental_sync_and_atomic_rebuild(tmp_path, example_workspace, pg_dsn
             meta = (await m.status()).index["meta"]
             assert meta["updatedBy"] == memsift_version() and "builtBy" not in meta
             with psycopg.connect(pg_dsn) as conn:  # as a release whose build of the model differed left it
-                conn.execute("UPDATE memsift_agents SET meta = meta || '{\"updatedBy\": \"0.9.0\", \"builtBy\": \"0.9.0\", "
-                             "\"providerKey\": \"older-build\"}'::jsonb WHERE agent_id = 'main'")
+                older = {"updatedBy": "0.9.0", "builtBy": "0.9.0", "providerKey": "older-build"}
+                conn.execute("UPDATE memsift_agents SET meta = meta || %s::jsonb WHERE agent_id = 'main'",
+                             (json.dumps(older),))
             declined = await m.sync(reason="search", allow_full=False)  # a search's own sync (onSearch is off here)
             assert not declined.full_reindex and declined.reindex_cause
             stale = await m.search("gannet colony")
