@@ -47,12 +47,25 @@ def score_pools(rows: list[dict], reader: LocalCrossEncoder, candidates: int) ->
     return scores, took
 
 
-def reordered(row: dict, raw: list[float], weight: float) -> list[SimpleNamespace]:
+def by_blend(row: dict, relevance: list[float], weight: float) -> list[SimpleNamespace]:
+    """The pool's hits in the stage's order: its first len(relevance) by the blend, the rest after."""
     hits = [_hit(h) for h in row["hits"]]
-    n = len(raw)
-    blended = [blend(h.score, r, weight) for h, r in zip(hits, to_relevance(raw, LocalCrossEncoder.logits))]
+    n = len(relevance)
+    blended = [blend(h.score, r, weight) for h, r in zip(hits, relevance)]
     order = sorted(range(n), key=lambda i: (-blended[i], i))
     return [hits[i] for i in order] + hits[n:]
+
+
+def reordered(row: dict, raw: list[float], weight: float) -> list[SimpleNamespace]:
+    return by_blend(row, to_relevance(raw, LocalCrossEncoder.logits), weight)
+
+
+def pool_arguments(ap: argparse.ArgumentParser, *, sets: str, weights: str) -> None:
+    """The options every reader measurement shares: which pools, sets, blend weights and hits."""
+    ap.add_argument("--pools", type=Path, required=True)
+    ap.add_argument("--sets", default=sets)
+    ap.add_argument("--weights", default=weights)
+    ap.add_argument("--candidates", type=int, default=20)
 
 
 def figures(rows: list[dict], ranked: list[list[SimpleNamespace]]) -> dict:
@@ -80,11 +93,8 @@ def line(label: str, f: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pools", type=Path, required=True)
+    pool_arguments(ap, sets="lme,chats,locomo,realmem,beam", weights="0,0.3,0.5,0.7")
     ap.add_argument("--model", type=Path, required=True)
-    ap.add_argument("--sets", default="lme,chats,locomo,realmem,beam")
-    ap.add_argument("--weights", default="0,0.3,0.5,0.7")
-    ap.add_argument("--candidates", type=int, default=20)
     ap.add_argument("--max-tokens", type=int, default=96)
     args = ap.parse_args()
     reader = LocalCrossEncoder(args.model, max_tokens=args.max_tokens, batch_size=args.candidates)

@@ -105,29 +105,22 @@ def pool_scores(rows: list[dict], states: dict, candidates: int, projection: np.
 
 
 def reordered(row: dict, late: list[float], weight: float) -> list:
-    from evaluate import _hit  # noqa: PLC0415  (memsift's own code: not needed to train)
+    from evaluate import by_blend  # noqa: PLC0415  (memsift's own code: not needed to train)
 
-    hits = [_hit(h) for h in row["hits"]]
-    n = len(late)
-    blended = [(1 - weight) * h.score + weight * s for h, s in zip(hits, late)]
-    order = sorted(range(n), key=lambda i: (-blended[i], i))
-    return [hits[i] for i in order] + hits[n:]
+    return by_blend(row, late, weight)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pools", type=Path, required=True)
+    from evaluate import figures, line, pool_arguments  # noqa: PLC0415
+
+    pool_arguments(ap, sets="lme,chats,locomo,realmem,beam,molweni", weights="0,0.1,0.2,0.3,0.5,1")
     ap.add_argument("--states", type=Path, required=True)
-    ap.add_argument("--sets", default="lme,chats,locomo,realmem,beam,molweni")
-    ap.add_argument("--weights", default="0,0.1,0.2,0.3,0.5,1")
-    ap.add_argument("--candidates", type=int, default=20)
     ap.add_argument("--projection", type=Path)
     ap.add_argument("--doc-tokens", type=int, default=126, help="a hit's first word pieces that count")
-    ap.add_argument("--weighting", choices=("none", "stop", "idf"), default="none",
+    ap.add_argument("--weighting", choices=("none", "stop", "idf"), default="idf",
                     help="how the question's word pieces count: alike, stopwords out, or by idf over the pool")
     args = ap.parse_args()
-    from evaluate import figures, line  # noqa: PLC0415
-
     projection = np.load(args.projection) if args.projection else None
     for name in args.sets.split(","):
         rows = pickle.loads((args.pools / f"{name}.pkl").read_bytes())
