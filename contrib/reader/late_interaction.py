@@ -32,10 +32,20 @@ STOP = set(
     "a an the and or but if of at by for with about to from in on into over under again further then once here "
     "there when where why how what which who whom whose this that these those am is are was were be been being have "
     "has had having do does did doing i me my myself we our ours you your yours he him his she her hers it its they "
-    "them their theirs what s t can will just don should now any some all both each few more most other such no nor "
-    "not only own same so than too very would could did ever".split()
+    "them their theirs s t can will just don should now any some all both each few more most other such no nor "
+    "not only own same so than too very would could ever".split()
 )
 TOKENIZER = HERE.parent.parent / "engine" / "embeddings" / "data" / "tokenizer.json"
+
+
+def piece_tokenizer():
+    """The bundled model's tokenizer, neither cutting nor padding (pieces() cuts as token_states.py did)."""
+    from tokenizers import Tokenizer  # noqa: PLC0415
+
+    tok = Tokenizer.from_file(str(TOKENIZER))
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
 
 
 def pieces(text: str, tok, max_tokens: int) -> list[str]:
@@ -47,7 +57,8 @@ def question_weights(words: list[str], how: str, idf: dict[str, float]) -> np.nd
     if how == "stop":
         return np.array([0.0 if (w in STOP or not w.strip("#").isalnum()) else 1.0 for w in words])
     if how == "idf":
-        return np.array([idf.get(w, max(idf.values(), default=1.0)) for w in words])
+        unseen = max(idf.values(), default=1.0)  # a piece no hit has: as rare as the rarest
+        return np.array([idf.get(w, unseen) for w in words])
     return np.ones(len(words))
 
 
@@ -60,10 +71,12 @@ def maxsim(q: np.ndarray, d: np.ndarray, weights: np.ndarray | None = None) -> f
     return float((best * weights).sum() / weights.sum())
 
 
-def piece_idf(texts: list[str], tok, max_tokens: int) -> dict[str, float]:
+def pool_idf(rows: list[dict], tok, candidates: int) -> dict[str, float]:
+    """Each word piece's idf over the distinct hits of a set's pools (its top `candidates`)."""
+    texts = {unleak(h["snippet"]) for r in rows for h in r["hits"][:candidates]}
     df: dict[str, int] = {}
     for t in texts:
-        for w in set(pieces(t, tok, max_tokens)):
+        for w in set(pieces(t, tok, 128)):
             df[w] = df.get(w, 0) + 1
     n = len(texts)
     return {w: float(np.log((n + 1) / (c + 0.5))) for w, c in df.items()}
@@ -78,13 +91,9 @@ def pool_scores(rows: list[dict], states: dict, candidates: int, projection: np.
     tok = None
     idf: dict[str, float] = {}
     if weighting != "none":
-        from tokenizers import Tokenizer  # noqa: PLC0415
-
-        tok = Tokenizer.from_file(str(TOKENIZER))
-        tok.no_padding()
-        tok.no_truncation()
+        tok = piece_tokenizer()
         if weighting == "idf":
-            idf = piece_idf(list({unleak(h["snippet"]) for r in rows for h in r["hits"][:candidates]}), tok, 128)
+            idf = pool_idf(rows, tok, candidates)
     cache: dict[str, np.ndarray] = {}
     out = []
     for row in rows:

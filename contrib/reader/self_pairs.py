@@ -44,7 +44,7 @@ def _cloze(turns, i: int, rng: random.Random) -> tuple[str, str] | None:
         return None
     k = rng.choice(choices)
     rest = sentences if rng.random() < 0.1 else sentences[:k] + sentences[k + 1 :]
-    return sentences[k], f"{speaker}: {' '.join(rest)}"
+    return sentences[k], _said((speaker, " ".join(rest)))
 
 
 def _reply(turns, i: int) -> tuple[str, str] | None:
@@ -53,28 +53,34 @@ def _reply(turns, i: int) -> tuple[str, str] | None:
     asks = [s for s in SENTENCE.split(turns[i][1]) if s.endswith("?") and 4 <= _words(s) <= 40]
     if not asks:
         return None
-    speaker, text = turns[i + 1]
-    return asks[-1], f"{speaker}: {text}"
+    return asks[-1], _said(turns[i + 1])
 
 
-def groups_from_file(path: Path, others: list[str], negatives: int, per_file: int,
-                     rng: random.Random) -> list[tuple[str, str, list[str]]]:
-    """Groups from one chat file; `others` (turns of the same person's other files) top up the
-    negatives of a short file."""
-    turns = turns_of(path)
-    if len(turns) < 2:
-        return []
-    out = []
-    order = list(range(len(turns)))
-    rng.shuffle(order)
+def _said(turn: tuple[str, str]) -> str:
+    """A turn as the reader sees it: `Speaker: text`."""
+    return f"{turn[0]}: {turn[1]}"
+
+
+def _asked(turns, order: list[int], rng: random.Random):
+    """(turns the group stands on, query, positive) for each turn, in `order`, that makes one."""
     for i in order:
         replying = rng.random() < 0.5
         made = _reply(turns, i) if replying else _cloze(turns, i, rng)
-        if made is None:
-            continue
-        query, positive = made
-        used = {i, i + 1} if replying else {i}
-        pool = [f"{turns[j][0]}: {turns[j][1]}" for j in range(len(turns)) if j not in used]
+        if made is not None:
+            yield ({i, i + 1} if replying else {i}), *made
+
+
+def groups_from_file(turns: list[tuple[str, str]], others: list[str], negatives: int, per_file: int,
+                     rng: random.Random) -> list[tuple[str, str, list[str]]]:
+    """Groups from one chat file's turns; `others` (turns of the same person's other files) top up
+    the negatives of a short file."""
+    if len(turns) < 2:
+        return []
+    order = list(range(len(turns)))
+    rng.shuffle(order)
+    out = []
+    for used, query, positive in _asked(turns, order, rng):
+        pool = [_said(t) for j, t in enumerate(turns) if j not in used]
         negs = rng.sample(pool, min(negatives, len(pool)))
         if len(negs) < negatives:
             if len(others) < negatives:
@@ -86,19 +92,17 @@ def groups_from_file(path: Path, others: list[str], negatives: int, per_file: in
     return out
 
 
-def _easy_groups(path: Path, everyone: list[str], negatives: int, per_file: int, rng: random.Random):
-    turns = turns_of(path)
-    mine = {f"{s}: {t}" for s, t in turns}
+def _easy_groups(turns: list[tuple[str, str]], everyone: list[str], negatives: int, per_file: int,
+                 rng: random.Random) -> list[tuple[str, str, list[str]]]:
+    mine = {_said(t) for t in turns}
     if sum(t not in mine for t in everyone) < negatives:
         return []
     out = []
-    for i in rng.sample(range(len(turns)), len(turns)):
-        made = _reply(turns, i) if rng.random() < 0.5 else _cloze(turns, i, rng)
-        if made is not None:
-            negs: list[str] = []
-            while len(negs) < negatives:  # anyone's turns but this file's
-                negs += [t for t in rng.sample(everyone, negatives) if t not in mine][: negatives - len(negs)]
-            out.append((made[0], made[1], negs))
+    for _used, query, positive in _asked(turns, rng.sample(range(len(turns)), len(turns)), rng):
+        negs: list[str] = []
+        while len(negs) < negatives:  # anyone's turns but this file's
+            negs += [t for t in rng.sample(everyone, negatives) if t not in mine][: negatives - len(negs)]
+        out.append((query, positive, negs))
         if len(out) >= per_file:
             break
     return out
@@ -117,17 +121,18 @@ def self_groups(folders: list[Path], *, negatives: int, limit: int, rng: random.
     if not files:
         raise SystemExit(f"no chat files under {', '.join(map(str, folders))}")
     per_file = max(1, -(-limit // len(files)))
+    turns = {f: turns_of(f) for f in files}
     by_person: dict[Path, list[str]] = {}
     for f in files:
-        by_person.setdefault(_person(f), []).extend(f"{s}: {t}" for s, t in turns_of(f))
-    everyone = [t for turns in by_person.values() for t in turns]
+        by_person.setdefault(_person(f), []).extend(map(_said, turns[f]))
+    everyone = [t for said in by_person.values() for t in said]
     out = []
     for f in files:
         if easy:
-            out += _easy_groups(f, everyone, negatives, per_file, rng)
+            out += _easy_groups(turns[f], everyone, negatives, per_file, rng)
             continue
-        mine = {f"{s}: {t}" for s, t in turns_of(f)}
+        mine = set(map(_said, turns[f]))
         others = [t for t in by_person[_person(f)] if t not in mine]
-        out += groups_from_file(f, others, negatives, per_file, rng)
+        out += groups_from_file(turns[f], others, negatives, per_file, rng)
     rng.shuffle(out)
     return out[:limit]

@@ -21,24 +21,21 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from late_interaction import TOKENIZER, piece_idf, pieces, question_weights
+from late_interaction import piece_tokenizer, pieces, pool_idf, question_weights
 from leak import unleak
-from tokenizers import Tokenizer
 
 TRAINABLE = ("lme", "chats", "realmem", "molweni")
 
 
 def examples(pools: Path, states: Path, sets: list[str], candidates: int, weighting: str) -> list[tuple]:
-    tok = Tokenizer.from_file(str(TOKENIZER))
-    tok.no_padding()
-    tok.no_truncation()
+    tok = piece_tokenizer()
     out = []
     for name in sets:
         if name not in TRAINABLE:
             raise SystemExit(f"{name!r} may not train weights that ship (trainable: {', '.join(TRAINABLE)})")
         rows = pickle.loads((pools / f"{name}.pkl").read_bytes())
         vectors = pickle.loads((states / f"{name}.pkl").read_bytes())
-        idf = piece_idf(list({unleak(h["snippet"]) for r in rows for h in r["hits"][:candidates]}), tok, 128)
+        idf = pool_idf(rows, tok, candidates)
         tensors: dict[str, torch.Tensor] = {}  # one tensor per text: hits recur across a set's questions
 
         def tensor(text: str) -> torch.Tensor:
