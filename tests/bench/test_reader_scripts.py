@@ -93,3 +93,69 @@ def test_the_blend_can_lift_a_hit_over_the_backends_order() -> None:
     assert [h.path for h in reordered(row, [0.2, 0.9], 0.0)] == ["a.md", "b.md", "c.md"]
     # 0.7 * 0.55 + 0.3 * 0.9 = 0.655 > 0.7 * 0.60 + 0.3 * 0.2 = 0.48; the unscored third keeps its place
     assert [h.path for h in reordered(row, [0.2, 0.9], 0.3)] == ["b.md", "a.md", "c.md"]
+
+
+def _run(graph: bytes, ids: list[int]) -> np.ndarray:
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(graph, sess_options=opts, providers=["CPUExecutionProvider"])
+    x = np.asarray([ids], dtype=np.int64)
+    feeds = {"input_ids": x, "attention_mask": np.ones_like(x), "token_type_ids": np.zeros_like(x)}
+    return session.run(None, {k: v for k, v in feeds.items() if k in {i.name for i in session.get_inputs()}})[0]
+
+
+def test_the_graph_cut_after_the_last_layer_is_the_whole_model_and_an_earlier_cut_is_not():
+    import pytest
+
+    pytest.importorskip("onnx", reason="the reader cuts the model's graph with the onnx package")
+    from late_reader import cut_after_layer, piece_tokenizer
+    from memsift.engine.embeddings.local import LocalMiniLMProvider
+
+    graph_file = LocalMiniLMProvider().graph_file
+    ids = piece_tokenizer().encode("We chose PostgreSQL 16 for the ledger after the load test.").ids
+    whole = _run(graph_file.read_bytes(), ids)
+    assert np.allclose(_run(cut_after_layer(graph_file, 6), ids), whole, atol=1e-5)
+    second = _run(cut_after_layer(graph_file, 2), ids)
+    assert second.shape == whole.shape
+    cos = (second * whole).sum(-1) / np.linalg.norm(second, axis=-1) / np.linalg.norm(whole, axis=-1)
+    assert cos.min() < 0.9  # layer 2's vectors are not the output's
+    turned = np.eye(384, dtype=np.float32)[::-1]  # a projection that reverses the dimensions
+    assert np.allclose(_run(cut_after_layer(graph_file, 2, turned), ids), second[..., ::-1], atol=1e-5)
+    with pytest.raises(ValueError, match="LayerNormalization"):
+        cut_after_layer(graph_file, 7)
+
+
+def test_the_layer_reader_scores_each_hit_as_maxsim_alone_in_its_own_place():
+    import pytest
+
+    pytest.importorskip("onnx", reason="the reader cuts the model's graph with the onnx package")
+    from late_reader import PIECES, LayerReader, hits_idf
+
+    reader = LayerReader(2)
+    docs = ["we chose postgres for the ledger", "lisbon hotels " * 200, "x", "the nightly export of the ledger"]
+    together = reader.score("ledger database", docs)
+    q_ids, q_words = reader.encode("ledger database")
+    weights = question_weights(q_words[1:-1], "idf", hits_idf(docs, reader.tok))
+    alone = [maxsim(reader.vectors(q_ids), reader.vectors(reader.encode(d)[0]), weights) for d in docs]
+    assert np.allclose(together, alone, atol=1e-6)
+    assert len(set(together)) == len(docs)
+    assert together[0] > together[2]  # the ledger line over "x"
+    assert len(reader.encode("lisbon hotels " * 200)[0]) == PIECES
+
+
+def test_weighing_by_the_questions_own_hits_counts_a_word_every_hit_holds_least():
+    from late_interaction import piece_tokenizer, pieces, row_weights
+
+    tok = piece_tokenizer()
+    row = {"query": "Caroline garden fence", "hits": [{"snippet": "Caroline: the garden fence fell over"},
+                                                      {"snippet": "Caroline: lunch with Mel"},
+                                                      {"snippet": "Caroline: a walk"}]}
+    words = pieces(row["query"], tok, 128)
+    weights = dict(zip(words, row_weights(row, words, tok, "hits", {}, candidates=3)))
+    assert words == ["caroline", "garden", "fence"]
+    assert weights["caroline"] < weights["garden"] == weights["fence"]
+    # Only the question's top `candidates` count: with one hit every word is in all of them.
+    one = dict(zip(words, row_weights(row, words, tok, "hits", {}, candidates=1)))
+    assert one["caroline"] == one["garden"]
