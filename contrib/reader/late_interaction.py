@@ -146,8 +146,8 @@ def main() -> None:
     ap.add_argument("--projection", type=Path)
     ap.add_argument("--doc-tokens", type=int, default=126, help="a hit's first word pieces that count")
     ap.add_argument("--weighting", choices=("none", "stop", "idf", "hits"), default="idf",
-                    help="how the question's word pieces count: alike, stopwords out, by idf over the set's pools or over "
-                    "the question's own hits")
+                    help="how the question's word pieces count: alike, stopwords out, by idf over the set's "
+                    "pools or over the question's own hits")
     args = ap.parse_args()
     projection = np.load(args.projection) if args.projection else None
     for name in args.sets.split(","):
