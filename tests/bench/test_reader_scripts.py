@@ -159,3 +159,17 @@ def test_weighing_by_the_questions_own_hits_counts_a_word_every_hit_holds_least(
     # Only the question's top `candidates` count: with one hit every word is in all of them.
     one = dict(zip(words, row_weights(row, words, tok, "hits", {}, candidates=1)))
     assert one["caroline"] == one["garden"]
+
+
+def test_token_codes_keep_a_hits_signs_and_the_questions_projection():
+    from token_codes import coded, signs
+
+    rng = np.random.default_rng(3)
+    directions = np.linalg.qr(rng.normal(size=(384, 384)))[0][:, :16].astype(np.float32)
+    question, hit = rng.normal(size=(3, 384)), rng.normal(size=(5, 384))
+    out = coded({"q": question, "h": hit}, {"q"}, directions)
+    projected = question @ directions
+    assert np.allclose(out["q"], projected / np.linalg.norm(projected, axis=-1, keepdims=True), atol=1e-3)
+    assert set(np.unique(np.round(np.abs(out["h"]) * 4, 3))) == {1.0}  # ±1/√16: one bit a dimension
+    assert np.array_equal(out["h"] > 0, hit @ directions >= 0)
+    assert np.array_equal(signs(np.zeros((1, 4))), np.full((1, 4), 0.5, dtype=np.float32))  # zero counts as +
