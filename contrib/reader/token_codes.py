@@ -24,11 +24,14 @@ from leak import unleak
 PERMITTED = ("lme", "chats", "realmem", "molweni")
 
 
-def fit_directions(states: Path, pools: Path, dims: int, per_set: int = 2000, seed: int = 13) -> np.ndarray:
-    """The top `dims` principal directions (384 × dims) of hit tokens drawn from the permitted sets."""
+def fit_directions(states: Path, pools: Path, dims: int, per_set: int = 2000, seed: int = 13,
+                   sets: tuple[str, ...] = PERMITTED) -> np.ndarray:
+    """The top `dims` principal directions (384 × dims) of hit tokens drawn from `sets` (permitted ones)."""
     rng = random.Random(seed)
     sample = []
-    for name in PERMITTED:
+    for name in sets:
+        if name not in PERMITTED:
+            raise SystemExit(f"{name!r} may not shape what ships (permitted: {', '.join(PERMITTED)})")
         rows = pickle.loads((pools / f"{name}.pkl").read_bytes())
         vectors = pickle.loads((states / f"{name}.pkl").read_bytes())
         hits = sorted({unleak(h["snippet"]) for r in rows for h in r["hits"][:20]})
@@ -67,12 +70,14 @@ def main() -> None:
     ap.add_argument("--directions", type=Path, help="the principal directions (.npy); none: the 384 dimensions")
     ap.add_argument("--fit", action="store_true", help="fit --dims directions on the permitted sets into --directions")
     ap.add_argument("--dims", type=int, default=128)
+    ap.add_argument("--fit-sets", default=",".join(PERMITTED), help="the sets --fit draws from (one left out)")
     ap.add_argument("--sets", default="lme,chats,locomo,realmem,beam,molweni")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     if args.fit:
-        np.save(args.directions, fit_directions(args.states, args.pools, args.dims))
-        print(f"wrote {args.directions} ({args.dims} directions from {', '.join(PERMITTED)})")
+        sets = tuple(args.fit_sets.split(","))
+        np.save(args.directions, fit_directions(args.states, args.pools, args.dims, sets=sets))
+        print(f"wrote {args.directions} ({args.dims} directions from {', '.join(sets)})")
         return
     directions = np.load(args.directions) if args.directions else None
     bits = directions.shape[1] if directions is not None else 384
