@@ -1,6 +1,7 @@
 """Why the int8 graph is (or is not) faster on this CPU: onnxruntime's kernels measured one by one.
 
     python contrib/bench/int8_kernels.py [--rounds 6] [--variants pc_s8,pt_s8,pt_u8,pc_u8]
+    python contrib/bench/int8_kernels.py --profile 256,160     # where memsift's graph spends its time
 
 Prints, on one intra-op thread (what each of the side-by-side embedding workers runs):
 
@@ -165,16 +166,56 @@ def whole_model(rounds: int, names: list[str]) -> None:
         print(f"  {name:7s} {seconds * 1e3:7.1f} ms  ({fp32_s / seconds:.2f}× fp32)  cosine to fp32 {cos:.4f}")
 
 
+def profile(lengths: list[int], rounds: int) -> None:
+    """Where memsift's int8 graph spends one window's time, by operator, as onnxruntime's profiler
+    sums its kernels (one thread, the graph loaded as memsift loads it: stored optimised)."""
+    import json
+    from collections import Counter
+
+    import onnxruntime as ort
+
+    from memsift.engine.embeddings.int8_graph import _build
+    from memsift.engine.embeddings.local import _bundled_model
+
+    work = Path(tempfile.mkdtemp(prefix="int8-profile-"))
+    _build(_bundled_model(), work / "memsift.onnx")
+    for length in lengths:
+        so = ort.SessionOptions()
+        so.intra_op_num_threads, so.inter_op_num_threads, so.log_severity_level = 1, 1, 3
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        so.enable_profiling, so.profile_file_prefix = True, str(work / f"profile-{length}")
+        s = ort.InferenceSession(str(work / "memsift.onnx"), so, providers=["CPUExecutionProvider"])
+        ids = np.random.default_rng(0).integers(1000, 20000, (1, length)).astype(np.int64)
+        f = {i.name: (np.ones_like(ids) if "mask" in i.name else np.zeros_like(ids) if "type" in i.name else ids)
+             for i in s.get_inputs()}
+        for _ in range(rounds * 4):
+            s.run(None, f)
+        events = json.loads(Path(s.end_profiling()).read_text())
+        by_op: Counter[str] = Counter()
+        for e in events:
+            if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+                by_op[e["args"]["op_name"]] += e["dur"]
+        total = sum(by_op.values())
+        per_run = total / rounds / 4 / 1e3
+        print(f"memsift's int8 graph, one {length}-token window, one thread: {per_run:.1f} ms of kernels")
+        for op, us in by_op.most_common(6):
+            print(f"  {op:24s} {us / total:6.1%}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--profile", help="only where memsift's graph spends its time, at these lengths (256,160)")
     args = ap.parse_args(argv)
     from memsift.engine.embeddings.cpu import cpu_kind
 
     import onnxruntime
 
     print(f"CPU: {cpu_kind()} · onnxruntime {onnxruntime.__version__}")
+    if args.profile:
+        profile([int(n) for n in args.profile.split(",")], args.rounds)
+        return 0
     kernels(args.rounds)
     whole_model(args.rounds, [v for v in args.variants.split(",") if v])
     return 0
