@@ -24,6 +24,16 @@ sys.path.insert(0, str(HERE))
 from leak import unleak  # noqa: E402
 
 
+PERMITTED = ("lme", "chats", "realmem", "molweni")  # whose licences let what is learnt from them ship
+
+
+def permitted_set(name: str, pools: Path, states: Path) -> tuple[list[dict], dict]:
+    """A set's pools and token vectors, refused unless its licence lets what it shapes ship."""
+    if name not in PERMITTED:
+        raise SystemExit(f"{name!r} may not shape what ships (permitted: {', '.join(PERMITTED)})")
+    return pickle.loads((pools / f"{name}.pkl").read_bytes()), pickle.loads((states / f"{name}.pkl").read_bytes())
+
+
 def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-9)
 
@@ -73,17 +83,11 @@ def maxsim(q: np.ndarray, d: np.ndarray, weights: np.ndarray | None = None) -> f
 
 def pool_idf(rows: list[dict], tok, candidates: int) -> dict[str, float]:
     """Each word piece's idf over the distinct hits of a set's pools (its top `candidates`)."""
-    texts = {unleak(h["snippet"]) for r in rows for h in r["hits"][:candidates]}
-    df: dict[str, int] = {}
-    for t in texts:
-        for w in set(pieces(t, tok, 128)):
-            df[w] = df.get(w, 0) + 1
-    n = len(texts)
-    return {w: float(np.log((n + 1) / (c + 0.5))) for w, c in df.items()}
+    return hits_idf(list({unleak(h["snippet"]) for r in rows for h in r["hits"][:candidates]}), tok)
 
 
 def hits_idf(texts: list[str], tok) -> dict[str, float]:
-    """Each word piece's idf over one question's own hits: what a search knows when it ranks."""
+    """Each word piece's idf over `texts` (one question's own hits: what a search knows when it ranks)."""
     df: dict[str, int] = {}
     for t in texts:
         for w in set(pieces(t, tok, 128)):

@@ -24,10 +24,8 @@ import random
 from pathlib import Path
 
 import numpy as np
+from late_interaction import PERMITTED, permitted_set
 from leak import unleak
-
-PERMITTED = ("lme", "chats", "realmem", "molweni")
-
 
 def fit_directions(states: Path, pools: Path, dims: int, per_set: int = 2000, seed: int = 13,
                    sets: tuple[str, ...] = PERMITTED) -> np.ndarray:
@@ -35,10 +33,7 @@ def fit_directions(states: Path, pools: Path, dims: int, per_set: int = 2000, se
     rng = random.Random(seed)
     sample = []
     for name in sets:
-        if name not in PERMITTED:
-            raise SystemExit(f"{name!r} may not shape what ships (permitted: {', '.join(PERMITTED)})")
-        rows = pickle.loads((pools / f"{name}.pkl").read_bytes())
-        vectors = pickle.loads((states / f"{name}.pkl").read_bytes())
+        rows, vectors = permitted_set(name, pools, states)
         hits = sorted({unleak(h["snippet"]) for r in rows for h in r["hits"][:20]})
         for text in rng.sample(hits, min(per_set, len(hits))):
             sample.append(vectors[text].astype(np.float32))

@@ -14,27 +14,21 @@ licence lets weights ship may train (LongMemEval, RealMem, Molweni).
 from __future__ import annotations
 
 import argparse
-import pickle
 import random
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from late_interaction import piece_tokenizer, pieces, pool_idf, row_weights
+from late_interaction import PERMITTED, permitted_set, piece_tokenizer, pieces, pool_idf, row_weights
 from leak import unleak
-
-TRAINABLE = ("lme", "chats", "realmem", "molweni")
 
 
 def examples(pools: Path, states: Path, sets: list[str], candidates: int, weighting: str) -> list[tuple]:
     tok = piece_tokenizer()
     out = []
     for name in sets:
-        if name not in TRAINABLE:
-            raise SystemExit(f"{name!r} may not train weights that ship (trainable: {', '.join(TRAINABLE)})")
-        rows = pickle.loads((pools / f"{name}.pkl").read_bytes())
-        vectors = pickle.loads((states / f"{name}.pkl").read_bytes())
+        rows, vectors = permitted_set(name, pools, states)
         idf = pool_idf(rows, tok, candidates)
         tensors: dict[str, torch.Tensor] = {}  # one tensor per text: hits recur across a set's questions
 
@@ -101,7 +95,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pools", type=Path, required=True)
     ap.add_argument("--states", type=Path, required=True)
-    ap.add_argument("--sets", default=",".join(TRAINABLE))
+    ap.add_argument("--sets", default=",".join(PERMITTED))
     ap.add_argument("--candidates", type=int, default=20)
     ap.add_argument("--weighting", choices=("none", "stop", "idf", "hits"), default="idf")
     ap.add_argument("--dim", type=int, default=384)
