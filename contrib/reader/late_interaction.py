@@ -34,7 +34,7 @@ def permitted_set(name: str, pools: Path, states: Path) -> tuple[list[dict], dic
     return pickle.loads((pools / f"{name}.pkl").read_bytes()), pickle.loads((states / f"{name}.pkl").read_bytes())
 
 
-def _unit(x: np.ndarray) -> np.ndarray:
+def unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-9)
 
 
@@ -96,11 +96,16 @@ def hits_idf(texts: list[str], tok) -> dict[str, float]:
     return {w: float(np.log((n + 1) / (c + 0.5))) for w, c in df.items()}
 
 
+def hits_weights(words: list[str], texts: list[str], tok) -> np.ndarray:
+    """The question's pieces weighed by their idf over its own hits `texts` (the `hits` weighting)."""
+    return question_weights(words, "idf", hits_idf(texts, tok))
+
+
 def row_weights(row: dict, words: list[str], tok, weighting: str, idf: dict[str, float],
                 candidates: int) -> np.ndarray:
     """The question's piece weights: `hits` takes the idf over its own top `candidates`, `idf` the set's."""
     if weighting == "hits":
-        return question_weights(words, "idf", hits_idf([unleak(h["snippet"]) for h in row["hits"][:candidates]], tok))
+        return hits_weights(words, [unleak(h["snippet"]) for h in row["hits"][:candidates]], tok)
     return question_weights(words, weighting, idf)
 
 
@@ -108,7 +113,7 @@ def pool_scores(rows: list[dict], states: dict, candidates: int, projection: np.
                 weighting: str = "none", doc_tokens: int = 126) -> list[list[float]]:
     def vec(text: str, keep: int = 126) -> np.ndarray:
         x = states[text][:keep].astype(np.float32)
-        return _unit(x @ projection) if projection is not None else x
+        return unit(x @ projection) if projection is not None else x
 
     tok = None
     idf: dict[str, float] = {}

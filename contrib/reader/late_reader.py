@@ -28,7 +28,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from late_interaction import hits_idf, maxsim, piece_tokenizer, question_weights  # noqa: E402
+from late_interaction import hits_weights, maxsim, piece_tokenizer, unit  # noqa: E402
 from leak import unleak  # noqa: E402
 
 PIECES = 128  # a text's first word pieces, [CLS] and [SEP] included, as token_states.py cut them
@@ -89,14 +89,12 @@ class LayerReader:
         """Unit vectors of the pieces between [CLS] and [SEP]."""
         x = np.asarray([ids], dtype=np.int64)
         feeds: dict[str, Any] = {"input_ids": x, "attention_mask": np.ones_like(x), "token_type_ids": np.zeros_like(x)}
-        hidden = self.session.run(None, {k: v for k, v in feeds.items() if k in self.inputs})[0][0][1:-1]
-        return hidden / np.maximum(np.linalg.norm(hidden, axis=-1, keepdims=True), 1e-9)
+        return unit(self.session.run(None, {k: v for k, v in feeds.items() if k in self.inputs})[0][0][1:-1])
 
     def score(self, query: str, documents: Sequence[str]) -> list[float]:
         (q_ids, q_words), docs = self.encode(query), [self.encode(d) for d in documents]
         vectors = list(self.runners.map(self.vectors, [q_ids] + [ids for ids, _ in docs]))
-        idf = hits_idf(list(documents), self.tok)
-        weights = question_weights(q_words[1:-1], "idf", idf)
+        weights = hits_weights(q_words[1:-1], list(documents), self.tok)
         return [maxsim(vectors[0], d, weights) for d in vectors[1:]]
 
 

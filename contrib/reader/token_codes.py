@@ -24,7 +24,7 @@ import random
 from pathlib import Path
 
 import numpy as np
-from late_interaction import PERMITTED, permitted_set
+from late_interaction import PERMITTED, permitted_set, unit
 from leak import unleak
 
 def fit_directions(states: Path, pools: Path, dims: int, per_set: int = 2000, seed: int = 13,
@@ -50,10 +50,6 @@ def signs(x: np.ndarray) -> np.ndarray:
     return s / np.sqrt(s.shape[-1])
 
 
-def unit(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-9)
-
-
 def coded(states: dict, queries: set[str], directions: np.ndarray | None) -> dict:
     """Hits as signs, questions as projected vectors (both through `directions` when given)."""
     out = {}
@@ -66,7 +62,7 @@ def coded(states: dict, queries: set[str], directions: np.ndarray | None) -> dic
 def time_search(pools: Path, codes: Path, directions: np.ndarray, name: str, n: int) -> None:
     import time  # noqa: PLC0415
 
-    from late_interaction import hits_idf, maxsim, piece_tokenizer, pieces, question_weights  # noqa: PLC0415
+    from late_interaction import hits_weights, maxsim, piece_tokenizer, pieces  # noqa: PLC0415
     from memsift.engine.embeddings.local import LocalMiniLMProvider  # noqa: PLC0415
 
     rows = pickle.loads((pools / f"{name}.pkl").read_bytes())[:n]
@@ -83,7 +79,7 @@ def time_search(pools: Path, codes: Path, directions: np.ndarray, name: str, n: 
         question = unit(hidden @ directions)
         between = time.perf_counter()
         texts = [unleak(h["snippet"]) for h in row["hits"][:20]]
-        weights = question_weights(pieces(row["query"], tok, 128), "idf", hits_idf(texts, tok))
+        weights = hits_weights(pieces(row["query"], tok, 128), texts, tok)
         [maxsim(question, stored[t].astype(np.float32), weights) for t in texts]
         run.append((between - started) * 1000)
         read.append((time.perf_counter() - between) * 1000)
@@ -122,7 +118,7 @@ def main() -> None:
         out = coded(states, {r["query"] for r in rows}, directions)
         with (args.out / f"{name}.pkl").open("wb") as fh:
             pickle.dump(out, fh)
-        pieces = sum(len(v) for t, v in states.items())
+        pieces = sum(len(v) for v in states.values())
         print(f"{name}: {len(states)} texts, {pieces} pieces, {bits // 8} bytes a piece", flush=True)
 
 

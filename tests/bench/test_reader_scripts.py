@@ -131,7 +131,8 @@ def test_the_layer_reader_scores_each_hit_as_maxsim_alone_in_its_own_place():
     import pytest
 
     pytest.importorskip("onnx", reason="the reader cuts the model's graph with the onnx package")
-    from late_reader import PIECES, LayerReader, hits_idf
+    from late_interaction import hits_idf
+    from late_reader import PIECES, LayerReader
 
     reader = LayerReader(2)
     docs = ["we chose postgres for the ledger", "lisbon hotels " * 200, "x", "the nightly export of the ledger"]
