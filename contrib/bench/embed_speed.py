@@ -2,11 +2,14 @@
 revision's `engine/embeddings/local.py`, interleaved in one process so both see the same load.
 
     python contrib/bench/embed_speed.py [--baseline REV|fp32] [--chunks 120] [--rounds 3]
+    python contrib/bench/embed_speed.py --baseline fp32 --model student/ --int8-graph student-int8/model.onnx
 
 `--baseline fp32`: today's code on the fp32 graph, as an install without the `onnx` package runs it
 (the default install before onnx became a dependency), against the int8 graph a default install
 builds now. `--baseline int8-v1`: the int8 graph as the previous recipe built it (no rewrites of
 the exporter's attention and GELU: engine/embeddings/graph_rewrites.py), against today's.
+`--model` (with `--int8-graph`): a candidate, such as a distilled student
+(contrib/embedder/distil_embedder.py), in place of the bundled model.
 """
 
 from __future__ import annotations
@@ -85,8 +88,10 @@ def _rate(embed: Callable[[list[str]], Any], texts: list[str]) -> float:
 
 
 def run_embed_speed(work: Path, *, baseline: str = BASELINE_REV, per_set: int = 120, rounds: int = 3,
+                    model: str | None = None, int8_graph: str | None = None,
                     say: Callable[[str], None] = print) -> dict[str, Any]:
     from memsift.engine.embeddings.local import LocalMiniLMProvider  # noqa: PLC0415
+    from quality import local_provider  # noqa: PLC0415
 
     sets = realistic_chunks(work, per_set)
     if baseline == "fp32":
@@ -95,7 +100,7 @@ def run_embed_speed(work: Path, *, baseline: str = BASELINE_REV, per_set: int = 
         before = _unfused_int8_provider(work)
     else:
         before = _baseline_provider(baseline)
-    after = LocalMiniLMProvider()
+    after = local_provider(model, int8_graph) if model else LocalMiniLMProvider()
     for p in (before, after):
         p.embed_sync(sets["longmemeval"][:16])  # load and warm both
     out: dict[str, Any] = {"baseline": baseline, "int8": after.quantised, "sets": {}}
@@ -122,9 +127,12 @@ def main() -> None:
     ap.add_argument("--baseline", default=BASELINE_REV)
     ap.add_argument("--chunks", type=int, default=120)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--model", help="measure this model (as local.modelPath) instead of the bundled one")
+    ap.add_argument("--int8-graph", help="with --model: its int8 graph, run as the bundled one (each window alone)")
     ap.add_argument("--work", type=Path, default=HERE / "out")
     args = ap.parse_args()
-    run_embed_speed(args.work, baseline=args.baseline, per_set=args.chunks, rounds=args.rounds)
+    run_embed_speed(args.work, baseline=args.baseline, per_set=args.chunks, rounds=args.rounds, model=args.model,
+                    int8_graph=args.int8_graph)
 
 
 if __name__ == "__main__":

@@ -70,15 +70,28 @@ def settings_for(
 _PROVIDERS: dict[str, Any] = {}
 
 
-def local_provider(model_path: str | None = None):
+def local_provider(model_path: str | None = None, int8_graph: str | None = None):
     """One local model for every manager of the run (it loads once); `model_path` as
-    `local.modelPath` (another ONNX encoder: a trained candidate, contrib/embedder/)."""
+    `local.modelPath` (another ONNX encoder: a trained candidate, contrib/embedder/). With
+    `int8_graph` (its quantised graph, contrib/embedder/quantise.py) the candidate runs as the
+    bundled model does: each window alone, since an int8 graph's activation scales are per run."""
     from memsift.engine.embeddings.local import LocalMiniLMProvider  # noqa: PLC0415
 
     key = model_path or "local"
     if key not in _PROVIDERS:
         _PROVIDERS[key] = LocalMiniLMProvider(model_path=model_path)
+        if int8_graph:
+            _PROVIDERS[key]._graph_file = Path(int8_graph)  # `quantised` then holds, as for the bundled graph
     return _PROVIDERS[key]
+
+
+def run_candidate_as_bundled(extra: dict[str, Any] | None, int8_graph: str) -> None:
+    """`--int8-graph`: the model named by `extra`'s local.modelPath runs that int8 graph, as the
+    bundled model runs its own (see local_provider), in every manager of the run."""
+    model_path = (extra or {}).get("local", {}).get("modelPath")
+    if not model_path:
+        raise SystemExit("--int8-graph needs the model it was quantised from in --extra's local.modelPath")
+    local_provider(model_path, int8_graph)
 
 
 def open_mode(mode: str, workspace: Path, state: Path, extra: dict[str, Any] | None = None):

@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 from bench_data import load_scifact  # noqa: E402
 from evidence import ALL_SETS, HIDDEN_SLACK, _overlaps, evidence_metrics, load_set  # noqa: E402
 from metrics import ndcg_at  # noqa: E402
-from quality import _deep_merge, open_mode, warm_index  # noqa: E402
+from quality import _deep_merge, open_mode, run_candidate_as_bundled, warm_index  # noqa: E402
 
 from memsift.engine.rerank import evidence as ranker  # noqa: E402
 from memsift.engine.compose.evidence_stage import CANDIDATES_PER_HIT, pool_features  # noqa: E402
@@ -283,6 +283,7 @@ def main() -> None:
     ap.add_argument(
         "--tag", default="", help="suffix of the index folders and pool files (one per --extra), as evidence.py's"
     )
+    ap.add_argument("--int8-graph", help="with --extra's local.modelPath: its int8 graph, run as the bundled one")
     ap.add_argument("--l2", type=float, default=1e-2)
     ap.add_argument("--loss", choices=sorted(TRAINERS), default="pairwise",
                     help="pairwise (the shipped weights) or pointwise (a hit at a time, the first ranker's)")
@@ -295,6 +296,8 @@ def main() -> None:
     if dropped - set(ranker.FEATURES):
         ap.error(f"--drop: unknown feature(s) {', '.join(sorted(dropped - set(ranker.FEATURES)))}")
     FEATURES = tuple(f for f in FEATURES if f not in dropped)
+    if args.int8_graph:
+        run_candidate_as_bundled(json.loads(args.extra or "{}"), args.int8_graph)
     anyio.run(_main, args)
 
 

