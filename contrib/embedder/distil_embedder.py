@@ -1,5 +1,5 @@
 """Distil a smaller embedder from the shipped one: some of all-MiniLM-L6-v2's layers, taught to give
-the shipped model's vectors (issue 64: fewer operations is what makes the int8 graph faster on CPUs
+the shipped model's vectors (fewer operations is what makes the int8 graph faster on CPUs
 whose integer kernels gain nothing, and more on those that do).
 
 The student starts as all-MiniLM-L6-v2 with only the layers `--layers` names (fp32 weights from
@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from student_graph import student_weights  # noqa: E402
 from train_embedder import SEED, base_model_dir, export  # noqa: E402
 
 WINDOW = 256  # the local provider's MAX_TOKENS
@@ -96,11 +97,23 @@ def batches(lengths: list[int], order: list[int], rng: random.Random) -> list[li
     return out
 
 
-def student_from(layers: list[int]):
+def student_from(layers: list[int], resume: Path | None = None):
+    """The teacher's `layers`, or with `resume` a student this script wrote, to train further."""
     src = base_model_dir()
     model = AutoModel.from_pretrained(src)
     model.encoder.layer = torch.nn.ModuleList([model.encoder.layer[i] for i in layers])
     model.config.num_hidden_layers = len(layers)
+    if resume:
+        saved = student_weights(resume / "model.onnx")
+        state = model.state_dict()
+        for name, value in saved.items():
+            if name in state:  # linear weights are kept (in, out) in the graph, (out, in) here
+                tensor = torch.from_numpy(value.T.copy() if value.ndim == 2 and name.startswith("encoder.") else value)
+                state[name] = tensor.to(state[name].dtype).reshape(state[name].shape)
+        missing = [n for n in state if n not in saved and not n.startswith("pooler.")]
+        if missing:
+            raise SystemExit(f"{resume}: no weights for {', '.join(missing[:3])}…")
+        model.load_state_dict(state)
     return model, AutoTokenizer.from_pretrained(src), src
 
 
@@ -117,6 +130,7 @@ def main() -> None:
     ap.add_argument("--data", type=Path, required=True, help="distil_data.py's .npz")
     ap.add_argument("--layers", default="0,2,4", help="all-MiniLM-L6-v2's layers the student keeps (0-5)")
     ap.add_argument("--minutes", type=float, default=45.0)
+    ap.add_argument("--resume", type=Path, help="a student this script wrote (its folder), to train further")
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--states", action="store_true",
                     help="also teach each layer the hidden states of the teacher's layer it came from (fp32 teacher)")
@@ -128,7 +142,7 @@ def main() -> None:
     rng = random.Random(SEED)
     data = np.load(args.data, allow_pickle=True)
     layers = [int(x) for x in args.layers.split(",")]
-    model, tok, src = student_from(layers)
+    model, tok, src = student_from(layers, args.resume)
     teacher = AutoModel.from_pretrained(src).eval() if args.states else None
     started = time.monotonic()
     texts = [windows(tok, str(t)) for t in data["texts"]]

@@ -25,8 +25,6 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from memsift.engine.embeddings.local import _bundled_model
-
 LINEAR = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
           "intermediate.dense", "output.dense")
 NORMS = ("attention.output.LayerNorm", "output.LayerNorm")
@@ -83,6 +81,8 @@ def symmetric_int8(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def build(student: Path, layers: list[int], out: Path) -> None:
+    from memsift.engine.embeddings.local import _bundled_model  # noqa: PLC0415  (student_weights runs without memsift)
+
     weights = student_weights(student)
     g = Graph(onnx.load(str(_bundled_model())))
     if sorted(set(layers)) != layers or layers[-1] != 5:
