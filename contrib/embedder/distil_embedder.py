@@ -108,7 +108,8 @@ def student_from(layers: list[int], resume: Path | None = None):
         state = model.state_dict()
         for name, value in saved.items():
             if name in state:  # linear weights are kept (in, out) in the graph, (out, in) here
-                tensor = torch.from_numpy(value.T.copy() if value.ndim == 2 and name.startswith("encoder.") else value)
+                linear = value.ndim == 2 and name.startswith("encoder.")
+                tensor = torch.from_numpy(np.array(value.T if linear else value))
                 state[name] = tensor.to(state[name].dtype).reshape(state[name].shape)
         missing = [n for n in state if n not in saved and not n.startswith("pooler.")]
         if missing:
