@@ -132,15 +132,16 @@ def main() -> None:
     ap.add_argument("--layers", default="0,2,4", help="all-MiniLM-L6-v2's layers the student keeps (0-5)")
     ap.add_argument("--minutes", type=float, default=45.0)
     ap.add_argument("--resume", type=Path, help="a student this script wrote (its folder), to train further")
+    ap.add_argument("--seed", type=int, default=SEED,
+                    help="the order texts come in: give a resumed run another one, or it sees the same texts first")
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--states", action="store_true",
                     help="also teach each layer the hidden states of the teacher's layer it came from (fp32 teacher)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
-    torch.manual_seed(SEED)
+    torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
-    rng = random.Random(SEED)
     data = np.load(args.data, allow_pickle=True)
     layers = [int(x) for x in args.layers.split(",")]
     model, tok, src = student_from(layers, args.resume)
@@ -150,7 +151,8 @@ def main() -> None:
     targets = torch.from_numpy(np.asarray(data["vectors"], dtype=np.float32))
     lengths = [max(len(w) for w in ws) * len(ws) for ws in texts]
     order = list(range(len(texts)))
-    rng.shuffle(order)
+    random.Random(SEED).shuffle(order)  # the same texts kept out whatever --seed, so a resumed run is judged alike
+    rng = random.Random(args.seed)
     held, train = order[: len(order) // 50], order[len(order) // 50 :]
     held_texts, held_targets = [texts[k] for k in held], targets[held]
     print(f"{len(train)} texts to learn, {len(held)} kept out; tokenised in {time.monotonic() - started:.0f} s;"
