@@ -59,14 +59,16 @@ def main() -> None:
     args = ap.parse_args()
     from memsift.engine.embeddings.local import LocalMiniLMProvider  # noqa: PLC0415
 
+    refused = [name for name in args.sets.split(",") if name not in PERMITTED]
+    if refused:  # before any work: a refused set must not cost an hour of embedding first
+        raise SystemExit(f"{', '.join(refused)}: its licence does not let weights trained on it ship"
+                         f" (permitted: {', '.join(PERMITTED)})")
     provider = LocalMiniLMProvider()
     texts: list[str] = []
     vectors: list[np.ndarray] = []
     sets: list[str] = []
     kinds: list[str] = []
     for name in args.sets.split(","):
-        if name not in PERMITTED:
-            raise SystemExit(f"{name}: its licence does not let weights trained on it ship ({', '.join(PERMITTED)})")
         chunks = index_chunks(args.work / "state", name)
         asked = sorted(set(questions(args.work / "data", name)))
         texts += [t for t, _ in chunks] + asked
