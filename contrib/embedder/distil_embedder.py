@@ -14,6 +14,8 @@ With `--pools N` every batch is instead two questions, each with the N chunks of
 model scores highest for it and a few drawn at random: besides each vector, the student learns how
 the shipped model orders that pool for the question (KL between the two models' softmaxed cosines),
 since a search reads the order of the few nearest chunks, which an average cosine hardly weighs.
+`--mix` puts a plain batch after each pool batch (pool batches alone, from the three-layer student,
+drifted: docs/performance.md).
 
 Needs torch (a training tool, never a memsift dependency):
 
@@ -136,6 +138,17 @@ def pool_batches(pools: dict[int, list[int]], rng: random.Random) -> list[list[i
             for i in range(0, len(asked), POOL_QUESTIONS)]
 
 
+def epoch_batches(pools: dict[int, list[int]], mix: bool, lengths: list[int], train: list[int],
+                  rng: random.Random) -> list[tuple[list[int], bool]]:
+    """An epoch's batches, each with whether it is a pool batch: plain ones, pool ones, or with `mix`
+    one of each in turn (as far as both go)."""
+    plain = [(b, False) for b in batches(lengths, train, rng)] if mix or not pools else []
+    pooled = [(b, True) for b in pool_batches(pools, rng)] if pools else []
+    if pooled and plain:
+        return [b for pair in zip(pooled, plain) for b in pair]
+    return pooled or plain
+
+
 def order_loss(vectors: torch.Tensor, targets: torch.Tensor, batch: list[int],
                pools: dict[int, list[int]]) -> torch.Tensor:
     """KL from the shipped model's softmaxed pool cosines to the student's, per question of the batch."""
@@ -193,6 +206,8 @@ def main() -> None:
     ap.add_argument("--pools", type=int, default=0, metavar="N",
                     help="batches of questions with their N nearest chunks: also learn how the shipped model"
                          " orders them")
+    ap.add_argument("--mix", action="store_true",
+                    help="with --pools: every other batch a plain one, so the student keeps seeing text of every kind")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
@@ -222,7 +237,7 @@ def main() -> None:
     model.train()
     while time.monotonic() - started < budget:
         epoch += 1
-        for batch in pool_batches(pools, rng) if pools else batches(lengths, train, rng):
+        for batch, pooled in epoch_batches(pools, args.mix, lengths, train, rng):
             done = (time.monotonic() - started) / budget
             if done >= 1:
                 break
@@ -231,7 +246,7 @@ def main() -> None:
             part = [texts[k] for k in batch]
             vectors, states, mask = run(model, part, states=teacher is not None)
             loss = apart = (1 - (vectors * targets[batch]).sum(1)).mean()
-            ordered = order_loss(vectors, targets[batch], batch, pools) if pools else torch.zeros(())
+            ordered = order_loss(vectors, targets[batch], batch, pools) if pooled else torch.zeros(())
             loss = loss + ordered
             if teacher is not None:  # each student layer towards the output of the teacher's layer it came from
                 with torch.no_grad():
