@@ -14,8 +14,8 @@ With `--pools N` every batch is instead two questions, each with the N chunks of
 model scores highest for it and a few drawn at random: besides each vector, the student learns how
 the shipped model orders that pool for the question (KL between the two models' softmaxed cosines),
 since a search reads the order of the few nearest chunks, which an average cosine hardly weighs.
-`--mix` puts a plain batch after each pool batch (pool batches alone, from the three-layer student,
-drifted: docs/performance.md).
+`--mix` puts a plain batch after each pool batch. Measured, both did worse than imitation alone
+(docs/performance.md): kept as the way to reproduce that.
 
 Needs torch (a training tool, never a memsift dependency):
 
