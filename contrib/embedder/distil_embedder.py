@@ -114,11 +114,10 @@ def question_pools(data, train: list[int], size: int, rng: random.Random) -> dic
     model's vectors, and POOL_RANDOM more drawn from the rest of the set."""
     sets, kinds = data["sets"], data["kinds"]
     vectors = np.asarray(data["vectors"], dtype=np.float32)
-    learnt = set(train)
     pools: dict[int, list[int]] = {}
     for name in sorted(set(sets.tolist())):
         chunks = np.array([k for k in train if sets[k] == name and kinds[k] == "chunk"])
-        asked = [k for k in range(len(sets)) if sets[k] == name and kinds[k] == "question" and k in learnt]
+        asked = sorted(k for k in train if sets[k] == name and kinds[k] == "question")  # in index order, as run
         if len(chunks) <= size + POOL_RANDOM or not asked:
             continue
         scores = vectors[asked] @ vectors[chunks].T
@@ -228,8 +227,9 @@ def main() -> None:
     held_texts, held_targets = [texts[k] for k in held], targets[held]
     print(f"{len(train)} texts to learn, {len(held)} kept out; tokenised in {time.monotonic() - started:.0f} s;"
           f" layers {args.layers}: kept-out agreement {agreement(model, held_texts, held_targets):.4f}", flush=True)
-    pools = question_pools(data, train, args.pools, rng) if args.pools else {}
+    pools: dict[int, list[int]] = {}
     if args.pools:
+        pools = question_pools(data, train, args.pools, rng)
         print(f"{len(pools)} questions with pools of {args.pools} + {POOL_RANDOM} chunks", flush=True)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     budget, step, seen, epoch = args.minutes * 60, 0, 0, 0
