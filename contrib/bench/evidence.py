@@ -50,7 +50,7 @@ sys.path.insert(0, str(HERE))
 from bench_data import Question, load_chats, load_longmemeval  # noqa: E402
 from conversations import load_beam, load_locomo, load_molweni, load_realmem  # noqa: E402
 from metrics import mean, percentile  # noqa: E402
-from quality import open_mode, run_candidate_as_bundled, warm_index  # noqa: E402
+from quality import open_mode, run_candidate_as_bundled, shipped_queries, warm_index  # noqa: E402
 
 __all__ = ["EVIDENCE_SETS", "ALL_SETS", "eval_evidence", "evidence_metrics"]
 
@@ -119,7 +119,8 @@ async def _ask(manager, questions: list[Question], took: list[float], k: int = K
 
 
 async def eval_evidence(
-    questions: list[Question], mode: str, state: Path, *, extra: dict | None = None, whole: bool = False
+    questions: list[Question], mode: str, state: Path, *, extra: dict | None = None, whole: bool = False,
+    per_question: bool = False,
 ) -> dict[str, Any]:
     """Evidence metrics of `mode` over questions that may span several workspaces."""
     by_ws: dict[Path, list[Question]] = defaultdict(list)
@@ -149,6 +150,8 @@ async def eval_evidence(
         if "turn_recall@10" in m:
             by_type[types[qid]].append(m["turn_recall@10"])
     out["turn_recall@10_by_type"] = {t: round(mean(v), 4) for t, v in sorted(by_type.items())}
+    if per_question:  # for a paired comparison of two runs (paired.py)
+        out["per_question"] = per_query
     return out
 
 
@@ -177,6 +180,8 @@ async def _main(args: argparse.Namespace) -> None:
     extra = json.loads(args.extra) if args.extra else None
     if args.int8_graph:
         run_candidate_as_bundled(extra, args.int8_graph)
+    if args.shipped_queries:
+        shipped_queries(extra)
     results: dict[str, Any] = {}
     for name in args.sets.split(","):
         questions = load_set(name, args.work / "data")
@@ -185,7 +190,7 @@ async def _main(args: argparse.Namespace) -> None:
         for mode in args.modes.split(","):
             await warm(questions, mode, state, extra)
             for whole in ([False, True] if args.whole else [False]):
-                r = await eval_evidence(questions, mode, state, extra=extra, whole=whole)
+                r = await eval_evidence(questions, mode, state, extra=extra, whole=whole, per_question=bool(args.out))
                 label = mode + (" (whole chunks)" if whole else "")
                 results[name][label] = r
                 session = f"session@10 {r['session_recall@10']:.3f}  " if "session_recall@10" in r else ""
@@ -214,6 +219,8 @@ def main() -> None:
     ap.add_argument("--extra", help="memorySearch settings (JSON) merged into every mode")
     ap.add_argument("--tag", default="", help="suffix of the index folder (one per settings variant)")
     ap.add_argument("--int8-graph", help="with --extra's local.modelPath: its int8 graph, run as the bundled one")
+    ap.add_argument("--shipped-queries", action="store_true",
+                    help="with --extra's local.modelPath: questions by the shipped model, documents by that one")
     ap.add_argument("--work", type=Path, default=HERE / "out")
     ap.add_argument("--out", type=Path, help="write the figures as JSON")
     anyio.run(_main, ap.parse_args())
