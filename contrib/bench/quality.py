@@ -70,16 +70,17 @@ def settings_for(
 _PROVIDERS: dict[str, Any] = {}
 
 
-def local_provider(model_path: str | None = None, int8_graph: str | None = None):
+def local_provider(model_path: str | None = None, int8_graph: str | None = None, notes_model_path: str | None = None):
     """One local model for every manager of the run (it loads once); `model_path` as
     `local.modelPath` (another ONNX encoder: a trained candidate, contrib/embedder/). With
     `int8_graph` (its quantised graph, contrib/embedder/quantise.py) the candidate runs as the
-    bundled model does: each window alone, since an int8 graph's activation scales are per run."""
+    bundled model does: each window alone, since an int8 graph's activation scales are per run.
+    `notes_model_path` as `local.notesModelPath`: notes embedded by that model, questions by this one."""
     from memsift.engine.embeddings.local import LocalMiniLMProvider  # noqa: PLC0415
 
-    key = model_path or "local"
+    key = (model_path or "local") + (f"|notes:{notes_model_path}" if notes_model_path else "")
     if key not in _PROVIDERS:
-        _PROVIDERS[key] = LocalMiniLMProvider(model_path=model_path)
+        _PROVIDERS[key] = LocalMiniLMProvider(model_path=model_path, notes_model_path=notes_model_path)
         if int8_graph:
             _PROVIDERS[key]._graph_file = Path(int8_graph)  # `quantised` then holds, as for the bundled graph
     return _PROVIDERS[key]
@@ -144,7 +145,8 @@ def open_mode(mode: str, workspace: Path, state: Path, extra: dict[str, Any] | N
         )
         return reranked(ranked(manager, settings, "builtin"), settings, "builtin")
     settings = settings_for(workspace, state / "local", {"provider": "local", **ms})
-    provider = local_provider(settings.memory_search.local.model_path)
+    local = settings.memory_search.local
+    provider = local_provider(local.model_path, notes_model_path=local.notes_model_path)
     return reranked(ranked(BuiltinSearchManager(settings, provider=provider), settings, "builtin"), settings, "builtin")
 
 

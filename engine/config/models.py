@@ -422,6 +422,11 @@ class LocalConfig(_Strict, frozen=True):
         description="Where the int8 graph of the bundled model is built once; default "
                     "`$XDG_CACHE_HOME/memsift/models`.",
     )
+    notes_model_path: str | None = spec(
+        default=None,
+        description="A smaller model taught the question model's vectors (`contrib/embedder/`), a folder or `.onnx` "
+                    "file: it embeds the notes (faster indexing), the question model the questions.",
+    )
 
 
 class ExperimentalConfig(_Strict, frozen=True):

@@ -9,6 +9,8 @@ embedded as the token-weighted mean of 256-token windows.
 tokenizer.json) of a BERT-style sentence encoder.
 The shipped model runs as a real int8 graph built once into `local.modelCacheDir` when the `onnx`
 package is installed (int8_graph.py); the fingerprint says which graph made the vectors.
+`local.notesModelPath` names a smaller model taught the shipped model's vectors
+(contrib/embedder/distil_embedder.py): it embeds the notes, the shipped model the questions.
 """
 
 from __future__ import annotations
@@ -100,11 +102,16 @@ class LocalMiniLMProvider:
         threads: int | None = None,
         cache_dir: str | Path | None = None,
         int8: bool = True,
+        notes_model_path: str | None = None,
+        student: bool = False,
     ) -> None:
         self._custom = model_path is not None
         self._model_file, self._tokenizer_file = self._locate(model_path)
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir else default_model_cache_dir(os.environ)
-        self._int8 = int8 and not self._custom  # another model file is run as it is
+        # Another model file is run as it is; a student of the shipped model (`student`, written in
+        # its format by contrib/embedder/student_graph.py) gets an int8 graph built as it does.
+        self._int8 = int8 and (student or not self._custom)
+        self._student = student
         self._graph_file: Path | None = None  # the graph sessions load (see `graph_file`)
         self.model = DEFAULT_MODEL_ID if not self._custom else f"onnx:{self._model_file.name}"
         # all-MiniLM-L6-v2 learnt English only; another model file may cover anything.
@@ -119,6 +126,9 @@ class LocalMiniLMProvider:
         self._tokenizer: Any = None
         self._dims: int | None = None if self._custom else 384
         self._fingerprint: str | None = None
+        # The notes' own model: documents are embedded by it, questions by this one.
+        self._notes = LocalMiniLMProvider(notes_model_path, threads=threads, cache_dir=cache_dir, int8=int8,
+                                          student=True) if notes_model_path else None
 
     @staticmethod
     def _locate(model_path: str | None) -> tuple[Path, Path]:
@@ -146,6 +156,8 @@ class LocalMiniLMProvider:
         for f in (self._model_file, self._tokenizer_file):
             if not f.is_file():
                 raise ProviderUnavailableError(f"local model file not found: {f}")
+        if self._notes is not None:
+            self._notes.check_setup()
 
     def _digest(self, path: Path) -> str:
         """A model file's SHA-256, remembered in the model cache while the file is unchanged (digests.py)."""
@@ -168,8 +180,9 @@ class LocalMiniLMProvider:
         built (built here, once, ~3 s), else the model file itself."""
         if self._graph_file is None:
             graph = None
-            if self._int8 and self._digest(self._model_file) == DEFAULT_MODEL_SHA256:
-                graph = int8_graph(self._model_file, DEFAULT_MODEL_SHA256, self._cache_dir)
+            digest = self._digest(self._model_file) if self._int8 else None
+            if digest is not None and (self._student or digest == DEFAULT_MODEL_SHA256):
+                graph = int8_graph(self._model_file, digest, self._cache_dir)
             self._graph_file = graph or self._model_file
         return self._graph_file
 
@@ -182,7 +195,12 @@ class LocalMiniLMProvider:
         """Which graph runs, on what kind of CPU (`status`): "int8 graph · AVX2, no VNNI"."""
         from .cpu import cpu_kind  # noqa: PLC0415
 
-        return f"{'int8' if self.quantised else 'fp32'} graph · {cpu_kind()}"
+        said = f"{'int8' if self.quantised else 'fp32'} graph · {cpu_kind()}"
+        if self._notes is not None:
+            notes = self._notes._model_file
+            named = notes.parent.name if notes.name == "model.onnx" else notes.name
+            said += f" · notes by {named} ({'int8' if self._notes.quantised else 'fp32'})"
+        return said
 
     @property
     def fingerprint(self) -> str:
@@ -193,6 +211,8 @@ class LocalMiniLMProvider:
                 parts.append(RECIPE)
             if self._custom:  # long texts' windows of a non-BERT model were wrapped in BERT's ids before
                 parts.append("windows-wrapped-by-tokenizer")
+            if self._notes is not None:  # the notes' vectors come from the notes model
+                parts.append(f"notes:{self._notes.fingerprint}")
             self._fingerprint = hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
         return self._fingerprint
 
@@ -290,8 +310,11 @@ class LocalMiniLMProvider:
         return [[*self._prefix, *p, *self._suffix] for p in parts]
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
-        """Blocking embed. A text longer than 256 tokens is embedded as the token-weighted mean of
-        its 256-token windows; windows are batched by length so padding stays small."""
+        """Blocking embed of documents (by the notes model when there is one). A text longer than
+        256 tokens is embedded as the token-weighted mean of its 256-token windows; windows are
+        batched by length so padding stays small."""
+        if self._notes is not None:
+            return self._notes_vectors(texts)
         self._load()
         if self.quantised and len(texts) > 1:
             return self._embed(texts, self._session, side_by_side=True)
@@ -343,6 +366,16 @@ class LocalMiniLMProvider:
         self._dims = int(out.shape[1])
         return l2_normalise(out)
 
+    def _notes_vectors(self, texts: Sequence[str]) -> np.ndarray:
+        assert self._notes is not None
+        out = self._notes.embed_sync(texts)
+        if len(texts) and self.dimensions is not None and out.shape[1] != self.dimensions:
+            raise ProviderError(
+                f"local.notesModelPath {self._notes._model_file} gives {out.shape[1]}-dimensional vectors, the "
+                f"question model {self.dimensions}: a notes model must be trained into the question model's space"
+            )
+        return out
+
     async def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return await anyio.to_thread.run_sync(self.embed_sync, list(texts))
 
@@ -357,12 +390,15 @@ class LocalMiniLMProvider:
             quick = self._quick
             if quick is not None:  # None if the optimised graph arrived meanwhile
                 return self._embed([text], quick)[0]
-        return self.embed_sync([text])[0]
+        self._load()
+        return self._embed([text], self._session)[0]
 
     async def embed_query(self, text: str) -> np.ndarray:
         return await anyio.to_thread.run_sync(self.embed_query_sync, text)
 
     async def aclose(self) -> None:
+        if self._notes is not None:
+            await self._notes.aclose()
         self._session = self._quick = self._single = None
         if self._runners is not None:
             self._runners.shutdown(wait=False)

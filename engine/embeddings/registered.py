@@ -27,7 +27,7 @@ def _create_local(ms: MemorySearchConfig, *, primary: bool = True, environ: Mapp
     from .local import LocalMiniLMProvider  # noqa: PLC0415  (imports numpy/onnx lazily)
 
     cache_dir = ms.local.model_cache_dir or default_model_cache_dir(os.environ if environ is None else environ)
-    provider = LocalMiniLMProvider(ms.local.model_path, cache_dir=cache_dir)
+    provider = LocalMiniLMProvider(ms.local.model_path, cache_dir=cache_dir, notes_model_path=ms.local.notes_model_path)
     provider.check_setup()
     if ms.model and ms.model != provider.model:
         # The reference's local model names (hf:…gguf) cannot load here; the file decides.
