@@ -9,7 +9,9 @@ revision's `engine/embeddings/local.py`, interleaved in one process so both see 
 builds now. `--baseline int8-v1`: the int8 graph as the previous recipe built it (no rewrites of
 the exporter's attention and GELU: engine/embeddings/graph_rewrites.py), against today's.
 `--model` (with `--int8-graph`): a candidate, such as a distilled student
-(contrib/embedder/distil_embedder.py), in place of the bundled model.
+(contrib/embedder/distil_embedder.py), in place of the bundled model. `--notes-model`: the bundled
+model with `local.notesModelPath` set, so the notes are embedded as indexing does it then (the
+student's int8 graph built by memsift itself).
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def _rate(embed: Callable[[list[str]], Any], texts: list[str]) -> float:
 
 
 def run_embed_speed(work: Path, *, baseline: str = BASELINE_REV, per_set: int = 120, rounds: int = 3,
-                    model: str | None = None, int8_graph: str | None = None,
+                    model: str | None = None, int8_graph: str | None = None, notes_model: str | None = None,
                     say: Callable[[str], None] = print) -> dict[str, Any]:
     from memsift.engine.embeddings.local import LocalMiniLMProvider  # noqa: PLC0415
     from quality import local_provider  # noqa: PLC0415
@@ -100,7 +102,7 @@ def run_embed_speed(work: Path, *, baseline: str = BASELINE_REV, per_set: int = 
         before = _unfused_int8_provider(work)
     else:
         before = _baseline_provider(baseline)
-    after = local_provider(model, int8_graph) if model else LocalMiniLMProvider()
+    after = local_provider(model, int8_graph, notes_model) if model or notes_model else LocalMiniLMProvider()
     for p in (before, after):
         p.embed_sync(sets["longmemeval"][:16])  # load and warm both
     out: dict[str, Any] = {"baseline": baseline, "int8": after.quantised, "sets": {}}
@@ -129,10 +131,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--model", help="measure this model (as local.modelPath) instead of the bundled one")
     ap.add_argument("--int8-graph", help="with --model: its int8 graph, run as the bundled one (each window alone)")
+    ap.add_argument("--notes-model", help="as local.notesModelPath: notes embedded by this model (what indexing runs)")
     ap.add_argument("--work", type=Path, default=HERE / "out")
     args = ap.parse_args()
     run_embed_speed(args.work, baseline=args.baseline, per_set=args.chunks, rounds=args.rounds, model=args.model,
-                    int8_graph=args.int8_graph)
+                    int8_graph=args.int8_graph, notes_model=args.notes_model)
 
 
 if __name__ == "__main__":
