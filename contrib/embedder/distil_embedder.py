@@ -24,7 +24,10 @@ Needs torch (a training tool, never a memsift dependency):
     python contrib/embedder/quantise.py student/ student-int8/          # memsift's environment
 
 writes `student/model.onnx` (fp32) and `student/tokenizer.json`; the int8 folder drops into
-`local.modelPath` (`evidence.py --extra '{"local":{"modelPath":"student-int8"}}'`).
+`local.modelPath` (`evidence.py --extra '{"local":{"modelPath":"student-int8"}}'`). Best kept as
+the notes' model beside the shipped one, which still embeds the questions (measured closest to the
+shipped model's answers): `student_graph.py student/ --layers … student-graph/`, then
+`local.notesModelPath: "student-graph"` (memsift builds its int8 graph itself).
 """
 
 from __future__ import annotations
