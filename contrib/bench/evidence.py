@@ -50,7 +50,7 @@ sys.path.insert(0, str(HERE))
 from bench_data import Question, load_chats, load_longmemeval  # noqa: E402
 from conversations import load_beam, load_locomo, load_molweni, load_realmem  # noqa: E402
 from metrics import mean, percentile  # noqa: E402
-from quality import open_mode, run_candidate_as_bundled, shipped_queries, warm_index  # noqa: E402
+from quality import open_mode, run_candidate_as_bundled, warm_index  # noqa: E402
 
 __all__ = ["EVIDENCE_SETS", "ALL_SETS", "eval_evidence", "evidence_metrics"]
 
@@ -180,8 +180,6 @@ async def _main(args: argparse.Namespace) -> None:
     extra = json.loads(args.extra) if args.extra else None
     if args.int8_graph:
         run_candidate_as_bundled(extra, args.int8_graph)
-    if args.shipped_queries:
-        shipped_queries(extra)
     results: dict[str, Any] = {}
     for name in args.sets.split(","):
         questions = load_set(name, args.work / "data")
@@ -219,8 +217,6 @@ def main() -> None:
     ap.add_argument("--extra", help="memorySearch settings (JSON) merged into every mode")
     ap.add_argument("--tag", default="", help="suffix of the index folder (one per settings variant)")
     ap.add_argument("--int8-graph", help="with --extra's local.modelPath: its int8 graph, run as the bundled one")
-    ap.add_argument("--shipped-queries", action="store_true",
-                    help="with --extra's local.modelPath: questions by the shipped model, documents by that one")
     ap.add_argument("--work", type=Path, default=HERE / "out")
     ap.add_argument("--out", type=Path, help="write the figures as JSON")
     anyio.run(_main, ap.parse_args())

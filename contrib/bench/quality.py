@@ -95,17 +95,6 @@ def run_candidate_as_bundled(extra: dict[str, Any] | None, int8_graph: str) -> N
     local_provider(model_path, int8_graph)
 
 
-def shipped_queries(extra: dict[str, Any] | None) -> None:
-    """`--shipped-queries`: the candidate embeds the documents, the shipped model the questions (a
-    candidate trained to imitate the shipped vectors may then index faster while every search keeps
-    the shipped model's question vector)."""
-    model_path = (extra or {}).get("local", {}).get("modelPath")
-    if not model_path:
-        raise SystemExit("--shipped-queries needs the candidate in --extra's local.modelPath")
-    candidate, shipped = local_provider(model_path), local_provider()
-    candidate.embed_query_sync = shipped.embed_query_sync
-
-
 def open_mode(mode: str, workspace: Path, state: Path, extra: dict[str, Any] | None = None):
     """A manager for `mode`. Modes with a provider share one index; keyword-only has its own."""
     from memsift.backends.builtin import BuiltinSearchManager  # noqa: PLC0415

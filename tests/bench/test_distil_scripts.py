@@ -86,24 +86,14 @@ def test_a_candidate_with_its_int8_graph_runs_as_the_bundled_model(tmp_path: Pat
     assert np.array_equal(candidate.embed_sync(texts), expected)
 
 
-def test_shipped_queries_gives_the_candidate_the_shipped_models_question_vectors(tmp_path: Path, monkeypatch) -> None:
-    """`--shipped-queries`: notes embedded by the candidate, questions by the shipped model."""
-    onnx = pytest.importorskip("onnx")
-    from memsift.engine.embeddings.local import _bundled_model
 
-    (tmp_path / "candidate").mkdir()
-    onnx.save(onnx.load(str(_bundled_model())), str(tmp_path / "candidate" / "model.onnx"))
+def test_a_notes_model_is_measured_through_its_config_key(tmp_path: Path, monkeypatch) -> None:
+    """`--extra '{"local":{"notesModelPath":…}}'`: the bench's one provider a run is the product's own,
+    with the notes model (kept apart from the plain one)."""
     monkeypatch.setattr(quality, "_PROVIDERS", {})
-    extra = {"local": {"modelPath": str(tmp_path / "candidate")}}
-    candidate = quality.local_provider(str(tmp_path / "candidate"))  # fp32: its vectors differ from the int8 default's
-    note = "We chose PostgreSQL 16 for the ledger."
-    own_query = candidate.embed_query_sync(note)
-    quality.shipped_queries(extra)
-
-    shipped = quality.local_provider()
-    # (a query may run on the session that skips graph optimisation: the same vector within rounding)
-    assert np.allclose(candidate.embed_query_sync(note), shipped.embed_query_sync(note), atol=1e-5)
-    assert not np.allclose(candidate.embed_query_sync(note), own_query, atol=1e-3)
-    assert np.allclose(candidate.embed_sync([note])[0], own_query, atol=1e-5)  # notes still the candidate's
-    with pytest.raises(SystemExit, match="modelPath"):
-        quality.shipped_queries({})
+    notes = tmp_path / "student.onnx"
+    notes.write_bytes(b"not read before the first embedding")
+    with_notes = quality.local_provider(notes_model_path=str(notes))
+    assert with_notes._notes is not None and with_notes._notes._model_file == notes
+    assert quality.local_provider(notes_model_path=str(notes)) is with_notes
+    assert quality.local_provider()._notes is None
