@@ -97,8 +97,8 @@ def test_the_cli_indexes_with_the_notes_model_and_status_says_so(notes_model, tm
     (ws / "MEMORY.md").write_text("# Memory\n\n- " + NOTES[1][:80] + "\n")
     (ws / "memory" / "2026-03-03.md").write_text("# 2026-03-03\n\n- " + NOTES[0] + "\n")
     cfg = tmp_path / "memsift.json"
-    cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {
-        "provider": "local", "local": {"notesModelPath": str(notes_model), "modelCacheDir": str(tmp_path / "models")}}}}}))
+    local = {"notesModelPath": str(notes_model), "modelCacheDir": str(tmp_path / "models")}
+    cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"provider": "local", "local": local}}}}))
 
     indexed = run_cli(tmp_path, cfg, "-w", str(ws), "index")
     assert indexed.returncode == 0, indexed.stderr
