@@ -105,11 +105,13 @@ class LocalMiniLMProvider:
         notes_model_path: str | None = None,
         student: bool = False,
     ) -> None:
+        # `student`: this is the notes model of another provider (local.notesModelPath), a student of
+        # the shipped model written in its format (contrib/embedder/student_graph.py), so it gets an
+        # int8 graph built as the shipped model does; any other model file is run as it is.
         self._custom = model_path is not None
-        self._model_file, self._tokenizer_file = self._locate(model_path)
+        key = "local.notesModelPath" if student else "local.modelPath"
+        self._model_file, self._tokenizer_file = self._locate(model_path, key)
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir else default_model_cache_dir(os.environ)
-        # Another model file is run as it is; a student of the shipped model (`student`, written in
-        # its format by contrib/embedder/student_graph.py) gets an int8 graph built as it does.
         self._int8 = int8 and (student or not self._custom)
         self._student = student
         self._graph_file: Path | None = None  # the graph sessions load (see `graph_file`)
@@ -131,12 +133,12 @@ class LocalMiniLMProvider:
                                           student=True) if notes_model_path else None
 
     @staticmethod
-    def _locate(model_path: str | None) -> tuple[Path, Path]:
+    def _locate(model_path: str | None, key: str) -> tuple[Path, Path]:
         if model_path is None:
             return _bundled_model(), _bundled_tokenizer()
         if model_path.startswith(("hf:", "http:", "https:")):
             raise ProviderUnavailableError(
-                f"local.modelPath {model_path!r} is a download address; memsift never downloads "
+                f"{key} {model_path!r} is a download address; memsift never downloads "
                 "models: point it at a local .onnx file or a folder with model.onnx"
             )
         p = Path(model_path).expanduser()
@@ -157,7 +159,10 @@ class LocalMiniLMProvider:
             if not f.is_file():
                 raise ProviderUnavailableError(f"local model file not found: {f}")
         if self._notes is not None:
-            self._notes.check_setup()
+            try:
+                self._notes.check_setup()
+            except ProviderUnavailableError as exc:
+                raise ProviderUnavailableError(f"local.notesModelPath: {exc}") from None
 
     def _digest(self, path: Path) -> str:
         """A model file's SHA-256, remembered in the model cache while the file is unchanged (digests.py)."""

@@ -70,9 +70,9 @@ def test_a_missing_notes_model_or_a_download_address_is_refused_clearly(tmp_path
     from memsift.engine.embeddings.local import LocalMiniLMProvider
 
     missing = LocalMiniLMProvider(notes_model_path=str(tmp_path / "nowhere.onnx"), cache_dir=tmp_path)
-    with pytest.raises(ProviderUnavailableError, match="local model file not found: .*nowhere.onnx"):
+    with pytest.raises(ProviderUnavailableError, match="notesModelPath: local model file not found: .*nowhere.onnx"):
         missing.check_setup()
-    with pytest.raises(ProviderUnavailableError, match="never downloads"):
+    with pytest.raises(ProviderUnavailableError, match="local.notesModelPath .* never downloads"):
         LocalMiniLMProvider(notes_model_path="https://example.com/student.onnx")
 
 
