@@ -6,6 +6,7 @@ the same: which model made a vector can be told. The real local model; no torch.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import anyio
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from memsift.engine.errors import ProviderError, ProviderUnavailableError
-from memsift.engine.testing.doors import run_cli
+from memsift.engine.testing.doors import cli_env, run_cli
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -88,7 +89,8 @@ def test_a_notes_model_of_another_width_is_refused(notes_model, tmp_path, monkey
 
 def test_the_cli_indexes_with_the_notes_model_and_status_says_so(notes_model, tmp_path):
     """From a config file, as an operator sets it: the cold CLI indexes and searches with it, and
-    `status` names the notes model; the same search through the Python API gives the same hits."""
+    `status` names the notes model; the Python API, the resident helper and MCP over stdio give the
+    same hits."""
     from memsift.engine.compose.factory import open_manager
     from memsift.engine.config import MemsiftConfig, resolve_agent
 
@@ -122,3 +124,23 @@ def test_the_cli_indexes_with_the_notes_model_and_status_says_so(notes_model, tm
     through_api = anyio.run(api)
     assert [(h.path, h.start_line) for h in through_api] == [(h["path"], h["startLine"]) for h in hits]
     assert through_api[0].score == pytest.approx(hits[0]["score"], abs=1e-4)
+
+    # The resident helper (started by the first warm call, answering the second) and MCP over stdio
+    first = [(h["path"], h["startLine"]) for h in hits]
+    try:
+        warm = [run_cli(tmp_path, cfg, "-w", str(ws), "search", QUESTION, "--json", "--min-score", "0", resident=True)
+                for _ in range(2)]
+        assert [(h["path"], h["startLine"]) for h in json.loads(warm[1].stdout)["results"]] == first
+        helped = json.loads(run_cli(tmp_path, cfg, "-w", str(ws), "status", "--json", resident=True).stdout)
+        assert helped["helper"]["running"] and f"notes by {notes_model.name}" in helped["modelRuntime"]
+    finally:
+        run_cli(tmp_path, cfg, "helpers", "stop", "--all", resident=True)
+    mcp = pytest.importorskip("mcp", reason="the MCP door needs the MCP SDK")
+
+    async def over_mcp() -> dict:
+        params = mcp.StdioServerParameters(command=sys.executable, env=cli_env(tmp_path),
+                                           args=["-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "mcp"])
+        async with mcp.Client(params) as client:
+            return (await client.call_tool("memory_search", {"query": QUESTION, "minScore": 0})).structured_content
+
+    assert [(h["path"], h["startLine"]) for h in anyio.run(over_mcp)["results"]] == first
