@@ -6,7 +6,13 @@ the same: which model made a vector can be told. The real local model; no torch.
 from __future__ import annotations
 
 import json
+import shutil
+import signal
+import socket
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import anyio
@@ -22,6 +28,9 @@ pytest.importorskip("onnxruntime")
 NOTES = ["The plumber came on Tuesday. Invoice €185, paid by card.",
          "We chose PostgreSQL 16 for the ledger after comparing it with SQLite. " * 40]
 QUESTION = "how much was the plumbing repair?"
+# A search handed to a resident server (the helper, `memsift watch`) only: 99 where it declined
+DRIVER = ("import sys\nfrom memsift.engine.cli.resident import try_resident\n"
+          "code = try_resident(sys.argv[1:])\nsys.exit(99 if code is None else code)\n")
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +96,29 @@ def test_a_notes_model_of_another_width_is_refused(notes_model, tmp_path, monkey
         both.embed_sync(NOTES)
 
 
+def _workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\n- " + NOTES[1][:80] + "\n")
+    (ws / "memory" / "2026-03-03.md").write_text("# 2026-03-03\n\n- " + NOTES[0] + "\n")
+    return ws
+
+
+def _local_keys(notes_model: Path, tmp_path: Path) -> dict:
+    return {"notesModelPath": str(notes_model), "modelCacheDir": str(tmp_path / "models")}
+
+
+def _config(notes_model: Path, tmp_path: Path) -> Path:
+    cfg = tmp_path / "memsift.json"
+    memory_search = {"provider": "local", "local": _local_keys(notes_model, tmp_path)}
+    cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": memory_search}}}))
+    return cfg
+
+
+def _places(hits: list[dict]) -> list[tuple[str, int]]:
+    return [(h["path"], h["startLine"]) for h in hits]
+
+
 def test_the_cli_indexes_with_the_notes_model_and_status_says_so(notes_model, tmp_path):
     """From a config file, as an operator sets it: the cold CLI indexes and searches with it, and
     `status` names the notes model; the Python API, the resident helper and MCP over stdio give the
@@ -94,13 +126,8 @@ def test_the_cli_indexes_with_the_notes_model_and_status_says_so(notes_model, tm
     from memsift.engine.compose.factory import open_manager
     from memsift.engine.config import MemsiftConfig, resolve_agent
 
-    ws = tmp_path / "ws"
-    (ws / "memory").mkdir(parents=True)
-    (ws / "MEMORY.md").write_text("# Memory\n\n- " + NOTES[1][:80] + "\n")
-    (ws / "memory" / "2026-03-03.md").write_text("# 2026-03-03\n\n- " + NOTES[0] + "\n")
-    cfg = tmp_path / "memsift.json"
-    local = {"notesModelPath": str(notes_model), "modelCacheDir": str(tmp_path / "models")}
-    cfg.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"provider": "local", "local": local}}}}))
+    ws = _workspace(tmp_path)
+    cfg = _config(notes_model, tmp_path)
 
     indexed = run_cli(tmp_path, cfg, "-w", str(ws), "index")
     assert indexed.returncode == 0, indexed.stderr
@@ -144,3 +171,134 @@ def test_the_cli_indexes_with_the_notes_model_and_status_says_so(notes_model, tm
             return (await client.call_tool("memory_search", {"query": QUESTION, "minScore": 0})).structured_content
 
     assert [(h["path"], h["startLine"]) for h in anyio.run(over_mcp)["results"]] == first
+
+
+def _wait_for_socket(runtime: Path, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 180
+    while not list((runtime / "memsift").glob("*.sock")):
+        assert time.monotonic() < deadline and proc.poll() is None, f"no resident server under {runtime}"
+        time.sleep(0.2)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _mcp_http_search(port: int, proc: subprocess.Popen) -> dict:
+    """memory_search over streamable HTTP, as plain JSON-RPC POSTs (JSON answers)."""
+    import httpx
+
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline and proc.poll() is None, "the MCP HTTP server did not start"
+            time.sleep(0.2)
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120,
+                      headers={"Accept": "application/json, text/event-stream"}) as http:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        first = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        session = {"mcp-session-id": first.headers["mcp-session-id"]} if "mcp-session-id" in first.headers else {}
+        http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+        call = {"name": "memory_search", "arguments": {"query": QUESTION, "minScore": 0}}
+        reply = http.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+                          headers=session).json()
+    return reply["result"]["structuredContent"]
+
+
+def test_watch_and_mcp_over_http_search_with_the_notes_model(notes_model, tmp_path):
+    """The long-running doors: `memsift watch` answers a terminal's search itself, and `memsift mcp
+    --http` answers memory_search, both with the index the notes model made (the cold CLI's hits);
+    a note written while watch runs is embedded by the notes model too."""
+    pytest.importorskip("mcp", reason="the MCP door needs the MCP SDK")
+    ws = _workspace(tmp_path)
+    cfg = _config(notes_model, tmp_path)
+    assert run_cli(tmp_path, cfg, "-w", str(ws), "index").returncode == 0
+    cold = run_cli(tmp_path, cfg, "-w", str(ws), "search", QUESTION, "--json", "--min-score", "0")
+    first = _places(json.loads(cold.stdout)["results"])
+    assert first[0][0] == "memory/2026-03-03.md"
+
+    runtime = Path(tempfile.mkdtemp(prefix="msn"))  # a socket's path must stay short
+    env = cli_env(tmp_path, resident=True, XDG_RUNTIME_DIR=str(runtime),
+                  MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED="false")  # watch, not a helper, answers
+    watch = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "watch",
+                              "--json"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    port = _free_port()
+    http = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "mcp",
+                             "--http", "--port", str(port), "--no-watch"], env=cli_env(tmp_path),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_socket(runtime, watch)
+        args = ["-c", str(cfg), "-w", str(ws), "search", QUESTION, "--json", "--min-score", "0"]
+        by_watch = subprocess.run([sys.executable, "-c", DRIVER, *args], env=env, capture_output=True, text=True,
+                                  timeout=300)
+        assert by_watch.returncode == 0, (by_watch.returncode, by_watch.stderr[-2000:])  # 99: watch declined
+        assert _places(json.loads(by_watch.stdout)["results"]) == first
+
+        assert _places(_mcp_http_search(port, http)["results"]) == first
+
+        # A note written now: watch embeds it with the notes model (the same vector the notes model gives)
+        (ws / "memory" / "2026-03-04.md").write_text("# 2026-03-04\n\n- The roofer sent a quote: €2,400.\n")
+        deadline = time.monotonic() + 120
+        while True:
+            found = subprocess.run([sys.executable, "-c", DRIVER, "-c", str(cfg), "-w", str(ws), "search",
+                                    "roofer quote", "--json", "--min-score", "0", "--mode", "vector"],
+                                   env=env, capture_output=True, text=True, timeout=300)
+            assert found.returncode == 0, found.stderr[-2000:]
+            hits = json.loads(found.stdout)["results"]
+            if hits and hits[0]["path"] == "memory/2026-03-04.md":
+                break
+            assert time.monotonic() < deadline, hits
+            time.sleep(0.5)
+    finally:
+        for proc in (watch, http):
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=30)
+        shutil.rmtree(runtime, ignore_errors=True)
+    status = json.loads(run_cli(tmp_path, cfg, "-w", str(ws), "status", "--json").stdout)
+    assert status["files"] == 3 and f"notes by {notes_model.name}" in status["modelRuntime"]
+    text, stored = _stored_vector(tmp_path / "state", "roofer")
+    from memsift.engine.embeddings.local import LocalMiniLMProvider
+
+    cache = tmp_path / "models"
+    by_notes_model = LocalMiniLMProvider(str(notes_model), cache_dir=cache, student=True).embed_sync([text])[0]
+    assert np.allclose(stored, by_notes_model, atol=1e-5)
+    assert not np.allclose(stored, LocalMiniLMProvider(cache_dir=cache).embed_sync([text])[0], atol=1e-3)
+
+
+def _stored_vector(state: Path, word: str) -> tuple[str, np.ndarray]:
+    """The chunk holding `word` and the vector the index keeps for it."""
+    import sqlite3
+
+    for db in state.rglob("*.sqlite"):
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            row = con.execute("SELECT text, embedding FROM chunks WHERE text LIKE ?", (f"%{word}%",)).fetchone()
+        except sqlite3.Error:
+            row = None
+        con.close()
+        if row:
+            return row[0], np.frombuffer(row[1], dtype=np.float32)
+    raise AssertionError(f"no chunk with {word!r} under {state}")
+
+
+def test_an_openclaw_config_sets_the_notes_model_as_the_plugin_passes_it(notes_model, tmp_path):
+    """The OpenClaw plugin runs memsift with the Gateway's own config file (`--openclaw-config`): the key
+    set there, under OpenClaw 2026.9's `memory.search`, reaches the provider, and memsift's own
+    config file can set it as well."""
+    ws = _workspace(tmp_path)
+    openclaw = tmp_path / "openclaw.json"
+    local = _local_keys(notes_model, tmp_path)
+    openclaw.write_text(json.dumps({"agents": {"defaults": {"workspace": str(ws)}},
+                                    "memory": {"search": {"provider": "local", "local": local}}}))
+    empty = tmp_path / "memsift.json"
+    empty.write_text("{}")
+    status = run_cli(tmp_path, empty, "--openclaw-config", str(openclaw), "status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert f"notes by {notes_model.name} (int8)" in json.loads(status.stdout)["modelRuntime"]
+    shown = run_cli(tmp_path, empty, "--openclaw-config", str(openclaw), "config", "show")
+    assert str(notes_model) in shown.stdout and shown.returncode == 0, shown.stderr
