@@ -9,6 +9,7 @@ import shutil
 import signal
 import struct
 import subprocess
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -62,6 +63,51 @@ def make_settings(
     """Resolve a config the way the CLI does, with the index under tmp_path."""
     raw = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": memory_search or {}}}, **top}
     return resolve_agent(MemsiftConfig.model_validate(raw), workspace=workspace, environ={})
+
+
+def make_notes_model(folder: Path) -> Path:
+    """A notes model (`local.notesModelPath`) in `folder`: the bundled graph with one layer-norm bias
+    halved, so its vectors are near the bundled model's but not the same (which made a vector can be
+    told). Needs onnx."""
+    import numpy as np
+    import onnx
+
+    from memsift.engine.embeddings.local import LocalMiniLMProvider, _bundled_model
+
+    graph = onnx.load(str(_bundled_model()))
+    bias = next(i for i in graph.graph.initializer if i.name == "inner.encoder.layer.5.output.LayerNorm.bias")
+    changed = onnx.numpy_helper.to_array(bias) * 0.5
+    bias.CopyFrom(onnx.numpy_helper.from_array(changed.astype(np.float32), bias.name))
+    folder.mkdir(parents=True, exist_ok=True)
+    onnx.save(graph, str(folder / "model.onnx"))
+    (folder / "tokenizer.json").write_bytes(Path(LocalMiniLMProvider()._tokenizer_file).read_bytes())
+    return folder
+
+
+PLUMBING = "how much was the plumbing repair?"
+
+
+def vector_score(root: Path, memory: dict[str, Any], notes_model: Path | None) -> float:
+    """The cold CLI's vector-only score of a plumber's note for PLUMBING, served by `memory`'s backend
+    from a workspace under `root`, its notes embedded by `notes_model` (None: the bundled model)."""
+    name = f"{memory.get('backend', 'builtin')}-{'notes' if notes_model else 'plain'}"
+    ws = root / name / "ws"
+    write_files(ws, {"MEMORY.md": "# Memory\n\n- We chose PostgreSQL 16 for the ledger.\n",
+                     "memory/2026-03-03.md": "# 2026-03-03\n\n- The plumber came on Tuesday. Invoice €185.\n"})
+    local: dict[str, Any] = {"modelCacheDir": str(root / "models")}
+    if notes_model is not None:
+        local["notesModelPath"] = str(notes_model)
+    cfg = root / name / "memsift.json"
+    cfg.write_text(json.dumps({"stateDir": str(root / name / "state"), "memory": memory,
+                               "agents": {"defaults": {"memorySearch": {"provider": "local", "local": local}}}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    done = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "search",
+                           PLUMBING, "--json", "--mode", "vector", "--min-score", "0"],
+                          capture_output=True, text=True, env={**env, "MEMSIFT_NO_RESIDENT": "1"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    top = json.loads(done.stdout)["results"][0]
+    assert top["path"] == "memory/2026-03-03.md", top
+    return float(top["score"])
 
 
 def process_alive(pid: int) -> bool:

@@ -397,3 +397,15 @@ def test_every_agent_of_a_process_shares_one_pool_and_one_schema_check(tmp_path,
     connect._schema_checked.clear()
     anyio.run(run)
     assert migrations == [pg_dsn], migrations  # one schema check for six agents
+
+
+def test_a_notes_model_embeds_the_notes_here_too(tmp_path, pg_dsn):
+    """`local.notesModelPath` on a fleet's shared index: the stored vectors are the notes model's (the
+    vector score is the builtin index's with it, not the one without)."""
+    pytest.importorskip("onnx")
+    from helpers import make_notes_model, vector_score
+
+    notes = make_notes_model(tmp_path / "notes-model")
+    with_notes = vector_score(tmp_path, {"backend": "postgres", "postgres": {"dsn": pg_dsn}}, notes)
+    assert with_notes == pytest.approx(vector_score(tmp_path, {"backend": "builtin"}, notes), abs=1e-4)
+    assert abs(with_notes - vector_score(tmp_path, {"backend": "builtin"}, None)) > 1e-3

@@ -19,6 +19,7 @@ import anyio
 import numpy as np
 import pytest
 
+from helpers import make_notes_model, vector_score
 from memsift.engine.errors import ProviderError, ProviderUnavailableError
 from memsift.engine.testing.doors import cli_env, run_cli
 
@@ -35,16 +36,7 @@ DRIVER = ("import sys\nfrom memsift.engine.cli.resident import try_resident\n"
 
 @pytest.fixture(scope="module")
 def notes_model(tmp_path_factory) -> Path:
-    from memsift.engine.embeddings.local import LocalMiniLMProvider, _bundled_model
-
-    graph = onnx.load(str(_bundled_model()))
-    bias = next(i for i in graph.graph.initializer if i.name == "inner.encoder.layer.5.output.LayerNorm.bias")
-    changed = onnx.numpy_helper.to_array(bias) * 0.5
-    bias.CopyFrom(onnx.numpy_helper.from_array(changed.astype(np.float32), bias.name))
-    folder = tmp_path_factory.mktemp("notes-model")
-    onnx.save(graph, str(folder / "model.onnx"))
-    (folder / "tokenizer.json").write_bytes(Path(LocalMiniLMProvider()._tokenizer_file).read_bytes())
-    return folder
+    return make_notes_model(tmp_path_factory.mktemp("notes-model"))
 
 
 def test_notes_are_embedded_by_the_notes_model_and_questions_by_the_question_model(notes_model, tmp_path):
@@ -302,3 +294,14 @@ def test_an_openclaw_config_sets_the_notes_model_as_the_plugin_passes_it(notes_m
     assert f"notes by {notes_model.name} (int8)" in json.loads(status.stdout)["modelRuntime"]
     shown = run_cli(tmp_path, empty, "--openclaw-config", str(openclaw), "config", "show")
     assert str(notes_model) in shown.stdout and shown.returncode == 0, shown.stderr
+
+
+@pytest.mark.parametrize("backend", ["lancedb", "qdrant"])
+def test_the_plugin_backends_store_the_notes_models_vectors(notes_model, tmp_path, backend):
+    """A backend from another package indexes through the shared provider too: its vector score for a
+    note is the builtin index's with the notes model, not the one without."""
+    pytest.importorskip(f"memsift_{backend}", reason=f"the {backend} plugin is not installed "
+                        f"(pip install -e contrib/plugins/memsift-{backend})")
+    with_notes = vector_score(tmp_path, {"backend": backend}, notes_model)
+    assert with_notes == pytest.approx(vector_score(tmp_path, {"backend": "builtin"}, notes_model), abs=1e-4)
+    assert abs(with_notes - vector_score(tmp_path, {"backend": "builtin"}, None)) > 1e-3
