@@ -4,7 +4,16 @@ The shipped ONNX file stores int8 weights but dequantises them inside the graph 
 scale), so every MatMul runs in fp32. Folding those back to fp32 weights, rewriting the exporter's
 attention, GELU and NaN guards into onnxruntime's fused kernels (graph_rewrites.py) and running
 onnxruntime's dynamic quantisation (per-channel int8 weights, uint8 activations) gives integer
-MatMuls: about 2× the characters/s of the fp32 graph on 2 cores, cosine ≥ 0.98 to its vectors.
+MatMuls: about 3× the characters/s of the fp32 graph on 2 cores with VNNI, cosine ≥ 0.98 to its vectors.
+
+The same graph must give the same vectors on every CPU (a fleet shares one index; an index is
+copied), and onnxruntime's integer kernels differ: with VNNI one instruction sums four uint8 × int8
+products into 32 bits, while AVX2 (and AVX-512 without VNNI) first adds each pair of products into
+16 bits with saturation (`vpmaddubsw`). 255 × 127 twice does not fit, so AVX2 machines computed
+other numbers (cosine 0.986–0.990 to a VNNI machine's vectors of the same text, and further from
+the fp32 model's). So each weight column gets a scale at which no two weights the kernels pair
+(rows 2i and 2i + 1) sum past 128 in magnitude: every product pair then fits in 16 bits, and every
+CPU computes the same integers (docs/performance.md, "The same vectors on every CPU").
 The build needs the `onnx` package, a default dependency; where it is missing (an install that
 left it out) the fp32 graph is used and nothing else changes.
 
@@ -39,7 +48,7 @@ from .graph_rewrites import UNFUSED, rewrite
 
 __all__ = ["RECIPE", "default_model_cache_dir", "int8_build_available", "int8_graph"]
 
-RECIPE = "int8dyn-perchannel-ortext-v2-fused"  # part of the file name and of the provider's fingerprint
+RECIPE = "int8dyn-perchannel-ortext-v3-fused-pairsafe"  # part of the file name and of the provider's fingerprint
 
 log = get_logger("memsift.embeddings")
 
@@ -148,11 +157,56 @@ def _build(source: Path, target: Path, *, fused: bool = True) -> None:
         onnx.save(folded, str(fp32))
         with _quantiser_advice_silenced():
             quantize_dynamic(str(fp32), str(int8), per_channel=True, weight_type=QuantType.QInt8)
+        quantised = onnx.load(str(int8))
+        _keep_pairs_from_saturating(quantised, {i.name: i for i in folded.graph.initializer})
+        onnx.save(quantised, str(int8))
         optimised = Path(tmp) / "int8-optimised.onnx"
         _save_optimised(int8, optimised, unfused=UNFUSED if fused else [])
         with open(optimised, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(optimised, target)
+
+
+PAIR_LIMIT = 128  # |w[2i] + w[2i+1]| ≤ 128 keeps 255 × (their sum) within int16 (32,767)
+
+
+def _keep_pairs_from_saturating(model, fp32_weights: dict) -> None:
+    """Re-quantise every integer MatMul's weights (K × N, int8, per column) from their fp32 values at
+    a scale where no pair of rows the kernels add in 16 bits (2i, 2i + 1) sums past PAIR_LIMIT; the
+    few pairs rounding still pushes over are shrunk to it. Costs most columns a little resolution
+    (their largest pair sum, not their largest weight, sets the scale). Raises when the quantiser's
+    output is not laid out as expected (the build fails and the fp32 graph is used)."""
+    import numpy as np  # noqa: PLC0415
+    from onnx import numpy_helper  # noqa: PLC0415
+
+    inits = {i.name: i for i in model.graph.initializer}
+    seen = 0
+    for node in model.graph.node:
+        if node.op_type != "MatMulInteger" or node.input[1] not in inits:
+            continue
+        base = node.input[1].removesuffix("_quantized")
+        scale_name, zero_name = f"{base}_scale", node.input[3] if len(node.input) > 3 else ""
+        if base not in fp32_weights or scale_name not in inits or zero_name not in inits:
+            raise RuntimeError(f"the quantiser's weight {node.input[1]} is not laid out as expected")
+        w = numpy_helper.to_array(fp32_weights[base]).astype(np.float64)
+        zero = numpy_helper.to_array(inits[zero_name])
+        if w.ndim != 2 or zero.any() or numpy_helper.to_array(inits[scale_name]).shape != (w.shape[1],):
+            raise RuntimeError(f"{base}: expected symmetric per-column int8 weights")
+        even = w.shape[0] - w.shape[0] % 2
+        pair = np.abs(w[0:even:2] + w[1:even:2]).max(0) if even else np.zeros(w.shape[1])
+        scale = np.maximum(np.abs(w).max(0) / 127, pair / (PAIR_LIMIT - 1))
+        scale[scale == 0] = 1.0
+        q = np.clip(np.round(w / scale), -127, 127)
+        sums = q[0:even:2] + q[1:even:2]
+        over = np.abs(sums) > PAIR_LIMIT
+        if over.any():  # rounding up both of a pair: trim the pair to the limit
+            shrink = np.where(over, PAIR_LIMIT / np.maximum(np.abs(sums), 1), 1.0)
+            q[0:even:2], q[1:even:2] = np.trunc(q[0:even:2] * shrink), np.trunc(q[1:even:2] * shrink)
+        inits[node.input[1]].CopyFrom(numpy_helper.from_array(q.astype(np.int8), node.input[1]))
+        inits[scale_name].CopyFrom(numpy_helper.from_array(scale.astype(np.float32), scale_name))
+        seen += 1
+    if not seen:
+        raise RuntimeError("the quantiser made no integer MatMul")
 
 
 _ADVICE = "pre-processing before quantization"

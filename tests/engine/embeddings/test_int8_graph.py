@@ -101,3 +101,55 @@ def test_an_index_of_fp32_vectors_is_rebuilt_with_int8_ones(tmp_path, example_wo
     second, hits = anyio.run(index_with, LocalMiniLMProvider(cache_dir=cache))
     assert first.full_reindex and second.full_reindex and second.reindex_cause
     assert second.chunks_embedded > 0 and hits
+
+
+def test_no_two_weights_the_kernels_add_in_16_bits_can_saturate(cache):
+    """AVX2's integer kernel adds each pair of uint8 × int8 products (rows 2i and 2i + 1 of a weight
+    column) in 16 bits with saturation, where VNNI sums in 32: every pair of the stored graph's
+    weights sums to at most 128 in magnitude, so 255 × that fits and every CPU computes alike. The
+    columns still use the whole int8 range where their pairs allow (not a blanket 7 bits)."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(LocalMiniLMProvider(cache_dir=cache).graph_file)).graph
+    inits = {i.name: i for i in graph.initializer}
+    integer_matmuls = [n for n in graph.node if n.op_type in ("DynamicQuantizeMatMul", "MatMulIntegerToFloat",
+                                                               "MatMulInteger")]
+    weights = [numpy_helper.to_array(inits[n.input[1]]) for n in integer_matmuls if n.input[1] in inits]
+    assert len(weights) == 36 and all(w.dtype == np.int8 and w.ndim == 2 for w in weights)  # 6 layers × 6
+    for w in weights:
+        pairs = w[0::2].astype(np.int32) + w[1::2].astype(np.int32)
+        assert np.abs(pairs).max() <= int8_graph.PAIR_LIMIT
+    wide = np.mean([(np.abs(w.astype(np.int32)).max(0) > 64).mean() for w in weights])
+    assert wide > 0.2
+
+
+def test_the_same_vectors_on_a_cpu_without_vnni(cache, tmp_path):
+    """The graph run with this CPU's kernels and with its AVX2 ones (contrib/bench/as_avx2.py: AVX-512
+    and VNNI masked, where the CPU allows) gives the same vectors within float rounding."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+
+    bench = Path(__file__).resolve().parents[3] / "contrib" / "bench"
+    sys.path.insert(0, str(bench))
+    import as_avx2
+
+    reason = as_avx2.why_not()
+    if reason:
+        pytest.skip(reason)
+    here = LocalMiniLMProvider(cache_dir=cache).embed_sync(TEXTS)
+    child = ("import sys, numpy as np, json; from pathlib import Path\n"
+             "from memsift.engine.embeddings.local import LocalMiniLMProvider\n"
+             f"v = LocalMiniLMProvider(cache_dir=Path({str(cache)!r})).embed_sync(json.loads(sys.argv[1]))\n"
+             f"np.save({str(tmp_path / 'avx2.npy')!r}, np.asarray(v))\n")
+    import json
+
+    done = subprocess.run([sys.executable, "-c", child, json.dumps(TEXTS)], env=as_avx2.masked_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    there = np.load(tmp_path / "avx2.npy")
+    assert (here * there).sum(axis=1).min() > 0.999  # the previous recipe: 0.990 on these
