@@ -125,7 +125,7 @@ def test_no_two_weights_the_kernels_add_in_16_bits_can_saturate(cache):
     assert wide > 0.2
 
 
-def test_the_same_vectors_on_a_cpu_without_vnni(cache, tmp_path):
+def test_the_same_vectors_on_a_cpu_without_vnni(cache, tmp_path, monkeypatch):
     """The graph run with this CPU's kernels and with its AVX2 ones (contrib/bench/as_avx2.py: AVX-512
     and VNNI masked, where the CPU allows) gives the same vectors within float rounding."""
     import subprocess
@@ -141,6 +141,7 @@ def test_the_same_vectors_on_a_cpu_without_vnni(cache, tmp_path):
     reason = as_avx2.why_not()
     if reason:
         pytest.skip(reason)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # the mask's build, not in the user's cache
     here = LocalMiniLMProvider(cache_dir=cache).embed_sync(TEXTS)
     child = ("import sys, numpy as np, json; from pathlib import Path\n"
              "from memsift.engine.embeddings.local import LocalMiniLMProvider\n"
