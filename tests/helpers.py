@@ -9,7 +9,6 @@ import shutil
 import signal
 import struct
 import subprocess
-import sys
 import time
 import zlib
 from pathlib import Path
@@ -100,14 +99,73 @@ def vector_score(root: Path, memory: dict[str, Any], notes_model: Path | None) -
     cfg = root / name / "memsift.json"
     cfg.write_text(json.dumps({"stateDir": str(root / name / "state"), "memory": memory,
                                "agents": {"defaults": {"memorySearch": {"provider": "local", "local": local}}}}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
-    done = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "search",
-                           PLUMBING, "--json", "--mode", "vector", "--min-score", "0"],
-                          capture_output=True, text=True, env={**env, "MEMSIFT_NO_RESIDENT": "1"}, timeout=300)
+    from memsift.engine.testing.doors import run_cli
+
+    done = run_cli(root / name, cfg, "-w", str(ws), "search", PLUMBING, "--json", "--mode", "vector",
+                   "--min-score", "0", state_from_config=True)
     assert done.returncode == 0, done.stderr[-2000:]
     top = json.loads(done.stdout)["results"][0]
     assert top["path"] == "memory/2026-03-03.md", top
     return float(top["score"])
+
+
+# A search handed to a resident server only (the helper, `memsift watch`): exit 99 where it declined
+RESIDENT_DRIVER = ("import sys\nfrom memsift.engine.cli.resident import try_resident\n"
+                   "code = try_resident(sys.argv[1:])\nsys.exit(99 if code is None else code)\n")
+
+
+def wait_for_socket(runtime: Path, proc: subprocess.Popen | None = None) -> None:
+    """Until a resident server's socket appears under `runtime` (and `proc`, when given, still runs)."""
+    deadline = time.monotonic() + 180
+    while not list((runtime / "memsift").glob("*.sock")):
+        assert time.monotonic() < deadline and (proc is None or proc.poll() is None), \
+            f"no resident server under {runtime}"
+        time.sleep(0.2)
+
+
+class HttpMcp:
+    """`memsift mcp --http` on loopback (`cmd` + `extra` after it), spoken with plain JSON-RPC POSTs."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str], *extra: str) -> None:
+        import socket
+
+        import httpx
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.proc = subprocess.Popen(cmd + ["mcp", "--http", "--port", str(self.port), *extra], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and self.proc.poll() is None, "the HTTP server did not start"
+                time.sleep(0.2)
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=120,
+                                 headers={"Accept": "application/json, text/event-stream"})
+        self.session = None
+        self.next_id = 1
+        first = self.http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        self.session = first.headers.get("mcp-session-id")
+        self.http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=self._headers())
+
+    def _headers(self) -> dict[str, str]:
+        return {"mcp-session-id": self.session} if self.session else {}
+
+    def call(self, method: str, params: dict) -> dict:
+        self.next_id += 1
+        r = self.http.post("/mcp", json={"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params},
+                           headers=self._headers())
+        return r.json()
+
+    def close(self) -> None:
+        self.http.close()
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=30)
 
 
 def process_alive(pid: int) -> bool:

@@ -16,7 +16,6 @@ import os
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from figures import FIGURES
-from helpers import CHAT_QUESTION, CHAT_SESSIONS, EXAMPLE_WORKSPACE, stop_helpers, write_files
+from helpers import (CHAT_QUESTION, CHAT_SESSIONS, EXAMPLE_WORKSPACE, RESIDENT_DRIVER, HttpMcp, stop_helpers,
+                     wait_for_socket, write_files)
 from time_workspace import DOORS_DAY, noon, topic_questions, write_time_workspace
 from memsift.engine.requests import ReadOptions, SearchOptions, spellings
 
@@ -46,8 +46,6 @@ QUERIES = [
 ]
 DENIED = "agent:main:discord:group:42"
 SCOPE = {"default": "deny", "rules": [{"action": "allow", "match": {"chatType": "direct"}}]}
-DRIVER = ("import sys\nfrom memsift.engine.cli.resident import try_resident\n"
-          "code = try_resident(sys.argv[1:])\nsys.exit(99 if code is None else code)\n")  # 99: the server declined
 
 
 def _field(model, spelled: str, door: str) -> str:
@@ -125,49 +123,6 @@ class StdioMcp:
         self.proc.wait(timeout=30)
 
 
-class HttpMcp:
-    """`memsift mcp --http` on loopback, spoken with plain JSON-RPC POSTs (JSON answers)."""
-
-    def __init__(self, cmd: list[str], env: dict[str, str]) -> None:
-        import httpx
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.proc = subprocess.Popen(cmd + ["mcp", "--http", "--port", str(self.port)], env=env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and self.proc.poll() is None, "the HTTP server did not start"
-                time.sleep(0.2)
-        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=120,
-                                 headers={"Accept": "application/json, text/event-stream"})
-        self.session = None
-        self.next_id = 1
-        first = self.http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-        self.session = first.headers.get("mcp-session-id")
-        self.http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=self._headers())
-
-    def _headers(self) -> dict[str, str]:
-        return {"mcp-session-id": self.session} if self.session else {}
-
-    def call(self, method: str, params: dict) -> dict:
-        self.next_id += 1
-        r = self.http.post("/mcp", json={"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params},
-                           headers=self._headers())
-        return r.json()
-
-    def close(self) -> None:
-        self.http.close()
-        self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(timeout=30)
-
-
 class Doors:
     """Every door onto one workspace and config, set up once for the module."""
 
@@ -200,10 +155,10 @@ class Doors:
         )
         # The helper: started by a first search, then waited for.
         subprocess.run([*self.cmd, "search", "warm up"], env=self.env["helper"], capture_output=True, timeout=300)
-        self._wait_for_socket(self.runtime["helper"])
+        wait_for_socket(self.runtime["helper"])
         self.watch = subprocess.Popen([*self.cmd, "watch", "--json"], env=self.env["watch"], stdout=subprocess.PIPE,
                                       stderr=subprocess.DEVNULL, text=True)
-        self._wait_for_socket(self.runtime["watch"])
+        wait_for_socket(self.runtime["watch"])
         self.stdio = StdioMcp(self.cmd, {**self.env["cold"], "XDG_RUNTIME_DIR": str(self.runtime["other"])})
         self.http = HttpMcp(self.cmd, self.env["cold"])
         from memsift.engine import open_manager, resolve_config
@@ -211,13 +166,6 @@ class Doors:
         self.manager = open_manager(resolve_config(str(self.cfg), workspace=str(self.ws), environ=self.env["cold"]))
         self.declined = 0
         self.answered = {"helper": 0, "watch": 0}  # requests the resident servers answered themselves
-
-    @staticmethod
-    def _wait_for_socket(runtime: Path) -> None:
-        deadline = time.monotonic() + 180
-        while not list((runtime / "memsift").glob("*.sock")):
-            assert time.monotonic() < deadline, f"no resident server under {runtime}"
-            time.sleep(0.2)
 
     def close(self) -> None:
         for door in (self.stdio, self.http):
@@ -255,7 +203,7 @@ class Doors:
 
     def resident(self, door: str, query: str, opts: dict) -> dict:
         r = subprocess.run(
-            [sys.executable, "-c", DRIVER, "-c", str(self.cfg), "-w", str(self.ws), *self.argv(query, opts)],
+            [sys.executable, "-c", RESIDENT_DRIVER, "-c", str(self.cfg), "-w", str(self.ws), *self.argv(query, opts)],
             env=self.env[door],
             capture_output=True,
             text=True,
@@ -430,9 +378,9 @@ def test_a_running_mcp_server_answers_a_terminal_search_too(doors):
     and says what the cold CLI says."""
     env = {k: v for k, v in doors.env["cold"].items() if k != "MEMSIFT_NO_RESIDENT"}  # the MCP servers' runtime
     doors.stdio.call("tools/call", {"name": "memory_search", "arguments": {"query": "billing review"}})
-    doors._wait_for_socket(doors.runtime["other"])
+    wait_for_socket(doors.runtime["other"])
     argv = doors.argv("billing review invoices", {})
-    r = subprocess.run([sys.executable, "-c", DRIVER, "-c", str(doors.cfg), "-w", str(doors.ws), *argv],
+    r = subprocess.run([sys.executable, "-c", RESIDENT_DRIVER, "-c", str(doors.cfg), "-w", str(doors.ws), *argv],
                        env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])  # 99: declined, nobody served it
     assert _normal(json.loads(r.stdout)) == doors.cli(doors.env["cold"], "billing review invoices", {})

@@ -25,12 +25,10 @@ SOURCE = Path(__file__).resolve().parent / "cpuid_mask.c"
 
 
 def cpu_flags() -> set[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return set()
-    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
-    return set(line.partition(":")[2].split())
+    """The CPU's flags as `status` reads them (/proc/cpuinfo)."""
+    from memsift.engine.embeddings.cpu import _flags  # noqa: PLC0415
+
+    return _flags()
 
 
 def why_not() -> str | None:

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import anyio
@@ -213,22 +212,11 @@ def test_config_show_and_warnings_at_the_default_verbosity(tmp_path, example_wor
     assert len(re.findall(r"^\d\.\d{3} ", searched.stdout, re.M)) == 2  # memory.search.query.maxResults
 
 
-RESIDENT_DRIVER = ("import sys\nfrom memsift.engine.cli.resident import try_resident\n"
-                   "code = try_resident(sys.argv[1:])\nsys.exit(99 if code is None else code)\n")  # 99: declined
-
-
-def _wait_for_socket(runtime: Path) -> None:
-    deadline = time.monotonic() + 180
-    while not list((runtime / "memsift").glob("*.sock")):
-        assert time.monotonic() < deadline, f"no resident server under {runtime}"
-        time.sleep(0.2)
-
-
 def test_openclaw_2026_9_keys_reach_every_door(tmp_path, example_workspace):
     """memory.search.query.maxResults from an OpenClaw 2026.9 file, and its warning, through the
     cold CLI, the resident helper, `watch`, MCP over stdio and the Python API."""
     from memsift.engine import open_manager
-    from helpers import stop_helpers
+    from helpers import RESIDENT_DRIVER, stop_helpers, wait_for_socket
 
     path = _write(tmp_path, "openclaw.json", {"agents": {"entries": {"main": {"workspace": str(example_workspace)}}},
                                                "memory": {"search": {"query": {"maxResults": 2}, "provider": "none"},
@@ -252,7 +240,7 @@ def test_openclaw_2026_9_keys_reach_every_door(tmp_path, example_workspace):
                              stderr=subprocess.DEVNULL)
     try:
         for door, door_env in (("helper", helper_env), ("watch", watch_env)):
-            _wait_for_socket(runtimes[door])
+            wait_for_socket(runtimes[door])
             answered = subprocess.run([sys.executable, "-c", RESIDENT_DRIVER, *argv], env=door_env, capture_output=True,
                                       text=True, timeout=300)
             assert answered.returncode == 0, (

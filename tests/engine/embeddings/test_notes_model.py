@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ import anyio
 import numpy as np
 import pytest
 
-from helpers import make_notes_model, vector_score
+from helpers import RESIDENT_DRIVER, HttpMcp, make_notes_model, vector_score, wait_for_socket
 from memsift.engine.errors import ProviderError, ProviderUnavailableError
 from memsift.engine.testing.doors import cli_env, run_cli
 
@@ -29,9 +28,6 @@ pytest.importorskip("onnxruntime")
 NOTES = ["The plumber came on Tuesday. Invoice €185, paid by card.",
          "We chose PostgreSQL 16 for the ledger after comparing it with SQLite. " * 40]
 QUESTION = "how much was the plumbing repair?"
-# A search handed to a resident server (the helper, `memsift watch`) only: 99 where it declined
-DRIVER = ("import sys\nfrom memsift.engine.cli.resident import try_resident\n"
-          "code = try_resident(sys.argv[1:])\nsys.exit(99 if code is None else code)\n")
 
 
 @pytest.fixture(scope="module")
@@ -165,43 +161,6 @@ def test_the_cli_indexes_with_the_notes_model_and_status_says_so(notes_model, tm
     assert [(h["path"], h["startLine"]) for h in anyio.run(over_mcp)["results"]] == first
 
 
-def _wait_for_socket(runtime: Path, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 180
-    while not list((runtime / "memsift").glob("*.sock")):
-        assert time.monotonic() < deadline and proc.poll() is None, f"no resident server under {runtime}"
-        time.sleep(0.2)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _mcp_http_search(port: int, proc: subprocess.Popen) -> dict:
-    """memory_search over streamable HTTP, as plain JSON-RPC POSTs (JSON answers)."""
-    import httpx
-
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline and proc.poll() is None, "the MCP HTTP server did not start"
-            time.sleep(0.2)
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120,
-                      headers={"Accept": "application/json, text/event-stream"}) as http:
-        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-        first = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
-        session = {"mcp-session-id": first.headers["mcp-session-id"]} if "mcp-session-id" in first.headers else {}
-        http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
-        call = {"name": "memory_search", "arguments": {"query": QUESTION, "minScore": 0}}
-        reply = http.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
-                          headers=session).json()
-    return reply["result"]["structuredContent"]
-
-
 def test_watch_and_mcp_over_http_search_with_the_notes_model(notes_model, tmp_path):
     """The long-running doors: `memsift watch` answers a terminal's search itself, and `memsift mcp
     --http` answers memory_search, both with the index the notes model made (the cold CLI's hits);
@@ -219,25 +178,24 @@ def test_watch_and_mcp_over_http_search_with_the_notes_model(notes_model, tmp_pa
                   MEMSIFT__MEMORY__RESIDENTHELPER__ENABLED="false")  # watch, not a helper, answers
     watch = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "watch",
                               "--json"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    port = _free_port()
-    http = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws), "mcp",
-                             "--http", "--port", str(port), "--no-watch"], env=cli_env(tmp_path),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    http = HttpMcp([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws)], cli_env(tmp_path),
+                   "--no-watch")
     try:
-        _wait_for_socket(runtime, watch)
+        wait_for_socket(runtime, watch)
         args = ["-c", str(cfg), "-w", str(ws), "search", QUESTION, "--json", "--min-score", "0"]
-        by_watch = subprocess.run([sys.executable, "-c", DRIVER, *args], env=env, capture_output=True, text=True,
-                                  timeout=300)
+        by_watch = subprocess.run([sys.executable, "-c", RESIDENT_DRIVER, *args], env=env, capture_output=True,
+                                  text=True, timeout=300)
         assert by_watch.returncode == 0, (by_watch.returncode, by_watch.stderr[-2000:])  # 99: watch declined
         assert _places(json.loads(by_watch.stdout)["results"]) == first
 
-        assert _places(_mcp_http_search(port, http)["results"]) == first
+        call = {"name": "memory_search", "arguments": {"query": QUESTION, "minScore": 0}}
+        assert _places(http.call("tools/call", call)["result"]["structuredContent"]["results"]) == first
 
         # A note written now: watch embeds it with the notes model (the same vector the notes model gives)
         (ws / "memory" / "2026-03-04.md").write_text("# 2026-03-04\n\n- The roofer sent a quote: €2,400.\n")
         deadline = time.monotonic() + 120
         while True:
-            found = subprocess.run([sys.executable, "-c", DRIVER, "-c", str(cfg), "-w", str(ws), "search",
+            found = subprocess.run([sys.executable, "-c", RESIDENT_DRIVER, "-c", str(cfg), "-w", str(ws), "search",
                                     "roofer quote", "--json", "--min-score", "0", "--mode", "vector"],
                                    env=env, capture_output=True, text=True, timeout=300)
             assert found.returncode == 0, found.stderr[-2000:]
@@ -247,9 +205,9 @@ def test_watch_and_mcp_over_http_search_with_the_notes_model(notes_model, tmp_pa
             assert time.monotonic() < deadline, hits
             time.sleep(0.5)
     finally:
-        for proc in (watch, http):
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=30)
+        http.close()
+        watch.send_signal(signal.SIGINT)
+        watch.wait(timeout=30)
         shutil.rmtree(runtime, ignore_errors=True)
     status = json.loads(run_cli(tmp_path, cfg, "-w", str(ws), "status", "--json").stdout)
     assert status["files"] == 3 and f"notes by {notes_model.name}" in status["modelRuntime"]
