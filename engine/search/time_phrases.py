@@ -9,13 +9,15 @@ reads as a single day or not at all.
   seasons; the hemisphere is a setting, northern by default);
 - "the weekend", "last weekend", "over the weekend"; "earlier this week/month/year"; "earlier
   today", "this morning/afternoon" (today);
-- "the day before yesterday"; vague counts as windows: "a couple of days ago" (2 ± 1 days), "a
+- "the day before yesterday"; the same day back: "this day last year", "a year ago today", "a month
+  ago today", "this day last week" (one day; 29 February's year back is the 28th); "this time last
+  year" (that day ± a week); vague counts as windows: "a couple of days ago" (2 ± 1 days), "a
   few weeks ago" (3 ± 2 weeks);
 - "the holidays", "Christmas", "New Year" (24 December to 1 January);
 - vague times: "the week before last" (Monday to Sunday two weeks back), "the other day" (2 to 10
   days ago), "recently" / "lately" (the last 30 days), "a while ago" (two weeks to six months ago);
 - and their Chinese and Japanese forms: 第三季度, 上季度, 第3四半期, 去年夏天, 今年の夏, 上个月初,
-  3月中旬, 先月末, 周末, 上周末, 先週末, 几天前, 数日前, 前天, 一昨日.
+  3月中旬, 先月末, 周末, 上周末, 先週末, 几天前, 数日前, 前天, 一昨日, 去年的今天, 一年前の今日.
 
 Resolution prefers the past, as a memory question does: "in March" asked in November is this
 year's March, asked in February last year's; "last March" asked in March is last year's. Every
@@ -159,6 +161,22 @@ def _weekend(qualifier: str | None, today: date) -> tuple[date, date]:
     return saturday, saturday + timedelta(days=1)
 
 
+def _same_day_back(today: date, unit: str, count: int = 1) -> date:
+    """The day `count` weeks, months or years before `today`, its day of the month kept where the
+    month has it (a year before 29 February is 28 February; a month before 31 March, 28 or 29 February)."""
+    if unit == "week":
+        return today - timedelta(weeks=count)
+    first = _add_months(today, -count * (12 if unit == "year" else 1))
+    return first.replace(day=min(today.day, _month_end(first).day))
+
+
+_COUNTS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
+
+
+def _count(word: str) -> int:
+    return _COUNTS.get(word.lower()) or int(word)
+
+
 def _earlier_this(unit: str, today: date) -> tuple[date, date]:
     start = {"week": today - timedelta(days=today.weekday()), "month": today.replace(day=1),
              "year": date(today.year, 1, 1)}[unit]
@@ -212,6 +230,18 @@ def _year(m: re.Match[str]) -> int | None:
 _EN: list[tuple[str, Resolver]] = [
     # "the day before yesterday" (before "yesterday" is read alone)
     (r"\bthe\s+day\s+before\s+yesterday\b", lambda m, t, h: (t - timedelta(days=2),) * 2),
+    # this day last year, on this date a year ago, a year ago today, two months ago today: that one
+    # day (before "last year" or "a year ago" is read alone, as the whole of last year)
+    (
+        r"\b(?:on\s+)?this\s+(?:day|date)\s+(?:last\s+(?P<u>week|month|year)|(?P<n>a|one)\s+(?P<v>week|month|year)\s+ago)\b"
+        r"|\b(?P<c>a|one|two|three|four|five|\d{1,2})\s+(?P<w>week|month|year)s?\s+ago\s+today\b",
+        lambda m, t, h: (_same_day_back(t, (m["u"] or m["v"] or m["w"]).lower(), _count(m["c"] or "1")),) * 2,
+    ),
+    # (around) this time last year, this time a year ago: that day ± a week
+    (
+        r"\b(?:around\s+|about\s+)?this\s+time\s+(?:last\s+year|a\s+year\s+ago)\b",
+        lambda m, t, h: (_same_day_back(t, "year") - timedelta(days=7), _same_day_back(t, "year") + timedelta(days=7)),
+    ),
     # early/mid/late March (2024), the end of March, in mid-March
     (
         rf"\b(?:in\s+|during\s+|by\s+)?{_PART}[\s-]+{_MONTH_RE}(?:,?\s+{_YEAR_RE})?\b",
@@ -328,6 +358,11 @@ _ZH: list[tuple[str, Resolver]] = [
     # 前几天, 几天前 (zh); 数日前 (ja)
     (r"前几天|几天前|幾天前|数日前|數日前", lambda m, t, h: _vague_ago("a few", "day", t)),
     (r"前天|一昨日|おととい", lambda m, t, h: (t - timedelta(days=2),) * 2),
+    # 去年的今天, 一年前的今天, 上个月的今天 (zh); 去年の今日, 一年前の今日, 先月の今日 (ja)
+    (
+        r"(?P<y>去年|昨年|一年前|1年前)(?:的|の)?(?:今天|今日)|(?P<m>上(?:个|個)?月|先月|一(?:个|個|か|ヶ|ケ)?月前)(?:的|の)?(?:今天|今日)",
+        lambda m, t, h: (_same_day_back(t, "year" if m["y"] else "month"),) * 2,
+    ),
 ]
 
 
@@ -357,7 +392,7 @@ _COMPILED = [(lazy_re(p, re.IGNORECASE), r) for p, r in _EN] + [(lazy_re(p), r) 
 _GATE = re.compile(
     r"(?i)\b(?:early|mid|late|beginning|middle|end|last|this|next|q[1-4]|quarter|spring|summer|autumn|fall|"
     r"winter|weekend|earlier|couple|few|several|holidays|christmas|xmas|new\s+year|day\s+before|today|morning|afternoon|before\s+last|other\s+day|recently|lately|late|recent|while|some\s+time)\b|"
-    r"[季夏冬春秋末旬初周週几幾数數前昨期]"
+    r"[季夏冬春秋末旬初周週几幾数數前昨期今]"
 )
 
 

@@ -33,6 +33,8 @@ NOTES = {
     "2026-03-16": "Mid-March: migrated the invoices table to the new cluster.",
     "2026-03-03": "Early March: kickoff of the billing rewrite.",
     "2025-12-28": "Between the holidays: wrote the yearly review.",
+    "2025-11-25": "Moved into the new office on Linden street.",
+    "2025-11-20": "Farewell lunch for Ahmed at the canteen.",
 }
 MEMORY = """# Memory
 
@@ -78,8 +80,11 @@ TIME_ONLY = [  # question → the days of the window's notes, in the order they 
     ("what happened last summer?", ["2026-07-02", "2026-07-15"]),
     ("what did we talk about in Q3?", ["2026-07-02", "2026-07-15", "MEMORY"]),
     ("what happened over the holidays?", ["2025-12-28"]),
+    ("what did I do on this day last year?", ["2025-11-25"]),
+    ("what happened around this time last year?", ["2025-11-20", "2025-11-25"]),
     ("上周我们聊了什么？", ["2026-11-18", "2026-11-20", "2026-11-21"]),
     ("先週は何をしましたか", ["2026-11-18", "2026-11-20", "2026-11-21"]),
+    ("去年的今天我做了什么？", ["2025-11-25"]),
 ]
 
 

@@ -81,10 +81,36 @@ def _windows(q: str) -> list[tuple[date | None, date | None]]:
         ("前天", [(date(2023, 4, 16), date(2023, 4, 16))]),
         ("一昨日は何をした", [(date(2023, 4, 16), date(2023, 4, 16))]),
         ("先週末", [(date(2023, 4, 15), date(2023, 4, 16))]),
+        # The same day back: one day, not the whole of last year (or month, or week).
+        ("what did I do on this day last year?", [(date(2022, 4, 18), date(2022, 4, 18))]),
+        ("what happened a year ago today", [(date(2022, 4, 18), date(2022, 4, 18))]),
+        ("two years ago today", [(date(2021, 4, 18), date(2021, 4, 18))]),
+        ("this date a year ago", [(date(2022, 4, 18), date(2022, 4, 18))]),
+        ("what did we ship a month ago today?", [(date(2023, 3, 18), date(2023, 3, 18))]),
+        ("this day last week", [(date(2023, 4, 11), date(2023, 4, 11))]),
+        ("where was I around this time last year?", [(date(2022, 4, 11), date(2022, 4, 25))]),
+        ("去年的今天我在做什么", [(date(2022, 4, 18), date(2022, 4, 18))]),
+        ("一年前の今日", [(date(2022, 4, 18), date(2022, 4, 18))]),
+        ("先月の今日", [(date(2023, 3, 18), date(2023, 3, 18))]),
     ],
 )
 def test_time_expressions_resolve_to_day_windows(question: str, expected: list) -> None:
     assert _windows(question) == expected
+
+
+@pytest.mark.parametrize(
+    ("asked_on", "question", "day"),
+    [
+        (date(2028, 2, 29), "what did I do on this day last year?", date(2027, 2, 28)),  # no 29 February then
+        (date(2028, 2, 29), "four years ago today", date(2024, 2, 29)),
+        (date(2027, 3, 31), "a month ago today", date(2027, 2, 28)),  # February has no 31st
+        (date(2027, 1, 1), "this day last month", date(2026, 12, 1)),  # across the year
+        (date(2027, 1, 3), "a week ago today", date(2026, 12, 27)),
+    ],
+)
+def test_the_same_day_back_holds_at_month_and_year_ends(asked_on: date, question: str, day: date) -> None:
+    noon = datetime(asked_on.year, asked_on.month, asked_on.day, 12).timestamp()
+    assert [(w.start, w.end) for w in find_time_windows(question, noon)] == [(day, day)]
 
 
 @pytest.mark.parametrize(
