@@ -200,6 +200,105 @@ def _holidays(today: date) -> tuple[date, date]:
     return date(year, 12, 24), date(year + 1, 1, 1)
 
 
+def _year_part(year: int, part: str | None) -> tuple[date, date]:
+    """A year in thirds, as a month is: early (January to April), mid (May to August), late (September
+    to December); no part: all of it."""
+    p = re.sub(r"\s+", " ", (part or "").lower())
+    if p in ("early", "the beginning of", "the start of"):
+        return date(year, 1, 1), date(year, 4, 30)
+    if p in ("mid", "the middle of"):
+        return date(year, 5, 1), date(year, 8, 31)
+    if p in ("late", "the end of"):
+        return date(year, 9, 1), date(year, 12, 31)
+    return date(year, 1, 1), date(year, 12, 31)
+
+
+def _relative_year(which: str | None, year: int | None, today: date) -> int:
+    """last/this/next year, a year said in digits, or "the year" (this one)."""
+    if year is not None:
+        return year
+    return today.year + {"last": -1, "next": 1}.get((which or "").lower(), 0)
+
+
+def _relative_month(which: str, today: date) -> date:
+    """The first day of last/this/next month."""
+    return _add_months(today, {"last": -1, "this": 0, "next": 1}[which.lower()])
+
+
+def _week_of_month(ordinal: str, first: date) -> tuple[date, date]:
+    """The first to fourth week of a month: days 1-7, 8-14, 15-21, 22-28; its last week: its last 7 days."""
+    end = _month_end(first)
+    if ordinal.lower() == "last":
+        return end - timedelta(days=6), end
+    n = _ORDINALS[ordinal.lower()]
+    return first + timedelta(days=7 * (n - 1)), first + timedelta(days=7 * n - 1)
+
+
+def _day_of_month(day: int, first: date | None, today: date) -> tuple[date, date] | None:
+    """The `day` of a month said, or the latest that is not after today; None for a day no month has."""
+    if not 1 <= day <= 31:
+        return None
+    if first is None:
+        first = today.replace(day=1) if day <= today.day else _add_months(today, -1)
+        while day > _month_end(first).day:  # "on the 31st" asked on 5 March: 31 January
+            first = _add_months(first, -1)
+    if day > _month_end(first).day:
+        return None
+    return (first.replace(day=day),) * 2
+
+
+def _week_of_day(month: int, day: int, year: int | None, today: date) -> tuple[date, date] | None:
+    """"the week of March 3": Monday to Sunday around that day (the latest March 3 when no year is said,
+    the latest 29 February for that day); None for a day no such month has."""
+    for y in [year] if year else range(today.year, today.year - 8, -1):
+        try:
+            d = date(y, month, day)
+        except ValueError:
+            continue
+        if year or d <= today:
+            monday = d - timedelta(days=d.weekday())
+            return monday, monday + timedelta(days=6)
+    return None
+
+
+def _half(h: int, year: int | None, today: date) -> tuple[date, date]:
+    """H1 / the first half: January to June; H2: July to December (the latest begun when no year is said)."""
+    if year is None:
+        year = today.year if h == 1 or today.month >= 7 else today.year - 1
+    return (date(year, 1, 1), date(year, 6, 30)) if h == 1 else (date(year, 7, 1), date(year, 12, 31))
+
+
+_NAMED_DAYS = {"christmas eve": (12, 24), "christmas day": (12, 25), "new year eve": (12, 31), "new year day": (1, 1)}
+
+
+def _named_day(name: str, which: str | None, today: date) -> tuple[date, date]:
+    """Christmas Eve / Day, New Year's Eve / Day: the latest that is not after today ("last": before today)."""
+    words = re.sub(r"year'?s\b", "year", name.lower()).replace("xmas", "christmas").split()
+    month, day = _NAMED_DAYS[" ".join(words)]
+    d = date(today.year, month, day)
+    if d > today or ((which or "").lower() == "last" and d == today):
+        d = date(today.year - 1, month, day)
+    return d, d
+
+
+def _christmas(which: str, today: date) -> tuple[date, date]:
+    """last Christmas: the holidays of the latest 25 December before today; this Christmas: this year's."""
+    year = today.year if (which.lower() == "this" or today > date(today.year, 12, 25)) else today.year - 1
+    return date(year, 12, 24), date(year + 1, 1, 1)
+
+
+def _weekend_before_last(today: date) -> tuple[date, date]:
+    saturday, sunday = _weekend("last", today)
+    return saturday - timedelta(days=7), sunday - timedelta(days=7)
+
+
+def _this_past(unit: str, today: date) -> tuple[date, date]:
+    """this past week / month / year: from the start of the last one until today (as "the past week")."""
+    start = {"week": today - timedelta(days=today.weekday() + 7), "month": _add_months(today, -1),
+             "year": date(today.year - 1, 1, 1)}[unit.lower()]
+    return start, today
+
+
 def _cjk_int(s: str) -> int:
     if s.isdigit():
         return int(s)
@@ -230,6 +329,70 @@ def _year(m: re.Match[str]) -> int | None:
 _EN: list[tuple[str, Resolver]] = [
     # "the day before yesterday" (before "yesterday" is read alone)
     (r"\bthe\s+day\s+before\s+yesterday\b", lambda m, t, h: (t - timedelta(days=2),) * 2),
+    # the night before last
+    (r"\bthe\s+night\s+before\s+last\b", lambda m, t, h: (t - timedelta(days=2),) * 2),
+    # a fortnight ago: as "two weeks ago", Monday to Sunday of that week
+    (r"\ba\s+fortnight\s+ago\b", lambda m, t, h: _week_before_last(t)),
+    # the weekend before last
+    (r"\bthe\s+weekend\s+before\s+last\b", lambda m, t, h: _weekend_before_last(t)),
+    # this past week / month / year
+    (r"\bthis\s+past\s+(?P<u>week|month|year)\b", lambda m, t, h: _this_past(m["u"], t)),
+    # the beginning of last month, early next month, the end of this month
+    (
+        rf"\b{_PART}[\s-]+(?P<q>last|this|next)\s+month\b",
+        lambda m, t, h: _part(_relative_month(m["q"], t), m["part"]),
+    ),
+    # early 2024, mid-2025, the end of last year, at the start of the year (a year in thirds)
+    (
+        rf"\b{_PART}[\s-]+(?:(?P<q>last|this|next)\s+year|the\s+year|{_YEAR_RE})\b",
+        lambda m, t, h: _year_part(_relative_year(m["q"], _year(m), t), m["part"]),
+    ),
+    # the first / second / last week of January (2024), of last month
+    (
+        rf"\bthe\s+(?P<o>first|second|third|fourth|last|1st|2nd|3rd|4th)\s+week\s+of\s+"
+        rf"(?:(?P<q>last|this|next)\s+month|{_MONTH_RE}(?:,?\s+{_YEAR_RE})?)\b",
+        lambda m, t, h: _week_of_month(
+            m["o"], _relative_month(m["q"], t) if m["q"] else _which_month(_month_number(m["month"]), _year(m), None, t)
+        ),
+    ),
+    # the week of March 3, the week of 3 March 2024
+    (
+        rf"\bthe\s+week\s+of\s+(?:{_MONTH_RE}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?"
+        rf"\s+(?:of\s+)?(?P<month2>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+        rf"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?))(?:,?\s+{_YEAR_RE})?\b",
+        lambda m, t, h: _week_of_day(_month_number(m["month"] or m["month2"]), int(m["d"] or m["d2"]), _year(m), t),
+    ),
+    # on the 3rd, the 3rd of last month
+    (
+        r"\b(?:on\s+the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)(?:\s+of\s+(?P<q>last|this)\s+month)?"
+        r"|the\s+(?P<d2>\d{1,2})(?:st|nd|rd|th)\s+of\s+(?P<q2>last|this)\s+month)\b",
+        lambda m, t, h: _day_of_month(
+            int(m["d"] or m["d2"]), _relative_month(m["q"] or m["q2"], t) if (m["q"] or m["q2"]) else None, t
+        ),
+    ),
+    # in H1, H2 2024 (not a bare "H1": a heading's name), the first half of the year, of last year
+    (
+        rf"\b(?:in|during|for|by|over)\s+H(?P<h>[12])(?:\s+{_YEAR_RE})?\b",
+        lambda m, t, h: _half(int(m["h"]), _year(m), t),
+    ),
+    (rf"\bH(?P<h>[12])\s+{_YEAR_RE}\b", lambda m, t, h: _half(int(m["h"]), _year(m), t)),
+    (
+        rf"\bthe\s+(?P<o>first|second)\s+half\s+of\s+(?:the\s+year|(?P<q>last|this)\s+year|{_YEAR_RE})\b",
+        lambda m, t, h: _half(1 if m["o"].lower() == "first" else 2,
+                              _relative_year(m["q"], _year(m), t), t),
+    ),
+    # Christmas Eve, Christmas Day, New Year's Eve, New Year's Day: that day
+    (
+        r"\b(?:(?P<q>last|this)\s+)?(?P<n>(?:christmas|xmas)\s+(?:eve|day)|new\s+year'?s?\s+(?:eve|day))\b",
+        lambda m, t, h: _named_day(m["n"], m["q"], t),
+    ),
+    # last Christmas, this Christmas: those holidays (24 December to 1 January)
+    (r"\b(?P<q>last|this)\s+(?:christmas|xmas)\b", lambda m, t, h: _christmas(m["q"], t)),
+    # since / after the new year: from 1 January (the lead word makes it open-ended)
+    (
+        r"(?<=since\s|after\s)(?:the\s+)?new\s+year\b(?!'?s?\s+(?:eve|day))",
+        lambda m, t, h: (date(t.year, 1, 1),) * 2,
+    ),
     # this day last year, on this date a year ago, a year ago today, two months ago today: that one
     # day (before "last year" or "a year ago" is read alone, as the whole of last year)
     (
@@ -391,7 +554,9 @@ def _cjk_month_part(m: re.Match[str], today: date) -> tuple[date, date]:
 _COMPILED = [(lazy_re(p, re.IGNORECASE), r) for p, r in _EN] + [(lazy_re(p), r) for p, r in _ZH]
 _GATE = re.compile(
     r"(?i)\b(?:early|mid|late|beginning|middle|end|last|this|next|q[1-4]|quarter|spring|summer|autumn|fall|"
-    r"winter|weekend|earlier|couple|few|several|holidays|christmas|xmas|new\s+year|day\s+before|today|morning|afternoon|before\s+last|other\s+day|recently|lately|late|recent|while|some\s+time)\b|"
+    r"winter|weekend|earlier|couple|few|several|holidays|christmas|xmas|new\s+years?|day\s+before|today|morning|"
+    r"afternoon|before\s+last|other\s+day|recently|lately|late|recent|while|some\s+time|start|week|half|h[12]|"
+    r"fortnight)\b|\d(?:st|nd|rd|th)\b|"
     r"[季夏冬春秋末旬初周週几幾数數前昨期今]"
 )
 

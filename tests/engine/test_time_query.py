@@ -92,6 +92,30 @@ def _windows(q: str) -> list[tuple[date | None, date | None]]:
         ("去年的今天我在做什么", [(date(2022, 4, 18), date(2022, 4, 18))]),
         ("一年前の今日", [(date(2022, 4, 18), date(2022, 4, 18))]),
         ("先月の今日", [(date(2023, 3, 18), date(2023, 3, 18))]),
+        # Named days, parts of a year and of a month, weeks and days of a month, halves.
+        ("what did I do last Christmas?", [(date(2022, 12, 24), date(2023, 1, 1))]),
+        ("what did we do on New Year's Eve?", [(date(2022, 12, 31), date(2022, 12, 31))]),
+        ("Christmas Day", [(date(2022, 12, 25), date(2022, 12, 25))]),
+        ("new years day", [(date(2023, 1, 1), date(2023, 1, 1))]),
+        ("what changed since the new year?", [(date(2023, 1, 1), None)]),
+        ("what did we plan at the start of the year?", [(date(2023, 1, 1), date(2023, 4, 30))]),
+        ("at the end of last year", [(date(2022, 9, 1), date(2022, 12, 31))]),
+        ("mid-2022", [(date(2022, 5, 1), date(2022, 8, 31))]),
+        ("the beginning of last month", [(date(2023, 3, 1), date(2023, 3, 10))]),
+        ("the end of this month", [(date(2023, 4, 21), date(2023, 4, 30))]),
+        ("the first week of January", [(date(2023, 1, 1), date(2023, 1, 7))]),
+        ("the last week of February", [(date(2023, 2, 22), date(2023, 2, 28))]),
+        ("the second week of last month", [(date(2023, 3, 8), date(2023, 3, 14))]),
+        ("what happened the week of March 3?", [(date(2023, 2, 27), date(2023, 3, 5))]),  # a Friday's week
+        ("what did I buy on the 3rd?", [(date(2023, 4, 3), date(2023, 4, 3))]),
+        ("on the 30th", [(date(2023, 3, 30), date(2023, 3, 30))]),  # not yet this month: March's
+        ("the 3rd of last month", [(date(2023, 3, 3), date(2023, 3, 3))]),
+        ("what did we ship in H2?", [(date(2022, 7, 1), date(2022, 12, 31))]),  # this year's has not begun
+        ("the first half of last year", [(date(2022, 1, 1), date(2022, 6, 30))]),
+        ("a fortnight ago", [(date(2023, 4, 3), date(2023, 4, 9))]),
+        ("the weekend before last", [(date(2023, 4, 8), date(2023, 4, 9))]),
+        ("the night before last", [(date(2023, 4, 16), date(2023, 4, 16))]),
+        ("this past month", [(date(2023, 3, 1), date(2023, 4, 18))]),
     ],
 )
 def test_time_expressions_resolve_to_day_windows(question: str, expected: list) -> None:
@@ -134,6 +158,11 @@ def test_the_same_day_back_holds_at_month_and_year_ends(asked_on: date, question
         "I was late to the meeting",
         "what did we do while Bob was away?",
         "the other days of the conference",
+        "the 3rd attempt failed",
+        "at the end of the day we chose Postgres",
+        "half of the team left",
+        "the start of the project",
+        "rename the H1 heading",
     ],
 )
 def test_what_is_not_a_time_is_left_alone(question: str) -> None:
@@ -339,3 +368,31 @@ def test_the_cli_refuses_a_long_since_in_one_short_line(tmp_path, example_worksp
                             "MEMSIFT_NO_RESIDENT": "1", "PATH": "/usr/bin:/bin"})
     assert r.returncode == 2 and "89999 characters" in r.stderr and len(r.stderr) < 600, r.stderr[:800]
     assert "Traceback" not in r.stderr
+
+
+CALENDAR_PHRASES = [
+    "on this day last year", "a month ago today", "this time last year", "the end of last month",
+    "early next month", "the first week of January", "the last week of February",
+    "the fourth week of last month", "the week of March 31", "the week of February 29", "on the 31st",
+    "on the 29th", "the 28th of last month", "in H2", "the first half of the year", "mid-2027",
+    "the end of last year", "last Christmas", "this Christmas", "Christmas Eve", "New Year's Eve",
+    "since the new year", "a fortnight ago", "the weekend before last", "this past month", "last summer",
+    "this winter", "Q1", "last quarter", "late February", "over the holidays", "去年的今天", "先月の今日", "上个月初",
+]
+
+
+def test_every_calendar_phrase_reads_on_every_day_of_a_leap_year_and_the_next() -> None:
+    """No day of the calendar (month ends, 29 February, the turn of the year) breaks a phrase: each
+    gives one ordered window of whole days."""
+    from memsift.engine.search.time_phrases import find_calendar_phrases
+
+    day = date(2027, 12, 1)
+    while day < date(2029, 1, 2):
+        for phrase in CALENDAR_PHRASES:
+            found = find_calendar_phrases(phrase, day)
+            assert len(found) == 1 and found[0].start <= found[0].end, (day, phrase, found)
+        day += timedelta(days=1)
+    leap_week = find_calendar_phrases("the week of February 29", date(2029, 1, 1))[0]  # the latest: 2028's
+    assert (leap_week.start, leap_week.end) == (date(2028, 2, 28), date(2028, 3, 5))
+    assert find_calendar_phrases("the week of February 30", date(2029, 1, 1)) == []  # no such day: no window
+    assert find_calendar_phrases("the 30th of last month", date(2028, 3, 1)) == []
