@@ -4,7 +4,12 @@ reads as a single day or not at all.
 - months with a word that makes them a time: "last March", "this May", "next June", "in March
   2024", and their parts: "early/mid-/late March", "the beginning/middle/end of March" (days 1-10,
   11-20, 21 to the end);
-- quarters: "Q3", "Q3 2025", "the third quarter", "last/this quarter";
+- the same parts of a relative month ("the end of last month") and of a year, in thirds ("early
+  2024", "mid-2025", "the end of last year"); weeks of a month ("the first week of January", days
+  1-7), "the week of March 3" (its Monday to Sunday), days of a month ("on the 3rd", "the 3rd of
+  last month");
+- quarters: "Q3", "Q3 2025", "the third quarter", "last/this quarter"; halves: "in H2", "H1 2024",
+  "the first half of last year";
 - seasons: "last summer", "this winter", "over the summer", "autumn 2024" (meteorological
   seasons; the hemisphere is a setting, northern by default);
 - "the weekend", "last weekend", "over the weekend"; "earlier this week/month/year"; "earlier
@@ -13,7 +18,9 @@ reads as a single day or not at all.
   ago today", "this day last week" (one day; 29 February's year back is the 28th); "this time last
   year" (that day ± a week); vague counts as windows: "a couple of days ago" (2 ± 1 days), "a
   few weeks ago" (3 ± 2 weeks);
-- "the holidays", "Christmas", "New Year" (24 December to 1 January);
+- "the holidays", "Christmas", "New Year", "last Christmas" (24 December to 1 January); "Christmas
+  Eve", "New Year's Eve/Day" (that day); "since the new year" (from 1 January);
+- "a fortnight ago", "the weekend before last", "the night before last", "this past month";
 - vague times: "the week before last" (Monday to Sunday two weeks back), "the other day" (2 to 10
   days ago), "recently" / "lately" (the last 30 days), "a while ago" (two weeks to six months ago);
 - and their Chinese and Japanese forms: 第三季度, 上季度, 第3四半期, 去年夏天, 今年の夏, 上个月初,
@@ -21,7 +28,8 @@ reads as a single day or not at all.
 
 Resolution prefers the past, as a memory question does: "in March" asked in November is this
 year's March, asked in February last year's; "last March" asked in March is last year's. Every
-phrase becomes a window of whole days; nothing here imports a date library.
+phrase becomes a window of whole days (calendar_spans.py counts them); nothing here imports a date
+library.
 """
 
 from __future__ import annotations
@@ -32,6 +40,32 @@ from datetime import date, timedelta
 from typing import Callable
 
 from ..lazy import lazy_re
+from .calendar_spans import (
+    ORDINALS,
+    add_months,
+    christmas,
+    day_of_month,
+    earlier_this,
+    half,
+    holidays,
+    month_part,
+    named_day,
+    quarter,
+    relative_month,
+    relative_quarter,
+    relative_year,
+    same_day_back,
+    season,
+    this_past,
+    vague_ago,
+    week_before_last,
+    week_of_day,
+    week_of_month,
+    weekend,
+    weekend_before_last,
+    which_month,
+    year_part,
+)
 
 __all__ = ["CalendarPhrase", "find_calendar_phrases", "calendar_window", "HEMISPHERES"]
 
@@ -54,8 +88,6 @@ _MONTH_RE = (
 )
 _YEAR_RE = r"(?P<year>(?:19|20)\d{2})"
 _PART = r"(?P<part>early|mid|late|the\s+(?:beginning|start|middle|end)\s+of)"
-_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
-_SEASONS_NORTH = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # first month of each
 _CJK_DIGITS = {
     "〇": 0,
     "零": 0,
@@ -78,96 +110,9 @@ _CJK_DIGITS = {
 }
 
 
-def _month_end(d: date) -> date:
-    return (d.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
-
-
-def _add_months(d: date, n: int) -> date:
-    y, m = divmod(d.month - 1 + n, 12)
-    return date(d.year + y, m + 1, 1)
-
-
 def _month_number(word: str) -> int:
     w = word.lower().rstrip(".")
     return next(i for i, name in enumerate(_MONTHS, start=1) if name.startswith(w[:3]))
-
-
-def _which_month(month: int, year: int | None, qualifier: str | None, today: date) -> date:
-    """The first day of the month a phrase names (the past preferred)."""
-    if year is not None:
-        return date(year, month, 1)
-    q = (qualifier or "").lower()
-    if q == "this":
-        return date(today.year, month, 1)
-    if q == "next":
-        return date(today.year if month > today.month else today.year + 1, month, 1)
-    if q == "last":
-        return date(today.year if month < today.month else today.year - 1, month, 1)
-    return date(today.year if month <= today.month else today.year - 1, month, 1)
-
-
-def _part(first: date, part: str | None) -> tuple[date, date]:
-    p = re.sub(r"\s+", " ", (part or "").lower())
-    if p in ("early", "the beginning of", "the start of"):
-        return first, first.replace(day=10)
-    if p in ("mid", "the middle of"):
-        return first.replace(day=11), first.replace(day=20)
-    if p in ("late", "the end of"):
-        return first.replace(day=21), _month_end(first)
-    return first, _month_end(first)
-
-
-def _quarter(q: int, year: int | None, qualifier: str | None, today: date) -> tuple[date, date]:
-    current = (today.month - 1) // 3 + 1
-    if year is None:
-        year = today.year if q <= current else today.year - 1
-        if (qualifier or "").lower() == "next":
-            year = today.year if q > current else today.year + 1
-    first = date(year, 3 * q - 2, 1)
-    return first, _month_end(_add_months(first, 2))
-
-
-def _relative_quarter(which: str, today: date) -> tuple[date, date]:
-    first = date(today.year, 3 * ((today.month - 1) // 3) + 1, 1)
-    first = _add_months(first, {"last": -3, "previous": -3, "this": 0, "current": 0, "next": 3}[which])
-    return first, _month_end(_add_months(first, 2))
-
-
-def _season(name: str, year: int | None, qualifier: str | None, today: date, hemisphere: str) -> tuple[date, date]:
-    """A meteorological season: three months, winter spanning the new year (named by its first month's year)."""
-    first_month = _SEASONS_NORTH[name]
-    if hemisphere == "southern":
-        first_month = (first_month + 5) % 12 + 1
-    def span(y: int) -> tuple[date, date]:
-        first = date(y, first_month, 1)
-        return first, _month_end(_add_months(first, 2))
-    if year is not None:
-        return span(year)
-    # The season that started most recently (it may be under way): this year's, or last year's.
-    latest = span(today.year) if date(today.year, first_month, 1) <= today else span(today.year - 1)
-    q = (qualifier or "").lower()
-    if q == "last" and latest[1] >= today:  # "last summer" while it is summer: the one before
-        return span(latest[0].year - 1)
-    if q == "next":
-        return span(latest[0].year + 1)
-    return latest
-
-
-def _weekend(qualifier: str | None, today: date) -> tuple[date, date]:
-    """The weekend that started most recently (today's when it is Saturday or Sunday)."""
-    saturday = today - timedelta(days=(today.weekday() - 5) % 7)
-    if (qualifier or "").lower() == "last" and today.weekday() >= 5:
-        saturday -= timedelta(days=7)
-    return saturday, saturday + timedelta(days=1)
-
-
-def _same_day_back(today: date, unit: str, count: int = 1) -> date:
-    """The day `count` weeks, months or years before `today`, its day of the month kept where the
-    month has it (a year before 29 February is 28 February; a month before 31 March, 28 or 29 February)."""
-    if unit == "week":
-        return today - timedelta(weeks=count)
-    first = _add_months(today, -count * (12 if unit == "year" else 1))
-    return first.replace(day=min(today.day, _month_end(first).day))
 
 
 _COUNTS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
@@ -175,128 +120,6 @@ _COUNTS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 
 def _count(word: str) -> int:
     return _COUNTS.get(word.lower()) or int(word)
-
-
-def _earlier_this(unit: str, today: date) -> tuple[date, date]:
-    start = {"week": today - timedelta(days=today.weekday()), "month": today.replace(day=1),
-             "year": date(today.year, 1, 1)}[unit]
-    return start, max(start, today - timedelta(days=1))
-
-
-def _vague_ago(count: str, unit: str, today: date) -> tuple[date, date]:
-    """"a couple of days ago": 2 ± 1 days; "a few weeks ago": 3 ± 2 weeks, never reaching today."""
-    n, spread = (2, 1) if "couple" in count else (3, 2)
-    days = {"day": 1, "week": 7, "month": 30}[unit]
-    return today - timedelta(days=(n + spread) * days), today - timedelta(days=max(1, (n - spread) * days))
-
-
-def _week_before_last(today: date) -> tuple[date, date]:
-    monday = today - timedelta(days=today.weekday() + 14)
-    return monday, monday + timedelta(days=6)
-
-
-def _holidays(today: date) -> tuple[date, date]:
-    year = today.year if today >= date(today.year, 12, 24) else today.year - 1
-    return date(year, 12, 24), date(year + 1, 1, 1)
-
-
-def _year_part(year: int, part: str | None) -> tuple[date, date]:
-    """A year in thirds, as a month is: early (January to April), mid (May to August), late (September
-    to December); no part: all of it."""
-    p = re.sub(r"\s+", " ", (part or "").lower())
-    if p in ("early", "the beginning of", "the start of"):
-        return date(year, 1, 1), date(year, 4, 30)
-    if p in ("mid", "the middle of"):
-        return date(year, 5, 1), date(year, 8, 31)
-    if p in ("late", "the end of"):
-        return date(year, 9, 1), date(year, 12, 31)
-    return date(year, 1, 1), date(year, 12, 31)
-
-
-def _relative_year(which: str | None, year: int | None, today: date) -> int:
-    """last/this/next year, a year said in digits, or "the year" (this one)."""
-    if year is not None:
-        return year
-    return today.year + {"last": -1, "next": 1}.get((which or "").lower(), 0)
-
-
-def _relative_month(which: str, today: date) -> date:
-    """The first day of last/this/next month."""
-    return _add_months(today, {"last": -1, "this": 0, "next": 1}[which.lower()])
-
-
-def _week_of_month(ordinal: str, first: date) -> tuple[date, date]:
-    """The first to fourth week of a month: days 1-7, 8-14, 15-21, 22-28; its last week: its last 7 days."""
-    end = _month_end(first)
-    if ordinal.lower() == "last":
-        return end - timedelta(days=6), end
-    n = _ORDINALS[ordinal.lower()]
-    return first + timedelta(days=7 * (n - 1)), first + timedelta(days=7 * n - 1)
-
-
-def _day_of_month(day: int, first: date | None, today: date) -> tuple[date, date] | None:
-    """The `day` of a month said, or the latest that is not after today; None for a day no month has."""
-    if not 1 <= day <= 31:
-        return None
-    if first is None:
-        first = today.replace(day=1) if day <= today.day else _add_months(today, -1)
-        while day > _month_end(first).day:  # "on the 31st" asked on 5 March: 31 January
-            first = _add_months(first, -1)
-    if day > _month_end(first).day:
-        return None
-    return (first.replace(day=day),) * 2
-
-
-def _week_of_day(month: int, day: int, year: int | None, today: date) -> tuple[date, date] | None:
-    """"the week of March 3": Monday to Sunday around that day (the latest March 3 when no year is said,
-    the latest 29 February for that day); None for a day no such month has."""
-    for y in [year] if year else range(today.year, today.year - 8, -1):
-        try:
-            d = date(y, month, day)
-        except ValueError:
-            continue
-        if year or d <= today:
-            monday = d - timedelta(days=d.weekday())
-            return monday, monday + timedelta(days=6)
-    return None
-
-
-def _half(h: int, year: int | None, today: date) -> tuple[date, date]:
-    """H1 / the first half: January to June; H2: July to December (the latest begun when no year is said)."""
-    if year is None:
-        year = today.year if h == 1 or today.month >= 7 else today.year - 1
-    return (date(year, 1, 1), date(year, 6, 30)) if h == 1 else (date(year, 7, 1), date(year, 12, 31))
-
-
-_NAMED_DAYS = {"christmas eve": (12, 24), "christmas day": (12, 25), "new year eve": (12, 31), "new year day": (1, 1)}
-
-
-def _named_day(name: str, which: str | None, today: date) -> tuple[date, date]:
-    """Christmas Eve / Day, New Year's Eve / Day: the latest that is not after today ("last": before today)."""
-    words = re.sub(r"year'?s\b", "year", name.lower()).replace("xmas", "christmas").split()
-    month, day = _NAMED_DAYS[" ".join(words)]
-    d = date(today.year, month, day)
-    if d > today or ((which or "").lower() == "last" and d == today):
-        d = date(today.year - 1, month, day)
-    return d, d
-
-
-def _christmas(which: str, today: date) -> tuple[date, date]:
-    """last Christmas: the holidays of the latest 25 December before today; this Christmas: this year's."""
-    year = today.year if (which.lower() == "this" or today > date(today.year, 12, 25)) else today.year - 1
-    return date(year, 12, 24), date(year + 1, 1, 1)
-
-
-def _weekend_before_last(today: date) -> tuple[date, date]:
-    saturday, sunday = _weekend("last", today)
-    return saturday - timedelta(days=7), sunday - timedelta(days=7)
-
-
-def _this_past(unit: str, today: date) -> tuple[date, date]:
-    """this past week / month / year: from the start of the last one until today (as "the past week")."""
-    start = {"week": today - timedelta(days=today.weekday() + 7), "month": _add_months(today, -1),
-             "year": date(today.year - 1, 1, 1)}[unit.lower()]
-    return start, today
 
 
 def _cjk_int(s: str) -> int:
@@ -332,27 +155,27 @@ _EN: list[tuple[str, Resolver]] = [
     # the night before last
     (r"\bthe\s+night\s+before\s+last\b", lambda m, t, h: (t - timedelta(days=2),) * 2),
     # a fortnight ago: as "two weeks ago", Monday to Sunday of that week
-    (r"\ba\s+fortnight\s+ago\b", lambda m, t, h: _week_before_last(t)),
+    (r"\ba\s+fortnight\s+ago\b", lambda m, t, h: week_before_last(t)),
     # the weekend before last
-    (r"\bthe\s+weekend\s+before\s+last\b", lambda m, t, h: _weekend_before_last(t)),
+    (r"\bthe\s+weekend\s+before\s+last\b", lambda m, t, h: weekend_before_last(t)),
     # this past week / month / year
-    (r"\bthis\s+past\s+(?P<u>week|month|year)\b", lambda m, t, h: _this_past(m["u"], t)),
+    (r"\bthis\s+past\s+(?P<u>week|month|year)\b", lambda m, t, h: this_past(m["u"], t)),
     # the beginning of last month, early next month, the end of this month
     (
         rf"\b{_PART}[\s-]+(?P<q>last|this|next)\s+month\b",
-        lambda m, t, h: _part(_relative_month(m["q"], t), m["part"]),
+        lambda m, t, h: month_part(relative_month(m["q"], t), m["part"]),
     ),
     # early 2024, mid-2025, the end of last year, at the start of the year (a year in thirds)
     (
         rf"\b{_PART}[\s-]+(?:(?P<q>last|this|next)\s+year|the\s+year|{_YEAR_RE})\b",
-        lambda m, t, h: _year_part(_relative_year(m["q"], _year(m), t), m["part"]),
+        lambda m, t, h: year_part(relative_year(m["q"], _year(m), t), m["part"]),
     ),
     # the first / second / last week of January (2024), of last month
     (
         rf"\bthe\s+(?P<o>first|second|third|fourth|last|1st|2nd|3rd|4th)\s+week\s+of\s+"
         rf"(?:(?P<q>last|this|next)\s+month|{_MONTH_RE}(?:,?\s+{_YEAR_RE})?)\b",
-        lambda m, t, h: _week_of_month(
-            m["o"], _relative_month(m["q"], t) if m["q"] else _which_month(_month_number(m["month"]), _year(m), None, t)
+        lambda m, t, h: week_of_month(
+            m["o"], relative_month(m["q"], t) if m["q"] else which_month(_month_number(m["month"]), _year(m), None, t)
         ),
     ),
     # the week of March 3, the week of 3 March 2024
@@ -360,34 +183,34 @@ _EN: list[tuple[str, Resolver]] = [
         rf"\bthe\s+week\s+of\s+(?:{_MONTH_RE}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?"
         rf"\s+(?:of\s+)?(?P<month2>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
         rf"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?))(?:,?\s+{_YEAR_RE})?\b",
-        lambda m, t, h: _week_of_day(_month_number(m["month"] or m["month2"]), int(m["d"] or m["d2"]), _year(m), t),
+        lambda m, t, h: week_of_day(_month_number(m["month"] or m["month2"]), int(m["d"] or m["d2"]), _year(m), t),
     ),
     # on the 3rd, the 3rd of last month
     (
         r"\b(?:on\s+the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)(?:\s+of\s+(?P<q>last|this)\s+month)?"
         r"|the\s+(?P<d2>\d{1,2})(?:st|nd|rd|th)\s+of\s+(?P<q2>last|this)\s+month)\b",
-        lambda m, t, h: _day_of_month(
-            int(m["d"] or m["d2"]), _relative_month(m["q"] or m["q2"], t) if (m["q"] or m["q2"]) else None, t
+        lambda m, t, h: day_of_month(
+            int(m["d"] or m["d2"]), relative_month(m["q"] or m["q2"], t) if (m["q"] or m["q2"]) else None, t
         ),
     ),
     # in H1, H2 2024 (not a bare "H1": a heading's name), the first half of the year, of last year
     (
         rf"\b(?:in|during|for|by|over)\s+H(?P<h>[12])(?:\s+{_YEAR_RE})?\b",
-        lambda m, t, h: _half(int(m["h"]), _year(m), t),
+        lambda m, t, h: half(int(m["h"]), _year(m), t),
     ),
-    (rf"\bH(?P<h>[12])\s+{_YEAR_RE}\b", lambda m, t, h: _half(int(m["h"]), _year(m), t)),
+    (rf"\bH(?P<h>[12])\s+{_YEAR_RE}\b", lambda m, t, h: half(int(m["h"]), _year(m), t)),
     (
         rf"\bthe\s+(?P<o>first|second)\s+half\s+of\s+(?:the\s+year|(?P<q>last|this)\s+year|{_YEAR_RE})\b",
-        lambda m, t, h: _half(1 if m["o"].lower() == "first" else 2,
-                              _relative_year(m["q"], _year(m), t), t),
+        lambda m, t, h: half(1 if m["o"].lower() == "first" else 2,
+                              relative_year(m["q"], _year(m), t), t),
     ),
     # Christmas Eve, Christmas Day, New Year's Eve, New Year's Day: that day
     (
         r"\b(?:(?P<q>last|this)\s+)?(?P<n>(?:christmas|xmas)\s+(?:eve|day)|new\s+year'?s?\s+(?:eve|day))\b",
-        lambda m, t, h: _named_day(m["n"], m["q"], t),
+        lambda m, t, h: named_day(m["n"], m["q"], t),
     ),
     # last Christmas, this Christmas: those holidays (24 December to 1 January)
-    (r"\b(?P<q>last|this)\s+(?:christmas|xmas)\b", lambda m, t, h: _christmas(m["q"], t)),
+    (r"\b(?P<q>last|this)\s+(?:christmas|xmas)\b", lambda m, t, h: christmas(m["q"], t)),
     # since / after the new year: from 1 January (the lead word makes it open-ended)
     (
         r"(?<=since\s|after\s)(?:the\s+)?new\s+year\b(?!'?s?\s+(?:eve|day))",
@@ -398,66 +221,66 @@ _EN: list[tuple[str, Resolver]] = [
     (
         r"\b(?:on\s+)?this\s+(?:day|date)\s+(?:last\s+(?P<u>week|month|year)|(?P<n>a|one)\s+(?P<v>week|month|year)\s+ago)\b"
         r"|\b(?P<c>a|one|two|three|four|five|\d{1,2})\s+(?P<w>week|month|year)s?\s+ago\s+today\b",
-        lambda m, t, h: (_same_day_back(t, (m["u"] or m["v"] or m["w"]).lower(), _count(m["c"] or "1")),) * 2,
+        lambda m, t, h: (same_day_back(t, (m["u"] or m["v"] or m["w"]).lower(), _count(m["c"] or "1")),) * 2,
     ),
     # (around) this time last year, this time a year ago: that day ± a week
     (
         r"\b(?:around\s+|about\s+)?this\s+time\s+(?:last\s+year|a\s+year\s+ago)\b",
-        lambda m, t, h: (_same_day_back(t, "year") - timedelta(days=7), _same_day_back(t, "year") + timedelta(days=7)),
+        lambda m, t, h: (same_day_back(t, "year") - timedelta(days=7), same_day_back(t, "year") + timedelta(days=7)),
     ),
     # early/mid/late March (2024), the end of March, in mid-March
     (
         rf"\b(?:in\s+|during\s+|by\s+)?{_PART}[\s-]+{_MONTH_RE}(?:,?\s+{_YEAR_RE})?\b",
         lambda m, t, h: (
-            None if _modal_may(m) else _part(_which_month(_month_number(m["month"]), _year(m), None, t), m["part"])
+            None if _modal_may(m) else month_part(which_month(_month_number(m["month"]), _year(m), None, t), m["part"])
         ),
     ),
     # last/this/next March (2024)
     (
         rf"\b(?P<q>last|this|next)\s+{_MONTH_RE}(?:,?\s+{_YEAR_RE})?\b(?![.:]\d)",
         lambda m, t, h: (
-            None if _modal_may(m) else _part(_which_month(_month_number(m["month"]), _year(m), m["q"], t), None)
+            None if _modal_may(m) else month_part(which_month(_month_number(m["month"]), _year(m), m["q"], t), None)
         ),
     ),
     # Q3, Q3 2025, Q3'25
     (
         rf"\bQ(?P<n>[1-4])(?:\s+{_YEAR_RE}|'(?P<yy>\d{{2}}))?\b",
-        lambda m, t, h: _quarter(int(m["n"]), _year(m) or (2000 + int(m["yy"]) if _g(m, "yy") else None), None, t),
+        lambda m, t, h: quarter(int(m["n"]), _year(m) or (2000 + int(m["yy"]) if _g(m, "yy") else None), None, t),
     ),
     # the third quarter (of 2024)
     (
         rf"\b(?:the\s+)?(?P<o>first|second|third|fourth|1st|2nd|3rd|4th)\s+quarter(?:\s+(?:of\s+)?{_YEAR_RE})?\b",
-        lambda m, t, h: _quarter(_ORDINALS[m["o"].lower()], _year(m), None, t),
+        lambda m, t, h: quarter(ORDINALS[m["o"].lower()], _year(m), None, t),
     ),
     # last/this/next quarter
     (
         r"\b(?:the\s+)?(?P<w>last|previous|this|current|next)\s+quarter\b",
-        lambda m, t, h: _relative_quarter(m["w"].lower(), t),
+        lambda m, t, h: relative_quarter(m["w"].lower(), t),
     ),
     # last summer, this winter, over the summer, in autumn 2024, summer of 2023
     (
         rf"\b(?:(?P<q>last|this|next|past)|(?:in|during|over|through)(?:\s+the)?)\s+(?P<s>spring|summer|autumn|fall|winter)"
         rf"(?:\s+(?:of\s+)?{_YEAR_RE})?\b",
-        lambda m, t, h: _season(m["s"].lower(), _year(m), "last" if (m["q"] or "").lower() == "past" else m["q"], t, h),
+        lambda m, t, h: season(m["s"].lower(), _year(m), "last" if (m["q"] or "").lower() == "past" else m["q"], t, h),
     ),
     (
         rf"\b(?P<s>spring|summer|autumn|fall|winter)\s+(?:of\s+)?{_YEAR_RE}\b",
-        lambda m, t, h: _season(m["s"].lower(), _year(m), None, t, h),
+        lambda m, t, h: season(m["s"].lower(), _year(m), None, t, h),
     ),
     # the weekend, last weekend, over the weekend
-    (r"\b(?:(?P<q>last|this|past)|(?:over|on|at|during)\s+the|the)\s+weekend\b", lambda m, t, h: _weekend(m["q"], t)),
+    (r"\b(?:(?P<q>last|this|past)|(?:over|on|at|during)\s+the|the)\s+weekend\b", lambda m, t, h: weekend(m["q"], t)),
     # earlier this week / month / year
-    (r"\bearlier\s+this\s+(?P<u>week|month|year)\b", lambda m, t, h: _earlier_this(m["u"].lower(), t)),
+    (r"\bearlier\s+this\s+(?P<u>week|month|year)\b", lambda m, t, h: earlier_this(m["u"].lower(), t)),
     # earlier today, so far today, this morning / afternoon: today (a bare "today" or "tonight"
     # more often asks about now, "a film for tonight?", than about the notes of today)
     (r"\b(?:earlier|so\s+far)\s+today\b|\bthis\s+(?:morning|afternoon)\b", lambda m, t, h: (t, t)),
     # a couple of days ago, a few weeks ago, several months ago
     (
         r"\b(?P<c>a\s+couple\s+of|a\s+few|few|several)\s+(?P<u>day|week|month)s?\s+ago\b",
-        lambda m, t, h: _vague_ago(m["c"].lower(), m["u"].lower(), t),
+        lambda m, t, h: vague_ago(m["c"].lower(), m["u"].lower(), t),
     ),
     # the week before last: the Monday-to-Sunday week two weeks back
-    (r"\bthe\s+week\s+before\s+last\b", lambda m, t, h: _week_before_last(t)),
+    (r"\bthe\s+week\s+before\s+last\b", lambda m, t, h: week_before_last(t)),
     # the other day: 2 to 10 days ago (not yesterday: that would be said)
     (r"\bthe\s+other\s+day\b", lambda m, t, h: (t - timedelta(days=10), t - timedelta(days=2))),
     # recently, lately, of late, in recent weeks: the last 30 days
@@ -474,7 +297,7 @@ _EN: list[tuple[str, Resolver]] = [
     (
         r"\b(?:over|during|at|for|since|after|before|around|in)\s+the\s+(?:christmas\s+|xmas\s+|winter\s+)?holidays\b"
         r"|\b(?:at|over|around|since|after|before)\s+(?:christmas|xmas|(?:the\s+)?new\s+year'?s?(?:\s+eve)?)\b",
-        lambda m, t, h: _holidays(t),
+        lambda m, t, h: holidays(t),
     ),
 ]
 _CJK_NUM = r"[0-9一二两兩三四五六七八九十１２３４]"
@@ -482,11 +305,11 @@ _ZH: list[tuple[str, Resolver]] = [
     # 第三季度, 2024年第三季度, 第3四半期 (ja)
     (
         rf"(?:(?P<year>\d{{4}})年\s*)?第\s*(?P<n>{_CJK_NUM})\s*(?:季度|四半期)",
-        lambda m, t, h: _quarter(_cjk_int(m["n"]), _year(m), None, t),
+        lambda m, t, h: quarter(_cjk_int(m["n"]), _year(m), None, t),
     ),
     (
         r"(?P<w>上|这|這|本|下)(?:个|個|一)?季度|(?P<wj>前|今|来)四半期",
-        lambda m, t, h: _relative_quarter(
+        lambda m, t, h: relative_quarter(
             {
                 "上": "last",
                 "这": "this",
@@ -516,15 +339,15 @@ _ZH: list[tuple[str, Resolver]] = [
     # 周末, 上周末, 这个周末 (zh); 週末, 先週末, 今週末 (ja)
     (
         r"(?P<q>上|这|這|本|先|今)?(?:个|個)?(?:周|週)末",
-        lambda m, t, h: _weekend("last" if m["q"] in ("上", "先") else None, t),
+        lambda m, t, h: weekend("last" if m["q"] in ("上", "先") else None, t),
     ),
     # 前几天, 几天前 (zh); 数日前 (ja)
-    (r"前几天|几天前|幾天前|数日前|數日前", lambda m, t, h: _vague_ago("a few", "day", t)),
+    (r"前几天|几天前|幾天前|数日前|數日前", lambda m, t, h: vague_ago("a few", "day", t)),
     (r"前天|一昨日|おととい", lambda m, t, h: (t - timedelta(days=2),) * 2),
     # 去年的今天, 一年前的今天, 上个月的今天 (zh); 去年の今日, 一年前の今日, 先月の今日 (ja)
     (
         r"(?P<y>去年|昨年|一年前|1年前)(?:的|の)?(?:今天|今日)|(?P<m>上(?:个|個)?月|先月|一(?:个|個|か|ヶ|ケ)?月前)(?:的|の)?(?:今天|今日)",
-        lambda m, t, h: (_same_day_back(t, "year" if m["y"] else "month"),) * 2,
+        lambda m, t, h: (same_day_back(t, "year" if m["y"] else "month"),) * 2,
     ),
 ]
 
@@ -533,21 +356,21 @@ def _cjk_season(s: str, years_back: int | None, today: date, hemisphere: str) ->
     """去年夏天: the season of last year (named by the year its first month is in); 夏天: the latest."""
     name = {"春": "spring", "夏": "summer", "秋": "autumn", "冬": "winter"}[s]
     year = None if years_back is None else today.year + years_back
-    return _season(name, year, None, today, hemisphere)
+    return season(name, year, None, today, hemisphere)
 
 
 def _cjk_month_part(m: re.Match[str], today: date) -> tuple[date, date]:
     word = m["m"]
     if m["n"]:
-        first = _which_month(_cjk_int(m["n"]), None, None, today)
+        first = which_month(_cjk_int(m["n"]), None, None, today)
     elif word.startswith(("上", "先")):
-        first = _add_months(today.replace(day=1), -1)
+        first = add_months(today.replace(day=1), -1)
     else:
         first = today.replace(day=1)
     part = {"初": "early", "初め": "early", "上旬": "early", "中旬": "mid", "下旬": "late", "底": "late", "末": "late"}[
         m["p"]
     ]
-    return _part(first, part)
+    return month_part(first, part)
 
 
 # Compiled on the first question that passes the gate (~3 ms of a cold search otherwise).
