@@ -90,6 +90,10 @@ def weekend(qualifier: str | None, today: date) -> tuple[date, date]:
     return saturday, saturday + timedelta(days=1)
 
 
+def around(day: date, days: int) -> tuple[date, date]:
+    return day - timedelta(days=days), day + timedelta(days=days)
+
+
 def same_day_back(today: date, unit: str, count: int = 1) -> date:
     """The day `count` weeks, months or years before `today`, its day of the month kept where the
     month has it (a year before 29 February is 28 February; a month before 31 March, 28 or 29 February)."""

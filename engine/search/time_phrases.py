@@ -43,6 +43,7 @@ from ..lazy import lazy_re
 from .calendar_spans import (
     ORDINALS,
     add_months,
+    around,
     christmas,
     day_of_month,
     earlier_this,
@@ -83,9 +84,11 @@ class CalendarPhrase:
 
 _MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december"]
-_MONTH_RE = (
-    r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+_MONTH_WORDS = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|"
+    r"nov(?:ember)?|dec(?:ember)?"
 )
+_MONTH_RE = rf"(?P<month>{_MONTH_WORDS})\.?"
 _YEAR_RE = r"(?P<year>(?:19|20)\d{2})"
 _PART = r"(?P<part>early|mid|late|the\s+(?:beginning|start|middle|end)\s+of)"
 _CJK_DIGITS = {
@@ -150,10 +153,11 @@ def _year(m: re.Match[str]) -> int | None:
 
 
 _EN: list[tuple[str, Resolver]] = [
-    # "the day before yesterday" (before "yesterday" is read alone)
-    (r"\bthe\s+day\s+before\s+yesterday\b", lambda m, t, h: (t - timedelta(days=2),) * 2),
-    # the night before last
-    (r"\bthe\s+night\s+before\s+last\b", lambda m, t, h: (t - timedelta(days=2),) * 2),
+    # "the day before yesterday" (before "yesterday" is read alone), the night before last
+    (
+        r"\bthe\s+(?:day\s+before\s+yesterday|night\s+before\s+last)\b",
+        lambda m, t, h: (t - timedelta(days=2),) * 2,
+    ),
     # a fortnight ago: as "two weeks ago", Monday to Sunday of that week
     (r"\ba\s+fortnight\s+ago\b", lambda m, t, h: week_before_last(t)),
     # the weekend before last
@@ -181,8 +185,7 @@ _EN: list[tuple[str, Resolver]] = [
     # the week of March 3, the week of 3 March 2024
     (
         rf"\bthe\s+week\s+of\s+(?:{_MONTH_RE}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?"
-        rf"\s+(?:of\s+)?(?P<month2>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
-        rf"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?))(?:,?\s+{_YEAR_RE})?\b",
+        rf"\s+(?:of\s+)?(?P<month2>{_MONTH_WORDS}))(?:,?\s+{_YEAR_RE})?\b",
         lambda m, t, h: week_of_day(_month_number(m["month"] or m["month2"]), int(m["d"] or m["d2"]), _year(m), t),
     ),
     # on the 3rd, the 3rd of last month
@@ -226,7 +229,7 @@ _EN: list[tuple[str, Resolver]] = [
     # (around) this time last year, this time a year ago: that day ± a week
     (
         r"\b(?:around\s+|about\s+)?this\s+time\s+(?:last\s+year|a\s+year\s+ago)\b",
-        lambda m, t, h: (same_day_back(t, "year") - timedelta(days=7), same_day_back(t, "year") + timedelta(days=7)),
+        lambda m, t, h: around(same_day_back(t, "year"), days=7),
     ),
     # early/mid/late March (2024), the end of March, in mid-March
     (
