@@ -325,6 +325,13 @@ def test_a_time_only_question_gets_that_days_notes_through_every_door(doors, min
     assert [h[0] for h in answer["hits"]] == [f"memory/{yesterday}.md"]
 
 
+def test_a_day_of_last_month_is_read_alike_through_every_door(doors):
+    """"on the 31st" asked on 1 January: the day read by memsift's calendar (time_phrases.py), across the year."""
+    answer = _check_same(doors, "what did I do on the 31st?", {})
+    assert answer["timeOnly"] is True
+    assert [h[0] for h in answer["hits"]] == [f"memory/{DOORS_DAY - timedelta(days=1)}.md"]
+
+
 def test_a_topic_at_a_time_gets_that_times_note_first_through_every_door(doors):
     for question, words in topic_questions(doors.time):
         answer = _check_same(doors, question, {})
