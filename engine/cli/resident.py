@@ -132,15 +132,25 @@ def _this_install() -> str:
 _INSTALL = _this_install()
 
 
+def _local_zone() -> str:
+    """The time zone this process reads local days in ("yesterday", a $MEMSIFT_NOW without an offset), as
+    the clock read it at start: a helper started in another zone, or before the system's zone file was
+    changed, would name another day "yesterday" than the cold CLI asking it."""
+    return f"{time.tzname}|{time.timezone}|{time.altzone}|{os.path.realpath('/etc/localtime')}"
+
+
+_ZONE = _local_zone()
+
+
 def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
     """What of the environment can change how a search is configured or answered: memsift's own
-    variables, where configs and state live, and API keys (hashed: only equality matters); and which
-    install of memsift asks (a name no variable can have)."""
-    out = {"memsift install": _INSTALL}
+    variables, where configs and state live, the time zone, and API keys (hashed: only equality
+    matters); and which install of memsift asks and the zone it reads days in (names no variable can have)."""
+    out = {"memsift install": _INSTALL, "local time zone": _ZONE}
     for name, value in env.items():
         if name in _NOT_RELEVANT:
             continue
-        if name.startswith("MEMSIFT") or name in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        if name.startswith("MEMSIFT") or name in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "TZ"):
             out[name] = value
         elif _is_secret(name):
             out[name] = "sha256:" + sha256(value.encode("utf-8", "surrogateescape")).hexdigest()

@@ -180,9 +180,11 @@ def _parse(span: str, languages: tuple[str, ...], base: datetime) -> tuple[date,
     """dateparser's reading of one spotted span: the day and its period (day, week, month, year)."""
     from dateparser.date import DateDataParser  # noqa: PLC0415  (imported only when a question names a time)
 
-    # Only the two parsers a spotted span can need (not timestamps, custom formats, digit runs).
+    # Only the two parsers a spotted span can need (not timestamps, custom formats, digit runs). `base`
+    # is already local wall-clock time, read as if in UTC: the same days, and dateparser never asks
+    # tzlocal for the zone (which fails on a valid POSIX $TZ such as "UTC0" or "CET-1CEST").
     settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past", "RETURN_TIME_AS_PERIOD": True,
-                "PARSERS": ["relative-time", "absolute-time"]}
+                "PARSERS": ["relative-time", "absolute-time"], "TIMEZONE": "UTC"}
     with _LOCK:  # dateparser loads its language data lazily, not thread-safely
         data = DateDataParser(languages=list(languages), settings=settings).get_date_data(span)
     if data is None or data.date_obj is None:

@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from figures import FIGURES
-from helpers import EXAMPLE_WORKSPACE, make_settings
+from helpers import EXAMPLE_WORKSPACE, HttpMcp, make_settings
 from memsift.engine.mcp.stopping import STOP_GRACE_S
 from memsift.engine.cli.resident import PROTOCOL, relevant_env, rendezvous_dir, state_tag
 
@@ -239,6 +239,37 @@ def test_other_settings_and_other_workspaces_are_declined(tmp_path, runtime_dir)
         assert watch.answered() == 0
     finally:
         watch.stop()
+
+
+def test_a_watch_in_another_time_zone_leaves_yesterday_to_the_cli(tmp_path, runtime_dir):
+    """"Yesterday" is a day of the asker's time zone: a watch started in UTC must not answer a search
+    asked eight hours west of it, where the same moment is still the day before (POSIX zone strings:
+    no zone files needed)."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\n- Prefers tea.\n")
+    (ws / "memory" / "2026-12-04.md").write_text("- 10:00 Drafted the quarterly report.\n")
+    (ws / "memory" / "2026-12-05.md").write_text("- 09:00 Met Anna about the ledger migration.\n")
+    env = _env(tmp_path, runtime_dir, TZ="UTC0", MEMSIFT_NOW="2026-12-06T00:50:00+00:00")
+    watch = Watch(ws, env)
+    try:
+        watch.wait_for("resident")
+        here = _search(ws, env, "what did I do yesterday?")
+        assert watch.wait_for("answered")["command"] == "search"
+        assert here["results"][0]["path"] == "memory/2026-12-05.md"
+        west = _search(ws, {**env, "TZ": "PST8"}, "what did I do yesterday?")  # 2026-12-05 16:50 there
+        assert west["results"][0]["path"] == "memory/2026-12-04.md"
+        time.sleep(0.5)
+        assert watch.answered() == 0
+    finally:
+        watch.stop()
+    # MCP served from the west: its own zone's yesterday.
+    mcp = HttpMcp([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws)], {**env, "TZ": "PST8"})
+    try:
+        reply = mcp.call("tools/call", {"name": "memory_search", "arguments": {"query": "what did I do yesterday?"}})
+        assert reply["result"]["structuredContent"]["results"][0]["path"] == "memory/2026-12-04.md", reply
+    finally:
+        mcp.close()
 
 
 def test_a_stale_socket_left_by_a_killed_server_is_ignored_and_removed(tmp_path, runtime_dir, example_workspace):

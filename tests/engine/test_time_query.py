@@ -396,3 +396,19 @@ def test_every_calendar_phrase_reads_on_every_day_of_a_leap_year_and_the_next() 
     assert (leap_week.start, leap_week.end) == (date(2028, 2, 28), date(2028, 3, 5))
     assert find_calendar_phrases("the week of February 30", date(2029, 1, 1)) == []  # no such day: no window
     assert find_calendar_phrases("the 30th of last month", date(2028, 3, 1)) == []
+
+
+@pytest.mark.parametrize(("zone", "yesterday"), [("UTC0", "2026-12-05"), ("PST8", "2026-12-04"),
+                                                  ("CET-1CEST,M3.5.0,M10.5.0/3", "2026-12-05"),
+                                                  ("Nowhere/Atlantis", "2026-12-05")])
+def test_yesterday_is_a_day_of_the_askers_zone_whatever_form_tz_takes(zone, yesterday):
+    """$TZ as POSIX writes it ("PST8": no zone file) or naming no zone file at all (the C library reads it
+    as UTC) is a day like any other, never a crash in the date parser's zone lookup."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    code = ("from memsift.engine.search.time_query import find_time_windows as f; "
+            "print(f('what did I do yesterday?', 1796518200.0)[0].start)")  # 2026-12-06 00:50 UTC
+    r = subprocess.run([sys.executable, "-c", code], env={"TZ": zone, "PATH": "/usr/bin:/bin"},
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == yesterday, r.stderr[-2000:]
