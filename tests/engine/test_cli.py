@@ -492,3 +492,31 @@ def test_a_first_search_off_a_terminal_says_in_one_line_that_it_builds_the_index
         again = _memsift(tmp_path, "-w", str(example_workspace), "search", "ledger", *as_json,
                          env={"MEMSIFT_STATE_DIR": str(state)})
         assert "building the index" not in again.stderr
+
+
+_CONSOLE_SCRIPT = "import sys; from memsift.engine.cli import main; sys.argv[0] = 'memsift'; main()"
+
+
+@pytest.mark.parametrize("entry", [["-c", _CONSOLE_SCRIPT], ["-m", "memsift.engine.cli.main"]])
+def test_a_command_started_with_closed_standard_streams_works_and_keeps_the_index_whole(tmp_path, example_workspace,
+                                                                                         entry):
+    """Started with stdout or stderr closed (`>&-`, a service manager), a command died with a traceback
+    or silently (exit 1, nothing indexed), and the first file it opened would have taken the closed
+    descriptor: the index written to by whatever prints. Now a closed stream is the null device."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1",
+           "MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+
+    def run(*args: str, close: tuple[int, ...]) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, *entry, "-w", str(example_workspace), *args], env=env,
+                              capture_output=True, text=True, timeout=300,
+                              preexec_fn=lambda: [os.close(fd) for fd in close])  # noqa: PLW1509
+
+    assert run("index", close=(1, 2)).returncode == 0
+    status = run("status", "--json", close=())
+    assert json.loads(status.stdout)["files"] > 0, status.stderr
+    quiet = run("search", "ledger database", close=(1,))
+    assert quiet.returncode == 0 and "Traceback" not in quiet.stderr, quiet.stderr[-2000:]
+    loud = run("search", "ledger database", "--json", close=(2,))
+    assert loud.returncode == 0 and json.loads(loud.stdout)["results"]
+    deep = run("status", "--json", "--deep", close=())
+    assert json.loads(deep.stdout)["deep"]["integrity"] == "ok", deep.stdout[-2000:]
