@@ -295,8 +295,14 @@ class BuiltinSearchManager(IndexedBackend):
         self._close_reader()
         seen = self.freshness.sync_begins()  # a change noticed while this sync runs may come after its scan
         finished = threading.Event()
+        # Whoever takes it first: the thread that runs the sync, or a caller cancelled before the
+        # thread began it (anyio then never runs it), who must say it is over: else `aclose` waited
+        # 30 s for a sync that never ran (`memsift mcp` whose client left at once).
+        claim = threading.Lock()
 
         def work() -> SyncReport:
+            if not claim.acquire(blocking=False):
+                raise SyncCancelled("dropped before it began")
             try:
                 return indexer.run(force=force, reason=reason, allow_full=allow_full)
             finally:
@@ -311,6 +317,11 @@ class BuiltinSearchManager(IndexedBackend):
             report = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
         except SyncCancelled:
             raise IndexUnusableError("the sync was stopped because memsift is closing") from None
+        except BaseException:
+            if claim.acquire(blocking=False):
+                self._running.pop(finished, None)
+                finished.set()
+            raise
         self._skipped = [{"path": s.path, "reason": s.reason} for s in indexer.skipped]
         self._embed_error = indexer.embed_error
         self.sync_finished(report, seen)

@@ -340,3 +340,22 @@ def test_a_first_line_over_the_limit_gets_one_error_then_the_server_serves(tmp_p
         finally:
             proc.stdin.close()
             _ended(proc)
+
+
+@pytest.mark.parametrize("stdin", ["empty", "closed", "initialize, then gone"])
+def test_a_client_that_leaves_at_once_ends_a_watching_server_cleanly(tmp_path, example_workspace, stdin):
+    """The default server (watching) whose client is gone before its first sync began (stdin empty,
+    closed, or closed right after `initialize`) ends by itself: it used to wait its whole sync-stop
+    timeout for that sync, then warn "a sync did not stop in time", and a client's SIGTERM came first."""
+    env = _env(tmp_path)
+    subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(example_workspace), "index"], env=env,
+                   capture_output=True, timeout=300, check=True)
+    cmd = [sys.executable, "-c", ENTRY, "-w", str(example_workspace), "mcp"]
+    if stdin == "initialize, then gone":
+        r = subprocess.run(cmd, input=(json.dumps(INIT) + "\n").encode(), env=env, capture_output=True, timeout=120)
+        assert json.loads(r.stdout.splitlines()[0])["id"] == INIT["id"]
+    else:
+        r = subprocess.run(cmd, stdin=subprocess.DEVNULL, env=env, capture_output=True, timeout=120,
+                           preexec_fn=(lambda: os.close(0)) if stdin == "closed" else None)  # noqa: PLW1509
+    err = r.stderr.decode()
+    assert r.returncode == 0 and "did not stop in time" not in err and "Traceback" not in err, err[-2000:]

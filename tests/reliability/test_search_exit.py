@@ -123,3 +123,29 @@ def test_a_cold_cli_search_exits_while_another_process_holds_the_lock(tmp_path):
     assert subprocess.run([*base, "index"], env=env, capture_output=True, timeout=300).returncode == 0
     assert _indexed(store, "memory/2026-11-21.md") and _null_vectors(store) == 0
     assert_untouched(notes, ws)
+
+
+def test_a_sync_cancelled_before_its_thread_began_leaves_nothing_to_wait_for(tmp_path):
+    """`memsift mcp` whose client left at once cancelled the first sync while it waited for a worker
+    thread: anyio then never runs it, but the manager still counted it as running, so its close
+    waited the full stop timeout (30 s) for a sync that never began."""
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, ws)
+    m = BuiltinSearchManager(make_settings(tmp_path, ws), provider=FakeEmbeddingProvider())
+    release = threading.Event()
+
+    async def go():
+        anyio.to_thread.current_default_thread_limiter().total_tokens = 1
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(anyio.to_thread.run_sync, release.wait)  # holds the only worker token
+            await anyio.sleep(0.05)
+            tg.start_soon(m.sync)
+            while not m._running:  # registered, and now waiting for the token
+                await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+            release.set()
+        assert not m._running  # nothing left to wait for: the sync never began
+        await m.aclose()
+        return m.pending_files()
+
+    assert anyio.run(go) is None
