@@ -17,33 +17,13 @@ __all__ = ["main"]
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
 
 
-def open_standard_streams() -> None:
-    """Put /dev/null where memsift was started with stdin, stdout or stderr closed (`>&-`, a service
-    manager): else the first file it opens takes that descriptor (an index's database, then written
-    to by whatever prints to it), and Python leaves the stream None, so the command dies silently or
-    with a traceback. Output to a closed stream is dropped, as a daemon's is."""
-    import sys  # noqa: PLC0415
-
-    for fd, name in enumerate(("stdin", "stdout", "stderr")):
-        try:
-            os.fstat(fd)
-            continue
-        except OSError:
-            pass
-        null = os.open(os.devnull, os.O_RDWR)
-        if null != fd:
-            os.dup2(null, fd)
-            os.close(null)
-        if getattr(sys, name) is None:
-            setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False))  # noqa: SIM115
-
-
 def main() -> None:
     import sys  # noqa: PLC0415
 
     from .resident import try_resident  # noqa: PLC0415
+    from .streams import prepare_standard_streams  # noqa: PLC0415
 
-    open_standard_streams()
+    prepare_standard_streams()
 
     code = try_resident(sys.argv[1:])
     if code is not None:

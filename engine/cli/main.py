@@ -867,10 +867,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # `python -m memsift.engine.cli.main`: as the console script, a resident answer first
-    from . import open_standard_streams  # noqa: PLC0415
     from .resident import try_resident  # noqa: PLC0415
+    from .streams import prepare_standard_streams  # noqa: PLC0415
 
-    open_standard_streams()
+    prepare_standard_streams()
     resident_exit = try_resident(sys.argv[1:])
     if resident_exit is not None:
         sys.exit(resident_exit)

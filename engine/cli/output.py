@@ -67,8 +67,11 @@ def exit_code(exc: MemsiftError) -> int:
 
 
 def json_text(data: Any) -> str:
-    """Every document the CLI prints; masked once more on the way out (keys, header values)."""
-    return redact(json.dumps(data, ensure_ascii=False, indent=2))
+    """Every document the CLI prints; masked once more on the way out (keys, header values). Escaped
+    to ASCII where stdout cannot write every character, so the document stays valid JSON there."""
+    from .streams import writes_unicode  # noqa: PLC0415
+
+    return redact(json.dumps(data, ensure_ascii=not writes_unicode(), indent=2))
 
 
 def search_output(answer: Any, *, as_json: bool, explain: bool) -> tuple[str, str, int]:

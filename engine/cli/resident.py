@@ -38,6 +38,7 @@ import sys
 import time
 
 from ..private_dirs import default_state_path
+from .streams import writes_unicode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -259,6 +260,8 @@ def try_resident(argv: list[str], env: Mapping[str, str] | None = None) -> int |
     env = os.environ if env is None else env
     cut = command_index(argv)
     if cut is None or argv[cut] != "search" or env.get("MEMSIFT_NO_RESIDENT") or asks_for_help(argv, cut):
+        return None
+    if not writes_unicode():  # the server's answer is UTF-8 text; the CLI here escapes what stdout cannot write
         return None
     folder = _rendezvous_path(env)
     if folder is None:

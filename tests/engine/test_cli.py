@@ -520,3 +520,25 @@ def test_a_command_started_with_closed_standard_streams_works_and_keeps_the_inde
     assert loud.returncode == 0 and json.loads(loud.stdout)["results"]
     deep = run("status", "--json", "--deep", close=())
     assert json.loads(deep.stdout)["deep"]["integrity"] == "ok", deep.stdout[-2000:]
+
+
+def test_a_terminal_that_is_not_unicode_gets_every_note_without_a_traceback(tmp_path):
+    """stdout in latin-1 (`PYTHONIOENCODING`, an old locale) ended a search whose snippet held an emoji
+    or CJK text with a UnicodeEncodeError traceback. Text escapes what the terminal lacks; JSON is
+    escaped to ASCII, so it stays valid and reads back to the note's own characters."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    line = "Data pipeline review 数据管道 Ünïcødé ✓ 🎉"
+    (ws / "memory" / "2026-12-03.md").write_text(f"## Review\n{line}\n")
+    env = {"PYTHONIOENCODING": "latin-1", "MEMSIFT_NO_RESIDENT": "1"}  # the helper's side: test_resident_helper.py
+    for entry in (["-c", _CONSOLE_SCRIPT], ["-m", "memsift.engine.cli.main"]):
+        for fmt in ([], ["--json"]):
+            r = subprocess.run([sys.executable, *entry, "-w", str(ws), "search", "data pipeline review", *fmt],
+                               capture_output=True, env={**os.environ, "MEMSIFT_STATE_DIR": str(tmp_path / "state"),
+                                                         "XDG_CONFIG_HOME": str(tmp_path / "xdg"), **env}, timeout=300)
+            assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr[-2000:]
+            out = r.stdout.decode("latin-1")
+            if fmt:
+                assert line in json.loads(out)["results"][0]["snippet"]
+            else:
+                assert "Ünïcødé" in out and "\\U0001f389" in out and "\\u6570" in out

@@ -247,3 +247,18 @@ def test_while_watch_runs_status_shows_it_and_no_helper_starts_beside_it(tmp_pat
         watch.terminate()
         watch.wait(timeout=60)
     assert helper_pids(runtime_dir / "memsift") == []
+
+
+def test_a_client_whose_terminal_is_not_unicode_is_answered_by_the_cold_cli(tmp_path, runtime_dir):
+    """The helper's answer is UTF-8 text: written to a latin-1 stdout it broke (a traceback, or JSON
+    with `\\U…` escapes). Such a client searches itself, which escapes JSON to ASCII."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-12-03.md").write_text("## Review\nData pipeline review 数据管道 ✓ 🎉\n")
+    env = _env(tmp_path, runtime_dir)
+    utf8 = _search(ws, env, "data pipeline review")
+    _wait_for_helper(runtime_dir)
+    run = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "search", "data pipeline review", "--json"],
+                         cwd=ws, env={**env, "PYTHONIOENCODING": "latin-1"}, capture_output=True, timeout=180)
+    assert run.returncode == 0 and run.stdout.isascii(), run.stderr[-2000:]
+    assert _hits(json.loads(run.stdout)) == _hits(utf8) and "🎉" in utf8["results"][0]["snippet"]

@@ -1,0 +1,53 @@
+"""The standard streams as the CLI finds them, made safe to use before anything else runs.
+
+Imports only what the interpreter has loaded at start (`os`, `sys`, `codecs`): it runs before the
+resident client, whose cost is interpreter start-up.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import sys
+
+TYPE_CHECKING = False  # `typing` itself is not loaded at start-up (see resident.py)
+if TYPE_CHECKING:
+    from typing import TextIO
+
+_UNICODE = {"utf-8", "utf-16", "utf-32", "utf-8-sig"}
+
+
+def writes_unicode(stream: TextIO | None = None) -> bool:
+    """Whether `stream` (stdout by default) can write every character: a note's emoji or CJK text."""
+    stream = sys.stdout if stream is None else stream
+    encoding = getattr(stream, "encoding", None)
+    if encoding is None:  # a stream of text, not bytes (io.StringIO): it holds any character
+        return True
+    try:
+        return codecs.lookup(encoding).name in _UNICODE
+    except LookupError:
+        return False
+
+
+def prepare_standard_streams() -> None:
+    """Put /dev/null where memsift was started with stdin, stdout or stderr closed (`>&-`, a service
+    manager): else the first file it opens takes that descriptor (an index's database, then written
+    to by whatever prints to it), and Python leaves the stream None, so the command dies silently or
+    with a traceback. Output to a closed stream is dropped, as a daemon's is. On a terminal whose
+    encoding is not Unicode (`PYTHONIOENCODING=latin-1`, an old locale), a character it lacks is
+    written as `\\U0001f389` instead of ending the command with a traceback."""
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False))  # noqa: SIM115
+    for stream in (sys.stdout, sys.stderr):
+        if not writes_unicode(stream) and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
