@@ -414,10 +414,18 @@ def helpers_stop(obj: _Ctx, all_: bool) -> None:
     from .resident import rendezvous_dir  # noqa: PLC0415
 
     with _errors_to_exit():
-        found = running(rendezvous_dir(os.environ, create=False)) if all_ else \
-            [h for h in [helper_for(obj.settings(), obj.backend)] if h is not None]
+        every = running(rendezvous_dir(os.environ, create=False))
+        found = every if all_ else [h for h in [helper_for(obj.settings(), obj.backend)] if h is not None]
     if not found:
-        click.echo("No resident helper is running" + ("." if all_ else " for this workspace and settings."))
+        if all_ or not every:
+            click.echo("No resident helper is running.")
+            return
+        workspace = str(obj.settings().workspace)
+        here = sum(h.get("workspace") == workspace for h in every)
+        click.echo("No resident helper is running for this workspace and settings; "
+                   + (f"{here} for this workspace with other settings (another config, agent, backend, time zone "
+                      "or environment)" if here else f"{len(every)} for other workspaces")
+                   + ": `memsift helpers` lists them, `memsift helpers stop --all` stops every one.")
         return
     failed = 0
     for h in found:

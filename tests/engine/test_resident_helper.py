@@ -262,3 +262,15 @@ def test_a_client_whose_terminal_is_not_unicode_is_answered_by_the_cold_cli(tmp_
                          cwd=ws, env={**env, "PYTHONIOENCODING": "latin-1"}, capture_output=True, timeout=180)
     assert run.returncode == 0 and run.stdout.isascii(), run.stderr[-2000:]
     assert _hits(json.loads(run.stdout)) == _hits(utf8) and "🎉" in utf8["results"][0]["snippet"]
+
+
+def test_a_helper_of_another_time_zone_is_named_when_none_of_these_settings_runs(tmp_path, runtime_dir,
+                                                                                 example_workspace):
+    """A helper started in one time zone does not answer (nor is stopped by) a CLI of another: `helpers
+    stop` there said only that none runs, though one did for this workspace."""
+    env = _env(tmp_path, runtime_dir, TZ="UTC0")
+    assert _cli(env, "-w", str(example_workspace), "search", "ledger").returncode == 0
+    [pid] = _wait_for_helper(runtime_dir)
+    west = _cli({**env, "TZ": "PST8"}, "-w", str(example_workspace), "helpers", "stop")
+    assert west.returncode == 0 and "1 for this workspace with other settings" in west.stdout and process_alive(pid)
+    assert f"stopped the helper pid {pid}" in _cli(env, "-w", str(example_workspace), "helpers", "stop").stdout
