@@ -31,12 +31,14 @@ from hypothesis import strategies as st
 from figures import FIGURES
 from helpers import (CHAT_QUESTION, CHAT_SESSIONS, EXAMPLE_WORKSPACE, RESIDENT_DRIVER, HttpMcp, stop_helpers,
                      wait_for_socket, write_files)
-from time_workspace import DOORS_DAY, noon, topic_questions, write_time_workspace
+from time_workspace import DOORS_DAY, topic_questions, write_time_workspace
 from memsift.engine.requests import ReadOptions, SearchOptions, spellings
+from memsift.engine.search.clock import parse_now
 
 pytest.importorskip("mcp", reason="the MCP doors need the MCP SDK (a default dependency: pip install -e .)")
 
 DOORS = ("cold-cli", "helper", "watch", "mcp-stdio", "mcp-http", "api")
+DOORS_ZONE = "Pacific/Kiritimati"  # UTC+14: its noon is this machine's night before, if the machine runs in UTC
 QUERIES = [
     "which database did we pick for the ledger?",
     "Marco certificates",
@@ -140,8 +142,11 @@ class Doors:
         self.time = write_time_workspace(self.ws, DOORS_DAY, with_memory_md=False)
         self.cfg = root / "cfg.json"
         # A generous answer bound: MCP would cut the last snippets at 4,000 characters, by design.
+        # The user lives in DOORS_ZONE (OpenClaw's key): every door reads DOORS_DAY and its "yesterday" there, a
+        # day ahead of this machine's evening if it runs in UTC.
         self.cfg.write_text(json.dumps({"stateDir": str(root / "state"), "memory": {"backend": backend, "qmd": {
-            "scope": SCOPE, "limits": {"maxInjectedChars": 50_000}}}}))
+            "scope": SCOPE, "limits": {"maxInjectedChars": 50_000}}}, "agents": {"defaults": {
+                "userTimezone": DOORS_ZONE}}}))
         base = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
         base["MEMSIFT_NOW"] = DOORS_DAY.isoformat()
         self.runtime = {d: Path(tempfile.mkdtemp(prefix=f"msd{d[:2]}")) for d in ("helper", "watch", "other")}
@@ -236,7 +241,8 @@ class Doors:
         from memsift.engine.requests import InvalidRequest
 
         try:
-            answer = anyio.run(lambda: self.manager.search(query, now=noon(DOORS_DAY), **opts))
+            answer = anyio.run(lambda: self.manager.search(query, now=parse_now(DOORS_DAY.isoformat(), DOORS_ZONE),
+                                                           **opts))
         except InvalidRequest as exc:
             return _invalid(exc.field)
         return _normal(answer.to_json_dict())

@@ -462,7 +462,7 @@ def note(obj: _Ctx, text: str, as_json: bool) -> None:
                 "memory/ folder here or above it); run memsift from your agent's workspace, or pass -w DIR "
                 "(a new workspace is created there)"
             )
-        path, line = append_note(settings.workspace, text)
+        path, line = append_note(settings.workspace, text, zone=settings.memory_search.query.time.timezone)
         if new:
             click.echo(f"memsift: created {settings.workspace / 'memory'} (a new workspace)", err=True)
     if as_json:

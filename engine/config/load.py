@@ -28,6 +28,7 @@ from ..secrets import register_header_secrets, register_secret, register_url_sec
 from .workspace import find_workspace
 from .memory_section import normalise_memory
 from .resolved import ResolvedConfig
+from .zones import BadZone, zone_info
 from .agents import agent_workspaces, choose_agent, dotted, merge_layers, search_layers
 from .models import (
     AgentDefaults,
@@ -370,6 +371,7 @@ def resolve_agent(
         return dotted(set_by[key][-1]) if key in set_by else f"{where_set}.{key}"
 
     ms = normalise_memory_search(_validate(MemorySearchConfig, merged, where_set))
+    ms, zone_source, zone_note = _user_zone(config, ms)
     _check_multimodal(ms)
     _check_rerank(ms)
     _register_secrets(ms)
@@ -410,7 +412,7 @@ def resolve_agent(
         memory_search=ms,
         memory=normalise_memory(config.memory, ws),
         workspace_given_by=given_by,
-        notes=(*(getattr(config, "_notes", None) or ()), *_orphan_blocks(config)),
+        notes=(*(getattr(config, "_notes", None) or ()), *_orphan_blocks(config), *zone_note),
         sources={
             **_memory_sources(config),
             **{
@@ -421,6 +423,7 @@ def resolve_agent(
             if ws_key
             else (given_by or "the current folder"),
             "agentId": _agent_source(config, chosen, agent_id, env),
+            **zone_source,
         },
         openclaw_config=getattr(config, "_openclaw_path", None),
     )
@@ -429,6 +432,24 @@ def resolve_agent(
     _check_index_path(store, ws, covered, where("store.path") if ms.store.path else "stateDir")
     _check_export_dir(resolved, covered)
     return resolved
+
+
+def _user_zone(config: MemsiftConfig,
+               ms: MemorySearchConfig) -> tuple[MemorySearchConfig, dict[str, str], tuple[str, ...]]:
+    """OpenClaw's `agents.defaults.userTimezone` (the zone its daily memory files are named in) as
+    `query.time.timezone` where memsift's own key is unset; an unknown name is set aside and said, as
+    OpenClaw falls back to the machine's zone. Returns the settings, the key's source and the note."""
+    raw = (config.agents.defaults.user_timezone or "").strip()
+    if not raw or ms.query.time.timezone is not None:
+        return ms, {}, ()
+    key = ("agents", "defaults", "userTimezone")
+    where = f"{config_origin(config, key)}: agents.defaults.userTimezone"
+    try:
+        zone_info(raw)
+    except BadZone as exc:
+        return ms, {}, (f"{where}: {exc}; days are read in this machine's time zone instead",)
+    query = ms.query.model_copy(update={"time": ms.query.time.model_copy(update={"timezone": raw})})
+    return ms.model_copy(update={"query": query}), {"memorySearch.query.time.timezone": where}, ()
 
 
 def _orphan_blocks(config: MemsiftConfig) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Any, Callable, ClassVar, Literal
 from ..durations import check_duration
 from ..records import Record, spec
 from ..secrets import Secret
+from .zones import zone_info
 
 __all__ = [
     "ResidentHelperConfig",
@@ -273,6 +274,13 @@ class HybridConfig(_Strict, frozen=True):
     )
 
 
+def _a_zone(v: str | None) -> str | None:
+    if v is None:
+        return None
+    zone_info(v.strip())  # BadZone (a ValueError): the config error names the key
+    return v.strip()
+
+
 class TimeConfig(_Strict, frozen=True):
     """Time expressions in a question ("last Tuesday", "in November 2022") favour hits of that time."""
 
@@ -286,6 +294,11 @@ class TimeConfig(_Strict, frozen=True):
     hemisphere: Literal["northern", "southern"] = spec(
         default="northern",
         description='Which months a season names ("last summer": June–August, or December–February).',
+    )
+    timezone: str | None = spec(
+        default=None, after=_a_zone,
+        description='The user\'s time zone, an IANA name ("Europe/Berlin"): which day "yesterday" is, and the day of '
+                    "a note's time. Unset: OpenClaw's `agents.defaults.userTimezone`, else this machine's zone ($TZ).",
     )
 
 
@@ -856,6 +869,12 @@ class AgentDefaults(_Tolerant, frozen=True):
         description="Memory search settings every agent starts from (before OpenClaw 2026.9; now `memory.search`).",
     )
     system_agent: SystemAgent | None = spec(default=None, description="OpenClaw 2026.9: which agent is the default.")
+    user_timezone: str | None = spec(
+        default=None,
+        description="OpenClaw's: the user's time zone (IANA), the one its daily memory files are named in. memsift "
+                    "reads days in it (`memorySearch.query.time.timezone` wins); an unknown name is set aside with a "
+                    "warning, as OpenClaw falls back to the machine's zone.",
+    )
 
 
 class AgentMemory(_Strict, frozen=True):

@@ -95,6 +95,7 @@ class PipelineParams:
                 decay_weight=decay.weight,
                 half_life_days=decay.half_life_days,
                 now=now,
+                zone=query.time.timezone,
             ),
         )
 

@@ -66,14 +66,14 @@ class SearchRequest:
         """ValueError for a mode or a since/until that cannot be read (`BadTimeBound` names which),
         before any work."""
         requested = parse_search_mode(mode)
-        now = clock.now() if now is None else now  # one moment for the whole request ($MEMSIFT_NOW or the clock)
-        hemisphere = config.time.hemisphere
-        time_filter = time_filter_for(since, until, now, hemisphere=hemisphere)
+        hemisphere, zone = config.time.hemisphere, config.time.timezone
+        now = clock.now(zone=zone) if now is None else now  # one moment for the request ($MEMSIFT_NOW or the clock)
+        time_filter = time_filter_for(since, until, now, hemisphere=hemisphere, zone=zone)
         query = (query or "")[:MAX_QUERY_CHARS]
         q = clean_query(query).strip()
-        windows = find_time_windows(q, now, hemisphere=hemisphere) if q and config.time.enabled else []
+        windows = find_time_windows(q, now, hemisphere=hemisphere, zone=zone) if q and config.time.enabled else []
         if q and config.time.enabled and not windows:  # "what did I do today?": today, and nothing else asked
-            today = today_window(q, now)
+            today = today_window(q, now, zone)
             windows = [today] if today is not None and names_only_a_time(q, [today]) else []
         return cls(
             query=query, q=q, mode=requested, max_results=max_results, min_score=min_score, session_key=session_key,

@@ -4,8 +4,9 @@ Spotting is ours: a few patterns that only fire on what is plainly a time expres
 name next to a day or year or after "in"/"since", a weekday, "N units ago", ISO dates, CJK date
 forms), so version numbers (`2.10`), ids and "how many weeks ago" never count. Resolving a spotted
 span against the search's `now` is dateparser's job (English, Chinese, Japanese); its answer's
-period (day, week, month, year) decides how wide the window is. Windows are calendar days in the
-machine's local time zone, the time zone daily-log file names are written in.
+period (day, week, month, year) decides how wide the window is. Windows are calendar days of the
+user's time zone (`query.time.timezone`, else the machine's), the zone daily-log file names are
+written in.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, timedelta
 from typing import Any, Union
 
+from ..config.zones import day_seconds, wall_clock
 from .time_phrases import calendar_window, find_calendar_phrases
 
 __all__ = [
@@ -40,6 +42,7 @@ class TimeWindow:
     start: date | None
     end: date | None
     text: str  # the expression as the question wrote it
+    zone: str | None = field(default=None, compare=False)  # whose days (an IANA name; None: this machine's)
 
     def distance_days(self, day: date) -> int:
         """0 inside the window, else how many days outside it."""
@@ -56,9 +59,10 @@ class TimeWindow:
         )
 
     def mtime_ns_range(self) -> tuple[int, int]:
-        """The window as inclusive modification times in local nanoseconds (undated files)."""
-        lo = int(datetime.combine(self.start, time.min).timestamp() * 1e9) if self.start else -(2**63)
-        hi = int(datetime.combine(self.end, time.max).timestamp() * 1e9) if self.end else 2**63 - 1
+        """The window as inclusive modification times in nanoseconds (undated files), its days taken in
+        its zone."""
+        lo = int(day_seconds(self.start, self.zone) * 1e9) if self.start else -(2**63)
+        hi = int(day_seconds(self.end, self.zone, end=True) * 1e9) if self.end else 2**63 - 1
         return lo, hi
 
     @property
@@ -205,11 +209,17 @@ def _window(day: date, period: str, text: str) -> TimeWindow:
     return TimeWindow(day, day, text)  # day, time, part_of_day
 
 
-def find_time_windows(query: str, now: float | None = None, *, hemisphere: str = "northern") -> list[TimeWindow]:
-    """The day windows a question names, resolved against `now` (POSIX seconds; default: now)."""
+def find_time_windows(query: str, now: float | None = None, *, hemisphere: str = "northern",
+                      zone: str | None = None) -> list[TimeWindow]:
+    """The day windows a question names, resolved against `now` (POSIX seconds; default: now) as a
+    day of `zone` (the user's time zone; None: this machine's)."""
     if not query or not _GATE.search(query):
         return []
-    base = datetime.fromtimestamp(now) if now is not None else datetime.now()
+    windows = _windows_named(query, wall_clock(now, zone), hemisphere)
+    return [replace(w, zone=zone) for w in windows] if zone else windows
+
+
+def _windows_named(query: str, base: datetime, hemisphere: str) -> list[TimeWindow]:
     windows: list[TimeWindow] = []
     taken: list[tuple[int, int]] = []
     # Calendar phrases first (time_phrases.py: "last March", "Q3", "last summer", "the weekend"…):
@@ -346,7 +356,7 @@ def _with_year(month: str, year: str) -> str:
 _TODAY = re.compile(r"(?i)\b(?:(?:so\s+far\s+)?today|tonight|this\s+evening)\b|今天|今日|今晚|今夜|本日")
 
 
-def today_window(query: str, now: float | None = None) -> TimeWindow | None:
+def today_window(query: str, now: float | None = None, zone: str | None = None) -> TimeWindow | None:
     """Today, when the question says "today" or "tonight" (今天, 今日). `find_time_windows` does
     not read these: a question about now ("a film for tonight?", "I'm at the store today, what
     did I buy last time?") is not about today's notes. The caller takes this window only for a
@@ -354,8 +364,8 @@ def today_window(query: str, now: float | None = None) -> TimeWindow | None:
     m = _TODAY.search(query or "")
     if m is None:
         return None
-    day = (datetime.fromtimestamp(now) if now is not None else datetime.now()).date()
-    return TimeWindow(day, day, m.group(0))
+    day = wall_clock(now, zone).date()
+    return TimeWindow(day, day, m.group(0), zone)
 
 
 def without_time_expressions(query: str, windows: list[TimeWindow]) -> str:
@@ -381,7 +391,7 @@ def _shown(text: str, limit: int = 60) -> str:
 
 
 def parse_day(value: str | date | datetime | float | int, *, now: float | None = None, what: str = "date",
-              end: bool = False, hemisphere: str = "northern") -> date:
+              end: bool = False, hemisphere: str = "northern", zone: str | None = None) -> date:
     """A `--since`/`--until` value: an ISO date, POSIX seconds, or a phrase ("last week", "last
     March", "2 days ago"). A phrase names a window: its first day, or with `end` its last (so
     `--until "last week"` keeps last week's Sunday)."""
@@ -390,7 +400,7 @@ def parse_day(value: str | date | datetime | float | int, *, now: float | None =
     if isinstance(value, date):
         return value
     if isinstance(value, (int, float)):
-        return datetime.fromtimestamp(float(value)).date()
+        return wall_clock(float(value), zone).date()
     text = str(value).strip()
     if len(text) > MAX_TIME_VALUE_CHARS:  # no date or phrase is this long: refused before any parsing
         raise ValueError(f"{what} {_shown(text)!r} is not a date: {len(text)} characters, use YYYY-MM-DD or a short "
@@ -398,19 +408,18 @@ def parse_day(value: str | date | datetime | float | int, *, now: float | None =
     try:
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}(?:[T ].*)?", text):
             return date.fromisoformat(text[:10])
-        base = datetime.fromtimestamp(now) if now is not None else datetime.now()
+        base = wall_clock(now, zone)
         window = calendar_window(text, base.date(), hemisphere)
         if window is not None:
             return window[1] if end else window[0]
-        return _phrase_day(text, now, end)
+        return _phrase_day(text, base, end)
     except ValueError as exc:
         raise ValueError(
             f'{what} {_shown(text)!r} is not a date: use YYYY-MM-DD or a phrase like "last week" ({exc})'
         ) from None
 
 
-def _phrase_day(text: str, now: float | None, end: bool = False) -> date:
-    base = datetime.fromtimestamp(now) if now is not None else datetime.now()
+def _phrase_day(text: str, base: datetime, end: bool = False) -> date:
     languages = ("zh", "ja") if re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", text) else ("en",)
     spoken = re.sub(r"^(?:in|during|on)\s+", "", text, flags=re.IGNORECASE)
     parsed = _parse(_normalise_cjk(spoken) if languages != ("en",) else spoken, languages, base)
@@ -430,7 +439,7 @@ class BadTimeBound(ValueError):
 
 
 def time_filter_for(since: TimeBound, until: TimeBound, now: float | None = None, *,
-                    hemisphere: str = "northern") -> TimeWindow | None:
+                    hemisphere: str = "northern", zone: str | None = None) -> TimeWindow | None:
     """The since/until filter's window (both days inclusive), or None when neither is set: a
     phrase gives its first day to `since` and its last to `until`, so `--since "last March"
     --until "last March"` is that month. ValueError says which value is not a date, or that the
@@ -438,8 +447,8 @@ def time_filter_for(since: TimeBound, until: TimeBound, now: float | None = None
     if since in (None, "") and until in (None, ""):
         return None
     said_since, said_until = since, until
-    since = _bound(since, now=now, what="since", hemisphere=hemisphere)
-    until = _bound(until, now=now, what="until", end=True, hemisphere=hemisphere)
+    since = _bound(since, now=now, what="since", hemisphere=hemisphere, zone=zone)
+    until = _bound(until, now=now, what="until", end=True, hemisphere=hemisphere, zone=zone)
     if since is not None and until is not None and since > until:
         raise BadTimeBound("until", f"since ({since}) is after until ({until}): nothing can match; swap them")
     # The phrase the user gave, where it was one ("since last October"), so the answer says what it read.
@@ -449,7 +458,7 @@ def time_filter_for(since: TimeBound, until: TimeBound, now: float | None = None
         text = f"{since}..{until}" if plain else f"since {since_text} until {until_text}"
     else:
         text = f"since {since_text}" if until is None else f"until {until_text}"
-    return TimeWindow(since, until, text)
+    return TimeWindow(since, until, text, zone)
 
 
 def _bound(value: TimeBound, *, what: str, **how: Any) -> date | None:

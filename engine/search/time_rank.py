@@ -29,9 +29,10 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Callable, Protocol, Sequence, TypeVar
 
+from ..config.zones import wall_clock
 from .ranking import Candidate, dated_file_timestamp, decay_multiplier, is_evergreen
 from ..files.note_dates import chunk_line_days
 from .time_query import TimeWindow
@@ -69,6 +70,7 @@ class TimeParams:
     decay_weight: float = 0.1
     half_life_days: float = 30.0
     now: float | None = None
+    zone: str | None = None  # whose days (query.time.timezone; None: this machine's)
 
 
 def line_days(c: Candidate) -> list[str | None]:
@@ -106,8 +108,8 @@ def focus_on(c: Candidate, inside: Callable[[date], bool]) -> None:
     c.focus = (first, last)
 
 
-def _day(c: Candidate, file_time: FileTime, mtimes: dict[str, float | None]) -> date | None:
-    """The chunk's stated day, else (not for evergreen files) its file's modification day."""
+def _day(c: Candidate, file_time: FileTime, mtimes: dict[str, float | None], zone: str | None) -> date | None:
+    """The chunk's stated day, else (not for evergreen files) its file's modification day in `zone`."""
     if c.day:
         return date.fromisoformat(c.day)
     if c.path not in mtimes:
@@ -115,7 +117,7 @@ def _day(c: Candidate, file_time: FileTime, mtimes: dict[str, float | None]) -> 
     ts = mtimes[c.path]
     if ts is None:
         return None
-    c.day, c.day_source = datetime.fromtimestamp(ts).date().isoformat(), "modified"
+    c.day, c.day_source = wall_clock(ts, zone).date().isoformat(), "modified"
     return date.fromisoformat(c.day)
 
 
@@ -131,7 +133,7 @@ def apply_time_filter(items: list[Candidate], window: TimeWindow | None, file_ti
             if any(window.distance_days(d) == 0 for d in days):
                 focus_on(c, lambda d: window.distance_days(d) == 0)
                 kept.append(c)
-        elif (d := _day(c, file_time, mtimes)) is not None and window.distance_days(d) == 0:
+        elif (d := _day(c, file_time, mtimes, window.zone)) is not None and window.distance_days(d) == 0:
             kept.append(c)
     return kept
 
@@ -165,7 +167,7 @@ def candidate_windows(windows: list[TimeWindow]) -> list[TimeWindow]:
     for w in windows:
         margin = timedelta(days=math.ceil(_margin_days(w)) - 1)
         after = timedelta(days=math.ceil(_margin_after(w)) - 1)
-        out.append(TimeWindow(w.start - margin if w.start else None, w.end + after if w.end else None, w.text))
+        out.append(TimeWindow(w.start - margin if w.start else None, w.end + after if w.end else None, w.text, w.zone))
     return out
 
 
@@ -269,12 +271,12 @@ def apply_decay(items: list[Candidate], p: TimeParams, file_time: FileTime, term
     for c in items:
         if is_curated(c) or (not c.day and is_evergreen(c.path, c.source)):
             continue  # MEMORY.md never decays, whatever dates its lines carry; nor do undated notes
-        d = _matched_day(c, terms or []) or _day(c, file_time, mtimes)
+        d = _matched_day(c, terms or []) or _day(c, file_time, mtimes, p.zone)
         if d is not None:
             days[c.chunk_id] = d
     if not days:
         return
-    anchor = min(max(days.values()), datetime.fromtimestamp(now).date())
+    anchor = min(max(days.values()), wall_clock(now, p.zone).date())
     for c in items:
         d = days.get(c.chunk_id)
         if d is None:

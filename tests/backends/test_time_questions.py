@@ -6,8 +6,9 @@ A generated workspace whose "today" is fixed (Wednesday 2026-11-25), and the exa
 
 from __future__ import annotations
 
+import os
 import shutil
-from datetime import datetime
+from datetime import datetime, timezone
 
 import anyio
 import pytest
@@ -225,3 +226,34 @@ def test_an_event_told_days_after_the_time_asked_is_found_first(tmp_path, backen
     # too. Not on QMD: it knows no days, its candidates are its own BM25's (a few times the hits).
     if backend != "qmd":
         assert _days(one) == ["2026-11-24"], (_days(one), one.time_windows)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_users_time_zone_names_the_days_on_every_backend(tmp_path, backend):
+    """`query.time.timezone` (OpenClaw's userTimezone): asked at 06:30 UTC on the 25th, a Californian's
+    "yesterday" is the 23rd (it is the 24th, 22:30, where she is), whatever this machine's zone; an
+    undated note written at her 19:00 on the 24th is a note of the 24th for a since/until filter."""
+    ws = _workspace(tmp_path)
+    inbox = ws / "memory" / "inbox.md"
+    inbox.write_text("# Inbox\n\n- Call the notary about the lease.\n")
+    evening = datetime(2026, 11, 25, 3, 0, tzinfo=timezone.utc).timestamp()  # 2026-11-24 19:00 in California
+    os.utime(inbox, (evening, evening))
+    settings = make_settings(tmp_path, ws, {"provider": "none", "query": {"time": {"timezone": "America/Los_Angeles"}}},
+                             memory=backend_memory(backend))
+    late = datetime(2026, 11, 25, 6, 30, tzinfo=timezone.utc).timestamp()
+
+    async def ask():
+        manager = open_manager(settings)
+        try:
+            await manager.sync()
+            return [await manager.search(q, now=late, **opts) for q, opts in (
+                ("what did I do yesterday?", {}), ("what did I do today?", {}),
+                ("notary lease", {"since": "2026-11-24", "until": "2026-11-24", "min_score": 0}),
+                ("notary lease", {"since": "2026-11-25", "min_score": 0}))]
+        finally:
+            await manager.aclose()
+
+    yesterday, today, that_day, after = anyio.run(ask)
+    assert _days(yesterday) == ["2026-11-23"], (_days(yesterday), yesterday.time_windows)
+    assert _days(today) == ["2026-11-24"], (_days(today), today.time_windows)
+    assert "inbox" in _days(that_day) and "inbox" not in _days(after), (_days(that_day), _days(after))

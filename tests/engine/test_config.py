@@ -349,3 +349,24 @@ def test_the_default_index_name_follows_the_files_covered(tmp_path):
     a = resolve_agent(MemsiftConfig.model_validate(extra), environ={}, workspace=str(tmp_path / "ws"))
     b = resolve_agent(MemsiftConfig.model_validate(same), environ={}, workspace=str(tmp_path / "ws"))
     assert a.store_path != plain.store_path and a.store_path == b.store_path
+
+
+def test_the_users_time_zone_carries_over_from_openclaw_and_memsifts_own_key_wins(tmp_path):
+    """OpenClaw's `agents.defaults.userTimezone` names the zone its daily files are written in: memsift
+    reads days in it. Its own `query.time.timezone` wins; an unknown zone is a config error under
+    memsift's key and a recorded note under OpenClaw's (which falls back to the machine's zone)."""
+    carried, path = load_config(_write(tmp_path, "{agents: {defaults: {userTimezone: 'America/Los_Angeles'}}}"),
+                                environ={})
+    settings = resolve_agent(carried, environ={}, workspace="/tmp", config_path=path)
+    assert settings.memory_search.query.time.timezone == "America/Los_Angeles"
+    assert settings.sources["memorySearch.query.time.timezone"].endswith("agents.defaults.userTimezone")
+    own = _resolve({"agents": {"defaults": {"userTimezone": "America/Los_Angeles",
+                                            "memorySearch": {"query": {"time": {"timezone": "Asia/Tokyo"}}}}}})
+    assert own.memory_search.query.time.timezone == "Asia/Tokyo"
+    assert _resolve({}).memory_search.query.time.timezone is None  # this machine's zone
+    with pytest.raises(ConfigError, match=r"query\.time\.timezone.*no time zone"):
+        load_config(_write(tmp_path, "{agents: {defaults: {memorySearch: {query: {time: {timezone: 'Mars/Base'}}}}}}"),
+                    environ={})
+    odd = _resolve({"agents": {"defaults": {"userTimezone": "Mars/Base"}}})
+    assert odd.memory_search.query.time.timezone is None
+    assert any("userTimezone" in n and "Mars/Base" in n and "this machine's time zone" in n for n in odd.notes)

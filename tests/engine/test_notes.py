@@ -57,3 +57,29 @@ def test_note_then_search_through_the_cli(tmp_path):
         [*base, "search", "where is the spare key", "--json"], capture_output=True, text=True, env=env, timeout=300
     )
     assert json.loads(r.stdout)["results"][0]["path"] == written["path"]
+
+
+@pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "Pacific/Pago_Pago"])  # 25 hours apart: one is another day
+def test_a_note_goes_to_the_users_day_in_the_users_time_zone(tmp_path, zone):
+    """`memsift note` with the user's zone configured (OpenClaw's userTimezone) writes to her day's file
+    and stamps her time, as OpenClaw names its daily files; not the machine's day."""
+    from zoneinfo import ZoneInfo
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    cfg = tmp_path / "openclaw.json"
+    cfg.write_text(json.dumps({"agents": {"defaults": {"userTimezone": zone}}}))
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1",
+           "MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    for _ in range(3):  # asked again if her day turned over while it ran
+        before = datetime.now(ZoneInfo(zone))
+        r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "--openclaw-config", str(cfg), "-w",
+                            str(ws), "note", "called the notary", "--json"], capture_output=True, text=True, env=env,
+                           timeout=120)
+        after = datetime.now(ZoneInfo(zone))
+        if before.date() == after.date():
+            break
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["path"] == f"memory/{after.date().isoformat()}.md"
+    line = (ws / json.loads(r.stdout)["path"]).read_text().splitlines()[-1]
+    assert line[2:7] in {before.strftime("%H:%M"), after.strftime("%H:%M")}, line

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from memsift.engine.search.time_query import find_time_windows, parse_day, time_filter_for, without_time_expressions
+from memsift.engine.search.time_query import (TimeWindow, find_time_windows, parse_day, time_filter_for, today_window,
+                                              without_time_expressions)
 
 # Tuesday 18 April 2023, 02:06 local time.
 NOW = datetime(2023, 4, 18, 2, 6).timestamp()
@@ -412,3 +413,39 @@ def test_yesterday_is_a_day_of_the_askers_zone_whatever_form_tz_takes(zone, yest
     r = subprocess.run([sys.executable, "-c", code], env={"TZ": zone, "PATH": "/usr/bin:/bin"},
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == yesterday, r.stderr[-2000:]
+
+
+# 2026-12-06 00:50 UTC: still the 5th in California, already the 6th in Tokyo's morning.
+_LATE_UTC = 1796518200.0
+
+
+@pytest.mark.parametrize(("zone", "yesterday"), [("America/Los_Angeles", date(2026, 12, 4)),
+                                                  ("Asia/Tokyo", date(2026, 12, 5)), ("UTC", date(2026, 12, 5))])
+def test_the_users_zone_names_the_days_whatever_the_machines_zone(zone, yesterday):
+    """`query.time.timezone` (or OpenClaw's userTimezone): a gateway in UTC reads a Californian's
+    "yesterday" as hers, the day her daily file is named for."""
+    [w] = find_time_windows("what did I do yesterday?", _LATE_UTC, zone=zone)
+    assert (w.start, w.end, w.zone) == (yesterday, yesterday, zone)
+    today = yesterday + timedelta(days=1)
+    assert today_window("what did I do today?", _LATE_UTC, zone).start == today
+    assert time_filter_for(_LATE_UTC, None, _LATE_UTC, zone=zone).start == today  # POSIX seconds: that zone's day
+    [week] = find_time_windows("what did I do last week?", _LATE_UTC, zone=zone)
+    assert week.zone == zone and week.start.weekday() == 0
+
+
+def test_a_windows_modification_times_are_its_zones_days():
+    """Undated files are kept by a since/until filter by their modification time: the window's days
+    run from midnight to midnight of its zone, whatever this machine's is."""
+    lo, hi = TimeWindow(date(2026, 12, 5), date(2026, 12, 5), "x", "America/Los_Angeles").mtime_ns_range()
+    assert lo == int(datetime(2026, 12, 5, 8, tzinfo=timezone.utc).timestamp() * 1e9)  # PST is UTC-8
+    assert 0 < int(datetime(2026, 12, 6, 8, tzinfo=timezone.utc).timestamp() * 1e9) - hi <= 2000  # 23:59:59.999999
+    later_lo, _ = TimeWindow(date(2026, 12, 5), None, "x", "Asia/Tokyo").mtime_ns_range()
+    assert later_lo == int(datetime(2026, 12, 4, 15, tzinfo=timezone.utc).timestamp() * 1e9)
+
+
+def test_an_unknown_zone_is_refused_by_name():
+    from memsift.engine.config.zones import BadZone, zone_info
+
+    for bad in ("Mars/Olympus_Mons", "../../etc/passwd", "", "UTC0"):
+        with pytest.raises(BadZone, match="no time zone"):
+            zone_info(bad)

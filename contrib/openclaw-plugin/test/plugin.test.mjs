@@ -8,7 +8,7 @@
 
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -260,6 +260,31 @@ describe("failure is visible, never a hang", () => {
     for (const s of stopped) for (const service of s.services) await service.stop();
     const left = spawnSync("pgrep", ["-f", "--", `-w ${workspace} -a main`]).stdout.toString().trim();
     assert.equal(left, "");
+  });
+});
+
+describe("the user's time zone", () => {
+  test("'yesterday' is a day of the Gateway config's agents.defaults.userTimezone, as its daily files are", async () => {
+    const zoned = path.join(scratch, "zoned");
+    mkdirSync(path.join(zoned, "memory"), { recursive: true });
+    writeFileSync(path.join(zoned, "memory", "2026-12-04.md"), "- 10:00 Drafted the quarterly report.\n");
+    writeFileSync(path.join(zoned, "memory", "2026-12-05.md"), "- 09:00 Met Anna about the ledger migration.\n");
+    const gatewayConfig = path.join(scratch, "openclaw.json");
+    writeFileSync(gatewayConfig, JSON.stringify({ agents: { defaults: { workspace: zoned,
+      userTimezone: "America/Los_Angeles" } } }));
+    const saved = { MEMSIFT_NOW: process.env.MEMSIFT_NOW, TZ: process.env.TZ };
+    // 00:50 UTC on the 6th: the Gateway's machine says yesterday was the 5th; in California it is still the 5th.
+    Object.assign(process.env, { MEMSIFT_NOW: "2026-12-06T00:50:00+00:00", TZ: "UTC" });
+    try {
+      const seen = registered({ openclawConfig: gatewayConfig }, { agents: { defaults: { workspace: zoned } } });
+      const found = await call(seen, "memory_search", { query: "what did I do yesterday?" }, { workspaceDir: zoned });
+      assert.deepEqual(found.results.map((h) => h.path), ["memory/2026-12-04.md"]);
+    } finally {
+      for (const [key, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+    }
   });
 });
 
