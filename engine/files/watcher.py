@@ -5,6 +5,11 @@ folders, and a flat one over the workspace root (for `MEMORY.md`, `memory.md`, e
 a `memory/` folder created later, which restarts the recursive watch). Changes are collected until
 they stay quiet for `sync.watchDebounceMs`, then handed over as one batch. Searches in the
 meantime do not rely on it: they ask the exact `ChangeProbe` (change_probe.py) first.
+
+A watch follows a folder, not a path: a workspace deleted and made again, or swapped for another
+(`git clone` anew, a restore, `mv ws.new ws`), would leave both watches on the old folder and the
+new notes unseen. A guard looks at the workspace every `GUARD_S`: gone, it says so; back (another
+folder at the path), both watches start again on it and its files are synced.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ __all__ = ["MemoryWatcher", "IGNORED_DIRS"]
 log = get_logger("memsift.watch")
 
 ARM_DELAY_S = 0.3
+GUARD_S = 2.0  # how often the workspace folder is checked for being gone or replaced
 IGNORED_DIRS = frozenset({".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox", "__pycache__"})
 
 
@@ -48,6 +54,7 @@ class MemoryWatcher:
         self._extra = [Path(os.path.normpath(p if Path(p).is_absolute() else ws / p)) for p in ms.extra_paths]
         self._send, self._receive = anyio.create_memory_object_stream[set[str]](100)
         self._restart = anyio.Event()
+        self._flat_restart = anyio.Event()
         self._stop = anyio.Event()
         self.batches = 0  # handed-over batches, for status lines
 
@@ -80,6 +87,7 @@ class MemoryWatcher:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._flat_loop)
             tg.start_soon(self._recursive_loop)
+            tg.start_soon(self._workspace_guard)
             try:
                 # watchfiles registers its inotify watches when its generator first runs, in a
                 # worker thread: give both a moment before reporting "armed".
@@ -91,6 +99,7 @@ class MemoryWatcher:
                 # before the task group could end. Their stop events end them within a step.
                 self._stop.set()
                 self._restart.set()
+                self._flat_restart.set()
 
     async def _recursive_loop(self) -> None:
         while not self._stop.is_set():
@@ -107,19 +116,44 @@ class MemoryWatcher:
             # awatch ended: the stop event was set because a root appeared or vanished
 
     async def _flat_loop(self) -> None:
-        roots = self.flat_roots()
-        async for changes in watchfiles.awatch(
-            *roots,
-            watch_filter=lambda _c, p: self._flat_relevant(p),
-            recursive=False,
-            stop_event=self._stop,
-            step=50,
-            debounce=1600,
-        ):
-            paths = {p for _c, p in changes}
-            if any(Path(p).is_dir() or not Path(p).exists() for p in paths):
-                self._restart.set()  # memory/ (or an extra folder) appeared or went away
-            await self._send.send(paths)
+        while not self._stop.is_set():
+            roots = self.flat_roots()
+            self._flat_restart = anyio.Event()
+            if not roots:
+                await self._flat_restart.wait()
+                continue
+            async for changes in watchfiles.awatch(
+                *roots,
+                watch_filter=lambda _c, p: self._flat_relevant(p),
+                recursive=False,
+                stop_event=self._flat_restart,
+                step=50,
+                debounce=1600,
+            ):
+                paths = {p for _c, p in changes}
+                if any(Path(p).is_dir() or not Path(p).exists() for p in paths):
+                    self._restart.set()  # memory/ (or an extra folder) appeared or went away
+                await self._send.send(paths)
+
+    async def _workspace_guard(self) -> None:
+        """Start both watches again on a workspace folder that was deleted and made again, or replaced."""
+        ws = self.settings.workspace
+        armed = _identity(ws)
+        while not self._stop.is_set():
+            await anyio.sleep(GUARD_S)
+            now = _identity(ws)
+            if now == armed:
+                continue
+            if now is None:
+                log.warning("the workspace folder is gone; watching for it to come back", workspace=str(ws))
+            else:
+                what = "is back; watching it again" if armed is None else "was replaced; watching the new one"
+                log.warning(f"the workspace folder {what}", workspace=str(ws))
+                self._restart.set()
+                self._flat_restart.set()
+                await anyio.sleep(ARM_DELAY_S)  # the new watches are armed before the sync reads the files
+                await self._send.send({str(ws)})  # its files are synced: the index follows the folder there now
+            armed = now
 
     async def _debounce_loop(self) -> None:
         """Hand over a batch once changes have been quiet for the debounce window."""
@@ -137,3 +171,12 @@ class MemoryWatcher:
                     await self.on_change(pending)
                 except Exception as exc:  # a failed sync only logs; the next change retries
                     log.warning("sync after a change failed", error=str(exc))
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    """Which folder is at `folder` now (device, inode), or None when there is none."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if os.path.isdir(folder) else None

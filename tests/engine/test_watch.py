@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from helpers import make_settings
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.compose.host import SessionDeltaTracker, serve_freshness
-from memsift.engine.files.watcher import MemoryWatcher
+from memsift.engine.files.watcher import GUARD_S, MemoryWatcher
 
 
 def _host_and(tmp_path, ws, body, **ms):
@@ -295,3 +296,41 @@ def test_sigterm_stops_watch_at_once_and_a_change_a_search_synced_is_reported_so
         if proc.poll() is None:
             proc.kill()
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_a_workspace_deleted_and_made_again_or_swapped_is_watched_again(tmp_path):
+    """A watch follows a folder, not a path: after `rm -rf ws; mkdir ws` (a restore, a fresh clone) or
+    `mv ws.new ws`, both watches stayed on the old folder and new notes were never indexed."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n")
+
+    async def indexed_after(events, n):
+        await _wait_for(events, lambda k, p: len([s for s in _watch_syncs(events)[n:] if s["report"].files_indexed]),
+                        timeout=30)
+
+    async def body(manager, events):
+        await anyio.sleep(0.3)
+        shutil.rmtree(ws)
+        await anyio.sleep(GUARD_S + 0.5)  # the guard sees it gone
+        n = len(_watch_syncs(events))
+        (ws / "memory").mkdir(parents=True)
+        (ws / "memory" / "2026-12-06.md").write_text("- rebuilt the garden shed\n")
+        await indexed_after(events, n)
+        n = len(_watch_syncs(events))
+        with open(ws / "memory" / "2026-12-06.md", "a") as fh:  # seen by the new watches, not only the guard
+            fh.write("- painted the shed a zeppelin grey\n")
+        await indexed_after(events, n)
+        shed = (await manager.search("zeppelin grey shed", min_score=0)).results
+        swapped = tmp_path / "ws.new"
+        (swapped / "memory").mkdir(parents=True)
+        (swapped / "memory" / "2026-12-07.md").write_text("- planted the quokka tulips\n")
+        n = len(_watch_syncs(events))
+        ws.rename(tmp_path / "ws.old")
+        swapped.rename(ws)
+        await indexed_after(events, n)
+        return shed, (await manager.search("quokka tulips", min_score=0)).results
+
+    shed, tulips = _host_and(tmp_path, ws, body)
+    assert shed and shed[0].path == "memory/2026-12-06.md" and "zeppelin" in shed[0].snippet
+    assert tulips and tulips[0].path == "memory/2026-12-07.md"
