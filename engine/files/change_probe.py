@@ -11,6 +11,10 @@ system call when nothing changed (instead of stat-ing every file).
 `memory.md`, `memory/` or an extra path itself. New folders are watched as they appear. Where
 inotify is unavailable (not Linux, or the watch limit is reached), `changed()` always answers
 True: every search then syncs first, which is slower but never misses a change.
+
+Watches follow folders, not paths: when the workspace (or an extra path's folder) is deleted or
+moved away, the queue is made again on whatever is at those paths, and, while one is missing, each
+check looks (one stat) for it to come back (a restore, a fresh clone, `mv ws.new ws`).
 """
 
 from __future__ import annotations
@@ -62,7 +66,15 @@ class ChangeProbe:
         self._tree_wds: set[int] = set()
         self._fd: int | None = None
         self._libc: Any = None
+        self._rearm = False  # a watched top folder went away: make the queue again at the next check
+        self._missing: list[str] = []  # top folders not there when the queue was made
         self.exact = False  # False: every call answers True (no inotify here)
+        self._arm()
+
+    def _arm(self) -> None:
+        """A new inotify queue over the top folders and the trees (the old one closed)."""
+        self.close()
+        self._wds, self._tree_wds, self._rearm = {}, set(), False
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -81,6 +93,7 @@ class ChangeProbe:
             log.warning("exact change checks unavailable: every search syncs first", error=str(exc))
             self.close()
             return
+        self._missing = [folder for folder in self._names if not os.path.isdir(folder)]
         self.exact = True
 
     # --- watches ----------------------------------------------------------------------------
@@ -116,9 +129,20 @@ class ChangeProbe:
 
     def changed(self) -> bool:
         """True when a memory file may have changed since the last call (always, without inotify)."""
+        if self.exact and any(os.path.isdir(folder) for folder in self._missing):
+            self._arm()  # a top folder came back: watch it
+            return True
         fd = self._fd
         if not self.exact or fd is None:
             return True
+        relevant = self._drain(fd)
+        if self._rearm:
+            self._arm()  # a top folder went away: watch what is at its path now (or look for it)
+            return True
+        return relevant
+
+    def _drain(self, fd: int) -> bool:
+        """Read every queued event; whether one was relevant."""
         relevant = False
         while True:
             try:
@@ -146,6 +170,8 @@ class ChangeProbe:
         if folder is None:
             return False
         if mask & (_IN_DELETE_SELF | _IN_MOVE_SELF):
+            if folder in self._names:
+                self._rearm = True  # the workspace (or an extra path's folder) itself: watch the path anew
             return True  # a watched folder went away
         path = os.path.join(folder, name)
         is_dir = bool(mask & _IN_ISDIR)

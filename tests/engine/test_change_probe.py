@@ -88,3 +88,30 @@ def test_a_closed_probe_always_answers_changed(tmp_path, ws):
     probe = _probe(tmp_path, ws)
     probe.close()
     assert probe.changed() is True  # without the queue nothing can be ruled out: sync to be safe
+
+
+def test_a_workspace_deleted_and_made_again_or_swapped_is_watched_again(tmp_path, ws):
+    """The probe's watches follow folders: after `rm -rf ws; mkdir ws` or `mv ws.new ws` it heard
+    nothing more, so searches trusted an index that missed every later note."""
+    import shutil
+
+    probe = _probe(tmp_path, ws)
+    shutil.rmtree(ws)
+    assert probe.changed() is True
+    assert probe.changed() is False  # gone, and nothing there to change
+    (ws / "memory").mkdir(parents=True)
+    assert probe.changed() is True  # it is back
+    (ws / "memory" / "2026-12-06.md").write_text("- rebuilt the shed\n")
+    assert probe.changed() is True  # a write in the new folder is heard
+    assert probe.changed() is False
+    swapped = tmp_path / "ws.new"
+    (swapped / "memory").mkdir(parents=True)
+    ws.rename(tmp_path / "ws.old")
+    swapped.rename(ws)
+    assert probe.changed() is True
+    assert probe.changed() is False
+    (ws / "memory" / "2026-12-07.md").write_text("- planted tulips\n")
+    assert probe.changed() is True
+    (tmp_path / "ws.old" / "memory" / "2026-12-06.md").write_text("- elsewhere now\n")
+    assert probe.changed() is False  # the old folder is no longer memory
+    probe.close()

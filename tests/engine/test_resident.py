@@ -385,6 +385,29 @@ def test_a_note_written_just_before_a_resident_search_is_always_found(tmp_path, 
         watch.stop()
 
 
+def test_a_note_in_a_swapped_workspace_is_found_by_the_watchs_next_search(tmp_path, runtime_dir):
+    """After `mv ws.new ws` (a restore, a fresh clone) a note written there at once is found by the
+    search `memsift watch` answers: its change check and its watches follow the path, not the old folder."""
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, ws)
+    env = _env(tmp_path, runtime_dir)
+    watch = Watch(ws, env)
+    try:
+        watch.wait_for("resident")
+        fresh = tmp_path / "ws.new"
+        shutil.copytree(EXAMPLE_WORKSPACE, fresh)
+        ws.rename(tmp_path / "ws.old")
+        fresh.rename(ws)
+        for i in range(3):
+            word = f"ibis{i}"
+            _note(ws, env, f"Order {word} supplies")
+            answer = _search(ws, env, word)
+            watch.wait_for("answered")
+            assert any(word in h["snippet"] for h in answer["results"]) or answer.get("syncPending"), word
+    finally:
+        watch.stop()
+
+
 def test_the_client_imports_nothing_heavy_and_reads_framed_answers(tmp_path, runtime_dir):
     """A second CLI search is mostly interpreter start-up: the client must not pull in json,
     pathlib, socket, hashlib or typing. It reads a framed answer (multi-byte text and a lone
