@@ -53,8 +53,9 @@ class MemoryWatcher:
         ws = settings.workspace
         self._extra = [Path(os.path.normpath(p if Path(p).is_absolute() else ws / p)) for p in ms.extra_paths]
         self._send, self._receive = anyio.create_memory_object_stream[set[str]](100)
-        self._restart = anyio.Event()
-        self._flat_restart = anyio.Event()
+        # Set to start a watch again on what is at its roots now: "tree" (memory/ and the extra
+        # folders, recursive) and "flat" (the workspace folder and the extra files' folders).
+        self._restarts = {"tree": anyio.Event(), "flat": anyio.Event()}
         self._stop = anyio.Event()
         self.batches = 0  # handed-over batches, for status lines
 
@@ -85,8 +86,8 @@ class MemoryWatcher:
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._flat_loop)
-            tg.start_soon(self._recursive_loop)
+            tg.start_soon(self._watch, "flat", self.flat_roots, self._flat_relevant, False, self._on_flat)
+            tg.start_soon(self._watch, "tree", self.recursive_roots, self._relevant, True, self._send.send)
             tg.start_soon(self._workspace_guard)
             try:
                 # watchfiles registers its inotify watches when its generator first runs, in a
@@ -98,42 +99,30 @@ class MemoryWatcher:
                 # Cancelling cannot interrupt a watch thread: it would run to its timeout (5 s)
                 # before the task group could end. Their stop events end them within a step.
                 self._stop.set()
-                self._restart.set()
-                self._flat_restart.set()
+                self._rearm("tree", "flat")
 
-    async def _recursive_loop(self) -> None:
-        while not self._stop.is_set():
-            roots = self.recursive_roots()
-            self._restart = anyio.Event()
-            if not roots:
-                await self._restart.wait()
-                continue
-            stop = self._restart
-            async for changes in watchfiles.awatch(
-                *roots, watch_filter=lambda _c, p: self._relevant(p), stop_event=stop, step=50, debounce=1600
-            ):
-                await self._send.send({p for _c, p in changes})
-            # awatch ended: the stop event was set because a root appeared or vanished
+    def _rearm(self, *which: str) -> None:
+        for name in which:
+            self._restarts[name].set()
 
-    async def _flat_loop(self) -> None:
+    async def _watch(self, name: str, roots: Callable[[], list[Path]], relevant: Callable[[str], bool],
+                     recursive: bool, handle: Callable[[set[str]], Awaitable[None]]) -> None:
+        """Watch `roots()` until the watch's restart event is set (a root appeared, went away or was
+        replaced), then watch what is there again; with no root, wait for the event."""
         while not self._stop.is_set():
-            roots = self.flat_roots()
-            self._flat_restart = anyio.Event()
-            if not roots:
-                await self._flat_restart.wait()
+            found = roots()
+            restart = self._restarts[name] = anyio.Event()
+            if not found:
+                await restart.wait()
                 continue
-            async for changes in watchfiles.awatch(
-                *roots,
-                watch_filter=lambda _c, p: self._flat_relevant(p),
-                recursive=False,
-                stop_event=self._flat_restart,
-                step=50,
-                debounce=1600,
-            ):
-                paths = {p for _c, p in changes}
-                if any(Path(p).is_dir() or not Path(p).exists() for p in paths):
-                    self._restart.set()  # memory/ (or an extra folder) appeared or went away
-                await self._send.send(paths)
+            async for changes in watchfiles.awatch(*found, watch_filter=lambda _c, p: relevant(p), recursive=recursive,
+                                                   stop_event=restart, step=50, debounce=1600):
+                await handle({p for _c, p in changes})
+
+    async def _on_flat(self, paths: set[str]) -> None:
+        if any(Path(p).is_dir() or not Path(p).exists() for p in paths):
+            self._rearm("tree")  # memory/ (or an extra folder) appeared or went away
+        await self._send.send(paths)
 
     async def _workspace_guard(self) -> None:
         """Start both watches again on a workspace folder that was deleted and made again, or replaced."""
@@ -149,8 +138,7 @@ class MemoryWatcher:
             else:
                 what = "is back; watching it again" if armed is None else "was replaced; watching the new one"
                 log.warning(f"the workspace folder {what}", workspace=str(ws))
-                self._restart.set()
-                self._flat_restart.set()
+                self._rearm("tree", "flat")
                 await anyio.sleep(ARM_DELAY_S)  # the new watches are armed before the sync reads the files
                 await self._send.send({str(ws)})  # its files are synced: the index follows the folder there now
             armed = now

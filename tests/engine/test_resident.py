@@ -14,6 +14,8 @@ import tempfile
 import threading
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -345,6 +347,20 @@ def test_the_server_declines_what_it_cannot_answer_exactly(tmp_path):
     assert server.answered == 0
 
 
+@contextmanager
+def _watching(tmp_path: Path, runtime_dir: Path) -> Iterator[tuple[Path, dict[str, str], Watch]]:
+    """A copy of the example workspace with `memsift watch` answering searches on it."""
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, ws)
+    env = _env(tmp_path, runtime_dir)
+    watch = Watch(ws, env)
+    try:
+        watch.wait_for("resident")
+        yield ws, env, watch
+    finally:
+        watch.stop()
+
+
 def _note(ws: Path, env: dict[str, str], text: str) -> None:
     r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "note", text],
                        env=env, capture_output=True, text=True, timeout=60)
@@ -355,12 +371,7 @@ def test_a_note_written_just_before_a_resident_search_is_always_found(tmp_path, 
     # Reproduces issue 17: with `memsift watch` running, `memsift note` then `memsift search` missed
     # the note whenever a search had synced inside the watcher's debounce window (the watcher
     # announced only the first change of a batch), or searched before the change was announced.
-    ws = tmp_path / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, ws)
-    env = _env(tmp_path, runtime_dir)
-    watch = Watch(ws, env)
-    try:
-        watch.wait_for("resident")
+    with _watching(tmp_path, runtime_dir) as (ws, env, watch):
         misses = []
         for i in range(8):
             word = f"heron{i}"
@@ -381,19 +392,12 @@ def test_a_note_written_just_before_a_resident_search_is_always_found(tmp_path, 
             if not any(word in h["snippet"] for h in answer["results"]) and not answer.get("syncPending"):
                 misses.append(word)
         assert misses == []
-    finally:
-        watch.stop()
 
 
 def test_a_note_in_a_swapped_workspace_is_found_by_the_watchs_next_search(tmp_path, runtime_dir):
     """After `mv ws.new ws` (a restore, a fresh clone) a note written there at once is found by the
     search `memsift watch` answers: its change check and its watches follow the path, not the old folder."""
-    ws = tmp_path / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, ws)
-    env = _env(tmp_path, runtime_dir)
-    watch = Watch(ws, env)
-    try:
-        watch.wait_for("resident")
+    with _watching(tmp_path, runtime_dir) as (ws, env, watch):
         fresh = tmp_path / "ws.new"
         shutil.copytree(EXAMPLE_WORKSPACE, fresh)
         ws.rename(tmp_path / "ws.old")
@@ -404,8 +408,6 @@ def test_a_note_in_a_swapped_workspace_is_found_by_the_watchs_next_search(tmp_pa
             answer = _search(ws, env, word)
             watch.wait_for("answered")
             assert any(word in h["snippet"] for h in answer["results"]) or answer.get("syncPending"), word
-    finally:
-        watch.stop()
 
 
 def test_the_client_imports_nothing_heavy_and_reads_framed_answers(tmp_path, runtime_dir):
