@@ -450,6 +450,8 @@ def note(obj: _Ctx, text: str, as_json: bool) -> None:
     """Append TEXT as a timestamped line to today's memory/YYYY-MM-DD.md (created if needed)."""
     from ..files.notes import append_note  # noqa: PLC0415
     from ..config.workspace import is_workspace  # noqa: PLC0415
+    from ..config.zones import wall_clock  # noqa: PLC0415
+    from ..search.clock import now as clock_now  # noqa: PLC0415
 
     if not text.strip():
         raise click.UsageError('a note needs some text, e.g. memsift note "Call the dentist on Monday"')
@@ -462,7 +464,9 @@ def note(obj: _Ctx, text: str, as_json: bool) -> None:
                 "memory/ folder here or above it); run memsift from your agent's workspace, or pass -w DIR "
                 "(a new workspace is created there)"
             )
-        path, line = append_note(settings.workspace, text, zone=settings.memory_search.query.time.timezone)
+        # The user's day and time (query.time.timezone), counted from $MEMSIFT_NOW as a search counts.
+        zone = settings.memory_search.query.time.timezone
+        path, line = append_note(settings.workspace, text, now=wall_clock(clock_now(zone=zone), zone))
         if new:
             click.echo(f"memsift: created {settings.workspace / 'memory'} (a new workspace)", err=True)
     if as_json:

@@ -12,7 +12,6 @@ import stat
 from datetime import datetime
 from pathlib import Path
 
-from ..config.zones import zone_info
 from ..errors import PathNotAllowedError
 
 __all__ = ["append_note"]
@@ -26,13 +25,13 @@ def _refuse_symlink(path: Path, shown: str) -> None:
         pass
 
 
-def append_note(workspace: Path, text: str, *, now: datetime | None = None, zone: str | None = None) -> tuple[str, int]:
-    """Append `text` to today's log (today and the time of `zone`, the user's time zone; None: this
-    machine's); return (workspace-relative path, line number of the note)."""
+def append_note(workspace: Path, text: str, *, now: datetime | None = None) -> tuple[str, int]:
+    """Append `text` to the log of `now`'s day (default: today on this machine), stamped with its
+    time; return (workspace-relative path, line number of the note)."""
     lines = [ln.rstrip() for ln in (text or "").strip().splitlines()]
     if not lines or not lines[0]:
         raise PathNotAllowedError("memory/", "a note needs some text")
-    now = now or (datetime.now(zone_info(zone)) if zone else datetime.now().astimezone())
+    now = now or datetime.now().astimezone()
     day = now.strftime("%Y-%m-%d")
     folder = workspace / "memory"
     rel = f"memory/{day}.md"

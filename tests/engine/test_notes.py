@@ -59,27 +59,32 @@ def test_note_then_search_through_the_cli(tmp_path):
     assert json.loads(r.stdout)["results"][0]["path"] == written["path"]
 
 
-@pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "Pacific/Pago_Pago"])  # 25 hours apart: one is another day
-def test_a_note_goes_to_the_users_day_in_the_users_time_zone(tmp_path, zone):
-    """`memsift note` with the user's zone configured (OpenClaw's userTimezone) writes to her day's file
-    and stamps her time, as OpenClaw names its daily files; not the machine's day."""
-    from zoneinfo import ZoneInfo
+# Moments at a month's and a year's end (UTC) and the day and time each is for a user in each zone:
+# 25 hours apart, so the two are on different days at every one of them.
+NOTE_MOMENTS = [
+    ("2026-12-31T23:30:00+00:00", {"Pacific/Kiritimati": "2027-01-01 13:30", "Pacific/Pago_Pago": "2026-12-31 12:30"}),
+    ("2027-03-01T02:15:00+00:00", {"Pacific/Kiritimati": "2027-03-01 16:15", "Pacific/Pago_Pago": "2027-02-28 15:15"}),
+    ("2028-02-29T10:45:00+00:00", {"Pacific/Kiritimati": "2028-03-01 00:45", "Pacific/Pago_Pago": "2028-02-28 23:45"}),
+]
 
+
+@pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "Pacific/Pago_Pago"])
+@pytest.mark.parametrize(("moment", "expected"), NOTE_MOMENTS)
+def test_a_note_goes_to_the_users_day_in_the_users_time_zone(tmp_path, zone, moment, expected):
+    """`memsift note` with the user's zone configured (OpenClaw's userTimezone) writes to her day's file
+    and stamps her time, as OpenClaw names its daily files; not the machine's day. Counted from
+    `$MEMSIFT_NOW` (fixed here, as every door counts from it)."""
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
     cfg = tmp_path / "openclaw.json"
     cfg.write_text(json.dumps({"agents": {"defaults": {"userTimezone": zone}}}))
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1",
-           "MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
-    for _ in range(3):  # asked again if her day turned over while it ran
-        before = datetime.now(ZoneInfo(zone))
-        r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "--openclaw-config", str(cfg), "-w",
-                            str(ws), "note", "called the notary", "--json"], capture_output=True, text=True, env=env,
-                           timeout=120)
-        after = datetime.now(ZoneInfo(zone))
-        if before.date() == after.date():
-            break
+           "MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+           "MEMSIFT_NOW": moment}
+    r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "--openclaw-config", str(cfg), "-w",
+                        str(ws), "note", "called the notary", "--json"], capture_output=True, text=True, env=env,
+                       timeout=120)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["path"] == f"memory/{after.date().isoformat()}.md"
-    line = (ws / json.loads(r.stdout)["path"]).read_text().splitlines()[-1]
-    assert line[2:7] in {before.strftime("%H:%M"), after.strftime("%H:%M")}, line
+    day, clock = expected[zone].split()
+    assert json.loads(r.stdout)["path"] == f"memory/{day}.md"
+    assert (ws / "memory" / f"{day}.md").read_text().splitlines()[-1] == f"- {clock} called the notary"
