@@ -35,15 +35,21 @@ def which_month(month: int, year: int | None, qualifier: str | None, today: date
     return date(today.year if month <= today.month else today.year - 1, month, 1)
 
 
+_THIRDS = {"early": 0, "the beginning of": 0, "the start of": 0, "mid": 1, "the middle of": 1, "late": 2,
+           "the end of": 2}
+
+
+def third(part: str | None) -> int | None:
+    """Which third a part word names (0 early, 1 mid, 2 late), or None: the whole."""
+    return _THIRDS.get(re.sub(r"\s+", " ", (part or "").lower()))
+
+
 def month_part(first: date, part: str | None) -> tuple[date, date]:
-    p = re.sub(r"\s+", " ", (part or "").lower())
-    if p in ("early", "the beginning of", "the start of"):
-        return first, first.replace(day=10)
-    if p in ("mid", "the middle of"):
-        return first.replace(day=11), first.replace(day=20)
-    if p in ("late", "the end of"):
-        return first.replace(day=21), month_end(first)
-    return first, month_end(first)
+    """A month in thirds: days 1-10, 11-20, 21 to its end; no part: all of it."""
+    spans = [(first, first.replace(day=10)), (first.replace(day=11), first.replace(day=20)),
+             (first.replace(day=21), month_end(first))]
+    n = third(part)
+    return (first, month_end(first)) if n is None else spans[n]
 
 
 def quarter(q: int, year: int | None, qualifier: str | None, today: date) -> tuple[date, date]:
@@ -129,14 +135,11 @@ def holidays(today: date) -> tuple[date, date]:
 def year_part(year: int, part: str | None) -> tuple[date, date]:
     """A year in thirds, as a month is: early (January to April), mid (May to August), late (September
     to December); no part: all of it."""
-    p = re.sub(r"\s+", " ", (part or "").lower())
-    if p in ("early", "the beginning of", "the start of"):
-        return date(year, 1, 1), date(year, 4, 30)
-    if p in ("mid", "the middle of"):
-        return date(year, 5, 1), date(year, 8, 31)
-    if p in ("late", "the end of"):
-        return date(year, 9, 1), date(year, 12, 31)
-    return date(year, 1, 1), date(year, 12, 31)
+    n = third(part)
+    if n is None:
+        return date(year, 1, 1), date(year, 12, 31)
+    first = date(year, 4 * n + 1, 1)
+    return first, month_end(add_months(first, 3))
 
 
 def relative_year(which: str | None, year: int | None, today: date) -> int:
