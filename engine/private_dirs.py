@@ -6,13 +6,14 @@ mostly interpreter start-up, and pathlib with its imports is 10 ms of it)."""
 from __future__ import annotations
 
 import os
+import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
-__all__ = ["default_state_dir", "default_state_path", "make_private_dir"]
+__all__ = ["default_state_dir", "default_state_path", "make_private_dir", "private_runtime_path"]
 
 
 def default_state_path(env: Mapping[str, str]) -> str:
@@ -48,3 +49,25 @@ def make_private_dir(path: Path) -> None:
         except FileExistsError:
             continue
         os.chmod(d, 0o700)  # mkdir's mode is masked by the umask
+
+
+def private_runtime_path(env: Mapping[str, str], *, create: bool = False) -> str | None:
+    """This user's private runtime folder: `$XDG_RUNTIME_DIR/memsift`, else `/tmp/memsift-<uid>`
+    (the resident helpers' sockets; the model cache's fallback). None when it is missing, or not
+    safely ours: another user's folder, a symlink, or one others can write to is never used."""
+    runtime = env.get("XDG_RUNTIME_DIR")
+    folder = os.path.join(runtime, "memsift") if runtime and os.path.isdir(runtime) else f"/tmp/memsift-{os.getuid()}"
+    if create:
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return None
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return folder

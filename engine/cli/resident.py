@@ -33,11 +33,10 @@ from __future__ import annotations
 
 import _socket
 import os
-import stat
 import sys
 import time
 
-from ..private_dirs import default_state_path
+from ..private_dirs import default_state_path, private_runtime_path
 from .streams import writes_unicode
 
 TYPE_CHECKING = False
@@ -98,23 +97,7 @@ def rendezvous_dir(env: Mapping[str, str], *, create: bool = False) -> Path | No
 
 
 def _rendezvous_path(env: Mapping[str, str], *, create: bool = False) -> str | None:
-    runtime = env.get("XDG_RUNTIME_DIR")
-    folder = os.path.join(runtime, "memsift") if runtime and os.path.isdir(runtime) else f"/tmp/memsift-{os.getuid()}"
-    if create:
-        try:
-            os.mkdir(folder, 0o700)
-        except FileExistsError:
-            pass
-        except OSError:
-            return None
-    try:
-        st = os.lstat(folder)
-    except OSError:
-        return None
-    # Another user's folder, a symlink, or one others can write to is never used.
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-        return None
-    return folder
+    return private_runtime_path(env, create=create)
 
 
 def _is_secret(name: str) -> bool:

@@ -46,7 +46,7 @@ from ..logging import get_logger
 from .digests import sha256_of
 from .graph_rewrites import UNFUSED, rewrite
 
-__all__ = ["RECIPE", "default_model_cache_dir", "int8_build_available", "int8_graph"]
+__all__ = ["RECIPE", "default_model_cache_dir", "fallback_cache_dir", "int8_build_available", "int8_graph"]
 
 RECIPE = "int8dyn-perchannel-ortext-v3-fused-pairsafe"  # part of the file name and of the provider's fingerprint
 
@@ -78,31 +78,60 @@ def _verified(model: Path, checksum: Path) -> bool:
         return False
 
 
+def fallback_cache_dir(env: Mapping[str, str], *, create: bool = False) -> Path | None:
+    """`<private runtime folder>/models` (`$XDG_RUNTIME_DIR/memsift` or `/tmp/memsift-<uid>`, ours
+    alone): where the int8 graph goes when the model cache cannot be written (a read-only home in a
+    container, a sandboxed service). Without it such a process ran the fp32 graph, whose vectors
+    carry another fingerprint: an index built elsewhere with int8 ones fell to keywords only."""
+    from ..private_dirs import private_runtime_path  # noqa: PLC0415
+
+    folder = private_runtime_path(env, create=create)
+    return Path(folder) / "models" if folder else None
+
+
 def int8_graph(source: Path, source_sha256: str, cache_dir: Path) -> Path | None:
-    """The verified int8 graph for `source`, built now if missing or damaged; None when it cannot
-    be built here (no `onnx`, unwritable folder), in which case the caller keeps the fp32 graph."""
+    """The verified int8 graph for `source`, built now if missing or damaged: in `cache_dir`, else
+    in `fallback_cache_dir`; None when it cannot be built (no `onnx`, no writable folder), in which
+    case the caller keeps the fp32 graph."""
     stem = f"{source_sha256[:16]}-{RECIPE}"
-    model, checksum = cache_dir / f"{stem}.onnx", cache_dir / f"{stem}.sha256"
-    if _verified(model, checksum):
-        return model
+    spare = fallback_cache_dir(os.environ)
+    for folder in (cache_dir, spare):
+        if folder is not None and _verified(folder / f"{stem}.onnx", folder / f"{stem}.sha256"):
+            return folder / f"{stem}.onnx"
     if not int8_build_available():
         return None
     try:
-        from ..private_dirs import make_private_dir  # noqa: PLC0415
-
-        make_private_dir(cache_dir)
-        with open(cache_dir / f"{stem}.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others then find it built
-            if _verified(model, checksum):
-                return model
-            if model.exists():
-                log.warning("int8 model graph failed its checksum; rebuilding", path=str(model))
-            _remove_stale_builds(cache_dir)
-            _build_in_child(source, model, checksum)  # its checksum remembered there: no process hashes it again
-        return model
+        return _built(source, cache_dir, stem)
     except Exception as exc:  # a cache that cannot be built must not stop embeddings
-        log.warning("cannot build the int8 model graph; using the fp32 graph", error=str(exc), folder=str(cache_dir))
-        return None
+        failure = f"{cache_dir}: {exc}"
+    spare = fallback_cache_dir(os.environ, create=True)
+    if spare is not None and spare != cache_dir:
+        try:
+            model = _built(source, spare, stem)
+            log.info("the model cache cannot be written; the int8 graph is kept in the private runtime folder",
+                     cache=str(cache_dir), folder=str(spare))
+            return model
+        except Exception as exc:  # the same: the fp32 graph then
+            failure += f"; {spare}: {exc}"
+    log.warning("cannot build the int8 model graph; using the fp32 graph", error=failure)
+    return None
+
+
+def _built(source: Path, cache_dir: Path, stem: str) -> Path:
+    """The graph in `cache_dir`, built there under a lock unless another process just did."""
+    from ..private_dirs import make_private_dir  # noqa: PLC0415
+
+    model, checksum = cache_dir / f"{stem}.onnx", cache_dir / f"{stem}.sha256"
+    make_private_dir(cache_dir)
+    with open(cache_dir / f"{stem}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others then find it built
+        if _verified(model, checksum):
+            return model
+        if model.exists():
+            log.warning("int8 model graph failed its checksum; rebuilding", path=str(model))
+        _remove_stale_builds(cache_dir)
+        _build_in_child(source, model, checksum)  # its checksum remembered there: no process hashes it again
+    return model
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

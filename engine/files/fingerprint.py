@@ -66,7 +66,8 @@ _CHANGES = {
     "schema": "the index format changed with this version of memsift",
     "provider": "the embedding provider changed ({0} → {1})",
     "model": "the embedding model changed ({0} → {1})",
-    "providerKey": "the embedding provider's settings changed (endpoint, headers or dimensions)",
+    "providerKey": ("the embedding provider's settings changed "
+                    "(endpoint, headers, dimensions, or the local model's int8 or fp32 graph)"),
     "sources": "the sources changed ({0} → {1})",
     "scopeHash": "the files it covers changed (workspace, extraPaths or multimodal settings)",
     "extraPaths": "the extra paths changed ({0} → {1})",

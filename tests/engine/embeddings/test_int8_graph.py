@@ -75,10 +75,28 @@ def test_a_damaged_graph_is_rebuilt(cache):
     assert p.embed_sync(["hello"]).shape == (1, 384)
 
 
-def test_without_onnx_or_a_usable_cache_the_fp32_graph_is_used(tmp_path, monkeypatch):
+def test_a_cache_that_cannot_be_written_keeps_the_graph_in_the_private_runtime_folder(tmp_path, monkeypatch, cache):
+    # A read-only home (a container, a sandboxed service): the int8 graph, and so the vectors' fingerprint,
+    # must stay those of the processes that could write the cache, or their index falls to keywords only.
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    (tmp_path / "run").mkdir()
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("x")
     p = LocalMiniLMProvider(cache_dir=not_a_dir / "models")  # cannot be created
+    assert p.quantised and p.graph_file.parent == tmp_path / "run" / "memsift" / "models"
+    assert p.fingerprint == LocalMiniLMProvider(cache_dir=cache).fingerprint
+    assert (tmp_path / "run" / "memsift").stat().st_mode & 0o777 == 0o700
+    again = LocalMiniLMProvider(cache_dir=not_a_dir / "models")  # found there, not built again
+    built = p.graph_file.stat().st_mtime_ns
+    assert again.graph_file == p.graph_file and again.graph_file.stat().st_mtime_ns == built
+
+
+def test_without_onnx_or_any_usable_folder_the_fp32_graph_is_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    (tmp_path / "memsift").write_text("not a folder")  # the runtime folder is not usable either
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    p = LocalMiniLMProvider(cache_dir=not_a_dir / "models")
     assert not p.quantised and p.fingerprint == LocalMiniLMProvider(int8=False).fingerprint
     monkeypatch.setattr(int8_graph, "int8_build_available", lambda: False)
     p = LocalMiniLMProvider(cache_dir=tmp_path / "empty")
