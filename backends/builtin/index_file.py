@@ -95,7 +95,10 @@ def inspect_index_file(path: Path, state_dir: Path | None) -> IndexFileKind:
     except FileNotFoundError:
         return "missing"
     except OSError as exc:
-        raise IndexUnusableError(f"cannot inspect index {path}: {exc.strerror}") from None
+        raise IndexUnusableError(
+            f"cannot inspect index {path}: {exc.strerror}. Check the folders on that path, or point "
+            "MEMSIFT_STATE_DIR (or store.path) at a folder you can write"
+        ) from None
     if stat.S_ISLNK(st.st_mode):
         raise IndexUnusableError(
             f"index {path} is a symlink; memsift does not follow symlinks where it writes its index. "

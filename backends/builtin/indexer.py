@@ -186,9 +186,10 @@ def write_lock(db_path: Path, cancel: threading.Event | None = None) -> Iterator
             raise IndexUnusableError(
                 f"lock file {lock} is a symlink; memsift does not follow it. Remove the link"
             ) from None
+        now = "the index can be searched but not updated" if db_path.exists() else "there is no index to search yet"
         raise IndexUnusableError(
-            f"cannot create the lock file {lock}: {exc.strerror} (is the state folder read-only?); "
-            "the index can be searched but not updated"
+            f"cannot write in the state folder {db_path.parent}: {exc.strerror}; {now}. Make it writable, or point "
+            "MEMSIFT_STATE_DIR (or store.path) at a folder you can write"
         ) from None
     try:
         if not flock_within(fd, WRITE_LOCK_TIMEOUT_S, check=lambda: _check(cancel)):

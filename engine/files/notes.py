@@ -12,7 +12,7 @@ import stat
 from datetime import datetime
 from pathlib import Path
 
-from ..errors import PathNotAllowedError
+from ..errors import MemsiftError, PathNotAllowedError
 
 __all__ = ["append_note"]
 
@@ -36,10 +36,28 @@ def append_note(workspace: Path, text: str, *, now: datetime | None = None) -> t
     folder = workspace / "memory"
     rel = f"memory/{day}.md"
     _refuse_symlink(folder, "memory")
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{day}.md"
-    _refuse_symlink(path, rel)
     entry = f"- {now.strftime('%H:%M')} {lines[0]}" + "".join(f"\n  {ln}" for ln in lines[1:]) + "\n"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _refuse_symlink(path, rel)
+        _append(path, day, entry)
+    except OSError as exc:  # a read-only workspace, a full disk, a folder of another user
+        raise MemsiftError(
+            f"cannot write the note to {rel}: {exc.strerror or exc}; the note was not written. "
+            f"Check that {folder} is a folder you can write"
+        ) from None
+    try:
+        with open(path, "rb") as fh:
+            total = fh.read().count(b"\n")
+    except OSError as exc:  # a file others may append to but not read
+        raise MemsiftError(f"the note was written to {rel}, but the file cannot be read back: {exc.strerror}") from None
+    return rel, total - entry.count("\n") + 1
+
+
+def _append(path: Path, day: str, entry: str) -> None:
+    """`entry` at the end of the day's log in one write, after a heading for a new file and a line
+    break for a file that lacks its last one."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     with os.fdopen(fd, "ab") as fh:
         size = os.fstat(fh.fileno()).st_size
@@ -52,6 +70,3 @@ def append_note(workspace: Path, text: str, *, now: datetime | None = None) -> t
                 if existing.read(1) != b"\n":
                     prefix = "\n"
         fh.write((prefix + entry).encode("utf-8"))
-    with open(path, "rb") as fh:
-        total = fh.read().count(b"\n")
-    return rel, total - entry.count("\n") + 1

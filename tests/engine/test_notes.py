@@ -88,3 +88,35 @@ def test_a_note_goes_to_the_users_day_in_the_users_time_zone(tmp_path, zone, mom
     day, clock = expected[zone].split()
     assert json.loads(r.stdout)["path"] == f"memory/{day}.md"
     assert (ws / "memory" / f"{day}.md").read_text().splitlines()[-1] == f"- {clock} called the notary"
+
+
+def test_a_note_that_cannot_be_written_is_a_clear_error_and_the_index_one_too(tmp_path):
+    """A day's file that cannot be opened for writing (here a folder by that name: refused to root as to
+    anyone, as a read-only workspace is) and a state folder that cannot be made say so, and what to do,
+    in one line each: not a traceback, nor "the index can be searched" of an index that does not exist."""
+    ws = tmp_path / "ws"
+    (ws / "memory" / "2026-11-22.md").mkdir(parents=True)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")},
+        "MEMSIFT_NO_RESIDENT": "1", "MEMSIFT_NOW": "2026-11-22T09:41:00+00:00", "TZ": "UTC",
+    }
+    (tmp_path / "state").write_text("a file where the state folder should be")
+    env.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    base = [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws)]
+    r = subprocess.run([*base, "note", "the spare key is under the flowerpot"], capture_output=True, text=True, env=env)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "cannot write the note to memory/2026-11-22.md" in r.stderr and "the note was not written" in r.stderr
+    (ws / "MEMORY.md").write_text("# Memory\n\nThe spare key is under the flowerpot.\n")
+    r = subprocess.run([*base, "search", "spare key"], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 4 and "Traceback" not in r.stderr, r.stderr
+    assert "cannot inspect index" in r.stderr and "Not a directory" in r.stderr and "MEMSIFT_STATE_DIR" in r.stderr
+    # The index's folder is there but its lock cannot be made (a folder by that name, as a read-only state folder).
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "idx.sqlite.lock").mkdir()
+    config = tmp_path / "memsift.json5"
+    config.write_text(json.dumps({"memorySearch": {"store": {"path": str(tmp_path / "store" / "idx.sqlite")}}}))
+    r = subprocess.run([*base, "-c", str(config), "search", "spare key"], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 4 and "Traceback" not in r.stderr, r.stderr
+    assert f"cannot write in the state folder {tmp_path / 'store'}" in r.stderr
+    assert "there is no index to search yet" in r.stderr and "MEMSIFT_STATE_DIR" in r.stderr
