@@ -181,8 +181,13 @@ def _parse_file(path: Path, *, required: bool, what: str = "config file") -> Any
         if required:
             raise ConfigError(f"{what} not found: {path}") from None
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {what} {path}: {exc}") from None
+    except UnicodeDecodeError as exc:  # Windows editors save UTF-16 (with a byte-order mark) or a code page
+        raise ConfigError(
+            f"cannot read {what} {path}: it is not UTF-8 (byte {exc.start} is {exc.object[exc.start]:#04x}); "
+            "save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     return parse_json5(text, f"{what} {path}") if text.strip() else {}
 
 

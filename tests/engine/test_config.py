@@ -186,6 +186,14 @@ def test_broken_files(tmp_path):
         load_config(tmp_path / "missing.json5", environ={})
     with pytest.raises(ConfigError, match="unknown key"):
         load_config(_write(tmp_path, "{memroy: {}}"), environ={})
+    # As Windows editors save it: UTF-8 with a byte-order mark and CRLF loads; UTF-16 says what to do.
+    bom = tmp_path / "bom.json5"
+    bom.write_bytes("\ufeff{\r\n  // maxResults\r\n  memorySearch: {query: {maxResults: 2}},\r\n}\r\n".encode())
+    assert load_config(bom, environ={})[0].memory_search.query.max_results == 2
+    utf16 = tmp_path / "utf16.json5"
+    utf16.write_bytes("{memorySearch: {}}".encode("utf-16"))
+    with pytest.raises(ConfigError, match=r"is not UTF-8 \(byte 0 is 0xff\); save it as UTF-8"):
+        load_config(utf16, environ={})
     # The default location may be absent: that is an empty config, not an error.
     cfg, path = load_config(environ={"XDG_CONFIG_HOME": str(tmp_path / "none")})
     assert path is None and cfg.memory.backend == "builtin"
