@@ -6,10 +6,10 @@ a `memory/` folder created later, which restarts the recursive watch). Changes a
 they stay quiet for `sync.watchDebounceMs`, then handed over as one batch. Searches in the
 meantime do not rely on it: they ask the exact `ChangeProbe` (change_probe.py) first.
 
-A watch follows a folder, not a path: a workspace deleted and made again, or swapped for another
-(`git clone` anew, a restore, `mv ws.new ws`), would leave both watches on the old folder and the
-new notes unseen. A guard looks at the workspace every `GUARD_S`: gone, it says so; back (another
-folder at the path), both watches start again on it and its files are synced.
+A watch follows a folder, not a path: a workspace or an extra folder deleted and made again, or
+swapped for another (`git clone` anew, a restore, `mv ws.new ws`), would leave the watches on the
+old folder and the new notes unseen. A guard looks at those folders every `GUARD_S`: gone, it says
+so; back (another folder at the path), both watches start again on it and its files are synced.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ __all__ = ["MemoryWatcher", "IGNORED_DIRS"]
 log = get_logger("memsift.watch")
 
 ARM_DELAY_S = 0.3
-GUARD_S = 2.0  # how often the workspace folder is checked for being gone or replaced
+GUARD_S = 2.0  # how often the workspace and extra folders are checked for being gone or replaced
 IGNORED_DIRS = frozenset({".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox", "__pycache__"})
 
 
@@ -88,7 +88,7 @@ class MemoryWatcher:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._watch, "flat", self.flat_roots, self._flat_relevant, False, self._on_flat)
             tg.start_soon(self._watch, "tree", self.recursive_roots, self._relevant, True, self._send.send)
-            tg.start_soon(self._workspace_guard)
+            tg.start_soon(self._folder_guard)
             try:
                 # watchfiles registers its inotify watches when its generator first runs, in a
                 # worker thread: give both a moment before reporting "armed".
@@ -124,24 +124,33 @@ class MemoryWatcher:
             self._rearm("tree")  # memory/ (or an extra folder) appeared or went away
         await self._send.send(paths)
 
-    async def _workspace_guard(self) -> None:
-        """Start both watches again on a workspace folder that was deleted and made again, or replaced."""
+    async def _folder_guard(self) -> None:
+        """Start both watches again when the workspace folder or an extra folder was deleted and made
+        again, or replaced; an extra folder gone is synced too (its files leave the index, as a
+        search's own check would drop them). Nothing else watches an extra folder's parent."""
         ws = self.settings.workspace
-        armed = _identity(ws)
+        guarded = [ws, *self._extra]
+        armed = [_identity(p) for p in guarded]
         while not self._stop.is_set():
             await anyio.sleep(GUARD_S)
-            now = _identity(ws)
-            if now == armed:
-                continue
-            if now is None:
-                log.warning("the workspace folder is gone; watching for it to come back", workspace=str(ws))
-            else:
-                what = "is back; watching it again" if armed is None else "was replaced; watching the new one"
-                log.warning(f"the workspace folder {what}", workspace=str(ws))
-                self._rearm("tree", "flat")
-                await anyio.sleep(ARM_DELAY_S)  # the new watches are armed before the sync reads the files
-                await self._send.send({str(ws)})  # its files are synced: the index follows the folder there now
+            now = [_identity(p) for p in guarded]
+            changed = [(p, before, after) for p, before, after in zip(guarded, armed, now) if before != after]
             armed = now
+            if not changed:
+                continue
+            for path, before, after in changed:
+                what = "workspace folder" if path == ws else "extra folder"
+                if after is None:
+                    log.warning(f"the {what} is gone; watching for it to come back", path=str(path))
+                else:
+                    back = "is back; watching it again" if before is None else "was replaced; watching the new one"
+                    log.warning(f"the {what} {back}", path=str(path))
+            synced = {str(p) for p, _before, after in changed if after is not None or p != ws}
+            if not synced:
+                continue  # the workspace alone went away: nothing to watch until it is back
+            self._rearm("tree", "flat")
+            await anyio.sleep(ARM_DELAY_S)  # the new watches are armed before the sync reads the files
+            await self._send.send(synced)  # their files are synced: the index follows the folders there now
 
     async def _debounce_loop(self) -> None:
         """Hand over a batch once changes have been quiet for the debounce window."""

@@ -334,3 +334,38 @@ def test_a_workspace_deleted_and_made_again_or_swapped_is_watched_again(tmp_path
     shed, tulips = _host_and(tmp_path, ws, body)
     assert shed and shed[0].path == "memory/2026-12-06.md" and "zeppelin" in shed[0].snippet
     assert tulips and tulips[0].path == "memory/2026-12-07.md"
+
+
+def test_an_extra_folder_moved_away_and_made_again_is_watched_again(tmp_path):
+    """Nothing watches an extra folder's parent: after `mv notes notes.old; mkdir notes` the watch stayed
+    on the moved folder, its files stayed in the index and the new folder's notes were never indexed."""
+    ws, extra = tmp_path / "ws", tmp_path / "notes"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n")
+    extra.mkdir()
+    (extra / "plants.md").write_text("- the orchid needs water every sunday\n")
+
+    async def indexed_after(events, n, field):
+        await _wait_for(events, lambda k, p: any(getattr(s["report"], field) for s in _watch_syncs(events)[n:]),
+                        timeout=30)
+
+    async def body(manager, events):
+        await anyio.sleep(0.3)
+        orchid = (await manager.search("orchid water sunday", min_score=0)).results
+        n = len(_watch_syncs(events))
+        extra.rename(tmp_path / "notes.old")
+        await indexed_after(events, n, "files_removed")  # the guard: gone, and its files with it
+        gone = (await manager.search("orchid water sunday", min_score=0)).results
+        n = len(_watch_syncs(events))
+        extra.mkdir()
+        (extra / "cactus.md").write_text("- the cactus needs water once a month\n")
+        await indexed_after(events, n, "files_indexed")
+        n = len(_watch_syncs(events))
+        (extra / "fern.md").write_text("- the fern likes the shade of the quokka shed\n")  # the new watch's
+        await indexed_after(events, n, "files_indexed")
+        return orchid, gone, (await manager.search("fern shade quokka", min_score=0)).results
+
+    orchid, gone, fern = _host_and(tmp_path, ws, body, extraPaths=[str(extra)])
+    assert orchid and orchid[0].path.endswith("notes/plants.md")
+    assert all(not h.path.endswith("plants.md") for h in gone)
+    assert fern and fern[0].path.endswith("notes/fern.md")
