@@ -173,8 +173,9 @@ def cli(
         from ..search.clock import now  # noqa: PLC0415
 
         now()
-    except ValueError as exc:  # $MEMSIFT_NOW is no moment: said before any work
-        raise click.UsageError(str(exc)) from None
+    except ValueError as exc:  # $MEMSIFT_NOW is no moment: said before any work, as an environment's error
+        click.echo(f"memsift: {exc}", err=True)  # (no usage banner: the command line is right)
+        sys.exit(EXIT_CODES["usage"])
     configure_logging(verbose)
     ctx.obj = _Ctx(workspace, agent, config_path, backend, openclaw_config, timeout)
 
