@@ -217,9 +217,14 @@ class SearchOptions(_Request, frozen=True):
         """The `SearchRequest` every stage and backend takes, read once with the configured hemisphere
         and clock (`config`: the query config; `now`: POSIX seconds, default the clock): a since
         or until that is no date is an InvalidRequest naming it as `door` spells it."""
+        from .search.clock import check_now  # noqa: PLC0415
         from .search.request import SearchRequest  # noqa: PLC0415
         from .search.time_query import BadTimeBound  # noqa: PLC0415
 
+        try:
+            check_now(now)
+        except ValueError as exc:
+            raise InvalidRequest("now", str(exc)) from None
         try:
             return SearchRequest.parse(self.query, config, max_results=self.max_results, min_score=self.min_score,
                                        mode=self.mode, since=self.since, until=self.until, now=now,

@@ -331,6 +331,13 @@ def test_a_time_only_question_gets_that_days_notes_through_every_door(doors, min
     assert [h[0] for h in answer["hits"]] == [f"memory/{yesterday}.md"]
 
 
+def test_the_open_bounds_scripts_send_leave_out_no_day_through_every_door(doors):
+    """since 0001-01-01, until 9999-12-31: year 0 in the user's zone (UTC+14 here) and nanoseconds past 64
+    bits ended every door's search in a traceback."""
+    wide = _check_same(doors, "ledger", {"since": "0001-01-01", "until": "9999-12-31"})
+    assert wide["hits"] and [h[0] for h in wide["hits"]] == [h[0] for h in _check_same(doors, "ledger", {})["hits"]]
+
+
 def test_a_day_of_last_month_is_read_alike_through_every_door(doors):
     """"on the 31st" asked on 1 January: the day read by memsift's calendar (time_phrases.py), across the year."""
     answer = _check_same(doors, "what did I do on the 31st?", {})

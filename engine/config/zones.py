@@ -11,7 +11,15 @@ import time
 from datetime import date, datetime, tzinfo
 from datetime import time as day_time
 
-__all__ = ["BadZone", "zone_info", "wall_clock", "day_seconds"]
+__all__ = ["BadZone", "LAST_SECOND", "zone_info", "wall_clock", "day_seconds", "is_moment"]
+
+LAST_SECOND = 253402300799  # 9999-12-31T23:59:59Z: every moment memsift reads is between 0 and this
+
+
+def is_moment(seconds: object) -> bool:
+    """POSIX seconds memsift can read as a day in any zone: a real number (not a bool, NaN or
+    infinite) from 1970 to the end of 9999."""
+    return isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 <= seconds <= LAST_SECOND
 
 
 class BadZone(ValueError):

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from ..config.zones import is_moment
+
 __all__ = ["Transcript", "flatten_transcript", "redact_text", "list_transcripts", "TRANSCRIPT_SUFFIXES"]
 
 _SECRET_RES = [
@@ -48,7 +50,8 @@ def _message_text(content) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return " ".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        blocks = (b for b in content if isinstance(b, dict) and b.get("type") == "text")
+        return " ".join(b["text"] for b in blocks if isinstance(b.get("text"), str))
     return ""
 
 
@@ -59,13 +62,15 @@ def _timestamp(rec: dict, msg: dict) -> float:
     if isinstance(ts, bool):
         return 0.0
     if isinstance(ts, (int, float)):
-        return ts / 1000 if ts >= 1e11 else float(ts)  # milliseconds or seconds
+        seconds = ts / 1000 if ts >= 1e11 else float(ts)  # milliseconds or seconds
+        return seconds if is_moment(seconds) else 0.0  # NaN, Infinity, 1e300: no moment
     if isinstance(ts, str):
         try:
             when = datetime.fromisoformat(ts.strip().replace("Z", "+00:00"))
-        except ValueError:
+            seconds = (when if when.tzinfo else when.astimezone()).timestamp()
+        except (ValueError, OverflowError, OSError):  # no date; year 1 or 9999 in a far zone
             return 0.0
-        return (when if when.tzinfo else when.astimezone()).timestamp()
+        return seconds if is_moment(seconds) else 0.0
     return 0.0
 
 
@@ -76,7 +81,7 @@ def flatten_transcript(raw: str) -> Transcript:
             continue
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # a torn line, or arrays nested past the parser's depth
             continue
         msg = rec.get("message") if isinstance(rec, dict) else None
         if not isinstance(msg, dict) or rec.get("type") != "message" or msg.get("role") not in ("user", "assistant"):

@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 from datetime import datetime
 
-from ..config.zones import zone_info
+from ..config.zones import LAST_SECOND, is_moment, zone_info
 
 NOW_ENV = "MEMSIFT_NOW"
 
@@ -42,9 +42,13 @@ def parse_now(text: str, zone: str | None = None) -> float:
             moment = moment.replace(hour=12)
         if zone and moment.tzinfo is None:
             moment = moment.replace(tzinfo=zone_info(zone))
-        return moment.timestamp()
-    if not 0 <= seconds < 253402300800:  # before 10000-01-01: the calendar stays readable
-        raise BadClock(f"${NOW_ENV}={value[:40]!r} is out of range: POSIX seconds between 0 and 253402300799")
+        try:
+            seconds = moment.timestamp()
+        except (OverflowError, OSError, ValueError):  # year 1 in a zone east of UTC
+            seconds = -1.0
+    if not is_moment(seconds):  # up to the end of 9999: the calendar stays readable
+        raise BadClock(f"${NOW_ENV}={value[:40]!r} is out of range: a moment from 1970 to 9999 "
+                       f"(POSIX seconds between 0 and {LAST_SECOND})")
     return seconds
 
 
@@ -53,3 +57,11 @@ def now(environ: Mapping[str, str] | None = None, zone: str | None = None) -> fl
     fixed = (os.environ if environ is None else environ).get(NOW_ENV, "").strip()
     return parse_now(fixed, zone) if fixed else time.time()
 
+
+def check_now(value: float | None) -> float | None:
+    """`now=` as the Python API passes it: None, or POSIX seconds memsift can read as a day.
+    ValueError otherwise (NaN or 1e20 failed deep in the calendar; True was one second after 1970)."""
+    if value is not None and not is_moment(value):
+        raise ValueError(f"must be POSIX seconds between 0 and {LAST_SECOND} (got {str(value)[:40]!r}); "
+                         "a datetime's .timestamp() gives them")
+    return value

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from typing import Any, Union
 
-from ..config.zones import day_seconds, wall_clock
+from ..config.zones import LAST_SECOND, day_seconds, is_moment, wall_clock
 from .time_phrases import calendar_window, find_calendar_phrases
 
 __all__ = [
@@ -61,8 +61,8 @@ class TimeWindow:
     def mtime_ns_range(self) -> tuple[int, int]:
         """The window as inclusive modification times in nanoseconds (undated files), its days taken in
         its zone."""
-        lo = int(day_seconds(self.start, self.zone) * 1e9) if self.start else -(2**63)
-        hi = int(day_seconds(self.end, self.zone, end=True) * 1e9) if self.end else 2**63 - 1
+        lo = _mtime_ns(self.start, self.zone, end=False) if self.start else NS_MIN
+        hi = _mtime_ns(self.end, self.zone, end=True) if self.end else NS_MAX
         return lo, hi
 
     @property
@@ -76,6 +76,20 @@ class TimeWindow:
         end = self.end.isoformat() if self.end else "…"
         span = start if self.start == self.end else f"{start}..{end}"
         return f"{span} ({self.text!r})"
+
+
+NS_MIN, NS_MAX = -(2**63), 2**63 - 1  # a modification time in signed 64-bit nanoseconds: 1677 to 2262
+
+
+def _mtime_ns(day: date, zone: str | None, *, end: bool) -> int:
+    """The first (`end`: last) nanosecond of `day`, clamped to what a modification time can be: a
+    day past those years (0001-01-01 or 9999-12-31, the open bounds scripts send) leaves that side
+    open instead of overflowing the database's integers."""
+    try:
+        seconds = day_seconds(day, zone, end=end)
+    except (ValueError, OverflowError):  # year 0 or 10000 once the zone's offset is applied
+        return NS_MIN if day.year < 1970 else NS_MAX
+    return max(NS_MIN, min(NS_MAX, int(seconds * 1e9)))
 
 
 # --- spotting ------------------------------------------------------------------------------------
@@ -399,9 +413,14 @@ def parse_day(value: str | date | datetime | float | int, *, now: float | None =
         return value.date()
     if isinstance(value, date):
         return value
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not is_moment(value):  # NaN, 1e20: no day (the calendar failed deep inside)
+            raise ValueError(f"{what} {str(value)[:40]!r} is not a date: POSIX seconds go from 0 to {LAST_SECOND}")
         return wall_clock(float(value), zone).date()
-    text = str(value).strip()
+    if not isinstance(value, str):
+        raise ValueError(f"{what} {str(value)[:40]!r} is not a date: use YYYY-MM-DD, a date, a datetime, POSIX "
+                         "seconds or a phrase like \"last week\"")
+    text = value.strip()
     if len(text) > MAX_TIME_VALUE_CHARS:  # no date or phrase is this long: refused before any parsing
         raise ValueError(f"{what} {_shown(text)!r} is not a date: {len(text)} characters, use YYYY-MM-DD or a short "
                          f"phrase like \"last week\" (at most {MAX_TIME_VALUE_CHARS})")

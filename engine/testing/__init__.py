@@ -235,6 +235,9 @@ class BackendContract:
             earlier = await self.keyword(m, "Lisbon zeppelin", until="2026-11-21")
             assert set(_paths(earlier)) == {"memory/2026-11-20.md"}
             assert not (await self.keyword(m, "Lisbon zeppelin", since="2026-11-21", until="2026-11-23")).results
+            # The open bounds scripts send: every day kept, and no overflow of the modification-time range.
+            wide = await self.keyword(m, "Lisbon zeppelin", since="0001-01-01", until="9999-12-31")
+            assert set(_paths(wide)) == set(_paths(await self.keyword(m, "Lisbon zeppelin")))
             with pytest.raises((ValueError, MemsiftError)):
                 await m.search("Lisbon", since="the day after never")
 

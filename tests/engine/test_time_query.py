@@ -241,11 +241,28 @@ def test_since_and_until_take_dates_and_phrases() -> None:
         ("banana", None, "since 'banana' is not a date"),
         (None, "2023-13-45", "until '2023-13-45' is not a date"),
         ("2023-05-01", "2023-04-01", "since (2023-05-01) is after until (2023-04-01)"),
+        # The Python API's numbers and objects: NaN, 1e20 and infinity failed deep in the calendar.
+        (float("nan"), None, "since 'nan' is not a date: POSIX seconds go from 0 to 253402300799"),
+        (None, 1e20, "is not a date: POSIX seconds go from 0 to 253402300799"),
+        (float("inf"), None, "since 'inf' is not a date"),
+        (True, None, "since 'True' is not a date"),
+        (None, ["2023-01-01"], "is not a date: use YYYY-MM-DD, a date, a datetime, POSIX seconds"),
     ],
 )
 def test_bad_filters_say_what_is_wrong(since, until, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         time_filter_for(since, until, NOW)
+
+
+@pytest.mark.parametrize("zone", [None, "Pacific/Kiritimati", "Pacific/Pago_Pago"])
+def test_the_open_bounds_scripts_send_leave_the_modification_times_open(zone) -> None:
+    """0001-01-01 and 9999-12-31: year 0 once a zone east of UTC is applied, and nanoseconds past 64
+    bits; both ended every backend's search in a traceback."""
+    w = time_filter_for("0001-01-01", "9999-12-31", NOW, zone=zone)
+    assert (w.start, w.end) == (date(1, 1, 1), date(9999, 12, 31))
+    assert w.mtime_ns_range() == (-(2**63), 2**63 - 1)
+    lo, hi = time_filter_for("2023-01-05", "2023-01-05", NOW, zone=zone).mtime_ns_range()
+    assert abs(hi - lo - 86400 * 10**9) < 10**6  # an ordinary day is still its own (to the millisecond)
 
 
 def test_a_question_without_its_time_expressions():
