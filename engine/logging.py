@@ -14,7 +14,7 @@ from typing import Any
 
 from .secrets import redact_processor
 
-__all__ = ["configure_logging", "get_logger"]
+__all__ = ["configure_logging", "get_logger", "is_verbose"]
 
 _level: int | None = None  # set by configure_logging; None: WARNING, or MEMSIFT_LOG_LEVEL
 _applied: int | None = None  # the level structlog was last configured with by us
@@ -26,6 +26,11 @@ def _wanted_level(verbosity: int) -> int:
         level = logging.getLevelName(level_name.upper())
         return level if isinstance(level, int) else logging.WARNING
     return (logging.WARNING, logging.INFO, logging.DEBUG)[min(max(verbosity, 0), 2)]
+
+
+def is_verbose() -> bool:
+    """-v or more was asked (or MEMSIFT_LOG_LEVEL is INFO or lower)."""
+    return (_level if _level is not None else _wanted_level(0)) <= logging.INFO
 
 
 def configure_logging(verbosity: int = 0) -> None:

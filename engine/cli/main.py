@@ -873,10 +873,16 @@ def main() -> None:
     except BaseExceptionGroup as group:  # the signal arrived inside a task group (uvicorn re-raises it after shutdown)
         ended = group.subgroup(lambda e: isinstance(e, (SystemExit, KeyboardInterrupt)))
         if ended is None:
-            raise
+            from .crash import report_crash  # noqa: PLC0415
+
+            sys.exit(report_crash(group))
         while isinstance(ended, BaseExceptionGroup):
             ended = ended.exceptions[0]
         sys.exit(ended.code if isinstance(ended, SystemExit) else 130)
+    except Exception as exc:  # a bug: one line and where its traceback was kept (cli/crash.py)
+        from .crash import report_crash  # noqa: PLC0415
+
+        sys.exit(report_crash(exc))
 
 
 if __name__ == "__main__":  # `python -m memsift.engine.cli.main`: as the console script, a resident answer first

@@ -38,7 +38,8 @@ EXIT_CODES = {
 # What each exit code tells a script (the CLI reference is made from this).
 EXIT_MEANINGS = {
     0: "success, also when nothing matched, and for a scope denial (the answer states it)",
-    1: "unexpected error",
+    1: "unexpected error: a bug, said in one line; its traceback is kept in `<state folder>/crashes/` (printed "
+       "with -v)",
     2: "usage: a bad option or value",
     3: "config error, or memory search disabled for the agent",
     4: "index unusable (another program's file at the index path, a disk that cannot be written)",

@@ -1,0 +1,58 @@
+"""The CLI's last resort: an exception no part of memsift expected (a bug of memsift's, or of a
+library it calls) is told in one line that says what failed and where its details went, never as
+a traceback on a user's terminal. The traceback is kept in a private file of the state folder
+(the newest `KEEP` of them), secrets masked, and printed too with -v.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+
+__all__ = ["report_crash"]
+
+KEEP = 20  # crash reports kept; older ones are removed
+
+
+def report_crash(exc: BaseException) -> int:
+    """Say that memsift failed and where the details are; the exit code (1)."""
+    from ..logging import is_verbose  # noqa: PLC0415
+    from ..secrets import redact  # noqa: PLC0415
+    from ..text import shorten  # noqa: PLC0415
+    from .output import EXIT_CODES  # noqa: PLC0415
+
+    details = redact("".join(traceback.format_exception(exc)))
+    kept = _keep(details)
+    what = redact(shorten(f"{type(exc).__name__}: {exc}".strip().rstrip(":"), 240))
+    if is_verbose():
+        sys.stderr.write(details)
+    where = f"the details are in {kept}" if kept else "run it again with -v to see the details"
+    sys.stderr.write(f"memsift: internal error ({what}). This is a bug in memsift, not a problem with your notes or "
+                     f"settings: {where}; please report it.\n")
+    return EXIT_CODES["error"]
+
+
+def _keep(details: str) -> Path | None:
+    """The report written to `<state folder>/crashes/`, or None where it cannot be written."""
+    from ..files.fingerprint import memsift_version  # noqa: PLC0415
+    from ..private_dirs import default_state_dir, make_private_dir  # noqa: PLC0415
+    from ..secrets import redact  # noqa: PLC0415
+
+    try:
+        folder = default_state_dir(os.environ) / "crashes"
+        make_private_dir(folder)
+        path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+        head = (f"memsift {memsift_version()} · Python {platform.python_version()} · {platform.platform()}\n"
+                f"command: {redact(' '.join(sys.argv[1:]))}\n\n")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as fh:
+            fh.write(head + details)
+        for old in sorted(folder.glob("*.txt"))[:-KEEP]:
+            old.unlink(missing_ok=True)
+        return path
+    except Exception:  # noqa: BLE001  (a report that cannot be kept is printed with -v instead)
+        return None
