@@ -216,6 +216,7 @@ class ManagerStatus(_Out):
     extra_paths: list[str] = spec(factory=list)
     source_counts: dict[str, dict[str, int]] = spec(factory=dict)
     search_mode: str = "hybrid"  # what a search answers in right now (fts-only while a rebuild is needed)
+    time_zone: str | None = None  # whose days "yesterday" and since/until read (config/zones.py zone_shown)
     search_now: str | None = None  # what a search would do right now, and why, in one sentence
     provider_unavailable_reason: str | None = None
     fallback: Fallback | None = None

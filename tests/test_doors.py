@@ -481,3 +481,17 @@ def test_citations_read_back_on_the_other_backends(tmp_path, backend):
     checked = anyio.run(go)
     FIGURES[f"citations read back ({backend})"] += checked
     assert checked > 0
+
+
+def test_status_names_the_users_time_zone_through_every_door(doors):
+    """Whose days "yesterday" reads, where an operator looks first: the zone OpenClaw's userTimezone gave."""
+    cold = subprocess.run([*doors.cmd, "status", "--json"], env=doors.env["cold"], capture_output=True, text=True,
+                          timeout=300)
+    said = {"cold-cli": json.loads(cold.stdout)["timeZone"], "api": anyio.run(doors.manager.status).time_zone}
+    for door in ("mcp-stdio", "mcp-http"):
+        reply = (doors.stdio if door == "mcp-stdio" else doors.http).call(
+            "tools/call", {"name": "memory_status", "arguments": {}})["result"]
+        said[door] = (reply.get("structuredContent") or json.loads(reply["content"][0]["text"]))["status"]["timeZone"]
+    assert set(said.values()) == {DOORS_ZONE}, said
+    text = subprocess.run([*doors.cmd, "status"], env=doors.env["cold"], capture_output=True, text=True, timeout=300)
+    assert f"Time zone        {DOORS_ZONE}\n" in text.stdout

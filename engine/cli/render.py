@@ -337,6 +337,7 @@ def render_status(s: ManagerStatus) -> str:
             + (f" · {s.model_runtime}" if s.model_runtime else ""),
         ),
         ("Search mode", s.search_mode),
+        *([("Time zone", s.time_zone)] if s.time_zone else []),
         ("Sources", ", ".join(s.sources)),
         ("Extra paths", ", ".join(s.extra_paths) or "-"),
         (

@@ -30,6 +30,7 @@ from ..manager import SearchManager
 from ..files.rules import MemoryRules
 from ..results import ManagerStatus, ReadResult, ScopeDenial, SearchAnswer, SearchHit
 from ..config.scope import ScopeDecision, decide_scope
+from ..config.zones import zone_shown
 from ..text import shorten
 from .wrapped import WrappedManager
 
@@ -154,7 +155,8 @@ class ScopedSearchManager(WrappedManager):
         denied = self.denial(session_key, "status")
         if denied is not None:  # not even the workspace folder is shown
             return ManagerStatus(backend=self._inner.backend, agent_id=self.agent_id, workspace_dir="", denied=denied)
-        return await self._inner.status(deep=StatusOptions.build("api", deep=deep).deep)
+        status = await self._inner.status(deep=StatusOptions.build("api", deep=deep).deep)
+        return status.model_copy(update={"time_zone": zone_shown(self._query_config.time.timezone)})
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -11,7 +11,7 @@ import time
 from datetime import date, datetime, tzinfo
 from datetime import time as day_time
 
-__all__ = ["BadZone", "LAST_SECOND", "zone_info", "wall_clock", "day_seconds", "is_moment"]
+__all__ = ["BadZone", "LAST_SECOND", "zone_info", "wall_clock", "day_seconds", "is_moment", "zone_shown"]
 
 LAST_SECOND = 253402300799  # 9999-12-31T23:59:59Z: every moment memsift reads is between 0 and this
 
@@ -51,3 +51,19 @@ def day_seconds(day: date, zone: str | None = None, *, end: bool = False) -> flo
     """POSIX seconds of the first (or, `end`, the last) moment of `day` in `zone` (else local)."""
     at = datetime.combine(day, day_time.max if end else day_time.min)
     return (at.replace(tzinfo=zone_info(zone)) if zone else at).timestamp()
+
+
+def zone_shown(zone: str | None) -> str:
+    """Whose days "yesterday" and since/until read, as `status` says it: the user's zone, or this
+    machine's by its name ($TZ, the system's /etc/localtime, else its abbreviation)."""
+    if zone:
+        return zone
+    import os  # noqa: PLC0415
+
+    name = os.environ.get("TZ", "").lstrip(":")
+    if not name:
+        try:
+            name = os.readlink("/etc/localtime").split("zoneinfo/", 1)[-1]
+        except OSError:
+            name = time.strftime("%Z")
+    return f"{name or 'unknown'} (this machine's: query.time.timezone or OpenClaw's userTimezone sets the user's)"
