@@ -698,7 +698,10 @@ def openclaw() -> None:
 def _openclaw_gateway(command: str) -> Any:
     from .openclaw import Gateway  # noqa: PLC0415
 
-    return Gateway.from_command(command)
+    try:
+        return Gateway.from_command(command)
+    except ValueError as exc:  # shlex: an unclosed quote or a trailing backslash
+        raise click.BadParameter(f"{command!r} is no command line: {exc}", param_hint="--openclaw") from None
 
 
 def _said_changes(changes: list[Any], config: str, as_json: bool, extra: dict[str, Any]) -> None:

@@ -161,7 +161,13 @@ class Gateway:
         return done
 
     def version(self) -> str:
-        found = re.search(r"(\d{4}\.\d+\.\d+)", self.run("--version").stdout)
+        try:
+            said = self.run("--version").stdout
+        except ConfigError as exc:  # another program (`--openclaw false`): whose version was asked, in one line
+            last = str(exc).strip().splitlines()[-1][:200]
+            raise ConfigError(f"`{' '.join(self.command)} --version` failed (its last line: {last!r}): is it OpenClaw? "
+                              "Pass --openclaw the OpenClaw command") from None
+        found = re.search(r"(\d{4}\.\d+\.\d+)", said)
         if not found:
             raise ConfigError(f"`{' '.join(self.command)} --version` did not say an OpenClaw version")
         return found.group(1)

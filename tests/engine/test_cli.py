@@ -542,3 +542,18 @@ def test_a_terminal_that_is_not_unicode_gets_every_note_without_a_traceback(tmp_
                 assert line in json.loads(out)["results"][0]["snippet"]
             else:
                 assert "Ünïcødé" in out and "\\U0001f389" in out and "\\u6570" in out
+
+
+def test_an_openclaw_command_that_is_no_command_line_or_not_openclaw_is_one_line(tmp_path):
+    """`--openclaw` with an unclosed quote ended in shlex's traceback; another program's failing
+    `--version` (coreutils `false` prints its licence) was shown whole, as `openclaw --version`."""
+    for args in (["install", "--openclaw", '"unterminated'], ["uninstall", "--openclaw", "gateway\\"]):
+        r = _memsift(tmp_path, "openclaw", *args)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert "Invalid value for --openclaw" in r.stderr and "is no command line" in r.stderr
+    fake = tmp_path / "not-openclaw"
+    fake.write_text("#!/bin/sh\necho 'Copyright (C) Someone'\necho 'NO WARRANTY'\nexit 1\n")
+    fake.chmod(0o755)
+    r = _memsift(tmp_path, "openclaw", "install", "--openclaw", str(fake))
+    assert r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"`{fake} --version` failed (its last line: 'NO WARRANTY'): is it OpenClaw?" in r.stderr
