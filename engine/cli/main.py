@@ -801,6 +801,11 @@ def config_init(obj: _Ctx, force: bool, target: str | None) -> None:
 
     chosen = target or obj.config
     path = Path(chosen).expanduser() if chosen else default_config_path(os.environ)
+    if os.path.realpath(path).lower().endswith((".md", ".markdown")):  # MEMORY.md, itself or through a link
+        click.echo(f"memsift: {path} is a Markdown file{'' if path.suffix.lower() == '.md' else ' (through a link)'}"
+                   ", maybe a memory file: memsift never writes one. A config is a JSON5 file, e.g. memsift.json5",
+                   err=True)
+        sys.exit(EXIT_CODES["usage"])
     if path.exists() and not force:
         click.echo(f"memsift: {path} exists; `memsift config show` shows what it sets (--force replaces it)", err=True)
         sys.exit(EXIT_CODES["usage"])

@@ -65,3 +65,17 @@ def test_config_init_takes_the_file_after_the_command_too(tmp_path):
     )
     assert shown["configPath"] == str(target)
     assert _memsift(tmp_path, "config", "init", "--config", str(target), cwd=tmp_path).returncode == 2  # exists
+
+
+def test_config_init_never_writes_a_markdown_file_even_through_a_link_or_with_force(tmp_path):
+    """`config init --force -c MEMORY.md` (or a config path that is a link to it) replaced the user's
+    curated memory with a starter config."""
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, ws)
+    before = {p: p.read_bytes() for p in ws.rglob("*.md")}
+    link = tmp_path / "memsift.json5"
+    link.symlink_to(ws / "MEMORY.md")
+    for target in (ws / "MEMORY.md", link, ws / "memory" / "2026-12-01.md"):
+        r = _memsift(tmp_path, "config", "init", "--force", "-c", str(target), cwd=tmp_path)
+        assert r.returncode == 2 and "is a Markdown file" in r.stderr and "never writes one" in r.stderr, r.stderr
+    assert {p: p.read_bytes() for p in ws.rglob("*.md")} == before
