@@ -177,7 +177,7 @@ def _parse_file(path: Path, *, required: bool, what: str = "config file") -> Any
         seen.append((path, signature(path)))
     try:
         text = _read_bounded(path).decode("utf-8")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # NotADirectory: under HOME=/dev/null, as services set it
         if required:
             raise ConfigError(f"{what} not found: {path}") from None
         return None

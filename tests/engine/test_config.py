@@ -197,6 +197,11 @@ def test_broken_files(tmp_path):
     # The default location may be absent: that is an empty config, not an error.
     cfg, path = load_config(environ={"XDG_CONFIG_HOME": str(tmp_path / "none")})
     assert path is None and cfg.memory.backend == "builtin"
+    # ... and so may a home that is no folder (HOME=/dev/null, as some service managers set it).
+    not_a_folder = tmp_path / "devnull"
+    not_a_folder.write_text("")
+    cfg, path = load_config(environ={"HOME": str(not_a_folder), "XDG_CONFIG_HOME": str(not_a_folder / ".config")})
+    assert path is None and cfg.memory.backend == "builtin"
 
 
 def test_environment_overrides_the_file(tmp_path):
