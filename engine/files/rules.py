@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -250,6 +251,26 @@ def _candidate(workspace: Path, path: Any) -> tuple[str, Path]:
     return raw, Path(os.path.normpath(candidate))  # lexical: `..` cannot hide behind a symlink
 
 
+def _as_spelled_on_disk(path: Path) -> Path:
+    """`path` with each missing part replaced by the folder's entry that is the same text in another
+    Unicode normalisation, else `path` as it is: macOS (and files synced from it) write "café" as
+    "cafe" + a combining accent, while a keyboard or a language model types the one character."""
+    current = Path(path.parts[0])
+    for part in path.parts[1:]:
+        step = current / part
+        if not os.path.lexists(step):
+            wanted = unicodedata.normalize("NFC", part)
+            try:
+                same = [e for e in os.listdir(current) if unicodedata.normalize("NFC", e) == wanted]
+            except OSError:
+                return path
+            if len(same) != 1:  # none, or two spellings side by side: neither is guessed
+                return path
+            step = current / same[0]
+        current = step
+    return current
+
+
 MAX_READ_CHARS = 16 * 2**20  # what one read returns at most, whoever asks (the index skips larger notes)
 
 
@@ -298,6 +319,8 @@ class MemoryRules:
 
         `extensions`: other file types allowed besides `.md` (hits of multimodal files)."""
         raw, candidate = _candidate(self.workspace, path)
+        if not raw.isascii() and not os.path.lexists(candidate):
+            candidate = _as_spelled_on_disk(candidate)
         if raw.startswith("qmd/"):
             return self._in_collection_alias(raw, path, extensions)
         if not (_is_md(candidate.name) or (extensions and candidate.name.lower().endswith(extensions))):

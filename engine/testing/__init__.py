@@ -24,6 +24,7 @@ contract is about the backend's own answers.
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -273,6 +274,21 @@ class BackendContract:
             assert denied.denied is not None and denied.results == []
             assert (await m.read("MEMORY.md", session_key=GROUP_CHAT)).text == ""
             assert (await m.status(session_key=GROUP_CHAT)).denied is not None
+
+        self.run(tmp_path, workspace, body)
+
+    def test_a_name_in_another_unicode_form_is_found_and_reads_back(self, tmp_path: Path, workspace: Path) -> None:
+        """macOS (and what is synced from it) writes "café" decomposed, a model or a keyboard types
+        it composed: a hit names the file as it is on disk, and a read finds it typed either way."""
+        on_disk = unicodedata.normalize("NFD", "memory/projects/café-ledger.md")
+        (workspace / on_disk).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / on_disk).write_text("# Café\n\nThe café ledger moved to PostgreSQL 16.\n", encoding="utf-8")
+
+        async def body(m: SearchManager) -> None:
+            assert on_disk in _paths(await self.keyword(m, "ledger moved to PostgreSQL"))
+            for typed in (unicodedata.normalize("NFC", on_disk), on_disk):
+                got = await m.read(typed)
+                assert (got.path, got.missing) == (on_disk, False) and "PostgreSQL 16" in got.text, (typed, got)
 
         self.run(tmp_path, workspace, body)
 

@@ -444,3 +444,28 @@ def test_memory_search_shows_every_answer_field_the_result_model_has():
     assert shown["syncError"] == "the disk is full" and shown["timeNote"] == "no notes that week"
     assert shown["notes"] == ["an update is still running"] and shown["tookMs"] == 3.5 and shown["backend"] == "builtin"
     assert "query" not in shown and "minScore" not in shown and "degraded" not in shown
+
+
+def test_a_path_typed_in_another_unicode_form_reads_back_through_memory_get_and_get(tmp_path, example_workspace):
+    """A note synced from a Mac has a decomposed name ("cafe" + U+0301); the model asking memory_get
+    types "café" composed: the file was "missing". Also the CLI's `get`, typed as a person types it."""
+    import unicodedata
+
+    ws = tmp_path / "mac-synced"
+    shutil.copytree(example_workspace, ws)
+    on_disk = unicodedata.normalize("NFD", "memory/projects/café-ledger.md")
+    (ws / on_disk).write_text("# Café\n\nThe café ledger moved to PostgreSQL 16.\n", encoding="utf-8")
+    typed = unicodedata.normalize("NFC", on_disk)
+
+    async def go():
+        async with Client(_stdio(ws, tmp_path / "state", "mcp")) as client:
+            got = await client.call_tool("memory_get", {"path": typed})
+            return got.structured_content or json.loads(got.content[0].text)
+
+    payload = anyio.run(go)
+    assert payload["path"] == on_disk and "PostgreSQL 16" in payload["text"] and not payload.get("missing")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT")}, "MEMSIFT_NO_RESIDENT": "1",
+           "MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "state" / "xdg")}
+    cli = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "get", f"{typed}#L3"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert cli.returncode == 0 and cli.stdout == "The café ledger moved to PostgreSQL 16.\n", cli.stderr

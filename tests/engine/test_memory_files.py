@@ -138,3 +138,24 @@ def test_fifo_is_refused(ws):
     os.mkfifo(ws / "memory" / "pipe.md")
     with pytest.raises(PathNotAllowedError, match="regular file"):
         _read(ws, "memory/pipe.md")
+
+
+def test_a_name_typed_in_another_unicode_form_reads_the_file_on_disk(ws, tmp_path):
+    """macOS writes "Zürich/café" decomposed; a model types it composed (and the other way round)."""
+    import unicodedata
+
+    nfd, nfc = (unicodedata.normalize(form, "memory/Zürich/café.md") for form in ("NFD", "NFC"))
+    (ws / nfd).parent.mkdir(parents=True)
+    (ws / nfd).write_text("the café by the lake\n")
+    (ws / unicodedata.normalize("NFC", "memory/résumé.md")).write_text("composed on disk\n")
+    assert _read(ws, nfc)[:3] == (nfd, "the café by the lake\n", 1)
+    assert _read(ws, nfd)[:2] == (nfd, "the café by the lake\n")
+    assert _read(ws, unicodedata.normalize("NFD", "memory/résumé.md"))[1] == "composed on disk\n"
+    # Two spellings side by side: the one typed is read, none is guessed for a third.
+    (ws / unicodedata.normalize("NFD", "memory/Zürich") / unicodedata.normalize("NFC", "café.md")).write_text(
+        "the other café\n")
+    assert _read(ws, nfc)[1] == "the other café\n" and _read(ws, nfd)[1] == "the café by the lake\n"
+    # Normalisation never leads outside: the rules judge the name found on disk.
+    (tmp_path / "outside" / unicodedata.normalize("NFD", "café.md")).write_text("SECRET")
+    with pytest.raises(PathNotAllowedError):
+        _read(ws, f"../outside/{unicodedata.normalize('NFC', 'café.md')}")
