@@ -29,13 +29,40 @@ def writes_unicode(stream: TextIO | None = None) -> bool:
         return False
 
 
+# A note's control characters in caret notation (ESC as ^[, a C1 CSI as ^[[), so that a terminal shows
+# them instead of running them: a note saved from a chat or a web page could otherwise retitle the
+# window, clear the screen, hide a line or draw over what memsift printed. Tab and newline pass.
+_SHOWN = {c: f"^{chr(c + 0x40)}" for c in range(0x20) if c not in (0x09, 0x0A)}
+_SHOWN |= {0x7F: "^?", **{c: f"^[{chr(c - 0x40)}" for c in range(0x80, 0xA0)}}
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with its control characters shown, not sent (a CRLF line end is a line end)."""
+    return text.replace("\r\n", "\n").translate(_SHOWN)
+
+
+class _TerminalStdout:
+    """stdout on a terminal: everything written to it passes `terminal_safe` (memsift itself writes
+    no colours or cursor moves there; progress and logs go to stderr)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(terminal_safe(text))
+
+    def __getattr__(self, name: str):  # noqa: ANN204  (flush, fileno, isatty, encoding, buffer: the stream's)
+        return getattr(self._stream, name)
+
+
 def prepare_standard_streams() -> None:
     """Put /dev/null where memsift was started with stdin, stdout or stderr closed (`>&-`, a service
     manager): else the first file it opens takes that descriptor (an index's database, then written
     to by whatever prints to it), and Python leaves the stream None, so the command dies silently or
     with a traceback. Output to a closed stream is dropped, as a daemon's is. On a terminal whose
     encoding is not Unicode (`PYTHONIOENCODING=latin-1`, an old locale), a character it lacks is
-    written as `\\U0001f389` instead of ending the command with a traceback."""
+    written as `\\U0001f389` instead of ending the command with a traceback. On a terminal, stdout
+shows a note's control characters instead of sending them (`terminal_safe`)."""
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
         try:
             os.fstat(fd)
@@ -51,3 +78,9 @@ def prepare_standard_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         if not writes_unicode(stream) and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    try:
+        on_terminal = os.isatty(1)
+    except OSError:
+        on_terminal = False
+    if on_terminal and not isinstance(sys.stdout, _TerminalStdout):
+        sys.stdout = _TerminalStdout(sys.stdout)  # type: ignore[assignment]

@@ -1,0 +1,75 @@
+"""A note's control characters reach a terminal as text (^[), never as commands: a note saved from a
+chat or a web page could retitle the window, clear the screen or draw over memsift's own lines.
+Through the cold CLI's search and get and through the resident helper's answer, on a real pseudo
+terminal; piped output is not rewritten."""
+
+from __future__ import annotations
+
+import os
+import pty
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from helpers import EXAMPLE_WORKSPACE, stop_helpers, wait_for_socket
+from memsift.engine.cli.streams import terminal_safe
+
+HOSTILE = "- 10:00 the quokka note \x1b]0;PWNED\x07 then \x1b[2J and \x9b31m and \rspoofed line\n"
+SHOWN = "- 10:00 the quokka note ^[]0;PWNED^G then ^[[2J and ^[[31m and ^Mspoofed line"
+SHOWN_HEAD = SHOWN.split("spoofed")[0]  # a search's snippet indents what follows the lone CR
+
+
+def test_control_characters_are_shown_in_caret_notation():
+    assert terminal_safe(HOSTILE) == SHOWN + "\n"
+    assert terminal_safe("tab\there\r\nnext\x7f") == "tab\there\nnext^?"  # a CRLF file's line ends stay line ends
+    assert terminal_safe("café 数据 🎉") == "café 数据 🎉"
+
+
+def _on_a_terminal(cmd: list[str], env: dict[str, str]) -> str:
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(cmd, stdout=follower, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env)
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        assert proc.wait(timeout=300) == 0
+    finally:
+        os.close(leader)
+    return b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")  # the terminal's own line ends
+
+
+def test_search_and_get_show_a_notes_escapes_on_a_terminal_and_pass_them_through_a_pipe(tmp_path):
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, ws)
+    with open(ws / "memory" / "2026-11-18.md", "a", encoding="utf-8") as fh:
+        fh.write(HOSTILE)
+    runtime = Path(tempfile.mkdtemp(prefix="mst"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env.update(MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "x"),
+               XDG_RUNTIME_DIR=str(runtime))
+    cli = [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws)]
+    cold = {**env, "MEMSIFT_NO_RESIDENT": "1"}
+    try:
+        for shown in (_on_a_terminal([*cli, "search", "quokka note"], cold),
+                      _on_a_terminal([*cli, "get", "memory/2026-11-18.md"], cold)):
+            assert SHOWN_HEAD in shown and "\x1b" not in shown and "\x9b" not in shown and "\r" not in shown, shown
+        piped = subprocess.run([*cli, "get", "memory/2026-11-18.md"], env=cold, capture_output=True, text=True,
+                               timeout=300)
+        assert "\x1b]0;PWNED\x07" in piped.stdout and "^[" not in piped.stdout  # a pipe gets no caret notation
+        # The resident helper's answer, written by the client on the terminal.
+        subprocess.run([*cli, "search", "warm up"], env=env, capture_output=True, timeout=300)
+        wait_for_socket(runtime)
+        helped = _on_a_terminal([*cli, "search", "quokka note"], env)
+        assert SHOWN_HEAD in helped and "\x1b" not in helped, helped
+    finally:
+        stop_helpers(runtime)
+        shutil.rmtree(runtime, ignore_errors=True)
