@@ -62,7 +62,7 @@ def prepare_standard_streams() -> None:
     with a traceback. Output to a closed stream is dropped, as a daemon's is. On a terminal whose
     encoding is not Unicode (`PYTHONIOENCODING=latin-1`, an old locale), a character it lacks is
     written as `\\U0001f389` instead of ending the command with a traceback. On a terminal, stdout
-shows a note's control characters instead of sending them (`terminal_safe`)."""
+    shows a note's control characters instead of sending them (`terminal_safe`)."""
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
         try:
             os.fstat(fd)

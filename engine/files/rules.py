@@ -360,6 +360,8 @@ class MemoryRules:
         if not below or below == "." or below.startswith("..") or os.path.isabs(below):
             raise PathNotAllowedError(shown, f"not a file of QMD collection {name}")
         target = Path(os.path.normpath(c.path / below))
+        if not below.isascii() and not os.path.lexists(target):
+            target = _as_spelled_on_disk(target)
         rel = target.relative_to(c.path).as_posix()
         if not (_is_md(target.name) or (extensions and target.name.lower().endswith(extensions))):
             raise PathNotAllowedError(shown, "only .md memory files can be read")

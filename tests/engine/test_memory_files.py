@@ -159,3 +159,17 @@ def test_a_name_typed_in_another_unicode_form_reads_the_file_on_disk(ws, tmp_pat
     (tmp_path / "outside" / unicodedata.normalize("NFD", "café.md")).write_text("SECRET")
     with pytest.raises(PathNotAllowedError):
         _read(ws, f"../outside/{unicodedata.normalize('NFC', 'café.md')}")
+
+
+def test_a_qmd_collection_alias_typed_in_another_unicode_form_reads_the_file_on_disk(tmp_path):
+    import unicodedata
+
+    from memsift.engine.files.rules import MemoryCollection, MemoryRules
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    on_disk = unicodedata.normalize("NFD", "Zürich café.md")
+    (notes / on_disk).write_text("by the lake\n")
+    rules = MemoryRules(workspace=tmp_path / "ws", collections=(MemoryCollection("notes", notes, "**/*.md", "custom"),))
+    path, shown = rules.resolve(f"qmd/notes/{unicodedata.normalize('NFC', on_disk)}")
+    assert path == notes / on_disk and shown == f"qmd/notes/{on_disk}"
