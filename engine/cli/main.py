@@ -891,6 +891,10 @@ def main() -> None:
         from .crash import report_crash  # noqa: PLC0415
 
         sys.exit(report_crash(exc))
+    finally:
+        stopping = sys.modules.get("memsift.engine.mcp.stopping")
+        if stopping is not None and stopping.signalled():  # told to stop: a worker thread's child (the
+            stopping.end_children()  # int8 graph's build) would outlive this process, unseen, for seconds
 
 
 if __name__ == "__main__":  # `python -m memsift.engine.cli.main`: as the console script, a resident answer first

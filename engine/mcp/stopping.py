@@ -22,7 +22,7 @@ import os
 import signal
 import threading
 
-__all__ = ["exit_within", "own_children", "GRACE_S", "STOP_GRACE_S", "watch_signals"]
+__all__ = ["end_children", "exit_within", "own_children", "signalled", "GRACE_S", "STOP_GRACE_S", "watch_signals"]
 
 GRACE_S = 1.0  # a signalled memsift is gone by then (or soon after, on a busy machine), whatever it was doing
 STOP_GRACE_S = 10.0  # the same for `watch` and the resident helper, whose syncs end between transactions
@@ -60,21 +60,36 @@ def own_children() -> list[int]:
     return found
 
 
+def signalled() -> bool:
+    """A SIGTERM or SIGINT has been received (its grace is armed)."""
+    return bool(_armed)
+
+
+def end_children() -> None:
+    """Kill this process's children (a sidecar's process group whole) and reap them, so none is
+    left for a moment after it; again for one a worker thread started meanwhile (the int8 graph's
+    build), a few rounds at most."""
+    for _ in range(3):
+        children = own_children()
+        if not children:
+            return
+        for child in children:
+            try:
+                if os.getpgid(child) == child:  # a group of its own: the sidecar and what it started
+                    os.killpg(child, signal.SIGKILL)
+                else:
+                    os.kill(child, signal.SIGKILL)
+            except OSError:
+                pass
+        for child in children:
+            try:
+                os.waitpid(child, 0)
+            except OSError:  # reaped already (its Popen's own wait)
+                pass
+
+
 def _end_now(signum: int, grace_s: float) -> None:
-    children = own_children()
-    for child in children:
-        try:
-            if os.getpgid(child) == child:  # a group of its own: the sidecar and what it started
-                os.killpg(child, signal.SIGKILL)
-            else:
-                os.kill(child, signal.SIGKILL)
-        except OSError:
-            pass
-    for child in children:  # reaped before this process goes: none is left for a moment after it
-        try:
-            os.waitpid(child, 0)
-        except OSError:  # reaped already (its Popen's own wait)
-            pass
+    end_children()
     if faulthandler.is_enabled():  # a developer's run: what held the process
         faulthandler.dump_traceback(all_threads=True)
     try:

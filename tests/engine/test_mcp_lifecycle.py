@@ -359,3 +359,38 @@ def test_a_client_that_leaves_at_once_ends_a_watching_server_cleanly(tmp_path, e
                            preexec_fn=(lambda: os.close(0)) if stdin == "closed" else None)  # noqa: PLW1509
     err = r.stderr.decode()
     assert r.returncode == 0 and "did not stop in time" not in err and "Traceback" not in err, err[-2000:]
+
+
+# A command whose worker thread has started a child (as the int8 graph's build does, from the thread
+# that embeds) when the signal comes: the main thread unwinds and exits before the grace fires.
+WORKER_CHILD = """
+import subprocess, sys, threading, time
+import memsift.engine.cli
+console_script = memsift.engine.cli.main  # the function, before the module of that name is imported
+import memsift.engine.cli.main as cli_main
+def planted(**_):
+    threading.Thread(target=lambda: subprocess.run(["sleep", "60"]), daemon=True).start()
+    print("started", flush=True)
+    time.sleep(60)
+cli_main.cli = planted
+sys.argv[0] = "memsift"
+console_script()
+"""
+
+
+@pytest.mark.parametrize("entry", ["console script", "python -m"])
+def test_a_signalled_process_leaves_no_child_of_a_worker_thread_behind(entry):
+    """A signal while a worker thread's child ran (the model's int8 build, seconds long on a busy
+    machine): the process exited with 143 and the child lived on in its group, unseen."""
+    code = WORKER_CHILD if entry == "console script" else WORKER_CHILD.replace("console_script()", "cli_main.main()")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline() == b"started\n"
+        time.sleep(0.3)  # the child is running
+        proc.send_signal(signal.SIGTERM)
+        assert _ended(proc, timeout=10) == 128 + signal.SIGTERM
+        assert not _group_alive(proc.pid)  # `sleep 60` went with it
+    finally:
+        if _group_alive(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
