@@ -801,8 +801,9 @@ def config_init(obj: _Ctx, force: bool, target: str | None) -> None:
 
     chosen = target or obj.config
     path = Path(chosen).expanduser() if chosen else default_config_path(os.environ)
-    if os.path.realpath(path).lower().endswith((".md", ".markdown")):  # MEMORY.md, itself or through a link
-        click.echo(f"memsift: {path} is a Markdown file{'' if path.suffix.lower() == '.md' else ' (through a link)'}"
+    markdown = (".md", ".markdown")
+    if os.path.realpath(path).lower().endswith(markdown):  # MEMORY.md, itself or through a link
+        click.echo(f"memsift: {path} is a Markdown file{'' if path.suffix.lower() in markdown else ' (through a link)'}"
                    ", maybe a memory file: memsift never writes one. A config is a JSON5 file, e.g. memsift.json5",
                    err=True)
         sys.exit(EXIT_CODES["usage"])

@@ -92,12 +92,8 @@ def rendezvous_dir(env: Mapping[str, str], *, create: bool = False) -> Path | No
     """The private folder for sockets, or None when it is missing or not safely ours."""
     from pathlib import Path  # noqa: PLC0415  (the servers' and the helper's side)
 
-    folder = _rendezvous_path(env, create=create)
+    folder = private_runtime_path(env, create=create)
     return Path(folder) if folder else None
-
-
-def _rendezvous_path(env: Mapping[str, str], *, create: bool = False) -> str | None:
-    return private_runtime_path(env, create=create)
 
 
 def _is_secret(name: str) -> bool:
@@ -246,7 +242,7 @@ def try_resident(argv: list[str], env: Mapping[str, str] | None = None) -> int |
         return None
     if not writes_unicode():  # the server's answer is UTF-8 text; the CLI here escapes what stdout cannot write
         return None
-    folder = _rendezvous_path(env)
+    folder = private_runtime_path(env)
     if folder is None:
         return None
     request = _encode_request(argv, os.getcwd(), relevant_env(env))

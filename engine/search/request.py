@@ -67,10 +67,13 @@ class SearchRequest:
         before any work."""
         requested = parse_search_mode(mode)
         hemisphere, zone = config.time.hemisphere, config.time.timezone
-        try:  # one moment for the request: $MEMSIFT_NOW or the clock, unless given
-            now = clock.now(zone=zone) if now is None else clock.check_now(now)
-        except ValueError as exc:
-            raise ValueError(f"now: {exc}") from None
+        if now is None:  # one moment for the request: $MEMSIFT_NOW or the clock, unless given
+            now = clock.now(zone=zone)
+        else:
+            try:
+                clock.check_now(now)
+            except ValueError as exc:
+                raise ValueError(f"now: {exc}") from None
         time_filter = time_filter_for(since, until, now, hemisphere=hemisphere, zone=zone)
         query = (query or "")[:MAX_QUERY_CHARS]
         q = clean_query(query).strip()

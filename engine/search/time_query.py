@@ -413,8 +413,8 @@ def parse_day(value: str | date | datetime | float | int, *, now: float | None =
         return value.date()
     if isinstance(value, date):
         return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if not is_moment(value):  # NaN, 1e20: no day (the calendar failed deep inside)
+    if isinstance(value, (int, float)):
+        if not is_moment(value):  # NaN, 1e20, a bool: no day (the calendar failed deep inside)
             raise ValueError(f"{what} {str(value)[:40]!r} is not a date: POSIX seconds go from 0 to {LAST_SECOND}")
         return wall_clock(float(value), zone).date()
     if not isinstance(value, str):
