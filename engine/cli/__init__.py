@@ -37,8 +37,8 @@ def main() -> None:
         # Ctrl-C while the client is awaited or the CLI, the config and the SDK load: a quiet exit 130, as
         # once it serves (not a KeyboardInterrupt traceback, nor click's "Aborted!" and 1). The server's
         # own handler replaces it.
-        signal.signal(signal.SIGINT, _interrupted)
-        signal.signal(signal.SIGTERM, _interrupted)  # as main.py's own, installed here before the wait
+        for sig in stopping.stop_signals():  # as main.py's own, installed here before the wait
+            signal.signal(sig, _interrupted)
         stopping.watch_signals()
         answer_before_loading()
     import gc  # noqa: PLC0415

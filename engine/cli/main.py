@@ -22,7 +22,7 @@ import click
 from ..errors import CommandTimeout, ConfigError, MemsiftError
 from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key
 from ..secrets import redact, url_without_password
-from ..mcp.stopping import STOP_GRACE_S, exit_within
+from ..mcp.stopping import STOP_GRACE_S, exit_within, stop_signals
 from .options import (
     PARITY_SIDE,
     build_request,
@@ -481,7 +481,6 @@ def note(obj: _Ctx, text: str, as_json: bool) -> None:
 @click.pass_obj
 def watch(obj: _Ctx, as_json: bool) -> None:
     """Keep the index fresh: watch the memory files and sync on every change (Ctrl-C stops)."""
-    import signal  # noqa: PLC0415
 
     from ..compose.host import serve_freshness  # noqa: PLC0415
     from .render import WatchStatus  # noqa: PLC0415
@@ -490,7 +489,7 @@ def watch(obj: _Ctx, as_json: bool) -> None:
     async def go(manager: Any) -> None:
         settings = obj.settings()
         status = WatchStatus(settings, as_json=as_json)
-        with status, anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        with status, anyio.open_signal_receiver(*stop_signals()) as signals:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_cancel_on_signal, signals, tg.cancel_scope)  # also during the first sync
                 await tg.start(
@@ -530,8 +529,9 @@ def _serving_as_helper(obj: _Ctx, kind: str) -> Iterator[None]:
 
 
 async def _cancel_on_signal(signals: Any, scope: anyio.CancelScope) -> None:
-    """SIGINT or SIGTERM ends a long-running command: its task group is cancelled, children and all,
-    and the process is gone within STOP_GRACE_S whatever holds it (a worker thread in a long call)."""
+    """SIGINT, SIGTERM or SIGHUP (not ignored) ends a long-running command: its task group is
+    cancelled, children and all, and the process is gone within STOP_GRACE_S whatever holds it
+    (a worker thread in a long call)."""
     async for sig in signals:
         exit_within(int(sig), STOP_GRACE_S)
         scope.cancel()
@@ -542,7 +542,6 @@ async def _cancel_on_signal(signals: Any, scope: anyio.CancelScope) -> None:
 @click.pass_obj
 def resident_helper(obj: _Ctx) -> None:
     """Answer this workspace's CLI searches until idle (started by a cold `memsift search`)."""
-    import signal  # noqa: PLC0415
 
     from ..durations import check_duration  # noqa: PLC0415
     from ..compose.host import serve_freshness  # noqa: PLC0415
@@ -568,7 +567,7 @@ def resident_helper(obj: _Ctx) -> None:
                 await anyio.sleep(min(left, 5.0))
             scope.cancel()
 
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        with anyio.open_signal_receiver(*stop_signals()) as signals:
             async with anyio.create_task_group() as tg:
                 # Stopped at once, also during its first sync (a QMD boot update can run for a minute).
                 tg.start_soon(_cancel_on_signal, signals, tg.cancel_scope)
@@ -865,7 +864,7 @@ def _whole_numbers(value: Any) -> Any:
 
 
 def _terminated(signum: int, _frame: Any) -> None:
-    """SIGTERM unwinds like Ctrl-C: running work is cancelled and every child process group is
+    """SIGTERM (or SIGHUP) unwinds like Ctrl-C: running work is cancelled and every child process group is
     ended on the way out (a QMD wrapper script's children too), instead of the process vanishing;
     and it is gone within about 1 s whatever holds it (engine/mcp/stopping.py)."""
     exit_within(signum)
@@ -875,8 +874,9 @@ def _terminated(signum: int, _frame: Any) -> None:
 def main() -> None:
     import signal  # noqa: PLC0415
 
-    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-        signal.signal(signal.SIGTERM, _terminated)
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM)):  # SIGHUP: its terminal closed
+        if signal.getsignal(sig) in (signal.SIG_DFL, None):  # not one `nohup` ignores, nor the early handler
+            signal.signal(sig, _terminated)
     try:
         cli(prog_name="memsift")
     except BaseExceptionGroup as group:  # the signal arrived inside a task group (uvicorn re-raises it after shutdown)

@@ -2,7 +2,8 @@
 
 Over stdio the client's `initialize` is answered first (handshake.py), and only then are the
 config, the index and the MCP SDK loaded: a client's connect timeout (OpenClaw's is 5 s) never
-waits for them. SIGTERM and SIGINT end the server promptly, children and all:
+waits for them. SIGTERM and SIGINT (and SIGHUP, its terminal closing, unless
+`nohup` ignores it) end the server promptly, children and all:
 
 - while it waits for the client or serves, the signal cancels the server's task group, so the
   manager closes its subprocesses and the index on the way out;
@@ -22,7 +23,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Literal
 
-from .stopping import exit_within, watch_signals
+from .stopping import exit_within, stop_signals, watch_signals
 
 if TYPE_CHECKING:
     from ..config import ResolvedConfig
@@ -33,17 +34,18 @@ __all__ = ["serve", "Transport", "AlsoServe"]
 
 Transport = Literal["stdio", "http"]
 AlsoServe = Callable[["SearchManager", "ResolvedConfig"], Coroutine[Any, Any, None]]
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
 class _Stopper:
-    """The process's SIGTERM/SIGINT handler while it serves: cancels the scope it is given (from
+    """The process's stop-signal handler while it serves: cancels the scope it is given (from
     the signal handler, through the loop), or, with no scope (synchronous loading), exits."""
 
     def __init__(self) -> None:
         self.signum: int | None = None
         self._scope: Any = None
         self._loop: Any = None
-        self._saved = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
-        for sig in _STOP_SIGNALS:
+        self._saved = {sig: signal.getsignal(sig) for sig in stop_signals()}
+        for sig in self._saved:
             signal.signal(sig, self._handle)
         watch_signals()  # the grace starts when the signal arrives, not when the main thread gets to it
 

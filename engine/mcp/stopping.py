@@ -3,16 +3,17 @@
 A signal's handler runs only between bytecodes of the main thread, and the cancellation it starts
 lands only at the next `await`: synchronous work (importing the MCP SDK, building the model's int8
 graph, a close that waits for a sync thread, an interpreter exit joining a worker thread) held
-`memsift mcp` for 5-12 s, once for a minute, on a busy machine. So the first SIGTERM or SIGINT also
-starts a daemon timer (armed at once by a thread that the C-level signal handler wakes through
-`signal.set_wakeup_fd`, even while the main thread is inside a long call; else by the Python
-handler, when it runs); when it fires, the process's own children (a QMD sidecar, in a process
-group of its own) are killed and the process exits with 128 + the signal's number. Nothing is lost
-by it: the Markdown files are never written, and the index and the model cache are written
-atomically (SQLite's journal; a temporary name, renamed). `memsift watch` and the resident helper
-take a longer grace (`STOP_GRACE_S`): a sync they run stops between transactions, which on a busy
-machine may take seconds. With Python's fault handler on (`PYTHONFAULTHANDLER=1`, `-X faulthandler`)
-a process ended by the grace first prints every thread's stack, to show what held it.
+`memsift mcp` for 5-12 s, once for a minute, on a busy machine. So the first stop signal
+(SIGTERM, SIGINT, or SIGHUP when its terminal closes) also starts a daemon timer (armed at once by
+a thread that the C-level signal handler wakes through `signal.set_wakeup_fd`, even while the main
+thread is inside a long call; else by the Python handler, when it runs); when it fires, the
+process's own children (a QMD sidecar, in a process group of its own) are killed and the process
+exits with 128 + the signal's number. Nothing is lost by it: the Markdown files are never written,
+and the index and the model cache are written atomically (SQLite's journal; a temporary name,
+renamed). `memsift watch` and the resident helper take a longer grace (`STOP_GRACE_S`): a sync
+they run stops between transactions, which on a busy machine may take seconds. With Python's fault
+handler on (`PYTHONFAULTHANDLER=1`, `-X faulthandler`) a process ended by the grace first prints
+every thread's stack, to show what held it.
 """
 
 from __future__ import annotations
@@ -22,12 +23,31 @@ import os
 import signal
 import threading
 
-__all__ = ["end_children", "exit_within", "own_children", "signalled", "GRACE_S", "STOP_GRACE_S", "watch_signals"]
+__all__ = [
+    "end_children",
+    "exit_within",
+    "own_children",
+    "signalled",
+    "stop_signals",
+    "GRACE_S",
+    "STOP_GRACE_S",
+    "watch_signals",
+]
 
 GRACE_S = 1.0  # a signalled memsift is gone by then (or soon after, on a busy machine), whatever it was doing
 STOP_GRACE_S = 10.0  # the same for `watch` and the resident helper, whose syncs end between transactions
 
 _armed: list[threading.Timer] = []
+
+
+def stop_signals() -> tuple[int, ...]:
+    """The signals that tell memsift to stop: SIGTERM, SIGINT, and SIGHUP (the terminal or the SSH
+    session that ran `memsift watch` or `memsift mcp` closed) unless it is ignored (`nohup`: the
+    operator asked that the process outlive its terminal)."""
+    hangup = getattr(signal, "SIGHUP", None)
+    if hangup is None or signal.getsignal(hangup) == signal.SIG_IGN:
+        return (signal.SIGTERM, signal.SIGINT)
+    return (signal.SIGTERM, signal.SIGINT, hangup)
 
 
 def own_children() -> list[int]:
@@ -61,7 +81,7 @@ def own_children() -> list[int]:
 
 
 def signalled() -> bool:
-    """A SIGTERM or SIGINT has been received (its grace is armed)."""
+    """A stop signal has been received (its grace is armed)."""
     return bool(_armed)
 
 
@@ -112,6 +132,10 @@ def exit_within(signum: int, grace_s: float = GRACE_S) -> None:
 _watching: list[int] = []
 
 
+_STOPPING = {signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", signal.SIGTERM)}  # the wakeup fd
+# is written only for a signal with a Python handler, so an ignored SIGHUP never gets here
+
+
 def _watch(fd: int) -> None:
     while True:
         try:
@@ -121,12 +145,12 @@ def _watch(fd: int) -> None:
         if not data:
             return
         for signum in data:
-            if signum in (signal.SIGTERM, signal.SIGINT):
+            if signum in _STOPPING:
                 exit_within(signum)
 
 
 def watch_signals() -> None:
-    """Arm the grace the moment SIGTERM or SIGINT arrives (their Python handlers must be installed:
+    """Arm the grace the moment a stop signal arrives (their Python handlers must be installed:
     the wakeup fd is written for signals that have one). Once per process; from the main thread."""
     if _watching:
         return

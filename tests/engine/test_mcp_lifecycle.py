@@ -137,7 +137,7 @@ def test_stdio_answers_the_handshake_then_serves_and_ends_on_sigterm(tmp_path, e
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_before_or_during_startup_ends_the_server(tmp_path, example_workspace, signum):
     """Before the client said anything, and while the SDK loads after the handshake."""
     quiet = _spawn(example_workspace, tmp_path)
@@ -394,3 +394,43 @@ def test_a_signalled_process_leaves_no_child_of_a_worker_thread_behind(entry):
     finally:
         if _group_alive(proc.pid):
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _ignore_hangup() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as `nohup` leaves it for the program it runs
+
+
+@pytest.mark.parametrize("entry", ["console script", "python -m"])
+def test_a_hangup_ends_the_server_unless_nohup_ignores_it(tmp_path, example_workspace, entry):
+    """The terminal or SSH session that ran `memsift mcp` closed: SIGHUP ended the process at once,
+    by default, with no cleanup (a sidecar's group, the resident socket left behind). It now stops
+    as on SIGTERM; started under `nohup` (SIGHUP ignored) it goes on serving."""
+    head = [sys.executable, "-c", ENTRY] if entry == "console script" else [sys.executable, "-m",
+                                                                            "memsift.engine.cli.main"]
+    procs = {
+        ignored: subprocess.Popen([*head, "-w", str(example_workspace), "mcp"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tmp_path),
+                                  start_new_session=True, preexec_fn=_ignore_hangup if ignored else None)  # noqa: PLW1509
+        for ignored in (False, True)
+    }
+    try:
+        for proc in procs.values():
+            _send(proc, INIT)
+            assert _receive(proc)["id"] == 7
+            _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            _send(proc, {"jsonrpc": "2.0", "id": 8, "method": "tools/list"})
+            assert _receive(proc)["id"] == 8  # serving
+        for proc in procs.values():
+            proc.send_signal(signal.SIGHUP)
+        assert _ended(procs[False]) == 128 + signal.SIGHUP
+        assert not _group_alive(procs[False].pid)
+        assert b"Traceback" not in procs[False].stderr.read()
+        time.sleep(0.5)
+        _send(procs[True], {"jsonrpc": "2.0", "id": 9, "method": "tools/list"})
+        assert _receive(procs[True])["id"] == 9  # nohup's server still answers
+        procs[True].send_signal(signal.SIGTERM)
+        assert _ended(procs[True]) == 128 + signal.SIGTERM
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)

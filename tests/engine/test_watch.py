@@ -369,3 +369,55 @@ def test_an_extra_folder_moved_away_and_made_again_is_watched_again(tmp_path):
     assert orchid and orchid[0].path.endswith("notes/plants.md")
     assert all(not h.path.endswith("plants.md") for h in gone)
     assert fern and fern[0].path.endswith("notes/fern.md")
+
+
+CONSOLE_SCRIPT = "import sys; from memsift.engine.cli import main; sys.argv[0] = 'memsift'; main()"  # its client
+
+
+def test_a_hangup_stops_watch_cleanly_unless_nohup_ignores_it(tmp_path):
+    """The terminal or SSH session running `memsift watch` closed: SIGHUP ended it with no cleanup
+    (its resident socket and a sidecar's group left behind). It now stops as on SIGTERM; started
+    under `nohup` (SIGHUP ignored) it goes on watching and answering searches."""
+    import queue
+    import tempfile
+
+    runtime = tempfile.mkdtemp(prefix="msr")
+    try:
+        for ignored in (False, True):
+            ws = tmp_path / f"ws-{ignored}"
+            (ws / "memory").mkdir(parents=True)
+            (ws / "MEMORY.md").write_text("# Memory\n- The kayak is stored in the boathouse.\n")
+            env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+            env.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+                        "XDG_RUNTIME_DIR": runtime})
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "watch", "--json"], env=env,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                preexec_fn=(lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if ignored else None)  # noqa: PLW1509
+            events: queue.Queue[dict] = queue.Queue()
+            threading.Thread(target=lambda p=proc: [events.put(json.loads(line)) for line in p.stdout],
+                             daemon=True).start()
+            try:
+                while (event := events.get(timeout=120))["event"] != "resident":
+                    pass
+                sock = event["socket"]
+                assert sock and os.path.exists(sock)
+                proc.send_signal(signal.SIGHUP)
+                if not ignored:
+                    assert proc.wait(timeout=30) == 0
+                    assert not os.path.exists(sock)  # removed on the way out
+                    assert "Traceback" not in proc.stderr.read()
+                    continue
+                time.sleep(0.5)
+                r = subprocess.run([sys.executable, "-c", CONSOLE_SCRIPT, "-w", str(ws), "search", "kayak"],
+                                   env=env, capture_output=True, text=True, timeout=120)
+                assert "boathouse" in r.stdout, r.stderr
+                while (event := events.get(timeout=60))["event"] != "answered":
+                    pass  # answered by the watch that outlived its hangup
+                proc.send_signal(signal.SIGTERM)
+                assert proc.wait(timeout=30) == 0
+            finally:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
