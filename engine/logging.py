@@ -50,7 +50,11 @@ def _apply(level: int) -> None:
             redact_processor,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="%H:%M:%S"),
-            structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
+            # No colours through the CLI's terminal stream, which shows escape sequences as text
+            # (a logged file name or provider error could hold some: cli/streams.py).
+            structlog.dev.ConsoleRenderer(
+                colors=sys.stderr.isatty() and not getattr(sys.stderr, "shows_control_characters", False)
+            ),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         # sys.stderr is looked up per call, so a redirected stderr (a test's capture) is honoured.

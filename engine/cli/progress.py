@@ -45,12 +45,14 @@ def progress_display(*, always: bool, workspace: Any = None) -> Iterator[Callabl
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn  # noqa: PLC0415
     from rich.text import Text  # noqa: PLC0415
 
+    from .streams import on_the_terminal  # noqa: PLC0415
+
     class RateColumn(ProgressColumn):
         def render(self, task: Any) -> Text:
             speed = task.finished_speed or task.speed
             return Text(f"{speed:.1f} {task.fields['unit']}/s" if speed else "", style="progress.data.speed")
 
-    console = Console(stderr=True)
+    console = Console(file=on_the_terminal(sys.stderr))  # its bars' own escapes pass (streams.py)
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
                    TimeRemainingColumn(), console=console, transient=True)
     tasks: dict[str, Any] = {}

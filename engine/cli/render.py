@@ -500,10 +500,14 @@ class WatchStatus:
 
     def __enter__(self) -> WatchStatus:
         if self.live:
+            import sys  # noqa: PLC0415
+
             from rich.console import Console  # noqa: PLC0415
 
-            self._console = Console(stderr=True)
-            self._status = self._console.status(self._line())
+            from .streams import on_the_terminal  # noqa: PLC0415
+
+            self._console = Console(file=on_the_terminal(sys.stderr))
+            self._status = self._console.status(self._live_line())
             self._status.__enter__()
         return self
 
@@ -515,12 +519,21 @@ class WatchStatus:
         return (f"watching {self.settings.workspace} · {self.syncs} sync(s) · {self.answered} search(es) answered · "
                 f"{self.last} · Ctrl-C to stop")
 
+    def _live_line(self) -> Any:
+        from rich.text import Text  # noqa: PLC0415
+
+        from .streams import terminal_safe  # noqa: PLC0415
+
+        return Text(terminal_safe(self._line()))  # as written, never markup: a path may hold "[red]" or "[/x]"
+
     def _say(self, text: str) -> None:
         import sys  # noqa: PLC0415
 
         if self.live:
-            self._console.print(text)
-            self._status.update(self._line())
+            from .streams import terminal_safe  # noqa: PLC0415
+
+            self._console.print(terminal_safe(text), markup=False)  # an error may hold "[/var/lib/…]" or ESC
+            self._status.update(self._live_line())
         else:
             print(f"memsift watch: {text}", file=sys.stderr, flush=True)
 
@@ -564,7 +577,7 @@ class WatchStatus:
         elif kind == "answered":
             self.answered += 1
             if self._status is not None:
-                self._status.update(self._line())
+                self._status.update(self._live_line())
 
     def stopped(self) -> None:
         if not self.as_json:

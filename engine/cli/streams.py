@@ -41,18 +41,32 @@ def terminal_safe(text: str) -> str:
     return text.replace("\r\n", "\n").translate(_SHOWN)
 
 
-class _TerminalStdout:
-    """stdout on a terminal: everything written to it passes `terminal_safe` (memsift itself writes
-    no colours or cursor moves there; progress and logs go to stderr)."""
+class _TerminalText:
+    """A standard stream on a terminal: everything written to it passes `terminal_safe`. rich's
+    consoles (progress bars, `watch`'s live line: `on_the_terminal`; the MCP SDK's log:
+    `rich_proxied_file`) write their own colours and cursor moves to the stream beneath, so what
+    memsift gives them passes `terminal_safe` first (rich keeps ESC)."""
+
+    shows_control_characters = True  # logging.py and the HTTP server log without colours through it
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+
+    @property
+    def rich_proxied_file(self) -> TextIO:
+        return self._stream
 
     def write(self, text: str) -> int:
         return self._stream.write(terminal_safe(text))
 
     def __getattr__(self, name: str):  # noqa: ANN204  (flush, fileno, isatty, encoding, buffer: the stream's)
         return getattr(self._stream, name)
+
+
+def on_the_terminal(stream: TextIO) -> TextIO:
+    """The stream beneath a `_TerminalText`, for a rich console of memsift's own (while its live
+    display runs, `sys.stderr` is rich's proxy of this wrapper, which rich unwraps only once)."""
+    return stream._stream if isinstance(stream, _TerminalText) else stream
 
 
 def prepare_standard_streams() -> None:
@@ -62,7 +76,8 @@ def prepare_standard_streams() -> None:
     with a traceback. Output to a closed stream is dropped, as a daemon's is. On a terminal whose
     encoding is not Unicode (`PYTHONIOENCODING=latin-1`, an old locale), a character it lacks is
     written as `\\U0001f389` instead of ending the command with a traceback. On a terminal, stdout
-    shows a note's control characters instead of sending them (`terminal_safe`)."""
+    and stderr show control characters (a note's text or file name, a provider's error body) instead
+    of sending them (`terminal_safe`)."""
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
         try:
             os.fstat(fd)
@@ -78,9 +93,11 @@ def prepare_standard_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         if not writes_unicode(stream) and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    try:
-        on_terminal = os.isatty(1)
-    except OSError:
-        on_terminal = False
-    if on_terminal and not isinstance(sys.stdout, _TerminalStdout):
-        sys.stdout = _TerminalStdout(sys.stdout)  # type: ignore[assignment]
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        try:
+            on_terminal = os.isatty(fd)
+        except OSError:
+            on_terminal = False
+        stream = getattr(sys, name)
+        if on_terminal and not isinstance(stream, _TerminalText):
+            setattr(sys, name, _TerminalText(stream))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import sys
 from typing import Any, Iterable
 
 from ..logging import get_logger
@@ -141,5 +142,9 @@ async def serve_http(server: Any, *, host: str, port: int, allow_hosts: Iterable
     if allowed is None:
         log.warning("HTTP Host/Origin check off (--allow-host '*'): put a proxy that checks them in front")
     guarded = StrictAuthority(app, allowed_hosts=allowed)
-    config = uvicorn.Config(guarded, host=host, port=port, log_level=server.settings.log_level.lower())
+    # No colours through the CLI's terminal stderr, which shows escape sequences as text (a request's
+    # path in the access log could hold some: cli/streams.py).
+    colours = False if getattr(sys.stderr, "shows_control_characters", False) else None
+    config = uvicorn.Config(guarded, host=host, port=port, log_level=server.settings.log_level.lower(),
+                            use_colors=colours)
     await uvicorn.Server(config).serve()

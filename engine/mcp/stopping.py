@@ -40,7 +40,7 @@ STOP_GRACE_S = 10.0  # the same for `watch` and the resident helper, whose syncs
 _armed: list[threading.Timer] = []
 
 
-def stop_signals() -> tuple[int, ...]:
+def stop_signals() -> tuple[signal.Signals, ...]:
     """The signals that tell memsift to stop: SIGTERM, SIGINT, and SIGHUP (the terminal or the SSH
     session that ran `memsift watch` or `memsift mcp` closed) unless it is ignored (`nohup`: the
     operator asked that the process outlive its terminal)."""

@@ -73,3 +73,90 @@ def test_search_and_get_show_a_notes_escapes_on_a_terminal_and_pass_them_through
     finally:
         stop_helpers(runtime)
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+def _pty_run(cmd: list[str], env: dict[str, str], *, stop_after: float | None = None) -> tuple[int, str]:
+    """`cmd` with stdout and stderr on one pseudo terminal (ended by SIGINT after `stop_after` s)."""
+    import select
+    import signal
+    import time
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(cmd, stdout=follower, stderr=follower, stdin=subprocess.DEVNULL, env=env)
+    os.close(follower)
+    chunks = []
+    deadline = time.monotonic() + (stop_after if stop_after is not None else 300)
+    try:
+        while True:
+            if stop_after is not None and time.monotonic() >= deadline and proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                deadline = time.monotonic() + 300
+            ready, _, _ = select.select([leader], [], [], 0.2)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        code = proc.wait(timeout=60)
+    finally:
+        os.close(leader)
+        if proc.poll() is None:
+            proc.kill()
+    return code, b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_an_error_on_stderr_shows_a_providers_escapes_on_a_terminal(tmp_path):
+    """A provider's error body is quoted in the one line memsift prints: on a terminal its escape
+    sequences are shown (^[), not run; memsift's own progress bar keeps its colours."""
+    import http.server
+    import threading
+
+    class Overloaded(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            body = b'{"error": {"message": "overloaded \x1b]0;PWNED\x07 try later"}}'
+            self.send_response(500)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Overloaded)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, ws)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env.update(MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "x"), MEMSIFT_NO_RESIDENT="1",
+               MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__PROVIDER="openai",
+               MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__FALLBACK="none",
+               MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__REMOTE__BASEURL=f"http://127.0.0.1:{server.server_port}/v1",
+               MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__REMOTE__APIKEY="sk-test-terminal")
+    try:
+        code, shown = _pty_run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "index"], env)
+    finally:
+        server.shutdown()
+    assert code != 0 and "HTTP 500" in shown, shown[-2000:]
+    assert "overloaded ^[]0;PWNED^G try later" in shown and "\x1b]" not in shown and "\x07" not in shown
+
+
+def test_watch_on_a_terminal_shows_a_workspace_path_as_it_is_spelled(tmp_path):
+    """`watch`'s live line read its text as rich markup: a workspace under a folder "[red]" was
+    shown without it, in red, and one under "[/x]" ended the command ("closing tag … doesn't match")."""
+    for odd in ("[red]", "[/x]"):
+        ws = tmp_path / odd / "ws"  # "[/x]": a folder "[" holding a folder "x]"
+        shutil.copytree(EXAMPLE_WORKSPACE, ws)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+        env.update(MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "x"),
+                   MEMSIFT_NO_RESIDENT="1", COLUMNS="400")  # the live line unwrapped
+        code, shown = _pty_run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "watch"], env,
+                               stop_after=8)
+        assert code == 0 and "Traceback" not in shown and "internal error" not in shown, shown[-2000:]
+        assert f"watching {ws} · " in shown and "^[" not in shown, shown[-2000:]  # rich's colours pass
