@@ -51,12 +51,19 @@ def make_private_dir(path: Path) -> None:
         os.chmod(d, 0o700)  # mkdir's mode is masked by the umask
 
 
+# A socket's path must fit sun_path (107 bytes); a socket's name ("<12 hex>-<pid>.sock") takes up to 26.
+RUNTIME_PATH_MAX = 74
+
+
 def private_runtime_path(env: Mapping[str, str], *, create: bool = False) -> str | None:
-    """This user's private runtime folder: `$XDG_RUNTIME_DIR/memsift`, else `/tmp/memsift-<uid>`
-    (the resident helpers' sockets; the model cache's fallback). None when it is missing, or not
-    safely ours: another user's folder, a symlink, or one others can write to is never used."""
+    """This user's private runtime folder: `$XDG_RUNTIME_DIR/memsift`, else (also when that path is
+    too long to hold a socket: a sandbox's deep runtime folder) `/tmp/memsift-<uid>` (the resident
+    helpers' sockets; the model cache's fallback). None when it is missing, or not safely ours:
+    another user's folder, a symlink, or one others can write to is never used."""
     runtime = env.get("XDG_RUNTIME_DIR")
-    folder = os.path.join(runtime, "memsift") if runtime and os.path.isdir(runtime) else f"/tmp/memsift-{os.getuid()}"
+    folder = os.path.join(runtime, "memsift") if runtime and os.path.isdir(runtime) else ""
+    if not folder or len(folder.encode("utf-8", "surrogateescape")) > RUNTIME_PATH_MAX:
+        folder = f"/tmp/memsift-{os.getuid()}"
     if create:
         try:
             os.mkdir(folder, 0o700)

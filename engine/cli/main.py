@@ -572,7 +572,7 @@ def resident_helper(obj: _Ctx) -> None:
                 # Stopped at once, also during its first sync (a QMD boot update can run for a minute).
                 tg.start_soon(_cancel_on_signal, signals, tg.cancel_scope)
                 await tg.start(lambda task_status: serve_freshness(manager, settings, task_status=task_status))
-                await tg.start(
+                sock = await tg.start(
                     lambda task_status: serve_resident(
                         manager,
                         settings,
@@ -581,6 +581,8 @@ def resident_helper(obj: _Ctx) -> None:
                         task_status=task_status,
                     )
                 )
+                if sock is None:  # no socket (no private folder for it): no search can reach it
+                    tg.cancel_scope.cancel()
                 tg.start_soon(exit_when_idle, tg.cancel_scope)
 
     try:

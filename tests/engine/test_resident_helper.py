@@ -274,3 +274,41 @@ def test_a_helper_of_another_time_zone_is_named_when_none_of_these_settings_runs
     west = _cli({**env, "TZ": "PST8"}, "-w", str(example_workspace), "helpers", "stop")
     assert west.returncode == 0 and "1 for this workspace with other settings" in west.stdout and process_alive(pid)
     assert f"stopped the helper pid {pid}" in _cli(env, "-w", str(example_workspace), "helpers", "stop").stdout
+
+
+def test_a_runtime_folder_too_deep_for_a_socket_falls_back_to_tmp(tmp_path, example_workspace, monkeypatch):
+    """A sandbox's deep $XDG_RUNTIME_DIR: the socket's path did not fit the 107 bytes a Unix socket's
+    name holds, so the helper started, listened nowhere and sat idle for its 15 minutes while every
+    search ran cold. The folder is now `/tmp/memsift-<uid>` then, and the helper answers."""
+    from memsift.engine.cli.helper import helpers
+    from memsift.engine.private_dirs import private_runtime_path
+
+    deep = tmp_path / ("r" * 90)
+    deep.mkdir(mode=0o700)
+    fallback = private_runtime_path({}, create=True)
+    assert fallback == f"/tmp/memsift-{os.getuid()}"
+    assert private_runtime_path({"XDG_RUNTIME_DIR": str(deep)}, create=True) == fallback
+    short = Path(tempfile.mkdtemp(prefix="msh"))
+    assert private_runtime_path({"XDG_RUNTIME_DIR": str(short)}, create=True) == str(short / "memsift")
+    shutil.rmtree(short)
+
+    env = _env(tmp_path, deep)
+    ws = tmp_path / "mine"  # a workspace of this test's own: the helpers in /tmp/memsift-<uid> are told apart by it
+    shutil.copytree(example_workspace, ws)
+    try:
+        _search(ws, env, "ledger database")
+        deadline = time.monotonic() + 120
+        while not (ours := [h for h in helpers(Path(fallback)) if h.get("workspace") == str(ws)]):
+            assert time.monotonic() < deadline, "no helper in the fallback folder"
+            time.sleep(0.2)
+        [helper] = ours
+        deadline = time.monotonic() + 120
+        while not list(Path(fallback).glob(f"*-{helper['pid']}.sock")):  # it listens there
+            assert time.monotonic() < deadline and process_alive(helper["pid"]), "the helper has no socket"
+            time.sleep(0.2)
+        monkeypatch.chdir(ws)
+        assert try_resident(["search", "ledger database", "--json"], env) == 0  # answered by it
+    finally:
+        for h in helpers(Path(fallback)):
+            if h.get("workspace") == str(ws):
+                os.kill(h["pid"], 15)
