@@ -33,6 +33,7 @@ log = get_logger("memsift.watch")
 
 ARM_DELAY_S = 0.3
 GUARD_S = 2.0  # how often the workspace and extra folders are checked for being gone or replaced
+POLL_MS = 1000  # how often a watch polls once the system's inotify limits are reached
 IGNORED_DIRS = frozenset({".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox", "__pycache__"})
 
 
@@ -108,16 +109,32 @@ class MemoryWatcher:
     async def _watch(self, name: str, roots: Callable[[], list[Path]], relevant: Callable[[str], bool],
                      recursive: bool, handle: Callable[[set[str]], Awaitable[None]]) -> None:
         """Watch `roots()` until the watch's restart event is set (a root appeared, went away or was
-        replaced), then watch what is there again; with no root, wait for the event."""
+        replaced), then watch what is there again; with no root, wait for the event. Where the
+        system's inotify limits are reached (an editor and a few dev servers take the default 128
+        instances; a big repository the watches), the watch polls instead, and says so once."""
+        polling = False
         while not self._stop.is_set():
             found = roots()
             restart = self._restarts[name] = anyio.Event()
             if not found:
                 await restart.wait()
                 continue
-            async for changes in watchfiles.awatch(*found, watch_filter=lambda _c, p: relevant(p), recursive=recursive,
-                                                   stop_event=restart, step=50, debounce=1600):
-                await handle({p for _c, p in changes})
+            try:
+                async for changes in watchfiles.awatch(
+                    *found, watch_filter=lambda _c, p: relevant(p), recursive=recursive, stop_event=restart, step=50,
+                    debounce=1600, force_polling=polling or None, poll_delay_ms=POLL_MS,
+                ):
+                    await handle({p for _c, p in changes})
+            except (OSError, RuntimeError) as exc:  # watchfiles: "OS file watch limit reached", "Too many open files"
+                if polling:
+                    raise
+                polling = True
+                log.warning(
+                    f"cannot watch for changes with inotify: the system's limit is reached ({exc}); checking every "
+                    f"{POLL_MS / 1000:g} s instead (raise it: sysctl fs.inotify.max_user_watches=524288 "
+                    "fs.inotify.max_user_instances=1024)",
+                    path=str(found[0]),
+                )
 
     async def _on_flat(self, paths: set[str]) -> None:
         if any(Path(p).is_dir() or not Path(p).exists() for p in paths):

@@ -12,6 +12,7 @@ import threading
 import time
 
 import anyio
+import pytest
 
 from helpers import make_settings
 from memsift.backends.builtin import BuiltinSearchManager
@@ -421,3 +422,61 @@ def test_a_hangup_stops_watch_cleanly_unless_nohup_ignores_it(tmp_path):
                     os.killpg(proc.pid, signal.SIGKILL)
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+HOG = """
+import ctypes, resource, sys
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+libc = ctypes.CDLL(None, use_errno=True)
+held = 0
+while held < 20000 and libc.inotify_init1(0) >= 0:
+    held += 1
+print(held, ctypes.get_errno(), flush=True)
+sys.stdin.read()  # held until the test closes stdin
+"""
+
+
+def test_watch_polls_when_the_systems_inotify_instances_are_all_taken(tmp_path):
+    """An editor, a few dev servers and a file sync take the 128 inotify instances a user has by
+    default: `memsift watch` (and `memsift mcp`, which watches) ended in an internal error. It now
+    says which limit and how to raise it, and polls: a note written then is indexed."""
+    import errno
+    import queue
+
+    if not os.path.exists("/proc/sys/fs/inotify/max_user_instances"):
+        pytest.skip("no inotify on this system")
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+                "MEMSIFT_NO_RESIDENT": "1", "MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__SYNC__WATCHDEBOUNCEMS": "200"})
+    subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "index"], env=env,
+                   capture_output=True, timeout=300, check=True)  # the model loaded before the instances go
+    hog = subprocess.Popen([sys.executable, "-c", HOG], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = None
+    try:
+        held, err = map(int, hog.stdout.readline().split())
+        if err != errno.EMFILE:
+            pytest.skip(f"could not take every inotify instance (held {held}, errno {err})")
+        proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "watch", "--json"],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        events: queue.Queue[dict] = queue.Queue()
+        threading.Thread(target=lambda: [events.put(json.loads(line)) for line in proc.stdout], daemon=True).start()
+        while (event := events.get(timeout=120))["event"] != "ready":
+            pass
+        (ws / "memory" / "n.md").write_text("- a note about walruses\n")
+        while (event := events.get(timeout=60))["event"] != "synced" or event["reason"] != "watch":
+            assert event["event"] != "error", event
+        assert event["report"]["filesIndexed"] == 1
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+        err_text = proc.stderr.read()
+        assert "cannot watch for changes with inotify" in err_text and "max_user_instances" in err_text, err_text
+        assert "internal error" not in err_text and "Traceback" not in err_text
+    finally:
+        hog.stdin.close()
+        hog.wait(timeout=30)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
