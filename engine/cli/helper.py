@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import IO, Any, Mapping
 
-from .resident import command_index, relevant_env, rendezvous_dir, state_tag
+from .resident import command_index, forget_if_dead, relevant_env, rendezvous_dir, state_tag
 
 __all__ = [
     "helper_argv",
@@ -198,9 +198,12 @@ def _read_info(lock: Path) -> HelperInfo | None:
 
 def helpers(folder: Path | None) -> list[HelperInfo]:
     """Every running helper whose lock file is in `folder` (the user's rendezvous folder); the
-    lock files of helpers that ended are removed on the way."""
+    lock files of helpers that ended are removed on the way, and the sockets of servers killed
+    before they could remove them (a client cleans only its own settings' sockets)."""
     if folder is None or not folder.is_dir():
         return []
+    for sock in folder.glob("*.sock"):
+        forget_if_dead(str(sock))
     running = []
     for lock in sorted(folder.glob("helper-*.lock")):
         info = _read_info(lock)

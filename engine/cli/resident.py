@@ -64,6 +64,7 @@ __all__ = [
     "command_index",
     "asks_for_help",
     "try_resident",
+    "forget_if_dead",
     "PROTOCOL",
     "CONNECT_TIMEOUT_S",
     "ACK_TIMEOUT_S",
@@ -164,7 +165,7 @@ def _servers(folder: str, tag: str) -> list[str]:
     return [os.path.join(folder, n) for n in names]
 
 
-def _forget_if_dead(sock: str) -> None:
+def forget_if_dead(sock: str) -> None:
     """Remove a socket left by a server that no longer runs (killed before it could)."""
     try:
         os.kill(int(sock[: -len(".sock")].rsplit("-", 1)[1]), 0)
@@ -209,7 +210,7 @@ def _ask(sock: str, request: bytes, deadline: float) -> tuple[int, bytes, bytes]
         try:
             s.connect(sock)
         except (ConnectionRefusedError, FileNotFoundError):
-            _forget_if_dead(sock)
+            forget_if_dead(sock)
             return None
         s.sendall(request)
         s.shutdown(_socket.SHUT_WR)

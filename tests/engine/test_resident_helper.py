@@ -312,3 +312,31 @@ def test_a_runtime_folder_too_deep_for_a_socket_falls_back_to_tmp(tmp_path, exam
         for h in helpers(Path(fallback)):
             if h.get("workspace") == str(ws):
                 os.kill(h["pid"], 15)
+
+
+def test_status_and_helpers_remove_the_sockets_of_killed_servers(tmp_path, runtime_dir):
+    """A watch or helper killed (SIGKILL, the OOM killer) leaves its socket; a client removed it only
+    for its own settings, so the sockets of settings no longer used piled up in the folder."""
+    import socket as sockets
+
+    from memsift.engine.cli.helper import helpers
+
+    folder = runtime_dir / "memsift"
+    folder.mkdir(mode=0o700)
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(ended.stdout)
+    paths = {"dead": folder / f"0123456789ab-{dead_pid}.sock", "alive": folder / f"0123456789ab-{os.getpid()}.sock"}
+    listeners = []
+    for path in paths.values():
+        s = sockets.socket(sockets.AF_UNIX)
+        s.bind(str(path))
+        listeners.append(s)
+    (folder / "notes.txt").write_text("not ours to remove\n")
+    try:
+        if process_alive(dead_pid):
+            pytest.skip("the ended process's id was reused at once")
+        assert helpers(folder) == []
+        assert not paths["dead"].exists() and paths["alive"].exists() and (folder / "notes.txt").exists()
+    finally:
+        for s in listeners:
+            s.close()
