@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import shlex
 import time
 from pathlib import Path
 from contextlib import contextmanager, nullcontext
@@ -33,6 +34,7 @@ from .options import (
     search_params,
 )
 from .output import EXIT_CODES, exit_code, json_text, search_output
+from .streams import name_shown
 
 CLOSE_AFTER_TIMEOUT_S = 1.0  # a command out of time waits this long for its work to stop, then exits
 
@@ -293,13 +295,14 @@ def get(obj: _Ctx, target: str, as_json: bool, **params: Any) -> None:
     if result.truncated and not as_json:
         more = f" --offset {result.next_offset}" if result.next_offset else ""
         cut_at = request.max_chars or CLI_READ_CHARS
-        click.echo(f"memsift: {result.path}: cut at {cut_at:,} characters (--max-chars); the rest: "
-                   f"memsift get {result.path} --from {result.next_from}{more}", err=True)
+        click.echo(f"memsift: {name_shown(result.path)}: cut at {cut_at:,} characters (--max-chars); the rest: "
+                   f"memsift get {shlex.quote(name_shown(result.path))} --from {result.next_from}{more}", err=True)
     if result.missing:
-        click.echo(f"memsift: {result.path} does not exist (search first, or check the path)", err=True)
+        click.echo(f"memsift: {name_shown(result.path)} does not exist (search first, or check the path)", err=True)
         sys.exit(EXIT_CODES["error"])
     if past_end:
-        click.echo(f"memsift: {result.path} has {result.total_lines} lines; nothing from line {from_line}", err=True)
+        click.echo(f"memsift: {name_shown(result.path)} has {result.total_lines} lines; nothing from line {from_line}",
+                   err=True)
         sys.exit(EXIT_CODES["error"])
 
 

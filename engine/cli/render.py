@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..durations import vector_progress_words
 from ..results import ManagerStatus, ScopeDenial, SearchAnswer, SearchHit
 from ..manager import SyncReport
+from .streams import name_shown
 
 if TYPE_CHECKING:
     from .parity import ParityReport
@@ -61,10 +62,10 @@ def _hit_lines(answer: SearchAnswer, hit: SearchHit, explain: bool) -> list[str]
     below = f"below minScore {answer.min_score:g}: nothing reached it, this is one of the closest"
     marks = [m for m, on in ((rescued, hit.rescued), (below, hit.below_min_score),
                              ("stale: the file changed after it was indexed", hit.stale)) if on]
-    out = [f"{hit.score:.3f} {hit.path}:{hit.start_line}-{hit.end_line}" + "".join(f"  [{m}]" for m in marks),
-           textwrap.indent(hit.snippet.rstrip(), "    ")]
+    out = [f"{hit.score:.3f} {name_shown(hit.path)}:{hit.start_line}-{hit.end_line}"
+           + "".join(f"  [{m}]" for m in marks), textwrap.indent(hit.snippet.rstrip(), "    ")]
     if hit.citation:
-        out.append(f"    Source: {hit.citation}")
+        out.append(f"    Source: {name_shown(hit.citation)}")
     if explain:
         out += _explain_lines(answer, hit)
     return out
@@ -444,7 +445,7 @@ def render_status(s: ManagerStatus) -> str:
     if s.index.get("lastEmbedError"):
         rows.append(("Last embed error", s.index["lastEmbedError"]))
     if s.skipped:
-        rows.append(("Skipped", "; ".join(f"{x['path']}: {x['reason']}" for x in s.skipped[:10])))
+        rows.append(("Skipped", "; ".join(f"{name_shown(x['path'])}: {x['reason']}" for x in s.skipped[:10])))
     if s.deep:
         emb = s.deep.get("embedding", {})
         if emb.get("ok"):

@@ -36,6 +36,16 @@ _SHOWN = {c: f"^{chr(c + 0x40)}" for c in range(0x20) if c not in (0x09, 0x0A)}
 _SHOWN |= {0x7F: "^?", **{c: f"^[{chr(c - 0x40)}" for c in range(0x80, 0xA0)}}
 
 
+_SHOWN_IN_NAMES = _SHOWN | {0x09: "^I", 0x0A: "^J"}
+
+
+def name_shown(name: str) -> str:
+    """A file's name or path as plain output prints it, on a terminal or not: every control character
+    in caret notation, a newline too, so that a name cannot start a line of its own (a file named
+    "a⏎0.999 MEMORY.md:1-1⏎    - …" printed a forged hit). `--json` gives the name as it is."""
+    return name.translate(_SHOWN_IN_NAMES)
+
+
 def terminal_safe(text: str) -> str:
     """`text` with its control characters shown, not sent (a CRLF line end is a line end)."""
     return text.replace("\r\n", "\n").translate(_SHOWN)
