@@ -116,8 +116,11 @@ def answer_before_loading(fd_in: int = 0, fd_out: int = 1) -> None:
     early = answer_initialize(line)
     if early is not None:
         data = (early.answer + "\n").encode()
-        while data:
-            data = data[os.write(fd_out, data):]
+        try:
+            while data:
+                data = data[os.write(fd_out, data):]
+        except (BrokenPipeError, ConnectionResetError):  # the client closed its end of stdout: it is gone
+            raise SystemExit(0) from None
     _early_read.append(EarlyRead(line, early, rest))
 
 

@@ -106,12 +106,15 @@ async def serve(
     wire: StdioWire | None = None
     try:
         if transport == "stdio":
-            from .stdio import StdioWire  # noqa: PLC0415
+            from .stdio import ClientGone, StdioWire  # noqa: PLC0415
 
             wire = StdioWire()
             with anyio.CancelScope() as waiting:
                 stopper.guard(waiting)
-                await wire.handshake()
+                try:
+                    await wire.handshake()
+                except ClientGone:  # it closed stdout before memsift could answer: nothing to serve
+                    return
             stopper.guard(None)
             if waiting.cancel_called:
                 return
@@ -147,10 +150,15 @@ async def _serve(settings: ResolvedConfig, stopper: _Stopper, *, backend: str | 
                 if also_serve is not None:  # kept fresh, so it can answer `memsift search` quickly too
                     tg.start_soon(also_serve, manager, settings)
             if wire is not None:
+                from .stdio import ClientGone  # noqa: PLC0415
+
                 # The SDK's own run loop, over a transport that answers malformed requests too.
                 lowlevel = server._lowlevel_server  # noqa: SLF001
-                async with wire.sdk_streams() as (read, write):
-                    await lowlevel.run(read, write, lowlevel.create_initialization_options())
+                try:
+                    async with wire.sdk_streams() as (read, write):
+                        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+                except* ClientGone:
+                    pass  # the client stopped reading: the session is over, as when stdin closes
             else:
                 from .http import serve_http  # noqa: PLC0415
 

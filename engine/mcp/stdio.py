@@ -34,7 +34,8 @@ import anyio.lowlevel
 from ..logging import get_logger
 from .handshake import REPLAY_ID, EarlyHandshake, answer_initialize, take_early
 
-__all__ = ["StdioWire", "check_line", "MAX_LINE_BYTES", "PARSE_ERROR", "INVALID_REQUEST", "INVALID_PARAMS"]
+__all__ = ["StdioWire", "ClientGone", "check_line", "MAX_LINE_BYTES", "PARSE_ERROR", "INVALID_REQUEST",
+           "INVALID_PARAMS"]
 
 log = get_logger("memsift.mcp")
 
@@ -205,6 +206,11 @@ class _Lines:
                 self._eof = True
 
 
+class ClientGone(Exception):
+    """The client closed its end of stdout (it crashed, or left memsift behind with stdin open):
+    the server ends as when stdin closes, not with an internal error."""
+
+
 class _SerialOut:
     """stdout for the SDK's writer and ours: one whole line at a time. The SDK's answer to the
     replayed `initialize` (handshake.py) is dropped: the client has had memsift's."""
@@ -216,7 +222,10 @@ class _SerialOut:
         if REPLAY_ID in text and _answers_replay(text):
             return
         async with self._lock:
-            await self._io.write_all(text.encode("utf-8", "replace"))
+            try:
+                await self._io.write_all(text.encode("utf-8", "replace"))
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise ClientGone("the client closed its end of stdout") from exc
 
     async def flush(self) -> None:
         return None  # every write goes out whole under the lock

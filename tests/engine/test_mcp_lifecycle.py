@@ -434,3 +434,39 @@ def test_a_hangup_ends_the_server_unless_nohup_ignores_it(tmp_path, example_work
         for proc in procs.values():
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("entry", ["console script", "python -m"])
+@pytest.mark.parametrize("when", ["before initialize", "while serving"])
+def test_a_client_that_closes_its_end_of_stdout_ends_the_server_quietly(tmp_path, example_workspace, entry, when):
+    """A client that crashed, or left memsift behind with its stdin still open, stops reading:
+    the next answer met a broken pipe, and the server ended in an internal error (a crash report
+    each time; a traceback from the console script's early handshake). It now ends as when stdin
+    closes: exit 0, nothing reported."""
+    head = [sys.executable, "-c", ENTRY] if entry == "console script" else [sys.executable, "-m",
+                                                                            "memsift.engine.cli.main"]
+    env = _env(tmp_path)
+    proc = subprocess.Popen([*head, "-w", str(example_workspace), "mcp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
+    try:
+        if when == "while serving":
+            _send(proc, INIT)
+            assert _receive(proc)["id"] == 7
+            _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        proc.stdout.close()
+        try:
+            messages = [INIT] if when == "before initialize" else [
+                {"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
+                 "params": {"name": "memory_search", "arguments": {"query": "ledger"}}} for i in range(3)]
+            for message in messages:
+                _send(proc, message)
+                time.sleep(0.3)
+        except BrokenPipeError:
+            pass  # it has ended already
+        assert _ended(proc, timeout=120) == 0
+        err = proc.stderr.read().decode()
+        assert "internal error" not in err and "Traceback" not in err, err[-2000:]
+        assert not (tmp_path / "state" / "crashes").exists()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
