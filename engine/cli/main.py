@@ -494,6 +494,7 @@ def watch(obj: _Ctx, as_json: bool) -> None:
         status = WatchStatus(settings, as_json=as_json)
         with status, anyio.open_signal_receiver(*stop_signals()) as signals:
             async with anyio.create_task_group() as tg:
+                status.on_gone = tg.cancel_scope.cancel  # what read its lines is gone: nothing to tell
                 tg.start_soon(_cancel_on_signal, signals, tg.cancel_scope)  # also during the first sync
                 await tg.start(
                     lambda task_status: serve_freshness(

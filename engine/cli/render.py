@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..durations import vector_progress_words
 from ..results import ManagerStatus, ScopeDenial, SearchAnswer, SearchHit
@@ -486,7 +486,8 @@ def _minutes(seconds: float | None) -> str:
 
 class WatchStatus:
     """`memsift watch` output: a live status line on a terminal, plain lines otherwise, or JSON
-    lines on stdout with --json."""
+    lines on stdout with --json. When what reads them is gone (`watch --json | head -1`, a log
+    shipper that exited), `on_gone` is called (the watch stops, exit 0) and nothing more is written."""
 
     def __init__(self, settings, *, as_json: bool = False) -> None:
         import sys  # noqa: PLC0415
@@ -498,6 +499,26 @@ class WatchStatus:
         self.answered = 0  # CLI searches answered from this process
         self.last = "starting"
         self._status: Any = None
+        self.on_gone: Callable[[], None] | None = None
+        self.reader_gone = False
+
+    def _print(self, line: str, *, err: bool) -> None:
+        import os  # noqa: PLC0415
+        import sys  # noqa: PLC0415
+
+        if self.reader_gone:
+            return
+        stream = sys.stderr if err else sys.stdout
+        try:
+            print(line, file=stream, flush=True)
+        except (BrokenPipeError, ConnectionResetError):
+            self.reader_gone = True
+            try:  # what is left in the stream's buffer goes nowhere, so the exit has nothing to flush
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+            except (OSError, ValueError):
+                pass
+            if self.on_gone is not None:
+                self.on_gone()
 
     def __enter__(self) -> WatchStatus:
         if self.live:
@@ -528,7 +549,6 @@ class WatchStatus:
         return Text(terminal_safe(self._line()))  # as written, never markup: a path may hold "[red]" or "[/x]"
 
     def _say(self, text: str) -> None:
-        import sys  # noqa: PLC0415
 
         if self.live:
             from .streams import terminal_safe  # noqa: PLC0415
@@ -536,7 +556,7 @@ class WatchStatus:
             self._console.print(terminal_safe(text), markup=False)  # an error may hold "[/var/lib/…]" or ESC
             self._status.update(self._live_line())
         else:
-            print(f"memsift watch: {text}", file=sys.stderr, flush=True)
+            self._print(f"memsift watch: {text}", err=True)
 
     def event(self, kind: str, payload: dict) -> None:
         import json  # noqa: PLC0415
@@ -555,7 +575,7 @@ class WatchStatus:
                     data["alreadyIndexed"] = True
             else:
                 data.update({k: v for k, v in payload.items()})
-            print(json.dumps(data), flush=True)
+            self._print(json.dumps(data), err=False)
             return
         if kind == "synced":
             r = payload["report"]

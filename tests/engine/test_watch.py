@@ -480,3 +480,31 @@ def test_watch_polls_when_the_systems_inotify_instances_are_all_taken(tmp_path):
         hog.wait(timeout=30)
         if proc is not None and proc.poll() is None:
             proc.kill()
+
+
+@pytest.mark.parametrize("output", ["--json on stdout", "lines on stderr"])
+def test_watch_stops_quietly_when_what_reads_its_lines_is_gone(tmp_path, output):
+    """`memsift watch --json | head -1`, or a log shipper that exited: the next line met a broken
+    pipe and the watch ended in an internal error with a crash report. It now stops, exit 0."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n- The kayak is stored in the boathouse.\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+                "MEMSIFT_NO_RESIDENT": "1"})
+    as_json = output.startswith("--json")
+    proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "watch",
+                             *(["--json"] if as_json else [])], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        read, other = (proc.stdout, proc.stderr) if as_json else (proc.stderr, proc.stdout)
+        assert "synced" in read.readline()  # its first line, then the reader leaves
+        read.close()
+        (ws / "memory" / "n.md").write_text("- a note about walruses\n")  # more lines to write
+        assert proc.wait(timeout=60) == 0
+        left = other.read()
+        assert "internal error" not in left and "Traceback" not in left, left
+        assert not (tmp_path / "state" / "crashes").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
