@@ -16,11 +16,14 @@ loopback address literal is always fine: a page rebound from another name sends 
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import re
+import socket
 import sys
 from typing import Any, Iterable
 
+from ..errors import MemsiftError
 from ..logging import get_logger
 
 __all__ = ["StrictAuthority", "serve_http", "LOOPBACK_HOSTS", "is_loopback", "allowed_hosts_for"]
@@ -129,8 +132,9 @@ class StrictAuthority:
         await self.app(scope, receive, send)
 
 
-async def serve_http(server: Any, *, host: str, port: int, allow_hosts: Iterable[str] = ()) -> None:
-    """The SDK's streamable HTTP app (JSON answers) behind `StrictAuthority`, served by uvicorn."""
+async def serve_http(server: Any, listener: socket.socket, *, host: str, allow_hosts: Iterable[str] = ()) -> None:
+    """The SDK's streamable HTTP app (JSON answers) behind `StrictAuthority`, served by uvicorn on
+    `listener` (`listening_socket`)."""
     import uvicorn  # noqa: PLC0415  (the MCP SDK brings it)
 
     from mcp.server.transport_security import TransportSecuritySettings  # noqa: PLC0415
@@ -145,6 +149,34 @@ async def serve_http(server: Any, *, host: str, port: int, allow_hosts: Iterable
     # No colours through the CLI's terminal stderr, which shows escape sequences as text (a request's
     # path in the access log could hold some: cli/streams.py).
     colours = False if getattr(sys.stderr, "shows_control_characters", False) else None
+    port = listener.getsockname()[1]
     config = uvicorn.Config(guarded, host=host, port=port, log_level=server.settings.log_level.lower(),
                             use_colors=colours)
-    await uvicorn.Server(config).serve()
+    # uvicorn says where it listens only when it binds the socket itself (`--port 0` included).
+    where = f"[{host}]" if ":" in host else host
+    print(f"memsift: serving MCP at http://{where}:{port}/mcp (Ctrl-C stops)", file=sys.stderr, flush=True)
+    await uvicorn.Server(config).serve(sockets=[listener])
+
+
+_WHAT_TO_DO = {
+    errno.EADDRINUSE: "another server has this port: choose another with --port, or stop that one",
+    errno.EACCES: "ports below 1024 need privileges: choose --port 1024 or above",
+    errno.EADDRNOTAVAIL: "this machine has no such address: use 127.0.0.1, or one of its own addresses",
+}
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The server's socket, bound as uvicorn binds it; a port in use or refused is one line saying
+    what to do (uvicorn logged the error, then exited with status 3, memsift's code for a bad config)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)  # connections made from now on wait for the server (uvicorn's backlog)
+    except (OSError, OverflowError) as exc:
+        sock.close()
+        why = getattr(exc, "strerror", None) or str(exc)
+        hint = _WHAT_TO_DO.get(getattr(exc, "errno", None) or 0, "check --host and --port")
+        raise MemsiftError(f"cannot listen on {host}:{port}: {why.lower()} ({hint})") from None
+    return sock

@@ -20,6 +20,7 @@ The exit status is 128 + the signal's number (143 for SIGTERM), as for a process
 from __future__ import annotations
 
 import signal
+import socket
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Literal
 
@@ -104,7 +105,12 @@ async def serve(
 
     stopper = _Stopper()
     wire: StdioWire | None = None
+    listener: socket.socket | None = None
     try:
+        if transport == "http":
+            from .http import listening_socket  # noqa: PLC0415
+
+            listener = listening_socket(host, port)  # a port in use is said at once, before anything loads
         if transport == "stdio":
             from .stdio import ClientGone, StdioWire  # noqa: PLC0415
 
@@ -118,19 +124,21 @@ async def serve(
             stopper.guard(None)
             if waiting.cancel_called:
                 return
-        await _serve(load_settings(), stopper, backend=backend, wire=wire, host=host, port=port,
+        await _serve(load_settings(), stopper, backend=backend, wire=wire, listener=listener, host=host,
                      session_key=session_key, max_chars=max_chars, fresh=fresh, also_serve=also_serve,
                      allow_hosts=allow_hosts)
     finally:
+        if listener is not None:
+            listener.close()
         stopper.restore()
         if wire is not None:
             wire.release()
         stopper.exit_if_stopped()
 
 
-async def _serve(settings: ResolvedConfig, stopper: _Stopper, *, backend: str | None, wire: StdioWire | None, host: str,
-                 port: int, session_key: str | None, max_chars: int | None, fresh: bool,
-                 also_serve: AlsoServe | None, allow_hosts: tuple[str, ...] = ()) -> None:
+async def _serve(settings: ResolvedConfig, stopper: _Stopper, *, backend: str | None, wire: StdioWire | None,
+                 listener: socket.socket | None, host: str, session_key: str | None, max_chars: int | None,
+                 fresh: bool, also_serve: AlsoServe | None, allow_hosts: tuple[str, ...] = ()) -> None:
     """Open the manager, keep it fresh, and serve until the transport ends or is cancelled."""
     import anyio  # noqa: PLC0415
 
@@ -162,7 +170,8 @@ async def _serve(settings: ResolvedConfig, stopper: _Stopper, *, backend: str | 
             else:
                 from .http import serve_http  # noqa: PLC0415
 
-                await serve_http(server, host=host, port=port, allow_hosts=allow_hosts)
+                assert listener is not None  # made by serve() for HTTP
+                await serve_http(server, listener, host=host, allow_hosts=allow_hosts)
             tg.cancel_scope.cancel()
     finally:
         stopper.unguard()  # a signal now exits (the grace's timer ends a close that hangs)

@@ -470,3 +470,47 @@ def test_a_client_that_closes_its_end_of_stdout_ends_the_server_quietly(tmp_path
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_http_says_where_it_listens_and_what_to_do_when_it_cannot(tmp_path, example_workspace):
+    """A port in use ended `memsift mcp --http` with uvicorn's log and exit status 3 (memsift's code
+    for a bad config), after loading everything; `--port 0` did not say which port it took."""
+    import re
+
+    import httpx
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        busy = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(example_workspace), "mcp",
+                               "--http", "--port", str(taken.getsockname()[1])], env=_env(tmp_path),
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        taken.close()
+    assert busy.returncode == 1, busy.stderr
+    [line] = busy.stderr.strip().splitlines()
+    assert re.fullmatch(r"memsift: cannot listen on 127\.0\.0\.1:\d+: address already in use \(another server has "
+                        r"this port: choose another with --port, or stop that one\)", line), line
+
+    proc = _spawn(example_workspace, tmp_path, "--http", "--port", "0", "--no-watch")
+    try:
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        port = None
+        deadline = time.monotonic() + 120
+        while port is None and time.monotonic() < deadline:
+            assert sel.select(deadline - time.monotonic()), "no line from memsift mcp --http"
+            said = proc.stderr.readline().decode()
+            assert said, "memsift mcp --http ended"
+            if found := re.match(r"memsift: serving MCP at http://127\.0\.0\.1:(\d+)/mcp \(Ctrl-C stops\)", said):
+                port = int(found[1])
+        assert port
+        answer = httpx.post(f"http://127.0.0.1:{port}/mcp", json=INIT, timeout=60,
+                            headers={"Accept": "application/json, text/event-stream"})
+        assert answer.json()["result"]["serverInfo"]["name"] == "memsift"
+        proc.send_signal(signal.SIGTERM)
+        assert _ended(proc) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
