@@ -45,7 +45,7 @@ def progress_display(*, always: bool, workspace: Any = None) -> Iterator[Callabl
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn  # noqa: PLC0415
     from rich.text import Text  # noqa: PLC0415
 
-    from .streams import on_the_terminal  # noqa: PLC0415
+    from .streams import on_the_terminal, shown_through_rich, terminal_safe  # noqa: PLC0415
 
     class RateColumn(ProgressColumn):
         def render(self, task: Any) -> Text:
@@ -60,13 +60,14 @@ def progress_display(*, always: bool, workspace: Any = None) -> Iterator[Callabl
 
     def update(stage: str, done: int, total: int) -> None:
         if stage == "build":
-            console.print(_build_message(workspace), markup=False, highlight=False)
+            console.print(terminal_safe(_build_message(workspace)), markup=False, highlight=False)
             state["on"] = True
             return
         if not state["on"] or stage not in STAGE_LABELS:
             return
         if not state["started"]:
             bar.start()
+            shown_through_rich()
             state["started"] = True
         if stage not in tasks:
             label, unit = STAGE_LABELS[stage]

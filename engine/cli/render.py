@@ -526,11 +526,12 @@ class WatchStatus:
 
             from rich.console import Console  # noqa: PLC0415
 
-            from .streams import on_the_terminal  # noqa: PLC0415
+            from .streams import on_the_terminal, shown_through_rich  # noqa: PLC0415
 
             self._console = Console(file=on_the_terminal(sys.stderr))
             self._status = self._console.status(self._live_line())
             self._status.__enter__()
+            shown_through_rich()
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -79,6 +79,19 @@ def on_the_terminal(stream: TextIO) -> TextIO:
     return stream._stream if isinstance(stream, _TerminalText) else stream
 
 
+def shown_through_rich() -> None:
+    """While a rich live display runs, it puts its own proxies in `sys.stdout` and `sys.stderr`,
+    which print what is written (a warning's provider error, a file's name) through its console,
+    straight to the terminal: it is shown, not sent, before it gets there. rich puts the streams
+    back when the display stops."""
+    from rich.file_proxy import FileProxy  # noqa: PLC0415  (loaded with the display)
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if isinstance(stream, FileProxy):
+            setattr(sys, name, _TerminalText(stream))  # type: ignore[arg-type]  # a TextIO in all but name
+
+
 def prepare_standard_streams() -> None:
     """Put /dev/null where memsift was started with stdin, stdout or stderr closed (`>&-`, a service
     manager): else the first file it opens takes that descriptor (an index's database, then written

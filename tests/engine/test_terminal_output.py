@@ -193,3 +193,27 @@ def test_a_file_name_cannot_forge_a_line_of_plain_output(tmp_path):
     assert suggested.startswith("memsift get 'memory/my notes.md' --from 1 --offset 100"), cut.stderr
     rest = subprocess.run([*cli, *shlex.split(suggested)[1:]], env=env, capture_output=True, text=True, timeout=300)
     assert rest.returncode == 0 and rest.stdout.startswith("word"), rest.stderr
+
+
+PROGRESS_THEN_A_WARNING = """
+import sys
+from memsift.engine.cli.streams import prepare_standard_streams
+prepare_standard_streams()
+from memsift.engine.cli.progress import progress_display
+with progress_display(always=True, workspace="ws") as update:
+    update("files", 1, 3)
+    print("memsift: warning: the provider said \\x1b]0;PWNED\\x07 \\x1b[2J \\x1bc", file=sys.stderr, flush=True)
+    update("files", 3, 3)
+print("done", file=sys.stderr, flush=True)
+"""
+
+
+def test_a_warning_written_under_the_progress_bar_is_shown_not_sent():
+    """While the progress bar runs, rich puts its own proxy in sys.stderr, which prints what is
+    written through its console straight to the terminal: a warning quoting a provider's error
+    reached it with what rich's decoder lets pass (ESC c, a full reset of the terminal) and without
+    what it drops (a title's OSC, a CSI). It is shown in caret notation, whole."""
+    code, shown = _pty_run([sys.executable, "-c", PROGRESS_THEN_A_WARNING], dict(os.environ))
+    assert code == 0 and "done" in shown, shown
+    assert "the provider said ^[]0;PWNED^G ^[[2J ^[c" in shown, shown
+    assert "\x1b]0;" not in shown and "\x1b[2J" not in shown and "\x1bc" not in shown
