@@ -234,7 +234,23 @@ def _index_catalog(folder: Any, *, prune: bool, as_json: bool) -> None:
                    "(or to one memsift did not record yet).")
 
 
-@cli.command(params=search_params())
+class _TextCommand(click.Command):
+    """A command whose argument is free text (a query, a note): text that starts with "-" ("-5
+    degrees outside") is read as an unknown option; the error says how to pass it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)  # the parser consumes `args`
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            token = next((a for a in given if a.startswith(exc.option_name)), exc.option_name)
+            if " " not in token.strip() and not token[1:2].isdigit():
+                raise  # a mistyped option (--jsn): click names the ones meant
+            raise click.UsageError(f"{exc.format_message().rstrip('.')}. Text that starts with '-' goes after "
+                                   f"'--': memsift {ctx.info_name} -- {shlex.quote(token)}", ctx) from None
+
+
+@cli.command(cls=_TextCommand, params=search_params())
 @click.pass_obj
 def search(obj: _Ctx, query: str, backend: str | None, as_json: bool, **params: Any) -> None:
     """Search memory for QUERY."""
@@ -446,7 +462,7 @@ def helpers_stop(obj: _Ctx, all_: bool) -> None:
         sys.exit(EXIT_CODES["error"])
 
 
-@cli.command()
+@cli.command(cls=_TextCommand)
 @click.argument("text")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj

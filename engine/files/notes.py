@@ -8,11 +8,14 @@ daily file is refused, as everywhere else in memsift.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from datetime import datetime
 from pathlib import Path
 
 from ..errors import MemsiftError, PathNotAllowedError
+
+_BULLET = re.compile(r"^[-*+]\s+")  # a Markdown list item's marker
 
 __all__ = ["append_note"]
 
@@ -29,6 +32,8 @@ def append_note(workspace: Path, text: str, *, now: datetime | None = None) -> t
     """Append `text` to the log of `now`'s day (default: today on this machine), stamped with its
     time; return (workspace-relative path, line number of the note)."""
     lines = [ln.rstrip() for ln in (text or "").strip().splitlines()]
+    if lines and (unbulleted := _BULLET.sub("", lines[0], count=1)):
+        lines[0] = unbulleted  # "- call the dentist": the entry is a list item already ("- 09:30 …")
     if not lines or not lines[0]:
         raise PathNotAllowedError("memory/", "a note needs some text")
     now = now or datetime.now().astimezone()

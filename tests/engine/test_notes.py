@@ -120,3 +120,33 @@ def test_a_note_that_cannot_be_written_is_a_clear_error_and_the_index_one_too(tm
     assert r.returncode == 4 and "Traceback" not in r.stderr, r.stderr
     assert f"cannot write in the state folder {tmp_path / 'store'}" in r.stderr
     assert "there is no index to search yet" in r.stderr and "MEMSIFT_STATE_DIR" in r.stderr
+
+
+def test_a_note_written_as_a_list_item_is_not_bulleted_twice(tmp_path):
+    """Notes are list items ("- 09:41 …"): one typed as a list item was written "- 09:41 - call…"."""
+    append_note(tmp_path, "- call the dentist", now=NOW)
+    append_note(tmp_path, "* [ ] buy oat milk", now=NOW)
+    append_note(tmp_path, "-5 degrees outside tonight", now=NOW)
+    lines = (tmp_path / "memory" / "2026-11-22.md").read_text().splitlines()[2:]
+    assert lines == ["- 09:41 call the dentist", "- 09:41 [ ] buy oat milk", "- 09:41 -5 degrees outside tonight"]
+
+
+def test_text_that_starts_with_a_dash_is_told_how_to_pass_it(tmp_path):
+    """`memsift note "- call the dentist"` and `memsift search "-5 degrees"` ended in click's "No
+    such option '- '" alone; the error now gives the command that works."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env.update(MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "x"), MEMSIFT_NO_RESIDENT="1",
+               MEMSIFT_NOW="2026-11-22T09:41:00+00:00")
+    cli = [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws)]
+    for args, hint in ((["note", "- call the dentist"], "memsift note -- '- call the dentist'"),
+                       (["search", "-5 degrees outside"], "memsift search -- '-5 degrees outside'")):
+        r = subprocess.run([*cli, *args], env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2 and hint in r.stderr, r.stderr
+    r = subprocess.run([*cli, "search", "--jsn", "x"], env=env, capture_output=True, text=True, timeout=300)
+    assert "Did you mean" in r.stderr and "goes after" not in r.stderr  # a mistyped option stays one
+    r = subprocess.run([*cli, "note", "--", "- call the dentist"], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (ws / "memory" / "2026-11-22.md").read_text().endswith("- 09:41 call the dentist\n")
