@@ -6,6 +6,7 @@ a traceback on a user's terminal. The traceback is kept in a private file of the
 
 from __future__ import annotations
 
+import errno
 import os
 import platform
 import sys
@@ -13,17 +14,24 @@ import time
 import traceback
 from pathlib import Path
 
-__all__ = ["report_crash"]
+__all__ = ["report_crash", "write_refused"]
 
 KEEP = 20  # crash reports kept; older ones are removed
 
 
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}  # the disk, a quota, a file's size limit: the machine's
+
+
 def report_crash(exc: BaseException) -> int:
-    """Say that memsift failed and where the details are; the exit code (1)."""
+    """Say that memsift failed and where the details are; the exit code (1). A write the machine
+    refused (a full disk, `> /dev/full`, a terminal gone) is no bug: said in one line, no report."""
     from ..logging import is_verbose  # noqa: PLC0415
     from ..secrets import redact  # noqa: PLC0415
     from ..text import shorten  # noqa: PLC0415
     from .output import EXIT_CODES  # noqa: PLC0415
+
+    if isinstance(exc, OSError) and (exc.errno in _FULL or (exc.errno == errno.EIO and _writing_output(exc))):
+        return write_refused(exc, output=_writing_output(exc))
 
     details = redact("".join(traceback.format_exception(exc)))
     kept = _keep(details)
@@ -34,6 +42,34 @@ def report_crash(exc: BaseException) -> int:
     sys.stderr.write(f"memsift: internal error ({what}). This is a bug in memsift, not a problem with your notes or "
                      f"settings: {where}; please report it.\n")
     return EXIT_CODES["error"]
+
+
+def write_refused(exc: OSError, *, output: bool) -> int:
+    """A write the machine refused, in one line (`output`: memsift's own output); the exit code (1)."""
+    full = exc.errno in _FULL
+    _say(f"memsift: cannot write {'the output' if output else 'a file'}: {exc.strerror or exc}"
+         + (" (the disk or a quota is full: free some space, or write the output elsewhere)" if full else ""))
+    return 1  # EXIT_CODES["error"]
+
+
+def _writing_output(exc: BaseException) -> bool:
+    """The exception came from writing memsift's output (click's echo, or the terminal's stream)."""
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    if last is None:
+        return False
+    where = last.tb_frame.f_code.co_filename.replace(os.sep, "/")
+    return where.endswith(("click/utils.py", "engine/cli/streams.py"))
+
+
+def _say(line: str) -> None:
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except OSError:  # stderr on the same full disk
+        pass
 
 
 def _keep(details: str) -> Path | None:

@@ -258,8 +258,15 @@ def try_resident(argv: list[str], env: Mapping[str, str] | None = None) -> int |
         if answer is None:
             continue
         code, out, err = answer
-        sys.stdout.write(out.decode("utf-8", "surrogatepass"))
-        sys.stderr.write(err.decode("utf-8", "surrogatepass"))
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(out.decode("utf-8", "surrogatepass"))
+            sys.stderr.write(err.decode("utf-8", "surrogatepass"))
+            sys.stdout.flush()
+        except BrokenPipeError:  # `memsift search … | head`: what reads it has what it wanted
+            return code
+        except OSError as exc:  # `> /dev/full`, a full disk, a terminal gone: the machine's, not a bug
+            from .crash import write_refused  # noqa: PLC0415
+
+            return write_refused(exc, output=True)
         return code
     return None

@@ -4,11 +4,16 @@ file in the state folder, secrets masked), not as a traceback; -v prints the tra
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
-from helpers import EXAMPLE_WORKSPACE
+import pytest
+
+from helpers import EXAMPLE_WORKSPACE, stop_helpers, wait_for_socket
 
 # A bug planted deep in a search (the time filter every search builds), in a fresh process.
 PLANTED = """
@@ -53,3 +58,36 @@ def test_with_v_the_traceback_is_printed_too_and_old_reports_are_pruned(tmp_path
     assert r.stderr.strip().splitlines()[-1].startswith("memsift: internal error (ZeroDivisionError")
     kept = sorted(p.name for p in crashes.iterdir())
     assert len(kept) == 20 and not kept[-1].startswith("20000101")  # the newest 20, this one among them
+
+
+def test_output_the_machine_cannot_take_is_one_line_not_a_bug(tmp_path):
+    """`memsift search … > /dev/full` (a full disk): "internal error … This is a bug in memsift"
+    and a crash report, or a traceback when the resident helper answered. The machine refused the
+    write; it is said as that, exit 1, nothing reported."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    runtime = tempfile.mkdtemp(prefix="msf")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env.update(MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "x"), XDG_RUNTIME_DIR=runtime)
+    cold = {**env, "MEMSIFT_NO_RESIDENT": "1"}
+    cli = [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(EXAMPLE_WORKSPACE)]
+    console_script = [sys.executable, "-c", "import sys; from memsift.engine.cli import main; sys.argv[0] = 'memsift'; "
+                      "main()", "-w", str(EXAMPLE_WORKSPACE)]
+    try:
+        runs = [(cli + args, cold) for args in (["search", "ledger"], ["status", "--json"],
+                                                ["get", "MEMORY.md"])]
+        subprocess.run([*console_script, "search", "warm up"], env=env, capture_output=True, timeout=300)
+        wait_for_socket(Path(runtime))
+        runs.append(([*console_script, "search", "ledger"], env))  # answered by the resident helper
+        for cmd, run_env in runs:
+            with open("/dev/full", "w") as full:
+                r = subprocess.run(cmd, env=run_env, stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+            assert r.returncode == 1, (cmd, r.stderr)
+            assert r.stderr.strip().splitlines()[-1] == (
+                "memsift: cannot write the output: No space left on device (the disk or a quota is full: free some "
+                "space, or write the output elsewhere)"), (cmd, r.stderr)
+            assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+        assert not (tmp_path / "state" / "crashes").exists()
+    finally:
+        stop_helpers(runtime)
+        shutil.rmtree(runtime, ignore_errors=True)
