@@ -30,6 +30,8 @@ def report_crash(exc: BaseException) -> int:
     from ..text import shorten  # noqa: PLC0415
     from .output import EXIT_CODES  # noqa: PLC0415
 
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:  # raised in a task group (watch)
+        exc = exc.exceptions[0]
     if isinstance(exc, OSError) and (exc.errno in _FULL or (exc.errno == errno.EIO and _writing_output(exc))):
         return write_refused(exc, output=_writing_output(exc))
 

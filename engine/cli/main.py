@@ -523,6 +523,10 @@ def watch(obj: _Ctx, as_json: bool) -> None:
                     task_status=task_status))
                 status.event("resident", {"socket": str(sock) if sock else None})
         status.stopped()
+        if status.write_error is not None:
+            from .crash import write_refused  # noqa: PLC0415
+
+            sys.exit(write_refused(status.write_error, output=True))
 
     with _errors_to_exit(), _serving_as_helper(obj, "watch"):
         obj.run(go)

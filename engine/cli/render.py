@@ -487,7 +487,8 @@ def _minutes(seconds: float | None) -> str:
 class WatchStatus:
     """`memsift watch` output: a live status line on a terminal, plain lines otherwise, or JSON
     lines on stdout with --json. When what reads them is gone (`watch --json | head -1`, a log
-    shipper that exited), `on_gone` is called (the watch stops, exit 0) and nothing more is written."""
+    shipper that exited), `on_gone` is called (the watch stops, exit 0) and nothing more is written;
+    the same for output the machine refuses (`write_error`: a full disk), which the watch then says."""
 
     def __init__(self, settings, *, as_json: bool = False) -> None:
         import sys  # noqa: PLC0415
@@ -501,6 +502,7 @@ class WatchStatus:
         self._status: Any = None
         self.on_gone: Callable[[], None] | None = None
         self.reader_gone = False
+        self.write_error: OSError | None = None
 
     def _print(self, line: str, *, err: bool) -> None:
         import os  # noqa: PLC0415
@@ -511,8 +513,10 @@ class WatchStatus:
         stream = sys.stderr if err else sys.stdout
         try:
             print(line, file=stream, flush=True)
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError as exc:  # a reader gone (EPIPE); or `> /dev/full`, a full disk: said when it stops
             self.reader_gone = True
+            if not isinstance(exc, (BrokenPipeError, ConnectionResetError)):
+                self.write_error = exc
             try:  # what is left in the stream's buffer goes nowhere, so the exit has nothing to flush
                 os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
             except (OSError, ValueError):

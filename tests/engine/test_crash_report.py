@@ -91,3 +91,18 @@ def test_output_the_machine_cannot_take_is_one_line_not_a_bug(tmp_path):
     finally:
         stop_helpers(runtime)
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_watch_whose_output_the_machine_refuses_stops_saying_so(tmp_path):
+    """`memsift watch --json > /dev/full`: its first line's failure was logged as "sync failed",
+    then the watch ended in an internal error blaming "a file"."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env.update(MEMSIFT_NO_RESIDENT="1", MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "x"))
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(EXAMPLE_WORKSPACE), "watch",
+                            "--json"], env=env, stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert r.returncode == 1 and "sync failed" not in r.stderr and "internal error" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("memsift: cannot write the output: No space left on device")
+    assert not (tmp_path / "state" / "crashes").exists()
