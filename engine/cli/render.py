@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import textwrap
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..durations import vector_progress_words
 from ..results import ManagerStatus, ScopeDenial, SearchAnswer, SearchHit
 from ..manager import SyncReport
-from .streams import name_shown
+from .streams import name_shown, on_the_terminal, shown_through_rich, terminal_safe
 
 if TYPE_CHECKING:
     from .parity import ParityReport
@@ -491,8 +493,6 @@ class WatchStatus:
     the same for output the machine refuses (`write_error`: a full disk), which the watch then says."""
 
     def __init__(self, settings, *, as_json: bool = False) -> None:
-        import sys  # noqa: PLC0415
-
         self.settings = settings
         self.as_json = as_json
         self.live = not as_json and sys.stderr.isatty()
@@ -505,9 +505,6 @@ class WatchStatus:
         self.write_error: OSError | None = None
 
     def _print(self, line: str, *, err: bool) -> None:
-        import os  # noqa: PLC0415
-        import sys  # noqa: PLC0415
-
         if self.reader_gone:
             return
         stream = sys.stderr if err else sys.stdout
@@ -526,11 +523,7 @@ class WatchStatus:
 
     def __enter__(self) -> WatchStatus:
         if self.live:
-            import sys  # noqa: PLC0415
-
             from rich.console import Console  # noqa: PLC0415
-
-            from .streams import on_the_terminal, shown_through_rich  # noqa: PLC0415
 
             self._console = Console(file=on_the_terminal(sys.stderr))
             self._status = self._console.status(self._live_line())
@@ -549,15 +542,10 @@ class WatchStatus:
     def _live_line(self) -> Any:
         from rich.text import Text  # noqa: PLC0415
 
-        from .streams import terminal_safe  # noqa: PLC0415
-
         return Text(terminal_safe(self._line()))  # as written, never markup: a path may hold "[red]" or "[/x]"
 
     def _say(self, text: str) -> None:
-
         if self.live:
-            from .streams import terminal_safe  # noqa: PLC0415
-
             self._console.print(terminal_safe(text), markup=False)  # an error may hold "[/var/lib/…]" or ESC
             self._status.update(self._live_line())
         else:
