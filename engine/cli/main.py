@@ -821,6 +821,7 @@ def config_init(obj: _Ctx, force: bool, target: str | None) -> None:
     """Write a starter config (to -c FILE / --config / $MEMSIFT_CONFIG, else ~/.config/memsift/config.json5),
     readable by you alone; the workspace is the current one when it is a memory workspace."""
     from ..config.sources import default_config_path  # noqa: PLC0415
+    from ..config.load import current_folder  # noqa: PLC0415
     from ..config.workspace import find_workspace, is_workspace  # noqa: PLC0415
     from ..private_dirs import make_private_dir  # noqa: PLC0415
 
@@ -835,7 +836,8 @@ def config_init(obj: _Ctx, force: bool, target: str | None) -> None:
     if path.exists() and not force:
         click.echo(f"memsift: {path} exists; `memsift config show` shows what it sets (--force replaces it)", err=True)
         sys.exit(EXIT_CODES["usage"])
-    start = Path(obj.workspace).expanduser().resolve() if obj.workspace else Path.cwd()
+    with _errors_to_exit():
+        start = Path(obj.workspace).expanduser().resolve() if obj.workspace else current_folder()
     candidate = find_workspace(start, given_by=None)
     found = candidate if is_workspace(candidate) else None
     workspace = json.dumps(str(found)) if found else '"~/agent-workspace"'

@@ -246,7 +246,11 @@ def try_resident(argv: list[str], env: Mapping[str, str] | None = None) -> int |
     folder = private_runtime_path(env)
     if folder is None:
         return None
-    request = _encode_request(argv, os.getcwd(), relevant_env(env))
+    try:
+        here = os.getcwd()
+    except OSError:  # a shell left in a deleted folder: the CLI says what to do
+        return None
+    request = _encode_request(argv, here, relevant_env(env))
     deadline = time.monotonic() + ASK_BUDGET_S
     for sock in _servers(folder, state_tag(env)):
         if time.monotonic() >= deadline:

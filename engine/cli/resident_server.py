@@ -61,6 +61,13 @@ def frame_reply(reply: dict[str, Any]) -> bytes:
     return f"ok {int(reply['exit'])} {len(out)} {len(err)}\n".encode("ascii") + out + err
 
 
+
+def _here() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # the folder it was started in is gone
+        return ""
+
 class _Decline(Exception):
     """This server does not answer the request; the CLI searches by itself."""
 
@@ -115,7 +122,7 @@ class ResidentServer:
             env, cwd = request.get("env") or {}, str(request.get("cwd") or "")
             if env != self.env:
                 raise _Decline("the environment differs")
-            if cwd != os.getcwd() and any(v in env and not os.path.isabs(env[v]) for v in _PATH_VARS):
+            if cwd != _here() and any(v in env and not os.path.isabs(env[v]) for v in _PATH_VARS):
                 raise _Decline("relative paths in the environment")
             argv = [str(a) for a in request.get("argv") or []]
             try:

@@ -47,6 +47,7 @@ __all__ = [
     "resolve_agent",
     "normalise_memory_search",
     "default_index_name",
+    "current_folder",
     "SOURCE_ORDER",
 ]
 
@@ -376,16 +377,20 @@ def resolve_agent(
     _check_rerank(ms)
     _register_secrets(ms)
 
-    base = Path(cwd) if cwd is not None else Path.cwd()
     given_by, ws_raw, ws_key = next(
         ((by, raw, key) for by, raw, key in (
             ("--workspace", workspace, None),
             ("MEMSIFT_WORKSPACE", env.get("MEMSIFT_WORKSPACE"), None),
             *agent_workspaces(config, chosen),
         ) if raw),
-        (None, base, None),
+        (None, None, None),
     )
-    ws_start = base / _expand(ws_raw, given_by or "workspace")
+    ws_given = _expand(ws_raw, given_by or "workspace") if ws_raw is not None else None
+    if ws_given is not None and ws_given.is_absolute():
+        ws_start = ws_given  # the current folder is not needed (it may be gone)
+    else:
+        base = Path(cwd) if cwd is not None else current_folder()
+        ws_start = base / ws_given if ws_given is not None else base
     ws = find_workspace(ws_start.resolve(), given_by=given_by)
     state_dir = _expand(config.state_dir, "stateDir") if config.state_dir else default_state_dir(env)
     for raw in ms.extra_paths:
@@ -494,6 +499,15 @@ def _agent_source(config: MemsiftConfig, chosen: Any, agent_id: str | None, env:
     if chosen.keyed or chosen.listed:
         return "the default agent of the config's roster (no -a)"
     return "memsift's default agent id (no -a, no agent configured)"
+
+
+def current_folder() -> Path:
+    """The current folder; one that was deleted or moved away (a shell left in it) is a clear error."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        raise ConfigError("the current folder no longer exists (it was deleted or moved): cd to a folder that "
+                          "exists, or name the workspace with -w /path/to/workspace") from None
 
 
 def _expand(raw: str | os.PathLike[str], key: str) -> Path:

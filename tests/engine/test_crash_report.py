@@ -4,6 +4,7 @@ file in the state folder, secrets masked), not as a traceback; -v prints the tra
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -106,3 +107,37 @@ def test_watch_whose_output_the_machine_refuses_stops_saying_so(tmp_path):
     assert r.returncode == 1 and "sync failed" not in r.stderr and "internal error" not in r.stderr, r.stderr
     assert r.stderr.strip().splitlines()[-1].startswith("memsift: cannot write the output: No space left on device")
     assert not (tmp_path / "state" / "crashes").exists()
+
+
+def test_a_shell_left_in_a_deleted_folder_gets_answers_or_one_line(tmp_path):
+    """A terminal whose folder was deleted (a worktree removed, `rm -rf` of the folder one is in):
+    every command was an internal error, or a traceback through the resident client, even with
+    `-w /absolute/path`. It now answers with an absolute workspace, and says what to do without."""
+    runtime = tempfile.mkdtemp(prefix="msg")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env.update(MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "x"), XDG_RUNTIME_DIR=runtime)
+    gone = tmp_path / "gone"
+    entry = "import sys; from memsift.engine.cli import main; sys.argv[0] = 'memsift'; main()"
+
+    def from_a_deleted_folder(*args: str, **extra: str) -> subprocess.CompletedProcess:
+        gone.mkdir()
+        script = f"cd {shlex.quote(str(gone))} && rmdir {shlex.quote(str(gone))} && exec \"$@\""
+        return subprocess.run(["sh", "-c", script, "sh", sys.executable, "-c", entry, *args], env={**env, **extra},
+                              capture_output=True, text=True, timeout=300)
+
+    try:
+        for extra in ({"MEMSIFT_NO_RESIDENT": "1"}, {}, {}):  # cold; then starting a helper; then asking it
+            r = from_a_deleted_folder("-w", str(EXAMPLE_WORKSPACE), "search", "ledger", "--json", **extra)
+            assert r.returncode == 0 and '"results"' in r.stdout, r.stderr
+            if not extra:
+                wait_for_socket(Path(runtime))
+        for args in (["search", "ledger"], ["status"]):
+            r = from_a_deleted_folder(*args, MEMSIFT_NO_RESIDENT="1")
+            assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr
+            assert r.stderr.strip().splitlines()[-1] == (
+                "memsift: the current folder no longer exists (it was deleted or moved): cd to a folder that exists, "
+                "or name the workspace with -w /path/to/workspace")
+        assert not (tmp_path / "state" / "crashes").exists()
+    finally:
+        stop_helpers(runtime)
+        shutil.rmtree(runtime, ignore_errors=True)
