@@ -13,14 +13,54 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
-__all__ = ["default_state_dir", "default_state_path", "make_private_dir", "private_runtime_path"]
+__all__ = ["default_state_dir", "default_state_path", "home_folder", "make_private_dir", "no_home",
+           "private_runtime_path", "user_cache_path", "user_config_path"]
+
+
+def home_folder() -> str | None:
+    """The user's home folder: `$HOME`, else the password database's; None where neither knows one
+    (a container run as an arbitrary uid with HOME unset), rather than a folder named "~" made in
+    the current one."""
+    home = os.path.expanduser("~")
+    return home if os.path.isabs(home) else None
+
+
+def no_home(instead: str) -> Exception:
+    """The error for a place that needs a home folder where none is known; `instead`: what to set."""
+    from .errors import ConfigError  # noqa: PLC0415  (not on the resident client's path)
+
+    return ConfigError(f"no home folder is known for this user (uid {os.getuid()}: HOME is unset and the password "
+                       f"database has no entry for it): set HOME, or {instead}")
+
+
+def user_cache_path(env: Mapping[str, str]) -> str | None:
+    """`$XDG_CACHE_HOME`, else `~/.cache`; None where no home folder is known."""
+    return _xdg(env, "XDG_CACHE_HOME", ".cache")
+
+
+def user_config_path(env: Mapping[str, str]) -> str | None:
+    """`$XDG_CONFIG_HOME`, else `~/.config`; None where no home folder is known."""
+    return _xdg(env, "XDG_CONFIG_HOME", ".config")
+
+
+def _xdg(env: Mapping[str, str], name: str, under_home: str) -> str | None:
+    if env.get(name):
+        return os.path.expanduser(env[name])
+    home = home_folder()
+    return os.path.join(home, under_home) if home is not None else None
 
 
 def default_state_path(env: Mapping[str, str]) -> str:
-    """`$MEMSIFT_STATE_DIR`, else `$XDG_STATE_HOME/memsift` (`~/.local/state/memsift`)."""
+    """`$MEMSIFT_STATE_DIR`, else `$XDG_STATE_HOME/memsift` (`~/.local/state/memsift`); a ConfigError
+    where no home folder is known (`no_home`)."""
     if env.get("MEMSIFT_STATE_DIR"):
         return os.path.expanduser(env["MEMSIFT_STATE_DIR"])
-    base = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    base = env.get("XDG_STATE_HOME")
+    if not base:
+        home = home_folder()
+        if home is None:
+            raise no_home("MEMSIFT_STATE_DIR to the folder for memsift's index")
+        base = os.path.join(home, ".local", "state")
     return os.path.join(os.path.expanduser(base), "memsift")
 
 

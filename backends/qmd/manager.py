@@ -32,7 +32,7 @@ from memsift.engine.errors import PathNotAllowedError
 from memsift.engine.files.sync import MAX_MARKDOWN_BYTES
 from memsift.engine.manager import SyncReport
 from memsift.engine.files.rules import MemoryRules, read_memory, session_export_dir
-from memsift.engine.private_dirs import make_private_dir
+from memsift.engine.private_dirs import make_private_dir, user_cache_path
 from memsift.engine.search.modes import QMD_MODE_FOR
 from memsift.engine.results import BelowMinScore, ManagerStatus, ReadResult, SearchAnswer, SearchHit
 from memsift.engine.text import utf16_len, utf16_slice
@@ -202,8 +202,10 @@ class QmdSearchManager(KeywordSearch):
         target = self.cache_dir / "qmd" / "models"
         if target.exists() or target.is_symlink():
             return
-        user_cache = Path(self._environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-        shared = user_cache / "qmd" / "models"
+        base = user_cache_path(self._environ)
+        if base is None:  # no home folder known: no user cache to share
+            return
+        shared = Path(base) / "qmd" / "models"
         if shared.is_dir() and shared.resolve() != target.resolve():
             try:
                 target.symlink_to(shared, target_is_directory=True)

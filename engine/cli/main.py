@@ -827,6 +827,11 @@ def config_init(obj: _Ctx, force: bool, target: str | None) -> None:
 
     chosen = target or obj.config
     path = Path(chosen).expanduser() if chosen else default_config_path(os.environ)
+    if path is None:
+        from ..private_dirs import no_home  # noqa: PLC0415
+
+        with _errors_to_exit():
+            raise no_home("give the config's path: memsift config init -c /path/to/config.json5")
     markdown = (".md", ".markdown")
     if os.path.realpath(path).lower().endswith(markdown):  # MEMORY.md, itself or through a link
         click.echo(f"memsift: {path} is a Markdown file{'' if path.suffix.lower() in markdown else ' (through a link)'}"

@@ -194,13 +194,14 @@ def load_config(
     openclaw_path = Path(os.path.abspath(Path(openclaw).expanduser())) if openclaw else None
     layers: dict[str, dict[str, Any]] = {
         "openclaw": read_config_file(openclaw_path, required=True, environ=env, notes=notes)
-        if openclaw_path is not None and openclaw_path != Path(os.path.abspath(path)) else {},
-        "file": read_config_file(path, required=explicit, environ=env, notes=notes),
+        if openclaw_path is not None and (path is None or openclaw_path != Path(os.path.abspath(path))) else {},
+        # no default file where no home folder is known (`default_config_path`)
+        "file": read_config_file(path, required=explicit, environ=env, notes=notes) if path is not None else {},
         "env": env_overrides(env),
         "overrides": dict(overrides or {}),
     }
-    labels = {"openclaw": str(openclaw_path), "file": str(Path(os.path.abspath(path))), "env": "environment",
-              "overrides": "command line"}
+    labels = {"openclaw": str(openclaw_path), "file": str(Path(os.path.abspath(path))) if path is not None else "-",
+              "env": "environment", "overrides": "command line"}
     merged: dict[str, Any] = {}
     origins: dict[tuple[Any, ...], str] = {}
     for name in SOURCE_ORDER:
@@ -215,7 +216,7 @@ def load_config(
     object.__setattr__(config, "_openclaw_path", openclaw_path)
     # Absolute: the same file named relatively (`-c cfg.json5`) and absolutely is the same config
     # (a resident server compares its settings with a client's from another folder).
-    return config, (Path(os.path.abspath(path)) if path.exists() else None)
+    return config, (Path(os.path.abspath(path)) if path is not None and path.exists() else None)
 
 
 def _leaf_paths(data: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

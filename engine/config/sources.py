@@ -18,6 +18,7 @@ import json5
 
 from ..errors import ConfigError
 from ..records import Record
+from ..private_dirs import user_config_path
 from .includes import resolve_includes, substitute_env
 from .models import MemsiftConfig
 
@@ -47,13 +48,14 @@ FOREIGN_SECTIONS = frozenset(
 )
 
 
-def default_config_path(environ: Mapping[str, str] | None = None) -> Path:
-    """`$MEMSIFT_CONFIG`, else `$XDG_CONFIG_HOME/memsift/config.json5` (~/.config by default)."""
+def default_config_path(environ: Mapping[str, str] | None = None) -> Path | None:
+    """`$MEMSIFT_CONFIG`, else `$XDG_CONFIG_HOME/memsift/config.json5` (~/.config by default); None
+    where no home folder is known (HOME unset, an arbitrary uid): there is no default config then."""
     env = os.environ if environ is None else environ
     if env.get("MEMSIFT_CONFIG"):
         return Path(env["MEMSIFT_CONFIG"]).expanduser()
-    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base).expanduser() / "memsift" / "config.json5"
+    base = user_config_path(env)
+    return Path(base) / "memsift" / "config.json5" if base is not None else None
 
 
 def _read_bounded(path: Path) -> bytes:

@@ -54,9 +54,15 @@ log = get_logger("memsift.embeddings")
 
 
 def default_model_cache_dir(env: Mapping[str, str]) -> Path:
-    """`$XDG_CACHE_HOME/memsift/models` (`~/.cache/memsift/models`): derived files, safe to delete."""
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "memsift" / "models"
+    """`$XDG_CACHE_HOME/memsift/models` (`~/.cache/memsift/models`): derived files, safe to delete.
+    Where no home folder is known, the private runtime folder's (`fallback_cache_dir`)."""
+    from ..private_dirs import user_cache_path  # noqa: PLC0415
+
+    base = user_cache_path(env)
+    if base is None:
+        spare = fallback_cache_dir(env, create=True)
+        return spare if spare is not None else Path(os.devnull) / "models"  # nowhere: the fp32 graph runs
+    return Path(base) / "memsift" / "models"
 
 
 def int8_build_available() -> bool:

@@ -245,8 +245,11 @@ def import_timeout() -> float:
         return DEFAULT_IMPORT_TIMEOUT_S
 
 
-def _verdicts_path() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memsift" / "plugin-imports.json"
+def _verdicts_path() -> Path | None:
+    from ..private_dirs import user_cache_path  # noqa: PLC0415
+
+    base = user_cache_path(os.environ)
+    return Path(base) / "memsift" / "plugin-imports.json" if base is not None else None
 
 
 def _verdict_key(found: Found) -> str:
@@ -254,8 +257,11 @@ def _verdict_key(found: Found) -> str:
 
 
 def _read_verdicts() -> dict[str, Any]:
+    path = _verdicts_path()
+    if path is None:
+        return {}
     try:
-        data = json.loads(_verdicts_path().read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -274,6 +280,8 @@ def _remembered_hang(found: Found, limit: float) -> str | None:
 def _remember_hang(found: Found, limit: float, error: str) -> None:
     """Best effort: a cache folder that cannot be written only means the next call waits again."""
     path = _verdicts_path()
+    if path is None:  # no home folder known: not remembered
+        return
     verdicts = _read_verdicts()
     verdicts[_verdict_key(found)] = {"error": error, "limit": limit, "at": time.time()}
     try:

@@ -141,3 +141,39 @@ def test_a_shell_left_in_a_deleted_folder_gets_answers_or_one_line(tmp_path):
     finally:
         stop_helpers(runtime)
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+# A user the password database does not know, with HOME unset: a container run as an arbitrary uid.
+NO_HOME = """
+import os, pwd, sys
+def unknown(uid):
+    raise KeyError(f"getpwuid(): uid not found: {uid}")
+pwd.getpwuid = unknown
+os.environ.pop("HOME", None)
+from memsift.engine.cli.main import main
+sys.argv = ["memsift", *sys.argv[1:]]
+main()
+"""
+
+
+def test_a_user_with_no_home_folder_is_told_what_to_set(tmp_path):
+    """A container run as an arbitrary uid with HOME unset: every command was an internal error
+    ("Could not determine home directory"), and its crash report went to a folder named "~" made in
+    the current one. It now says what to set; with MEMSIFT_STATE_DIR it searches."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MEMSIFT", "XDG_")) and not k.endswith("_API_KEY") and k != "HOME"}
+    env.update(MEMSIFT_NO_RESIDENT="1")
+    here = tmp_path / "here"
+    here.mkdir()
+    for args in (["search", "ledger"], ["status"], ["config", "show"]):
+        r = subprocess.run([sys.executable, "-c", NO_HOME, "-w", str(EXAMPLE_WORKSPACE), *args], cwd=here, env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 3 and "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
+        assert r.stderr.strip().splitlines()[-1].startswith(
+            "memsift: no home folder is known for this user (uid "), r.stderr
+        assert "set HOME, or MEMSIFT_STATE_DIR" in r.stderr
+    assert list(here.iterdir()) == []  # no folder named "~"
+    r = subprocess.run([sys.executable, "-c", NO_HOME, "-w", str(EXAMPLE_WORKSPACE), "search", "ledger", "--json"],
+                       cwd=here, env={**env, "MEMSIFT_STATE_DIR": str(tmp_path / "state")}, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and '"results"' in r.stdout, r.stderr
