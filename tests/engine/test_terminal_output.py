@@ -217,3 +217,23 @@ def test_a_warning_written_under_the_progress_bar_is_shown_not_sent():
     assert code == 0 and "done" in shown, shown
     assert "the provider said ^[]0;PWNED^G ^[[2J ^[c" in shown, shown
     assert "\x1b]0;" not in shown and "\x1b[2J" not in shown and "\x1bc" not in shown
+
+
+DUMB_PROGRESS = """
+import sys
+from memsift.engine.cli import progress
+from memsift.engine.cli.streams import prepare_standard_streams
+prepare_standard_streams()
+progress.PLAIN_EVERY_S = 0.0
+with progress.progress_display(always=True, workspace="ws") as update:
+    update("embed", 0, 40)
+    update("embed", 10, 40)
+"""
+
+
+def test_a_terminal_that_cannot_draw_a_bar_gets_plain_lines():
+    """`TERM=dumb` (Emacs' shell, some CI runners' pseudo terminals): rich draws no bar there, and
+    `memsift index` showed nothing until it ended."""
+    code, shown = _pty_run([sys.executable, "-c", DUMB_PROGRESS], {**os.environ, "TERM": "dumb"})
+    assert code == 0 and "memsift: embedding chunks: 10 of 40 chunks (25%)" in shown, shown
+    assert "\x1b" not in shown
