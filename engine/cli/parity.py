@@ -86,9 +86,13 @@ class ParityReport(_Out):
 def read_queries(path: str | Path) -> list[str]:
     """One query per line (blank lines and `#` comments skipped), or JSON lines with a `query` field."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read queries file {str(path)!r}: {exc}") from exc
+        text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark (Notepad's) is no query's
+    except UnicodeDecodeError as exc:
+        byte = exc.object[exc.start]
+        raise ConfigError(f"cannot read queries file {str(path)!r}: it is not UTF-8 text (byte {byte:#04x} at "
+                          f"{exc.start:,}): save it as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read queries file {str(path)!r}: {exc.strerror or exc}") from None
     queries = []
     for number, line in enumerate(text.splitlines(), 1):
         line = line.strip()

@@ -168,3 +168,14 @@ def test_parity_keeps_its_search_modes(tmp_path, corpus):
 def test_parity_gate_fails_below_the_threshold(tmp_path, corpus):
     done = _run(tmp_path, corpus, {}, "--fail-under", "1.0", path_prefix=f"{FAKEBIN}:")
     assert done.returncode == 1 and "is below 1.00" in done.stderr
+
+
+def test_a_queries_file_saved_by_notepad_or_not_as_utf8(tmp_path):
+    """A byte-order mark was read into the first query ("\\ufeffledger"); a file in another encoding
+    was Python's codec message."""
+    f = tmp_path / "q.txt"
+    f.write_bytes("\ufeffledger\r\nbinder\r\n".encode("utf-8"))
+    assert read_queries(f) == ["ledger", "binder"]
+    f.write_bytes("café\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"it is not UTF-8 text \(byte 0xe9 at 3\): save it as UTF-8"):
+        read_queries(f)
