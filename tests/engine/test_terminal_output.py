@@ -27,13 +27,30 @@ def test_control_characters_are_shown_in_caret_notation():
     assert terminal_safe("café 数据 🎉") == "café 数据 🎉"
 
 
-def _on_a_terminal(cmd: list[str], env: dict[str, str]) -> str:
+def _pty_run(cmd: list[str], env: dict[str, str], *, stop_after: float | None = None,
+             stderr: int | None = None) -> tuple[int, str]:
+    """`cmd` with stdout (and stderr, unless `stderr` says where else) on a pseudo terminal, ended by
+    SIGINT after `stop_after` s."""
+    import select
+    import signal
+    import time
+
     leader, follower = pty.openpty()
+    proc = subprocess.Popen(cmd, stdout=follower, stderr=follower if stderr is None else stderr,
+                            stdin=subprocess.DEVNULL, env=env)
+    os.close(follower)
+    chunks = []
+    deadline = time.monotonic() + (stop_after if stop_after is not None else 300)
     try:
-        proc = subprocess.Popen(cmd, stdout=follower, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env)
-        os.close(follower)
-        chunks = []
         while True:
+            if stop_after is not None and time.monotonic() >= deadline and proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                deadline = time.monotonic() + 300
+            ready, _, _ = select.select([leader], [], [], 0.2)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
             try:
                 data = os.read(leader, 65536)
             except OSError:  # EIO: the child closed the terminal
@@ -41,10 +58,19 @@ def _on_a_terminal(cmd: list[str], env: dict[str, str]) -> str:
             if not data:
                 break
             chunks.append(data)
-        assert proc.wait(timeout=300) == 0
+        code = proc.wait(timeout=60)
     finally:
         os.close(leader)
-    return b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")  # the terminal's own line ends
+        if proc.poll() is None:
+            proc.kill()
+    return code, b"".join(chunks).decode("utf-8", "replace")
+
+
+def _on_a_terminal(cmd: list[str], env: dict[str, str]) -> str:
+    """What `cmd` shows on a terminal's stdout (its stderr elsewhere); it must succeed."""
+    code, shown = _pty_run(cmd, env, stderr=subprocess.DEVNULL)
+    assert code == 0, shown
+    return shown.replace("\r\n", "\n")  # the terminal's own line ends
 
 
 def test_search_and_get_show_a_notes_escapes_on_a_terminal_and_pass_them_through_a_pipe(tmp_path):
@@ -73,42 +99,6 @@ def test_search_and_get_show_a_notes_escapes_on_a_terminal_and_pass_them_through
     finally:
         stop_helpers(runtime)
         shutil.rmtree(runtime, ignore_errors=True)
-
-
-def _pty_run(cmd: list[str], env: dict[str, str], *, stop_after: float | None = None) -> tuple[int, str]:
-    """`cmd` with stdout and stderr on one pseudo terminal (ended by SIGINT after `stop_after` s)."""
-    import select
-    import signal
-    import time
-
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(cmd, stdout=follower, stderr=follower, stdin=subprocess.DEVNULL, env=env)
-    os.close(follower)
-    chunks = []
-    deadline = time.monotonic() + (stop_after if stop_after is not None else 300)
-    try:
-        while True:
-            if stop_after is not None and time.monotonic() >= deadline and proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-                deadline = time.monotonic() + 300
-            ready, _, _ = select.select([leader], [], [], 0.2)
-            if not ready:
-                if proc.poll() is not None:
-                    break
-                continue
-            try:
-                data = os.read(leader, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-        code = proc.wait(timeout=60)
-    finally:
-        os.close(leader)
-        if proc.poll() is None:
-            proc.kill()
-    return code, b"".join(chunks).decode("utf-8", "replace")
 
 
 def test_an_error_on_stderr_shows_a_providers_escapes_on_a_terminal(tmp_path):
