@@ -13,8 +13,16 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
-__all__ = ["default_state_dir", "default_state_path", "home_folder", "make_private_dir", "no_home",
-           "private_runtime_path", "user_cache_path", "user_config_path"]
+__all__ = ["current_path", "default_state_dir", "default_state_path", "home_folder", "make_private_dir", "no_home",
+           "private_runtime_path", "user_cache_path", "user_config_path", "MAX_SOCKET_PATH"]
+
+
+def current_path() -> str | None:
+    """The current folder; None where it was deleted or moved away (a shell left in it)."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        return None
 
 
 def home_folder() -> str | None:
@@ -55,13 +63,10 @@ def default_state_path(env: Mapping[str, str]) -> str:
     where no home folder is known (`no_home`)."""
     if env.get("MEMSIFT_STATE_DIR"):
         return os.path.expanduser(env["MEMSIFT_STATE_DIR"])
-    base = env.get("XDG_STATE_HOME")
-    if not base:
-        home = home_folder()
-        if home is None:
-            raise no_home("MEMSIFT_STATE_DIR to the folder for memsift's index")
-        base = os.path.join(home, ".local", "state")
-    return os.path.join(os.path.expanduser(base), "memsift")
+    base = _xdg(env, "XDG_STATE_HOME", os.path.join(".local", "state"))
+    if base is None:
+        raise no_home("MEMSIFT_STATE_DIR to the folder for memsift's index")
+    return os.path.join(base, "memsift")
 
 
 def default_state_dir(env: Mapping[str, str]) -> Path:
@@ -91,8 +96,9 @@ def make_private_dir(path: Path) -> None:
         os.chmod(d, 0o700)  # mkdir's mode is masked by the umask
 
 
-# A socket's path must fit sun_path (107 bytes); a socket's name ("<12 hex>-<pid>.sock") takes up to 26.
-RUNTIME_PATH_MAX = 74
+MAX_SOCKET_PATH = 100  # sun_path holds 107 bytes
+# A socket's name ("<12 hex>-<pid>.sock") takes up to 26 of them after the folder.
+RUNTIME_PATH_MAX = MAX_SOCKET_PATH - 26
 
 
 def private_runtime_path(env: Mapping[str, str], *, create: bool = False) -> str | None:

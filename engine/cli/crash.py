@@ -32,8 +32,10 @@ def report_crash(exc: BaseException) -> int:
 
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:  # raised in a task group (watch)
         exc = exc.exceptions[0]
-    if isinstance(exc, OSError) and (exc.errno in _FULL or (exc.errno == errno.EIO and _writing_output(exc))):
-        return write_refused(exc, output=_writing_output(exc))
+    if isinstance(exc, OSError):
+        output = _writing_output(exc)
+        if exc.errno in _FULL or (exc.errno == errno.EIO and output):  # EIO on the output: a terminal gone
+            return write_refused(exc, output=output)
 
     details = redact("".join(traceback.format_exception(exc)))
     kept = _keep(details)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import shlex
+import sys
 import time
 from pathlib import Path
 from contextlib import contextmanager, nullcontext
@@ -500,7 +500,6 @@ def note(obj: _Ctx, text: str, as_json: bool) -> None:
 @click.pass_obj
 def watch(obj: _Ctx, as_json: bool) -> None:
     """Keep the index fresh: watch the memory files and sync on every change (Ctrl-C stops)."""
-
     from ..compose.host import serve_freshness  # noqa: PLC0415
     from .render import WatchStatus  # noqa: PLC0415
     from .resident_server import serve_resident  # noqa: PLC0415
@@ -566,7 +565,6 @@ async def _cancel_on_signal(signals: Any, scope: anyio.CancelScope) -> None:
 @click.pass_obj
 def resident_helper(obj: _Ctx) -> None:
     """Answer this workspace's CLI searches until idle (started by a cold `memsift search`)."""
-
     from ..durations import check_duration  # noqa: PLC0415
     from ..compose.host import serve_freshness  # noqa: PLC0415
     from .helper import helper_lock_path, take_helper_lock, write_helper_info  # noqa: PLC0415

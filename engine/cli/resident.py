@@ -36,7 +36,7 @@ import os
 import sys
 import time
 
-from ..private_dirs import default_state_path, private_runtime_path
+from ..private_dirs import current_path, default_state_path, private_runtime_path
 from .streams import writes_unicode
 
 TYPE_CHECKING = False
@@ -246,9 +246,8 @@ def try_resident(argv: list[str], env: Mapping[str, str] | None = None) -> int |
     folder = private_runtime_path(env)
     if folder is None:
         return None
-    try:
-        here = os.getcwd()
-    except OSError:  # a shell left in a deleted folder: the CLI says what to do
+    here = current_path()
+    if here is None:  # a shell left in a deleted folder: the CLI says what to do
         return None
     request = _encode_request(argv, here, relevant_env(env))
     deadline = time.monotonic() + ASK_BUDGET_S

@@ -29,6 +29,7 @@ from ..errors import MemsiftError
 from ..config.workspace import workspace_warning
 from ..limits import budget_s, run_within
 from ..logging import get_logger
+from ..private_dirs import MAX_SOCKET_PATH, current_path
 from ..search.request import SearchRequest
 from .options import cli_search_request, group_params, search_params
 from .helper import settings_identity
@@ -41,7 +42,6 @@ log = get_logger("memsift.resident")
 
 MAX_REQUEST_BYTES = 2**20  # a query is cut at 4,096 characters anyway; argv and env are small
 MAX_DRAIN_BYTES = 64 * 2**20  # read and dropped after declining a request that is too large
-MAX_SOCKET_PATH = 100  # sun_path holds 107 bytes
 READ_TIMEOUT_S = 2.0  # a request must arrive whole (the client closes its side) within this
 PARSE_TIMEOUT_S = 5.0  # resolving the client's config, in a worker thread
 SEARCH_TIMEOUT_S = 20.0  # the client gives up 30 s after the acknowledgement
@@ -60,13 +60,6 @@ def frame_reply(reply: dict[str, Any]) -> bytes:
     err = reply["stderr"].encode("utf-8", "surrogatepass")
     return f"ok {int(reply['exit'])} {len(out)} {len(err)}\n".encode("ascii") + out + err
 
-
-
-def _here() -> str:
-    try:
-        return os.getcwd()
-    except OSError:  # the folder it was started in is gone
-        return ""
 
 class _Decline(Exception):
     """This server does not answer the request; the CLI searches by itself."""
@@ -122,7 +115,7 @@ class ResidentServer:
             env, cwd = request.get("env") or {}, str(request.get("cwd") or "")
             if env != self.env:
                 raise _Decline("the environment differs")
-            if cwd != _here() and any(v in env and not os.path.isabs(env[v]) for v in _PATH_VARS):
+            if cwd != (current_path() or "") and any(v in env and not os.path.isabs(env[v]) for v in _PATH_VARS):
                 raise _Decline("relative paths in the environment")
             argv = [str(a) for a in request.get("argv") or []]
             try:

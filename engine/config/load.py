@@ -22,7 +22,7 @@ from ..records import Record
 from ..records.schema import model_of, validate
 from .sizes import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
 from ..errors import ConfigError
-from ..private_dirs import default_state_dir
+from ..private_dirs import current_path, default_state_dir
 from .coverage import with_qmd_coverage
 from ..secrets import register_header_secrets, register_secret, register_url_secrets
 from .workspace import find_workspace
@@ -504,11 +504,11 @@ def _agent_source(config: MemsiftConfig, chosen: Any, agent_id: str | None, env:
 
 def current_folder() -> Path:
     """The current folder; one that was deleted or moved away (a shell left in it) is a clear error."""
-    try:
-        return Path.cwd()
-    except FileNotFoundError:
+    here = current_path()
+    if here is None:
         raise ConfigError("the current folder no longer exists (it was deleted or moved): cd to a folder that "
-                          "exists, or name the workspace with -w /path/to/workspace") from None
+                          "exists, or name the workspace with -w /path/to/workspace")
+    return Path(here)
 
 
 def _expand(raw: str | os.PathLike[str], key: str) -> Path:

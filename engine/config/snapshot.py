@@ -88,11 +88,7 @@ def resolve_settings(config_path: str | None = None, *, workspace: str | None = 
 
 def _key(asked: list[str | None]) -> str:
     """The snapshot's name: what was asked, from where, by whom, with which memsift."""
-    try:
-        here = os.getcwd()
-    except FileNotFoundError:  # a shell left in a deleted folder: only absolute places can be resolved
-        here = ""
-    return sha256(json.dumps([SNAPSHOT_VERSION, asked, here, os.getuid(), sys.version,
+    return sha256(json.dumps([SNAPSHOT_VERSION, asked, os.getcwd(), os.getuid(), sys.version,
                               _code_signature()]).encode()).hexdigest()[:32]
 
 

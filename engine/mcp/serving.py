@@ -111,7 +111,7 @@ async def serve(
             from .http import listening_socket  # noqa: PLC0415
 
             listener = listening_socket(host, port)  # a port in use is said at once, before anything loads
-        if transport == "stdio":
+        elif transport == "stdio":
             from .stdio import ClientGone, StdioWire  # noqa: PLC0415
 
             wire = StdioWire()

@@ -132,8 +132,8 @@ def exit_within(signum: int, grace_s: float = GRACE_S) -> None:
 _watching: list[int] = []
 
 
-_STOPPING = {signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", signal.SIGTERM)}  # the wakeup fd
-# is written only for a signal with a Python handler, so an ignored SIGHUP never gets here
+# The wakeup fd is written only for a signal with a Python handler: an ignored SIGHUP never gets here.
+_STOPPING = {signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", signal.SIGTERM)}
 
 
 def _watch(fd: int) -> None:
