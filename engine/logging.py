@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from typing import Any
 
-from .secrets import redact_processor
+from .secrets import redact, redact_processor
 
-__all__ = ["configure_logging", "get_logger", "is_verbose"]
+__all__ = ["configure_logging", "get_logger", "is_verbose", "route_library_logs"]
 
 _level: int | None = None  # set by configure_logging; None: WARNING, or MEMSIFT_LOG_LEVEL
 _applied: int | None = None  # the level structlog was last configured with by us
@@ -39,6 +40,50 @@ def configure_logging(verbosity: int = 0) -> None:
     _level = _wanted_level(verbosity)
     if "structlog" in sys.modules:
         _apply(_level)  # already in use: switch now; otherwise when the first event passes
+
+
+# The libraries whose records are the server's own story (its sessions, its access log): shown at
+# memsift's level. Every other library (httpx logs each request at INFO) only from -vv on.
+_SERVER_LOGGERS = ("mcp", "uvicorn")
+
+
+class _OneLine(logging.Handler):
+    """The standard library's records (the MCP SDK's, uvicorn's, httpx's) as one line each, in
+    memsift's format, secrets masked, on stderr. Without it the MCP SDK's own set-up printed every
+    record through rich, wrapped at 80 columns over five lines, and httpx's request lines carried a
+    provider URL's password (`http://user:PASSWORD@proxy/v1`) into an MCP host's log."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+            if record.exc_info and record.exc_info[1] is not None:
+                exc = record.exc_info[1]
+                message += f"  exception={type(exc).__name__}: {exc}"
+            line = f"{self._clock(record)} [{record.levelname.lower():<9}] {message:<30} logger={record.name}"
+            sys.stderr.write(redact(line.replace("\r", "\\r").replace("\n", "\\n")) + "\n")
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001  (a log line never ends the program: a closed stderr, a reader gone)
+            pass
+
+    @staticmethod
+    def _clock(record: logging.LogRecord) -> str:
+        return time.strftime("%H:%M:%S", time.localtime(record.created))
+
+
+def route_library_logs() -> None:
+    """Send the standard library's log records through `_OneLine`, at memsift's level, unless the
+    program already set up logging (an application using the Python API keeps its own). The CLI
+    calls it for every command; `memsift mcp` before the MCP SDK would set up rich's handler."""
+    root = logging.getLogger()
+    ours = [h for h in root.handlers if isinstance(h, _OneLine)]
+    if root.handlers and not ours:
+        return
+    if not ours:
+        root.addHandler(_OneLine())
+    level = _level if _level is not None else _wanted_level(0)
+    root.setLevel(logging.INFO if level <= logging.DEBUG else logging.WARNING)
+    for name in _SERVER_LOGGERS:
+        logging.getLogger(name).setLevel(level)
 
 
 def _apply(level: int) -> None:

@@ -162,7 +162,7 @@ def cli(
 ) -> None:
     """Memory search for AI agents over Markdown memory files."""
     from ..durations import check_duration  # noqa: PLC0415
-    from ..logging import configure_logging  # noqa: PLC0415  (structlog is not needed before this)
+    from ..logging import configure_logging, route_library_logs  # noqa: PLC0415  (structlog is not needed before this)
 
     if timeout:
         try:
@@ -179,6 +179,7 @@ def cli(
         click.echo(f"memsift: {exc}", err=True)  # (no usage banner: the command line is right)
         sys.exit(EXIT_CODES["usage"])
     configure_logging(verbose)
+    route_library_logs()
     ctx.obj = _Ctx(workspace, agent, config_path, backend, openclaw_config, timeout)
 
 

@@ -146,12 +146,10 @@ async def serve_http(server: Any, listener: socket.socket, *, host: str, allow_h
     if allowed is None:
         log.warning("HTTP Host/Origin check off (--allow-host '*'): put a proxy that checks them in front")
     guarded = StrictAuthority(app, allowed_hosts=allowed)
-    # No colours through the CLI's terminal stderr, which shows escape sequences as text (a request's
-    # path in the access log could hold some: cli/streams.py).
-    colours = False if getattr(sys.stderr, "shows_control_characters", False) else None
     port = listener.getsockname()[1]
-    config = uvicorn.Config(guarded, host=host, port=port, log_level=server.settings.log_level.lower(),
-                            use_colors=colours)
+    # uvicorn's records go through memsift's one-line handler at memsift's level (logging.py:
+    # `route_library_logs`), not through uvicorn's own coloured formatters.
+    config = uvicorn.Config(guarded, host=host, port=port, log_config=None, log_level=None)
     # uvicorn says where it listens only when it binds the socket itself (`--port 0` included).
     where = f"[{host}]" if ":" in host else host
     print(f"memsift: serving MCP at http://{where}:{port}/mcp (Ctrl-C stops)", file=sys.stderr, flush=True)

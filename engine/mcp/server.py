@@ -334,10 +334,12 @@ def build_server(memory: MemoryServer) -> Any:
     from mcp.server.mcpserver.exceptions import ToolError  # noqa: PLC0415
     from mcp.types import ToolAnnotations  # noqa: PLC0415
 
+    from ..logging import route_library_logs  # noqa: PLC0415
     from .tools import tool_function  # noqa: PLC0415
 
     from importlib.metadata import version  # noqa: PLC0415
 
+    route_library_logs()  # before MCPServer, whose set-up would give the process rich's wrapped log lines
     server = _plain_errors(MCPServer)("memsift", instructions=INSTRUCTIONS, version=version("memsift"))
     read_only = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
