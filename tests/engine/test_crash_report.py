@@ -122,8 +122,11 @@ def test_a_shell_left_in_a_deleted_folder_gets_answers_or_one_line(tmp_path):
     def from_a_deleted_folder(*args: str, **extra: str) -> subprocess.CompletedProcess:
         gone.mkdir()
         script = f"cd {shlex.quote(str(gone))} && rmdir {shlex.quote(str(gone))} && exec \"$@\""
-        return subprocess.run(["sh", "-c", script, "sh", sys.executable, "-c", entry, *args], env={**env, **extra},
-                              capture_output=True, text=True, timeout=300)
+        # -P: the console script's sys.path holds no current folder ('' from -c would; on CPython 3.13.0
+        # an extension module then fails to import from a deleted folder: "SystemError: attempted to
+        # fetch exception but none was set", in pydantic_core's import, not memsift's).
+        return subprocess.run(["sh", "-c", script, "sh", sys.executable, "-P", "-c", entry, *args],
+                              env={**env, **extra}, capture_output=True, text=True, timeout=300)
 
     try:
         for extra in ({"MEMSIFT_NO_RESIDENT": "1"}, {}, {}):  # cold; then starting a helper; then asking it
