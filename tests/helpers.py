@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import time
@@ -123,17 +124,20 @@ def wait_for_socket(runtime: Path, proc: subprocess.Popen | None = None) -> None
         time.sleep(0.2)
 
 
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 class HttpMcp:
     """`memsift mcp --http` on loopback (`cmd` + `extra` after it), spoken with plain JSON-RPC POSTs."""
 
     def __init__(self, cmd: list[str], env: dict[str, str], *extra: str) -> None:
-        import socket
-
         import httpx
 
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
         self.proc = subprocess.Popen(cmd + ["mcp", "--http", "--port", str(self.port), *extra], env=env,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 90

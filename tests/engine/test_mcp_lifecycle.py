@@ -22,7 +22,7 @@ mcp = pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION  # noqa: E402
 
-from helpers import make_settings  # noqa: E402
+from helpers import free_port, make_settings  # noqa: E402
 from memsift.engine.mcp.handshake import HANDSHAKE_VERSIONS, INSTRUCTIONS, answer_initialize  # noqa: E402
 from memsift.engine.mcp.server import MemoryServer, build_server  # noqa: E402
 
@@ -176,17 +176,12 @@ def test_a_broken_config_after_the_handshake_ends_the_server_with_its_message(tm
     assert "memory.backend" in err and "nope" in err and "Traceback" not in err
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def test_http_ends_on_sigterm_and_sigint(tmp_path, example_workspace):
     import httpx
 
     for signum in (signal.SIGTERM, signal.SIGINT):
-        port = _free_port()
+        port = free_port()
         proc = _spawn(example_workspace, tmp_path, "--http", "--port", str(port), "--no-watch")
         try:
             deadline = time.monotonic() + 120

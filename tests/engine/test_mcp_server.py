@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from helpers import QMD_SAMPLES, make_settings
+from helpers import QMD_SAMPLES, free_port, make_settings
 
 mcp = pytest.importorskip("mcp")
 from mcp import Client, StdioServerParameters  # noqa: E402
@@ -130,14 +130,9 @@ def test_stdio_qmd_backend_lists_and_calls_all_three_tools(tmp_path):
     anyio.run(go)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def test_http_transport_serves_on_loopback(example_workspace, tmp_path):
-    port = _free_port()
+    port = free_port()
     state = tmp_path / "state"
     runtime = Path(tempfile.mkdtemp(prefix="msr"))  # a short folder for the resident socket
     env = {

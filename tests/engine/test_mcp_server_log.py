@@ -9,7 +9,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from helpers import free_port  # noqa: E402
 from provider_server import ProviderServer  # noqa: E402
 
 PASSWORD = "Pw-7hQx-log-secret"
@@ -88,17 +88,12 @@ def test_the_sdks_records_follow_memsifts_level(tmp_path, example_workspace):
     assert len(failed) == 1 and "maxResults" in failed[0] and "logger=mcp." in failed[0], told
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.mark.parametrize("verbosity", [[], ["-v"]])
 def test_the_http_servers_log_is_memsifts_too(tmp_path, example_workspace, verbosity):
     import httpx
 
-    port = _free_port()
+    port = free_port()
     err_path = tmp_path / "stderr.log"
     with err_path.open("wb") as err:
         proc = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", *verbosity, "-w",

@@ -21,6 +21,8 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from helpers import free_port  # noqa: E402
+
 SDK = os.environ.get("MEMSIFT_TEST_MCP_SDK_JS", "")
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(
@@ -99,14 +101,9 @@ def test_stdio_through_the_console_script(tmp_path, example_workspace):
     _check(hello, answers)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def test_streamable_http(tmp_path, example_workspace):
-    port = _free_port()
+    port = free_port()
     env = _env(tmp_path)
     proc = subprocess.Popen([*_memsift(), "-w", str(example_workspace), "mcp", "--http", "--port", str(port),
                              "--no-watch"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)

@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -32,7 +31,7 @@ from typing import Any
 import httpx
 import pytest
 
-from helpers import EXAMPLE_WORKSPACE, REPO, extract_tar, git, previous_release
+from helpers import EXAMPLE_WORKSPACE, REPO, extract_tar, free_port, git, previous_release
 from openai_fake import FakeModel
 
 PLUGIN = REPO / "contrib" / "openclaw-plugin"
@@ -62,11 +61,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def _memsift_bin(folder: Path) -> Path:
     """A folder holding `memsift` (this interpreter's), to put on the Gateway's PATH."""
@@ -82,7 +76,7 @@ class Home:
 
     def __init__(self, root: Path, *, memsift_on_path: bool) -> None:
         self.root = root
-        self.port = _free_port()
+        self.port = free_port()
         path = [
             str(Path(OPENCLAW).parent),
             str(Path(shutil.which("node") or "/usr/bin/node").parent),

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from figures import FIGURES
-from helpers import EXAMPLE_WORKSPACE
+from helpers import EXAMPLE_WORKSPACE, free_port
 from memory_guard import assert_untouched, snapshot
 from memsift.engine.cli.resident import PROTOCOL, relevant_env
 
@@ -34,15 +34,10 @@ def runtime_dir():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 class Server:
     def __init__(self, kind: str, ws: Path, cfg: Path, env: dict[str, str], runtime: Path, events: Path) -> None:
-        args = ["watch", "--json"] if kind == "watch" else ["mcp", "--http", "--port", str(_free_port())]
+        args = ["watch", "--json"] if kind == "watch" else ["mcp", "--http", "--port", str(free_port())]
 
         def few_descriptors() -> None:  # so a flood exhausts them as it would at a lower default limit
             resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
