@@ -39,6 +39,7 @@ TARBALL = os.environ.get("MEMSIFT_TEST_OPENCLAW_PLUGIN")  # the release's npm ta
 VERSION = json.loads((PLUGIN / "package.json").read_text())["version"]
 QUESTION = "why did we pick Postgres for the ledger?"  # README command 1
 TOKEN = "memsift-test-token"
+EXIT_SPY = Path(__file__).resolve().parents[1] / "fixtures" / "openclaw" / "exit_listeners.cjs"
 GROUP_KEY = "agent:main:discord:group:42"
 
 
@@ -117,7 +118,9 @@ class Home:
                 "--token",
                 TOKEN,
             ],
-            env=self.env,
+            # Who adds a listener for the process's exit is recorded (EXIT_SPY), and a warning names its cause.
+            env={**self.env, "NODE_OPTIONS": f"--trace-warnings --require {EXIT_SPY}",
+                 "MEMSIFT_TEST_EXIT_SPY": str(self.root / "exit-listeners.log")},
             cwd=self.root,
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -341,9 +344,9 @@ def _memsift_children(home: Home) -> list[int]:
 
 
 def test_edits_of_memory_search_that_restart_the_gateway_keep_one_memsift_per_agent(gateways):
-    """An edit of memory.search restarts the Gateway (once, three `memsift mcp` children served one
-    agent and the log warned of 11 exit listeners): after each of three edits, a search is answered
-    and one child serves the agent."""
+    """An edit of memory.search restarts the Gateway in its process (once, three `memsift mcp`
+    children served one agent, and each registration added an exit listener): after each of three
+    edits, a search is answered, one child serves the agent, and the plugin holds one listener."""
     exact = gateways["exact"]
     exact.invoke("memory_search", {"query": "a828e60"})
     original = exact.config.read_text()
@@ -353,10 +356,15 @@ def test_edits_of_memory_search_that_restart_the_gateway_keep_one_memsift_per_ag
         exact.config.write_text(original)
         time.sleep(6)
         exact.wait_ready()
-    log = "".join(
-        p.read_text(errors="replace") for p in (exact.root / "gateway.out", exact.root / "openclaw.log") if p.exists()
-    )
-    assert "exit listeners added" not in log, log[-3000:]
+    # The plugin adds one exit listener to a Gateway process, however often it registers. (Node's
+    # "11 exit listeners added" warning can still come from OpenClaw's own, which come and go: its
+    # state leases and SQLite handles; a run under load once reached 11 with memsift's one.)
+    added = (exact.root / "exit-listeners.log").read_text().splitlines()
+    ours: dict[str, int] = {}
+    for line in added:
+        if "memsift-plugin/" in line:
+            ours[line.split()[0]] = ours.get(line.split()[0], 0) + 1
+    assert ours and set(ours.values()) == {1}, (ours, [line for line in added if "memsift-plugin/" in line])
 
 
 def _edit_three_times(exact: Home) -> None:
