@@ -29,9 +29,13 @@ def _wanted_level(verbosity: int) -> int:
     return (logging.WARNING, logging.INFO, logging.DEBUG)[min(max(verbosity, 0), 2)]
 
 
+def _current_level() -> int:
+    return _level if _level is not None else _wanted_level(0)
+
+
 def is_verbose() -> bool:
     """-v or more was asked (or MEMSIFT_LOG_LEVEL is INFO or lower)."""
-    return (_level if _level is not None else _wanted_level(0)) <= logging.INFO
+    return _current_level() <= logging.INFO
 
 
 def configure_logging(verbosity: int = 0) -> None:
@@ -80,7 +84,7 @@ def route_library_logs() -> None:
         return
     if not ours:
         root.addHandler(_OneLine())
-    level = _level if _level is not None else _wanted_level(0)
+    level = _current_level()
     root.setLevel(logging.INFO if level <= logging.DEBUG else logging.WARNING)
     for name in _SERVER_LOGGERS:
         logging.getLogger(name).setLevel(level)
@@ -118,7 +122,7 @@ class _Logger:
         self.name = name
 
     def _log(self, level: int, method: str, event: str, kw: dict[str, Any]) -> None:
-        wanted = _level if _level is not None else _wanted_level(0)
+        wanted = _current_level()
         if level < wanted:
             return
         import structlog  # noqa: PLC0415

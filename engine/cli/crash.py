@@ -53,11 +53,10 @@ def write_refused(exc: OSError, *, output: bool) -> int:
     full = exc.errno in _FULL
     _say(f"memsift: cannot write {'the output' if output else 'a file'}: {exc.strerror or exc}"
          + (" (the disk or a quota is full: free some space, or write the output elsewhere)" if full else ""))
-    if output:  # what stdout still holds goes nowhere, so the exit does not fail on it again (exit 120)
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError):  # a stream with no descriptor (a test's capture)
-            pass
+    if output:
+        from .streams import discard_output  # noqa: PLC0415
+
+        discard_output(sys.stdout)
     return 1  # EXIT_CODES["error"]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import textwrap
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..durations import vector_progress_words
 from ..results import ManagerStatus, ScopeDenial, SearchAnswer, SearchHit
 from ..manager import SyncReport
-from .streams import name_shown, on_the_terminal, shown_through_rich, terminal_safe
+from .streams import discard_output, name_shown, on_the_terminal, shown_through_rich, terminal_safe
 
 if TYPE_CHECKING:
     from .parity import ParityReport
@@ -514,10 +513,7 @@ class WatchStatus:
             self.reader_gone = True
             if not isinstance(exc, (BrokenPipeError, ConnectionResetError)):
                 self.write_error = exc
-            try:  # what is left in the stream's buffer goes nowhere, so the exit has nothing to flush
-                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
-            except (OSError, ValueError):
-                pass
+            discard_output(stream)
             if self.on_gone is not None:
                 self.on_gone()
 

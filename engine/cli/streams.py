@@ -92,6 +92,19 @@ def shown_through_rich() -> None:
             setattr(sys, name, _TerminalText(stream))  # type: ignore[arg-type]  # a TextIO in all but name
 
 
+def discard_output(stream: TextIO) -> None:
+    """Point `stream`'s descriptor at /dev/null: what is left in its buffer (a reader gone, a full
+    disk) then goes nowhere, and the exit's flush does not fail on it again (Python exits 120)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, stream.fileno())
+        finally:
+            os.close(null)
+    except (OSError, ValueError, AttributeError):  # a stream with no descriptor (a test's capture)
+        pass
+
+
 def prepare_standard_streams() -> None:
     """Put /dev/null where memsift was started with stdin, stdout or stderr closed (`>&-`, a service
     manager): else the first file it opens takes that descriptor (an index's database, then written
