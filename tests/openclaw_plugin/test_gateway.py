@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -184,6 +185,12 @@ def _prepare(root: Path) -> Home:
     return home
 
 
+def _plugin_copy(home: Home) -> Path:
+    """Where the Gateway runs the plugin from: the tarball's copy in extensions/, else memsift's own."""
+    state = home.root / ".openclaw"
+    return state / "extensions" / "memsift" if TARBALL else state / "memsift-plugin"
+
+
 def _install_plugin(home: Home, *, keep_command: bool) -> subprocess.CompletedProcess:
     """The plugin copied into the HOME's Gateway: the release's tarball, else `memsift openclaw install`."""
     if TARBALL:  # OpenClaw 2026.9: memory-core (kept for dreaming) loads first and shadows the slot plugin's tools
@@ -286,8 +293,7 @@ def test_the_plugin_loads_in_the_memory_slot_with_no_diagnostics(gateways):
     assert config["plugins"]["slots"]["memory"] == "memsift"
     assert "config" not in config["plugins"]["entries"]["memsift"]  # nothing configured for memsift
     # A copy in the Gateway's own folder (the tarball's in extensions/), nothing pointing into the checkout.
-    copied = gateways["exact"].root / ".openclaw" / ("extensions" if TARBALL else "memsift-plugin")
-    copied = copied / "memsift" if TARBALL else copied
+    copied = _plugin_copy(gateways["exact"])
     assert (copied / "index.js").read_bytes() == (PLUGIN / "index.js").read_bytes() and not (copied / "test").exists()
     assert not [p for p in config["plugins"].get("load", {}).get("paths", []) if str(REPO) in p]
 
@@ -360,11 +366,14 @@ def test_edits_of_memory_search_that_restart_the_gateway_keep_one_memsift_per_ag
     # "11 exit listeners added" warning can still come from OpenClaw's own, which come and go: its
     # state leases and SQLite handles; a run under load once reached 11 with memsift's one.)
     added = (exact.root / "exit-listeners.log").read_text().splitlines()
+    # The plugin's entry as the stack names it: its copy (memsift-plugin/index.js), or for the tarball's
+    # install the Gateway's capture of it (.openclaw/tmp/plugin-captures/…/node_modules/memsift/index.js).
+    plugin = re.compile(r"/(memsift-plugin|node_modules/memsift|extensions/memsift)/index\.js:")
     ours: dict[str, int] = {}
     for line in added:
-        if "memsift-plugin/" in line:
+        if plugin.search(line):
             ours[line.split()[0]] = ours.get(line.split()[0], 0) + 1
-    assert ours and set(ours.values()) == {1}, (ours, [line for line in added if "memsift-plugin/" in line])
+    assert ours and set(ours.values()) == {1}, (ours, added)
 
 
 def _edit_three_times(exact: Home) -> None:
