@@ -15,14 +15,14 @@ import random
 import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from .errors import ProviderError
-from .secrets import masked_cut, redact
+from .secrets import masked_cut, redact, url_without_query_secrets
 from .limits import waiting_on
 
 __all__ = ["RemoteClient", "RetryableProviderError", "RequestStats", "MAX_RETRIES", "RETRY_AFTER_CAP_S"]
@@ -108,8 +108,14 @@ class RemoteClient:
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._host = urlsplit(self.base_url).netloc
+        # A base URL may carry a query (`https://proxy/v1?key=…&api-version=…`): paths go before it, and
+        # it goes with every request to the host. `base_url` is the part before it; `identity_url` is
+        # the whole, credentials masked, for caches and status (a rotated key changes neither).
+        parts = urlsplit(base_url.strip())
+        self.base_url = urlunsplit(parts._replace(query="", fragment="")).rstrip("/")
+        self._base_query = parts.query
+        self.identity_url = url_without_query_secrets(base_url.strip().rstrip("/"))
+        self._host = parts.netloc
         self._api_key = api_key
         self._extra_headers = dict(headers)
         self._transport = transport
@@ -137,6 +143,8 @@ class RemoteClient:
         full = path if path.startswith(("http://", "https://")) else f"{self.base_url}/{path.lstrip('/')}"
         if urlsplit(full).netloc != self._host:
             raise ProviderError(f"{self.id}: refusing a request to another host than {self._host}")
+        if self._base_query and self._base_query not in full:
+            full += ("&" if "?" in full else "?") + self._base_query
         return full
 
     async def request(

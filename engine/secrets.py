@@ -13,7 +13,7 @@ import re
 from typing import Any, MutableMapping
 
 __all__ = ["Secret", "register_secret", "register_header_secrets", "register_url_secrets", "url_without_password",
-           "redact", "masked_cut", "redact_processor"]
+           "url_without_query_secrets", "carries_credentials", "redact", "masked_cut", "redact_processor"]
 
 _SECRETS: set[str] = set()
 _BEARER_RE = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
@@ -69,21 +69,49 @@ def register_header_secrets(headers: dict[str, str] | None) -> None:
 
 
 _URL_PASSWORD_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://[^/?#@:]*):([^/?#]*)@")
+# A query parameter whose name says it holds a credential: `?key=` (Gemini), `?code=` (Azure Functions),
+# `?sig=` (a SAS URL), `?access_token=`, `?api-key=`… (`api-version`, `model` and the like are not).
+_URL_QUERY_SECRET_RE = re.compile(
+    r"([?&](?:[^=&#]*[-_.])?(?:api)?(?:key|token|secret|password|passwd|pwd|sig|signature|auth|credentials?|code)=)"
+    r"([^&#]+)", re.IGNORECASE)
 
 
 def register_url_secrets(url: str | None) -> None:
-    """A password in a URL's credentials (`http://user:PASSWORD@host/v1`) is a secret too."""
-    m = _URL_PASSWORD_RE.match((url or "").strip())
-    if m and m.group(2):
-        register_secret(m.group(2))
-        from urllib.parse import unquote  # noqa: PLC0415
+    """A password in a URL's credentials (`http://user:PASSWORD@host/v1`) is a secret too, and so is
+    the value of a query parameter named for a credential (`https://proxy/v1?key=SECRET`)."""
+    from urllib.parse import unquote  # noqa: PLC0415
 
-        register_secret(unquote(m.group(2)))
+    url = (url or "").strip()
+    m = _URL_PASSWORD_RE.match(url)
+    found = [m.group(2)] if m and m.group(2) else []
+    found += [value for _name, value in _URL_QUERY_SECRET_RE.findall(url.split("#", 1)[0])]
+    for value in found:
+        register_secret(value)
+        register_secret(unquote(value))
+
+
+_AUTH_HEADER_RE = re.compile(r"(?i)^(?:proxy-)?authorization$|api[-_]?key|token|secret")
+
+
+def carries_credentials(url: str | None, headers: dict[str, str] | None) -> bool:
+    """Whether the configured URL or headers already authenticate (`?key=…`, `api-key: …`,
+    `Authorization: …`), so a provider needs no `apiKey` of its own."""
+    if any(_AUTH_HEADER_RE.search(name) for name in (headers or {})):
+        return True
+    return bool(_URL_QUERY_SECRET_RE.search((url or "").split("#", 1)[0]))
+
+
+def url_without_query_secrets(url: str) -> str:
+    """`https://host/v1?key=***&api-version=2024-02-01` for `…?key=SECRET&api-version=2024-02-01`."""
+    return _URL_QUERY_SECRET_RE.sub(r"\1***", url)
 
 
 def url_without_password(url: str) -> str:
-    """`http://user:***@host/v1` for `http://user:PASSWORD@host/v1`; other URLs as they are."""
-    return _URL_PASSWORD_RE.sub(r"\1:***@", url.strip()) if isinstance(url, str) else url
+    """`http://user:***@host/v1?key=***` for `http://user:PASSWORD@host/v1?key=SECRET`; other URLs as
+    they are."""
+    if not isinstance(url, str):
+        return url
+    return url_without_query_secrets(_URL_PASSWORD_RE.sub(r"\1:***@", url.strip()))
 
 
 def masked_cut(text: str, limit: int) -> str:

@@ -164,8 +164,8 @@ class ProviderServer:
     def _auth_ok(self, rec: Recorded) -> bool:
         if self.key is None:
             return True
-        if self.flavour == "gemini":
-            return rec.headers.get("x-goog-api-key") == self.key
+        if self.flavour == "gemini":  # Google's APIs take the key in a header or as `?key=`
+            return rec.headers.get("x-goog-api-key") == self.key or rec.query.get("key") == [self.key]
         return rec.headers.get("authorization") == f"Bearer {self.key}"
 
     def _vectors(self, texts: list[str]) -> list[list[float]]:

@@ -27,7 +27,8 @@ class GeminiProvider(RemoteProvider):
     normalise = True
 
     def __init__(self, *, output_dimensionality: int | None = None, **kw: Any) -> None:
-        kw["base_url"] = kw["base_url"].rstrip("/").removesuffix("/openai")
+        base, query = (kw["base_url"].split("?", 1) + [""])[:2]  # the OpenAI-compatible path's root
+        kw["base_url"] = base.rstrip("/").removesuffix("/openai") + (f"?{query}" if query else "")
         super().__init__(**kw)
         self.max_input_tokens = 8192 if self.model == EMBEDDING_2 else 2048
         self.output_dimensionality = (output_dimensionality or 3072) if self.model == EMBEDDING_2 else None

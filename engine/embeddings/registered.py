@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from ..config.models import MemorySearchConfig
 from ..logging import get_logger
 from ..plugins import ProviderPlugin
-from ..secrets import register_header_secrets
+from ..secrets import carries_credentials, register_header_secrets
 from .base import EmbeddingProvider
 from .keys import resolve_api_key
 
@@ -46,7 +46,9 @@ def _remote(provider_id: str, module: str, name: str):  # noqa: ANN202
         remote = ms.remote
         configured_key = remote.api_key.get_secret_value() if (primary and remote.api_key) else None
         # The key first: `auto` with no keys moves on without importing the adapter (and httpx).
-        key = resolve_api_key(provider_id, configured_key, required=provider_id != "ollama", environ=environ)
+        # A key is needed unless the provider takes none (Ollama) or the URL or headers carry one.
+        required = provider_id != "ollama" and not (primary and carries_credentials(remote.base_url, remote.headers))
+        key = resolve_api_key(provider_id, configured_key, required=required, environ=environ)
         if primary:
             register_header_secrets(remote.headers)
         cls = getattr(importlib.import_module(f".{module}", __package__), name)

@@ -111,7 +111,7 @@ class RemoteProvider(RemoteClient):
             for k, v in self._extra_headers.items()
             if k.lower() not in ("authorization", "x-goog-api-key")
         )
-        return {"provider": self.id, "baseUrl": self.base_url, "model": self.model, "headers": headers}
+        return {"provider": self.id, "baseUrl": self.identity_url, "model": self.model, "headers": headers}
 
     @property
     def fingerprint(self) -> str:

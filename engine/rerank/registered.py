@@ -12,7 +12,7 @@ from ..config.models import RerankConfig
 from ..embeddings.keys import resolve_api_key
 from ..errors import ProviderUnavailableError
 from ..plugins import RerankerPlugin
-from ..secrets import register_header_secrets
+from ..secrets import carries_credentials, register_header_secrets
 from .base import Reranker
 
 KEY_PATH = "memorySearch.query.rerank.remote.apiKey"
@@ -34,7 +34,8 @@ def _remote(provider_id: str, name: str):  # noqa: ANN202
         remote = config.remote
         configured = remote.api_key.get_secret_value() if remote.api_key else None
         # A self-hosted endpoint usually has no key; the hosted APIs need one.
-        key = resolve_api_key(provider_id, configured, required=provider_id != "endpoint",
+        required = provider_id != "endpoint" and not carries_credentials(remote.base_url, remote.headers)
+        key = resolve_api_key(provider_id, configured, required=required,
                               environ=os.environ if environ is None else environ, key_path=KEY_PATH)
         register_header_secrets(remote.headers)
         base_url = remote.base_url or cls.default_base_url

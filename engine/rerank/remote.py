@@ -47,7 +47,7 @@ class RemoteReranker(RemoteClient):
 
     @property
     def fingerprint(self) -> str:
-        data = json.dumps({"provider": self.id, "baseUrl": self.base_url, "model": self.model}, sort_keys=True)
+        data = json.dumps({"provider": self.id, "baseUrl": self.identity_url, "model": self.model}, sort_keys=True)
         return hashlib.sha256(data.encode()).hexdigest()[:16]
 
     def request_body(self, query: str, documents: list[str]) -> dict[str, Any]:
@@ -100,7 +100,7 @@ class RemoteReranker(RemoteClient):
         return scores
 
     def status(self) -> dict[str, Any]:
-        return {"baseUrl": self.base_url, "requests": self.stats.as_dict()}
+        return {"baseUrl": self.identity_url, "requests": self.stats.as_dict()}
 
 
 class VoyageReranker(RemoteReranker):

@@ -227,3 +227,30 @@ def test_a_password_in_a_base_url_is_masked_everywhere(tmp_path, ws):
     shown = json.loads(runs[0].stdout)["memorySearch"]
     assert shown["remote"]["baseUrl"] == "http://bob:***@127.0.0.1:9/v1"
     assert shown["query"]["rerank"]["remote"]["baseUrl"] == "http://bob:***@127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize("flavour", ["gemini", "openai"])
+def test_a_key_in_a_base_url_query_authenticates_and_is_masked_everywhere(tmp_path, ws, flavour):
+    """`remote.baseUrl: https://host/v1beta?key=KEY` (Google's APIs take the key so; proxies and Azure
+    Functions' `?code=` too), no apiKey: every request goes to the base's path with its query, and
+    config show, status, search, the cache and -vv logs never print the key."""
+    with ProviderServer(flavour, key=KEY if flavour == "gemini" else None) as server:
+        url = f"{server.base_url}/?key={KEY}&api-version=2024-02-01"  # a trailing / before the query too
+        cfg = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {
+            "provider": flavour, "remote": {"baseUrl": url}, "fallback": "none"}}}}
+        runs = [_cli(tmp_path, ws, cfg, *args) for args in (("index",), ("search", "--json", "coffee"),
+                                                              ("status", "--deep", "--json"), ("config", "show"))]
+        for run in runs:
+            assert run.returncode == 0 and not _leaks(run.stdout + run.stderr), (run.args[-2:], run.stderr[-1500:])
+        asked = server.embedding_requests()
+        assert asked and {r.path for r in asked} <= {
+            "/v1/embeddings", "/v1beta/models/gemini-embedding-001:embedContent",
+            "/v1beta/models/gemini-embedding-001:batchEmbedContents"}, {r.path for r in asked}
+        assert all(r.query == {"key": [KEY], "api-version": ["2024-02-01"]} for r in asked)
+        assert json.loads(runs[1].stdout)["results"][0]["path"] == "MEMORY.md"
+        shown = json.loads(runs[3].stdout)["memorySearch"]["remote"]["baseUrl"]
+        assert shown == f"{server.base_url}/?key=***&api-version=2024-02-01"
+        assert json.loads(runs[2].stdout)["provider"] == flavour
+    for f in (tmp_path / "state").rglob("*"):
+        if f.is_file():
+            assert not _leaks(f.read_bytes()), f

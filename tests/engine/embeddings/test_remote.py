@@ -238,6 +238,39 @@ def test_keys_come_from_config_or_the_environment():
     assert create_provider("ollama", MemorySearchConfig(), environ={})._api_key is None  # optional
 
 
+def test_credentials_in_the_headers_or_the_url_need_no_api_key():
+    """Azure OpenAI's `api-key` header, a proxy's `Authorization`, Google's `?key=`: the provider is made
+    with no apiKey and sends what was configured (no empty `Authorization: Bearer`)."""
+    with ProviderServer("openai", key=None) as server:
+        for headers in ({"api-key": "azure-secret-1"}, {"Authorization": "Basic dXNlcjpwdw=="}):
+            ms = MemorySearchConfig.model_validate({"provider": "openai", "remote": {
+                "baseUrl": f"{server.base_url}?api-version=2024-02-01", "headers": headers}})
+            p = create_provider("openai", ms, environ={})
+            run(p.embed_query, "hello")
+            req = server.embedding_requests()[-1]
+            assert req.path == "/v1/embeddings" and req.query == {"api-version": ["2024-02-01"]}
+            assert {k.lower(): v for k, v in headers.items()}.items() <= req.headers.items()
+        assert "authorization" not in server.embedding_requests()[0].headers
+    ms = MemorySearchConfig.model_validate({"provider": "gemini", "remote": {"baseUrl": "https://g.example/v1beta?key=K"}})
+    assert create_provider("gemini", ms, environ={})._api_key is None
+    plain = MemorySearchConfig.model_validate({"provider": "openai", "remote": {"baseUrl": "https://h/v1?monkey=1",
+                                                                              "headers": {"X-Org": "acme"}}})
+    with pytest.raises(MissingKeyError):  # a parameter or header that is not a credential does not count
+        create_provider("openai", plain, environ={})
+
+
+def test_a_key_rotated_in_the_url_keeps_the_vector_space():
+    """The query's credential is masked in the provider's identity (as an apiKey never is part of it),
+    while a parameter that changes the endpoint is kept."""
+    def fingerprint(url: str) -> str:
+        ms = MemorySearchConfig.model_validate({"provider": "gemini", "remote": {"baseUrl": url}})
+        return create_provider("gemini", ms, environ={}).fingerprint
+
+    assert fingerprint("https://g.example/v1beta?key=OLD-1") == fingerprint("https://g.example/v1beta?key=NEW-2")
+    assert fingerprint("https://g.example/v1beta?key=A&deployment=a") != fingerprint(
+        "https://g.example/v1beta?key=A&deployment=b")
+
+
 def test_auto_order_and_keyless_default():
     sel = select_provider(MemorySearchConfig(), environ={})
     assert sel.provider.id == "local"
