@@ -30,6 +30,9 @@ class SyncReport(Record):
     chunks_embedded: int = 0
     chunks_from_cache: int = 0
     took_ms: float = 0.0
+    # Why chunks written or found without vectors still have none (the provider failed); they stay
+    # searchable by keyword and the next sync tries again.
+    vectors_error: str | None = None
     notes: list[str] = spec(factory=list)  # what the backend did, in words (QMD: collections, update, embed)
 
 

@@ -33,6 +33,7 @@ from memsift.engine.logging import get_logger
 from memsift.engine.files.chunking import CHUNKER_REVISION, Chunk, chunk_id
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.errors import IndexUnusableError
+from memsift.engine.secrets import redact
 from memsift.engine.files.note_dates import NOTE_DATES_REVISION, ChunkDay
 from memsift.engine.search.fts_query import INDEX_TEXT_REVISION, index_text
 from memsift.engine.files.fingerprint import (
@@ -654,6 +655,7 @@ class Indexer:
                 matrix = self.embed([r[2] for r in part])
             except Exception as exc:
                 self.embed_error = f"{type(exc).__name__}: {exc}"
+                log.warning("embedding failed; chunks stored without vectors", error=self.embed_error)
                 return
             report.chunks_embedded += len(part)
             with conn:
@@ -691,6 +693,8 @@ class Indexer:
         meta = {**want, **self.meta_extra, **version_stamps(current, rebuilt=full)}  # `current`: the meta it replaces
         if self.vectors_pending:
             meta["vectorsPending"] = True  # searches answer by keyword until the vectors are made
+        if self.embed_error and conn.execute("SELECT 1 FROM chunks WHERE embedding IS NULL LIMIT 1").fetchone():
+            meta["vectorsError"] = redact(self.embed_error)  # for status and searches in any process
         row = conn.execute("SELECT embedding FROM chunks WHERE embedding IS NOT NULL LIMIT 1").fetchone()
         meta["dims"] = len(row[0]) // 4 if row else self.ident.dims
         with conn:
@@ -737,7 +741,8 @@ class Indexer:
         # never has dims, and rewriting its meta would make every search a write.
         dims_learned = current.get("dims") is None and (self.ident.dims is not None or self.embed is not None)
         upgraded = current.get("updatedBy") != memsift_version()  # kept across an upgrade: recorded once
-        if changed or removed or pending_before or dims_learned or upgraded or \
+        error_changed = current.get("vectorsError") != (redact(self.embed_error) if self.embed_error else None)
+        if changed or removed or pending_before or dims_learned or upgraded or error_changed or \
                 any(current.get(k) != v for k, v in self.meta_extra.items()):
             self._finish(conn, want, current=current)
 

@@ -14,6 +14,7 @@ import anyio
 import apsw
 from memsift.engine.lazy import np  # numpy on first use: a keyword search never needs it
 
+from memsift.engine.secrets import redact
 from memsift.engine.logging import get_logger
 from memsift.engine.durations import vector_progress_words
 from memsift.engine.search.citations import citations_enabled
@@ -324,6 +325,7 @@ class BuiltinSearchManager(IndexedBackend):
             raise
         self._skipped = [{"path": s.path, "reason": s.reason} for s in indexer.skipped]
         self._embed_error = indexer.embed_error
+        report.vectors_error = redact(indexer.embed_error) if indexer.embed_error else None
         self.sync_finished(report, seen)
         log.info("sync done", **report.model_dump(exclude_none=True))
         return report
@@ -495,9 +497,10 @@ class BuiltinSearchManager(IndexedBackend):
             running = (
                 "are being made now" if self._running else "are made by the next sync (`memsift index` makes them now)"
             )
+            failed = f"; the last try failed: {meta['vectorsError']}" if meta.get("vectorsError") else ""
             degraded.vector = (
                 f"vectors pending: the index was built for keyword search first and its embeddings {running} "
-                f"({vector_progress_words(vector_progress(conn))})"
+                f"({vector_progress_words(vector_progress(conn))}{failed})"
             )
             sides = Sides(sides.requested, vector=False, keyword=True)
         store = IndexCandidates(conn, self._vec, self._vectors_in_memory)
@@ -654,7 +657,8 @@ class BuiltinSearchManager(IndexedBackend):
                 "rows": vec_rows,
                 "search": "vec0-knn" if self._vec.available else "numpy-scan",
                 # a keyword-first index whose vectors are being made (here or by another process)
-                "pending": vector_progress(conn) if conn is not None and meta and meta.get("vectorsPending") else None,
+                "pending": vector_progress(conn) if conn is not None and meta and (
+                    meta.get("vectorsPending") or meta.get("vectorsError")) else None,
             },
             cache={"enabled": self.ms.cache.enabled, "entries": cache_entries, "maxEntries": self.ms.cache.max_entries},
             index={
@@ -662,7 +666,8 @@ class BuiltinSearchManager(IndexedBackend):
                 "meta": meta,
                 "pendingChanges": pending,
                 "rebuildNeeded": stale,
-                "lastEmbedError": self._embed_error,
+                # this process's last sync, else the one recorded in the index by any process
+                "lastEmbedError": self._embed_error or (meta or {}).get("vectorsError"),
             },
             last_sync=self._last_sync.model_dump(by_alias=True) if self._last_sync else None,
             requests=stats.as_dict() if stats is not None else None,

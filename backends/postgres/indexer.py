@@ -381,6 +381,7 @@ class _Sync:
                 matrix = await self.embed([r[2] for r in part])
             except Exception as exc:
                 self.embed_error = f"{type(exc).__name__}: {exc}"
+                log.warning("embedding failed; chunks stored without vectors", error=self.embed_error)
                 return
             self.report.chunks_embedded += len(part)
             async with self.conn.transaction():

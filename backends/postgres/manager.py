@@ -20,6 +20,7 @@ from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, sele
 from memsift.engine.errors import BackendError
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
+from memsift.engine.secrets import redact
 from memsift.engine.files.discovery import discover_memory_files
 from memsift.engine.compose.shell import IndexedBackend
 from memsift.engine.search.request import SearchRequest
@@ -183,6 +184,7 @@ class PostgresSearchManager(IndexedBackend):
                     await conn.close()
             except psycopg.Error as exc:
                 raise await self._outage(exc, "syncing") from None
+        report.vectors_error = redact(self._embed_error) if self._embed_error else None
         self.sync_finished(report, seen)
         log.info("sync done", **report.model_dump(exclude_none=True))
         return report

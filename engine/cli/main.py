@@ -206,6 +206,11 @@ def index(obj: _Ctx, force: bool, list_: bool, prune: bool, as_json: bool) -> No
         _emit_json(report.model_dump(by_alias=True, mode="json"))
     else:
         click.echo(render_sync(report))
+    if report.vectors_error:  # the text is indexed, the vectors are not: a script must not read success
+        click.echo("memsift: the notes are indexed for keyword search, but their vectors could not be made "
+                   f"({report.vectors_error}). Run `memsift index` again once the provider answers, or set "
+                   "memorySearch.fallback to embed with another provider.", err=True)
+        sys.exit(EXIT_CODES["provider"])
 
 
 def _index_catalog(folder: Any, *, prune: bool, as_json: bool) -> None:

@@ -43,7 +43,8 @@ EXIT_MEANINGS = {
     2: "usage: a bad option or value",
     3: "config error, or memory search disabled for the agent",
     4: "index unusable (another program's file at the index path, a disk that cannot be written)",
-    5: "embedding provider error (no key, quota, outage) where no fallback applies",
+    5: "embedding provider error (no key, quota, outage) where no fallback applies; from `index`, also when the notes "
+       "were indexed for keyword search but their vectors could not be made (the next `index` makes them)",
     6: "path not allowed: not a memory file",
     7: "backend unavailable (QMD or Postgres) and its fallback is `none`",
     8: "gave up: the command's time budget ran out (memory.limits, --timeout), or `index` saw nothing move for "

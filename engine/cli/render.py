@@ -574,7 +574,9 @@ class WatchStatus:
                 self._say(f"{now} already indexed: a search synced the change first")
                 return
             self._say(f"{now} synced ({payload['reason']}): {r.files_indexed} indexed, {r.files_removed} removed, "
-                      f"{r.chunks_embedded} chunk(s) embedded in {payload['seconds']:.2f} s")
+                      f"{r.chunks_embedded} chunk(s) embedded in {payload['seconds']:.2f} s"
+                      + (f"; vectors not made ({r.vectors_error}): searchable by keyword, the next sync tries again"
+                         if r.vectors_error else ""))
         elif kind == "changed":
             self._say(f"{now} {payload['files']} file(s) changed")
         elif kind == "error":
