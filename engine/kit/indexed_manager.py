@@ -9,7 +9,8 @@ over the subclass's `CandidateStore`), the answer, reads through the memory rule
 
 A subclass implements:
 
-- `sync(force=, reason=)`: its own writes, using `file_changes`, `chunk_rows` and `embed`;
+- `sync(force=, reason=)`: its own writes, using `file_changes`, `chunk_rows` and `embed`, and
+  on an incremental sync `backfill` for the chunks an earlier provider failure left without vectors;
 - `generation()`: the published index (an object with `number` and `meta`), or None;
 - `candidates(generation)`: its `CandidateStore` over that index;
 - optionally `run_blocking(fn, *args)`: how a blocking store call runs (a worker thread by default),
@@ -38,6 +39,7 @@ from ..lazy import np  # numpy on first use: plugins import the kit on every com
 from ..logging import get_logger
 from ..manager import SyncReport
 from ..results import Degraded, ManagerStatus
+from ..secrets import redact
 from ..search.citations import citations_enabled
 from ..search.fts_query import INDEX_TEXT_REVISION
 from ..search.indexed import CandidateStore, IndexedAnswer, IndexedSearch, search_indexed
@@ -142,17 +144,37 @@ class IndexedManager(IndexedBackend):
             self.selection = select_provider(self.ms)
             self.provider = self.selection.provider
 
-    def wanted_meta(self) -> dict[str, Any]:
+    def wanted_meta(self, current: dict[str, Any] | None = None) -> dict[str, Any]:
         """The index's fingerprint: any difference from the built one means a full rebuild (which
-        memsift built it is recorded, never compared)."""
+        memsift built it is recorded, never compared). A remote provider tells its vectors' size
+        only once it has answered: until then it is the size `current` (the built index's meta)
+        recorded for the same provider."""
         p = self.provider
         c = self.ms.chunking
+        dims = p.dimensions if p else None
+        if p is not None and dims is None and current and current.get("providerKey") == p.fingerprint:
+            dims = current.get("dims")
         return {"schema": self.schema, "provider": p.id if p else "none", "model": p.model if p else "fts-only",
-                "providerKey": p.fingerprint if p else "fts-only", "dims": p.dimensions if p else None,
+                "providerKey": p.fingerprint if p else "fts-only", "dims": dims,
                 "extraPaths": sorted(self.ms.extra_paths), "chunkStrategy": c.strategy, "chunkTokens": c.tokens,
                 "chunkOverlap": c.overlap, "chunker": CHUNKER_REVISION, "ftsTokenizer": self.tokenizer,
                 "ftsText": INDEX_TEXT_REVISION, "noteDates": NOTE_DATES_REVISION,
                 **version_stamps(None, rebuilt=True)}  # published with a new index: this memsift built it
+
+    async def wanted_meta_with_dims(self, current: dict[str, Any] | None) -> dict[str, Any]:
+        """`wanted_meta(current)`, with the vectors' size asked of the provider (one short text) when
+        neither it nor the index knows it yet: a store made without room for vectors would drop
+        every vector of its build. A provider that fails leaves it unknown (the report says why)."""
+        wanted = self.wanted_meta(current)
+        if self.provider is None or wanted["dims"] is not None:
+            return wanted
+        try:
+            await self.provider.embed_query("memsift")
+        except ProviderError as exc:
+            self._embed_error = str(exc)
+            log.warning("embedding failed; chunks stored without vectors", backend=self.backend, error=str(exc))
+            return wanted
+        return self.wanted_meta(current)
 
     def file_changes(self, known: dict[str, tuple], report: SyncReport) -> Changes:
         """The memory files against `known` (path → (hash, mtime_ns, size)), read and chunked where
@@ -218,13 +240,27 @@ class IndexedManager(IndexedBackend):
         self._embed_error = None
         return np.vstack(parts)
 
+    async def backfill(self, missing: list[tuple[Any, str]], report: SyncReport) -> list[tuple[Any, Any]]:
+        """Vectors for chunks stored without them (`(key, text)` pairs: a provider failed when they
+        were written), as `(key, vector)` pairs; none when this sync's embedding already failed or
+        fails again (the chunks stay searchable by keyword, and status says why)."""
+        if not missing or self.provider is None or self._embed_error is not None:
+            return []
+        vectors = await self.embed([text for _key, text in missing])
+        if vectors is None:
+            return []
+        report.chunks_embedded += len(missing)
+        return [(key, vectors[i]) for i, (key, _text) in enumerate(missing)]
+
     def sync_started(self) -> SyncStart:
         """Taken when a sync begins: its clock, and the files-changed notices it will have seen."""
+        self._embed_error = None  # this sync's embedding (or backfill) says it again if it still fails
         return SyncStart(time.perf_counter(), self.freshness.sync_begins())
 
     def synced(self, report: SyncReport, started: SyncStart) -> SyncReport:
         """A sync's report, and the index clean unless files changed while it ran."""
         report.took_ms = round((time.perf_counter() - started.clock) * 1000, 3)
+        report.vectors_error = redact(self._embed_error) if self._embed_error else None
         self._last_sync = report
         self.freshness.synced(started.notices)
         log.info("sync done", **report.model_dump(exclude_none=True))
@@ -301,7 +337,7 @@ class IndexedManager(IndexedBackend):
         )
 
     def rebuild_needed(self, gen: Any) -> str | None:
-        return fingerprint_diff(gen.meta, self.wanted_meta()) if gen is not None else None
+        return fingerprint_diff(gen.meta, self.wanted_meta(gen.meta)) if gen is not None else None
 
     async def aclose(self) -> None:
         if self.provider is not None:

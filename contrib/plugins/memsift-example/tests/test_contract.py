@@ -12,3 +12,4 @@ from memsift.engine.kit.testing import BackendContract  # noqa: E402
 class TestExample(BackendContract):
     backend = "example"
     provider = "none"
+    uses_memsift_embeddings = False  # keyword search only

@@ -85,8 +85,8 @@ class LanceSearchManager(IndexedManager):
         return report
 
     async def _sync(self, report: SyncReport, force: bool, cause: str | None = None) -> None:
-        wanted = self.wanted_meta()
         current = self.store.current()
+        wanted = await self.wanted_meta_with_dims(current.meta if current else None)
         if force:
             cause = cause or "forced"
         elif current is None:
@@ -111,6 +111,7 @@ class LanceSearchManager(IndexedManager):
         stale = (
             changes.gone + [f.rel_path for f, _st, _got in changes.changed] + [t[0].rel_path for t in changes.touched]
         )
+        refilled = [] if full else await self._refill(gen, set(stale), report)
 
         def write() -> None:
             import pyarrow as pa  # noqa: PLC0415
@@ -121,6 +122,10 @@ class LanceSearchManager(IndexedManager):
                 self.store.forget_paths(gen, stale)
             if rows:
                 self.store.chunks(gen).add(pa.Table.from_pylist(rows, schema=self.store.chunks(gen).schema))
+            if refilled:  # the same chunks, now with their vectors
+                table = self.store.chunks(gen)
+                table.merge_insert("id").when_matched_update_all().execute(
+                    pa.Table.from_pylist(refilled, schema=table.schema))
             if file_rows:
                 self.store.files(gen).add(pa.Table.from_pylist(file_rows, schema=self.store.files(gen).schema))
             if full or (rows and not self.store.has_text_index(gen)):
@@ -135,6 +140,26 @@ class LanceSearchManager(IndexedManager):
         await anyio.to_thread.run_sync(write)
         report.files_indexed = len(changes.changed)
         report.chunks_written = len(rows)
+
+    async def _refill(self, gen: int, replaced: set[str], report: SyncReport) -> list[dict]:
+        """The chunks an earlier provider failure left without vectors (outside the files this sync
+        rewrites), with their vectors now, or none."""
+        if self.provider is None:
+            return []
+
+        def missing() -> list[dict]:
+            table = self.store.chunks(gen)
+            if "vector" not in table.schema.names:  # made before the vectors' size was known: a rebuild comes
+                return []
+            count = table.count_rows("vector IS NULL")
+            found = table.search().where("vector IS NULL").limit(count).to_list() if count else []
+            return [r for r in found if r["path"] not in replaced]
+
+        rows = await anyio.to_thread.run_sync(missing)
+        made = dict(await self.backfill([(r["id"], r["text"]) for r in rows], report))
+        for r in rows:
+            r["vector"] = np.asarray(made[r["id"]], dtype=np.float32) if r["id"] in made else None
+        return [r for r in rows if r["vector"] is not None]
 
     async def _rows(self, chunks: list[ChunkRow], report: SyncReport) -> list[dict]:
         rows = [{"id": c.id, "path": c.path, "source": c.source, "start_line": c.start_line, "end_line": c.end_line,

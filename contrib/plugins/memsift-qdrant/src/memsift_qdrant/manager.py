@@ -96,8 +96,8 @@ class QdrantSearchManager(IndexedManager):
             return self.synced(report, started)
 
     async def _sync(self, report: SyncReport, force: bool) -> None:
-        wanted = self.wanted_meta()
         current = await self.run_blocking(self.store.current)
+        wanted = await self.wanted_meta_with_dims(current.meta if current else None)
         cause = "forced" if force else "no index yet" if current is None else fingerprint_diff(current.meta, wanted)
         if cause is None and current is not None:  # a lost chunks collection is rebuilt, not synced into
             lost = await self.run_blocking(self.store.lost_chunks, current.number)
@@ -132,6 +132,7 @@ class QdrantSearchManager(IndexedManager):
                                         per_file.get(f.rel_path, 0)) for f, st, got in changes.changed]
         file_points += [self._file_point(f.rel_path, f.source, h, m, s, chunks=None) for f, h, m, s in changes.touched]
         stale = changes.gone + [f.rel_path for f, _st, _got in changes.changed]
+        refilled = [] if full else await self._refill(gen, set(stale), report)
 
         def write() -> None:
             with self.store.client() as client:
@@ -141,6 +142,7 @@ class QdrantSearchManager(IndexedManager):
                     client.upsert(self.store.chunks(gen), points=points[i : i + UPSERT_STEP])
                 for i in range(0, len(file_points), UPSERT_STEP):
                     client.upsert(self.store.files(gen), points=file_points[i : i + UPSERT_STEP])
+                self.store.set_vectors(gen, refilled)
                 if full:
                     self.store.publish(Generation(gen, {**wanted, "averageLength": average}))
                     self.store.drop_before(gen - self.config.keep_generations + 1)
@@ -148,6 +150,15 @@ class QdrantSearchManager(IndexedManager):
         await self.run_blocking(write)
         report.files_indexed = len(changes.changed)
         report.chunks_written = len(points)
+
+    async def _refill(self, gen: int, replaced: set[str], report: SyncReport) -> list[tuple[Any, Any]]:
+        """(point id, vector) for the chunks an earlier provider failure left without vectors (outside
+        the files this sync rewrites), or none."""
+        if self.provider is None or self.store.read_only:
+            return []
+        points = await self.run_blocking(self.store.without_vectors, gen)
+        return await self.backfill([(p.id, p.payload["text"]) for p in points if p.payload["path"] not in replaced],
+                                   report)
 
     def _refuse_read_only(self) -> None:
         raise IndexUnusableError(f"cannot write Qdrant's local folder {self.store.where}: {self.store.read_only}; "

@@ -312,6 +312,26 @@ class QdrantStore:
         return {p.payload["path"]: p.payload["chunks"] for p in self.scroll(self.files(gen), fields=["path", "chunks"])
                 if isinstance(p.payload.get("chunks"), int)}
 
+    def without_vectors(self, gen: int) -> list[Any]:
+        """The chunk points stored without a dense vector (a provider failed when they were written);
+        none in a generation made before the vectors' size was known (a rebuild comes)."""
+        from qdrant_client import models  # noqa: PLC0415
+
+        with self.client() as c:
+            if "dense" not in (c.get_collection(self.chunks(gen)).config.params.vectors or {}):
+                return []
+        flt = models.Filter(must_not=[models.HasVectorCondition(has_vector="dense")])
+        return self.scroll(self.chunks(gen), flt, fields=["path", "text"])
+
+    def set_vectors(self, gen: int, vectors: list[tuple[Any, Any]]) -> None:
+        from qdrant_client import models  # noqa: PLC0415
+
+        with self.client() as c:
+            for i in range(0, len(vectors), 256):
+                c.update_vectors(self.chunks(gen), points=[
+                    models.PointVectors(id=pid, vector={"dense": [float(x) for x in v]})
+                    for pid, v in vectors[i : i + 256]])
+
     def forget_paths(self, gen: int, paths: list[str]) -> None:
         from qdrant_client import models  # noqa: PLC0415
 
