@@ -35,6 +35,7 @@ from ..compose.factory import open_manager, resolve_config
 from ..errors import MemsiftError
 from ..manager import SearchManager
 from ..results import SearchAnswer
+from .embedder import LoopbackEmbedder
 
 __all__ = ["BackendContract", "NOTES", "GROUP_CHAT"]
 
@@ -68,6 +69,8 @@ class BackendContract:
 
     backend: str = ""
     provider: str = "local"
+    # False for a backend that does not embed with memsift's provider: QMD's own models, keyword only
+    uses_memsift_embeddings: bool = True
 
     # --- what a backend's test module may override ----------------------------------------------
 
@@ -88,11 +91,12 @@ class BackendContract:
             (ws / rel).write_text(text, encoding="utf-8")
         return ws
 
-    def open(self, tmp_path: Path, workspace: Path) -> SearchManager:
+    def open(self, tmp_path: Path, workspace: Path, memory_search: dict[str, Any] | None = None,
+             memory: dict[str, Any] | None = None) -> SearchManager:
         if not self.backend:
             raise TypeError(f"{type(self).__name__} must set `backend` (the registered backend's name)")
-        overrides = {"stateDir": str(tmp_path / "state"), "memory": self.memory_config(tmp_path),
-                     "agents": {"defaults": {"memorySearch": self.memory_search(tmp_path)}}}
+        overrides = {"stateDir": str(tmp_path / "state"), "memory": memory or self.memory_config(tmp_path),
+                     "agents": {"defaults": {"memorySearch": memory_search or self.memory_search(tmp_path)}}}
         settings = resolve_config(overrides=overrides, workspace=workspace, environ={}, cwd=tmp_path)
         return open_manager(settings)
 
@@ -257,6 +261,69 @@ class BackendContract:
                     assert hit.explain.keyword_score is not None, "a keyword search's hit has its keyword score"
 
         self.run(tmp_path, workspace, body)
+
+    def test_vectors_a_provider_outage_left_out_are_made_by_the_next_sync(self, tmp_path: Path,
+                                                                          workspace: Path) -> None:
+        """The provider fails while a new note is indexed: the note is found by keyword at once and
+        the sync's report says why it has no vector; the first sync after the provider is back makes
+        it, no file changed (a backend that never did would not find the note by meaning)."""
+        if not self.uses_memsift_embeddings:
+            pytest.skip(f"{self.backend} does not embed with memsift's provider")
+        note = workspace / "memory/2026-11-26.md"
+
+        async def main() -> None:
+            with LoopbackEmbedder() as embedder:
+                m = self.open(tmp_path, workspace, {"provider": "openai", "fallback": "none", "remote": {
+                    "baseUrl": embedder.base_url, "apiKey": "contract-key"}})
+                try:
+                    assert (await m.sync(reason="contract")).vectors_error is None
+                    note.write_text("# 2026-11-26\n\n- Adopted a greyhound named Pixel from the shelter.\n",
+                                    encoding="utf-8")
+                    embedder.down = True
+                    failed = await m.sync(reason="contract")
+                    assert failed.files_indexed == 1 and "embedder is down" in (failed.vectors_error or ""), failed
+                    assert _paths(await self.keyword(m, "greyhound Pixel"))[:1] == ["memory/2026-11-26.md"]
+                    embedder.down = False
+                    healed = await m.sync(reason="contract")
+                    assert healed.files_indexed == 0 and healed.chunks_embedded >= 1, healed
+                    assert healed.vectors_error is None, healed
+                    answer = await m.search("adopted greyhound pixel shelter", mode="vector", min_score=0)
+                    self.assert_own_answer(answer)
+                    assert _paths(answer)[:1] == ["memory/2026-11-26.md"], (answer.degraded, _paths(answer))
+                finally:
+                    await m.aclose()
+
+        anyio.run(main)
+
+    def test_an_index_of_a_remote_provider_serves_the_next_process_as_built(self, tmp_path: Path,
+                                                                            workspace: Path) -> None:
+        """A remote provider tells its vectors' size only once it answers: the index is built with
+        room for them, and a later process (a new manager, whose provider knows nothing yet) syncs
+        nothing and answers by vector, no rebuild (LanceDB and Qdrant once dropped every vector of
+        such a build, and flipped between two fingerprints)."""
+        if not self.uses_memsift_embeddings:
+            pytest.skip(f"{self.backend} does not embed with memsift's provider")
+
+        async def main() -> None:
+            with LoopbackEmbedder() as embedder:
+                remote = {"provider": "openai", "fallback": "none", "remote": {
+                    "baseUrl": embedder.base_url, "apiKey": "contract-key"}}
+                memory = self.memory_config(tmp_path)  # one store for both (a test's Postgres makes a database)
+                for process in ("first", "second"):
+                    m = self.open(tmp_path, workspace, remote, memory)
+                    try:
+                        report = await m.sync(reason="contract")
+                        if process == "second":
+                            assert not report.full_reindex and report.chunks_embedded == 0, report
+                            assert (await m.status()).index.get("rebuildNeeded") is None
+                        answer = await m.search("drip irrigation at dawn", mode="vector", min_score=0)
+                        self.assert_own_answer(answer)
+                        assert answer.degraded.vector is None, answer.degraded
+                        assert _paths(answer)[:1] == ["memory/projects/garden.md"], (process, _paths(answer))
+                    finally:
+                        await m.aclose()
+
+        anyio.run(main)
 
     def test_status_tells_what_is_indexed(self, tmp_path: Path, workspace: Path) -> None:
         async def body(m: SearchManager) -> None:

@@ -14,6 +14,7 @@ class TestBuiltin(BackendContract):
 
 class TestQmd(BackendContract):
     backend = "qmd"
+    uses_memsift_embeddings = False  # QMD embeds with its own models
 
     def memory_config(self, tmp_path):
         memory = backend_memory("qmd")
