@@ -156,7 +156,12 @@ class QdrantSearchManager(IndexedManager):
         the files this sync rewrites), or none."""
         if self.provider is None or self.store.read_only:
             return []
-        points = await self.run_blocking(self.store.without_vectors, gen)
+        try:
+            points = await self.run_blocking(self.store.without_vectors, gen)
+        except BackendError as exc:  # a server before Qdrant 1.13 has no `has_vector` filter
+            log.warning("cannot list the chunks without vectors; they are made when their file changes",
+                        error=str(exc)[:300])
+            return []
         return await self.backfill([(p.id, p.payload["text"]) for p in points if p.payload["path"] not in replaced],
                                    report)
 
