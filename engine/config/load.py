@@ -53,7 +53,7 @@ __all__ = [
 
 SOURCE_ORDER = ("openclaw", "file", "env", "overrides")
 _ENV_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")  # an apiKey naming an environment variable
-_UNSET_VAR_RE = re.compile(r"^\$\{[A-Z_][A-Z0-9_]*\}$")  # `${NAME}` left as written (includes.py): no secret
+_UNSET_VAR_RE = re.compile(r"^\$\{?[A-Z_][A-Z0-9_]*\}?$")  # `$NAME`, or `${NAME}` left unset (includes.py): no secret
 
 
 def default_index_name(agent: str, workspace: Path, ms: MemorySearchConfig | None = None) -> str:

@@ -22,6 +22,7 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
     "jina": ("JINA_API_KEY",),
 }
 _ENV_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_VAR_REF_RE = re.compile(r"^\$(?:\{([A-Z_][A-Z0-9_]*)\}|([A-Z_][A-Z0-9_]*))$")
 
 
 class MissingKeyError(ProviderUnavailableError):
@@ -37,7 +38,16 @@ def resolve_api_key(
     env = os.environ if environ is None else environ
     names = ENV_KEYS.get(provider, ())
     key: str | None = None
-    if configured:
+    ref = _VAR_REF_RE.match(configured or "")
+    if ref:  # `$NAME` or `${NAME}` (OpenClaw's shorthand; `${NAME}` unset is left as written): only a variable
+        name = ref.group(1) or ref.group(2)
+        if not env.get(name):
+            raise MissingKeyError(
+                f"No API key found for provider {provider}: {key_path} is {configured}, and the environment "
+                f"variable {name} is not set"
+            )
+        key = env[name]
+    elif configured:
         if _ENV_NAME_RE.match(configured) and configured in env:
             key = env[configured]
         elif _ENV_NAME_RE.match(configured) and configured.endswith("_KEY"):

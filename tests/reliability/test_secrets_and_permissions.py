@@ -229,6 +229,21 @@ def test_a_password_in_a_base_url_is_masked_everywhere(tmp_path, ws):
     assert shown["query"]["rerank"]["remote"]["baseUrl"] == "http://bob:***@127.0.0.1:9/v1"
 
 
+@pytest.mark.parametrize("written", ["$MY_TEAM_KEY", "${MY_TEAM_KEY}", {"source": "env", "id": "MY_TEAM_KEY"}])
+def test_an_api_key_written_as_a_variable_reads_it_and_an_unset_one_says_which(tmp_path, ws, written):
+    """OpenClaw's SecretInput forms for `remote.apiKey`: `$NAME` (before, sent as the key itself: a 401),
+    `${NAME}` and `{source: "env", id}` read the variable; unset, the error names it, exit 5."""
+    with ProviderServer("openai", key=KEY) as server:
+        cfg = {"stateDir": str(tmp_path / "state"), "agents": {"defaults": {"memorySearch": {
+            "provider": "openai", "fallback": "none", "remote": {"baseUrl": server.base_url, "apiKey": written}}}}}
+        done = _cli(tmp_path, ws, cfg, "index", env_extra={"MY_TEAM_KEY": KEY})
+        assert done.returncode == 0 and not _leaks(done.stdout + done.stderr), done.stderr[-1500:]
+        assert server.embedding_requests()
+        unset = _cli(tmp_path, ws, cfg, "index", "--force")
+        assert unset.returncode == 5, unset.stderr[-1500:]
+        assert b"MY_TEAM_KEY" in unset.stderr and b"not set" in unset.stderr and b"Traceback" not in unset.stderr
+
+
 @pytest.mark.parametrize("flavour", ["gemini", "openai"])
 def test_a_key_in_a_base_url_query_authenticates_and_is_masked_everywhere(tmp_path, ws, flavour):
     """`remote.baseUrl: https://host/v1beta?key=KEY` (Google's APIs take the key so; proxies and Azure
