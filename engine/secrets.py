@@ -90,7 +90,7 @@ def register_url_secrets(url: str | None) -> None:
         register_secret(unquote(value))
 
 
-_AUTH_HEADER_RE = re.compile(r"(?i)^(?:proxy-)?authorization$|api[-_]?key|token|secret")
+_AUTH_HEADER_RE = re.compile(r"(?i)^(?:proxy-)?authorization$|api[-_]?key|(?:^|[-_])key$|token|secret")
 
 
 def carries_credentials(url: str | None, headers: dict[str, str] | None) -> bool:
