@@ -240,6 +240,30 @@ class IndexedManager(IndexedBackend):
         self._embed_error = None
         return np.vstack(parts)
 
+    @staticmethod
+    def reusable(current: dict[str, Any] | None, wanted: dict[str, Any]) -> bool:
+        """Whether the published index's vectors serve the one being built: the same provider, the
+        same size (a forced rebuild, a memsift upgrade, another `extraPaths`)."""
+        if not current or wanted["dims"] is None:
+            return False
+        return current.get("dims") == wanted["dims"] and current.get("providerKey") == wanted["providerKey"]
+
+    async def vectors_for(self, rows: list[ChunkRow], stored: dict[str, Any], report: SyncReport) -> list[Any]:
+        """Each row's vector: the one `stored` holds for its id (from the index being replaced, when
+        `reusable`: a rebuild pays nothing for chunks that did not change, as builtin's cache), else
+        embedded now; None for a row whose vector the provider failed to make."""
+        if self.provider is None or not rows:
+            return [None] * len(rows)
+        todo = [i for i, r in enumerate(rows) if r.id not in stored]
+        made = await self.embed([rows[i].text for i in todo]) if todo else None
+        out = [stored.get(r.id) for r in rows]
+        if made is not None:
+            for j, i in enumerate(todo):
+                out[i] = made[j]
+            report.chunks_embedded += len(todo)
+        report.chunks_from_cache += len(rows) - len(todo)
+        return out
+
     async def backfill(self, missing: list[tuple[Any, str]], report: SyncReport) -> list[tuple[Any, Any]]:
         """Vectors for chunks stored without them (`(key, text)` pairs: a provider failed when they
         were written), as `(key, vector)` pairs; none when this sync's embedding already failed or

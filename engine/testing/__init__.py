@@ -300,7 +300,8 @@ class BackendContract:
         """A remote provider tells its vectors' size only once it answers: the index is built with
         room for them, and a later process (a new manager, whose provider knows nothing yet) syncs
         nothing and answers by vector, no rebuild (LanceDB and Qdrant once dropped every vector of
-        such a build, and flipped between two fingerprints)."""
+        such a build, and flipped between two fingerprints). Its forced rebuild asks the provider
+        for nothing: the chunks did not change, their vectors are kept (a paid API is not paid twice)."""
         if not self.uses_memsift_embeddings:
             pytest.skip(f"{self.backend} does not embed with memsift's provider")
 
@@ -316,6 +317,10 @@ class BackendContract:
                         if process == "second":
                             assert not report.full_reindex and report.chunks_embedded == 0, report
                             assert (await m.status()).index.get("rebuildNeeded") is None
+                            asked = embedder.requests
+                            forced = await m.sync(force=True, reason="contract")
+                            assert forced.full_reindex and forced.chunks_embedded == 0, forced
+                            assert embedder.requests == asked, "a forced rebuild embedded unchanged chunks again"
                         answer = await m.search("drip irrigation at dawn", mode="vector", min_score=0)
                         self.assert_own_answer(answer)
                         assert answer.degraded.vector is None, answer.degraded

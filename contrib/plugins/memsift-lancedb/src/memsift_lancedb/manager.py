@@ -102,7 +102,9 @@ class LanceSearchManager(IndexedManager):
         else:
             known = await anyio.to_thread.run_sync(self.store.known_files, gen)
         changes = self.file_changes(known, report)
-        rows = await self._rows(self.chunk_rows(changes.changed), report)
+        chunks = self.chunk_rows(changes.changed)
+        reuse = current.number if full and current is not None and self.reusable(current.meta, wanted) else None
+        rows = await self._rows(chunks, report, await self._stored_vectors(reuse, [c.id for c in chunks]))
         file_rows = [{"path": f.rel_path, "source": f.source, "hash": got.hash, "mtime_ns": st.st_mtime_ns,
                       "size": st.st_size} for f, st, got in changes.changed]
         file_rows += [{"path": f.rel_path, "source": f.source, "hash": h, "mtime_ns": m, "size": s}
@@ -161,15 +163,33 @@ class LanceSearchManager(IndexedManager):
             r["vector"] = np.asarray(made[r["id"]], dtype=np.float32) if r["id"] in made else None
         return [r for r in rows if r["vector"] is not None]
 
-    async def _rows(self, chunks: list[ChunkRow], report: SyncReport) -> list[dict]:
+    async def _stored_vectors(self, gen: int | None, ids: list[str]) -> dict[str, Any]:
+        """id → vector of generation `gen` (the one a rebuild replaces) for these chunk ids."""
+        if gen is None or not ids:
+            return {}
+
+        def read() -> dict[str, Any]:
+            table, found = self.store.chunks(gen), {}
+            for i in range(0, len(ids), 500):  # ids are sha256 hex: nothing to quote
+                part = ids[i : i + 500]
+                where = f"vector IS NOT NULL AND id IN ({', '.join(repr(x) for x in part)})"
+                for r in table.search().where(where).select(["id", "vector"]).limit(len(part)).to_list():
+                    found[r["id"]] = r["vector"]
+            return found
+
+        try:
+            return await anyio.to_thread.run_sync(read)
+        except (*DAMAGE, OSError) as exc:  # the old generation cannot help: everything is embedded again
+            log.warning("cannot reuse the vectors of the index being replaced", error=_short(exc))
+            return {}
+
+    async def _rows(self, chunks: list[ChunkRow], report: SyncReport, stored: dict[str, Any]) -> list[dict]:
         rows = [{"id": c.id, "path": c.path, "source": c.source, "start_line": c.start_line, "end_line": c.end_line,
                  "text": c.text, "tokens": " ".join(c.tokens), "day": c.day.day, "day_source": c.day.source,
                  "first_day": c.first_day, "last_day": c.last_day} for c in chunks]
         if self.provider is not None and rows:
-            vectors = await self.embed([r["text"] for r in rows])
-            for r, v in zip(rows, vectors if vectors is not None else [None] * len(rows)):
+            for r, v in zip(rows, await self.vectors_for(chunks, stored, report)):
                 r["vector"] = None if v is None else np.asarray(v, dtype=np.float32)
-            report.chunks_embedded = len(rows) if vectors is not None else 0
         return rows
 
     # --- search ---------------------------------------------------------------------------------

@@ -124,7 +124,10 @@ class QdrantSearchManager(IndexedManager):
         # sync keeps it, as the weights already written use it).
         average = None if full else current.meta.get("averageLength")
         rows = self.chunk_rows(changes.changed)
-        points, average = await self._points(rows, report, average)
+        stored: dict[str, Any] = {}
+        if full and current is not None and self.reusable(current.meta, wanted):
+            stored = await self._stored_vectors(current.number, [r.id for r in rows])
+        points, average = await self._points(rows, report, average, stored)
         per_file: dict[str, int] = {}
         for row in rows:
             per_file[row.path] = per_file.get(row.path, 0) + 1
@@ -181,8 +184,16 @@ class QdrantSearchManager(IndexedManager):
             payload["chunks"] = chunks
         return models.PointStruct(id=point_id(f"file:{path}"), vector={}, payload=payload)
 
+    async def _stored_vectors(self, gen: int, ids: list[str]) -> dict[str, Any]:
+        """chunk id → dense vector of generation `gen` (the one a rebuild replaces) for these ids."""
+        try:
+            return await self.run_blocking(self.store.dense_vectors, gen, ids)
+        except BackendError as exc:  # the old generation cannot help: everything is embedded again
+            log.warning("cannot reuse the vectors of the index being replaced", error=str(exc)[:300])
+            return {}
+
     async def _points(
-        self, chunks: list[ChunkRow], report: SyncReport, average: float | None
+        self, chunks: list[ChunkRow], report: SyncReport, average: float | None, stored: dict[str, Any]
     ) -> tuple[list[Any], float]:
         from qdrant_client import models  # noqa: PLC0415
 
@@ -191,13 +202,11 @@ class QdrantSearchManager(IndexedManager):
         terms = [document_terms(c.tokens) for c in chunks]
         if not average:
             average = sum(map(len, terms)) / len(terms) if terms else self.ms.chunking.tokens * 0.75
-        vectors = await self.embed([c.text for c in chunks])
-        if vectors is not None:
-            report.chunks_embedded = len(chunks)
+        vectors = await self.vectors_for(chunks, stored, report)
         points = []
         for n, c in enumerate(chunks):
             vector: dict[str, Any] = {"bm25": sparse_document(terms[n], average)}
-            if vectors is not None:
+            if vectors[n] is not None:
                 vector["dense"] = np.asarray(vectors[n], dtype=np.float32).tolist()
             payload = {
                 "id": c.id,

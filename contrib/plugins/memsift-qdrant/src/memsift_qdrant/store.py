@@ -323,6 +323,18 @@ class QdrantStore:
         flt = models.Filter(must_not=[models.HasVectorCondition(has_vector="dense")])
         return self.scroll(self.chunks(gen), flt, fields=["path", "text"])
 
+    def dense_vectors(self, gen: int, ids: list[str]) -> dict[str, Any]:
+        """chunk id → its dense vector in generation `gen`, for the ids that have one."""
+        out: dict[str, Any] = {}
+        with self.client() as c:
+            for i in range(0, len(ids), 256):
+                part = {point_id(key): key for key in ids[i : i + 256]}
+                for p in c.retrieve(self.chunks(gen), ids=list(part), with_payload=False, with_vectors=["dense"]):
+                    dense = (p.vector or {}).get("dense") if isinstance(p.vector, dict) else None
+                    if dense is not None:
+                        out[part[str(p.id)]] = dense
+        return out
+
     def set_vectors(self, gen: int, vectors: list[tuple[Any, Any]]) -> None:
         from qdrant_client import models  # noqa: PLC0415
 
