@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .remote import RemoteProvider
@@ -20,6 +21,14 @@ class OllamaProvider(RemoteProvider):
     max_input_tokens = 8192
     max_batch_items = 256
     normalise = True
+
+    def __init__(self, **kw: Any) -> None:
+        # Ollama's OpenAI-compatible root (`http://host:11434/v1`, what its docs show) names the server
+        # whose own API memsift speaks: the `/v1` goes, as OpenClaw drops it.
+        base, query = (kw["base_url"].split("?", 1) + [""])[:2]
+        base = re.sub(r"/v1$", "", base.rstrip("/"), flags=re.IGNORECASE)
+        kw["base_url"] = base + (f"?{query}" if query else "")
+        super().__init__(**kw)
 
     @property
     def scripts(self) -> frozenset[str] | None:  # type: ignore[override]  # read from the model's name

@@ -238,6 +238,16 @@ def test_keys_come_from_config_or_the_environment():
     assert create_provider("ollama", MemorySearchConfig(), environ={})._api_key is None  # optional
 
 
+def test_ollama_at_its_openai_compatible_root_is_asked_at_its_own_api():
+    """`remote.baseUrl: http://host:11434/v1` (what Ollama's docs show for OpenAI clients): memsift
+    speaks Ollama's own API, at `/api/embed` beside it, as OpenClaw does (before: `/v1/api/embed`, 404)."""
+    with ProviderServer("ollama", key=None) as server:
+        for base in (f"{server.root}/v1", f"{server.root}/V1/", server.root):
+            ms = MemorySearchConfig.model_validate({"provider": "ollama", "remote": {"baseUrl": base}})
+            assert run(create_provider("ollama", ms, environ={}).embed_query, "hello").shape[0] > 0
+        assert {r.path for r in server.embedding_requests()} == {"/api/embed"}
+
+
 def test_credentials_in_the_headers_or_the_url_need_no_api_key():
     """Azure OpenAI's `api-key` header, a proxy's `Authorization`, Google's `?key=`: the provider is made
     with no apiKey and sends what was configured (no empty `Authorization: Bearer`)."""
