@@ -374,6 +374,7 @@ def resolve_agent(
 
     ms = normalise_memory_search(_validate(MemorySearchConfig, merged, where_set))
     ms, zone_source, zone_note = _user_zone(config, ms)
+    ms, endpoint_source = _provider_endpoint(config, ms)
     _check_multimodal(ms)
     _check_rerank(ms)
     _register_secrets(ms)
@@ -430,6 +431,7 @@ def resolve_agent(
             else (given_by or "the current folder"),
             "agentId": _agent_source(config, chosen, agent_id, env),
             **zone_source,
+            **endpoint_source,
         },
         openclaw_config=getattr(config, "_openclaw_path", None),
     )
@@ -456,6 +458,30 @@ def _user_zone(config: MemsiftConfig,
         return ms, {}, (f"{where}: {exc}; days are read in this machine's time zone instead",)
     query = ms.query.model_copy(update={"time": ms.query.time.model_copy(update={"timezone": raw})})
     return ms.model_copy(update={"query": query}), {"memorySearch.query.time.timezone": where}, ()
+
+
+def _provider_endpoint(config: MemsiftConfig, ms: MemorySearchConfig) -> tuple[MemorySearchConfig, dict[str, str]]:
+    """OpenClaw's `models.providers.<id>` for the embedding provider of that id: its endpoint, key
+    and headers where `memorySearch.remote` leaves them unset (the reference's order: remote, then
+    the provider's, then the provider's default). Returns the settings and the keys' sources."""
+    found = config.models.providers.get(ms.provider)
+    if found is None:
+        return ms, {}
+    remote = ms.remote
+    update: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for field, key, value in (("base_url", "baseUrl", found.base_url), ("api_key", "apiKey", found.api_key)):
+        if value is not None and getattr(remote, field) is None:
+            update[field] = value
+            sources[f"memorySearch.remote.{key}"] = (
+                f"{config_origin(config, ('models', 'providers', ms.provider, key))}: "
+                f"models.providers.{ms.provider}.{key}")
+    if found.headers:
+        update["headers"] = {**found.headers, **remote.headers}
+        sources["memorySearch.remote.headers"] = (
+            f"{config_origin(config, ('models', 'providers', ms.provider, 'headers'))}: "
+            f"models.providers.{ms.provider}.headers" + (" + memorySearch.remote.headers" if remote.headers else ""))
+    return ms.model_copy(update={"remote": remote.model_copy(update=update)}), sources
 
 
 def _orphan_blocks(config: MemsiftConfig) -> list[str]:

@@ -495,6 +495,15 @@ def _secret_ref(value: object) -> object:
                      "give memsift the key, or the name of an environment variable holding it")
 
 
+def _provider_key(value: object) -> object:
+    """A provider-wide key: as `remote.apiKey` reads one, except that a reference only OpenClaw's secret
+    providers resolve (file, exec, store) is left to them: memsift then looks where it always does."""
+    try:
+        return _secret_ref(value)
+    except ValueError:
+        return None
+
+
 def _extra_path_objects(value: object) -> object:
     return [_extra_path(v) for v in value] if isinstance(value, list) else value
 
@@ -927,6 +936,36 @@ class AgentsConfig(_Tolerant, frozen=True):
     )
 
 
+class ProviderEndpoint(_Tolerant, frozen=True):
+    """`models.providers.<id>` of an OpenClaw config: what an embedding provider of that id reads of it."""
+
+    # Borrowed from OpenClaw's section, never a reason to refuse a config: a value of a form memsift
+    # does not read (a secret reference in a header) is left out.
+    base_url: str | None = spec(
+        default=None, before=lambda value: value if isinstance(value, str) else None,
+        description="The provider's endpoint; `memorySearch.remote.baseUrl` wins.",
+    )
+    api_key: Secret | None = spec(
+        default=None, before=lambda value: _provider_key(value),
+        description="Its key, or the name of a variable holding it (`$NAME`, `${NAME}`, an `env` secret "
+                    "reference); `memorySearch.remote.apiKey` wins. Other secret references are OpenClaw's alone.",
+    )
+    headers: dict[str, str] = spec(
+        factory=dict, before=lambda value: {k: v for k, v in value.items() if isinstance(v, str)}
+        if isinstance(value, dict) else {},
+        description="Its headers; `memorySearch.remote.headers` are added over them.",
+    )
+
+
+class ModelsConfig(_Tolerant, frozen=True):
+    providers: dict[str, ProviderEndpoint] = spec(
+        factory=dict,
+        description="OpenClaw's model providers by id. An embedding provider of the same id (`openai`, `gemini`, "
+                    "`voyage`, `mistral`, `ollama`) takes its endpoint, key and headers where `memorySearch.remote` "
+                    "leaves them unset, as OpenClaw does.",
+    )
+
+
 class MemsiftConfig(_Strict, frozen=True):
     """The whole file. `stateDir` is memsift's own key (where indexes live)."""
 
@@ -950,4 +989,9 @@ class MemsiftConfig(_Strict, frozen=True):
         default=None,
         description="The oldest place of the memory search settings of every agent (OpenClaw moved it to "
                     "`agents.defaults.memorySearch`, then `memory.search`): still read, under both.",
+    )
+    models: ModelsConfig = spec(
+        factory=ModelsConfig,
+        description="OpenClaw's `models` section, of which memsift reads `providers.<id>.baseUrl`, `apiKey` and "
+                    "`headers` for its remote embedding providers.",
     )

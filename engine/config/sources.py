@@ -33,6 +33,10 @@ MAX_CONFIG_BYTES = 2**20
 # The top-level keys memsift reads; every other top-level key of a file is OpenClaw's (or a
 # stranger's) and is set aside, so a whole `openclaw.json` can be pointed at.
 MEMSIFT_SECTIONS = ("agents", "memory", "memorySearch", "stateDir")
+# Of OpenClaw's `models.providers`, the entries of memsift's remote embedding providers and, of each,
+# what reaches the provider: its endpoint, key and headers (as OpenClaw's embedding adapters read them).
+PROVIDER_ENDPOINT_IDS = ("openai", "gemini", "voyage", "mistral", "ollama")
+_ENDPOINT_KEYS = ("baseUrl", "apiKey", "headers")
 # OpenClaw's own sections (early 2026 and 2026.9): set aside quietly. Any other top-level key is
 # set aside with a warning, or refused when it is a near miss of memsift's (`memroy`).
 FOREIGN_SECTIONS = frozenset(
@@ -146,15 +150,28 @@ def read_config_file(path: Path, *, required: bool, environ: Mapping[str, str] |
         data = _composed(data, path, env)
     kept: dict[str, Any] = {}
     for key, value in data.items():
-        if key in MEMSIFT_SECTIONS or difflib.get_close_matches(str(key), MEMSIFT_SECTIONS, n=1, cutoff=0.8):
+        if key == "models" and isinstance(value, dict):
+            kept[key] = value  # filtered once its includes are read
+        elif key in MEMSIFT_SECTIONS or difflib.get_close_matches(str(key), MEMSIFT_SECTIONS, n=1, cutoff=0.8):
             kept[key] = value  # a near miss (`memroy`) stays, to be refused with a suggestion
         elif key not in FOREIGN_SECTIONS:
             notes.append(f"{path}: top-level key {key!r} is neither memsift's ({', '.join(MEMSIFT_SECTIONS)}) "
                          "nor OpenClaw's; it is ignored")
     kept = _composed(kept, path, env)
+    if "models" in kept:  # the rest of OpenClaw's models (other providers, their models) is not read, nor said
+        endpoints = _provider_endpoints(kept.pop("models"))
+        kept.update({"models": {"providers": endpoints}} if endpoints else {})
     kept, unset = substitute_env(kept, env)
     notes.extend(f"{path}: {u}" for u in unset)
     return kept
+
+
+def _provider_endpoints(models: Any) -> dict[str, Any]:
+    providers = models.get("providers") if isinstance(models, dict) else None
+    if not isinstance(providers, dict):
+        return {}
+    return {pid: {k: entry[k] for k in _ENDPOINT_KEYS if k in entry} for pid, entry in providers.items()
+            if pid in PROVIDER_ENDPOINT_IDS and isinstance(entry, dict) and any(k in entry for k in _ENDPOINT_KEYS)}
 
 
 _reads: list[tuple[list[tuple[Path, Any]], Callable[[Path], Any]]] = []  # open `recording_reads()`, innermost last

@@ -20,6 +20,7 @@ import pytest
 
 from memsift.engine.config import load_config, resolve_agent
 from memsift.engine.errors import ConfigError
+from provider_server import ProviderServer
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "openclaw"
 
@@ -174,6 +175,44 @@ def test_openclaw_2026_9_value_forms(tmp_path):
                 {"memory": {"search": {"remote": {"apiKey": {"source": "exec", "provider": "x", "id": "y"}}}}},
             )
         )
+
+
+def test_models_providers_give_the_embedding_provider_its_endpoint_key_and_headers(tmp_path):
+    """OpenClaw's `models.providers.<id>` (a proxy for OpenAI, a remote Ollama): the embedding provider of
+    that id takes its baseUrl, apiKey and headers where `memorySearch.remote` leaves them unset, as
+    OpenClaw does (before: not read, so memsift went to api.openai.com or 127.0.0.1:11434 instead).
+    A whole `openclaw.json`'s other providers cost nothing: no warning for their unset variables."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n- the user drinks dark roast coffee\n")
+    key = "sk-proxy-Zq8vN3xT7pL2"
+    with ProviderServer("openai", key=key) as server:
+        path = _write(tmp_path, "openclaw.json", {
+            "models": {"providers": {
+                "openai": {"baseUrl": server.base_url, "apiKey": "$TEAM_OPENAI", "api": "openai-completions",
+                           "headers": {"X-Team": "support", "X-Org": "acme"}, "models": [{"id": "gpt-x"}]},
+                "anthropic": {"apiKey": "${ANTHROPIC_API_KEY}"},
+                "ollama": {"baseUrl": 11434, "apiKey": {"source": "exec", "provider": "vault", "id": "k"}}}},
+            "agents": {"defaults": {"workspace": str(ws), "memorySearch": {
+                "provider": "openai", "fallback": "none", "remote": {"headers": {"X-Org": "mine"}}}}},
+        })
+        settings = _load(path, env={"TEAM_OPENAI": key})
+        remote = settings.memory_search.remote
+        assert remote.base_url == server.base_url and remote.headers == {"X-Team": "support", "X-Org": "mine"}
+        assert settings.sources["memorySearch.remote.baseUrl"] == f"{path}: models.providers.openai.baseUrl"
+        assert settings.notes == ()  # anthropic's unset variable is OpenClaw's business
+        own = _write(tmp_path, "own.json", {"agents": {"defaults": {"memorySearch": {
+            "remote": {"baseUrl": "http://127.0.0.1:9/v1"}}}}})
+        assert _load(own, openclaw=path, env={"TEAM_OPENAI": key}).memory_search.remote.base_url == \
+            "http://127.0.0.1:9/v1"  # memorySearch.remote wins
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")},
+               "MEMSIFT_NO_RESIDENT": "1", "TEAM_OPENAI": key, "MEMSIFT_STATE_DIR": str(tmp_path / "state")}
+        done = subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "--openclaw-config", str(path),
+                               "index"], capture_output=True, text=True, env=env, timeout=180)
+        assert done.returncode == 0, done.stderr[-1500:]
+        asked = server.embedding_requests()
+        assert asked and asked[0].headers["x-team"] == "support" and asked[0].headers["x-org"] == "mine"
+        assert key not in done.stdout + done.stderr
 
 
 def test_what_memsift_sets_aside_is_said_and_near_misses_are_refused(tmp_path):
