@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers import EXAMPLE_WORKSPACE, process_alive, stop_helpers
+from memsift.engine.cli.helper import helper_pids
 
 
 @pytest.fixture
@@ -26,7 +27,8 @@ def setup(tmp_path):
     marker = tmp_path / "children"
     wrapper = tmp_path / "qmd-wrapper.sh"
     # A wrapper that starts a long child and waits: the child is what used to be left behind (PPID 1).
-    wrapper.write_text(f"#!/bin/sh\nsleep 600 &\necho $! >> {marker}\nwait\n")
+    # Each line: the child, and the memsift process that ran the wrapper (setpriv execs it).
+    wrapper.write_text(f"#!/bin/sh\nsleep 600 &\necho $! $PPID >> {marker}\nwait\n")
     wrapper.chmod(0o755)
     runtime = Path(tempfile.mkdtemp(prefix="mso"))
     cfg = tmp_path / "cfg.json"
@@ -51,8 +53,10 @@ def setup(tmp_path):
     shutil.rmtree(runtime, ignore_errors=True)
 
 
-def _children(marker: Path) -> list[int]:
-    return [int(line) for line in marker.read_text().split()] if marker.exists() else []
+def _children(marker: Path, of: int | None = None) -> list[int]:
+    """The wrappers' children (those a process `of` ran the wrapper for, when given)."""
+    rows = [line.split() for line in marker.read_text().splitlines() if line.strip()] if marker.exists() else []
+    return [int(row[0]) for row in rows if of is None or (len(row) > 1 and int(row[1]) == of)]
 
 
 def _wait_for_child(marker: Path, timeout: float = 60) -> list[int]:
@@ -115,14 +119,19 @@ def test_a_stopped_helper_leaves_no_wrapper_child(setup):
     env.pop("MEMSIFT_NO_RESIDENT")
     base = [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "-w", str(ws)]
     subprocess.run([*base, "search", "ledger"], env=env, capture_output=True, timeout=180)
-    # The cold search may have run the wrapper itself; the helper it started takes its lock before
-    # its boot update runs the wrapper again, so a child past the cold search's means the helper runs.
-    before = len(_children(marker))
+    # The cold search ran the wrapper itself and started the helper, whose boot update runs it again:
+    # a child the helper's own wrapper started means the helper runs (under load it may have done so
+    # before the cold search's process ended, so counting children after it would miss it).
     deadline = time.monotonic() + 60
-    while len(_children(marker)) <= before and time.monotonic() < deadline:
+    helper: list[int] = []
+    while time.monotonic() < deadline:
+        helper = helper_pids(runtime / "memsift") if (runtime / "memsift").is_dir() else []
+        if helper and _children(marker, of=helper[0]):
+            break
         time.sleep(0.1)
+    assert helper and _children(marker, of=helper[0]), ("the helper's boot update never ran the wrapper",
+                                                        helper, marker.read_text() if marker.exists() else "")
     children = _children(marker)
-    assert len(children) > before, "the helper's boot update never ran the wrapper"
     stopped = subprocess.run([*base, "helpers", "stop"], env=env, capture_output=True, text=True, timeout=60)
     assert "stopped the helper" in stopped.stdout, stopped.stdout + stopped.stderr
     assert _gone(children + _children(marker)), [p for p in _children(marker) if process_alive(p)]
