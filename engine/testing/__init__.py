@@ -299,8 +299,8 @@ class BackendContract:
                                                                             workspace: Path) -> None:
         """A remote provider tells its vectors' size only once it answers: the index is built with
         room for them, and a later process (a new manager, whose provider knows nothing yet) syncs
-        nothing and answers by vector, no rebuild (LanceDB and Qdrant once dropped every vector of
-        such a build, and flipped between two fingerprints). Its forced rebuild asks the provider
+        nothing and answers by vector, no rebuild (LanceDB once dropped every vector of such a build
+        and rebuilt it at the next sync; Qdrant's build failed). Its forced rebuild asks the provider
         for nothing: the chunks did not change, their vectors are kept (a paid API is not paid twice)."""
         if not self.uses_memsift_embeddings:
             pytest.skip(f"{self.backend} does not embed with memsift's provider")
