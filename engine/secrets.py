@@ -13,9 +13,13 @@ import re
 from typing import Any, MutableMapping
 
 __all__ = ["Secret", "register_secret", "register_header_secrets", "register_url_secrets", "url_without_password",
-           "url_without_query_secrets", "carries_credentials", "redact", "masked_cut", "redact_processor"]
+           "url_without_query_secrets", "carries_credentials", "names_a_variable", "ENV_NAME_RE",
+           "VARIABLE_REF_RE", "redact", "masked_cut", "redact_processor"]
 
 _SECRETS: set[str] = set()
+# An `apiKey` that names where the key is, not the key: `OPENAI_API_KEY`, or OpenClaw's `$NAME` / `${NAME}`.
+ENV_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+VARIABLE_REF_RE = re.compile(r"^\$(?:\{([A-Z_][A-Z0-9_]*)\}|([A-Z_][A-Z0-9_]*))$")
 _BEARER_RE = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
 _SCHEME_RE = re.compile(r"(?i)^(bearer|basic|token|apikey|api-key)\s+")
 
@@ -59,6 +63,11 @@ def register_secret(value: str | None) -> None:
             _SECRETS.add(v)
             if len(v) >= 16:
                 _SECRETS.add(v[:12])
+
+
+def names_a_variable(value: str) -> bool:
+    """Whether a key setting names an environment variable (so it is no secret itself)."""
+    return bool(ENV_NAME_RE.match(value) or VARIABLE_REF_RE.match(value))
 
 
 def register_header_secrets(headers: dict[str, str] | None) -> None:

@@ -639,6 +639,11 @@ class Indexer:
         if self.progress:
             self.progress("embed" if self.embed and not self.defer_vectors else "write", done, self._chunks_total)
 
+    @property
+    def vectors_error(self) -> str | None:
+        """Why this sync left chunks without vectors, secrets masked (the report's and the meta's)."""
+        return redact(self.embed_error) if self.embed_error else None
+
     def _backfill_vectors(self, conn: apsw.Connection, vec: VectorState, report: SyncReport) -> None:
         """Embed chunks stored without vectors (a provider failed earlier, or a first search built
         the keyword index alone), and fill chunks_vec."""
@@ -693,8 +698,8 @@ class Indexer:
         meta = {**want, **self.meta_extra, **version_stamps(current, rebuilt=full)}  # `current`: the meta it replaces
         if self.vectors_pending:
             meta["vectorsPending"] = True  # searches answer by keyword until the vectors are made
-        if self.embed_error and conn.execute("SELECT 1 FROM chunks WHERE embedding IS NULL LIMIT 1").fetchone():
-            meta["vectorsError"] = redact(self.embed_error)  # for status and searches in any process
+        if self.vectors_error and conn.execute("SELECT 1 FROM chunks WHERE embedding IS NULL LIMIT 1").fetchone():
+            meta["vectorsError"] = self.vectors_error  # for status and searches in any process
         row = conn.execute("SELECT embedding FROM chunks WHERE embedding IS NOT NULL LIMIT 1").fetchone()
         meta["dims"] = len(row[0]) // 4 if row else self.ident.dims
         with conn:
@@ -741,8 +746,8 @@ class Indexer:
         # never has dims, and rewriting its meta would make every search a write.
         dims_learned = current.get("dims") is None and (self.ident.dims is not None or self.embed is not None)
         upgraded = current.get("updatedBy") != memsift_version()  # kept across an upgrade: recorded once
-        error_changed = current.get("vectorsError") != (redact(self.embed_error) if self.embed_error else None)
-        if changed or removed or pending_before or dims_learned or upgraded or error_changed or \
+        if changed or removed or pending_before or dims_learned or upgraded or \
+                current.get("vectorsError") != self.vectors_error or \
                 any(current.get(k) != v for k, v in self.meta_extra.items()):
             self._finish(conn, want, current=current)
 

@@ -14,7 +14,6 @@ import anyio
 import apsw
 from memsift.engine.lazy import np  # numpy on first use: a keyword search never needs it
 
-from memsift.engine.secrets import redact
 from memsift.engine.logging import get_logger
 from memsift.engine.durations import vector_progress_words
 from memsift.engine.search.citations import citations_enabled
@@ -325,7 +324,7 @@ class BuiltinSearchManager(IndexedBackend):
             raise
         self._skipped = [{"path": s.path, "reason": s.reason} for s in indexer.skipped]
         self._embed_error = indexer.embed_error
-        report.vectors_error = redact(indexer.embed_error) if indexer.embed_error else None
+        report.vectors_error = indexer.vectors_error
         self.sync_finished(report, seen)
         log.info("sync done", **report.model_dump(exclude_none=True))
         return report

@@ -24,7 +24,7 @@ from .sizes import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
 from ..errors import ConfigError
 from ..private_dirs import current_path, default_state_dir
 from .coverage import with_qmd_coverage
-from ..secrets import register_header_secrets, register_secret, register_url_secrets
+from ..secrets import names_a_variable, register_header_secrets, register_secret, register_url_secrets
 from .workspace import find_workspace
 from .memory_section import normalise_memory
 from .resolved import ResolvedConfig
@@ -52,8 +52,6 @@ __all__ = [
 ]
 
 SOURCE_ORDER = ("openclaw", "file", "env", "overrides")
-_ENV_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")  # an apiKey naming an environment variable
-_UNSET_VAR_RE = re.compile(r"^\$\{?[A-Z_][A-Z0-9_]*\}?$")  # `$NAME`, or `${NAME}` left unset (includes.py): no secret
 
 
 def default_index_name(agent: str, workspace: Path, ms: MemorySearchConfig | None = None) -> str:
@@ -613,7 +611,7 @@ def _register_secrets(ms: MemorySearchConfig) -> None:
         register_header_secrets(remote.headers)
         register_url_secrets(remote.base_url)
         key = remote.api_key.get_secret_value() if remote.api_key else None
-        if key and not _ENV_NAME_RE.match(key) and not _UNSET_VAR_RE.match(key):
+        if key and not names_a_variable(key):  # (`${NAME}` still here was unset: includes.py)
             register_secret(key)
 
 

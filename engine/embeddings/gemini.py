@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import ProviderError
 from .base import MultimodalInput
-from .remote import RemoteProvider
+from .remote import RemoteProvider, without_path_end
 
 __all__ = ["GeminiProvider", "EMBEDDING_2"]
 
@@ -27,8 +27,7 @@ class GeminiProvider(RemoteProvider):
     normalise = True
 
     def __init__(self, *, output_dimensionality: int | None = None, **kw: Any) -> None:
-        base, query = (kw["base_url"].split("?", 1) + [""])[:2]  # the OpenAI-compatible path's root
-        kw["base_url"] = base.rstrip("/").removesuffix("/openai") + (f"?{query}" if query else "")
+        kw["base_url"] = without_path_end(kw["base_url"], "/openai")  # the OpenAI-compatible path's root
         super().__init__(**kw)
         self.max_input_tokens = 8192 if self.model == EMBEDDING_2 else 2048
         self.output_dimensionality = (output_dimensionality or 3072) if self.model == EMBEDDING_2 else None

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import re
 from typing import Mapping
 
 from ..errors import ProviderUnavailableError
-from ..secrets import register_secret
+from ..secrets import ENV_NAME_RE, VARIABLE_REF_RE, register_secret
 
 __all__ = ["ENV_KEYS", "resolve_api_key", "MissingKeyError"]
 
@@ -21,8 +20,6 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
     "cohere": ("COHERE_API_KEY", "CO_API_KEY"),
     "jina": ("JINA_API_KEY",),
 }
-_ENV_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
-_VAR_REF_RE = re.compile(r"^\$(?:\{([A-Z_][A-Z0-9_]*)\}|([A-Z_][A-Z0-9_]*))$")
 
 
 class MissingKeyError(ProviderUnavailableError):
@@ -38,7 +35,7 @@ def resolve_api_key(
     env = os.environ if environ is None else environ
     names = ENV_KEYS.get(provider, ())
     key: str | None = None
-    ref = _VAR_REF_RE.match(configured or "")
+    ref = VARIABLE_REF_RE.match(configured or "")
     if ref:  # `$NAME` or `${NAME}` (OpenClaw's shorthand; `${NAME}` unset is left as written): only a variable
         name = ref.group(1) or ref.group(2)
         if not env.get(name):
@@ -48,9 +45,9 @@ def resolve_api_key(
             )
         key = env[name]
     elif configured:
-        if _ENV_NAME_RE.match(configured) and configured in env:
+        if ENV_NAME_RE.match(configured) and configured in env:
             key = env[configured]
-        elif _ENV_NAME_RE.match(configured) and configured.endswith("_KEY"):
+        elif ENV_NAME_RE.match(configured) and configured.endswith("_KEY"):
             raise MissingKeyError(
                 f"No API key found for provider {provider}: {key_path} names the "
                 f"environment variable {configured}, which is not set"

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from .remote import RemoteProvider
+from .remote import RemoteProvider, without_path_end
 
 __all__ = ["OllamaProvider"]
 
@@ -25,10 +24,7 @@ class OllamaProvider(RemoteProvider):
     def __init__(self, **kw: Any) -> None:
         # Ollama's OpenAI-compatible root (`http://host:11434/v1`, what its docs show) names the server
         # whose own API memsift speaks: the `/v1` goes, as OpenClaw drops it.
-        base, query = (kw["base_url"].split("?", 1) + [""])[:2]
-        base = re.sub(r"/v1$", "", base.rstrip("/"), flags=re.IGNORECASE)
-        kw["base_url"] = base + (f"?{query}" if query else "")
-        super().__init__(**kw)
+        super().__init__(**{**kw, "base_url": without_path_end(kw["base_url"], "/v1")})
 
     @property
     def scripts(self) -> frozenset[str] | None:  # type: ignore[override]  # read from the model's name

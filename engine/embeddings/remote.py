@@ -61,6 +61,16 @@ def _first_leaf(group: BaseExceptionGroup) -> BaseException:
     return exc
 
 
+def without_path_end(base_url: str, end: str) -> str:
+    """`base_url` less a trailing `end` of its path (any case), its query kept:
+    `https://host/v1beta/openai?key=…` → `https://host/v1beta?key=…`."""
+    base, sep, query = base_url.partition("?")
+    base = base.rstrip("/")
+    if base.lower().endswith(end.lower()):
+        base = base[: len(base) - len(end)]
+    return base + sep + query
+
+
 class RemoteProvider(RemoteClient):
     """Base class: one model behind one endpoint. Subclasses build requests and parse responses."""
 
