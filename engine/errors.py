@@ -28,6 +28,7 @@ __all__ = [
     "ProviderUnavailableError",
     "BackendError",
     "CommandTimeout",
+    "embedding_failure",
 ]
 
 
@@ -75,3 +76,9 @@ class BackendError(MemsiftError):
 
 class CommandTimeout(MemsiftError):
     """A command ran out of its time budget, or `index` saw nothing move for too long."""
+
+
+def embedding_failure(exc: BaseException) -> str:
+    """An embedding call's failure in words, as every backend records it: a provider's own error
+    names the provider already; anything else is said with its type."""
+    return str(exc) if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"

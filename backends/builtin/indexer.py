@@ -32,7 +32,7 @@ from memsift.engine.lazy import np  # numpy on first use: a keyword search never
 from memsift.engine.logging import get_logger
 from memsift.engine.files.chunking import CHUNKER_REVISION, Chunk, chunk_id
 from memsift.engine.config import ResolvedConfig
-from memsift.engine.errors import IndexUnusableError
+from memsift.engine.errors import IndexUnusableError, embedding_failure
 from memsift.engine.secrets import redact
 from memsift.engine.files.note_dates import NOTE_DATES_REVISION, ChunkDay
 from memsift.engine.search.fts_query import INDEX_TEXT_REVISION, index_text
@@ -325,7 +325,7 @@ class Indexer:
             if cause:
                 log.info("full reindex", cause=cause, db=str(self.db_path))
                 report.full_reindex, report.reindex_cause = True, cause
-                self._full_rebuild(report, want)
+                self._full_rebuild(report, want, first=current is None)
         report.files_skipped = len(self.skipped)
         report.took_ms = (time.perf_counter() - started) * 1000
         return report
@@ -615,7 +615,7 @@ class Indexer:
                 if not tolerate_embed_errors:
                     raise
                 # Keep the text searchable; chunks without vectors are embedded on a later sync.
-                self.embed_error = f"{type(exc).__name__}: {exc}"
+                self.embed_error = embedding_failure(exc)
                 log.warning("embedding failed; chunks stored without vectors", error=self.embed_error)
                 vectors = {}
             with conn:
@@ -659,7 +659,7 @@ class Indexer:
             try:
                 matrix = self.embed([r[2] for r in part])
             except Exception as exc:
-                self.embed_error = f"{type(exc).__name__}: {exc}"
+                self.embed_error = embedding_failure(exc)
                 log.warning("embedding failed; chunks stored without vectors", error=self.embed_error)
                 return
             report.chunks_embedded += len(part)
@@ -751,7 +751,10 @@ class Indexer:
                 any(current.get(k) != v for k, v in self.meta_extra.items()):
             self._finish(conn, want, current=current)
 
-    def _full_rebuild(self, report: SyncReport, want: dict[str, Any]) -> None:
+    def _full_rebuild(self, report: SyncReport, want: dict[str, Any], *, first: bool = False) -> None:
+        """A new index file beside the old one, swapped in whole. A provider failure fails it (the
+        old index stays), except a `first` build's where tolerated: a keyword index beats none, and
+        the vectors are made by a later sync."""
         tmp = Path(f"{self.db_path}.tmp-{uuid.uuid4().hex[:12]}")
         try:
             conn, vec = self._open(tmp)
@@ -768,7 +771,8 @@ class Indexer:
             sources = [conn] + ([old] if old is not None else [])
             changed, _touched, _removed, _unchanged = self._scan(conn)
             report.files_seen = len(changed)
-            self._index_pending(conn, vec, sources, changed, report, tolerate_embed_errors=False, fresh=True)
+            self._index_pending(conn, vec, sources, changed, report,
+                                tolerate_embed_errors=first and self.tolerate_embed_errors, fresh=True)
             if old is not None and self.ms.cache.enabled:
                 self._copy_cache(conn, old)
             self._finish(conn, want, full=True)

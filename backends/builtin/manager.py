@@ -18,7 +18,7 @@ from memsift.engine.logging import get_logger
 from memsift.engine.durations import vector_progress_words
 from memsift.engine.search.citations import citations_enabled
 from memsift.engine.config import ResolvedConfig
-from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, create_provider, select_provider
+from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection
 from memsift.engine.embeddings.circuit import QueryCircuit
 from memsift.engine.errors import IndexCorruptError, IndexUnusableError, ProviderError
 from memsift.engine.manager import SyncReport
@@ -26,7 +26,6 @@ from memsift.engine.files.discovery import discover_memory_files
 from memsift.backends.builtin.recent_keys import RecentKeys
 from memsift.engine.results import (
     Degraded,
-    Fallback,
     ManagerStatus,
     SearchHit,
 )
@@ -77,10 +76,7 @@ class BuiltinSearchManager(IndexedBackend):
         super().__init__(settings)
         if selection is None and provider is not None:
             selection = ProviderSelection(provider, provider.id)
-        # Chosen when first needed (search, sync, status), so a plain read never loads a provider.
-        self._configured: ProviderSelection | None = selection  # what the config asks for
-        self.selection: ProviderSelection | None = selection  # what is in use (maybe the fallback)
-        self.provider: EmbeddingProvider | None = selection.provider if selection else None
+        self.choose_provider(selection)  # else chosen when first needed (ProviderChoice)
         self.progress = progress
         self.db_path = settings.store_path
         self._conn: apsw.Connection | None = None
@@ -109,25 +105,6 @@ class BuiltinSearchManager(IndexedBackend):
         self.snippet_chars = SNIPPET_MAX_CHARS  # the benchmarks raise it to see whole chunks
 
     # --- identity and connections -------------------------------------------------------------
-
-    def ensure_provider(self) -> None:
-        if self._configured is None:
-            self._configured = self.selection = select_provider(self.ms)
-            self.provider = self.selection.provider
-
-    @property
-    def _primary(self) -> ProviderSelection:
-        """What the config asks for (chosen on first use: a plain read never loads a provider)."""
-        self.ensure_provider()
-        assert self._configured is not None
-        return self._configured
-
-    @property
-    def _in_use(self) -> ProviderSelection:
-        """What is in use (maybe the fallback), chosen on first use as `_primary` is."""
-        self.ensure_provider()
-        assert self.selection is not None
-        return self.selection
 
     @property
     def identity(self) -> IndexIdentity:
@@ -256,8 +233,7 @@ class BuiltinSearchManager(IndexedBackend):
         """
         self.ensure_provider()
         async with self._sync_lock:
-            if allow_full and self._primary.provider is not None and self.provider is not self._primary.provider:
-                self.provider, self.selection = self._primary.provider, self._primary
+            self.sync_begins_with(reason, self._meta_now())
             kw: dict[str, Any] = {"force": force, "reason": reason, "include_sessions": include_sessions,
                                   "defer_vectors": defer_vectors}
             try:
@@ -267,25 +243,21 @@ class BuiltinSearchManager(IndexedBackend):
                     await self._recover_corrupt(exc)
                     return await self._run_indexer(allow_full=True, **kw)
             except ProviderError as exc:
-                fallback = self._switch_to_fallback(str(exc))
-                if fallback is None:
+                if not self.switch_to_fallback(str(exc)):
                     raise
                 return await self._run_indexer(allow_full=True, **kw)
 
     async def _run_indexer(self, *, force: bool, reason: str, allow_full: bool, include_sessions: bool,
                            defer_vectors: bool = False) -> SyncReport:
-        extra: dict[str, Any] = {
-            "workspace": str(self.settings.workspace)
-        }  # the index name is a hash: `index --list` reads it here
-        if self._in_use.fallback_from:
-            extra["fallback"] = {"from": self._in_use.fallback_from, "reason": self._in_use.fallback_reason}
+        # The index name is a hash: `index --list` reads the workspace here.
+        extra: dict[str, Any] = {"workspace": str(self.settings.workspace), **self.fallback_record()}
         indexer = Indexer(
             self.settings,
             self.identity,
             self._embed_from_thread if self.provider else None,
             progress=self.progress,
             meta_extra=extra,
-            tolerate_embed_errors=self._primary.fallback_id is None or bool(self._in_use.fallback_from),
+            tolerate_embed_errors=not self.may_fall_back(),
             include_sessions=include_sessions,
             embed_step=self._embed_step(),
             cancel=self._closing,
@@ -338,49 +310,19 @@ class BuiltinSearchManager(IndexedBackend):
             return None
         return EMBED_STEP if (p.id == "local" or self.progress) else None
 
-    def _switch_to_fallback(self, reason: str) -> EmbeddingProvider | None:
-        """Use the configured fallback provider after the current one failed (once)."""
-        fb = self._primary.fallback_id
-        current = self.provider.id if self.provider else None
-        if fb is None or current == fb or self._in_use.fallback_from:
-            return None
-        try:
-            provider = create_provider(fb, self.ms, primary=False)
-        except ProviderError as exc:
-            log.warning("fallback provider unavailable", fallback=fb, error=str(exc))
-            return None
-        log.warning(
-            "embedding provider failed; switching to the fallback", provider=current, fallback=fb, reason=reason
-        )
-        self.provider = provider
-        self.selection = ProviderSelection(
-            provider, self._primary.requested, fallback_from=current, fallback_reason=reason, fallback_id=fb
-        )
-        return provider
+    def syncing(self) -> bool:
+        return self._sync_lock.locked()
 
-    def _adopt_index_provider(self, meta: dict[str, Any] | None) -> None:
-        """An index rebuilt with the fallback is queried with the fallback, until `memsift index`
-        succeeds with the configured provider again."""
-        fb = self._primary.fallback_id
-        meta = meta or {}
-        info = meta.get("fallback")
-        if not info or fb is None or self._in_use.fallback_from or meta.get("provider") != fb:
-            return
-        if self.provider is not None and meta.get("providerKey") == self.provider.fingerprint:
-            return
+    async def follow_index(self) -> None:
+        self.adopt_index_provider(self._meta_now())
+
+    def _meta_now(self) -> dict[str, Any] | None:
+        """The index's meta, or None (none yet, or unreadable: the sync finds out why)."""
         try:
-            provider = create_provider(fb, self.ms, primary=False)
-        except ProviderError:
-            return
-        if provider.fingerprint == meta.get("providerKey"):
-            self.provider = provider
-            self.selection = ProviderSelection(
-                provider,
-                self._primary.requested,
-                fallback_from=info.get("from"),
-                fallback_reason=info.get("reason"),
-                fallback_id=fb,
-            )
+            conn = self._reader()
+            return read_meta(conn) if conn is not None else None
+        except (IndexCorruptError, IndexUnusableError, *CORRUPT_ERRORS):
+            return None
 
     def watch_changes(self, probe: Any) -> None:
         super().watch_changes(probe)
@@ -415,7 +357,6 @@ class BuiltinSearchManager(IndexedBackend):
             with anyio.move_on_after(self.first_search_vector_budget_s):
                 await self.sync(reason="bootstrap vectors", allow_full=False, include_sessions=False)
             return False, None  # every file is indexed; vectors still pending are told by `degraded.vector`
-        self._adopt_index_provider(meta)
         if not self.ms.sync.on_search:
             self.freshness.settled()
             return False, None
@@ -534,12 +475,6 @@ class BuiltinSearchManager(IndexedBackend):
                     if h.path == path:
                         h.stale = True
 
-    def fallback(self) -> Fallback | None:
-        s = self.selection
-        if s is not None and s.fallback_from:
-            return Fallback(**{"from": s.fallback_from, "reason": s.fallback_reason or ""})
-        return None
-
     # --- status -------------------------------------------------------------------------------
 
     def _pending_changes(self, conn: apsw.Connection | None) -> tuple[int, list[dict[str, str]]]:
@@ -582,7 +517,7 @@ class BuiltinSearchManager(IndexedBackend):
             conn = self._reader()
         meta = read_meta(conn) if conn is not None else None
         if provider_error is None:
-            self._adopt_index_provider(meta)
+            self.adopt_index_provider(meta)
         ident = self.identity
         counts: dict[str, dict[str, int]] = {}
         files = chunks = 0
@@ -717,8 +652,7 @@ class BuiltinSearchManager(IndexedBackend):
     async def aclose(self) -> None:
         await self._stop_syncs()
         self._close_reader()
-        if self.provider is not None:
-            await self.provider.aclose()
+        await self.close_providers()
 
     async def _stop_syncs(self) -> None:
         """Stop syncs still running for searches that stopped waiting for them (the CLI answers

@@ -27,11 +27,12 @@ import numpy as np
 from memsift.engine.files.chunking import CHUNKER_REVISION, Chunk, chunk_id
 from memsift.engine.files.note_dates import NOTE_DATES_REVISION, ChunkDay
 from memsift.engine.config import ResolvedConfig
-from memsift.engine.errors import BackendError
+from memsift.engine.errors import BackendError, embedding_failure
 from memsift.engine.search.fts_query import INDEX_TEXT_REVISION
 from memsift.engine.files.fingerprint import fingerprint_diff, rebuild_note, version_stamps
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
+from memsift.engine.secrets import redact
 from memsift.engine.files.sync import read_markdown, read_media, read_transcript, sort_files
 from memsift.engine.files.transcripts import list_transcripts
 from memsift.engine.files.multimodal import TOO_LARGE, extensions_for
@@ -212,7 +213,7 @@ class _Sync:
         except Exception as exc:
             if not tolerate:
                 raise
-            self.embed_error = f"{type(exc).__name__}: {exc}"  # the text stays searchable; vectors later
+            self.embed_error = embedding_failure(exc)  # the text stays searchable; vectors later
             log.warning("embedding failed; chunks stored without vectors", error=self.embed_error)
             return vectors
         if matrix.shape[0] != len(missing):
@@ -365,6 +366,10 @@ class _Sync:
                 await self._write_group(gen, group, vectors, replace=replace)
             group, count = [], 0
 
+    def error_record(self) -> dict[str, str]:
+        """The meta's `vectorsError` while chunks wait for vectors (masked), as builtin records it."""
+        return {"vectorsError": redact(self.embed_error)} if self.embed_error else {}
+
     async def backfill(self, gen: int) -> None:
         """Embed chunks stored without vectors (the provider failed earlier)."""
         if self.embed is None or self.embed_error is not None:
@@ -380,7 +385,7 @@ class _Sync:
             try:
                 matrix = await self.embed([r[2] for r in part])
             except Exception as exc:
-                self.embed_error = f"{type(exc).__name__}: {exc}"
+                self.embed_error = embedding_failure(exc)
                 log.warning("embedding failed; chunks stored without vectors", error=self.embed_error)
                 return
             self.report.chunks_embedded += len(part)
@@ -510,11 +515,17 @@ async def sync_agent(
     allow_full: bool = True,
     include_sessions: bool = True,
     has_hnsw: Callable[[str], None] | None = None,
+    tolerate_embed_errors: bool = True,
 ) -> tuple[SyncReport, str | None]:
     """One sync of `settings.agent_id` on `conn` (a dedicated autocommit connection). Returns the
     report and the last embedding error (None when every chunk has its vector). A full rebuild
     always reads session transcripts (when they are a source): it replaces the whole generation.
-    `has_hnsw(name)`: told the agent's HNSW index when it has one (built now or before)."""
+    `has_hnsw(name)`: told the agent's HNSW index when it has one (built now or before).
+
+    A provider failure leaves chunks without vectors, searchable by keyword, where
+    `tolerate_embed_errors` (False: it raises, for the caller to take its fallback provider); a
+    full rebuild raises it anyway when there is an index to keep, and tolerates it for a first build
+    (a keyword index beats none: the vectors are made by a later sync)."""
     started = time.perf_counter()
     report = SyncReport(reason=reason, backend="postgres")
     agent = settings.agent_id
@@ -544,14 +555,14 @@ async def sync_agent(
             changed, _t, _r, _u = await s.scan(target)
             report.files_seen = len(changed)
             reuse = live if meta and meta.get("providerKey") == ident.provider_key else None
-            await s.index(target, changed, reuse, tolerate=False, replace=False)
+            await s.index(target, changed, reuse, tolerate=tolerate_embed_errors and meta is None, replace=False)
             async with conn.transaction():  # the switch: readers see the old generation or the new one
                 await conn.execute(
                     "UPDATE memsift_agents SET generation = %s, meta = %s, skipped = %s, updated_at = now() WHERE "
                     "agent_id = %s",
                     (
                         target,
-                        json.dumps({**want, **version_stamps(meta, rebuilt=True)}),
+                        json.dumps({**want, **version_stamps(meta, rebuilt=True), **s.error_record()}),
                         json.dumps([{"path": k.path, "reason": k.reason} for k in s.skipped]),
                         agent,
                     ),
@@ -574,10 +585,11 @@ async def sync_agent(
                     )
                 if removed:
                     await s._delete_paths(live, sorted(removed))
-            await s.index(live, changed, live, tolerate=True)
+            await s.index(live, changed, live, tolerate=tolerate_embed_errors)
             await s.backfill(live)
             skipped = [{"path": k.path, "reason": k.reason} for k in s.skipped]
-            want = {**want, **version_stamps(meta, rebuilt=False)}  # which memsift built and last updated it
+            # Which memsift built and last updated it, and why vectors are missing (status, any process).
+            want = {**want, **version_stamps(meta, rebuilt=False), **s.error_record()}
             if changed or removed or meta != want or skipped:
                 await conn.execute(
                     "UPDATE memsift_agents SET meta = %s, skipped = %s, updated_at = now() WHERE agent_id = %s",

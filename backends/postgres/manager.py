@@ -16,13 +16,14 @@ import numpy as np
 
 from memsift.engine.search.citations import citations_enabled
 from memsift.engine.config import ResolvedConfig
-from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection, select_provider
-from memsift.engine.errors import BackendError
+from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection
+from memsift.engine.errors import BackendError, ProviderError
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
 from memsift.engine.secrets import redact
 from memsift.engine.files.discovery import discover_memory_files
-from memsift.engine.compose.shell import IndexedBackend
+from memsift.engine.compose.provider_choice import AUTOMATIC_SYNCS
+from memsift.engine.compose.shell import IndexedBackend, vectors_missing
 from memsift.engine.search.request import SearchRequest
 from memsift.engine.embeddings.query import QueryEmbedding
 from memsift.engine.results import Degraded, ManagerStatus
@@ -70,8 +71,7 @@ class PostgresSearchManager(IndexedBackend):
         self.dsns = resolve_dsns(self.cfg)
         if selection is None and provider is not None:
             selection = ProviderSelection(provider, provider.id)
-        self.selection = selection
-        self.provider = selection.provider if selection else None
+        self.choose_provider(selection)  # else chosen when first needed (ProviderChoice)
         self.agent = settings.agent_id
         self._pool_dsns: set[str] = set()  # the databases whose shared pools this manager holds (connect.py)
         self._hnsw: dict[
@@ -83,11 +83,6 @@ class PostgresSearchManager(IndexedBackend):
         self.snippet_chars = SNIPPET_MAX_CHARS
 
     # --- connections ----------------------------------------------------------------------------
-
-    def ensure_provider(self) -> None:
-        if self.selection is None:
-            self.selection = select_provider(self.ms)
-            self.provider = self.selection.provider
 
     @property
     def identity(self) -> Identity:
@@ -154,40 +149,74 @@ class PostgresSearchManager(IndexedBackend):
 
     async def sync(self, *, force: bool = False, reason: str = "manual", allow_full: bool = True,
                    include_sessions: bool = True) -> SyncReport:
-        psycopg = import_driver()
+        """Bring the agent's generation up to date with the files (a full rebuild is one switch).
+        When embedding fails and `memorySearch.fallback` can be taken, the index is rebuilt with it;
+        a sync someone asked for tries the configured provider again first (ProviderChoice)."""
         self.ensure_provider()
         async with self._sync_lock:
-            seen = self.freshness.sync_begins()
+            self.sync_begins_with(reason, await self._meta_or_none() if reason in AUTOMATIC_SYNCS else None)
+            kw: dict[str, Any] = {"force": force, "reason": reason, "include_sessions": include_sessions}
             try:
-                await self._ensure_schema()
-                conn = await connect_once(self.dsns.write, self.cfg)
-                try:
-                    extra = {"workspace": str(self.settings.workspace)}
-                    report, self._embed_error = await sync_agent(
-                        conn,
-                        self.settings,
-                        self.identity,
-                        self._embed if self.provider else None,
-                        force=force,
-                        reason=reason,
-                        lock_timeout_s=self.cfg.lock_timeout_ms / 1000,
-                        meta_extra=extra,
-                        allow_full=allow_full,
-                        include_sessions=include_sessions,
-                        has_hnsw=lambda name: add_hnsw_name(self.dsns.write, name),
-                    )
-                    if self.dsns.read:
-                        self._written_lsn = (
-                            await (await conn.execute("SELECT pg_current_wal_lsn()::text")).fetchone()
-                        )[0]
-                finally:
-                    await conn.close()
-            except psycopg.Error as exc:
-                raise await self._outage(exc, "syncing") from None
+                report = await self._sync_agent(allow_full=allow_full, **kw)
+            except ProviderError as exc:
+                if not self.switch_to_fallback(str(exc)):
+                    raise
+                return await self._sync_agent(allow_full=True, **kw)
+            if report.vectors_error and self.switch_to_fallback(report.vectors_error):  # a backfill failed
+                return await self._sync_agent(allow_full=True, **kw)
+            return report
+
+    async def follow_index(self) -> None:
+        if self.freshness.dirty:  # a process's first search, or the first after a change: one query
+            self.adopt_index_provider(await self._meta_or_none())
+
+    async def _meta_or_none(self) -> dict[str, Any] | None:
+        """The agent's meta, or None when there is none or it cannot be read (what needs it says why)."""
+        psycopg = import_driver()
+        import psycopg_pool  # noqa: PLC0415
+
+        try:
+            return await self._agent_meta()
+        except (psycopg.Error, psycopg_pool.PoolTimeout, OSError, BackendError):
+            return None
+
+    async def _sync_agent(self, *, force: bool, reason: str, allow_full: bool, include_sessions: bool) -> SyncReport:
+        psycopg = import_driver()
+        seen = self.freshness.sync_begins()
+        try:
+            await self._ensure_schema()
+            conn = await connect_once(self.dsns.write, self.cfg)
+            try:
+                extra = {"workspace": str(self.settings.workspace), **self.fallback_record()}
+                report, self._embed_error = await sync_agent(
+                    conn,
+                    self.settings,
+                    self.identity,
+                    self._embed if self.provider else None,
+                    force=force,
+                    reason=reason,
+                    lock_timeout_s=self.cfg.lock_timeout_ms / 1000,
+                    meta_extra=extra,
+                    allow_full=allow_full,
+                    include_sessions=include_sessions,
+                    has_hnsw=lambda name: add_hnsw_name(self.dsns.write, name),
+                    tolerate_embed_errors=not self.may_fall_back(),
+                )
+                if self.dsns.read:
+                    self._written_lsn = (
+                        await (await conn.execute("SELECT pg_current_wal_lsn()::text")).fetchone()
+                    )[0]
+            finally:
+                await conn.close()
+        except psycopg.Error as exc:
+            raise await self._outage(exc, "syncing") from None
         report.vectors_error = redact(self._embed_error) if self._embed_error else None
         self.sync_finished(report, seen)
         log.info("sync done", **report.model_dump(exclude_none=True))
         return report
+
+    def syncing(self) -> bool:
+        return self._sync_lock.locked()
 
     async def _ensure_fresh(self) -> None:
         if not self.freshness.due():
@@ -285,7 +314,6 @@ class PostgresSearchManager(IndexedBackend):
         import psycopg_pool  # noqa: PLC0415
 
         self.ensure_provider()
-        ident = self.identity
         facts: dict[str, Any] = {"dsn": self.dsns.shown, "readDsn": None, "schemaVersion": SCHEMA_VERSION,
                                  "error": None}
         if self.dsns.read:
@@ -333,6 +361,8 @@ class PostgresSearchManager(IndexedBackend):
                 facts["server"] = (await (await conn.execute("SHOW server_version")).fetchone())[0]
         except (psycopg.Error, psycopg_pool.PoolTimeout, OSError, BackendError) as exc:
             facts["error"] = str(await self._outage(exc, "reading status"))
+        self.adopt_index_provider(meta)
+        ident = self.identity
         stale = fingerprint_diff(meta, wanted_meta(self.settings, ident)) if meta else None
         pending = self._pending(meta is not None)
         mode = "none" if facts["error"] else ("fts-only" if self.provider is None or stale else "hybrid")
@@ -341,7 +371,8 @@ class PostgresSearchManager(IndexedBackend):
         elif meta is None:
             now_says = f"build the index first ({pending} file(s)), then search"
         else:
-            now_says = f"{mode} over {chunks} chunks in Postgres (BM25 over postings; exact per-agent cosine)"
+            now_says = (f"{mode} over {chunks} chunks in Postgres (BM25 over postings; exact per-agent cosine)"
+                        f"{self.fallback_words()}")
         return ManagerStatus(
             backend=self.backend,
             agent_id=self.agent,
@@ -361,6 +392,7 @@ class PostgresSearchManager(IndexedBackend):
             search_mode=mode,
             search_now=now_says,
             provider_unavailable_reason=self.selection.unavailable_reason if self.selection else None,
+            fallback=self.fallback(),
             fts={
                 "enabled": True,
                 "available": meta is not None,
@@ -372,13 +404,14 @@ class PostgresSearchManager(IndexedBackend):
                 "available": self.provider is not None,
                 "rows": with_vectors,
                 "search": "pgvector exact per-agent scan",
+                "pending": vectors_missing(self.provider, with_vectors, chunks, meta is not None),
             },
             cache={"enabled": self.ms.cache.enabled, "entries": cache, "maxEntries": self.ms.cache.max_entries},
             index={
                 "exists": meta is not None,
                 "meta": meta,
                 "rebuildNeeded": stale,
-                "lastEmbedError": self._embed_error,
+                "lastEmbedError": redact(self._embed_error) if self._embed_error else (meta or {}).get("vectorsError"),
                 "postgres": facts,
             },
             last_sync=self._last_sync.model_dump(by_alias=True) if self._last_sync else None,
@@ -394,8 +427,7 @@ class PostgresSearchManager(IndexedBackend):
 
     async def aclose(self) -> None:
         await release_pools(self)
-        if self.provider is not None:
-            await self.provider.aclose()
+        await self.close_providers()
 
     async def __aenter__(self) -> PostgresSearchManager:
         return self

@@ -207,9 +207,12 @@ def index(obj: _Ctx, force: bool, list_: bool, prune: bool, as_json: bool) -> No
     else:
         click.echo(render_sync(report))
     if report.vectors_error:  # the text is indexed, the vectors are not: a script must not read success
+        ms = obj.settings().memory_search
+        other = (f"check the fallback provider ({ms.fallback}), which failed too" if ms.fallback != "none"
+                 else "set memorySearch.fallback to embed with another provider")
         click.echo("memsift: the notes are indexed for keyword search, but their vectors could not be made "
-                   f"({report.vectors_error}). Run `memsift index` again once the provider answers, or set "
-                   "memorySearch.fallback to embed with another provider.", err=True)
+                   f"({report.vectors_error}). Run `memsift index` again once the provider answers, or {other}.",
+                   err=True)
         sys.exit(EXIT_CODES["provider"])
 
 

@@ -7,14 +7,15 @@ The shell answers a search the same way on every such backend: the request's sid
 embedding started beside the freshness check and the store's search, explain kept only when
 asked, and one `SearchAnswer` built from the backend's facts. A subclass provides:
 
-- `ensure_provider()`: choose the embedding provider on first use (`self.provider`, or None);
 - `search_fresh(req, degraded, sides, embedding)`: bring the index up to date as this backend
   does (`self.freshness` says when), then search it; returns an `IndexedAnswer`;
-- optionally `query_embedding(q)` (the query's vector within its budget: a circuit, say),
-  `fallback()` (the provider fallback in use), `answer_notes()` (what the next answer should say
-  once: by default what syncs said) and `pending_files()` (files a sync still running has not
-  written);
+- optionally `follow_index()` (the index's provider taken before a search embeds its question),
+  `query_embedding(q)` (the query's vector within its budget: a circuit, say),
+  `answer_notes()` (what the next answer should say once: by default what syncs said) and
+  `pending_files()` (files a sync still running has not written);
 - after each sync, `sync_finished(report, seen)`: its report, stale vectors, notes, freshness.
+
+The embedding provider (the configured one, or the fallback after it failed) is `ProviderChoice`'s.
 """
 
 from __future__ import annotations
@@ -25,15 +26,24 @@ from typing import Any
 from ..embeddings.query import QueryEmbedding, beside
 from ..files.rules import MemoryRules, read_memory
 from ..logging import get_logger
-from ..results import BelowMinScore, Degraded, Fallback, ReadResult, SearchAnswer
+from ..results import BelowMinScore, Degraded, ReadResult, SearchAnswer
 from ..search.indexed import IndexedAnswer
 from ..search.modes import Sides, search_sides
 from ..search.request import KeywordSearch, SearchRequest
 from ..search.scripts import vector_mode_warning
+from .provider_choice import ProviderChoice
 
-__all__ = ["Freshness", "IndexedBackend"]
+__all__ = ["Freshness", "IndexedBackend", "vectors_missing"]
 
 log = get_logger("memsift.search")
+
+
+def vectors_missing(provider: Any, with_vectors: int | None, chunks: int, built: bool) -> dict[str, Any] | None:
+    """Status's `vector.pending` (as builtin's keyword-first index shows it) while some chunks of
+    an index have no vector (a provider failed when they were written): None when all do."""
+    if provider is None or not built or with_vectors is None or with_vectors >= chunks:
+        return None
+    return {"done": with_vectors, "total": chunks, "etaSeconds": None}
 
 
 class Freshness:
@@ -76,12 +86,10 @@ class Freshness:
         self.dirty = False
 
 
-class IndexedBackend(KeywordSearch):
+class IndexedBackend(ProviderChoice, KeywordSearch):
     """What a manager over an index of memsift's chunks writes alike (see the module's text)."""
 
     backend = ""
-    provider: Any = None
-    selection: Any = None  # the ProviderSelection in use (what was asked for, why none is available)
     stale_cause: str | None = None  # the index was built for other settings: its vectors are not this model's
 
     def __init__(self, settings: Any) -> None:
@@ -94,9 +102,6 @@ class IndexedBackend(KeywordSearch):
 
     # --- what a subclass provides ---------------------------------------------------------------
 
-    def ensure_provider(self) -> None:
-        raise NotImplementedError
-
     async def search_fresh(self, req: SearchRequest, degraded: Degraded, sides: Sides,
                            embedding: QueryEmbedding | None) -> IndexedAnswer:
         raise NotImplementedError
@@ -104,8 +109,10 @@ class IndexedBackend(KeywordSearch):
     def query_embedding(self, q: str) -> QueryEmbedding:
         return QueryEmbedding(self.provider, q)
 
-    def fallback(self) -> Fallback | None:
-        return None
+    async def follow_index(self) -> None:
+        """Before a search embeds its question: take the provider the published index was built with
+        (`adopt_index_provider` with the index's meta), so the question is not embedded by a provider
+        swapped out after. A backend reads its index's meta here; by default nothing."""
 
     def answer_notes(self) -> list[str]:
         """What syncs said, told once, in the next answer."""
@@ -147,6 +154,7 @@ class IndexedBackend(KeywordSearch):
         degraded = Degraded()
         found = IndexedAnswer([], "none")
         if req.q:
+            await self.follow_index()
             sides = search_sides(req.q, req.mode, hybrid_enabled=self.ms.query.hybrid.enabled, provider=self.provider)
             embedding = self.query_embedding(req.q) if sides.vector and self.provider is not None else None
 

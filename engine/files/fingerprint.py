@@ -10,7 +10,9 @@ from typing import Any
 
 __all__ = ["fingerprint_diff", "memsift_version", "made_by", "rebuild_note", "reuse_note", "version_stamps"]
 
-_STAMPS = ("builtBy", "updatedBy")
+# Recorded beside the fingerprint, never compared: which memsift built the index, and the provider
+# fallback it was built with.
+_RECORDED = ("builtBy", "updatedBy", "fallback")
 # The keys whose change comes with a new memsift (not with the user's settings).
 _RELEASE_KEYS = ("schema", "chunker", "ftsText", "noteDates")
 # Keys that either the user's settings or a new memsift change (the local model's graph is built by
@@ -92,7 +94,7 @@ def fingerprint_diff(current: dict[str, Any] | None, wanted: dict[str, Any]) -> 
     if current is None:
         return "no index yet"
     for key, value in wanted.items():
-        if key in _STAMPS:  # who built it is recorded, never compared
+        if key in _RECORDED:  # who built it, and with which fallback, is recorded, never compared
             continue
         if current.get(key) != value:
             upgraded = _upgraded(current)

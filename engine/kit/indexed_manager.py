@@ -15,10 +15,17 @@ A subclass implements:
 - `candidates(generation)`: its `CandidateStore` over that index;
 - optionally `run_blocking(fn, *args)`: how a blocking store call runs (a worker thread by default),
   and `search_published(...)` to wrap the search (a retry after a rebuild, say).
+
+The subclass's `sync` is wrapped (`__init_subclass__`) with memsift's embedding-provider fallback
+(engine/compose/provider_choice.py): one sync at a time; a sync someone asked for tries the
+configured provider again; and a sync whose report says its vectors could not be made runs once
+more with `memorySearch.fallback` when one can be taken (a full rebuild: the fingerprint's provider
+changed), recorded in the published meta for other processes.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass, replace
@@ -28,7 +35,6 @@ from typing import Any, Callable
 import anyio
 
 from ..config import ResolvedConfig
-from ..embeddings import ProviderSelection, select_provider
 from ..errors import IndexUnusableError, ProviderError
 from ..files.chunking import CHUNKER_REVISION, chunk_id
 from ..files.discovery import MemoryFile, Skipped, discover_memory_files
@@ -48,7 +54,8 @@ from ..embeddings.query import QueryEmbedding
 from ..search.request import SearchRequest
 from ..search.terms import chunk_tokens
 
-from ..compose.shell import IndexedBackend
+from ..compose.provider_choice import AUTOMATIC_SYNCS
+from ..compose.shell import IndexedBackend, vectors_missing
 
 __all__ = ["IndexedManager", "Changes", "ChunkRow", "SyncStart"]
 
@@ -106,12 +113,20 @@ class IndexedManager(IndexedBackend):
         self.config = config  # the plugin's `memory.<backend>` block, validated (an IndexedPluginConfig)
         self.agent = settings.agent_id
         self.tokenizer = self.ms.store.fts.tokenizer
-        self.selection: ProviderSelection | None = None
-        self.provider: Any = None
         self._last_sync: SyncReport | None = None
         self._embed_error: str | None = None
         self._skipped: list[Skipped] = []
         self._lock = anyio.Lock()
+        self._sync_turn = anyio.Lock()  # one sync at a time, its provider switch and rerun included
+
+    def syncing(self) -> bool:
+        return self._sync_turn.locked()
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        own = cls.__dict__.get("sync")
+        if own is not None and not getattr(own, "with_provider_fallback", False):
+            cls.sync = _with_provider_fallback(own)  # type: ignore[method-assign]
 
     def agent_folder(self, name: str) -> Path:
         """Where this agent's index lives: the config's `path` (~ expanded; a relative one is under the
@@ -139,11 +154,6 @@ class IndexedManager(IndexedBackend):
 
     # --- sync -----------------------------------------------------------------------------------
 
-    def ensure_provider(self) -> None:
-        if self.selection is None:
-            self.selection = select_provider(self.ms)
-            self.provider = self.selection.provider
-
     def wanted_meta(self, current: dict[str, Any] | None = None) -> dict[str, Any]:
         """The index's fingerprint: any difference from the built one means a full rebuild (which
         memsift built it is recorded, never compared). A remote provider tells its vectors' size
@@ -159,7 +169,8 @@ class IndexedManager(IndexedBackend):
                 "extraPaths": sorted(self.ms.extra_paths), "chunkStrategy": c.strategy, "chunkTokens": c.tokens,
                 "chunkOverlap": c.overlap, "chunker": CHUNKER_REVISION, "ftsTokenizer": self.tokenizer,
                 "ftsText": INDEX_TEXT_REVISION, "noteDates": NOTE_DATES_REVISION,
-                **version_stamps(None, rebuilt=True)}  # published with a new index: this memsift built it
+                **version_stamps(None, rebuilt=True),  # published with a new index: this memsift built it
+                **self.fallback_record()}  # recorded, never compared
 
     async def wanted_meta_with_dims(self, current: dict[str, Any] | None) -> dict[str, Any]:
         """`wanted_meta(current)`, with the vectors' size asked of the provider (one short text) when
@@ -171,10 +182,15 @@ class IndexedManager(IndexedBackend):
         try:
             await self.provider.embed_query("memsift")
         except ProviderError as exc:
-            self._embed_error = str(exc)
-            log.warning("embedding failed; chunks stored without vectors", backend=self.backend, error=str(exc))
+            self._embedding_failed(exc)
             return wanted
         return self.wanted_meta(current)
+
+    def _embedding_failed(self, exc: ProviderError) -> None:
+        """This sync's embedding failed: said in its report (and status), and no further call this sync."""
+        self._embed_error = str(exc)
+        then = "the fallback provider is taken next" if self.may_fall_back() else "chunks stored without vectors"
+        log.warning(f"embedding failed; {then}", backend=self.backend, error=str(exc))
 
     def file_changes(self, known: dict[str, tuple], report: SyncReport) -> Changes:
         """The memory files against `known` (path → (hash, mtime_ns, size)), read and chunked where
@@ -224,8 +240,8 @@ class IndexedManager(IndexedBackend):
     async def embed(self, texts: list[str]) -> Any:
         """The chunks' vectors, or None: a provider failure keeps the text searchable (no vectors)
         and is shown in status until a sync embeds again."""
-        if self.provider is None or not texts:
-            return None
+        if self.provider is None or not texts or self._embed_error is not None:
+            return None  # after one failure in a sync no further call asks the provider (as builtin)
         step = self.embed_step if self.provider.id == "local" else len(texts)
         try:
             parts = []
@@ -234,8 +250,7 @@ class IndexedManager(IndexedBackend):
                 if self.progress:
                     self.progress("embed", min(i + step, len(texts)), len(texts))
         except ProviderError as exc:
-            self._embed_error = str(exc)
-            log.warning("embedding failed; chunks stored without vectors", backend=self.backend, error=str(exc))
+            self._embedding_failed(exc)
             return None
         self._embed_error = None
         return np.vstack(parts)
@@ -310,6 +325,11 @@ class IndexedManager(IndexedBackend):
 
     # --- search ---------------------------------------------------------------------------------
 
+    async def follow_index(self) -> None:
+        gen = await self.generation()
+        if gen is not None:
+            self.adopt_index_provider(gen.meta)
+
     async def search_fresh(self, req: SearchRequest, degraded: Degraded, sides: Sides,
                            embedding: QueryEmbedding | None) -> IndexedAnswer:
         sync_error = await self._ensure_fresh()
@@ -339,10 +359,13 @@ class IndexedManager(IndexedBackend):
                 vector: dict[str, Any], index: dict[str, Any]) -> ManagerStatus:
         """Status as memsift's CLI and tools show it; `how` says how this store searches, `index`
         holds what only this backend knows (its generations, where it runs)."""
+        if gen is not None:
+            self.adopt_index_provider(gen.meta)
         stale = self.rebuild_needed(gen)
         p = self.provider
         mode = "fts-only" if p is None or stale else "hybrid"
-        now_says = "build the index first, then search" if gen is None else f"{mode} over {chunks} chunks in {how}"
+        now_says = ("build the index first, then search" if gen is None
+                    else f"{mode} over {chunks} chunks in {how}{self.fallback_words()}")
         return ManagerStatus(
             backend=self.backend, agent_id=self.agent, workspace_dir=str(self.settings.workspace), db_path=where,
             files=files, chunks=chunks, dirty=gen is None or stale is not None or self.freshness.dirty,
@@ -351,8 +374,10 @@ class IndexedManager(IndexedBackend):
             model_runtime=getattr(p, "runtime", None), sources=["memory"],
             extra_paths=list(self.ms.extra_paths), search_mode=mode, search_now=now_says,
             provider_unavailable_reason=self.selection.unavailable_reason if self.selection else None,
+            fallback=self.fallback(),
             fts={"enabled": True, "available": gen is not None, "tokenizer": self.tokenizer, "search": fts_search},
-            vector={"enabled": p is not None, "available": p is not None, **vector},
+            vector={"enabled": p is not None, "available": p is not None,
+                    "pending": vectors_missing(p, vector.get("rows"), chunks, gen is not None), **vector},
             cache={"enabled": False, "entries": 0, "maxEntries": 0},
             index={"exists": gen is not None, "meta": gen.meta if gen else None, "rebuildNeeded": stale,
                    "lastEmbedError": self._embed_error, **index},
@@ -364,5 +389,22 @@ class IndexedManager(IndexedBackend):
         return fingerprint_diff(gen.meta, self.wanted_meta(gen.meta)) if gen is not None else None
 
     async def aclose(self) -> None:
-        if self.provider is not None:
-            await self.provider.aclose()
+        await self.close_providers()
+
+
+def _with_provider_fallback(sync: Callable[..., Any]) -> Callable[..., Any]:
+    """A subclass's `sync` with the embedding-provider fallback around it (see the module's text)."""
+
+    @functools.wraps(sync)
+    async def run(self: IndexedManager, *, force: bool = False, reason: str = "manual", **kw: Any) -> SyncReport:
+        self.ensure_provider()
+        async with self._sync_turn:  # the provider is not switched under another sync
+            current = await self.generation() if reason in AUTOMATIC_SYNCS else None
+            self.sync_begins_with(reason, current.meta if current is not None else None)
+            report = await sync(self, force=force, reason=reason, **kw)
+            if report.vectors_error and self.switch_to_fallback(report.vectors_error):
+                report = await sync(self, force=force, reason=reason, **kw)
+            return report
+
+    run.with_provider_fallback = True  # type: ignore[attr-defined]
+    return run

@@ -330,6 +330,82 @@ class BackendContract:
 
         anyio.run(main)
 
+    def test_a_first_index_while_the_provider_is_down_answers_by_keyword(self, tmp_path: Path,
+                                                                        workspace: Path) -> None:
+        """No index yet and the provider down (no fallback): the notes are indexed for keyword search
+        at once, the report says why they have no vectors, status counts them, and the first sync
+        after the provider is back makes them (Postgres once built nothing, and every search failed)."""
+        if not self.uses_memsift_embeddings:
+            pytest.skip(f"{self.backend} does not embed with memsift's provider")
+
+        async def main() -> None:
+            with LoopbackEmbedder() as embedder:
+                embedder.down = True
+                m = self.open(tmp_path, workspace, {"provider": "openai", "fallback": "none", "remote": {
+                    "baseUrl": embedder.base_url, "apiKey": "contract-key"}})
+                try:
+                    first = await m.sync(reason="contract")
+                    assert first.files_indexed == len(NOTES), first
+                    assert "embedder is down" in (first.vectors_error or ""), first
+                    assert _paths(await self.keyword(m, "drip irrigation"))[:1] == ["memory/projects/garden.md"]
+                    st = await m.status()
+                    assert st.files == len(NOTES) and "embedder is down" in (st.index.get("lastEmbedError") or "")
+                    embedder.down = False
+                    healed = await m.sync(reason="contract")
+                    assert healed.vectors_error is None and healed.chunks_embedded >= len(NOTES), healed
+                    answer = await m.search("drip irrigation at dawn", mode="vector", min_score=0)
+                    self.assert_own_answer(answer)
+                    assert answer.degraded.vector is None, answer.degraded
+                    assert _paths(answer)[:1] == ["memory/projects/garden.md"], _paths(answer)
+                finally:
+                    await m.aclose()
+
+        anyio.run(main)
+
+    def test_the_configured_fallback_embeds_when_the_provider_fails(self, tmp_path: Path, workspace: Path) -> None:
+        """`memorySearch.fallback` as OpenClaw keeps it: the provider fails during a sync, the index
+        is built with the fallback, and status and answers say so. Another process keeps answering
+        with the fallback's vectors (no rebuild), and an explicit sync once the provider is back
+        returns to it (LanceDB, Qdrant and Postgres once left every chunk without a vector instead)."""
+        if not self.uses_memsift_embeddings:
+            pytest.skip(f"{self.backend} does not embed with memsift's provider")
+
+        async def main() -> None:
+            with LoopbackEmbedder() as embedder:
+                embedder.down = True
+                asked = {"provider": "openai", "fallback": "local", "remote": {
+                    "baseUrl": embedder.base_url, "apiKey": "contract-key"}}
+                memory = self.memory_config(tmp_path)  # one store for both processes
+                m = self.open(tmp_path, workspace, asked, memory)
+                try:
+                    report = await m.sync(reason="contract")
+                    assert report.vectors_error is None and report.chunks_embedded >= len(NOTES), report
+                    st = await m.status()
+                    assert st.provider == "local" and st.requested_provider == "openai", (st.provider, st.fallback)
+                    assert st.fallback is not None and st.fallback.from_ == "openai", st.fallback
+                    assert "embedder is down" in st.fallback.reason
+                finally:
+                    await m.aclose()
+                later = self.open(tmp_path, workspace, asked, memory)  # the provider still down
+                try:
+                    answer = await later.search("drip irrigation at dawn", mode="vector", min_score=0)
+                    assert answer.backend == self.backend and answer.provider == "local", answer.provider
+                    assert answer.fallback is not None and answer.fallback.from_ == "openai", answer.fallback
+                    assert answer.degraded.vector is None, answer.degraded
+                    assert _paths(answer)[:1] == ["memory/projects/garden.md"], _paths(answer)
+                    assert (await later.status()).index.get("rebuildNeeded") is None
+                    embedder.down = False
+                    back = await later.sync(reason="contract")
+                    assert back.full_reindex and back.vectors_error is None, back
+                    answer = await later.search("drip irrigation at dawn", mode="vector", min_score=0)
+                    self.assert_own_answer(answer)
+                    assert answer.provider == "openai" and answer.degraded.vector is None, answer.degraded
+                    assert _paths(answer)[:1] == ["memory/projects/garden.md"], _paths(answer)
+                finally:
+                    await later.aclose()
+
+        anyio.run(main)
+
     def test_status_tells_what_is_indexed(self, tmp_path: Path, workspace: Path) -> None:
         async def body(m: SearchManager) -> None:
             st = await m.status()

@@ -250,18 +250,19 @@ class QdrantSearchManager(IndexedManager):
     async def status(self, *, deep: bool = False) -> ManagerStatus:
         self.ensure_provider()
 
-        def counts() -> tuple[Generation | None, int, int, list[int]]:
+        def counts() -> tuple[Generation | None, int, int, int | None, list[int]]:
             gen = self.store.current()
             if gen is None:
-                return None, 0, 0, self.store.generations()
+                return None, 0, 0, None, self.store.generations()
             return (
                 gen,
                 self.store.count(self.store.files(gen.number)),
                 self.store.count(self.store.chunks(gen.number)),
+                self.store.with_vectors(gen.number),
                 self.store.generations(),
             )
 
-        gen, files, chunks, generations = await self.run_blocking(counts)
+        gen, files, chunks, vectors, generations = await self.run_blocking(counts)
         return self.status_of(
             gen,
             files=files,
@@ -269,7 +270,7 @@ class QdrantSearchManager(IndexedManager):
             where=self.store.where,
             how="Qdrant (BM25 sparse vectors; dense cosine)",
             fts_search="qdrant-bm25-sparse",
-            vector={"search": "qdrant dense cosine"},
+            vector={"rows": vectors, "search": "qdrant dense cosine"},
             index={
                 "qdrant": {
                     "where": self.store.where,

@@ -369,6 +369,19 @@ class QdrantStore:
             return f"its chunks collection is empty beside {len(files)} indexed files"
         return None
 
+    def with_vectors(self, gen: int) -> int | None:
+        """How many chunks of `gen` have a dense vector; None where that cannot be asked (no room for
+        vectors in the collection, or a Qdrant server older than 1.13)."""
+        from qdrant_client import models  # noqa: PLC0415
+
+        try:
+            with self.client() as c:
+                if "dense" not in (c.get_collection(self.chunks(gen)).config.params.vectors or {}):
+                    return None
+            return self.count(self.chunks(gen), models.Filter(must=[models.HasVectorCondition(has_vector="dense")]))
+        except Exception:  # noqa: BLE001 (status shows what it can)
+            return None
+
     def count(self, collection: str, flt: Any = None) -> int:
         with self.client() as c:
             return int(c.count(collection, count_filter=flt, exact=True).count)
