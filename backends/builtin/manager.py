@@ -233,7 +233,7 @@ class BuiltinSearchManager(IndexedBackend):
         """
         self.ensure_provider()
         async with self._sync_lock:
-            self.sync_begins_with(reason, self._meta_now())
+            await self.sync_begins_with(reason, self._meta_now())
             kw: dict[str, Any] = {"force": force, "reason": reason, "include_sessions": include_sessions,
                                   "defer_vectors": defer_vectors}
             try:

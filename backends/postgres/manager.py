@@ -154,7 +154,7 @@ class PostgresSearchManager(IndexedBackend):
         a sync someone asked for tries the configured provider again first (ProviderChoice)."""
         self.ensure_provider()
         async with self._sync_lock:
-            self.sync_begins_with(reason, await self._meta_or_none() if reason in AUTOMATIC_SYNCS else None)
+            await self.sync_begins_with(reason, await self._meta_or_none() if reason in AUTOMATIC_SYNCS else None)
             kw: dict[str, Any] = {"force": force, "reason": reason, "include_sessions": include_sessions}
             try:
                 report = await self._sync_agent(allow_full=allow_full, **kw)

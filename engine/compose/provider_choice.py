@@ -8,14 +8,19 @@ and rebuilds the index with it; the switch is recorded (status, answers, the ind
 OpenClaw: a sync someone asked for (`memsift index`, the API's) asks the configured provider again,
 so an index recovers once it is back, while the syncs memsift runs by itself (a host's start, a
 watcher, a search) keep the provider in use: a provider that stays down does not cost a rebuild
-per changed file. And every process follows the index (`adopt_index_provider`): one the fallback
-built is searched with the fallback, one rebuilt with the configured provider (by `memsift index`
-elsewhere) with it, no rebuild either way.
+per changed file. A long-running host's watcher and interval syncs ask the configured provider
+one short text at most every `retry_configured_s` (10 min), and rebuild with it once it answers.
+And every process follows the index (`adopt_index_provider`): one the fallback built is searched
+with the fallback, one rebuilt with the configured provider (by `memsift index` elsewhere) with
+it, no rebuild either way.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+import anyio
 
 from ..embeddings import ProviderSelection, create_provider, select_provider
 from ..errors import ProviderError
@@ -29,6 +34,9 @@ log = get_logger("memsift.embeddings")
 # The reasons of the syncs memsift runs by itself: they keep the provider in use.
 AUTOMATIC_SYNCS = frozenset({"start", "watch", "interval", "session-delta", "search", "bootstrap",
                              "bootstrap vectors", "recovery"})
+# Those of a long-running host, which ask a configured provider that failed whether it is back.
+RETRYING_SYNCS = frozenset({"watch", "interval"})
+PROBE_BUDGET_S = 30.0  # the one short text asked of it (its own timeouts and retries inside)
 
 
 class ProviderChoice:
@@ -41,6 +49,8 @@ class ProviderChoice:
     selection: ProviderSelection | None = None  # what is in use: what was asked for, why none, the fallback
     _configured: ProviderSelection | None = None  # what the config asks for
     _fallback: Any = None  # the fallback's provider once set up; False: it cannot be
+    retry_configured_s = 600.0  # a host asks a configured provider that failed at most this often
+    _configured_asked = 0.0  # time.monotonic() of the last such question
 
     def choose_provider(self, selection: ProviderSelection | None) -> None:
         self._configured = self.selection = selection
@@ -88,15 +98,40 @@ class ProviderChoice:
         """A sync of this manager is running (its provider is then not swapped under it)."""
         return False
 
-    def sync_begins_with(self, reason: str, meta: dict[str, Any] | None) -> None:
+    async def sync_begins_with(self, reason: str, meta: dict[str, Any] | None) -> None:
         """Called by a sync under its lock, with the index's meta: one someone asked for asks the
         configured provider again (an index the fallback built recovers); memsift's own follow the
-        index (a watcher started on an index the fallback built does not try to rebuild it)."""
+        index (a watcher started on an index the fallback built does not try to rebuild it), and a
+        host's watcher and interval syncs go back to the configured provider once it answers."""
         configured = self.configured_selection
         if reason in AUTOMATIC_SYNCS:
             self._follow_index(meta)
-        elif configured.provider is not None:
+            if reason not in RETRYING_SYNCS or not await self._configured_answers_again():
+                return
+        if configured.provider is not None:
             self.provider, self.selection = configured.provider, configured
+
+    async def _configured_answers_again(self) -> bool:
+        """While the fallback embeds: does the configured provider answer one short text again?
+        Asked at most every `retry_configured_s`; a failure is only logged."""
+        configured = self.configured_selection
+        if configured.provider is None or self.provider is configured.provider:
+            return False
+        now = time.monotonic()
+        if self._configured_asked and now - self._configured_asked < self.retry_configured_s:
+            return False
+        self._configured_asked = now
+        with anyio.move_on_after(PROBE_BUDGET_S):
+            try:
+                await configured.provider.embed_query("memsift")
+            except ProviderError as exc:
+                log.info("the configured provider still fails; the fallback goes on", error=str(exc))
+                return False
+            log.warning("the configured embedding provider answers again; rebuilding with it",
+                        provider=configured.provider.id)
+            return True
+        log.info("the configured provider did not answer in time; the fallback goes on")
+        return False
 
     def switch_to_fallback(self, reason: str) -> bool:
         """After the provider in use failed: use the configured fallback (once). False when there is

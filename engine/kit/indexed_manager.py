@@ -400,7 +400,7 @@ def _with_provider_fallback(sync: Callable[..., Any]) -> Callable[..., Any]:
         self.ensure_provider()
         async with self._sync_turn:  # the provider is not switched under another sync
             current = await self.generation() if reason in AUTOMATIC_SYNCS else None
-            self.sync_begins_with(reason, current.meta if current is not None else None)
+            await self.sync_begins_with(reason, current.meta if current is not None else None)
             report = await sync(self, force=force, reason=reason, **kw)
             if report.vectors_error and self.switch_to_fallback(report.vectors_error):
                 report = await sync(self, force=force, reason=reason, **kw)

@@ -362,13 +362,18 @@ class BackendContract:
 
         anyio.run(main)
 
-    def test_the_configured_fallback_embeds_when_the_provider_fails(self, tmp_path: Path, workspace: Path) -> None:
+    def test_the_configured_fallback_embeds_when_the_provider_fails(self, tmp_path: Path, workspace: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
         """`memorySearch.fallback` as OpenClaw keeps it: the provider fails during a sync, the index
         is built with the fallback, and status and answers say so. Another process keeps answering
-        with the fallback's vectors (no rebuild), and an explicit sync once the provider is back
-        returns to it (LanceDB, Qdrant and Postgres once left every chunk without a vector instead)."""
+        with the fallback's vectors (no rebuild; a watcher's sync while the provider is still down
+        rebuilds nothing either), and the first watcher's sync once it answers again returns to it
+        (LanceDB, Qdrant and Postgres once left every chunk without a vector instead)."""
         if not self.uses_memsift_embeddings:
             pytest.skip(f"{self.backend} does not embed with memsift's provider")
+        from ..compose.provider_choice import ProviderChoice
+
+        monkeypatch.setattr(ProviderChoice, "retry_configured_s", 0.0)  # a host asks at every sync here
 
         async def main() -> None:
             with LoopbackEmbedder() as embedder:
@@ -394,8 +399,10 @@ class BackendContract:
                     assert answer.degraded.vector is None, answer.degraded
                     assert _paths(answer)[:1] == ["memory/projects/garden.md"], _paths(answer)
                     assert (await later.status()).index.get("rebuildNeeded") is None
+                    still = await later.sync(reason="watch")  # asks the provider, which still fails
+                    assert not still.full_reindex and (await later.status()).fallback is not None, still
                     embedder.down = False
-                    back = await later.sync(reason="contract")
+                    back = await later.sync(reason="watch")
                     assert back.full_reindex and back.vectors_error is None, back
                     answer = await later.search("drip irrigation at dawn", mode="vector", min_score=0)
                     self.assert_own_answer(answer)
