@@ -170,6 +170,15 @@ class PostgresSearchManager(IndexedBackend):
         if self.freshness.dirty:  # a process's first search, or the first after a change: one query
             self.adopt_index_provider(await self._meta_or_none())
 
+    def _followed(self, meta: dict[str, Any]) -> bool:
+        """Whether the snapshot's index was built with another provider than this process's, which
+        it now follows (another process of a fleet took the fallback, or went back to the configured
+        provider, since this one last looked): the question is then embedded again."""
+        before = self.provider
+        if before is not None and meta.get("providerKey") != before.fingerprint:
+            self.adopt_index_provider(meta)
+        return self.provider is not before
+
     async def _meta_or_none(self) -> dict[str, Any] | None:
         """The agent's meta, or None when there is none or it cannot be read (what needs it says why)."""
         psycopg = import_driver()
@@ -294,6 +303,9 @@ class PostgresSearchManager(IndexedBackend):
                     "SELECT generation, meta FROM memsift_agents WHERE agent_id = %s", (self.agent,))).fetchone()
                 if row is None or row[1] is None:
                     return IndexedAnswer([], "none")
+                if sides.vector and self._followed(row[1]):  # another gateway of the fleet switched it
+                    degraded.vector = None
+                    qvec = await self.query_vector(req.q, degraded, None)
                 tokenizer = self.ms.store.fts.tokenizer
                 store = PgCandidates(conn, self.agent, row[0], tokenizer, lambda dims: self._hnsw_walk(conn, dims))
                 how = IndexedSearch(self.ms.query, tokenizer, sides, query_vector, degraded, run=awaited,

@@ -413,6 +413,52 @@ class BackendContract:
 
         anyio.run(main)
 
+    def test_a_running_process_follows_the_index_another_rebuilt_with_the_fallback(self, tmp_path: Path,
+                                                                                  workspace: Path) -> None:
+        """Two processes on one index (a gateway's helper and `memsift index`, a fleet on one
+        database): when the other one rebuilds it with the fallback, the running one searches it
+        with the fallback at once (its next question embedded by the fallback, the new note found
+        by meaning), and follows it back once the other returns to the configured provider."""
+        if not self.uses_memsift_embeddings:
+            pytest.skip(f"{self.backend} does not embed with memsift's provider")
+        note = workspace / "memory/2026-11-26.md"
+
+        async def main() -> None:
+            with LoopbackEmbedder() as embedder:
+                asked = {"provider": "openai", "fallback": "local", "remote": {
+                    "baseUrl": embedder.base_url, "apiKey": "contract-key"}}
+                memory = self.memory_config(tmp_path)
+                running = self.open(tmp_path, workspace, asked, memory)
+                try:
+                    await running.sync(reason="contract")
+                    assert (await running.search("drip irrigation", mode="vector", min_score=0)).provider == "openai"
+                    embedder.down = True
+                    note.write_text("# 2026-11-26\n\n- Adopted a greyhound named Pixel from the shelter.\n",
+                                    encoding="utf-8")
+                    other = self.open(tmp_path, workspace, asked, memory)
+                    try:
+                        assert (await other.sync(reason="contract")).vectors_error is None
+                    finally:
+                        await other.aclose()
+                    answer = await running.search("adopted greyhound pixel shelter", mode="vector", min_score=0)
+                    assert answer.provider == "local" and answer.fallback is not None, answer.provider
+                    assert answer.degraded.vector is None, answer.degraded
+                    assert _paths(answer)[:1] == ["memory/2026-11-26.md"], _paths(answer)
+                    embedder.down = False
+                    other = self.open(tmp_path, workspace, asked, memory)
+                    try:
+                        assert (await other.sync(reason="contract")).full_reindex
+                    finally:
+                        await other.aclose()
+                    answer = await running.search("adopted greyhound pixel shelter", mode="vector", min_score=0)
+                    self.assert_own_answer(answer)
+                    assert answer.provider == "openai" and answer.degraded.vector is None, answer.degraded
+                    assert _paths(answer)[:1] == ["memory/2026-11-26.md"], _paths(answer)
+                finally:
+                    await running.aclose()
+
+        anyio.run(main)
+
     def test_status_tells_what_is_indexed(self, tmp_path: Path, workspace: Path) -> None:
         async def body(m: SearchManager) -> None:
             st = await m.status()
