@@ -16,10 +16,11 @@ import anyio
 import pytest
 
 from helpers import HttpMcp, backend_memory
-from memsift.engine.testing.doors import cli_env, example_workspace, run_cli
+from memsift.engine.testing.doors import cli_env, run_cli, write_notes
 from memsift.engine.testing.embedder import LoopbackEmbedder
 
-QUESTION = "which database did we pick for the ledger?"
+QUESTION = "when does the drip irrigation run?"
+ANSWER = "memory/projects/garden.md"  # of the contract's notes (`write_notes`), which the wheel has too
 
 
 def _config(tmp_path: Path, backend: str, ws: Path, base_url: str) -> Path:
@@ -39,12 +40,12 @@ def _fell_back(answer: dict) -> None:
     assert answer["provider"] == "local", answer["provider"]
     assert answer["fallback"]["from"] == "openai" and "embedder is down" in answer["fallback"]["reason"]
     assert not answer.get("degraded", {}).get("vector"), answer.get("degraded")
-    assert answer["results"][0]["path"] == "MEMORY.md", [h["path"] for h in answer["results"]]
+    assert answer["results"][0]["path"] == ANSWER, [h["path"] for h in answer["results"]]
 
 
 @pytest.mark.parametrize("backend", ["builtin", "lancedb", "qdrant", "postgres"])
 def test_the_fallback_embeds_and_every_door_says_so(tmp_path, backend):
-    ws = example_workspace(tmp_path)
+    ws = write_notes(tmp_path / "ws")
     with LoopbackEmbedder() as embedder:
         embedder.down = True
         cfg = _config(tmp_path, backend, ws, embedder.base_url)
@@ -96,7 +97,7 @@ def test_index_says_the_fallback_failed_too(tmp_path):
     """A fallback that cannot be set up (Gemini, no key): the notes are indexed for keyword search
     and `index` says to check the fallback, instead of advising to set one (before: builtin's
     first index failed outright, as the fallback was counted on)."""
-    ws = example_workspace(tmp_path)
+    ws = write_notes(tmp_path / "ws")
     with LoopbackEmbedder() as embedder:
         embedder.down = True
         cfg = tmp_path / "memsift.json"
@@ -106,5 +107,5 @@ def test_index_says_the_fallback_failed_too(tmp_path):
         assert failed.returncode == 5, failed.stderr
         assert "check the fallback provider (gemini), which failed too" in failed.stderr, failed.stderr
         assert "set memorySearch.fallback" not in failed.stderr
-        found = _answer(run_cli(tmp_path, cfg, "search", "PostgreSQL ledger", "--json"))
-        assert found["results"] and found["results"][0]["path"] == "MEMORY.md"
+        found = _answer(run_cli(tmp_path, cfg, "search", "drip irrigation", "--json"))
+        assert found["results"] and found["results"][0]["path"] == ANSWER
