@@ -62,6 +62,12 @@ def _paths(answer: SearchAnswer) -> list[str]:
     return [h.path for h in answer.results]
 
 
+def _found_by_meaning(answer: SearchAnswer, path: str, provider: str) -> None:
+    """A vector search's answer: `path` first, the question embedded by `provider`, nothing degraded."""
+    assert answer.provider == provider and answer.degraded.vector is None, (answer.provider, answer.degraded)
+    assert _paths(answer)[:1] == [path], _paths(answer)
+
+
 class BackendContract:
     """Subclass as `Test…` and set `backend`; override `memory_config` for the backend's settings
     (a DSN, a command, `fallback: "none"`) and `memory_search` for the agent's (the embedding
@@ -406,8 +412,7 @@ class BackendContract:
                     assert back.full_reindex and back.vectors_error is None, back
                     answer = await later.search("drip irrigation at dawn", mode="vector", min_score=0)
                     self.assert_own_answer(answer)
-                    assert answer.provider == "openai" and answer.degraded.vector is None, answer.degraded
-                    assert _paths(answer)[:1] == ["memory/projects/garden.md"], _paths(answer)
+                    _found_by_meaning(answer, "memory/projects/garden.md", "openai")
                 finally:
                     await later.aclose()
 
@@ -429,31 +434,29 @@ class BackendContract:
                     "baseUrl": embedder.base_url, "apiKey": "contract-key"}}
                 memory = self.memory_config(tmp_path)
                 running = self.open(tmp_path, workspace, asked, memory)
+
+                async def synced_elsewhere() -> Any:  # `memsift index` run beside the running process
+                    other = self.open(tmp_path, workspace, asked, memory)
+                    try:
+                        return await other.sync(reason="contract")
+                    finally:
+                        await other.aclose()
+
                 try:
                     await running.sync(reason="contract")
                     assert (await running.search("drip irrigation", mode="vector", min_score=0)).provider == "openai"
                     embedder.down = True
                     note.write_text("# 2026-11-26\n\n- Adopted a greyhound named Pixel from the shelter.\n",
                                     encoding="utf-8")
-                    other = self.open(tmp_path, workspace, asked, memory)
-                    try:
-                        assert (await other.sync(reason="contract")).vectors_error is None
-                    finally:
-                        await other.aclose()
+                    assert (await synced_elsewhere()).vectors_error is None  # with the fallback
                     answer = await running.search("adopted greyhound pixel shelter", mode="vector", min_score=0)
-                    assert answer.provider == "local" and answer.fallback is not None, answer.provider
-                    assert answer.degraded.vector is None, answer.degraded
-                    assert _paths(answer)[:1] == ["memory/2026-11-26.md"], _paths(answer)
+                    assert answer.fallback is not None, answer.provider
+                    _found_by_meaning(answer, "memory/2026-11-26.md", "local")
                     embedder.down = False
-                    other = self.open(tmp_path, workspace, asked, memory)
-                    try:
-                        assert (await other.sync(reason="contract")).full_reindex
-                    finally:
-                        await other.aclose()
+                    assert (await synced_elsewhere()).full_reindex  # back to the configured provider
                     answer = await running.search("adopted greyhound pixel shelter", mode="vector", min_score=0)
                     self.assert_own_answer(answer)
-                    assert answer.provider == "openai" and answer.degraded.vector is None, answer.degraded
-                    assert _paths(answer)[:1] == ["memory/2026-11-26.md"], _paths(answer)
+                    _found_by_meaning(answer, "memory/2026-11-26.md", "openai")
                 finally:
                     await running.aclose()
 
