@@ -107,6 +107,9 @@ class SearchHit(_Out):
 class Fallback(_Out):
     from_: str = spec(json="from")
     reason: str
+    # What failed: the backend (another one answered) or the embedding provider (the fallback
+    # provider embedded); None from a memsift that did not say.
+    kind: Literal["backend", "provider"] | None = None
     not_covered: list[str] | None = None  # what the failed backend indexes that the answering one does not
 
 

@@ -8,7 +8,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..durations import vector_progress_words
-from ..results import ManagerStatus, ScopeDenial, SearchAnswer, SearchHit
+from ..results import Fallback, ManagerStatus, ScopeDenial, SearchAnswer, SearchHit
 from ..manager import SyncReport
 from .streams import discard_output, name_shown, on_the_terminal, shown_through_rich, terminal_safe
 
@@ -158,7 +158,7 @@ def _footnotes(answer: SearchAnswer, explain: bool) -> list[str]:
         out.append(f"keyword search unavailable: {answer.degraded.fts}")
     if answer.degraded.rerank:
         out.append(f"not reranked: {answer.degraded.rerank}")
-    if answer.fallback and _is_backend(answer.fallback.from_):
+    if answer.fallback and _is_backend(answer.fallback):
         out.append(f"{answer.fallback.reason}; answered from the {answer.backend} index")
         out += [f"not covered by the {answer.backend} index: {gap}" for gap in answer.fallback.not_covered or []]
     elif answer.fallback:
@@ -181,11 +181,14 @@ def _footnotes(answer: SearchAnswer, explain: bool) -> list[str]:
     return out
 
 
-def _is_backend(name: str) -> bool:
-    """A fallback from a backend (else it is an embedding provider's)."""
+def _is_backend(fallback: Fallback) -> bool:
+    """A fallback from a backend (else it is an embedding provider's), as the answer says, or by the
+    name (an answer of a memsift that did not say)."""
+    if fallback.kind is not None:
+        return fallback.kind == "backend"
     from ..plugins.registry import names  # noqa: PLC0415
 
-    return name in names("backend")
+    return fallback.from_ in names("backend")
 
 
 def _served_by(answer: SearchAnswer) -> str:

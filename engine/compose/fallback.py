@@ -176,9 +176,8 @@ class FallbackSearchManager(KeywordSearch):
                 unavailable=self._unavailable(),
             )
         answer = await self.fallback().answer(request)
-        answer.fallback = Fallback(
-            **{"from": self.backend, "reason": reason or "unknown"}, not_covered=self.not_covered
-        )
+        answer.fallback = Fallback(from_=self.backend, reason=reason or "unknown", kind="backend",
+                                   not_covered=self.not_covered)
         answer.took_ms = round((time.perf_counter() - started) * 1000, 3)  # the failed attempt's time included
         return answer
 
@@ -205,8 +204,8 @@ class FallbackSearchManager(KeywordSearch):
         if self._primary_usable():
             return primary
         st = await self.fallback().status(deep=deep)
-        return st.model_copy(update={"fallback": Fallback(**{"from": self.backend, "reason": self.failure_reason or ""},
-                                                          not_covered=self.not_covered),
+        return st.model_copy(update={"fallback": Fallback(from_=self.backend, reason=self.failure_reason or "",
+                                                          kind="backend", not_covered=self.not_covered),
                                      "details": primary.details})
 
     @property

@@ -191,7 +191,7 @@ class ProviderChoice:
     def fallback(self) -> Fallback | None:
         s = self.selection
         if s is not None and s.fallback_from:
-            return Fallback(from_=s.fallback_from, reason=s.fallback_reason or "")
+            return Fallback(from_=s.fallback_from, reason=s.fallback_reason or "", kind="provider")
         return None
 
     def fallback_words(self) -> str:

@@ -39,6 +39,7 @@ def _answer(done) -> dict:
 def _fell_back(answer: dict) -> None:
     assert answer["provider"] == "local", answer["provider"]
     assert answer["fallback"]["from"] == "openai" and "embedder is down" in answer["fallback"]["reason"]
+    assert answer["fallback"]["kind"] == "provider"  # not a backend that failed (the OpenClaw plugin words it so)
     assert not answer.get("degraded", {}).get("vector"), answer.get("degraded")
     assert answer["results"][0]["path"] == ANSWER, [h["path"] for h in answer["results"]]
 

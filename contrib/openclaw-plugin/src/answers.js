@@ -55,6 +55,15 @@ function keptFor(corpus, h) {
   return true;
 }
 
+/** What a fallback means to the agent: another backend answered, or another embedding provider embedded. */
+function fellBack(answer) {
+  const { from, reason, kind } = answer.fallback;
+  if (kind === "provider") {
+    return `memsift's embedding provider ${from} failed (${reason}); the fallback provider ${answer.provider} embedded`;
+  }
+  return `memsift's ${from} backend failed (${reason}); ${answer.backend} answered`;
+}
+
 /** memory_search's tool result from memsift's answer. */
 export function searchResult(answer, { corpus = "memory", toolMs } = {}) {
   if (answer.denied) return denial(answer.denied);
@@ -63,7 +72,7 @@ export function searchResult(answer, { corpus = "memory", toolMs } = {}) {
   }
   const results = (answer.results ?? []).filter((h) => keptFor(corpus, h)).map(hit);
   const warnings = [];
-  if (answer.fallback) warnings.push(`memsift's ${answer.fallback.from} backend failed (${answer.fallback.reason}); ${answer.backend} answered`);
+  if (answer.fallback) warnings.push(fellBack(answer));
   for (const [side, why] of Object.entries(answer.degraded ?? {})) warnings.push(`${side} search degraded: ${why}`);
   if (answer.warning) warnings.push(answer.warning);
   if (answer.syncError) warnings.push(`the index could not be updated (${answer.syncError}); recent changes may be missing`);
@@ -74,7 +83,8 @@ export function searchResult(answer, { corpus = "memory", toolMs } = {}) {
     model: answer.model,
     mode: answer.mode,
     citations: answer.citations,
-    ...(answer.fallback ? { fallback: { from: answer.fallback.from, reason: answer.fallback.reason } } : {}),
+    ...(answer.fallback ? { fallback: { from: answer.fallback.from, reason: answer.fallback.reason,
+      ...(answer.fallback.kind ? { kind: answer.fallback.kind } : {}) } } : {}),
     ...(answer.truncated ? { truncated: true } : {}),
     ...(answer.timeWindows ? { timeWindows: answer.timeWindows } : {}),
     // A time-only answer whose window holds no notes, or more days than shown: said to the agent.

@@ -297,6 +297,11 @@ describe("answers, mapped", () => {
     assert.match(out.warning, /qmd backend failed \(timed out\)/);
     assert.match(out.warning, /vector search degraded/);
     assert.deepEqual(searchResult({ results: [{ path: "a.md", source: "sessions" }] }, { corpus: "memory" }).results, []);
+    const embedded = searchResult({ results: [], backend: "lancedb", mode: "hybrid", provider: "local",
+      fallback: { from: "openai", reason: "HTTP 503", kind: "provider" } });
+    assert.match(embedded.warning, /embedding provider openai failed \(HTTP 503\); the fallback provider local embedded/);
+    assert.doesNotMatch(embedded.warning, /backend/);
+    assert.equal(embedded.fallback.kind, "provider");
   });
 
   test("memory_search asks memsift for the corpus, so it cuts to maxResults within it", async () => {
