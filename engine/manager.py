@@ -8,7 +8,7 @@ from datetime import date, datetime
 from typing import Any, Protocol, runtime_checkable
 
 from .records import Record, spec
-from .results import ManagerStatus, ReadResult, SearchAnswer
+from .results import Fallback, ManagerStatus, ReadResult, SearchAnswer
 
 __all__ = ["SearchManager", "SyncReport", "WatchesChanges", "MarksDirty", "IndexesSessions", "CountsSearchSyncs",
            "RunsInBackground", "HasPrimary"]
@@ -33,6 +33,8 @@ class SyncReport(Record):
     # Why chunks written or found without vectors still have none (the provider failed); they stay
     # searchable by keyword and the next sync tries again.
     vectors_error: str | None = None
+    # The embedding provider failed and the index was built (or kept) with the fallback provider.
+    fallback: Fallback | None = None
     notes: list[str] = spec(factory=list)  # what the backend did, in words (QMD: collections, update, embed)
 
 

@@ -162,7 +162,8 @@ def _footnotes(answer: SearchAnswer, explain: bool) -> list[str]:
         out.append(f"{answer.fallback.reason}; answered from the {answer.backend} index")
         out += [f"not covered by the {answer.backend} index: {gap}" for gap in answer.fallback.not_covered or []]
     elif answer.fallback:
-        out.append(f"fallback from {answer.fallback.from_}: {answer.fallback.reason}")
+        out.append(f"the embedding provider {answer.fallback.from_} failed ({answer.fallback.reason}); "
+                   f"the fallback provider {answer.provider} embedded")
     if explain and answer.time_windows:
         out.append("time named in the question: " + "; ".join(answer.time_windows))
     if explain and answer.time_only and answer.results and answer.time_window_days != 0:
@@ -299,6 +300,8 @@ def render_sync(report: SyncReport) -> str:
     ]
     if report.reindex_cause and not report.full_reindex:
         lines.append(f"rebuild needed: {report.reindex_cause}")
+    if report.fallback:
+        lines.append(f"embedded by memorySearch.fallback, as {report.fallback.from_} failed ({report.fallback.reason})")
     lines += report.notes  # e.g. an index kept across an upgrade
     if "(builtin fallback: " in report.reason:  # the backend failed: what was indexed instead, and why
         lines.insert(
@@ -578,6 +581,8 @@ class WatchStatus:
                 return
             self._say(f"{now} synced ({payload['reason']}): {r.files_indexed} indexed, {r.files_removed} removed, "
                       f"{r.chunks_embedded} chunk(s) embedded in {payload['seconds']:.2f} s"
+                      + (f"; by the fallback provider ({r.fallback.from_} failed)" if r.fallback and r.chunks_embedded
+                         else "")
                       + (f"; vectors not made ({r.vectors_error}): searchable by keyword, the next sync tries again"
                          if r.vectors_error else ""))
         elif kind == "changed":

@@ -122,6 +122,7 @@ class IndexedBackend(ProviderChoice, KeywordSearch):
     def sync_finished(self, report: Any, seen: Any) -> None:
         """What a finished sync leaves: its report, whether the vectors are this model's, its notes
         for the next answer, and the changes it saw begin cleared (`Freshness.synced`)."""
+        report.fallback = self.fallback()
         self._last_sync = report
         self._sync_notes += report.notes
         self.stale_cause = report.reindex_cause if not report.full_reindex else None

@@ -300,6 +300,7 @@ class IndexedManager(IndexedBackend):
         """A sync's report, and the index clean unless files changed while it ran."""
         report.took_ms = round((time.perf_counter() - started.clock) * 1000, 3)
         report.vectors_error = redact(self._embed_error) if self._embed_error else None
+        report.fallback = self.fallback()
         self._last_sync = report
         self.freshness.synced(started.notices)
         log.info("sync done", **report.model_dump(exclude_none=True))

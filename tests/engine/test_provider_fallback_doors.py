@@ -52,10 +52,11 @@ def test_the_fallback_embeds_and_every_door_says_so(tmp_path, backend):
         cfg = _config(tmp_path, backend, ws, embedder.base_url)
         report = _answer(run_cli(tmp_path, cfg, "index", "--json"))
         assert report["chunksEmbedded"] >= 1 and report["vectorsError"] is None, report
+        assert report["fallback"]["from"] == "openai" and report["fallback"]["kind"] == "provider", report
         # The cold CLI, a later process each: the index the fallback built is searched with it
         _fell_back(_answer(run_cli(tmp_path, cfg, "search", QUESTION, "--json", "--mode", "vector")))
         text = run_cli(tmp_path, cfg, "search", QUESTION)
-        assert text.returncode == 0 and "fallback from openai" in text.stdout + text.stderr, text.stdout
+        assert text.returncode == 0 and "the embedding provider openai failed" in text.stdout + text.stderr, text.stdout
         status = run_cli(tmp_path, cfg, "status")
         assert "local (requested openai)" in status.stdout and "Fallback" in status.stdout, status.stdout
         assert "rebuild" not in json.loads(run_cli(tmp_path, cfg, "status", "--json").stdout)["searchNow"]
@@ -88,7 +89,7 @@ def test_the_fallback_embeds_and_every_door_says_so(tmp_path, backend):
         # The provider is back: an explicit index returns to it
         embedder.down = False
         back = _answer(run_cli(tmp_path, cfg, "index", "--json"))
-        assert back["fullReindex"] and back["vectorsError"] is None, back
+        assert back["fullReindex"] and back["vectorsError"] is None and back.get("fallback") is None, back
         answer = _answer(run_cli(tmp_path, cfg, "search", QUESTION, "--json", "--mode", "vector"))
         assert answer["provider"] == "openai" and answer.get("fallback") is None, answer.get("fallback")
         assert not answer.get("degraded", {}).get("vector"), answer.get("degraded")
