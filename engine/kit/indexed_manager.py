@@ -189,8 +189,10 @@ class IndexedManager(IndexedBackend):
     def _embedding_failed(self, exc: ProviderError) -> None:
         """This sync's embedding failed: said in its report (and status), and no further call this sync."""
         self._embed_error = str(exc)
-        then = "the fallback provider is taken next" if self.may_fall_back() else "chunks stored without vectors"
-        log.warning(f"embedding failed; {then}", backend=self.backend, error=str(exc))
+        if self.may_fall_back():  # the switch's own warning follows: said once
+            log.info("embedding failed; the fallback provider is taken next", backend=self.backend, error=str(exc))
+        else:
+            log.warning("embedding failed; chunks stored without vectors", backend=self.backend, error=str(exc))
 
     def file_changes(self, known: dict[str, tuple], report: SyncReport) -> Changes:
         """The memory files against `known` (path → (hash, mtime_ns, size)), read and chunked where
