@@ -233,7 +233,7 @@ class BuiltinSearchManager(IndexedBackend):
         """
         self.ensure_provider()
         async with self._sync_lock:
-            await self.sync_begins_with(reason, self._meta_now())
+            await self.sync_begins_with(reason)
             kw: dict[str, Any] = {"force": force, "reason": reason, "include_sessions": include_sessions,
                                   "defer_vectors": defer_vectors}
             try:
@@ -313,11 +313,7 @@ class BuiltinSearchManager(IndexedBackend):
     def syncing(self) -> bool:
         return self._sync_lock.locked()
 
-    async def follow_index(self) -> None:
-        self.adopt_index_provider(self._meta_now())
-
-    def _meta_now(self) -> dict[str, Any] | None:
-        """The index's meta, or None (none yet, or unreadable: the sync finds out why)."""
+    async def index_meta(self) -> dict[str, Any] | None:
         try:
             conn = self._reader()
             return read_meta(conn) if conn is not None else None
@@ -432,6 +428,7 @@ class BuiltinSearchManager(IndexedBackend):
         (engine/search/indexed.search_indexed), over builtin's store seam (search.IndexCandidates).
         Blocking calls run here, on the search's own thread of control: a read connection is
         not shared with a worker thread."""
+        self.adopt_index_provider(meta)  # another process may have rebuilt it with the fallback, or back
         if sides.vector and meta.get("vectorsPending") and self.provider is not None:
             # A first search built the keyword index alone: its vectors are still being made.
             running = (

@@ -22,7 +22,6 @@ from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
 from memsift.engine.secrets import redact
 from memsift.engine.files.discovery import discover_memory_files
-from memsift.engine.compose.provider_choice import AUTOMATIC_SYNCS
 from memsift.engine.compose.shell import IndexedBackend, vectors_missing
 from memsift.engine.search.request import SearchRequest
 from memsift.engine.embeddings.query import QueryEmbedding
@@ -154,7 +153,7 @@ class PostgresSearchManager(IndexedBackend):
         a sync someone asked for tries the configured provider again first (ProviderChoice)."""
         self.ensure_provider()
         async with self._sync_lock:
-            await self.sync_begins_with(reason, await self._meta_or_none() if reason in AUTOMATIC_SYNCS else None)
+            await self.sync_begins_with(reason)
             kw: dict[str, Any] = {"force": force, "reason": reason, "include_sessions": include_sessions}
             try:
                 report = await self._sync_agent(allow_full=allow_full, **kw)
@@ -166,21 +165,7 @@ class PostgresSearchManager(IndexedBackend):
                 return await self._sync_agent(allow_full=True, **kw)
             return report
 
-    async def follow_index(self) -> None:
-        if self.freshness.dirty:  # a process's first search, or the first after a change: one query
-            self.adopt_index_provider(await self._meta_or_none())
-
-    def _followed(self, meta: dict[str, Any]) -> bool:
-        """Whether the snapshot's index was built with another provider than this process's, which
-        it now follows (another process of a fleet took the fallback, or went back to the configured
-        provider, since this one last looked): the question is then embedded again."""
-        before = self.provider
-        if before is not None and meta.get("providerKey") != before.fingerprint:
-            self.adopt_index_provider(meta)
-        return self.provider is not before
-
-    async def _meta_or_none(self) -> dict[str, Any] | None:
-        """The agent's meta, or None when there is none or it cannot be read (what needs it says why)."""
+    async def index_meta(self) -> dict[str, Any] | None:
         psycopg = import_driver()
         import psycopg_pool  # noqa: PLC0415
 
@@ -303,7 +288,9 @@ class PostgresSearchManager(IndexedBackend):
                     "SELECT generation, meta FROM memsift_agents WHERE agent_id = %s", (self.agent,))).fetchone()
                 if row is None or row[1] is None:
                     return IndexedAnswer([], "none")
-                if sides.vector and self._followed(row[1]):  # another gateway of the fleet switched it
+                # Another gateway of the fleet rebuilt it with the fallback, or back: the question
+                # (embedded before this snapshot) is embedded again by the index's provider.
+                if self.followed(row[1]) and sides.vector:
                     degraded.vector = None
                     qvec = await self.query_vector(req.q, degraded, None)
                 tokenizer = self.ms.store.fts.tokenizer

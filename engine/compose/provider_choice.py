@@ -27,7 +27,7 @@ from ..errors import ProviderError
 from ..logging import get_logger
 from ..results import Fallback
 
-__all__ = ["ProviderChoice", "AUTOMATIC_SYNCS"]
+__all__ = ["ProviderChoice"]
 
 log = get_logger("memsift.embeddings")
 
@@ -98,14 +98,19 @@ class ProviderChoice:
         """A sync of this manager is running (its provider is then not swapped under it)."""
         return False
 
-    async def sync_begins_with(self, reason: str, meta: dict[str, Any] | None) -> None:
-        """Called by a sync under its lock, with the index's meta: one someone asked for asks the
-        configured provider again (an index the fallback built recovers); memsift's own follow the
-        index (a watcher started on an index the fallback built does not try to rebuild it), and a
-        host's watcher and interval syncs go back to the configured provider once it answers."""
+    async def index_meta(self) -> dict[str, Any] | None:
+        """The published index's meta (its `providerKey`, the `fallback` it records), or None when
+        there is none or it cannot be read (what needs the index says why). Each backend reads its own."""
+        return None
+
+    async def sync_begins_with(self, reason: str) -> None:
+        """Called by a sync under its lock: one someone asked for asks the configured provider again
+        (an index the fallback built recovers); memsift's own follow the index (a watcher started on
+        an index the fallback built does not try to rebuild it), and a host's watcher and interval
+        syncs go back to the configured provider once it answers."""
         configured = self.configured_selection
         if reason in AUTOMATIC_SYNCS:
-            self._follow_index(meta)
+            self._follow_index(await self.index_meta())
             if reason not in RETRYING_SYNCS or not await self._configured_answers_again():
                 return
         if configured.provider is not None:
@@ -154,6 +159,13 @@ class ProviderChoice:
         provider with it; an index of neither is left for a sync to rebuild."""
         if not self.syncing():
             self._follow_index(meta)
+
+    def followed(self, meta: dict[str, Any] | None) -> bool:
+        """`adopt_index_provider(meta)`, and whether the provider changed by it (a question embedded
+        before must be embedded again)."""
+        before = self.provider
+        self.adopt_index_provider(meta)
+        return self.provider is not before
 
     def _follow_index(self, meta: dict[str, Any] | None) -> None:
         if not meta:

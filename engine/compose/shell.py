@@ -9,8 +9,9 @@ asked, and one `SearchAnswer` built from the backend's facts. A subclass provide
 
 - `search_fresh(req, degraded, sides, embedding)`: bring the index up to date as this backend
   does (`self.freshness` says when), then search it; returns an `IndexedAnswer`;
-- optionally `follow_index()` (the index's provider taken before a search embeds its question),
-  `query_embedding(q)` (the query's vector within its budget: a circuit, say),
+- `index_meta()` (ProviderChoice: the published index's meta, read to follow its provider),
+  `adopt_index_provider(meta)` where its search reads the meta;
+- optionally `query_embedding(q)` (the query's vector within its budget: a circuit, say),
   `answer_notes()` (what the next answer should say once: by default what syncs said) and
   `pending_files()` (files a sync still running has not written);
 - after each sync, `sync_finished(report, seen)`: its report, stale vectors, notes, freshness.
@@ -110,9 +111,11 @@ class IndexedBackend(ProviderChoice, KeywordSearch):
         return QueryEmbedding(self.provider, q)
 
     async def follow_index(self) -> None:
-        """Before a search embeds its question: take the provider the published index was built with
-        (`adopt_index_provider` with the index's meta), so the question is not embedded by a provider
-        swapped out after. A backend reads its index's meta here; by default nothing."""
+        """Before a process's first search (or the first after a change) embeds its question: take the
+        provider the published index was built with, so a cold search does not ask a provider that
+        failed. Later, each backend follows the index with the meta its search reads anyway."""
+        if self.freshness.dirty:
+            self.adopt_index_provider(await self.index_meta())
 
     def answer_notes(self) -> list[str]:
         """What syncs said, told once, in the next answer."""

@@ -54,7 +54,6 @@ from ..embeddings.query import QueryEmbedding
 from ..search.request import SearchRequest
 from ..search.terms import chunk_tokens
 
-from ..compose.provider_choice import AUTOMATIC_SYNCS
 from ..compose.shell import IndexedBackend, vectors_missing
 
 __all__ = ["IndexedManager", "Changes", "ChunkRow", "SyncStart"]
@@ -328,10 +327,9 @@ class IndexedManager(IndexedBackend):
 
     # --- search ---------------------------------------------------------------------------------
 
-    async def follow_index(self) -> None:
+    async def index_meta(self) -> dict[str, Any] | None:
         gen = await self.generation()
-        if gen is not None:
-            self.adopt_index_provider(gen.meta)
+        return gen.meta if gen is not None else None
 
     async def search_fresh(self, req: SearchRequest, degraded: Degraded, sides: Sides,
                            embedding: QueryEmbedding | None) -> IndexedAnswer:
@@ -344,6 +342,7 @@ class IndexedManager(IndexedBackend):
         gen = await self.generation()
         if gen is None:
             return IndexedAnswer([], "none")
+        self.adopt_index_provider(gen.meta)  # another process may have rebuilt it with the fallback, or back
 
         async def query_vector() -> Any:
             qvec = await self.query_vector(req.q, degraded, embedding)
@@ -402,8 +401,7 @@ def _with_provider_fallback(sync: Callable[..., Any]) -> Callable[..., Any]:
     async def run(self: IndexedManager, *, force: bool = False, reason: str = "manual", **kw: Any) -> SyncReport:
         self.ensure_provider()
         async with self._sync_turn:  # the provider is not switched under another sync
-            current = await self.generation() if reason in AUTOMATIC_SYNCS else None
-            await self.sync_begins_with(reason, current.meta if current is not None else None)
+            await self.sync_begins_with(reason)
             report = await sync(self, force=force, reason=reason, **kw)
             if report.vectors_error and self.switch_to_fallback(report.vectors_error):
                 report = await sync(self, force=force, reason=reason, **kw)
