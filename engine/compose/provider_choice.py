@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from ..embeddings import ProviderSelection, create_provider, select_provider
-from ..errors import ProviderError
+from ..errors import ProviderError, embedding_failure
 from ..logging import get_logger
 from ..results import Fallback
 
@@ -109,12 +109,29 @@ class ProviderChoice:
         an index the fallback built does not try to rebuild it), and a host's watcher and interval
         syncs go back to the configured provider once it answers."""
         configured = self.configured_selection
+        meta = await self.index_meta()
         if reason in AUTOMATIC_SYNCS:
-            self._follow_index(await self.index_meta())
-            if reason not in RETRYING_SYNCS or not await self._configured_answers_again():
-                return
-        if configured.provider is not None:
+            self._follow_index(meta)
+            if reason in RETRYING_SYNCS and await self._configured_answers_again():
+                self.provider, self.selection = configured.provider, configured
+                return  # it just answered
+        elif configured.provider is not None:
             self.provider, self.selection = configured.provider, configured
+        await self._ask_before_rebuilding(meta)
+
+    async def _ask_before_rebuilding(self, meta: dict[str, Any] | None) -> None:
+        """A sync about to build with a provider the index was not built with (a first index, the
+        configured provider again after the fallback's index), while a fallback can be taken: one
+        short text asked of it first. One that fails is left at once for the fallback (or for the
+        index's own provider, which the fallback is): no index built without vectors and published
+        before the fallback's, no full rebuild per `memsift index` while the provider stays down."""
+        p = self.provider
+        if p is None or (meta and meta.get("providerKey") == p.fingerprint) or not self.may_fall_back():
+            return
+        try:
+            await p.embed_query("memsift")
+        except ProviderError as exc:
+            self.switch_to_fallback(embedding_failure(exc))
 
     async def _configured_answers_again(self) -> bool:
         """While the fallback embeds: does the configured provider answer one short text again?

@@ -391,10 +391,15 @@ class BackendContract:
                 try:
                     report = await m.sync(reason="contract")
                     assert report.vectors_error is None and report.chunks_embedded >= len(NOTES), report
+                    # built once, with the fallback (an index without vectors was published first)
+                    assert "provider" not in (report.reindex_cause or ""), report.reindex_cause
                     st = await m.status()
                     assert st.provider == "local" and st.requested_provider == "openai", (st.provider, st.fallback)
                     assert st.fallback is not None and st.fallback.from_ == "openai", st.fallback
                     assert "embedder is down" in st.fallback.reason
+                    again = await m.sync(reason="contract")  # `memsift index` again, the provider still down
+                    assert not again.full_reindex and again.chunks_embedded == 0, again  # each rebuilt it all
+                    assert again.fallback is not None and again.vectors_error is None, again
                 finally:
                     await m.aclose()
                 later = self.open(tmp_path, workspace, asked, memory)  # the provider still down
