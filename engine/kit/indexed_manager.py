@@ -292,6 +292,18 @@ class IndexedManager(IndexedBackend):
         report.chunks_embedded += len(missing)
         return [(key, vectors[i]) for i, (key, _text) in enumerate(missing)]
 
+    def vectors_error_record(self) -> dict[str, Any]:
+        """What a published meta records of this sync's embedding failure (`{}` when its vectors
+        were made): read back by `status` in any process while chunks wait for vectors."""
+        return {"vectorsError": redact(self._embed_error)} if self._embed_error else {}
+
+    def meta_with_vectors_error(self, meta: dict[str, Any]) -> dict[str, Any] | None:
+        """For an incremental sync: the published generation's `meta` with this sync's embedding
+        failure recorded (or its old one dropped), or None when that is what it says already."""
+        kept = {k: v for k, v in meta.items() if k != "vectorsError"}
+        new = {**kept, **self.vectors_error_record()}
+        return None if new == meta else new
+
     def sync_started(self) -> SyncStart:
         """Taken when a sync begins: its clock, and the files-changed notices it will have seen."""
         self._embed_error = None  # this sync's embedding (or backfill) says it again if it still fails
@@ -365,6 +377,7 @@ class IndexedManager(IndexedBackend):
             self.adopt_index_provider(gen.meta)
         stale = self.rebuild_needed(gen)
         p = self.provider
+        pending = vectors_missing(p, vector.get("rows"), chunks, gen is not None)
         mode = "fts-only" if p is None or stale else "hybrid"
         now_says = ("build the index first, then search" if gen is None
                     else f"{mode} over {chunks} chunks in {how}{self.fallback_words()}")
@@ -378,14 +391,18 @@ class IndexedManager(IndexedBackend):
             provider_unavailable_reason=self.selection.unavailable_reason if self.selection else None,
             fallback=self.fallback(),
             fts={"enabled": True, "available": gen is not None, "tokenizer": self.tokenizer, "search": fts_search},
-            vector={"enabled": p is not None, "available": p is not None,
-                    "pending": vectors_missing(p, vector.get("rows"), chunks, gen is not None), **vector},
+            vector={"enabled": p is not None, "available": p is not None, "pending": pending, **vector},
             cache={"enabled": False, "entries": 0, "maxEntries": 0},
             index={"exists": gen is not None, "meta": gen.meta if gen else None, "rebuildNeeded": stale,
-                   "lastEmbedError": self._embed_error, **index},
+                   "lastEmbedError": self._last_embed_error(gen), **index},
             last_sync=self._last_sync.model_dump(by_alias=True) if self._last_sync else None,
             skipped=[{"path": s.path, "reason": s.reason} for s in self._skipped],
         )
+
+    def _last_embed_error(self, gen: Any) -> str | None:
+        """This process's last embedding failure, else the one the index records: its last sync's,
+        in another process (`memsift index`, a gateway), dropped by the sync that made the vectors."""
+        return self._embed_error or (gen.meta.get("vectorsError") if gen is not None else None)
 
     def rebuild_needed(self, gen: Any) -> str | None:
         return fingerprint_diff(gen.meta, self.wanted_meta(gen.meta)) if gen is not None else None

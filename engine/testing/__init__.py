@@ -347,8 +347,18 @@ class BackendContract:
         async def main() -> None:
             with LoopbackEmbedder() as embedder:
                 embedder.down = True
-                m = self.open(tmp_path, workspace, {"provider": "openai", "fallback": "none", "remote": {
-                    "baseUrl": embedder.base_url, "apiKey": "contract-key"}})
+                asked = {"provider": "openai", "fallback": "none", "remote": {
+                    "baseUrl": embedder.base_url, "apiKey": "contract-key"}}
+                memory = self.memory_config(tmp_path)  # one store for every process
+
+                async def error_said_elsewhere() -> str | None:  # `memsift status` after a gateway's sync
+                    other = self.open(tmp_path, workspace, asked, memory)
+                    try:
+                        return (await other.status()).index.get("lastEmbedError")
+                    finally:
+                        await other.aclose()
+
+                m = self.open(tmp_path, workspace, asked, memory)
                 try:
                     first = await m.sync(reason="contract")
                     assert first.files_indexed == len(NOTES), first
@@ -356,6 +366,7 @@ class BackendContract:
                     assert _paths(await self.keyword(m, "drip irrigation"))[:1] == ["memory/projects/garden.md"]
                     st = await m.status()
                     assert st.files == len(NOTES) and "embedder is down" in (st.index.get("lastEmbedError") or "")
+                    assert "embedder is down" in (await error_said_elsewhere() or "")
                     embedder.down = False
                     healed = await m.sync(reason="contract")
                     assert healed.vectors_error is None and healed.chunks_embedded >= len(NOTES), healed
@@ -363,6 +374,15 @@ class BackendContract:
                     self.assert_own_answer(answer)
                     assert answer.degraded.vector is None, answer.degraded
                     assert _paths(answer)[:1] == ["memory/projects/garden.md"], _paths(answer)
+                    assert await error_said_elsewhere() is None
+                    embedder.down = True  # and an incremental sync's failure, said the same way
+                    (workspace / "memory/2026-11-27.md").write_text("# Nov 27\n\nThe hives need a new frame.\n")
+                    later = await m.sync(reason="contract")
+                    assert not later.full_reindex and "embedder is down" in (later.vectors_error or ""), later
+                    assert "embedder is down" in (await error_said_elsewhere() or "")
+                    embedder.down = False
+                    assert (await m.sync(reason="contract")).vectors_error is None
+                    assert await error_said_elsewhere() is None
                 finally:
                     await m.aclose()
 

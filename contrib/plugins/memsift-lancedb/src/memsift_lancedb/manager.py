@@ -136,8 +136,10 @@ class LanceSearchManager(IndexedManager):
             elif rows or stale:
                 self.store.chunks(gen).optimize()  # folds new rows into the indexes, drops deleted ones
             if full:
-                self.store.publish(Generation(gen, wanted))
+                self.store.publish(Generation(gen, {**wanted, **self.vectors_error_record()}))
                 self.store.drop_before(gen - self.config.keep_generations + 1)
+            elif current is not None and (meta := self.meta_with_vectors_error(current.meta)) is not None:
+                self.store.publish(Generation(gen, meta))  # the same generation (under the writers' lock)
 
         await anyio.to_thread.run_sync(write)
         report.files_indexed = len(changes.changed)

@@ -53,6 +53,9 @@ LOCAL_WAIT_S = 30.0  # how long a process waits for another one's turn at the lo
 # use, so a burst of searches loads it once, and then hands the turn over.
 LOCAL_LINGER_S = 1.0
 POINTER_ID = 1
+# Beside the pointer, in its collection: why the current generation's chunks wait for vectors (an
+# incremental sync records it here, never rewriting the pointer another process may have moved on).
+VECTORS_STATE_ID = 2
 
 
 def point_id(key: str) -> str:
@@ -226,13 +229,27 @@ class QdrantStore:
         with self.client() as c:
             if not c.collection_exists(self.pointer):
                 return None
-            got = c.retrieve(self.pointer, ids=[POINTER_ID], with_payload=True)
-            if not got:
+            got = {p.id: p.payload or {} for p in c.retrieve(self.pointer, ids=[POINTER_ID, VECTORS_STATE_ID],
+                                                             with_payload=True)}
+            if POINTER_ID not in got:
                 return None
-            number, meta = got[0].payload.get("generation"), got[0].payload.get("meta") or {}
+            number, meta = got[POINTER_ID].get("generation"), dict(got[POINTER_ID].get("meta") or {})
             if isinstance(number, bool) or not isinstance(number, int) or number not in self.generations():
                 return None
+            state = got.get(VECTORS_STATE_ID)
+            if state is not None and state.get("generation") == number:  # newer than the pointer's meta
+                meta.pop("vectorsError", None)
+                if state.get("vectorsError"):
+                    meta["vectorsError"] = state["vectorsError"]
             return Generation(number, meta)
+
+    def record_vectors_error(self, number: int, error: str | None) -> None:
+        """Why generation `number`'s chunks wait for vectors (None: they do not), for `current()`."""
+        from qdrant_client import models  # noqa: PLC0415
+
+        with self.client() as c:
+            c.upsert(self.pointer, points=[models.PointStruct(id=VECTORS_STATE_ID, vector={},
+                                                              payload={"generation": number, "vectorsError": error})])
 
     def publish(self, gen: Generation) -> None:
         from qdrant_client import models  # noqa: PLC0415
