@@ -7,68 +7,23 @@ sidecar's own schedule (boot, `update.interval`, `embedInterval`). Cancelling th
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import anyio
-import watchfiles
 
 from ..logging import get_logger
 from ..config import ResolvedConfig
 from ..manager import CountsSearchSyncs, HasPrimary, IndexesSessions, RunsInBackground, SearchManager, WatchesChanges
 from ..config.coverage import with_qmd_coverage
 from .wrapped import declaring
+from ..files.session_watch import SessionDeltaTracker, SessionWatcher
 from ..files.watcher import MemoryWatcher
 
 __all__ = ["serve_freshness", "SessionDeltaTracker"]
 
 log = get_logger("memsift.host")
 
-SESSION_DEBOUNCE_S = 5.0  # transcript updates are batched (as OpenClaw does; docs/parity.md)
-
-
-class SessionDeltaTracker:
-    """Counts bytes and messages appended to each transcript since it was last indexed."""
-
-    def __init__(self, delta_bytes: int, delta_messages: int) -> None:
-        self.delta_bytes, self.delta_messages = delta_bytes, delta_messages
-        self.sizes: dict[str, int] = {}
-        self.pending: dict[str, list[int]] = {}  # path -> [bytes, messages]
-
-    def baseline(self, paths: list[Path]) -> None:
-        for p in paths:
-            try:
-                self.sizes[str(p)] = p.stat().st_size
-            except OSError:
-                pass
-
-    def observe(self, path: Path) -> bool:
-        """Account for growth of `path`; True when it crossed a threshold (and should sync)."""
-        key = str(path)
-        try:
-            size = path.stat().st_size
-        except OSError:
-            self.sizes.pop(key, None)
-            return True  # deleted: its rows must go
-        before = self.sizes.get(key, 0)
-        start = 0 if size < before else before  # a shrunk file counts as new
-        counters = self.pending.setdefault(key, [0, 0])
-        counters[0] += size - start
-        if counters[0] < self.delta_bytes or self.delta_bytes == 0:
-            with open(path, "rb") as fh:
-                fh.seek(start)
-                counters[1] += fh.read(size - start).count(b"\n")
-        self.sizes[key] = size
-        hit_bytes = counters[0] >= self.delta_bytes if self.delta_bytes else counters[0] > 0
-        hit_msgs = counters[1] >= self.delta_messages if self.delta_messages else counters[1] > 0
-        if hit_bytes or hit_msgs:
-            # Keep the remainder over the threshold, as the reference does.
-            counters[0] = max(0, counters[0] - self.delta_bytes) if self.delta_bytes else 0
-            counters[1] = max(0, counters[1] - self.delta_messages) if self.delta_messages else 0
-            return True
-        return False
 
 
 async def serve_freshness(
@@ -125,6 +80,9 @@ def _install_probe(manager: SearchManager, settings: ResolvedConfig) -> Any:
 async def _serve(manager: SearchManager, settings: ResolvedConfig, ms: Any, sync: Callable[..., Any],
                  emit: Callable[[str, Any], None], task_status: anyio.abc.TaskStatus[None]) -> None:
     async with anyio.create_task_group() as tg:
+        sessions = _session_watcher(manager, settings, lambda: sync("session-delta", include_sessions=True))
+        if sessions is not None:
+            sessions.baseline()  # before the first sync: a transcript that grows while it runs is counted
         await sync("start")
         guard = declaring(manager, HasPrimary)
         backend = guard.primary() if guard is not None else None  # QMD's, behind its fallback
@@ -143,8 +101,8 @@ async def _serve(manager: SearchManager, settings: ResolvedConfig, ms: Any, sync
             await tg.start(lambda task_status: watcher.run(task_status=task_status))
         if ms.sync.interval_minutes and ms.sync.interval_minutes > 0:
             tg.start_soon(_every, ms.sync.interval_minutes * 60, lambda: sync("interval"))
-        if "sessions" in ms.sources and _accepts_sessions(manager):
-            tg.start_soon(_watch_sessions, settings, lambda: sync("session-delta", include_sessions=True))
+        if sessions is not None:
+            await tg.start(lambda task_status: sessions.run(task_status=task_status))
         task_status.started()
         emit("ready", {})
         await anyio.sleep_forever()
@@ -158,8 +116,8 @@ def _search_syncs(manager: SearchManager) -> int:
 
 
 def _accepts_sessions(manager: SearchManager) -> bool:
-    """Whether the backend indexes session transcripts itself (builtin, Postgres; not QMD, which
-    exports them on its own schedule): it says so (`IndexesSessions`)."""
+    """Whether the backend indexes session transcripts itself (builtin, Postgres, the kit's plugins;
+    not QMD, which exports them on its own schedule): it says so (`IndexesSessions`)."""
     indexing = declaring(manager, IndexesSessions)
     return indexing is not None and indexing.indexes_sessions
 
@@ -170,16 +128,14 @@ async def _every(seconds: float, fn: Callable[[], Any]) -> None:
         await fn()
 
 
-async def _watch_sessions(settings: ResolvedConfig, sync: Callable[[], Any]) -> None:
+def _session_watcher(manager: SearchManager, settings: ResolvedConfig,
+                     sync: Callable[[], Any]) -> SessionWatcher | None:
+    """The transcripts' watch, where they are a source the backend indexes itself."""
+    if "sessions" not in settings.memory_search.sources or not _accepts_sessions(manager):
+        return None
     from ..private_dirs import make_private_dir  # noqa: PLC0415
-    from ..files.transcripts import list_transcripts  # noqa: PLC0415
 
     folder = settings.state_dir / "agents" / settings.agent_id / "sessions"
     make_private_dir(folder)
     s = settings.memory_search.sync.sessions
-    tracker = SessionDeltaTracker(int(s.delta_bytes), int(s.delta_messages))
-    tracker.baseline(list_transcripts(folder))
-    async for changes in watchfiles.awatch(folder, recursive=False, step=50, debounce=int(SESSION_DEBOUNCE_S * 1000)):
-        dirty = [p for _c, p in changes if ".jsonl" in os.path.basename(p) and tracker.observe(Path(p))]
-        if dirty:
-            await sync()
+    return SessionWatcher(folder, SessionDeltaTracker(int(s.delta_bytes), int(s.delta_messages)), sync)

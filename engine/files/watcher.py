@@ -27,7 +27,7 @@ from .multimodal import extensions_for
 if TYPE_CHECKING:
     from ..config import ResolvedConfig
 
-__all__ = ["MemoryWatcher", "IGNORED_DIRS"]
+__all__ = ["MemoryWatcher", "IGNORED_DIRS", "watch_roots", "identity"]
 
 log = get_logger("memsift.watch")
 
@@ -108,33 +108,7 @@ class MemoryWatcher:
 
     async def _watch(self, name: str, roots: Callable[[], list[Path]], relevant: Callable[[str], bool],
                      recursive: bool, handle: Callable[[set[str]], Awaitable[None]]) -> None:
-        """Watch `roots()` until the watch's restart event is set (a root appeared, went away or was
-        replaced), then watch what is there again; with no root, wait for the event. Where the
-        system's inotify limits are reached (an editor and a few dev servers take the default 128
-        instances; a big repository the watches), the watch polls instead, and says so once."""
-        polling = False
-        while not self._stop.is_set():
-            found = roots()
-            restart = self._restarts[name] = anyio.Event()
-            if not found:
-                await restart.wait()
-                continue
-            try:
-                async for changes in watchfiles.awatch(
-                    *found, watch_filter=lambda _c, p: relevant(p), recursive=recursive, stop_event=restart, step=50,
-                    debounce=1600, force_polling=polling or None, poll_delay_ms=POLL_MS,
-                ):
-                    await handle({p for _c, p in changes})
-            except (OSError, RuntimeError) as exc:  # watchfiles: "OS file watch limit reached", "Too many open files"
-                if polling:
-                    raise
-                polling = True
-                log.warning(
-                    f"cannot watch for changes with inotify: the system's limit is reached ({exc}); checking every "
-                    f"{POLL_MS / 1000:g} s instead (raise it: sysctl fs.inotify.max_user_watches=524288 "
-                    "fs.inotify.max_user_instances=1024)",
-                    path=str(found[0]),
-                )
+        await watch_roots(roots, relevant, recursive, handle, restarts=self._restarts, name=name, stop=self._stop)
 
     async def _on_flat(self, paths: set[str]) -> None:
         if any(Path(p).is_dir() or not Path(p).exists() for p in paths):
@@ -147,10 +121,10 @@ class MemoryWatcher:
         search's own check would drop them). Nothing else watches an extra folder's parent."""
         ws = self.settings.workspace
         guarded = [ws, *self._extra]
-        armed = [_identity(p) for p in guarded]
+        armed = [identity(p) for p in guarded]
         while not self._stop.is_set():
             await anyio.sleep(GUARD_S)
-            now = [_identity(p) for p in guarded]
+            now = [identity(p) for p in guarded]
             changed = [(p, before, after) for p, before, after in zip(guarded, armed, now) if before != after]
             armed = now
             if not changed:
@@ -187,7 +161,40 @@ class MemoryWatcher:
                     log.warning("sync after a change failed", error=str(exc))
 
 
-def _identity(folder: Path) -> tuple[int, int] | None:
+
+async def watch_roots(roots: Callable[[], list[Path]], relevant: Callable[[str], bool], recursive: bool,
+                      handle: Callable[[set[str]], Awaitable[None]], *, restarts: dict[str, anyio.Event], name: str,
+                      stop: anyio.Event, debounce_ms: int = 1600) -> None:
+    """Watch `roots()` until `restarts[name]` is set (a root appeared, went away or was replaced),
+    then watch what is there again; with no root, wait for the event; end once `stop` is set. Where
+    the system's inotify limits are reached (an editor and a few dev servers take the default 128
+    instances; a big repository the watches), the watch polls instead, and says so once."""
+    polling = False
+    while not stop.is_set():
+        found = roots()
+        restart = restarts[name] = anyio.Event()
+        if not found:
+            await restart.wait()
+            continue
+        try:
+            async for changes in watchfiles.awatch(
+                *found, watch_filter=lambda _c, p: relevant(p), recursive=recursive, stop_event=restart, step=50,
+                debounce=debounce_ms, force_polling=polling or None, poll_delay_ms=POLL_MS,
+            ):
+                await handle({p for _c, p in changes})
+        except (OSError, RuntimeError) as exc:  # watchfiles: "OS file watch limit reached", "Too many open files"
+            if polling:
+                raise
+            polling = True
+            log.warning(
+                f"cannot watch for changes with inotify: the system's limit is reached ({exc}); checking every "
+                f"{POLL_MS / 1000:g} s instead (raise it: sysctl fs.inotify.max_user_watches=524288 "
+                "fs.inotify.max_user_instances=1024)",
+                path=str(found[0]),
+            )
+
+
+def identity(folder: Path) -> tuple[int, int] | None:
     """Which folder is at `folder` now (device, inode), or None when there is none."""
     try:
         st = os.stat(folder)

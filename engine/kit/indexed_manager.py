@@ -16,6 +16,12 @@ A subclass implements:
 - optionally `run_blocking(fn, *args)`: how a blocking store call runs (a worker thread by default),
   and `search_published(...)` to wrap the search (a retry after a rebuild, say).
 
+Session transcripts (`sources: ["memory", "sessions"]` with `experimental.sessionMemory`) come
+with the files `file_changes` returns, as on builtin: `sessions/<name>.jsonl` hits whose lines are
+the JSONL's, compared by a sync someone asked for, a host's start, interval and transcript-growth
+syncs, never waited on by a search's or a watcher's sync; no longer a source, their rows go. A
+subclass keeps each file's source in what `known` gives (its fourth field) and each chunk's.
+
 The subclass's `sync` is wrapped (`__init_subclass__`) with memsift's embedding-provider fallback
 (engine/compose/provider_choice.py): one sync at a time; a sync someone asked for tries the
 configured provider again; and a sync whose report says its vectors could not be made runs once
@@ -40,7 +46,8 @@ from ..files.chunking import CHUNKER_REVISION, chunk_id
 from ..files.discovery import MemoryFile, Skipped, discover_memory_files
 from ..files.fingerprint import fingerprint_diff, version_stamps
 from ..files.note_dates import NOTE_DATES_REVISION, ChunkDay
-from ..files.sync import MarkdownRead, read_markdown, sort_files
+from ..files.sync import MarkdownRead, read_markdown, read_transcript, sort_files
+from ..files.transcripts import list_transcripts
 from ..lazy import np  # numpy on first use: plugins import the kit on every command
 from ..logging import get_logger
 from ..manager import SyncReport
@@ -105,6 +112,7 @@ class ChunkRow:
 class IndexedManager(IndexedBackend):
     schema = 1  # the subclass's storage layout: a new one rebuilds
     embed_step = 64  # chunks per local-model call (progress between them)
+    indexes_sessions = True  # its sync takes `include_sessions` (engine/manager.py IndexesSessions)
 
     def __init__(self, settings: ResolvedConfig, progress: Any = None, config: Any = None) -> None:
         super().__init__(settings)
@@ -117,6 +125,7 @@ class IndexedManager(IndexedBackend):
         self._skipped: list[Skipped] = []
         self._lock = anyio.Lock()
         self._sync_turn = anyio.Lock()  # one sync at a time, its provider switch and rerun included
+        self._include_sessions = True  # the running sync's: does it compare session transcripts?
 
     def syncing(self) -> bool:
         return self._sync_turn.locked()
@@ -194,17 +203,29 @@ class IndexedManager(IndexedBackend):
             log.warning("embedding failed; chunks stored without vectors", backend=self.backend, error=str(exc))
 
     def file_changes(self, known: dict[str, tuple], report: SyncReport) -> Changes:
-        """The memory files against `known` (path → (hash, mtime_ns, size)), read and chunked where
-        they changed; images and audio are not indexed by these backends."""
+        """The memory files (and session transcripts, see the module's text) against `known` (path →
+        (hash, mtime_ns, size[, source])), read and chunked where they changed; images and audio
+        are not indexed by these backends."""
         files, skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
         files = [f for f in files if f.modality is None]
+        if "sessions" in self.ms.sources:
+            if self._include_sessions or not known:  # a first or full build holds them all
+                folder = self.settings.state_dir / "agents" / self.agent / "sessions"
+                files += [MemoryFile(str(p), f"sessions/{p.name}", source="sessions") for p in list_transcripts(folder)]
+            else:  # this sync leaves them as indexed: neither compared nor removed
+                known = {path: row for path, row in known.items() if _source(row) != "sessions"}
         report.files_seen = len(files)
         strategy, tokens, overlap = self.ms.chunking.strategy, self.ms.chunking.tokens, self.ms.chunking.overlap
         assert strategy is not None and tokens is not None and overlap is not None  # normalised when loaded
 
         def read(f: MemoryFile, st: os.stat_result) -> tuple[MemoryFile, os.stat_result, MarkdownRead] | None:
-            got = read_markdown(f, st, skipped, strategy=strategy, tokens=tokens, overlap=overlap,
-                                max_input_bytes=getattr(self.provider, "max_input_bytes", None))
+            limit = getattr(self.provider, "max_input_bytes", None)
+            if f.source == "sessions":
+                got = read_transcript(f, skipped, strategy=strategy, tokens=tokens, overlap=overlap,
+                                      max_input_bytes=limit)
+            else:
+                got = read_markdown(f, st, skipped, strategy=strategy, tokens=tokens, overlap=overlap,
+                                    max_input_bytes=limit)
             return (f, st, got) if got is not None else None
 
         each = (lambda n: self.progress("files", n, len(files))) if self.progress else None
@@ -226,7 +247,7 @@ class IndexedManager(IndexedBackend):
             for i, ch in enumerate(got.chunks):
                 rows.append(
                     ChunkRow(
-                        chunk_id("memory", f.rel_path, ch.start_line, ch.end_line, ch.hash, model),
+                        chunk_id(f.source, f.rel_path, ch.start_line, ch.end_line, ch.hash, model),
                         f.rel_path,
                         f.source,
                         ch.start_line,
@@ -328,7 +349,7 @@ class IndexedManager(IndexedBackend):
             return None
         elif self.ms.sync.on_search:
             try:
-                await self.sync(reason="search")
+                await self.sync(reason="search", include_sessions=False)  # never waits on transcripts
             except IndexUnusableError as exc:  # a full disk or a read-only folder: the index as it is answers
                 log.warning("index not updated; answering from it as it is", error=str(exc))
                 self.freshness.settled()
@@ -386,7 +407,7 @@ class IndexedManager(IndexedBackend):
             files=files, chunks=chunks, dirty=gen is None or stale is not None or self.freshness.dirty,
             provider=p.id if p else "none", requested_provider=self.selection.requested if self.selection else None,
             model=p.model if p else None, dimensions=getattr(p, "dimensions", None),
-            model_runtime=getattr(p, "runtime", None), sources=["memory"],
+            model_runtime=getattr(p, "runtime", None), sources=list(self.ms.sources),
             extra_paths=list(self.ms.extra_paths), search_mode=mode, search_now=now_says,
             provider_unavailable_reason=self.selection.unavailable_reason if self.selection else None,
             fallback=self.fallback(),
@@ -411,18 +432,28 @@ class IndexedManager(IndexedBackend):
         await self.close_providers()
 
 
+def _source(known_row: tuple) -> str:
+    """The source a subclass's `known` row names (its fourth field; a row of three: memory)."""
+    return known_row[3] if len(known_row) > 3 else "memory"
+
+
 def _with_provider_fallback(sync: Callable[..., Any]) -> Callable[..., Any]:
     """A subclass's `sync` with the embedding-provider fallback around it (see the module's text)."""
 
     @functools.wraps(sync)
-    async def run(self: IndexedManager, *, force: bool = False, reason: str = "manual", **kw: Any) -> SyncReport:
+    async def run(self: IndexedManager, *, force: bool = False, reason: str = "manual", include_sessions: bool = True,
+                  **kw: Any) -> SyncReport:
         self.ensure_provider()
         async with self._sync_turn:  # the provider is not switched under another sync
-            await self.sync_begins_with(reason)
-            report = await sync(self, force=force, reason=reason, **kw)
-            if report.vectors_error and self.switch_to_fallback(report.vectors_error):
+            self._include_sessions = include_sessions
+            try:
+                await self.sync_begins_with(reason)
                 report = await sync(self, force=force, reason=reason, **kw)
-            return report
+                if report.vectors_error and self.switch_to_fallback(report.vectors_error):
+                    report = await sync(self, force=force, reason=reason, **kw)
+                return report
+            finally:
+                self._include_sessions = True
 
     run.with_provider_fallback = True  # type: ignore[attr-defined]
     return run

@@ -24,6 +24,7 @@ contract is about the backend's own answers.
 from __future__ import annotations
 
 import hashlib
+import json
 import unicodedata
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -77,6 +78,8 @@ class BackendContract:
     provider: str = "local"
     # False for a backend that does not embed with memsift's provider: QMD's own models, keyword only
     uses_memsift_embeddings: bool = True
+    # True: the backend must index session transcripts; None: checked where it declares it does
+    indexes_sessions: bool | None = None
 
     # --- what a backend's test module may override ----------------------------------------------
 
@@ -484,6 +487,68 @@ class BackendContract:
                     _found_by_meaning(answer, "memory/2026-11-26.md", "openai")
                 finally:
                     await running.aclose()
+
+        anyio.run(main)
+
+    def test_session_transcripts_are_searched_as_on_builtin(self, tmp_path: Path, workspace: Path) -> None:
+        """A backend that indexes session transcripts (`IndexesSessions`; with `sources: ["memory",
+        "sessions"]`): a hit is `sessions/<name>.jsonl` at its JSONL lines, secrets redacted; a
+        search's sync never waits on a transcript's growth (nor drops it), a transcript sync reads
+        it; with sessions no longer a source the next sync removes them (LanceDB and Qdrant
+        indexed Markdown only)."""
+        from ..compose.wrapped import declaring
+        from ..manager import IndexesSessions
+
+        sessions = tmp_path / "state" / "agents" / "main" / "sessions"
+        sessions.mkdir(parents=True)
+        transcript = sessions / "abc.jsonl"
+
+        def write(turns: list[tuple[str, str]]) -> None:
+            lines = [json.dumps({"type": "session", "id": "abc"})]
+            for role, text in turns:
+                lines.append(json.dumps({"type": "message", "message": {"role": role, "content": text,
+                                                                        "timestamp": 1_700_000_000_000}}))
+                lines.append(json.dumps({"type": "tool", "name": "noise"}))
+            transcript.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+        write([("user", "what is the wifi password for the cabin"),
+               ("assistant", "It is on the fridge, token: sk-abcdefghijklmnopqrstuvwx")])
+        with_sessions = {**self.memory_search(tmp_path), "sources": ["memory", "sessions"],
+                         "experimental": {"sessionMemory": True}}
+
+        async def main() -> None:
+            m = self.open(tmp_path, workspace, with_sessions)
+            try:
+                indexing = declaring(m, IndexesSessions)
+                if indexing is None or not indexing.indexes_sessions:
+                    assert not self.indexes_sessions, f"{self.backend} does not declare IndexesSessions"
+                    pytest.skip(f"{self.backend} does not index session transcripts itself")
+                report = await m.sync(reason="contract")
+                assert report.files_indexed == len(NOTES) + 1, report
+                hit = (await self.keyword(m, "wifi password cabin")).results[0]
+                assert (hit.path, hit.source, hit.start_line, hit.end_line) == ("sessions/abc.jsonl", "sessions", 2, 4)
+                assert "sk-abc" not in hit.snippet and "[redacted]" in hit.snippet, hit.snippet
+                assert "sessions" in (await m.status()).sources
+                write([("user", "what is the wifi password for the cabin"), ("assistant", "fridge"),
+                       ("user", "and the boat key? under the mat")])
+                mark = getattr(m, "mark_dirty", None)
+                if mark is not None:
+                    mark()
+                before = await self.keyword(m, "boat key mat")  # its sync leaves transcripts as they were
+                assert "boat" not in " ".join(h.snippet for h in before.results), _paths(before)
+                assert _paths(await self.keyword(m, "wifi password cabin"))[:1] == ["sessions/abc.jsonl"]
+                grown = await m.sync(reason="session-delta", include_sessions=True)  # type: ignore[call-arg]
+                assert grown.files_indexed == 1, grown
+                assert _paths(await self.keyword(m, "boat key mat"))[:1] == ["sessions/abc.jsonl"]
+            finally:
+                await m.aclose()
+            m = self.open(tmp_path, workspace)  # sessions no longer a source
+            try:
+                await m.sync(reason="contract")
+                assert all(h.source != "sessions" for h in (await self.keyword(m, "wifi password cabin")).results)
+                assert (await m.status()).files == len(NOTES)
+            finally:
+                await m.aclose()
 
         anyio.run(main)
 

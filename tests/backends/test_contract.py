@@ -10,6 +10,7 @@ from memsift.engine.testing import BackendContract
 
 class TestBuiltin(BackendContract):
     backend = "builtin"
+    indexes_sessions = True
 
 
 class TestQmd(BackendContract):
@@ -24,6 +25,7 @@ class TestQmd(BackendContract):
 
 class TestPostgres(BackendContract):
     backend = "postgres"
+    indexes_sessions = True
 
     def memory_config(self, tmp_path):
         return backend_memory("postgres")

@@ -14,7 +14,7 @@ import time
 import anyio
 import pytest
 
-from helpers import make_settings
+from helpers import make_settings, write_transcript
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.compose.host import SessionDeltaTracker, serve_freshness
@@ -437,10 +437,12 @@ sys.stdin.read()  # held until the test closes stdin
 """
 
 
-def test_watch_polls_when_the_systems_inotify_instances_are_all_taken(tmp_path):
+@pytest.mark.parametrize("sources", [["memory"], ["memory", "sessions"]])
+def test_watch_polls_when_the_systems_inotify_instances_are_all_taken(tmp_path, sources):
     """An editor, a few dev servers and a file sync take the 128 inotify instances a user has by
-    default: `memsift watch` (and `memsift mcp`, which watches) ended in an internal error. It now
-    says which limit and how to raise it, and polls: a note written then is indexed."""
+    default: `memsift watch` (and `memsift mcp`, which watches) ended in an internal error, and with
+    session transcripts a source it still did (their watch). It now says which limit and how to
+    raise it, and polls: a note written then is indexed, and a transcript's growth."""
     import errno
     import queue
 
@@ -449,9 +451,15 @@ def test_watch_polls_when_the_systems_inotify_instances_are_all_taken(tmp_path):
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
     (ws / "MEMORY.md").write_text("# Memory\n")
+    transcript = tmp_path / "state" / "agents" / "main" / "sessions" / "s1.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
     env.update({"MEMSIFT_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
                 "MEMSIFT_NO_RESIDENT": "1", "MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__SYNC__WATCHDEBOUNCEMS": "200"})
+    if "sessions" in sources:
+        env.update({"MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__SOURCES": json.dumps(sources),
+                    "MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__EXPERIMENTAL__SESSIONMEMORY": "true",
+                    "MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__SYNC__SESSIONS__DELTABYTES": "0",
+                    "MEMSIFT__AGENTS__DEFAULTS__MEMORYSEARCH__SYNC__SESSIONS__DELTAMESSAGES": "0"})
     subprocess.run([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "index"], env=env,
                    capture_output=True, timeout=300, check=True)  # the model loaded before the instances go
     hog = subprocess.Popen([sys.executable, "-c", HOG], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -470,6 +478,11 @@ def test_watch_polls_when_the_systems_inotify_instances_are_all_taken(tmp_path):
         while (event := events.get(timeout=60))["event"] != "synced" or event["reason"] != "watch":
             assert event["event"] != "error", event
         assert event["report"]["filesIndexed"] == 1
+        if "sessions" in sources:
+            write_transcript(transcript, [("user", "where are the walrus photos?")])
+            while (event := events.get(timeout=60))["event"] != "synced" or event["reason"] != "session-delta":
+                assert event["event"] != "error", event
+            assert event["report"]["filesIndexed"] == 1
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
         err_text = proc.stderr.read()

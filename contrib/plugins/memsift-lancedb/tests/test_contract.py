@@ -12,3 +12,4 @@ pytest.importorskip("memsift_lancedb", reason="the LanceDB plugin is not install
 
 class TestLanceDB(BackendContract):
     backend = "lancedb"
+    indexes_sessions = True

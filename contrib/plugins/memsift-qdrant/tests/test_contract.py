@@ -11,3 +11,4 @@ from memsift.engine.kit.testing import BackendContract  # noqa: E402
 
 class TestQdrant(BackendContract):
     backend = "qdrant"
+    indexes_sessions = True

@@ -1,0 +1,117 @@
+"""Session transcripts (`sources: ["memory", "sessions"]` with `experimental.sessionMemory`) through
+the doors, on every backend that indexes them itself: `memsift index` reads the agent's JSONL
+transcripts, and the cold CLI (`--corpus sessions`), `status`, the resident helper, MCP over stdio
+and over HTTP answer `sessions/<name>.jsonl` at its JSONL lines with secrets redacted; `memsift
+watch` indexes a transcript's growth (its transcript-delta sync). LanceDB and Qdrant indexed
+Markdown only before. The API: the backend contract."""
+
+from __future__ import annotations
+
+import json
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from helpers import HttpMcp, backend_memory, write_transcript
+from memsift.engine.testing import NOTES
+from memsift.engine.testing.doors import cli_env, run_cli, write_notes
+
+QUESTION = "what is the wifi password for the cabin?"
+SECRET = "sk-abcdefghijklmnopqrstuvwx"
+TURNS = [("user", "what is the wifi password for the cabin"),
+         ("assistant", f"It is on the fridge, token: {SECRET}")]
+
+
+def _config(tmp_path: Path, backend: str, ws: Path) -> Path:
+    cfg = tmp_path / "memsift.json"
+    memory_search = {"sources": ["memory", "sessions"], "experimental": {"sessionMemory": True},
+                     "sync": {"sessions": {"deltaBytes": 0, "deltaMessages": 0}}}
+    cfg.write_text(json.dumps({"memory": backend_memory(backend), "agents": {"defaults": {
+        "workspace": str(ws), "memorySearch": memory_search}}}))
+    return cfg
+
+
+def _answer(done: subprocess.CompletedProcess) -> dict:
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def _transcript_hit(answer: dict, last_line: int = 4) -> None:
+    hit = answer["results"][0]
+    assert (hit["path"], hit["source"], hit["startLine"], hit["endLine"]) == (
+        "sessions/abc.jsonl", "sessions", 2, last_line), answer["results"]
+    assert SECRET not in json.dumps(answer) and "[redacted]" in hit["snippet"], hit["snippet"]
+
+
+def _watch_event(proc: subprocess.Popen, wanted, timeout: float = 120) -> dict:
+    """The first JSON event of `memsift watch --json` for which `wanted(event)` holds."""
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 1.0)
+        if not ready:
+            assert proc.poll() is None, "memsift watch exited"
+            continue
+        line = proc.stdout.readline()
+        if line.strip().startswith("{") and wanted(event := json.loads(line)):
+            return event
+    raise AssertionError("memsift watch did not say it")
+
+
+@pytest.mark.parametrize("backend", ["builtin", "lancedb", "qdrant", "postgres"])
+def test_transcripts_are_answered_through_every_door(tmp_path, backend):
+    ws = write_notes(tmp_path / "ws")
+    sessions = tmp_path / "state" / "agents" / "main" / "sessions"  # the state folder `cli_env` gives
+    sessions.mkdir(parents=True)
+    write_transcript(sessions / "abc.jsonl", TURNS)
+    cfg = _config(tmp_path, backend, ws)
+    report = _answer(run_cli(tmp_path, cfg, "index", "--json"))
+    assert report["filesIndexed"] == len(NOTES) + 1, report
+    # The cold CLI, JSON and text, and status
+    _transcript_hit(_answer(run_cli(tmp_path, cfg, "search", QUESTION, "--json", "--corpus", "sessions")))
+    text = run_cli(tmp_path, cfg, "search", QUESTION, "--corpus", "sessions")
+    assert "sessions/abc.jsonl:2-4" in text.stdout and SECRET not in text.stdout, text.stdout
+    assert "sessions" in _answer(run_cli(tmp_path, cfg, "status", "--json"))["sources"]
+    # The resident helper (the first warm call starts it, the second is its answer)
+    try:
+        for _ in range(2):
+            warm = _answer(run_cli(tmp_path, cfg, "search", QUESTION, "--json", "--corpus", "sessions", resident=True))
+        _transcript_hit(warm)
+    finally:
+        run_cli(tmp_path, cfg, "helpers", "stop", "--all", resident=True)
+    # MCP over stdio and over HTTP
+    mcp = pytest.importorskip("mcp", reason="the MCP door needs the MCP SDK")
+    call = {"query": QUESTION, "corpus": "sessions"}
+
+    async def over_stdio() -> dict:
+        params = mcp.StdioServerParameters(command=sys.executable, env=cli_env(tmp_path),
+                                           args=["-m", "memsift.engine.cli.main", "-c", str(cfg), "mcp"])
+        async with mcp.Client(params) as client:
+            return (await client.call_tool("memory_search", call)).structured_content
+
+    _transcript_hit(anyio.run(over_stdio))
+    http = HttpMcp([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg)], cli_env(tmp_path), "--no-watch")
+    try:
+        _transcript_hit(http.call("tools/call", {"name": "memory_search", "arguments": call})["result"]
+                        ["structuredContent"])
+    finally:
+        http.close()
+    # `memsift watch`: the transcript grows, its transcript sync indexes it (a search's sync never waits on it)
+    watch = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "watch", "--json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=cli_env(tmp_path))
+    try:
+        _watch_event(watch, lambda e: e.get("event") == "ready")
+        write_transcript(sessions / "abc.jsonl", [*TURNS, ("user", "and the boat key? under the mat")])
+        grown = _watch_event(watch, lambda e: e.get("reason") == "session-delta"
+                             and e.get("report", {}).get("filesIndexed") == 1)
+        assert grown["report"]["backend"] == backend, grown
+    finally:
+        watch.terminate()
+        watch.wait(timeout=60)
+    found = _answer(run_cli(tmp_path, cfg, "search", "boat key under the mat", "--json", "--corpus", "sessions"))
+    assert found["results"][0]["path"] == "sessions/abc.jsonl", found["results"]
