@@ -45,7 +45,8 @@ from memsift.engine.files.fingerprint import (
 )
 from memsift.engine.manager import SyncReport
 from memsift.engine.embeddings.base import MultimodalInput
-from memsift.engine.files.sync import MAX_MARKDOWN_BYTES, read_markdown, read_media, read_transcript, sort_files
+from memsift.engine.files.sync import (MAX_MARKDOWN_BYTES, read_markdown, read_media, read_transcript,
+                                       session_days_key, sort_files)
 from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
 from memsift.engine.private_dirs import make_private_dir
 from memsift.engine.files.flock import flock_within
@@ -167,6 +168,7 @@ def wanted_meta(settings: ResolvedConfig, ident: IndexIdentity) -> dict[str, Any
         "ftsTokenizer": ms.store.fts.tokenizer,
         "ftsText": INDEX_TEXT_REVISION,
         "noteDates": NOTE_DATES_REVISION,
+        **session_days_key(ms),
     }
 
 
@@ -404,7 +406,7 @@ class Indexer:
     def _read_transcript(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:
         c = self.ms.chunking
         read = read_transcript(f, self.skipped, strategy=c.strategy, tokens=c.tokens, overlap=c.overlap,
-                               max_input_bytes=self.ident.max_input_bytes)
+                               max_input_bytes=self.ident.max_input_bytes, zone=self.ms.query.time.timezone)
         return None if read is None else _Pending(f, read.hash, st.st_mtime_ns, st.st_size, read.chunks, days=read.days)
 
     def _read_multimodal(self, f: MemoryFile, st: os.stat_result) -> _Pending | None:

@@ -33,7 +33,7 @@ from memsift.engine.files.fingerprint import fingerprint_diff, rebuild_note, ver
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
 from memsift.engine.secrets import redact
-from memsift.engine.files.sync import read_markdown, read_media, read_transcript, sort_files
+from memsift.engine.files.sync import read_markdown, read_media, read_transcript, session_days_key, sort_files
 from memsift.engine.files.transcripts import list_transcripts
 from memsift.engine.files.multimodal import TOO_LARGE, extensions_for
 from memsift.engine.embeddings.base import MultimodalInput
@@ -91,6 +91,7 @@ def wanted_meta(settings: ResolvedConfig, ident: Identity) -> dict[str, Any]:
         "ftsTokenizer": ms.store.fts.tokenizer,
         "ftsText": INDEX_TEXT_REVISION,
         "noteDates": NOTE_DATES_REVISION,
+        **session_days_key(ms),
     }
     if ms.multimodal.enabled:  # only then: an index made before this key existed stays valid
         out["multimodal"] = {
@@ -132,10 +133,12 @@ class _Sync:
             return _Pending(f, media.hash, st.st_mtime_ns, st.st_size, [Chunk(1, 1, media.label, media.hash)],
                             inputs={media.hash: MultimodalInput(media.label, media.mime, media.data)})
         c = self.ms.chunking
-        reader = read_transcript if f.source == "sessions" else read_markdown
-        args = (f, self.skipped) if f.source == "sessions" else (f, st, self.skipped)
-        read = reader(*args, strategy=c.strategy, tokens=c.tokens, overlap=c.overlap,  # type: ignore[operator]
-                      max_input_bytes=self.ident.max_input_bytes)
+        if f.source == "sessions":
+            read = read_transcript(f, self.skipped, strategy=c.strategy, tokens=c.tokens, overlap=c.overlap,
+                                   max_input_bytes=self.ident.max_input_bytes, zone=self.ms.query.time.timezone)
+        else:
+            read = read_markdown(f, st, self.skipped, strategy=c.strategy, tokens=c.tokens, overlap=c.overlap,
+                                 max_input_bytes=self.ident.max_input_bytes)
         if read is None:
             return None
         return _Pending(f, read.hash, st.st_mtime_ns, st.st_size, read.chunks, read.days)

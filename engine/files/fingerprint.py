@@ -80,6 +80,7 @@ _CHANGES = {
     "ftsTokenizer": "the keyword tokenizer changed ({0} → {1})",
     "ftsText": "memsift's keyword index changed with this version",
     "noteDates": "memsift's reading of the days notes speak of changed with this version",
+    "sessionDays": "the time zone session transcripts are dated in changed ({0} → {1})",
 }
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "read_regular",
     "read_markdown",
     "read_transcript",
+    "session_days_key",
     "read_media",
     "FileSort",
     "sort_files",
@@ -89,12 +90,13 @@ def read_markdown(
 
 
 def read_transcript(f: MemoryFile, skipped: list[Skipped], *, strategy: str, tokens: int, overlap: int,
-                    max_input_bytes: int | None = None) -> MarkdownRead | None:
+                    max_input_bytes: int | None = None, zone: str | None = None) -> MarkdownRead | None:
     """A JSONL session transcript as `User:` / `Assistant:` chunks whose line ranges point at its
-    JSONL lines, each dated by its first message's timestamp; None with the reason in `skipped`.
-    The hash covers the flattened text and its line and time maps (what the chunks are made of)."""
-    from datetime import datetime  # noqa: PLC0415
-
+    JSONL lines, each dated by its first message's timestamp, on the user's day (`zone`, an IANA
+    name; None: this machine's); None with the reason in `skipped`. The hash covers the flattened
+    text and its line and time maps (what the chunks are made of); an index records the zone
+    (`session_days_key`)."""
+    from ..config.zones import wall_clock  # noqa: PLC0415
     from .transcripts import flatten_transcript  # noqa: PLC0415
 
     try:
@@ -112,7 +114,7 @@ def read_transcript(f: MemoryFile, skipped: list[Skipped], *, strategy: str, tok
         first = min(c.start_line, len(t.line_map)) - 1
         chunks.append(Chunk(t.line_map[first], t.line_map[min(c.end_line, len(t.line_map)) - 1], c.text, c.hash))
         stamp = t.timestamps[first] if first < len(t.timestamps) else 0.0
-        day = datetime.fromtimestamp(stamp).date().isoformat() if stamp > 0 else None
+        day = wall_clock(stamp, zone).date().isoformat() if stamp > 0 else None
         days.append(ChunkDay(day, "timestamp", (day,)) if day else ChunkDay(None, None))
     if max_input_bytes:
         chunks = split_for_input_limit(chunks, max_input_bytes)
@@ -193,3 +195,9 @@ def read_media(f: MemoryFile, st: os.stat_result, skipped: list[Skipped], max_by
     label = label_for(modality, rel)
     return MediaRead(multimodal_hash(rel, label, mime, data), label, mime, data)
 
+
+def session_days_key(ms: Any) -> dict[str, str]:
+    """The index fingerprint's record of the zone session transcripts are dated in (their days are
+    stored): another zone re-dates them by a rebuild. Only where transcripts are a source, so no
+    other index is rebuilt for it."""
+    return {"sessionDays": ms.query.time.timezone or "local"} if "sessions" in ms.sources else {}

@@ -46,7 +46,7 @@ from ..files.chunking import CHUNKER_REVISION, chunk_id
 from ..files.discovery import MemoryFile, Skipped, discover_memory_files
 from ..files.fingerprint import fingerprint_diff, version_stamps
 from ..files.note_dates import NOTE_DATES_REVISION, ChunkDay
-from ..files.sync import MarkdownRead, read_markdown, read_transcript, sort_files
+from ..files.sync import MarkdownRead, read_markdown, read_transcript, session_days_key, sort_files
 from ..files.transcripts import list_transcripts
 from ..lazy import np  # numpy on first use: plugins import the kit on every command
 from ..logging import get_logger
@@ -176,7 +176,7 @@ class IndexedManager(IndexedBackend):
                 "providerKey": p.fingerprint if p else "fts-only", "dims": dims,
                 "extraPaths": sorted(self.ms.extra_paths), "chunkStrategy": c.strategy, "chunkTokens": c.tokens,
                 "chunkOverlap": c.overlap, "chunker": CHUNKER_REVISION, "ftsTokenizer": self.tokenizer,
-                "ftsText": INDEX_TEXT_REVISION, "noteDates": NOTE_DATES_REVISION,
+                "ftsText": INDEX_TEXT_REVISION, "noteDates": NOTE_DATES_REVISION, **session_days_key(self.ms),
                 **version_stamps(None, rebuilt=True),  # published with a new index: this memsift built it
                 **self.fallback_record()}  # recorded, never compared
 
@@ -222,7 +222,7 @@ class IndexedManager(IndexedBackend):
             limit = getattr(self.provider, "max_input_bytes", None)
             if f.source == "sessions":
                 got = read_transcript(f, skipped, strategy=strategy, tokens=tokens, overlap=overlap,
-                                      max_input_bytes=limit)
+                                      max_input_bytes=limit, zone=self.ms.query.time.timezone)
             else:
                 got = read_markdown(f, st, skipped, strategy=strategy, tokens=tokens, overlap=overlap,
                                     max_input_bytes=limit)

@@ -495,7 +495,8 @@ class BackendContract:
         "sessions"]`): a hit is `sessions/<name>.jsonl` at its JSONL lines, secrets redacted; a
         search's sync never waits on a transcript's growth (nor drops it), a transcript sync reads
         it; with sessions no longer a source the next sync removes them (LanceDB and Qdrant
-        indexed Markdown only)."""
+        indexed Markdown only), each dated on the user's day (`query.time.timezone`: it was this
+        machine's)."""
         from ..compose.wrapped import declaring
         from ..manager import IndexesSessions
 
@@ -513,8 +514,9 @@ class BackendContract:
 
         write([("user", "what is the wifi password for the cabin"),
                ("assistant", "It is on the fridge, token: sk-abcdefghijklmnopqrstuvwx")])
+        # The user's zone, UTC+14: the transcript's moment (2023-11-14 22:13 UTC) is the user's 15 November
         with_sessions = {**self.memory_search(tmp_path), "sources": ["memory", "sessions"],
-                         "experimental": {"sessionMemory": True}}
+                         "experimental": {"sessionMemory": True}, "query": {"time": {"timezone": "Pacific/Kiritimati"}}}
 
         async def main() -> None:
             m = self.open(tmp_path, workspace, with_sessions)
@@ -529,6 +531,9 @@ class BackendContract:
                 assert (hit.path, hit.source, hit.start_line, hit.end_line) == ("sessions/abc.jsonl", "sessions", 2, 4)
                 assert "sk-abc" not in hit.snippet and "[redacted]" in hit.snippet, hit.snippet
                 assert "sessions" in (await m.status()).sources
+                that_day = await self.keyword(m, "wifi password cabin", since="2023-11-15", until="2023-11-15")
+                assert _paths(that_day)[:1] == ["sessions/abc.jsonl"], _paths(that_day)  # dated on the user's day
+                assert not (await self.keyword(m, "wifi password cabin", until="2023-11-14")).results
                 write([("user", "what is the wifi password for the cabin"), ("assistant", "fridge"),
                        ("user", "and the boat key? under the mat")])
                 mark = getattr(m, "mark_dirty", None)
