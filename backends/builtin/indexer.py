@@ -51,7 +51,7 @@ from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_
 from memsift.engine.private_dirs import make_private_dir
 from memsift.engine.files.flock import flock_within
 from memsift.engine.files.multimodal import TOO_LARGE, extensions_for
-from memsift.engine.files.transcripts import list_transcripts
+from memsift.engine.files.transcripts import list_transcripts, sessions_folder
 
 from .index_file import inspect_index_file, is_memsift_database, temp_name_re
 from .store import (
@@ -259,7 +259,7 @@ class Indexer:
         # Session transcripts are synced by full rebuilds, explicit syncs and the session-delta
         # watcher; searches and file-watch syncs leave them alone so they never wait on them.
         self.include_sessions = include_sessions and "sessions" in settings.memory_search.sources
-        self.sessions_dir = settings.state_dir / "agents" / settings.agent_id / "sessions"
+        self.sessions_dir = sessions_folder(settings)
         self.meta_extra = meta_extra or {}
         # Without a fallback provider, an embedding failure during an incremental sync keeps the
         # text searchable and retries the vectors later; with one, it fails so the switch happens.

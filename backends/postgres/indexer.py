@@ -34,7 +34,7 @@ from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
 from memsift.engine.secrets import redact
 from memsift.engine.files.sync import read_markdown, read_media, read_transcript, session_days_key, sort_files
-from memsift.engine.files.transcripts import list_transcripts
+from memsift.engine.files.transcripts import list_transcripts, sessions_folder
 from memsift.engine.files.multimodal import TOO_LARGE, extensions_for
 from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
@@ -154,7 +154,7 @@ class _Sync:
         files, self.skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths, media)
         wanted = "sessions" in self.ms.sources
         if wanted and include_sessions:
-            folder = self.settings.state_dir / "agents" / self.agent / "sessions"
+            folder = sessions_folder(self.settings)
             files += [MemoryFile(str(p), f"sessions/{p.name}", source="sessions") for p in list_transcripts(folder)]
         sources = ["memory", "sessions"] if (include_sessions or not wanted) else ["memory"]
         cur = await self.conn.execute(

@@ -29,6 +29,7 @@ from memsift.engine.search.citations import citation_for, citations_enabled
 from memsift.engine.config import ResolvedConfig
 from memsift.engine.durations import parse_duration_ms
 from memsift.engine.errors import PathNotAllowedError
+from memsift.engine.files.transcripts import sessions_folder
 from memsift.engine.files.sync import MAX_MARKDOWN_BYTES
 from memsift.engine.manager import SyncReport
 from memsift.engine.files.rules import MemoryRules, read_memory, session_export_dir
@@ -124,7 +125,7 @@ class QmdSearchManager(KeywordSearch):
         self.debounce_s = max(0.0, u.debounce_ms / 1000)
         self.interval_s = parse_duration_ms(u.interval, default_ms=300_000) / 1000
         self.embed_interval_s = parse_duration_ms(u.embed_interval, default_ms=3_600_000) / 1000
-        self.sessions_dir = settings.state_dir / "agents" / settings.agent_id / "sessions"
+        self.sessions_dir = sessions_folder(settings)
         sess = self.qmd.sessions
         self.export_dir = session_export_dir(settings)
         self.collections = resolve_collections(settings, self.export_dir if sess.enabled else None)

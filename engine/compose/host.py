@@ -133,9 +133,10 @@ def _session_watcher(manager: SearchManager, settings: ResolvedConfig,
     """The transcripts' watch, where they are a source the backend indexes itself."""
     if "sessions" not in settings.memory_search.sources or not _accepts_sessions(manager):
         return None
+    from ..files.transcripts import sessions_folder  # noqa: PLC0415
     from ..private_dirs import make_private_dir  # noqa: PLC0415
 
-    folder = settings.state_dir / "agents" / settings.agent_id / "sessions"
+    folder = sessions_folder(settings)
     make_private_dir(folder)
     s = settings.memory_search.sync.sessions
     return SessionWatcher(folder, SessionDeltaTracker(int(s.delta_bytes), int(s.delta_messages)), sync)

@@ -13,10 +13,12 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ..config.zones import is_moment
 
-__all__ = ["Transcript", "flatten_transcript", "redact_text", "list_transcripts", "TRANSCRIPT_SUFFIXES"]
+__all__ = ["Transcript", "flatten_transcript", "redact_text", "list_transcripts", "sessions_folder",
+           "TRANSCRIPT_SUFFIXES"]
 
 _SECRET_RES = [
     re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}"),
@@ -92,6 +94,11 @@ def flatten_transcript(raw: str) -> Transcript:
             out.line_map.append(number)
             out.timestamps.append(_timestamp(rec, msg))
     return out
+
+
+def sessions_folder(settings: Any) -> Path:
+    """Where the agent's session transcripts are: `<stateDir>/agents/<agentId>/sessions` (OpenClaw's layout)."""
+    return settings.state_dir / "agents" / settings.agent_id / "sessions"
 
 
 def list_transcripts(sessions_dir: Path) -> list[Path]:

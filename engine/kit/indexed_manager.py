@@ -47,7 +47,7 @@ from ..files.discovery import MemoryFile, Skipped, discover_memory_files
 from ..files.fingerprint import fingerprint_diff, version_stamps
 from ..files.note_dates import NOTE_DATES_REVISION, ChunkDay
 from ..files.sync import MarkdownRead, read_markdown, read_transcript, session_days_key, sort_files
-from ..files.transcripts import list_transcripts
+from ..files.transcripts import list_transcripts, sessions_folder
 from ..lazy import np  # numpy on first use: plugins import the kit on every command
 from ..logging import get_logger
 from ..manager import SyncReport
@@ -210,8 +210,8 @@ class IndexedManager(IndexedBackend):
         files = [f for f in files if f.modality is None]
         if "sessions" in self.ms.sources:
             if self._include_sessions or not known:  # a first or full build holds them all
-                folder = self.settings.state_dir / "agents" / self.agent / "sessions"
-                files += [MemoryFile(str(p), f"sessions/{p.name}", source="sessions") for p in list_transcripts(folder)]
+                files += [MemoryFile(str(p), f"sessions/{p.name}", source="sessions")
+                          for p in list_transcripts(sessions_folder(self.settings))]
             else:  # this sync leaves them as indexed: neither compared nor removed
                 known = {path: row for path, row in known.items() if _source(row) != "sessions"}
         report.files_seen = len(files)
