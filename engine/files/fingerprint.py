@@ -17,7 +17,9 @@ _RECORDED = ("builtBy", "updatedBy", "fallback")
 _RELEASE_KEYS = ("schema", "chunker", "ftsText", "noteDates")
 # Keys that either the user's settings or a new memsift change (the local model's graph is built by
 # memsift, and its recipe is part of the provider's key): after an upgrade, said so.
-_EITHER_KEYS = {"providerKey": "the embedding model's settings, or this memsift's build of it, changed"}
+_EITHER_KEYS = {"providerKey": "the embedding model's settings, or this memsift's build of it, changed",
+                "sessionDays": ("the time zone session transcripts are dated in, or this memsift's dating of "
+                                "them, changed")}
 
 
 @lru_cache(maxsize=1)
