@@ -69,6 +69,15 @@ def default_state_path(env: Mapping[str, str]) -> str:
     return os.path.join(base, "memsift")
 
 
+def openclaw_state_dir(env: Mapping[str, str]) -> Path | None:
+    """OpenClaw's state folder as OpenClaw finds it: `$OPENCLAW_STATE_DIR`, else `~/.openclaw`
+    (None where no home folder is known)."""
+    from pathlib import Path  # noqa: PLC0415
+
+    found = _xdg(env, "OPENCLAW_STATE_DIR", ".openclaw")
+    return Path(os.path.abspath(found)) if found else None
+
+
 def default_state_dir(env: Mapping[str, str]) -> Path:
     """`default_state_path` as a Path."""
     from pathlib import Path  # noqa: PLC0415

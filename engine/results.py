@@ -220,6 +220,7 @@ class ManagerStatus(_Out):
     source_counts: dict[str, dict[str, int]] = spec(factory=dict)
     search_mode: str = "hybrid"  # what a search answers in right now (fts-only while a rebuild is needed)
     time_zone: str | None = None  # whose days "yesterday" and since/until read (config/zones.py zone_shown)
+    transcripts: str | None = None  # the folder session transcripts are read from, when they are a source
     search_now: str | None = None  # what a search would do right now, and why, in one sentence
     provider_unavailable_reason: str | None = None
     fallback: Fallback | None = None

@@ -59,10 +59,25 @@ function stopEveryChild() {
   return Promise.all(all.map((child) => child.stop()));
 }
 
+/** `env` with OPENCLAW_STATE_DIR set to the Gateway's state folder where it is known and not set already. */
+export function withStateDir(env, resolveStateDir) {
+  if (env.OPENCLAW_STATE_DIR) return env;
+  let stateDir;
+  try {
+    stateDir = resolveStateDir?.();
+  } catch {
+    stateDir = undefined;
+  }
+  return typeof stateDir === "string" && stateDir ? { ...env, OPENCLAW_STATE_DIR: stateDir } : env;
+}
+
 /** Everything the tools, the runtime and the CLI share: settings, targets, one process per agent. */
-export function createDeps(api, { env = process.env } = {}) {
+export function createDeps(api, { env: givenEnv = process.env } = {}) {
   const settings = pluginSettings(api.pluginConfig);
   const { processes } = shared();
+  // memsift reads the agents' session transcripts (`sources: ["memory", "sessions"]`) where the
+  // Gateway writes them: its state folder, told to memsift as OpenClaw's own variable.
+  const env = withStateDir(givenEnv, () => api.runtime?.state?.resolveStateDir?.());
 
   const targetFor = ({ cfg, agentId, workspaceDir }) => {
     const config = cfg ?? api.runtime?.config?.current?.() ?? api.config;

@@ -346,7 +346,7 @@ def render_status(s: ManagerStatus) -> str:
         ),
         ("Search mode", s.search_mode),
         *([("Time zone", s.time_zone)] if s.time_zone else []),
-        ("Sources", ", ".join(s.sources)),
+        ("Sources", ", ".join(s.sources) + (f" (transcripts: {s.transcripts})" if s.transcripts else "")),
         ("Extra paths", ", ".join(s.extra_paths) or "-"),
         (
             "Indexed",

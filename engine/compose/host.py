@@ -134,9 +134,8 @@ def _session_watcher(manager: SearchManager, settings: ResolvedConfig,
     if "sessions" not in settings.memory_search.sources or not _accepts_sessions(manager):
         return None
     from ..files.transcripts import sessions_folder  # noqa: PLC0415
-    from ..private_dirs import make_private_dir  # noqa: PLC0415
 
-    folder = sessions_folder(settings)
-    make_private_dir(folder)
+    # Not made when missing (it may be OpenClaw's): the watch starts once it appears.
     s = settings.memory_search.sync.sessions
-    return SessionWatcher(folder, SessionDeltaTracker(int(s.delta_bytes), int(s.delta_messages)), sync)
+    return SessionWatcher(sessions_folder(settings), SessionDeltaTracker(int(s.delta_bytes), int(s.delta_messages)),
+                          sync)

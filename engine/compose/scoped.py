@@ -46,12 +46,14 @@ class ScopedSearchManager(WrappedManager):
 
 
     def __init__(self, inner: SearchManager, scope: ScopeConfig | None, *, agent_id: str,
-                 memory_rules: MemoryRules | None = None, query_config: QueryConfig | None = None) -> None:
+                 memory_rules: MemoryRules | None = None, query_config: QueryConfig | None = None,
+                 transcripts: str | None = None) -> None:
         super().__init__(inner)
         self.scope = scope
         self.agent_id = agent_id
         self.memory_rules = memory_rules
         self._query_config = query_config or QueryConfig()
+        self._transcripts = transcripts  # where the session transcripts are read from, when they are a source
 
     @property
     def query_config(self) -> QueryConfig:
@@ -156,7 +158,8 @@ class ScopedSearchManager(WrappedManager):
         if denied is not None:  # not even the workspace folder is shown
             return ManagerStatus(backend=self._inner.backend, agent_id=self.agent_id, workspace_dir="", denied=denied)
         status = await self._inner.status(deep=StatusOptions.build("api", deep=deep).deep)
-        return status.model_copy(update={"time_zone": zone_shown(self._query_config.time.timezone)})
+        return status.model_copy(update={"time_zone": zone_shown(self._query_config.time.timezone),
+                                         "transcripts": self._transcripts})
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -207,6 +210,9 @@ def scoped(manager: SearchManager, settings: Any) -> ScopedSearchManager:
     """`manager` under the scope rules of `settings` (a manager already scoped is returned as is)."""
     if isinstance(manager, ScopedSearchManager):
         return manager
+    from ..files.transcripts import sessions_folder  # noqa: PLC0415
+
+    transcripts = str(sessions_folder(settings)) if "sessions" in settings.memory_search.sources else None
     return ScopedSearchManager(manager, settings.memory.qmd.scope, agent_id=settings.agent_id,
                                memory_rules=MemoryRules.from_settings(settings),
-                               query_config=settings.memory_search.query)
+                               query_config=settings.memory_search.query, transcripts=transcripts)

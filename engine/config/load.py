@@ -22,7 +22,7 @@ from ..records import Record
 from ..records.schema import model_of, validate
 from .sizes import EVIDENCE_TOKENS, REFERENCE_OVERLAP, REFERENCE_TOKENS
 from ..errors import ConfigError
-from ..private_dirs import current_path, default_state_dir
+from ..private_dirs import current_path, default_state_dir, openclaw_state_dir
 from .coverage import with_qmd_coverage
 from ..secrets import names_a_variable, register_header_secrets, register_secret, register_url_secrets
 from .workspace import find_workspace
@@ -432,6 +432,7 @@ def resolve_agent(
             **endpoint_source,
         },
         openclaw_config=getattr(config, "_openclaw_path", None),
+        openclaw_state_dir=openclaw_state_dir(env) if getattr(config, "_openclaw_path", None) else None,
     )
     # Checked on what the index really covers: the extra paths and QMD's collections (config/coverage.py).
     covered = with_qmd_coverage(resolved).memory_search.extra_paths

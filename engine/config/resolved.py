@@ -28,4 +28,7 @@ class ResolvedConfig(Record, frozen=True):
     notes: tuple[str, ...] = spec(default=(), exclude=True)
     # Where each setting came from (`memorySearch.query.maxResults` → "<file>: memory.search.query.maxResults").
     sources: dict[str, str] = spec(factory=dict, exclude=True)
+    # OpenClaw's state folder where an OpenClaw config is read ($OPENCLAW_STATE_DIR, else ~/.openclaw):
+    # its agents/<id>/sessions hold the Gateway's transcripts (files/transcripts.py `sessions_folder`)
+    openclaw_state_dir: Path | None = spec(default=None, exclude=True)
     openclaw_config: Path | None = spec(default=None, exclude=True)  # the OpenClaw file read under memsift's

@@ -97,8 +97,11 @@ def flatten_transcript(raw: str) -> Transcript:
 
 
 def sessions_folder(settings: Any) -> Path:
-    """Where the agent's session transcripts are: `<stateDir>/agents/<agentId>/sessions` (OpenClaw's layout)."""
-    return settings.state_dir / "agents" / settings.agent_id / "sessions"
+    """Where the agent's session transcripts are: `<stateDir>/agents/<agentId>/sessions`, the state
+    folder being OpenClaw's where memsift reads an OpenClaw config (the Gateway writes them there),
+    else memsift's own."""
+    root = settings.openclaw_state_dir or settings.state_dir
+    return root / "agents" / settings.agent_id / "sessions"
 
 
 def list_transcripts(sessions_dir: Path) -> list[Path]:

@@ -338,3 +338,34 @@ def test_openclaw_2026_9_keys_reach_every_door(tmp_path, example_workspace):
             await manager.aclose()
 
     assert anyio.run(api) == 2
+
+
+def test_session_transcripts_are_read_from_openclaws_state_folder(tmp_path):
+    """With an OpenClaw config, `sources: ["memory", "sessions"]` reads the transcripts the Gateway
+    writes: `$OPENCLAW_STATE_DIR/agents/<id>/sessions`, else `~/.openclaw/…` (memsift looked in its
+    own state folder, where there are none, and found nothing); without one, memsift's own. `status`
+    says which folder."""
+    from memsift.engine.files.transcripts import sessions_folder
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    gateway = _write(tmp_path, "openclaw.json", {"agents": {"defaults": {"workspace": str(ws), "memorySearch": {
+        "sources": ["memory", "sessions"], "experimental": {"sessionMemory": True}}}}})
+    memsift_state = {"MEMSIFT_STATE_DIR": str(tmp_path / "memsift-state")}
+    mine = _write(tmp_path, "memsift.json5", {})
+    told = _load(mine, env={**memsift_state, "OPENCLAW_STATE_DIR": str(tmp_path / "oc")}, openclaw=gateway)
+    assert sessions_folder(told) == tmp_path / "oc" / "agents" / "main" / "sessions"
+    home = _load(mine, env=memsift_state, openclaw=gateway)  # OpenClaw's default, under this user's home
+    assert sessions_folder(home).parts[-4:] == (".openclaw", "agents", "main", "sessions")
+    own = _load(gateway, env=memsift_state)  # the same file as memsift's own config: no OpenClaw state folder
+    assert sessions_folder(own) == (tmp_path / "memsift-state").resolve() / "agents" / "main" / "sessions"
+
+    from memsift.engine.compose.factory import open_manager
+    from memsift.engine.cli.render import render_status
+
+    async def status() -> str:
+        async with open_manager(told) as manager:
+            return render_status(await manager.status())
+
+    text = anyio.run(status)
+    assert f"memory, sessions (transcripts: {tmp_path / 'oc' / 'agents' / 'main' / 'sessions'})" in text, text

@@ -288,6 +288,37 @@ describe("the user's time zone", () => {
   });
 });
 
+describe("session transcripts", () => {
+  test("are read where the Gateway writes them: its state folder's agents/<id>/sessions", async () => {
+    const gatewayState = path.join(scratch, "gateway-state");
+    const sessions = path.join(gatewayState, "agents", "main", "sessions");
+    mkdirSync(sessions, { recursive: true });
+    const message = (role, content) => JSON.stringify({ type: "message", message: { role, content, timestamp: 1_700_000_000_000 } });
+    writeFileSync(path.join(sessions, "abc.jsonl"), [JSON.stringify({ type: "session", id: "abc" }),
+      message("user", "what is the wifi password for the cabin"), message("assistant", "It is on the fridge")].join("\n") + "\n");
+    const chatty = path.join(scratch, "chatty");
+    mkdirSync(path.join(chatty, "memory"), { recursive: true });
+    writeFileSync(path.join(chatty, "MEMORY.md"), "# Memory\n\n- The boat is moored at pier 4.\n");
+    const gatewayConfig = path.join(scratch, "openclaw-sessions.json");
+    writeFileSync(gatewayConfig, JSON.stringify({ agents: { defaults: { workspace: chatty,
+      memorySearch: { sources: ["memory", "sessions"], experimental: { sessionMemory: true } } } } }));
+    const { api, seen } = fakeApi({ openclawConfig: gatewayConfig }, { agents: { defaults: { workspace: chatty } } });
+    api.runtime.state = { resolveStateDir: () => gatewayState };
+    const saved = process.env.OPENCLAW_STATE_DIR;
+    delete process.env.OPENCLAW_STATE_DIR; // the Gateway's own resolution tells memsift
+    try {
+      plugin.register(api);
+      stopped.push(seen);
+      const found = await call(seen, "memory_search", { query: "wifi password cabin", corpus: "sessions" },
+        { workspaceDir: chatty });
+      assert.deepEqual(found.results.map((h) => [h.path, h.source, h.startLine, h.endLine]),
+        [["sessions/abc.jsonl", "sessions", 2, 3]]);
+    } finally {
+      if (saved !== undefined) process.env.OPENCLAW_STATE_DIR = saved;
+    }
+  });
+});
+
 describe("answers, mapped", () => {
   test("search: hits, fallback and degraded sides become warnings; nothing null", () => {
     const out = searchResult({ results: [{ path: "a.md", startLine: 1, endLine: 2, score: 0.5, snippet: "x", source: "sessions" }],
