@@ -139,7 +139,11 @@ def export_sessions(
         name = src.name.replace(".jsonl", "", 1)
         target = export_dir / f"{name}.md"
         wanted.add(target.name)
-        lines = flatten_transcript(src.read_text(encoding="utf-8", errors="replace")).lines
+        try:
+            with open(src, encoding="utf-8", errors="replace") as fh:
+                lines = flatten_transcript(fh).lines  # line by line: never the whole file in memory
+        except OSError:  # gone or unreadable since it was listed: left for the next export
+            continue
         body = (
             f"# Session {name}\n{MARKER.format(source=src.name)}\n\n" + ("\n".join(lines) or "(empty)") + "\n"
         ).encode()

@@ -101,11 +101,10 @@ def read_transcript(f: MemoryFile, skipped: list[Skipped], *, strategy: str, tok
 
     try:
         with open(f.abs_path, encoding="utf-8", errors="replace") as fh:
-            raw = fh.read()
+            t = flatten_transcript(fh)  # line by line: never the whole file in memory
     except OSError as exc:
         skipped.append(Skipped(f.rel_path, f"cannot read: {exc.strerror}"))
         return None
-    t = flatten_transcript(raw)
     digest = hashlib.sha256(
         (t.text + "\n" + ",".join(map(str, t.line_map)) + "\n" + ",".join(map(str, t.timestamps))).encode()
     ).hexdigest()

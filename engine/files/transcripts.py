@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ..config.zones import is_moment
 
@@ -76,9 +76,11 @@ def _timestamp(rec: dict, msg: dict) -> float:
     return 0.0
 
 
-def flatten_transcript(raw: str) -> Transcript:
+def flatten_transcript(raw: str | Iterable[str]) -> Transcript:
+    """The user's and the assistant's messages of a JSONL transcript: its text, or its lines one by
+    one (a file opened as text: a transcript of hundreds of MB, images inline, is never held whole)."""
     out = Transcript()
-    for number, line in enumerate(raw.split("\n"), start=1):
+    for number, line in enumerate(raw.split("\n") if isinstance(raw, str) else raw, start=1):
         if not line.strip():
             continue
         try:

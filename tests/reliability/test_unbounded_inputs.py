@@ -195,6 +195,38 @@ def test_one_line_of_a_200_mb_file_is_read_without_holding_the_file(tmp_path):
     assert out["peak_mb"] < 200, out  # it used to hold the file, decoded and split: 780 MB
 
 
+def test_a_200_mb_transcript_is_indexed_without_holding_the_file(tmp_path):
+    """An agent's transcript with images inline (4 MB of base64 a message) grows to hundreds of MB:
+    it was read whole, decoded and split (a 315 MB one peaked at 622 MB), on a gateway's small
+    machine. It is read line by line, for the builtin index and QMD's export alike."""
+    transcript = tmp_path / "t.jsonl"
+    image = "A" * (4 * 2**20)
+    with open(transcript, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"type": "session", "id": "t"}) + "\n")
+        for i in range(50):
+            fh.write(json.dumps({"type": "message", "message": {"role": "user", "content": f"walrus question {i}",
+                                                                "timestamp": 1_700_000_000_000}}) + "\n")
+            fh.write(json.dumps({"type": "message", "message": {"role": "assistant", "content": [
+                {"type": "text", "text": f"walrus picture {i}"}, {"type": "image", "data": image}]}}) + "\n")
+    probe = (
+        "import json, re, sys\n"
+        "from memsift.engine.files.discovery import MemoryFile\n"
+        "from memsift.engine.files.sync import read_transcript\n"
+        "got = read_transcript(MemoryFile(sys.argv[1], 'sessions/t.jsonl', source='sessions'), [],\n"
+        "                      strategy='evidence', tokens=400, overlap=0)\n"
+        "text = ' '.join(c.text for c in got.chunks)\n"
+        "peak = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) // 1024\n"
+        "print(json.dumps({'users': text.count('User: walrus question'), 'pictures': text.count('walrus picture'),\n"
+        "                  'last': got.chunks[-1].end_line, 'peak_mb': peak}))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", probe, str(transcript)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout)
+    assert out["users"] == 50 and out["pictures"] == 50 and out["last"] == 101, out  # every message, JSONL lines
+    FIGURES["peak RSS MB indexing a 200 MB transcript"] = out["peak_mb"]
+    assert out["peak_mb"] < 150, out  # it used to hold the file, decoded and split
+
+
 def test_a_200_mb_one_line_note_is_read_in_bounded_pages_with_any_offset(tmp_path):
     """memory_get with `offset` 150,000,000 into a 200 MB line, and the CLI's `get --lines 1` of it:
     the skipped characters are streamed past and one read returns a bounded page that says where
