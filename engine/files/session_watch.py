@@ -106,7 +106,7 @@ class SessionWatcher:
                 self._restarts["sessions"].set()
 
     def _roots(self) -> list[Path]:
-        return [self.folder] if self.folder.is_dir() and not self.folder.is_symlink() else []
+        return [self.folder] if self.folder.is_dir() else []  # a linked folder too, as its transcripts are listed
 
     async def _on_change(self, paths: set[str]) -> None:
         if any([self.tracker.observe(Path(p)) for p in sorted(paths) if _is_transcript(p)]):  # each counted
