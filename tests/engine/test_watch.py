@@ -478,7 +478,8 @@ def test_watch_polls_when_the_systems_inotify_instances_are_all_taken(tmp_path, 
         while (event := events.get(timeout=60))["event"] != "synced" or event["reason"] != "watch":
             assert event["event"] != "error", event
         assert event["report"]["filesIndexed"] == 1
-        if "sessions" in sources:
+        if "sessions" in sources:  # its folder made now, as a Gateway's first chat does
+            transcript.parent.mkdir(parents=True)
             write_transcript(transcript, [("user", "where are the walrus photos?")])
             while (event := events.get(timeout=60))["event"] != "synced" or event["reason"] != "session-delta":
                 assert event["event"] != "error", event
