@@ -101,7 +101,7 @@ def read_transcript(f: MemoryFile, skipped: list[Skipped], *, strategy: str, tok
 
     try:
         with open(f.abs_path, encoding="utf-8", errors="replace") as fh:
-            t = flatten_transcript(fh)  # line by line: never the whole file in memory
+            t = flatten_transcript(fh, zone)  # line by line: never the whole file in memory
     except OSError as exc:
         skipped.append(Skipped(f.rel_path, f"cannot read: {exc.strerror}"))
         return None

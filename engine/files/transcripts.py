@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..config.zones import is_moment
+from ..config.zones import is_moment, zone_info
 
 __all__ = ["Transcript", "flatten_transcript", "redact_text", "list_transcripts", "sessions_folder",
            "TRANSCRIPT_SUFFIXES"]
@@ -57,9 +57,10 @@ def _message_text(content) -> str:
     return ""
 
 
-def _timestamp(rec: dict, msg: dict) -> float:
+def _timestamp(rec: dict, msg: dict, zone: str | None = None) -> float:
     """POSIX seconds of a record: a number (seconds or milliseconds) or an ISO 8601 string
-    ("2026-11-20T09:00:00Z", as OpenClaw writes them); 0 when there is none or it cannot be read."""
+    ("2026-11-20T09:00:00Z", as OpenClaw writes them; one without an offset is a time of `zone`, the
+    user's, else of this machine); 0 when there is none or it cannot be read."""
     ts = msg.get("timestamp", rec.get("timestamp"))
     if isinstance(ts, bool):
         return 0.0
@@ -69,14 +70,16 @@ def _timestamp(rec: dict, msg: dict) -> float:
     if isinstance(ts, str):
         try:
             when = datetime.fromisoformat(ts.strip().replace("Z", "+00:00"))
-            seconds = (when if when.tzinfo else when.astimezone()).timestamp()
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=zone_info(zone)) if zone else when.astimezone()
+            seconds = when.timestamp()
         except (ValueError, OverflowError, OSError):  # no date; year 1 or 9999 in a far zone
             return 0.0
         return seconds if is_moment(seconds) else 0.0
     return 0.0
 
 
-def flatten_transcript(raw: str | Iterable[str]) -> Transcript:
+def flatten_transcript(raw: str | Iterable[str], zone: str | None = None) -> Transcript:
     """The user's and the assistant's messages of a JSONL transcript: its text, or its lines one by
     one (a file opened as text: a transcript of hundreds of MB, images inline, is never held whole)."""
     out = Transcript()
@@ -94,7 +97,7 @@ def flatten_transcript(raw: str | Iterable[str]) -> Transcript:
         if text:
             out.lines.append(f"{'User' if msg['role'] == 'user' else 'Assistant'}: {redact_text(text)}")
             out.line_map.append(number)
-            out.timestamps.append(_timestamp(rec, msg))
+            out.timestamps.append(_timestamp(rec, msg, zone))
     return out
 
 

@@ -107,3 +107,6 @@ def test_a_transcripts_iso_timestamps_date_its_messages():
     t = flatten_transcript(raw)
     utc = [datetime.fromtimestamp(s, timezone.utc).isoformat() if s else None for s in t.timestamps]
     assert utc == ["2026-11-20T09:00:00+00:00", "2026-11-21T08:00:00+00:00", "2025-11-20T09:00:00+00:00", None, None]
+    # A time without an offset is the user's (it was this machine's)
+    naive = flatten_transcript(record("2026-11-20T09:00:00", "no offset"), zone="Pacific/Kiritimati")
+    assert datetime.fromtimestamp(naive.timestamps[0], timezone.utc).isoformat() == "2026-11-19T19:00:00+00:00"
