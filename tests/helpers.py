@@ -172,6 +172,34 @@ class HttpMcp:
         self.proc.wait(timeout=30)
 
 
+def memory_search_over_mcp(tmp_path: Path, cfg: Path, arguments: dict) -> list[dict]:
+    """`memory_search(arguments)`'s structured answers from `memsift -c cfg mcp` over stdio, then over
+    HTTP (`--no-watch`), each in the environment `run_cli` gives (skips without the MCP SDK)."""
+    import sys
+
+    import anyio
+    import pytest
+
+    from memsift.engine.testing.doors import cli_env
+
+    mcp = pytest.importorskip("mcp", reason="the MCP door needs the MCP SDK")
+    command = [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg)]
+
+    async def over_stdio() -> dict:
+        params = mcp.StdioServerParameters(command=command[0], args=[*command[1:], "mcp"], env=cli_env(tmp_path))
+        async with mcp.Client(params) as client:
+            return (await client.call_tool("memory_search", arguments)).structured_content
+
+    answers = [anyio.run(over_stdio)]
+    http = HttpMcp(command, cli_env(tmp_path), "--no-watch")
+    try:
+        answers.append(http.call("tools/call", {"name": "memory_search", "arguments": arguments})["result"]
+                       ["structuredContent"])
+    finally:
+        http.close()
+    return answers
+
+
 def process_alive(pid: int) -> bool:
     """The process exists and is not a zombie waiting to be reaped."""
     try:

@@ -109,8 +109,10 @@ class ProviderChoice:
         an index the fallback built does not try to rebuild it), and a host's watcher and interval
         syncs go back to the configured provider once it answers."""
         configured = self.configured_selection
-        meta = await self.index_meta()
-        if reason in AUTOMATIC_SYNCS:
+        automatic = reason in AUTOMATIC_SYNCS
+        # The index's meta, where it is used: to follow the index, or before a fallback can be taken
+        meta = await self.index_meta() if automatic or configured.fallback_id else None
+        if automatic:
             self._follow_index(meta)
             if reason in RETRYING_SYNCS and await self._configured_answers_again():
                 self.provider, self.selection = configured.provider, configured

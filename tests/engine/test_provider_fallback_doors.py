@@ -9,14 +9,12 @@ Postgres's first index failed outright.) The API: the backend contract."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-import anyio
 import pytest
 
-from helpers import HttpMcp, backend_memory
-from memsift.engine.testing.doors import cli_env, run_cli, write_notes
+from helpers import backend_memory, memory_search_over_mcp
+from memsift.engine.testing.doors import run_cli, write_notes
 from memsift.engine.testing.embedder import LoopbackEmbedder
 
 QUESTION = "when does the drip irrigation run?"
@@ -69,23 +67,8 @@ def test_the_fallback_embeds_and_every_door_says_so(tmp_path, backend):
         finally:
             run_cli(tmp_path, cfg, "helpers", "stop", "--all", resident=True)
         # MCP over stdio and over HTTP
-        mcp = pytest.importorskip("mcp", reason="the MCP door needs the MCP SDK")
-        call = {"query": QUESTION, "mode": "vector"}
-
-        async def over_stdio() -> dict:
-            params = mcp.StdioServerParameters(command=sys.executable, env=cli_env(tmp_path),
-                                               args=["-m", "memsift.engine.cli.main", "-c", str(cfg), "mcp"])
-            async with mcp.Client(params) as client:
-                return (await client.call_tool("memory_search", call)).structured_content
-
-        _fell_back(anyio.run(over_stdio))
-        http = HttpMcp([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg)], cli_env(tmp_path),
-                       "--no-watch")
-        try:
-            _fell_back(http.call("tools/call", {"name": "memory_search", "arguments": call})["result"]
-                       ["structuredContent"])
-        finally:
-            http.close()
+        for answer in memory_search_over_mcp(tmp_path, cfg, {"query": QUESTION, "mode": "vector"}):
+            _fell_back(answer)
         # The provider is back: an explicit index returns to it
         embedder.down = False
         back = _answer(run_cli(tmp_path, cfg, "index", "--json"))

@@ -14,10 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-import anyio
 import pytest
 
-from helpers import HttpMcp, backend_memory, write_transcript
+from helpers import backend_memory, memory_search_over_mcp, write_transcript
 from memsift.engine.testing import NOTES
 from memsift.engine.testing.doors import cli_env, run_cli, write_notes
 
@@ -85,22 +84,8 @@ def test_transcripts_are_answered_through_every_door(tmp_path, backend):
     finally:
         run_cli(tmp_path, cfg, "helpers", "stop", "--all", resident=True)
     # MCP over stdio and over HTTP
-    mcp = pytest.importorskip("mcp", reason="the MCP door needs the MCP SDK")
-    call = {"query": QUESTION, "corpus": "sessions"}
-
-    async def over_stdio() -> dict:
-        params = mcp.StdioServerParameters(command=sys.executable, env=cli_env(tmp_path),
-                                           args=["-m", "memsift.engine.cli.main", "-c", str(cfg), "mcp"])
-        async with mcp.Client(params) as client:
-            return (await client.call_tool("memory_search", call)).structured_content
-
-    _transcript_hit(anyio.run(over_stdio))
-    http = HttpMcp([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg)], cli_env(tmp_path), "--no-watch")
-    try:
-        _transcript_hit(http.call("tools/call", {"name": "memory_search", "arguments": call})["result"]
-                        ["structuredContent"])
-    finally:
-        http.close()
+    for answer in memory_search_over_mcp(tmp_path, cfg, {"query": QUESTION, "corpus": "sessions"}):
+        _transcript_hit(answer)
     # `memsift watch`: the transcript grows, its transcript sync indexes it (a search's sync never waits on it)
     watch = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "watch", "--json"],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=cli_env(tmp_path))

@@ -166,6 +166,18 @@ def test_an_unknown_users_home_is_a_refused_path_not_a_crash(tmp_path, where):
         assert r.returncode == 3 and "Traceback" not in r.stderr and "nosuchuser" in r.stderr, r.stderr[-1500:]
 
 
+def _with_peak_memory(code: str, arg: Path) -> dict:
+    """`code` run in a new Python with `sys.argv[1] = arg`: the dict it leaves in `out`, plus
+    `peak_mb`, its peak resident memory (VmHWM, not ru_maxrss: a child forked from pytest inherits
+    the parent's ru_maxrss)."""
+    probe = ("import json, re, sys\n" + code +
+             "out['peak_mb'] = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) // 1024\n"
+             "print(json.dumps(out))\n")
+    r = subprocess.run([sys.executable, "-c", probe, str(arg)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout)
+
+
 def test_one_line_of_a_200_mb_file_is_read_without_holding_the_file(tmp_path):
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
@@ -176,19 +188,12 @@ def test_one_line_of_a_200_mb_file_is_read_without_holding_the_file(tmp_path):
         for _ in range(200 * 2**20 // len(block)):
             fh.write(block)
         fh.write(b"- the last line\n")
-    # VmHWM, not ru_maxrss: a child forked from pytest inherits the parent's ru_maxrss.
-    probe = (
-        "import json, re, sys\n"
+    out = _with_peak_memory(
         "from pathlib import Path\n"
         "from memsift.engine.files.rules import read_memory_file\n"
         "rel, text, total, missing = read_memory_file(Path(sys.argv[1]), (), 'memory/huge.md', 3, 1)\n"
         "last = read_memory_file(Path(sys.argv[1]), (), 'memory/huge.md', total, 1)[1]\n"
-        "peak = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) // 1024\n"
-        "print(json.dumps({'text': text, 'total': total, 'last': last, 'peak_mb': peak}))\n"
-    )
-    r = subprocess.run([sys.executable, "-c", probe, str(ws)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    out = json.loads(r.stdout)
+        "out = {'text': text, 'total': total, 'last': last}\n", ws)
     assert out["text"] == line.decode().rstrip("\n") and out["last"] == "- the last line"
     assert out["total"] == big.read_bytes().count(b"\n")  # the final newline ends the last line
     FIGURES["peak RSS MB reading one line of a 200 MB file"] = out["peak_mb"]
@@ -208,20 +213,14 @@ def test_a_200_mb_transcript_is_indexed_without_holding_the_file(tmp_path):
                                                                 "timestamp": 1_700_000_000_000}}) + "\n")
             fh.write(json.dumps({"type": "message", "message": {"role": "assistant", "content": [
                 {"type": "text", "text": f"walrus picture {i}"}, {"type": "image", "data": image}]}}) + "\n")
-    probe = (
-        "import json, re, sys\n"
+    out = _with_peak_memory(
         "from memsift.engine.files.discovery import MemoryFile\n"
         "from memsift.engine.files.sync import read_transcript\n"
         "got = read_transcript(MemoryFile(sys.argv[1], 'sessions/t.jsonl', source='sessions'), [],\n"
         "                      strategy='evidence', tokens=400, overlap=0)\n"
         "text = ' '.join(c.text for c in got.chunks)\n"
-        "peak = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) // 1024\n"
-        "print(json.dumps({'users': text.count('User: walrus question'), 'pictures': text.count('walrus picture'),\n"
-        "                  'last': got.chunks[-1].end_line, 'peak_mb': peak}))\n"
-    )
-    r = subprocess.run([sys.executable, "-c", probe, str(transcript)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    out = json.loads(r.stdout)
+        "out = {'users': text.count('User: walrus question'), 'pictures': text.count('walrus picture'),\n"
+        "       'last': got.chunks[-1].end_line}\n", transcript)
     assert out["users"] == 50 and out["pictures"] == 50 and out["last"] == 101, out  # every message, JSONL lines
     FIGURES["peak RSS MB indexing a 200 MB transcript"] = out["peak_mb"]
     assert out["peak_mb"] < 150, out  # it used to hold the file, decoded and split
