@@ -329,6 +329,13 @@ def _built_by(s: ManagerStatus) -> list[tuple[str, str]]:
     return [("Index built by", f"{made_by(meta)}; this is memsift {memsift_version()}")]
 
 
+def _by_source(counts: dict[str, dict[str, int]]) -> str:
+    """" (memory 3 · 9, sessions 1 · 2)": files and chunks of each source, when there are several."""
+    if len(counts) < 2:
+        return ""
+    return " (" + ", ".join(f"{src} {c.get('files', 0)} · {c.get('chunks', 0)}" for src, c in counts.items()) + ")"
+
+
 def render_status(s: ManagerStatus) -> str:
     if s.denied:
         return render_denial(s.denied)
@@ -350,7 +357,9 @@ def render_status(s: ManagerStatus) -> str:
         ("Extra paths", ", ".join(s.extra_paths) or "-"),
         (
             "Indexed",
-            f"{s.files} files · {s.chunks} chunks" if s.files is not None else "unknown: the index cannot be read now",
+            f"{s.files} files · {s.chunks} chunks{_by_source(s.source_counts)}"
+            if s.files is not None
+            else "unknown: the index cannot be read now",
         ),
         ("Changes", _changes(s)),
         *_built_by(s),

@@ -391,9 +391,11 @@ class IndexedManager(IndexedBackend):
     # --- status, close --------------------------------------------------------------------------
 
     def status_of(self, gen: Any, *, files: int, chunks: int, where: str, how: str, fts_search: str,
-                vector: dict[str, Any], index: dict[str, Any]) -> ManagerStatus:
+                vector: dict[str, Any], index: dict[str, Any],
+                source_counts: dict[str, dict[str, int]] | None = None) -> ManagerStatus:
         """Status as memsift's CLI and tools show it; `how` says how this store searches, `index`
-        holds what only this backend knows (its generations, where it runs)."""
+        holds what only this backend knows (its generations, where it runs); `source_counts` (from
+        `count_by_source`) the files and chunks of each source, as builtin's `sourceCounts`."""
         if gen is not None:
             self.adopt_index_provider(gen.meta)
         stale = self.rebuild_needed(gen)
@@ -408,7 +410,8 @@ class IndexedManager(IndexedBackend):
             provider=p.id if p else "none", requested_provider=self.selection.requested if self.selection else None,
             model=p.model if p else None, dimensions=getattr(p, "dimensions", None),
             model_runtime=getattr(p, "runtime", None), sources=list(self.ms.sources),
-            extra_paths=list(self.ms.extra_paths), search_mode=mode, search_now=now_says,
+            extra_paths=list(self.ms.extra_paths), source_counts=source_counts or {}, search_mode=mode,
+            search_now=now_says,
             provider_unavailable_reason=self.selection.unavailable_reason if self.selection else None,
             fallback=self.fallback(),
             fts={"enabled": True, "available": gen is not None, "tokenizer": self.tokenizer, "search": fts_search},
@@ -419,6 +422,15 @@ class IndexedManager(IndexedBackend):
             last_sync=self._last_sync.model_dump(by_alias=True) if self._last_sync else None,
             skipped=[{"path": s.path, "reason": s.reason} for s in self._skipped],
         )
+
+    @staticmethod
+    def count_by_source(known: dict[str, tuple], chunks_of: Callable[[str], int]) -> dict[str, dict[str, int]]:
+        """{source: {files, chunks}} for `status_of`: the files from a generation's `known` rows,
+        the chunks asked of the store once per source found (`chunks_of(source)`)."""
+        files: dict[str, int] = {}
+        for row in known.values():
+            files[_source(row)] = files.get(_source(row), 0) + 1
+        return {source: {"files": n, "chunks": chunks_of(source)} for source, n in sorted(files.items())}
 
     def _last_embed_error(self, gen: Any) -> str | None:
         """This process's last embedding failure, else the one the index records: its last sync's,

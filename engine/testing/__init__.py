@@ -530,7 +530,11 @@ class BackendContract:
                 hit = (await self.keyword(m, "wifi password cabin")).results[0]
                 assert (hit.path, hit.source, hit.start_line, hit.end_line) == ("sessions/abc.jsonl", "sessions", 2, 4)
                 assert "sk-abc" not in hit.snippet and "[redacted]" in hit.snippet, hit.snippet
-                assert "sessions" in (await m.status()).sources
+                status = await m.status()
+                assert "sessions" in status.sources
+                counts = status.source_counts  # `status --json` sourceCounts, as builtin's
+                assert counts["sessions"] == {"files": 1, "chunks": 1}, counts
+                assert counts["memory"]["files"] == len(NOTES) and counts["memory"]["chunks"] >= len(NOTES), counts
                 that_day = await self.keyword(m, "wifi password cabin", since="2023-11-15", until="2023-11-15")
                 assert _paths(that_day)[:1] == ["sessions/abc.jsonl"], _paths(that_day)  # dated on the user's day
                 assert not (await self.keyword(m, "wifi password cabin", until="2023-11-14")).results
@@ -551,7 +555,8 @@ class BackendContract:
             try:
                 await m.sync(reason="contract")
                 assert all(h.source != "sessions" for h in (await self.keyword(m, "wifi password cabin")).results)
-                assert (await m.status()).files == len(NOTES)
+                status = await m.status()
+                assert status.files == len(NOTES) and list(status.source_counts) == ["memory"], status.source_counts
             finally:
                 await m.aclose()
 

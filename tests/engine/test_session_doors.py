@@ -75,7 +75,10 @@ def test_transcripts_are_answered_through_every_door(tmp_path, backend):
     _transcript_hit(_answer(run_cli(tmp_path, cfg, "search", QUESTION, "--json", "--corpus", "sessions")))
     text = run_cli(tmp_path, cfg, "search", QUESTION, "--corpus", "sessions")
     assert "sessions/abc.jsonl:2-4" in text.stdout and SECRET not in text.stdout, text.stdout
-    assert "sessions" in _answer(run_cli(tmp_path, cfg, "status", "--json"))["sources"]
+    status = _answer(run_cli(tmp_path, cfg, "status", "--json"))
+    assert "sessions" in status["sources"] and status["sourceCounts"]["sessions"] == {"files": 1, "chunks": 1}, status
+    shown = run_cli(tmp_path, cfg, "status").stdout  # each source's files · chunks beside the total
+    assert f"(memory {len(NOTES)} · " in shown and ", sessions 1 · 1)" in shown, shown
     # The resident helper (the first warm call starts it, the second is its answer)
     try:
         for _ in range(2):

@@ -25,6 +25,7 @@ from memsift.engine.kit import (BackendError, ChunkRow, Degraded, IndexedAnswer,
                                 fingerprint_diff, get_logger)
 
 from .candidates import LanceCandidates
+from .sql import quote
 
 __all__ = ["LanceSearchManager"]
 
@@ -222,12 +223,15 @@ class LanceSearchManager(IndexedManager):
         self.ensure_provider()
         gen = self.store.current()
         files = chunks = vectors = 0
+        by_source: dict[str, dict[str, int]] = {}
         if gen is not None:
             files = self.store.files(gen.number).count_rows()
             table = self.store.chunks(gen.number)
             chunks = table.count_rows()
             vectors = table.count_rows("vector IS NOT NULL") if "vector" in table.schema.names else 0
-        return self.status_of(gen, files=files, chunks=chunks, where=str(self.store.root),
+            by_source = self.count_by_source(self.store.known_files(gen.number),
+                                             lambda source: table.count_rows(f"source = {quote(source)}"))
+        return self.status_of(gen, files=files, chunks=chunks, where=str(self.store.root), source_counts=by_source,
                             how="LanceDB (its BM25 full-text index; exact cosine)", fts_search="lancedb-bm25",
                             vector={"rows": vectors, "search": "lancedb exact cosine"},
                             index={"lancedb": {"generation": gen.number if gen else None,

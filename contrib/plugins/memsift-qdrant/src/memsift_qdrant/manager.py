@@ -254,23 +254,26 @@ class QdrantSearchManager(IndexedManager):
     async def status(self, *, deep: bool = False) -> ManagerStatus:
         self.ensure_provider()
 
-        def counts() -> tuple[Generation | None, int, int, int | None, list[int]]:
+        def counts() -> tuple[Generation | None, int, int, int | None, list[int], dict[str, dict[str, int]]]:
             gen = self.store.current()
             if gen is None:
-                return None, 0, 0, None, self.store.generations()
+                return None, 0, 0, None, self.store.generations(), {}
             return (
                 gen,
                 self.store.count(self.store.files(gen.number)),
                 self.store.count(self.store.chunks(gen.number)),
                 self.store.with_vectors(gen.number),
                 self.store.generations(),
+                self.count_by_source(self.store.known_files(gen.number),
+                                     lambda source: self.store.count_source(gen.number, source)),
             )
 
-        gen, files, chunks, vectors, generations = await self.run_blocking(counts)
+        gen, files, chunks, vectors, generations, by_source = await self.run_blocking(counts)
         return self.status_of(
             gen,
             files=files,
             chunks=chunks,
+            source_counts=by_source,
             where=self.store.where,
             how="Qdrant (BM25 sparse vectors; dense cosine)",
             fts_search="qdrant-bm25-sparse",

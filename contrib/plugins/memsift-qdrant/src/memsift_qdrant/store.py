@@ -290,7 +290,7 @@ class QdrantStore:
             c.create_collection(self.files(gen), vectors_config={})
             if self.config.url:  # a server filters through payload indexes (local mode scans)
                 for field, kind in (("path", "keyword"), ("tokens", "keyword"), ("first_day", "integer"),
-                                    ("last_day", "integer"), ("day", "keyword")):
+                                    ("last_day", "integer"), ("day", "keyword"), ("source", "keyword")):
                     c.create_payload_index(self.chunks(gen), field, field_schema=kind)
                 c.create_payload_index(self.files(gen), "path", field_schema="keyword")
 
@@ -398,6 +398,13 @@ class QdrantStore:
             return self.count(self.chunks(gen), models.Filter(must=[models.HasVectorCondition(has_vector="dense")]))
         except Exception:  # noqa: BLE001 (status shows what it can)
             return None
+
+    def count_source(self, gen: int, source: str) -> int:
+        """How many chunks of `gen` come from `source` (memory, sessions)."""
+        from qdrant_client import models  # noqa: PLC0415
+
+        flt = models.Filter(must=[models.FieldCondition(key="source", match=models.MatchValue(value=source))])
+        return self.count(self.chunks(gen), flt)
 
     def count(self, collection: str, flt: Any = None) -> int:
         with self.client() as c:
