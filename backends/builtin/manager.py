@@ -475,12 +475,14 @@ class BuiltinSearchManager(IndexedBackend):
     # --- status -------------------------------------------------------------------------------
 
     def _pending_changes(self, conn: apsw.Connection | None) -> tuple[int, list[dict[str, str]]]:
-        """Files added, removed or modified since they were indexed (by mtime and size)."""
+        """Memory files added, removed or modified since they were indexed (by mtime and size): what a
+        search's sync takes. Transcripts are left out; their watch syncs them."""
         files, skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
         known = {}
         recorded: list[dict[str, str]] = []
         if conn is not None:
-            known = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT path, mtime_ns, size FROM files")}
+            known = {r[0]: (r[1], r[2])
+                     for r in conn.execute("SELECT path, mtime_ns, size FROM files WHERE source <> 'sessions'")}
             recorded = read_skipped(conn)
         # What the last sync skipped (binary, oversize, unreadable), then what discovery skips now.
         reasons = {r["path"]: r["reason"] for r in self._skipped or recorded}

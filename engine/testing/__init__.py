@@ -532,6 +532,8 @@ class BackendContract:
                 assert "sk-abc" not in hit.snippet and "[redacted]" in hit.snippet, hit.snippet
                 status = await m.status()
                 assert "sessions" in status.sources
+                # Just synced: nothing pending (builtin counted every transcript as a memory file removed)
+                assert not status.dirty and not status.index.get("pendingChanges"), status.index
                 counts = status.source_counts  # `status --json` sourceCounts, as builtin's
                 assert counts["sessions"] == {"files": 1, "chunks": 1}, counts
                 assert counts["memory"]["files"] == len(NOTES) and counts["memory"]["chunks"] >= len(NOTES), counts
