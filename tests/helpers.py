@@ -175,6 +175,13 @@ class HttpMcp:
 def memory_search_over_mcp(tmp_path: Path, cfg: Path, arguments: dict) -> list[dict]:
     """`memory_search(arguments)`'s structured answers from `memsift -c cfg mcp` over stdio, then over
     HTTP (`--no-watch`), each in the environment `run_cli` gives (skips without the MCP SDK)."""
+    return [answers[0] for answers in tools_over_mcp(tmp_path, cfg, [("memory_search", arguments)])]
+
+
+def tools_over_mcp(tmp_path: Path, cfg: Path, calls: list[tuple[str, dict]]) -> list[list[dict]]:
+    """The structured answers to `calls` (tool, arguments), in turn, from one `memsift -c cfg mcp`
+    over stdio, then one over HTTP (`--no-watch`), each in the environment `run_cli` gives (skips
+    without the MCP SDK)."""
     import sys
 
     import anyio
@@ -185,16 +192,16 @@ def memory_search_over_mcp(tmp_path: Path, cfg: Path, arguments: dict) -> list[d
     mcp = pytest.importorskip("mcp", reason="the MCP door needs the MCP SDK")
     command = [sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg)]
 
-    async def over_stdio() -> dict:
+    async def over_stdio() -> list[dict]:
         params = mcp.StdioServerParameters(command=command[0], args=[*command[1:], "mcp"], env=cli_env(tmp_path))
         async with mcp.Client(params) as client:
-            return (await client.call_tool("memory_search", arguments)).structured_content
+            return [(await client.call_tool(name, arguments)).structured_content for name, arguments in calls]
 
     answers = [anyio.run(over_stdio)]
     http = HttpMcp(command, cli_env(tmp_path), "--no-watch")
     try:
-        answers.append(http.call("tools/call", {"name": "memory_search", "arguments": arguments})["result"]
-                       ["structuredContent"])
+        answers.append([http.call("tools/call", {"name": name, "arguments": arguments})["result"]["structuredContent"]
+                        for name, arguments in calls])
     finally:
         http.close()
     return answers

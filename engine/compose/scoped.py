@@ -142,7 +142,7 @@ class ScopedSearchManager(WrappedManager):
             "api", path=path, from_line=from_line, lines=lines, session_key=session_key, **options
         )
         target, start, count = request.target()
-        judged = self.memory_rules.resolve(target)[1] if self.memory_rules is not None else None  # PathNotAllowedError
+        judged = self.memory_rules.readable(target) if self.memory_rules is not None else None  # PathNotAllowedError
         got = await self._inner.read(target, start, count, max_chars=request.max_chars, offset=request.offset)
         if judged is not None and not got.denied and got.path != judged:
             # The backend read another file than the one judged: its text is not shown.
@@ -210,9 +210,7 @@ def scoped(manager: SearchManager, settings: Any) -> ScopedSearchManager:
     """`manager` under the scope rules of `settings` (a manager already scoped is returned as is)."""
     if isinstance(manager, ScopedSearchManager):
         return manager
-    from ..files.transcripts import sessions_folder  # noqa: PLC0415
-
-    transcripts = str(sessions_folder(settings)) if "sessions" in settings.memory_search.sources else None
-    return ScopedSearchManager(manager, settings.memory.qmd.scope, agent_id=settings.agent_id,
-                               memory_rules=MemoryRules.from_settings(settings),
+    rules = MemoryRules.from_settings(settings)
+    transcripts = str(rules.sessions_dir) if rules.sessions_dir is not None else None
+    return ScopedSearchManager(manager, settings.memory.qmd.scope, agent_id=settings.agent_id, memory_rules=rules,
                                query_config=settings.memory_search.query, transcripts=transcripts)

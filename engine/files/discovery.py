@@ -22,7 +22,7 @@ from ..errors import PathNotAllowedError
 from .multimodal import modality_of
 
 __all__ = ["MemoryFile", "Skipped", "discover_memory_files", "open_memory_file", "read_open_file", "ROOT_FILES",
-           "READABLE_ROOT_FILES"]
+           "READABLE_ROOT_FILES", "skip_units"]
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
 READABLE_ROOT_FILES = ("MEMORY.md", "memory.md", "DREAMS.md")
@@ -237,7 +237,7 @@ def read_open_file(fd: int, from_line: int | None = None, lines: int | None = No
 _BLOCK = 2**20
 
 
-def _skip_units(text: str, units: int) -> tuple[str, int]:
+def skip_units(text: str, units: int) -> tuple[str, int]:
     """`text` without its first `units` UTF-16 units (never half a character), and the units left."""
     if text.isascii():
         return text[units:], max(0, units - len(text))
@@ -264,7 +264,7 @@ def _read_text(fh: Any, start: int, count: int | None, max_chars: int | None, sk
     def keep(text: str) -> None:
         nonlocal kept, cut, skip
         if skip and line == start:
-            text, skip = _skip_units(text, skip)
+            text, skip = skip_units(text, skip)
         if not text:
             return
         if max_chars is not None and kept + len(text) > max_chars:

@@ -10,7 +10,9 @@ Memory is:
   `memorySearch.qmd.extraCollections`, the exported session transcripts), also read as
   `qmd/<collection>/<path>`: a single-file collection (`MEMORY.md`, or an extra path that is one
   file) is that file, never its folder;
-- session transcripts (`sessions/<name>.jsonl`) as hits of the `sessions` source.
+- session transcripts (`sessions/<name>.jsonl`) as hits of the `sessions` source, and for reads
+  when `sessions` is a source: the lines the index shows (`User: …`, redacted) at their JSONL
+  line numbers.
 
 Symlinks are never followed: not at a root, not on the way down, not at the file (a collection
 or extra path that is a symlink is no memory at all). Only `.md` files can be read. The QMD
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import PathNotAllowedError
 from .discovery import READABLE_ROOT_FILES, open_memory_file, read_open_file
 from .multimodal import extensions_for
+from .transcripts import is_transcript_name, read_transcript_lines, sessions_folder
 from ..config.coverage import collection_root
 
 if TYPE_CHECKING:
@@ -293,6 +296,7 @@ class MemoryRules:
     extra_paths: tuple[Path, ...] = ()  # absolute, normalised: a file or a folder, exactly
     collections: tuple[MemoryCollection, ...] = ()
     hit_extensions: tuple[str, ...] = ()  # image/audio files of extra paths that hits may name
+    sessions_dir: Path | None = None  # the transcripts' folder, when `sessions` is a source
 
     @classmethod
     def from_settings(cls, settings: ResolvedConfig) -> MemoryRules:
@@ -305,6 +309,7 @@ class MemoryRules:
             extra_paths=extra_roots(settings.workspace, ms.extra_paths),
             collections=tuple(memory_collections(settings, export)),
             hit_extensions=extensions_for(mm.modalities) if mm.enabled and mm.modalities else (),
+            sessions_dir=sessions_folder(settings) if "sessions" in ms.sources else None,
         )
 
     @classmethod
@@ -372,6 +377,12 @@ class MemoryRules:
         _no_symlinks_between(c.path, target, shown)
         return target, f"qmd/{name}/{rel}"
 
+    def readable(self, path: Any) -> str:
+        """The path as a read answers it (a memory file, or a transcript of the sessions source),
+        or PathNotAllowedError: what `read` will accept, judged before any backend reads."""
+        transcript = self._transcript(path)
+        return transcript[1] if transcript is not None else self.resolve(path)[1]
+
     def is_memory(self, path: str) -> bool:
         try:
             self.resolve(path)
@@ -382,8 +393,7 @@ class MemoryRules:
     def admits_hit(self, path: str, source: str | None = None) -> bool:
         """Whether a search hit names a memory file (or a session transcript of the sessions source)."""
         if source == "sessions" and isinstance(path, str) and path.startswith("sessions/"):
-            name = path[len("sessions/"):]
-            return name.endswith(".jsonl") and "/" not in name and name not in (".jsonl", "..jsonl")
+            return is_transcript_name(path[len("sessions/"):])
         try:
             self.resolve(path, extensions=self.hit_extensions)
         except PathNotAllowedError:
@@ -397,13 +407,29 @@ class MemoryRules:
         """Read a memory file or a line range, streamed: only the lines asked for are kept, at
         most `max_chars` characters (and never more than MAX_READ_CHARS); `offset` skips that many
         characters (UTF-16 units) of the first line without holding them."""
-        abs_path, shown = self.resolve(path)
+        bound = MAX_READ_CHARS if max_chars is None else max(0, min(int(max_chars), MAX_READ_CHARS))
+        transcript = self._transcript(path)
+        abs_path, shown = transcript if transcript is not None else self.resolve(path)
         fd = open_memory_file(abs_path, path)
         if fd is None:
             return FileText(shown, "", 0, missing=True)
-        bound = MAX_READ_CHARS if max_chars is None else max(0, min(int(max_chars), MAX_READ_CHARS))
-        text, total, cut = read_open_file(fd, from_line, lines, bound, offset)
+        if transcript is None:
+            text, total, cut = read_open_file(fd, from_line, lines, bound, offset)
+            return FileText(shown, text, total, truncated=cut)
+        start, count = max(1, int(from_line or 1)), max(1, int(lines)) if lines is not None else None
+        with open(fd, encoding="utf-8", errors="replace") as fh:  # newlines as the index splits them
+            text, total, cut = read_transcript_lines(fh, start, count, bound, max(0, int(offset or 0)))
         return FileText(shown, text, total, truncated=cut)
+
+    def _transcript(self, path: Any) -> tuple[Path, str] | None:
+        """(file, `sessions/<name>`) when `path` names a session transcript of the sessions source;
+        None for any other path; PathNotAllowedError for a transcript while sessions is no source."""
+        if not (isinstance(path, str) and path.startswith("sessions/") and is_transcript_name(path[9:])):
+            return None
+        if self.sessions_dir is None:
+            raise PathNotAllowedError(path, 'session transcripts are read when "sessions" is one of '
+                                            'memorySearch.sources (with experimental.sessionMemory)')
+        return self.sessions_dir / path[9:], path
 
 
 def extra_roots(workspace: Path, extra_paths: list[str] | tuple[str, ...]) -> tuple[Path, ...]:

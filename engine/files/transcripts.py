@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from ..config.zones import is_moment, zone_info
 
 __all__ = ["Transcript", "flatten_transcript", "redact_text", "list_transcripts", "sessions_folder",
-           "TRANSCRIPT_SUFFIXES"]
+           "TRANSCRIPT_SUFFIXES", "is_transcript_name", "read_transcript_lines"]
 
 _SECRET_RES = [
     re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}"),
@@ -79,26 +79,63 @@ def _timestamp(rec: dict, msg: dict, zone: str | None = None) -> float:
     return 0.0
 
 
+def _message(line: str) -> tuple[dict, dict, str] | None:
+    """(record, message, `User: …` / `Assistant: …`) of a JSONL line holding one, else None."""
+    if not line.strip():
+        return None
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):  # a torn line, or arrays nested past the parser's depth
+        return None
+    msg = rec.get("message") if isinstance(rec, dict) else None
+    if not isinstance(msg, dict) or rec.get("type") != "message" or msg.get("role") not in ("user", "assistant"):
+        return None
+    text = " ".join(_message_text(msg.get("content")).split())
+    if not text:
+        return None
+    return rec, msg, f"{'User' if msg['role'] == 'user' else 'Assistant'}: {redact_text(text)}"
+
+
 def flatten_transcript(raw: str | Iterable[str], zone: str | None = None) -> Transcript:
     """The user's and the assistant's messages of a JSONL transcript: its text, or its lines one by
     one (a file opened as text: a transcript of hundreds of MB, images inline, is never held whole)."""
     out = Transcript()
     for number, line in enumerate(raw.split("\n") if isinstance(raw, str) else raw, start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):  # a torn line, or arrays nested past the parser's depth
-            continue
-        msg = rec.get("message") if isinstance(rec, dict) else None
-        if not isinstance(msg, dict) or rec.get("type") != "message" or msg.get("role") not in ("user", "assistant"):
-            continue
-        text = " ".join(_message_text(msg.get("content")).split())
-        if text:
-            out.lines.append(f"{'User' if msg['role'] == 'user' else 'Assistant'}: {redact_text(text)}")
+        if (got := _message(line)) is not None:
+            rec, msg, shown = got
+            out.lines.append(shown)
             out.line_map.append(number)
             out.timestamps.append(_timestamp(rec, msg, zone))
     return out
+
+
+def read_transcript_lines(lines_of_file: Iterable[str], start: int, count: int | None, max_chars: int,
+                          skip: int = 0) -> tuple[str, int, bool]:
+    """`memory_get` of a transcript: its JSONL lines `start`..`start+count-1` as the index shows
+    them (`User: …` / `Assistant: …`, secrets redacted), a line that holds no message left empty,
+    so line numbers stay the JSONL's that hits cite. (text, the file's number of lines, whether
+    the text was cut at `max_chars`); `skip` drops that many UTF-16 units of the first line.
+    Streamed: only the lines asked for are parsed."""
+    from .discovery import skip_units  # noqa: PLC0415
+
+    end = None if count is None else start + count
+    parts: list[str] = []
+    kept, cut, total = 0, False, 0
+    for number, line in enumerate(lines_of_file, start=1):
+        total = number
+        if number < start or (end is not None and number >= end) or cut:
+            continue
+        got = _message(line)
+        text = got[2] if got else ""
+        if number == start and skip:
+            text, _ = skip_units(text, skip)
+        if number > start:
+            text = "\n" + text
+        if kept + len(text) > max_chars:
+            text, cut = text[: max_chars - kept], True
+        parts.append(text)
+        kept += len(text)
+    return "".join(parts), total, cut
 
 
 def sessions_folder(settings: Any) -> Path:
@@ -109,16 +146,17 @@ def sessions_folder(settings: Any) -> Path:
     return root / "agents" / settings.agent_id / "sessions"
 
 
+def is_transcript_name(name: str) -> bool:
+    """`*.jsonl`, or a `.jsonl.reset.<ts>` / `.jsonl.deleted.<ts>` archive; no `.bak.` archive, no
+    folder: the names a sessions folder's transcripts have (hits `sessions/<name>`)."""
+    if "/" in name or "\\" in name or ".bak." in name or name.startswith(".jsonl"):
+        return False
+    return name.endswith(".jsonl") or ".jsonl.reset." in name or ".jsonl.deleted." in name
+
+
 def list_transcripts(sessions_dir: Path) -> list[Path]:
-    """Direct children `*.jsonl`, plus `.jsonl.reset.<ts>` / `.jsonl.deleted.<ts>` archives; no
-    `.bak.` archives, no symlinks."""
+    """The direct children `is_transcript_name` admits; no symlinks."""
     if not sessions_dir.is_dir():
         return []
-    out = []
-    for p in sorted(sessions_dir.iterdir()):
-        name = p.name
-        if p.is_symlink() or not p.is_file() or ".bak." in name or name == "sessions.json":
-            continue
-        if name.endswith(".jsonl") or ".jsonl.reset." in name or ".jsonl.deleted." in name:
-            out.append(p)
-    return out
+    return [p for p in sorted(sessions_dir.iterdir())
+            if is_transcript_name(p.name) and not p.is_symlink() and p.is_file()]

@@ -55,7 +55,9 @@ GET_DESCRIPTION = (
     "`from` is the first line (1-based), `lines` how many; a hit's citation (`memory/2026-03-02.md#L5-L8`) "
     "or header (`memory/2026-03-02.md:5-8`) works as the path too. Long files come back in pages: when "
     "`truncated` is true, call again with `from` = `nextFrom` (and `offset` = `nextOffset` when a long "
-    "line was cut). Only memory files can be read. Pass the chat's `sessionKey` as for memory_search."
+    "line was cut). Only memory files can be read, and the session transcripts memory_search cites "
+    "(`sessions/<name>.jsonl`: their messages at the transcript's line numbers). Pass the chat's "
+    "`sessionKey` as for memory_search."
 )
 STATUS_DESCRIPTION = (
     "Show the memory index's health: backend, files and chunks indexed, embedding provider, search "

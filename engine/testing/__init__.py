@@ -514,6 +514,9 @@ class BackendContract:
 
         write([("user", "what is the wifi password for the cabin"),
                ("assistant", "It is on the fridge, token: sk-abcdefghijklmnopqrstuvwx")])
+        archived = "old.jsonl.reset.2026-11-01T10-00-00.000Z"  # a reset chat's archive (its hits were dropped)
+        (sessions / archived).write_text(json.dumps({"type": "message", "message": {
+            "role": "user", "content": "where did we park the red kayak"}}) + "\n", encoding="utf-8")
         # The user's zone, UTC+14: the transcript's moment (2023-11-14 22:13 UTC) is the user's 15 November
         with_sessions = {**self.memory_search(tmp_path), "sources": ["memory", "sessions"],
                          "experimental": {"sessionMemory": True}, "query": {"time": {"timezone": "Pacific/Kiritimati"}}}
@@ -526,16 +529,21 @@ class BackendContract:
                     assert not self.indexes_sessions, f"{self.backend} does not declare IndexesSessions"
                     pytest.skip(f"{self.backend} does not index session transcripts itself")
                 report = await m.sync(reason="contract")
-                assert report.files_indexed == len(NOTES) + 1, report
+                assert report.files_indexed == len(NOTES) + 2, report
                 hit = (await self.keyword(m, "wifi password cabin")).results[0]
                 assert (hit.path, hit.source, hit.start_line, hit.end_line) == ("sessions/abc.jsonl", "sessions", 2, 4)
                 assert "sk-abc" not in hit.snippet and "[redacted]" in hit.snippet, hit.snippet
+                # memory_get of the hit: its messages at the JSONL's line numbers (line 3, a tool record, empty)
+                got = await m.read(hit.path, hit.start_line, hit.end_line - hit.start_line + 1)
+                assert got.text == ("User: what is the wifi password for the cabin\n\n"
+                                    "Assistant: It is on the fridge, [redacted]") and got.total_lines == 5, got
+                assert _paths(await self.keyword(m, "red kayak park"))[:1] == [f"sessions/{archived}"]
                 status = await m.status()
                 assert "sessions" in status.sources
                 # Just synced: nothing pending (builtin counted every transcript as a memory file removed)
                 assert not status.dirty and not status.index.get("pendingChanges"), status.index
                 counts = status.source_counts  # `status --json` sourceCounts, as builtin's
-                assert counts["sessions"] == {"files": 1, "chunks": 1}, counts
+                assert counts["sessions"] == {"files": 2, "chunks": 2}, counts
                 assert counts["memory"]["files"] == len(NOTES) and counts["memory"]["chunks"] >= len(NOTES), counts
                 that_day = await self.keyword(m, "wifi password cabin", since="2023-11-15", until="2023-11-15")
                 assert _paths(that_day)[:1] == ["sessions/abc.jsonl"], _paths(that_day)  # dated on the user's day

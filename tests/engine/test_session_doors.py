@@ -1,9 +1,10 @@
 """Session transcripts (`sources: ["memory", "sessions"]` with `experimental.sessionMemory`) through
 the doors, on every backend that indexes them itself: `memsift index` reads the agent's JSONL
 transcripts, and the cold CLI (`--corpus sessions`), `status`, the resident helper, MCP over stdio
-and over HTTP answer `sessions/<name>.jsonl` at its JSONL lines with secrets redacted; `memsift
-watch` indexes a transcript's growth (its transcript-delta sync). LanceDB and Qdrant indexed
-Markdown only before. The API: the backend contract."""
+and over HTTP answer `sessions/<name>.jsonl` at its JSONL lines with secrets redacted and read it
+back (`get`, `memory_get`: it was refused as no `.md` file); `memsift watch` indexes a transcript's
+growth (its transcript-delta sync). LanceDB and Qdrant indexed Markdown only before. The API: the
+backend contract; the OpenClaw plugin: its Node tests."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import backend_memory, memory_search_over_mcp, write_transcript
+from helpers import backend_memory, tools_over_mcp, write_transcript
 from memsift.engine.testing import NOTES
 from memsift.engine.testing.doors import cli_env, run_cli, write_notes
 
@@ -24,6 +25,7 @@ QUESTION = "what is the wifi password for the cabin?"
 SECRET = "sk-abcdefghijklmnopqrstuvwx"
 TURNS = [("user", "what is the wifi password for the cabin"),
          ("assistant", f"It is on the fridge, token: {SECRET}")]
+READ = "User: what is the wifi password for the cabin\n\nAssistant: It is on the fridge, [redacted]"
 
 
 def _config(tmp_path: Path, backend: str, ws: Path) -> Path:
@@ -45,6 +47,11 @@ def _transcript_hit(answer: dict, last_line: int = 4) -> None:
     assert (hit["path"], hit["source"], hit["startLine"], hit["endLine"]) == (
         "sessions/abc.jsonl", "sessions", 2, last_line), answer["results"]
     assert SECRET not in json.dumps(answer) and "[redacted]" in hit["snippet"], hit["snippet"]
+
+
+def _read_hit(answer: dict) -> None:
+    """memory_get of the transcript hit: its messages at the JSONL's lines, the tool record between empty."""
+    assert answer["path"] == "sessions/abc.jsonl" and answer["text"] == READ, answer
 
 
 def _watch_event(proc: subprocess.Popen, wanted, timeout: float = 120) -> dict:
@@ -75,6 +82,7 @@ def test_transcripts_are_answered_through_every_door(tmp_path, backend):
     _transcript_hit(_answer(run_cli(tmp_path, cfg, "search", QUESTION, "--json", "--corpus", "sessions")))
     text = run_cli(tmp_path, cfg, "search", QUESTION, "--corpus", "sessions")
     assert "sessions/abc.jsonl:2-4" in text.stdout and SECRET not in text.stdout, text.stdout
+    _read_hit(_answer(run_cli(tmp_path, cfg, "get", "sessions/abc.jsonl#L2-L4", "--json")))  # memory_get
     status = _answer(run_cli(tmp_path, cfg, "status", "--json"))
     assert "sessions" in status["sources"] and status["sourceCounts"]["sessions"] == {"files": 1, "chunks": 1}, status
     shown = run_cli(tmp_path, cfg, "status").stdout  # each source's files · chunks beside the total
@@ -84,11 +92,15 @@ def test_transcripts_are_answered_through_every_door(tmp_path, backend):
         for _ in range(2):
             warm = _answer(run_cli(tmp_path, cfg, "search", QUESTION, "--json", "--corpus", "sessions", resident=True))
         _transcript_hit(warm)
+        _read_hit(_answer(run_cli(tmp_path, cfg, "get", "sessions/abc.jsonl:2-4", "--json", resident=True)))
     finally:
         run_cli(tmp_path, cfg, "helpers", "stop", "--all", resident=True)
     # MCP over stdio and over HTTP
-    for answer in memory_search_over_mcp(tmp_path, cfg, {"query": QUESTION, "corpus": "sessions"}):
-        _transcript_hit(answer)
+    for found, read in tools_over_mcp(tmp_path, cfg, [("memory_search", {"query": QUESTION, "corpus": "sessions"}),
+                                                      ("memory_get", {"path": "sessions/abc.jsonl", "from": 2,
+                                                                      "lines": 3})]):
+        _transcript_hit(found)
+        _read_hit(read)
     # `memsift watch`: the transcript grows, its transcript sync indexes it (a search's sync never waits on it)
     watch = subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg), "watch", "--json"],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=cli_env(tmp_path))

@@ -36,7 +36,7 @@ const SEARCH_DESCRIPTION =
   "If the response has disabled=true, tell the user memory was unavailable and include the warning/action guidance.";
 const GET_DESCRIPTION =
   "Safe exact excerpt read from MEMORY.md and memory/*.md: a file memory_search named, or only a line range (from, " +
-  "lines). status=ok means the excerpt was read (truncated=true and nextFrom when there is more); status=not_found " +
+  "lines); a session transcript it cited (sessions/<name>.jsonl) reads as its messages. status=ok means the excerpt was read (truncated=true and nextFrom when there is more); status=not_found " +
   "means the file does not exist; status=error means the read failed or memory is not available in this chat.";
 
 function inputError(message) {
