@@ -158,3 +158,32 @@ def test_the_api_key_comes_from_its_variable_and_is_never_shown(tmp_path, ws, mo
 
 class TestQdrantDoors(PluginDoors):
     backend = "qdrant"
+
+
+def test_a_rebuild_never_takes_a_generation_another_writer_made(tmp_path, ws, monkeypatch):
+    """Gateways rebuilding one agent at once on a server (a fleet after an upgrade) each looked up the
+    next generation number, found the same, and each deleted and made its collections again: one
+    emptied the generation the other was filling. A number taken between looking and making is now
+    left to its writer; this sync takes the next one."""
+    from qdrant_client import models
+
+    manager = open_manager(_settings(tmp_path, ws))
+    store = _backend(manager).store
+    anyio.run(manager.sync)
+    looked_up = store.next_generation
+
+    def another_writer_first() -> int:
+        number = looked_up()
+        if number == 2:  # another writer makes generation 2 and starts filling it, right after this lookup
+            with store.client() as c:
+                c.create_collection(store.chunks(2), vectors_config={})
+                c.create_collection(store.files(2), vectors_config={})
+                c.upsert(store.files(2), points=[models.PointStruct(id=7, vector={}, payload={"path": "theirs.md"})])
+        return number
+
+    monkeypatch.setattr(store, "next_generation", another_writer_first)
+    report = anyio.run(lambda: manager.sync(force=True))
+    assert report.full_reindex and store.current().number == 3, store.current()
+    assert [p.payload["path"] for p in store.scroll(store.files(2))] == ["theirs.md"]  # theirs, untouched
+    assert (anyio.run(lambda: manager.search("fig tree", min_score=0))).results[0].path == "memory/projects/garden.md"
+    anyio.run(manager.aclose)

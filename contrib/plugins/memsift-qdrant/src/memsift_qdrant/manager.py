@@ -108,9 +108,8 @@ class QdrantSearchManager(IndexedManager):
         if full and self.store.read_only:
             self._refuse_read_only()
         if full:
-            gen = await self.run_blocking(self.store.next_generation)
+            gen = await self.run_blocking(self.store.claim, wanted["dims"])
             report.full_reindex, report.reindex_cause = True, cause
-            await self.run_blocking(self.store.create, gen, wanted["dims"])
             known: dict[str, tuple] = {}
             self._known_chunks = {}
         else:

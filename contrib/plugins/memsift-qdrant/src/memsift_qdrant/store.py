@@ -53,6 +53,7 @@ LOCAL_WAIT_S = 30.0  # how long a process waits for another one's turn at the lo
 # use, so a burst of searches loads it once, and then hands the turn over.
 LOCAL_LINGER_S = 1.0
 POINTER_ID = 1
+CLAIM_TRIES = 20  # new generations looked for before a sync gives up (each taken by another writer meanwhile)
 # Beside the pointer, in its collection: why the current generation's chunks wait for vectors (an
 # incremental sync records it here, never rewriting the pointer another process may have moved on).
 VECTORS_STATE_ID = 2
@@ -277,22 +278,35 @@ class QdrantStore:
         ]
         return max(used, default=0) + 1
 
-    def create(self, gen: int, dims: int | None) -> None:
+    def claim(self, dims: int | None) -> int:
+        """A new generation's collections, under a number no other writer holds: its chunks collection
+        is made only where none exists (never deleted and made again), so gateways rebuilding one
+        agent at once on a server (all of a fleet after an upgrade) each fill a generation of their
+        own; one that finds its number taken between looking and making takes the next."""
         from qdrant_client import models  # noqa: PLC0415
 
+        dense = {"dense": models.VectorParams(size=dims, distance=models.Distance.COSINE)} if dims else {}
         with self.client() as c:
-            for name in (self.chunks(gen), self.files(gen)):
-                if c.collection_exists(name):
-                    c.delete_collection(name)
-            dense = {"dense": models.VectorParams(size=dims, distance=models.Distance.COSINE)} if dims else {}
-            c.create_collection(self.chunks(gen), vectors_config=dense,
-                                sparse_vectors_config={"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)})
+            for _ in range(CLAIM_TRIES):
+                gen = self.next_generation()
+                try:
+                    c.create_collection(self.chunks(gen), vectors_config=dense, sparse_vectors_config={
+                        "bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)})
+                    break
+                except Exception:
+                    if not c.collection_exists(self.chunks(gen)):
+                        raise  # not another writer's: the server's own failure
+                    log.info("generation taken by another writer; taking the next", generation=gen)
+            else:
+                raise BackendError(f"Qdrant at {self.where}: {CLAIM_TRIES} new generations were taken by other "
+                                   "writers while this sync looked for one; run `memsift index` again")
             c.create_collection(self.files(gen), vectors_config={})
             if self.config.url:  # a server filters through payload indexes (local mode scans)
                 for field, kind in (("path", "keyword"), ("tokens", "keyword"), ("first_day", "integer"),
                                     ("last_day", "integer"), ("day", "keyword"), ("source", "keyword")):
                     c.create_payload_index(self.chunks(gen), field, field_schema=kind)
                 c.create_payload_index(self.files(gen), "path", field_schema="keyword")
+        return gen
 
     def drop_before(self, keep_from: int) -> None:
         """Drop older generations, and any half of one a rebuild cut short left behind."""
