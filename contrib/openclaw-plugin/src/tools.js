@@ -20,10 +20,10 @@ const SEARCH_SCHEMA = {
 const GET_SCHEMA = {
   type: "object",
   properties: {
-    path: { type: "string", description: "A memory file as memory_search names it; a hit's citation (memory/2026-03-02.md#L5-L8) works too." },
+    path: { type: "string", description: "A memory file (or session transcript) as memory_search names it; a hit's citation (memory/2026-03-02.md#L5-L8) works too." },
     from: { type: "integer", minimum: 1, description: "First line, 1-based." },
     lines: { type: "integer", minimum: 1, description: "How many lines." },
-    corpus: { type: "string", enum: ["memory", "all", "wiki"] },
+    corpus: { type: "string", enum: ["memory", "sessions", "all", "wiki"] },
   },
   required: ["path"],
   additionalProperties: false,

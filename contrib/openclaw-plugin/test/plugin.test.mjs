@@ -313,7 +313,8 @@ describe("session transcripts", () => {
         { workspaceDir: chatty });
       assert.deepEqual(found.results.map((h) => [h.path, h.source, h.startLine, h.endLine]),
         [["sessions/abc.jsonl", "sessions", 2, 3]]);
-      const read = await call(seen, "memory_get", { path: "sessions/abc.jsonl#L2-L3" }, { workspaceDir: chatty });
+      const read = await call(seen, "memory_get", { path: "sessions/abc.jsonl#L2-L3", corpus: "sessions" },
+        { workspaceDir: chatty });
       assert.equal(read.status, "ok");
       assert.equal(read.text, "User: what is the wifi password for the cabin\nAssistant: It is on the fridge");
     } finally {
