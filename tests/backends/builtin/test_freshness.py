@@ -148,8 +148,10 @@ def test_session_transcripts_are_searchable_with_jsonl_line_numbers(tmp_path):
     assert "sk-abc" not in hit.snippet and "[redacted]" in hit.snippet
     st = run(m.status)
     assert st.source_counts["sessions"]["files"] == 1
+    read = run(m.read, "sessions/abc.jsonl", 2, 3)  # memory_get of the hit: its messages, redacted
+    assert read.text.startswith("User: what is the wifi password") and "sk-abc" not in read.text, read
     with pytest.raises(Exception, match="not allowed"):
-        run(m.read, "sessions/abc.jsonl")  # memory_get stays limited to memory files
+        run(m.read, "sessions/abc.jsonl.bak.1")  # a backup is no transcript
 
     # A search-time sync never waits on transcripts; an explicit sync picks up their growth.
     write_transcript(
