@@ -107,7 +107,14 @@ class ScopedSearchManager(WrappedManager):
         answer = self._only_memory(await self._inner.answer(request))
         if request.corpus not in (None, "all"):  # a backend that does not read `corpus` (memsift's own all do)
             answer.results = [h for h in answer.results if request.keeps(h.source)]
+        if request.corpus == "sessions" and not answer.results and not self._reads_transcripts():
+            answer.notes = [*(answer.notes or []), NO_TRANSCRIPTS]
         return answer
+
+    def _reads_transcripts(self) -> bool:
+        """Whether any session transcript can be a hit here: sessions a source, or QMD's export."""
+        rules = self.memory_rules
+        return rules is None or rules.sessions_dir is not None or any(c.kind == "sessions" for c in rules.collections)
 
     def _only_memory(self, answer: SearchAnswer) -> SearchAnswer:
         """Drop every hit that names no memory file (by the rules every backend reads by)."""
@@ -204,6 +211,10 @@ def search_request(settings: Any, door: str = "api", *, now: float | None = None
     """`build_search` with an agent's settings (the Python API's form, docs/gateways/python-api.md)."""
     return build_search(door, scope=settings.memory.qmd.scope, query_config=settings.memory_search.query, now=now,
                         **fields)
+
+
+NO_TRANSCRIPTS = ('no session transcripts are searched here: add "sessions" to memorySearch.sources, with '
+                  "memorySearch.experimental.sessionMemory: true (or memory.qmd.sessions.enabled on QMD)")
 
 
 def scoped(manager: SearchManager, settings: Any) -> ScopedSearchManager:

@@ -115,3 +115,17 @@ def test_transcripts_are_answered_through_every_door(tmp_path, backend):
         watch.wait(timeout=60)
     found = _answer(run_cli(tmp_path, cfg, "search", "boat key under the mat", "--json", "--corpus", "sessions"))
     assert found["results"][0]["path"] == "sessions/abc.jsonl", found["results"]
+
+
+def test_asking_for_transcripts_where_none_are_searched_says_what_to_set(tmp_path):
+    """`--corpus sessions` (memory_search's corpus) with sessions no source answered "No results."
+    alone, as if no chat had ever mentioned it; it says which settings make transcripts searchable."""
+    ws = write_notes(tmp_path / "ws")
+    cfg = tmp_path / "memsift.json"
+    cfg.write_text(json.dumps({"agents": {"defaults": {"workspace": str(ws)}}}))
+    answer = _answer(run_cli(tmp_path, cfg, "search", QUESTION, "--json", "--corpus", "sessions"))
+    assert answer["results"] == [] and any("memorySearch.sources" in n for n in answer["notes"]), answer
+    for found in tools_over_mcp(tmp_path, cfg, [("memory_search", {"query": QUESTION, "corpus": "sessions"})]):
+        assert any("memorySearch.sources" in n for n in found[0]["notes"]), found
+    everything = _answer(run_cli(tmp_path, cfg, "search", QUESTION, "--json"))
+    assert not any("memorySearch.sources" in n for n in everything.get("notes") or []), everything
