@@ -149,7 +149,7 @@ def sessions_folder(settings: Any) -> Path:
 def is_transcript_name(name: str) -> bool:
     """`*.jsonl`, or a `.jsonl.reset.<ts>` / `.jsonl.deleted.<ts>` archive; no `.bak.` archive, no
     folder: the names a sessions folder's transcripts have (hits `sessions/<name>`)."""
-    if "/" in name or "\\" in name or ".bak." in name or name.startswith(".jsonl"):
+    if "/" in name or "\\" in name or "\x00" in name or ".bak." in name or name.startswith(".jsonl"):
         return False
     return name.endswith(".jsonl") or ".jsonl.reset." in name or ".jsonl.deleted." in name
 

@@ -68,7 +68,8 @@ def test_a_long_read_comes_in_pages_that_join_up(rules):
 
 
 @pytest.mark.parametrize("path", ["sessions/../secret.jsonl", "sessions/linked.jsonl", "sessions/abc.jsonl.bak.1",
-                                  "sessions/sub/abc.jsonl", "sessions/abc.json"])
+                                  "sessions/sub/abc.jsonl", "sessions/abc.json", "sessions/a\x00b.jsonl",
+                                  "sessions/" + "x" * 300 + ".jsonl"])
 def test_nothing_else_is_read_through_the_sessions_prefix(rules, path):
     with pytest.raises(PathNotAllowedError):
         _read(rules, path)
