@@ -187,3 +187,25 @@ def test_a_rebuild_never_takes_a_generation_another_writer_made(tmp_path, ws, mo
     assert [p.payload["path"] for p in store.scroll(store.files(2))] == ["theirs.md"]  # theirs, untouched
     assert (anyio.run(lambda: manager.search("fig tree", min_score=0))).results[0].path == "memory/projects/garden.md"
     anyio.run(manager.aclose)
+
+
+def test_a_rebuild_published_after_a_later_one_leaves_the_later_one_in_place(tmp_path, ws, monkeypatch):
+    """Two writers' rebuilds: the one that claimed its generation later published first. The earlier
+    one then moved the pointer back to its own, lower generation; it keeps the later one."""
+    from memsift_qdrant.store import Generation
+
+    manager = open_manager(_settings(tmp_path, ws))
+    store = _backend(manager).store
+    anyio.run(manager.sync)
+    claimed = store.claim
+
+    def another_writer_claims_and_publishes_later(dims):
+        ours = claimed(dims)
+        theirs = claimed(dims)  # the other writer's rebuild, claimed after ours, published before ours ends
+        store.publish(Generation(theirs, {**store.current().meta, "writer": "theirs"}))
+        return ours
+
+    monkeypatch.setattr(store, "claim", another_writer_claims_and_publishes_later)
+    report = anyio.run(lambda: manager.sync(force=True))
+    assert report.full_reindex and store.current().number == 3 and store.current().meta["writer"] == "theirs"
+    anyio.run(manager.aclose)

@@ -146,9 +146,9 @@ class QdrantSearchManager(IndexedManager):
                     client.upsert(self.store.files(gen), points=file_points[i : i + UPSERT_STEP])
                 self.store.set_vectors(gen, refilled)
                 if full:
-                    self.store.publish(Generation(gen, {**wanted, "averageLength": average,
-                                                        **self.vectors_error_record()}))
-                    self.store.drop_before(gen - self.config.keep_generations + 1)
+                    published = Generation(gen, {**wanted, "averageLength": average, **self.vectors_error_record()})
+                    if self.store.publish(published):
+                        self.store.drop_before(gen - self.config.keep_generations + 1)
                 elif current is not None and not self.store.read_only and \
                         (meta := self.meta_with_vectors_error(current.meta)) is not None:
                     self.store.record_vectors_error(gen, meta.get("vectorsError"))

@@ -252,14 +252,21 @@ class QdrantStore:
             c.upsert(self.pointer, points=[models.PointStruct(id=VECTORS_STATE_ID, vector={},
                                                               payload={"generation": number, "vectorsError": error})])
 
-    def publish(self, gen: Generation) -> None:
+    def publish(self, gen: Generation) -> bool:
+        """Point searches at `gen`; False, pointing nowhere new, where another writer's rebuild that
+        claimed its generation later has already been published (both are whole: the later stays)."""
         from qdrant_client import models  # noqa: PLC0415
 
         with self.client() as c:
             if not c.collection_exists(self.pointer):
                 c.create_collection(self.pointer, vectors_config={})
+            elif (now := self.current()) is not None and now.number > gen.number:
+                log.info("a later rebuild by another writer is published; keeping it", ours=gen.number,
+                         theirs=now.number)
+                return False
             c.upsert(self.pointer, points=[models.PointStruct(id=POINTER_ID, vector={},
                                                               payload={"generation": gen.number, "meta": gen.meta})])
+        return True
 
     def generations(self) -> list[int]:
         """The generations whose two collections both exist."""
