@@ -22,7 +22,7 @@ from ..errors import PathNotAllowedError
 from .multimodal import modality_of
 
 __all__ = ["MemoryFile", "Skipped", "discover_memory_files", "open_memory_file", "read_open_file", "ROOT_FILES",
-           "READABLE_ROOT_FILES", "skip_units"]
+           "READABLE_ROOT_FILES", "skip_units", "line_range"]
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
 READABLE_ROOT_FILES = ("MEMORY.md", "memory.md", "DREAMS.md")
@@ -228,10 +228,15 @@ def read_open_file(fd: int, from_line: int | None = None, lines: int | None = No
     total number of lines, whether the text was cut at `max_chars` characters). `offset` skips
     that many characters (UTF-16 units, as MCP counts them) of the first line. The file is
     streamed: whatever the offset and the file's size, at most `max_chars` characters are kept."""
-    start = max(1, int(from_line or 1))
-    count = max(1, int(lines)) if lines is not None else None
+    start, count, skip = line_range(from_line, lines, offset)
     with os.fdopen(fd, "rb") as fh:
-        return _read_text(fh, start, count, max_chars, max(0, int(offset or 0)))
+        return _read_text(fh, start, count, max_chars, skip)
+
+
+def line_range(from_line: int | None, lines: int | None, offset: int | None) -> tuple[int, int | None, int]:
+    """A read's (first line, how many or None for the rest, UTF-16 units skipped of the first line),
+    each at least what it can be."""
+    return max(1, int(from_line or 1)), max(1, int(lines)) if lines is not None else None, max(0, int(offset or 0))
 
 
 _BLOCK = 2**20

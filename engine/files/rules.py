@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import PathNotAllowedError
 from .discovery import READABLE_ROOT_FILES, open_memory_file, read_open_file
 from .multimodal import extensions_for
-from .transcripts import is_transcript_name, read_transcript_lines, sessions_folder
+from .transcripts import SESSIONS_PREFIX, read_open_transcript, sessions_folder, transcript_name
 from ..config.coverage import collection_root
 
 if TYPE_CHECKING:
@@ -392,8 +392,8 @@ class MemoryRules:
 
     def admits_hit(self, path: str, source: str | None = None) -> bool:
         """Whether a search hit names a memory file (or a session transcript of the sessions source)."""
-        if source == "sessions" and isinstance(path, str) and path.startswith("sessions/"):
-            return is_transcript_name(path[len("sessions/"):])
+        if source == "sessions" and isinstance(path, str) and path.startswith(SESSIONS_PREFIX):
+            return transcript_name(path) is not None
         try:
             self.resolve(path, extensions=self.hit_extensions)
         except PathNotAllowedError:
@@ -413,23 +413,20 @@ class MemoryRules:
         fd = open_memory_file(abs_path, path)
         if fd is None:
             return FileText(shown, "", 0, missing=True)
-        if transcript is None:
-            text, total, cut = read_open_file(fd, from_line, lines, bound, offset)
-            return FileText(shown, text, total, truncated=cut)
-        start, count = max(1, int(from_line or 1)), max(1, int(lines)) if lines is not None else None
-        with open(fd, encoding="utf-8", errors="replace") as fh:  # newlines as the index splits them
-            text, total, cut = read_transcript_lines(fh, start, count, bound, max(0, int(offset or 0)))
+        read_open = read_open_file if transcript is None else read_open_transcript
+        text, total, cut = read_open(fd, from_line, lines, bound, offset)
         return FileText(shown, text, total, truncated=cut)
 
     def _transcript(self, path: Any) -> tuple[Path, str] | None:
         """(file, `sessions/<name>`) when `path` names a session transcript of the sessions source;
         None for any other path; PathNotAllowedError for a transcript while sessions is no source."""
-        if not (isinstance(path, str) and path.startswith("sessions/") and is_transcript_name(path[9:])):
+        name = transcript_name(path)
+        if name is None:
             return None
         if self.sessions_dir is None:
             raise PathNotAllowedError(path, 'session transcripts are read when "sessions" is one of '
                                             'memorySearch.sources (with experimental.sessionMemory)')
-        return self.sessions_dir / path[9:], path
+        return self.sessions_dir / name, path
 
 
 def extra_roots(workspace: Path, extra_paths: list[str] | tuple[str, ...]) -> tuple[Path, ...]:

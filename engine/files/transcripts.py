@@ -18,7 +18,8 @@ from typing import Any, Iterable
 from ..config.zones import is_moment, zone_info
 
 __all__ = ["Transcript", "flatten_transcript", "redact_text", "list_transcripts", "sessions_folder",
-           "TRANSCRIPT_SUFFIXES", "is_transcript_name", "read_transcript_lines"]
+           "TRANSCRIPT_SUFFIXES", "is_transcript_name", "read_open_transcript", "transcript_name",
+           "SESSIONS_PREFIX"]
 
 _SECRET_RES = [
     re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}"),
@@ -29,6 +30,7 @@ _SECRET_RES = [
     re.compile(r"(?i)\b(api[_-]?key|token|secret|password)\s*[:=]\s*\S{6,}"),
 ]
 TRANSCRIPT_SUFFIXES = (".jsonl",)
+SESSIONS_PREFIX = "sessions/"  # a transcript's path in hits and reads: sessions/<name>
 
 
 def redact_text(text: str) -> str:
@@ -109,32 +111,35 @@ def flatten_transcript(raw: str | Iterable[str], zone: str | None = None) -> Tra
     return out
 
 
-def read_transcript_lines(lines_of_file: Iterable[str], start: int, count: int | None, max_chars: int,
-                          skip: int = 0) -> tuple[str, int, bool]:
-    """`memory_get` of a transcript: its JSONL lines `start`..`start+count-1` as the index shows
-    them (`User: …` / `Assistant: …`, secrets redacted), a line that holds no message left empty,
-    so line numbers stay the JSONL's that hits cite. (text, the file's number of lines, whether
-    the text was cut at `max_chars`); `skip` drops that many UTF-16 units of the first line.
-    Streamed: only the lines asked for are parsed."""
-    from .discovery import skip_units  # noqa: PLC0415
+def read_open_transcript(fd: int, from_line: int | None = None, lines: int | None = None,
+                         max_chars: int | None = None, offset: int = 0) -> tuple[str, int, bool]:
+    """`memory_get` of a transcript, as `read_open_file` of a Markdown file: its JSONL lines
+    `from_line`.. as the index shows them (`User: …` / `Assistant: …`, secrets redacted), a line that
+    holds no message left empty, so line numbers stay the JSONL's that hits cite. (text, the file's
+    number of lines, whether the text was cut at `max_chars`); `offset` drops that many UTF-16 units
+    of the first line. Streamed line by line (newlines as the index splits them); only the lines
+    asked for are parsed."""
+    from .discovery import line_range, skip_units  # noqa: PLC0415
 
+    start, count, skip = line_range(from_line, lines, offset)
     end = None if count is None else start + count
     parts: list[str] = []
     kept, cut, total = 0, False, 0
-    for number, line in enumerate(lines_of_file, start=1):
-        total = number
-        if number < start or (end is not None and number >= end) or cut:
-            continue
-        got = _message(line)
-        text = got[2] if got else ""
-        if number == start and skip:
-            text, _ = skip_units(text, skip)
-        if number > start:
-            text = "\n" + text
-        if kept + len(text) > max_chars:
-            text, cut = text[: max_chars - kept], True
-        parts.append(text)
-        kept += len(text)
+    with open(fd, encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, start=1):
+            total = number
+            if number < start or (end is not None and number >= end) or cut:
+                continue
+            got = _message(line)
+            text = got[2] if got else ""
+            if number == start and skip:
+                text, _ = skip_units(text, skip)
+            if number > start:
+                text = "\n" + text
+            if max_chars is not None and kept + len(text) > max_chars:
+                text, cut = text[: max_chars - kept], True
+            parts.append(text)
+            kept += len(text)
     return "".join(parts), total, cut
 
 
@@ -152,6 +157,13 @@ def is_transcript_name(name: str) -> bool:
     if "/" in name or "\\" in name or "\x00" in name or ".bak." in name or name.startswith(".jsonl"):
         return False
     return name.endswith(".jsonl") or ".jsonl.reset." in name or ".jsonl.deleted." in name
+
+
+def transcript_name(path: Any) -> str | None:
+    """`<name>` of a hit or read path `sessions/<name>` naming a transcript, else None."""
+    if isinstance(path, str) and path.startswith(SESSIONS_PREFIX) and is_transcript_name(path[len(SESSIONS_PREFIX):]):
+        return path[len(SESSIONS_PREFIX):]
+    return None
 
 
 def list_transcripts(sessions_dir: Path) -> list[Path]:

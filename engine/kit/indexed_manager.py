@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -427,9 +428,7 @@ class IndexedManager(IndexedBackend):
     def count_by_source(known: dict[str, tuple], chunks_of: Callable[[str], int]) -> dict[str, dict[str, int]]:
         """{source: {files, chunks}} for `status_of`: the files from a generation's `known` rows,
         the chunks asked of the store once per source found (`chunks_of(source)`)."""
-        files: dict[str, int] = {}
-        for row in known.values():
-            files[_source(row)] = files.get(_source(row), 0) + 1
+        files = Counter(_source(row) for row in known.values())
         return {source: {"files": n, "chunks": chunks_of(source)} for source, n in sorted(files.items())}
 
     def _last_embed_error(self, gen: Any) -> str | None:

@@ -225,12 +225,12 @@ class LanceSearchManager(IndexedManager):
         files = chunks = vectors = 0
         by_source: dict[str, dict[str, int]] = {}
         if gen is not None:
-            files = self.store.files(gen.number).count_rows()
+            known = self.store.known_files(gen.number)
+            files = len(known)
             table = self.store.chunks(gen.number)
             chunks = table.count_rows()
             vectors = table.count_rows("vector IS NOT NULL") if "vector" in table.schema.names else 0
-            by_source = self.count_by_source(self.store.known_files(gen.number),
-                                             lambda source: table.count_rows(f"source = {quote(source)}"))
+            by_source = self.count_by_source(known, lambda source: table.count_rows(f"source = {quote(source)}"))
         return self.status_of(gen, files=files, chunks=chunks, where=str(self.store.root), source_counts=by_source,
                             how="LanceDB (its BM25 full-text index; exact cosine)", fts_search="lancedb-bm25",
                             vector={"rows": vectors, "search": "lancedb exact cosine"},

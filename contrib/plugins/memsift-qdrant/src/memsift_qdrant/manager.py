@@ -257,14 +257,14 @@ class QdrantSearchManager(IndexedManager):
             gen = self.store.current()
             if gen is None:
                 return None, 0, 0, None, self.store.generations(), {}
+            known = self.store.known_files(gen.number)
             return (
                 gen,
-                self.store.count(self.store.files(gen.number)),
+                len(known),
                 self.store.count(self.store.chunks(gen.number)),
                 self.store.with_vectors(gen.number),
                 self.store.generations(),
-                self.count_by_source(self.store.known_files(gen.number),
-                                     lambda source: self.store.count_source(gen.number, source)),
+                self.count_by_source(known, lambda source: self.store.count_source(gen.number, source)),
             )
 
         gen, files, chunks, vectors, generations, by_source = await self.run_blocking(counts)
