@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import unicodedata
+from functools import lru_cache
 from typing import Any
 
 from .lazy import lazy_re
@@ -16,6 +18,7 @@ __all__ = [
     "space_cjk",
     "WORD_RE",
     "word_tokens",
+    "match_form",
     "shorten",
 ]
 
@@ -100,6 +103,30 @@ def weighted_len(s: str) -> int:
     cjk = len(_WEIGHTED_CJK_RE.findall(s))
     astral_cjk = len(_WEIGHTED_ASTRAL_CJK_RE.findall(s))  # counted 2 by utf16_len, weighted 4
     return utf16_len(s) + 3 * cjk - astral_cjk
+
+
+# Latin letters that may carry an accent, and the combining accents themselves.
+_FOLDABLE_RE = re.compile("[\u00c0-\u024f\u0300-\u036f\u1e00-\u1eff]")
+
+
+@lru_cache(maxsize=2048)
+def _fold_latin(ch: str) -> str:
+    if "\u0300" <= ch <= "\u036f":  # an accent left uncomposed (no precomposed letter has it)
+        return ""
+    parts = unicodedata.normalize("NFD", ch)
+    return parts[0] if len(parts) > 1 and all("\u0300" <= p <= "\u036f" for p in parts[1:]) else ch
+
+
+def match_form(s: str) -> str:
+    """Text as keyword matching compares it: lowercase, Latin letters without their accents, in either
+    Unicode form ("Café", "cafe\u0301" as macOS writes names → "cafe"), as the FTS5 tokenizer folds them,
+    so that what the index matched the ranking and snippet stages find too. Other scripts keep their
+    marks, as in FTS5. Text with no such letter (ASCII, CJK) costs one scan."""
+    lower = s.lower()
+    if lower.isascii():
+        return lower
+    lower = unicodedata.normalize("NFC", lower)
+    return _FOLDABLE_RE.sub(lambda m: _fold_latin(m.group(0)), lower) if _FOLDABLE_RE.search(lower) else lower
 
 
 def word_tokens(s: str) -> list[str]:

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unicodedata
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -47,6 +48,11 @@ QUERIES = [
     "",
 ]
 DENIED = "agent:main:discord:group:42"
+# Names with accents: one question typed with them, decomposed (as pasted from a macOS file name), or without.
+ACCENTED_CHAT = {"memory/2026-03-20.md": "# Session 4 — 2026-03-20 19:00 (Elena & Marcus)\n"
+                 "[D4:1] Marcus: Jürgen Müller fixed the roof on Tuesday; his invoice came to €420.\n"
+                 "[D4:2] Elena: Cheaper than the quote from Zoë's builder.\n"}
+ACCENTED_QUESTION = "What did Jürgen Müller charge for fixing the roof?"
 SCOPE = {"default": "deny", "rules": [{"action": "allow", "match": {"chatType": "direct"}}]}
 
 
@@ -138,6 +144,7 @@ class Doors:
         (self.ws / "memory" / f"{yesterday}.md").write_text(
             f"# {yesterday}\n\n- Fixed the flaky login test; paired with Helga on the billing export.\n")
         write_files(self.ws, CHAT_SESSIONS)  # chat sessions of two named people, for the evidence ranker
+        write_files(self.ws, ACCENTED_CHAT)
         # Notes dated relative to that day, for questions that name a topic and a time (tests/time_workspace.py).
         self.time = write_time_workspace(self.ws, DOORS_DAY, with_memory_md=False)
         self.cfg = root / "cfg.json"
@@ -379,6 +386,16 @@ def test_the_asked_persons_own_line_comes_first_through_every_door(doors):
     answer = _check_same(doors, CHAT_QUESTION, {})
     path, _start, _end, _score, _citation, snippet, _rescued = answer["hits"][0]
     assert path == "memory/2026-03-09.md" and "golden retriever" in snippet, answer["hits"][:3]
+
+
+def test_a_name_asked_with_or_without_its_accents_gets_the_same_answer_through_every_door(doors):
+    # The keyword index folds accents; the ranking and snippet stages above every backend compared
+    # "muller" with "müller" as different words, so the plain spelling scored the answer lower.
+    spellings = (ACCENTED_QUESTION, unicodedata.normalize("NFD", ACCENTED_QUESTION),
+                 ACCENTED_QUESTION.replace("ü", "u"))
+    answers = [_check_same(doors, question, {}) for question in spellings]
+    assert answers[0]["hits"][0][0] == "memory/2026-03-20.md", answers[0]["hits"][:3]
+    assert answers[1] == answers[0] and answers[2] == answers[0], [a["hits"][:2] for a in answers]
 
 
 def test_the_resident_doors_answered_the_valid_requests(doors):

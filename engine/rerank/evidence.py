@@ -34,7 +34,7 @@ from functools import lru_cache
 from typing import Mapping, Sequence
 
 from ..search.fts_query import query_terms
-from ..text import is_cjk_char
+from ..text import is_cjk_char, match_form
 
 __all__ = ["EvidenceModel", "load_model", "ranker_terms", "evidence_features", "turn_speaker", "FEATURES"]
 
@@ -58,7 +58,7 @@ def turn_speaker(line: str) -> str | None:
 def _asked_about(speaker: str, question: str, first_person: bool) -> bool:
     """Is the question about this speaker: named in it (a whole word, or anywhere for a CJK name,
     which has no word breaks), or the user of a first-person question?"""
-    name = speaker.lower()
+    name = match_form(speaker)
     if first_person and name in _USER_SPEAKERS:
         return True
     if is_cjk_char(name[0]):
@@ -112,7 +112,7 @@ def ranker_terms(query: str) -> list[str]:
     """The question's words as the features count them: its keyword terms (stop words dropped),
     a CJK run as its character pairs (CJK has no word breaks, and a whole run rarely recurs)."""
     out: list[str] = []
-    for term in query_terms(query):
+    for term in dict.fromkeys(match_form(t) for t in query_terms(query)):
         if is_cjk_char(term[0]) and len(term) > 2:
             out.extend(term[i : i + 2] for i in range(len(term) - 1))
         else:
@@ -126,9 +126,9 @@ def evidence_features(terms: Sequence[str], hits: Sequence[tuple[str, float, str
     """The features of each hit, given as (path, score, snippet) in the backend's order; `question`
     is the question as asked (for who it is about); `variants`: other forms of the terms
     (`variants_by_term`), which stand in for a term that no hit shows."""
-    shown = [snippet.lower() for _path, _score, snippet in hits]
+    shown = [match_form(snippet) for _path, _score, snippet in hits]
     asker_lines = _asker_lines(question, [snippet for _path, _score, snippet in hits])
-    held = _forms_that_count(terms, shown, variants or {})
+    held = _forms_that_count(terms, shown, {t: [match_form(v) for v in vs] for t, vs in (variants or {}).items()})
     holds = [[any(v in s for v in forms) for forms in held] for s in shown]
     n = len(hits)
     rarity = [math.log1p(n / (1 + sum(h[j] for h in holds))) for j in range(len(terms))]
@@ -165,7 +165,7 @@ def _forms_that_count(terms: Sequence[str], shown: Sequence[str], variants: Mapp
 
 def _asker_lines(question: str, snippets: Sequence[str]) -> list[list[str]]:
     """Each snippet's lines (lowercased) spoken by the person the question is about."""
-    asked = question.lower()
+    asked = match_form(question)
     first_person = _FIRST_PERSON.search(question) is not None
     verdict: dict[str, bool] = {}  # a pool has few speakers: each is judged once
     out = []
@@ -178,6 +178,6 @@ def _asker_lines(question: str, snippets: Sequence[str]) -> list[list[str]]:
             if speaker not in verdict:
                 verdict[speaker] = _asked_about(speaker, asked, first_person)
             if verdict[speaker]:
-                lines.append(line.lower())
+                lines.append(match_form(line))
         out.append(lines)
     return out

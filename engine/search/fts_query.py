@@ -19,6 +19,7 @@ CJK text has no spaces between words:
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from .stopwords import STOP_WORDS
@@ -56,8 +57,10 @@ class FtsPlan:
 
 
 def clean_query(query: str) -> str:
-    """Control characters and lone surrogates become spaces; any string is then safe to use."""
-    return _CONTROL_RE.sub(" ", query)
+    """Control characters and lone surrogates become spaces; any string is then safe to use. Composed
+    (NFC): a word typed or pasted decomposed (`Zu\u0308rich`) stays one word."""
+    cleaned = _CONTROL_RE.sub(" ", query)
+    return cleaned if cleaned.isascii() else unicodedata.normalize("NFC", cleaned)
 
 
 def split_script_runs(token: str) -> list[str]:
@@ -73,7 +76,7 @@ def split_script_runs(token: str) -> list[str]:
 
 def _tokens(text: str) -> list[str]:
     out: list[str] = []
-    for m in WORD_RE.finditer(text):
+    for m in WORD_RE.finditer(text if text.isascii() else unicodedata.normalize("NFC", text)):
         out.extend(r.lower() for r in split_script_runs(m.group(0)))
     return out
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .ranking import Candidate, brevity_factor, drop_repeated_lines, merge_hybrid, mmr_rerank
-from ..text import word_tokens
+from ..text import match_form, word_tokens
 from .time_only import NEARBY_DAYS, nearest_notes, window_days, window_first
 from .time_query import TimeWindow
 from .time_rank import (
@@ -146,20 +146,20 @@ def covers_all_terms(text: str, terms: list[str]) -> bool:
     """Every query term occurs in the text (case-insensitive substring; CJK has no word breaks)."""
     if not terms:
         return False
-    lower = text.lower()
-    return all(t in lower for t in terms)
+    lower = match_form(text)
+    return all(match_form(t) in lower for t in terms)
 
 
 def lexical_boost(query_terms: list[str], c: Candidate) -> float:
     """FTS-only mode's boost (as OpenClaw does; docs/parity.md): term overlap, density, path and length."""
-    q = set(query_terms)
+    q = {match_form(t) for t in query_terms}
     if not q:
         return 0.0
-    text_tokens = set(word_tokens(c.text))
+    text_tokens = set(word_tokens(match_form(c.text)))
     overlap = len(q & text_tokens)
     unique_overlap = overlap / len(q)
     density = overlap / len(text_tokens) if text_tokens else 0.0
-    path = c.path.lower()
+    path = match_form(c.path)
     path_boost = 0.18 * sum(1 for t in q if t in path)
     length_boost = min(len(c.text) / 160, 0.18)
     return 0.45 * unique_overlap + 0.2 * density + path_boost + length_boost

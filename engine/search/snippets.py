@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from ..config.sizes import SNIPPET_MAX_CHARS
-from ..text import utf16_len, utf16_slice
+from ..text import match_form, utf16_len, utf16_slice
 
 __all__ = ["Snippet", "make_snippet", "SNIPPET_MAX_CHARS"]
 
@@ -37,7 +37,7 @@ def _content(line: str) -> str:
     if _HEADING_RE.match(line):
         return ""
     prefix = _PREFIX_RE.match(line)  # always matches (every part is optional)
-    return line[prefix.end() if prefix else 0 :].lower()
+    return match_form(line[prefix.end() if prefix else 0 :])
 
 
 def _terms_in(content: str, terms: list[str]) -> set[str]:
@@ -64,7 +64,7 @@ def _best_line_window(lines: list[str], terms: list[str], max_chars: int) -> tup
 
 def _cut_long_line(line: str, terms: list[str], max_chars: int) -> str:
     """The stretch of an over-long line with the most distinct terms, starting at a word."""
-    lower = line.lower()
+    lower = match_form(line)  # decomposed accents dropped: a start may be a few characters early
     starts = sorted({m.start() for t in terms for m in re.finditer(re.escape(t), lower)}) or [0]
     best, best_n = 0, -1
     for pos in starts:
@@ -84,7 +84,7 @@ def make_snippet(
     lines = text.split("\n")
     if utf16_len(text) <= max_chars:
         return Snippet(text, start_line, start_line + len(lines) - 1)
-    terms = [t for t in terms if t]
+    terms = [match_form(t) for t in terms if t]
     lo, hi = _best_line_window(lines, terms, max_chars)
     if lo == hi and utf16_len(lines[lo]) > max_chars:
         return Snippet(_cut_long_line(lines[lo], terms, max_chars), start_line + lo, start_line + lo)

@@ -35,6 +35,7 @@ from typing import Callable, Protocol, Sequence, TypeVar
 from ..config.zones import wall_clock
 from .ranking import Candidate, dated_file_timestamp, decay_multiplier, is_evergreen
 from ..files.note_dates import chunk_line_days
+from ..text import match_form
 from .time_query import TimeWindow
 
 __all__ = [
@@ -196,8 +197,8 @@ def apply_time_windows(items: list[Candidate], windows: list[TimeWindow], weight
 
 def count_topic_words(text: str, terms: Sequence[str]) -> int:
     """How many of the question's topic words (its words less the time it names) a text holds."""
-    lower = text.lower()
-    return sum(1 for t in set(terms) if t in lower)
+    lower = match_form(text)
+    return sum(1 for t in {match_form(t) for t in terms} if t in lower)
 
 
 class WindowFit(Protocol):
@@ -255,7 +256,8 @@ def _matched_day(c: Candidate, terms: list[str]) -> date | None:
     if not terms:
         return None
     lines = c.text.split("\n")
-    matched = [d for line, d in zip(lines, line_days(c)) if d and any(t in line.lower() for t in terms)]
+    folded = [match_form(t) for t in terms]
+    matched = [d for line, d in zip(lines, line_days(c)) if d and any(t in match_form(line) for t in folded)]
     return date.fromisoformat(max(matched)) if matched else None
 
 

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import unicodedata
+
 import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memsift.backends.builtin.store import fts_tokenizer_clause
-from memsift.engine.search.fts_query import index_text, plan_query
+from memsift.engine.search.fts_query import index_text, plan_query, query_terms
 
 
 def _fts(tokenizer: str, docs: list[str]) -> apsw.Connection:
@@ -121,3 +123,10 @@ def test_any_string_gives_a_valid_fts_query(query):
 
 
 CONNS = {t: _fts(t, DOCS) for t in ("unicode61", "trigram")}
+
+
+def test_a_word_typed_decomposed_stays_one_term():
+    # macOS file names, and text pasted from them, hold "ü" as "u" + a combining mark.
+    decomposed = unicodedata.normalize("NFD", "Zürich office move")
+    assert query_terms(decomposed) == query_terms("Zürich office move") == ["zürich", "office", "move"]
+    assert plan_query(decomposed).match == plan_query("Zürich office move").match

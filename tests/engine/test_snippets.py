@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import unicodedata
+
 from memsift.engine.search.snippets import make_snippet
-from memsift.engine.text import utf16_len
+from memsift.engine.text import match_form, utf16_len
 
 PAINTING = [
     "the watercolor landscape I started last week is coming along nicely, the sky needs another wash.",
@@ -46,3 +48,27 @@ def test_an_over_long_line_is_cut_around_its_densest_terms():
     s = make_snippet(line, 7, ["ledger", "postgresql"])
     assert (s.start_line, s.end_line) == (7, 7) and utf16_len(s.text) <= 700
     assert "ledger moved to PostgreSQL 16" in s.text and not s.text.startswith(("ords", "ds "))
+
+
+def test_a_term_typed_without_its_accents_picks_the_line_that_has_it_with_them():
+    lines = [f"[D9:{i}] Melanie: {t}" for i, t in enumerate(PAINTING, start=1)]
+    lines.insert(4, "[D9:0] Caroline: the roofer Jürgen Müller sent his invoice for the gutters today.")
+    text = "\n".join(lines)
+    for terms in (["muller", "invoice"], ["müller", "invoice"], [unicodedata.normalize("NFD", "müller"), "invoice"]):
+        s = make_snippet(text, 1, terms, max_chars=200)
+        assert "Müller sent his invoice" in s.text, (terms, s.text)
+
+
+def test_match_form_folds_latin_accents_in_either_unicode_form_as_the_keyword_index_does():
+    import apsw
+
+    text = "Jürgen Müller, Ångström, Việt, crème brûlée, İstanbul, Søren"
+    tokenizer = apsw.Connection(":memory:").fts5_tokenizer("unicode61", ["remove_diacritics", "2"])
+    indexed = [t if isinstance(t, str) else t[0]
+               for t in tokenizer(text.encode(), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False)]
+    for form in ("NFC", "NFD"):
+        folded = match_form(unicodedata.normalize(form, text))
+        assert folded.replace(",", "").split() == indexed, folded
+    # Other scripts keep their marks, as in the index; CJK and Hangul are untouched.
+    assert match_form("Ёлка が 한국어") == "ёлка が 한국어"
+    assert match_form(unicodedata.normalize("NFD", "Ёлка が 한국어")) == "ёлка が 한국어"
