@@ -23,6 +23,8 @@ from memsift.engine.embeddings.circuit import QueryCircuit
 from memsift.engine.errors import IndexCorruptError, IndexUnusableError, ProviderError
 from memsift.engine.manager import SyncReport
 from memsift.engine.files.discovery import discover_memory_files
+from memsift.engine.files.multimodal import extensions_for
+from memsift.engine.files.sync import pending_changes
 from memsift.backends.builtin.recent_keys import RecentKeys
 from memsift.engine.results import (
     Degraded,
@@ -476,8 +478,11 @@ class BuiltinSearchManager(IndexedBackend):
 
     def _pending_changes(self, conn: apsw.Connection | None) -> tuple[int, list[dict[str, str]]]:
         """Memory files added, removed or modified since they were indexed (by mtime and size): what a
-        search's sync takes. Transcripts are left out; their watch syncs them."""
-        files, skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
+        search's sync takes. Transcripts are left out; their watch syncs them. Images and audio in
+        extra paths are memory files where the index holds them (as the indexer finds them)."""
+        mm = self.ms.multimodal
+        media = extensions_for(mm.modalities) if (mm.enabled and self.identity.multimodal) else ()
+        files, skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths, media)
         known = {}
         recorded: list[dict[str, str]] = []
         if conn is not None:
@@ -487,17 +492,7 @@ class BuiltinSearchManager(IndexedBackend):
         # What the last sync skipped (binary, oversize, unreadable), then what discovery skips now.
         reasons = {r["path"]: r["reason"] for r in self._skipped or recorded}
         reasons.update({s.path: s.reason for s in skipped})
-        changed = 0
-        for f in files:
-            if f.rel_path in reasons and f.rel_path not in known:
-                continue  # skipped on purpose: not a pending change
-            try:
-                st = os.lstat(f.abs_path)
-            except OSError:
-                continue
-            if known.pop(f.rel_path, None) != (st.st_mtime_ns, st.st_size):
-                changed += 1
-        return changed + len(known), [{"path": p, "reason": r} for p, r in reasons.items()]
+        return pending_changes(files, known, reasons)
 
     async def status(self, *, deep: bool = False) -> ManagerStatus:
         provider_error = None

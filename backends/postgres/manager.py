@@ -22,6 +22,8 @@ from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
 from memsift.engine.secrets import redact
 from memsift.engine.files.discovery import discover_memory_files
+from memsift.engine.files.multimodal import extensions_for
+from memsift.engine.files.sync import pending_changes, skip_reason
 from memsift.engine.compose.shell import IndexedBackend, vectors_missing
 from memsift.engine.search.request import SearchRequest
 from memsift.engine.embeddings.query import QueryEmbedding
@@ -323,6 +325,7 @@ class PostgresSearchManager(IndexedBackend):
         by_source: dict[str, dict[str, int]] = {}
         meta = None
         skipped: list[dict[str, str]] = []
+        known: dict[str, tuple[int, int]] = {}  # the generation's memory files: path → (mtime_ns, size)
         try:
             await self._ensure_schema()
             pool = await self._pool("write")
@@ -335,6 +338,9 @@ class PostgresSearchManager(IndexedBackend):
                 if row:
                     gen, meta, skipped = row
                     facts["generation"] = gen
+                    known = {path: (mtime_ns, size) for path, mtime_ns, size in await (await conn.execute(
+                        "SELECT path, mtime_ns, size FROM memsift_files WHERE agent_id = %s AND generation = %s AND "
+                        "source <> 'sessions'", (self.agent, gen))).fetchall()}
                     for source, n in await (
                         await conn.execute(
                             "SELECT source, count(*) FROM memsift_files WHERE agent_id = %s AND generation = %s GROUP "
@@ -363,7 +369,7 @@ class PostgresSearchManager(IndexedBackend):
         self.adopt_index_provider(meta)
         ident = self.identity
         stale = fingerprint_diff(meta, wanted_meta(self.settings, ident)) if meta else None
-        pending = self._pending(meta is not None)
+        pending, skipped = self._pending(known, skipped or []) if not facts["error"] else (0, skipped or [])
         mode = "none" if facts["error"] else ("fts-only" if self.provider is None or stale else "hybrid")
         if facts["error"]:
             now_says = f"fail: the database is unreachable: {facts['error']}"
@@ -379,7 +385,7 @@ class PostgresSearchManager(IndexedBackend):
             db_path=self.dsns.shown,
             files=None if facts["error"] else files,
             chunks=None if facts["error"] else chunks,
-            dirty=meta is None or stale is not None or self.freshness.dirty,
+            dirty=meta is None or stale is not None or pending > 0,
             provider=ident.provider,
             requested_provider=self.selection.requested if self.selection else None,
             model=ident.model,
@@ -410,6 +416,7 @@ class PostgresSearchManager(IndexedBackend):
                 "exists": meta is not None,
                 "meta": meta,
                 "rebuildNeeded": stale,
+                "pendingChanges": pending,
                 "lastEmbedError": redact(self._embed_error) if self._embed_error else (meta or {}).get("vectorsError"),
                 "postgres": facts,
             },
@@ -418,11 +425,16 @@ class PostgresSearchManager(IndexedBackend):
             unavailable=facts["error"],
         )
 
-    def _pending(self, indexed: bool) -> int:
-        if indexed:
-            return 0
-        files, _skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
-        return len(files)
+    def _pending(self, known: dict[str, tuple[int, int]], recorded: list[dict[str, str]]
+                 ) -> tuple[int, list[dict[str, str]]]:
+        """The memory files changed since the generation was indexed, and the skipped ones with why
+        (as the last sync recorded them, else judged now), as builtin's status counts them."""
+        mm = self.ms.multimodal
+        media = extensions_for(mm.modalities) if (mm.enabled and self.identity.multimodal) else ()
+        files, found_skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths, media)
+        reasons = {r["path"]: r["reason"] for r in recorded}
+        reasons.update({s.path: s.reason for s in found_skipped})
+        return pending_changes(files, known, reasons, judge=skip_reason)
 
     async def aclose(self) -> None:
         await release_pools(self)

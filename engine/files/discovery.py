@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import errno
+import io
 import os
 import stat
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from ..errors import PathNotAllowedError
 from .multimodal import modality_of
 
 __all__ = ["MemoryFile", "Skipped", "discover_memory_files", "open_memory_file", "read_open_file", "ROOT_FILES",
-           "READABLE_ROOT_FILES", "skip_units", "line_range"]
+           "READABLE_ROOT_FILES", "skip_units", "line_range", "decode_note", "is_utf16_note"]
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
 READABLE_ROOT_FILES = ("MEMORY.md", "memory.md", "DREAMS.md")
@@ -222,14 +223,35 @@ def open_memory_file(abs_path: Path, shown: Any) -> int | None:
     return fd
 
 
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def is_utf16_note(head: bytes) -> bool:
+    """A note saved as UTF-16 with its byte-order mark (Windows PowerShell 5's `>` and `Out-File`
+    write notes so, and Notepad's "UTF-16"): read as text, not skipped for its NUL bytes."""
+    return head[:2] in _UTF16_BOMS
+
+
+def decode_note(data: bytes) -> str:
+    """A note's text, as the index and every read see it: UTF-8 (undecodable bytes shown as U+FFFD,
+    as the reference reads them), or UTF-16 after its byte-order mark."""
+    if is_utf16_note(data):
+        return data.decode("utf-16", errors="replace")  # the BOM says the order, and is dropped
+    return data.decode("utf-8", errors="replace")
+
+
 def read_open_file(fd: int, from_line: int | None = None, lines: int | None = None,
                    max_chars: int | None = None, offset: int = 0) -> tuple[str, int, bool]:
     """Lines `from_line`.. (`lines` of them, else to the end) of an open file: (text, the file's
     total number of lines, whether the text was cut at `max_chars` characters). `offset` skips
-    that many characters (UTF-16 units, as MCP counts them) of the first line. The file is
-    streamed: whatever the offset and the file's size, at most `max_chars` characters are kept."""
+    that many characters (UTF-16 units, as MCP counts them) of the first line. A UTF-8 file is
+    streamed: whatever the offset and the file's size, at most `max_chars` characters are kept
+    (a UTF-16 note is decoded whole first, as the index reads it)."""
     start, count, skip = line_range(from_line, lines, offset)
     with os.fdopen(fd, "rb") as fh:
+        if is_utf16_note(os.pread(fh.fileno(), 2, 0)):
+            return _read_text(io.BytesIO(decode_note(fh.read()).encode("utf-8", "surrogatepass")), start, count,
+                              max_chars, skip)
         return _read_text(fh, start, count, max_chars, skip)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar
 
 from .chunking import Chunk, chunk_text, split_for_input_limit
-from .discovery import MemoryFile, Skipped
+from .discovery import MemoryFile, Skipped, decode_note, is_utf16_note
 from .multimodal import label_for, multimodal_hash, sniff_mime
 from .note_dates import ChunkDay, chunk_days
 
@@ -21,6 +21,9 @@ __all__ = [
     "MediaRead",
     "read_regular",
     "read_markdown",
+    "markdown_bytes",
+    "skip_reason",
+    "pending_changes",
     "read_transcript",
     "session_days_key",
     "read_media",
@@ -62,6 +65,57 @@ def read_regular(f: MemoryFile, st: os.stat_result, skipped: list[Skipped]) -> b
     return data
 
 
+def markdown_bytes(f: MemoryFile, st: os.stat_result, skipped: list[Skipped]) -> bytes | None:
+    """A Markdown file's bytes, or None with the reason a sync skips it added to `skipped`."""
+    if st.st_size > MAX_MARKDOWN_BYTES:
+        skipped.append(Skipped(f.rel_path, f"larger than {MAX_MARKDOWN_BYTES // 2**20} MiB ({st.st_size} bytes)"))
+        return None
+    data = read_regular(f, st, skipped)
+    if data is not None and b"\x00" in data and not is_utf16_note(data):
+        skipped.append(Skipped(f.rel_path, "binary content (NUL bytes)"))
+        return None
+    return data
+
+
+def skip_reason(f: MemoryFile) -> str | None:
+    """Why a sync would skip this Markdown file, judged now by reading it; None when it would not
+    (or it is an image or audio file, which have their own rules)."""
+    if f.modality is not None:
+        return None
+    try:
+        st = os.lstat(f.abs_path)
+    except OSError:
+        return None
+    skipped: list[Skipped] = []
+    markdown_bytes(f, st, skipped)
+    return skipped[0].reason if skipped else None
+
+
+def pending_changes(files: Sequence[MemoryFile], known: Mapping[str, tuple[int, int]], reasons: Mapping[str, str],
+                    judge: Callable[[MemoryFile], str | None] | None = None) -> tuple[int, list[dict[str, str]]]:
+    """Status's `pendingChanges` and `skipped`: the memory files added, removed or modified since they
+    were indexed (by mtime and size: what a search's sync takes), and the files skipped on purpose,
+    which are no change however long they stay. `known`: the indexed memory files (path → (mtime_ns,
+    size)); `reasons`: the skipped files with why (a sync's record, discovery's); `judge`: why a file
+    the index lacks would be skipped (`skip_reason`), for a backend that keeps no record of it."""
+    reasons = dict(reasons)
+    left = dict(known)
+    changed = 0
+    for f in files:
+        if f.rel_path not in left:
+            if f.rel_path not in reasons and judge is not None and (why := judge(f)) is not None:
+                reasons[f.rel_path] = why
+            if f.rel_path in reasons:
+                continue
+        try:
+            st = os.lstat(f.abs_path)
+        except OSError:
+            continue
+        if left.pop(f.rel_path, None) != (st.st_mtime_ns, st.st_size):
+            changed += 1
+    return changed + len(left), [{"path": p, "reason": r} for p, r in reasons.items()]
+
+
 def read_markdown(
     f: MemoryFile,
     st: os.stat_result,
@@ -73,16 +127,10 @@ def read_markdown(
     max_input_bytes: int | None = None,
 ) -> MarkdownRead | None:
     """A Markdown file as chunks and days, or None with the reason added to `skipped`."""
-    if st.st_size > MAX_MARKDOWN_BYTES:
-        skipped.append(Skipped(f.rel_path, f"larger than {MAX_MARKDOWN_BYTES // 2**20} MiB ({st.st_size} bytes)"))
-        return None
-    data = read_regular(f, st, skipped)
+    data = markdown_bytes(f, st, skipped)
     if data is None:
         return None
-    if b"\x00" in data:
-        skipped.append(Skipped(f.rel_path, "binary content (NUL bytes)"))
-        return None
-    text = data.decode("utf-8", errors="replace")
+    text = decode_note(data)
     chunks = chunk_text(text, strategy=strategy, tokens=tokens, overlap=overlap)
     if max_input_bytes:
         chunks = split_for_input_limit(chunks, max_input_bytes)

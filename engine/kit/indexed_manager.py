@@ -47,7 +47,8 @@ from ..files.chunking import CHUNKER_REVISION, chunk_id
 from ..files.discovery import MemoryFile, Skipped, discover_memory_files
 from ..files.fingerprint import fingerprint_diff, version_stamps
 from ..files.note_dates import NOTE_DATES_REVISION, ChunkDay
-from ..files.sync import MarkdownRead, read_markdown, read_transcript, session_days_key, sort_files
+from ..files.sync import (MarkdownRead, pending_changes, read_markdown, read_transcript, session_days_key, skip_reason,
+                          sort_files)
 from ..files.transcripts import list_transcripts, sessions_folder
 from ..lazy import np  # numpy on first use: plugins import the kit on every command
 from ..logging import get_logger
@@ -393,13 +394,17 @@ class IndexedManager(IndexedBackend):
 
     def status_of(self, gen: Any, *, files: int, chunks: int, where: str, how: str, fts_search: str,
                 vector: dict[str, Any], index: dict[str, Any],
-                source_counts: dict[str, dict[str, int]] | None = None) -> ManagerStatus:
+                source_counts: dict[str, dict[str, int]] | None = None,
+                known: dict[str, tuple] | None = None) -> ManagerStatus:
         """Status as memsift's CLI and tools show it; `how` says how this store searches, `index`
         holds what only this backend knows (its generations, where it runs); `source_counts` (from
-        `count_by_source`) the files and chunks of each source, as builtin's `sourceCounts`."""
+        `count_by_source`) the files and chunks of each source, as builtin's `sourceCounts`; `known`
+        the generation's files (path → (hash, mtime_ns, size[, source])), against which the files
+        on disk give `pendingChanges` and the skipped ones, in any process."""
         if gen is not None:
             self.adopt_index_provider(gen.meta)
         stale = self.rebuild_needed(gen)
+        changed, skipped = self.pending_changes(known or {})
         p = self.provider
         pending = vectors_missing(p, vector.get("rows"), chunks, gen is not None)
         mode = "fts-only" if p is None or stale else "hybrid"
@@ -407,7 +412,7 @@ class IndexedManager(IndexedBackend):
                     else f"{mode} over {chunks} chunks in {how}{self.fallback_words()}")
         return ManagerStatus(
             backend=self.backend, agent_id=self.agent, workspace_dir=str(self.settings.workspace), db_path=where,
-            files=files, chunks=chunks, dirty=gen is None or stale is not None or self.freshness.dirty,
+            files=files, chunks=chunks, dirty=gen is None or stale is not None or changed > 0,
             provider=p.id if p else "none", requested_provider=self.selection.requested if self.selection else None,
             model=p.model if p else None, dimensions=getattr(p, "dimensions", None),
             model_runtime=getattr(p, "runtime", None), sources=list(self.ms.sources),
@@ -419,10 +424,19 @@ class IndexedManager(IndexedBackend):
             vector={"enabled": p is not None, "available": p is not None, "pending": pending, **vector},
             cache={"enabled": False, "entries": 0, "maxEntries": 0},
             index={"exists": gen is not None, "meta": gen.meta if gen else None, "rebuildNeeded": stale,
-                   "lastEmbedError": self._last_embed_error(gen), **index},
+                   "pendingChanges": changed, "lastEmbedError": self._last_embed_error(gen), **index},
             last_sync=self._last_sync.model_dump(by_alias=True) if self._last_sync else None,
-            skipped=[{"path": s.path, "reason": s.reason} for s in self._skipped],
+            skipped=skipped,
         )
+
+    def pending_changes(self, known: dict[str, tuple]) -> tuple[int, list[dict[str, str]]]:
+        """The memory files changed since `known` was indexed, and the skipped ones with why: this
+        process's last sync's reasons, else judged now (these stores keep no record of them).
+        Transcripts are left out, as builtin leaves them: their watch syncs them."""
+        files, found_skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
+        reasons = {s.path: s.reason for s in (*self._skipped, *found_skipped)}
+        indexed = {path: (row[1], row[2]) for path, row in known.items() if _source(row) != "sessions"}
+        return pending_changes([f for f in files if f.modality is None], indexed, reasons, judge=skip_reason)
 
     @staticmethod
     def count_by_source(known: dict[str, tuple], chunks_of: Callable[[str], int]) -> dict[str, dict[str, int]]:

@@ -58,6 +58,9 @@ def test_multimodal_files_are_indexed_as_on_builtin(tmp_path, pg_dsn):
                 skipped = {s["path"]: s["reason"] for s in (await p.status()).skipped}
                 assert "not image" in skipped["media/fake.png"] and "maxFileBytes" in skipped["media/huge.jpg"]
                 assert "refused" in skipped["media/big.png"]
+                for m in (p, b):  # just synced: nothing pending (builtin counted every image as removed)
+                    status = await m.status()
+                    assert not status.dirty and status.index["pendingChanges"] == 0, (m.backend, status.index)
                 got = await p.search("Image file whiteboard", min_score=0, mode="keyword")
                 want = await b.search("Image file whiteboard", min_score=0, mode="keyword")
                 assert [h.path for h in got.results] == [h.path for h in want.results]

@@ -224,6 +224,7 @@ class LanceSearchManager(IndexedManager):
         gen = self.store.current()
         files = chunks = vectors = 0
         by_source: dict[str, dict[str, int]] = {}
+        known: dict[str, tuple] = {}
         if gen is not None:
             known = self.store.known_files(gen.number)
             files = len(known)
@@ -232,6 +233,7 @@ class LanceSearchManager(IndexedManager):
             vectors = table.count_rows("vector IS NOT NULL") if "vector" in table.schema.names else 0
             by_source = self.count_by_source(known, lambda source: table.count_rows(f"source = {quote(source)}"))
         return self.status_of(gen, files=files, chunks=chunks, where=str(self.store.root), source_counts=by_source,
+                              known=known,
                             how="LanceDB (its BM25 full-text index; exact cosine)", fts_search="lancedb-bm25",
                             vector={"rows": vectors, "search": "lancedb exact cosine"},
                             index={"lancedb": {"generation": gen.number if gen else None,

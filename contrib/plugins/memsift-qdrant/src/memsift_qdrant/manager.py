@@ -253,26 +253,28 @@ class QdrantSearchManager(IndexedManager):
     async def status(self, *, deep: bool = False) -> ManagerStatus:
         self.ensure_provider()
 
-        def counts() -> tuple[Generation | None, int, int, int | None, list[int], dict[str, dict[str, int]]]:
+        def counts() -> tuple[Generation | None, dict[str, tuple], int, int | None, list[int],
+                              dict[str, dict[str, int]]]:
             gen = self.store.current()
             if gen is None:
-                return None, 0, 0, None, self.store.generations(), {}
+                return None, {}, 0, None, self.store.generations(), {}
             known = self.store.known_files(gen.number)
             return (
                 gen,
-                len(known),
+                known,
                 self.store.count(self.store.chunks(gen.number)),
                 self.store.with_vectors(gen.number),
                 self.store.generations(),
                 self.count_by_source(known, lambda source: self.store.count_source(gen.number, source)),
             )
 
-        gen, files, chunks, vectors, generations, by_source = await self.run_blocking(counts)
+        gen, known, chunks, vectors, generations, by_source = await self.run_blocking(counts)
         return self.status_of(
             gen,
-            files=files,
+            files=len(known),
             chunks=chunks,
             source_counts=by_source,
+            known=known,
             where=self.store.where,
             how="Qdrant (BM25 sparse vectors; dense cosine)",
             fts_search="qdrant-bm25-sparse",
