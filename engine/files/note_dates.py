@@ -28,7 +28,8 @@ __all__ = ["ChunkDay", "chunk_days", "chunk_line_days", "file_name_day", "date_i
 SOURCES = ("timestamp", "heading", "file name")
 # Bumped whenever the rules change: indexes store the days, so a new rule means a rebuild.
 # 2: days per line (a chunk speaks of every day its lines do); a timestamp needs a time or separator after it.
-NOTE_DATES_REVISION = 2
+# 3: file names dated 2023_05_08, 2023.05.08, 20230508 or memory/2023/05/08.md.
+NOTE_DATES_REVISION = 3
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,11 @@ _NAMED = re.compile(
     r"|(" + "|".join(m[:3] for m in _MONTHS) + r")[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}))\b",
     re.IGNORECASE,
 )
-_FILE_DAY = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+# A day in a file's name, one separator throughout: 2023-05-08, Logseq's journals 2023_05_08, Dendron's
+# 2023.05.08, or none, 20230508 (a year from 1900 on: eight digits are often an id); or the last three
+# folders and name of a year/month/day layout, 2023/05/08.md.
+_FILE_DAY = re.compile(r"(?<!\d)(\d{4})([-_.]?)(\d{2})\2(\d{2})(?!\d)")
+_FOLDERS_DAY = re.compile(r"(?:^|/)(\d{4})/(\d{2})/(\d{2})(?!\d)[^/]*$")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 # A line that opens with a timestamp: "2023-05-08 14:02 …", "[2023-05-08] …", "- 2023/05/08: …". A
 # date followed by neither a time nor a separator ("  2026-11-30." wrapping a sentence) is a mention.
@@ -87,9 +92,17 @@ def date_in_text(text: str) -> str | None:
 
 
 def file_name_day(path: str) -> str | None:
-    """A YYYY-MM-DD in the file's name (not its folders: `2023-05-08/notes.md` is a folder's date)."""
-    name = path.replace("\\", "/").rsplit("/", 1)[-1]
-    m = _FILE_DAY.search(name)
+    """The day in the file's name (`2023-05-08.md`, `2023_05_08.md`, `2023.05.08.md`, `20230508.md`,
+    `standup-2023-05-08.md`), or in a year/month/day layout (`2023/05/08.md`); not a folder's alone:
+    `2023-05-08/notes.md` is a folder of that day's files, which may speak of any."""
+    path = path.replace("\\", "/")
+    for m in _FILE_DAY.finditer(path.rsplit("/", 1)[-1]):
+        year, _sep, month, day = m.groups()
+        if _sep or year >= "1900":
+            found = _iso(year, month, day)
+            if found:
+                return found
+    m = _FOLDERS_DAY.search(path)
     return _iso(*m.groups()) if m else None
 
 

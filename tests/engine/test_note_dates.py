@@ -41,6 +41,22 @@ def test_the_file_name_dates_what_nothing_else_does():
     assert file_name_day("2023-05-08/notes.md") is None  # a folder's date is not the note's
 
 
+def test_the_daily_note_names_of_other_tools_date_their_notes():
+    named = {
+        "journals/2023_05_08.md": "2023-05-08",  # Logseq's journals
+        "notes/daily.journal.2023.05.08.md": "2023-05-08",  # Dendron's
+        "memory/20230508.md": "2023-05-08",
+        "memory/2023/05/08.md": "2023-05-08",  # a year/month/day layout
+        "memory/2023/05/08-standup.md": "2023-05-08",
+        "memory/12345678.md": None,  # eight digits, no day: an id
+        "memory/ref-00231231.md": None,  # a day of the year 23 is no day a note is written
+        "memory/2023_05-08.md": None,  # one separator throughout, or none
+        "memory/2023/13/01.md": None,
+        "memory/2023/05/08/notes.md": None,  # that day's folder, as above
+    }
+    assert {path: file_name_day(path) for path in named} == named
+
+
 def test_what_is_not_a_date_dates_nothing():
     assert date_in_text("Release 2.10 notes") is None
     assert date_in_text("build 2023-02-30") is None  # no such day
