@@ -30,13 +30,13 @@ from .rerank_stage import diversify
 from ..search.time_rank import inside_before_margin
 from ..search.expansion import variants_by_term
 from ..search.fts_query import question_words
+from ..files.note_dates import file_name_day
 
 __all__ = ["EvidenceRankedSearchManager", "HYBRID_MODES", "rank_by_evidence", "pool_features", "is_conversation",
            "mostly_conversation"]
 
 HYBRID_MODES = frozenset({"hybrid", "query"})
 CANDIDATES_PER_HIT = 2
-_DAILY_LOG = re.compile(r"(?:^|/)memory/(?:.*/)?\d{4}-\d{2}-\d{2}[^/]*\.md$")
 _HEADING = re.compile(r"\s*#{1,6}(?:\s|$)")
 
 
@@ -46,9 +46,9 @@ def _mostly_turns(snippet: str) -> bool:
 
 
 def is_conversation(hit: SearchHit) -> bool:
-    """A hit from a daily log or a session transcript, or whose lines are mostly a speaker's turns
-    (what the ranker was learned on)."""
-    return hit.source == "sessions" or bool(_DAILY_LOG.search(hit.path)) or _mostly_turns(hit.snippet)
+    """A hit from a daily log (a note whose name carries its day, as the time stages read it) or a
+    session transcript, or whose lines are mostly a speaker's turns (what the ranker was learned on)."""
+    return hit.source == "sessions" or file_name_day(hit.path) is not None or _mostly_turns(hit.snippet)
 
 
 def mostly_conversation(hits: list[SearchHit]) -> bool:
