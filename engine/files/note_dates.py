@@ -102,8 +102,8 @@ def file_name_day(path: str) -> str | None:
             found = _iso(year, month, day)
             if found:
                 return found
-    m = _FOLDERS_DAY.search(path)
-    return _iso(*m.groups()) if m else None
+    layout = _FOLDERS_DAY.search(path)
+    return _iso(*layout.groups()) if layout else None
 
 
 def _heading_days(lines: list[str]) -> tuple[list[int], list[str | None]]:

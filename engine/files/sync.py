@@ -43,9 +43,9 @@ class MarkdownRead:
     days: list[ChunkDay]  # each chunk's day (engine/files/note_dates.py)
 
 
-def read_regular(f: MemoryFile, st: os.stat_result, skipped: list[Skipped]) -> bytes | None:
+def read_regular(f: MemoryFile, st: os.stat_result, skipped: list[Skipped], head: int | None = None) -> bytes | None:
     """The file's bytes, read without following a symlink or blocking on a fifo or device
-    swapped in since discovery, and never more than MAX_MARKDOWN_BYTES."""
+    swapped in since discovery, and never more than MAX_MARKDOWN_BYTES (`head`: its first bytes only)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(f.abs_path, flags)
@@ -58,28 +58,33 @@ def read_regular(f: MemoryFile, st: os.stat_result, skipped: list[Skipped]) -> b
         skipped.append(Skipped(f.rel_path, "replaced while being indexed (not the file discovered)"))
         return None
     with os.fdopen(fd, "rb") as fh:
-        data = fh.read(MAX_MARKDOWN_BYTES + 1)
-    if len(data) > MAX_MARKDOWN_BYTES:
+        data = fh.read(head if head is not None else MAX_MARKDOWN_BYTES + 1)
+    if head is None and len(data) > MAX_MARKDOWN_BYTES:
         skipped.append(Skipped(f.rel_path, f"larger than {MAX_MARKDOWN_BYTES // 2**20} MiB (grew while being read)"))
         return None
     return data
 
 
-def markdown_bytes(f: MemoryFile, st: os.stat_result, skipped: list[Skipped]) -> bytes | None:
-    """A Markdown file's bytes, or None with the reason a sync skips it added to `skipped`."""
+def markdown_bytes(f: MemoryFile, st: os.stat_result, skipped: list[Skipped], head: int | None = None
+                   ) -> bytes | None:
+    """A Markdown file's bytes (`head`: its first bytes only), or None with the reason a sync skips
+    it added to `skipped`."""
     if st.st_size > MAX_MARKDOWN_BYTES:
         skipped.append(Skipped(f.rel_path, f"larger than {MAX_MARKDOWN_BYTES // 2**20} MiB ({st.st_size} bytes)"))
         return None
-    data = read_regular(f, st, skipped)
+    data = read_regular(f, st, skipped, head)
     if data is not None and b"\x00" in data and not is_utf16_note(data):
         skipped.append(Skipped(f.rel_path, "binary content (NUL bytes)"))
         return None
     return data
 
 
+_JUDGED_BYTES = 2**16  # a binary file shows a NUL early; status judges many files, and reads only this
+
+
 def skip_reason(f: MemoryFile) -> str | None:
-    """Why a sync would skip this Markdown file, judged now by reading it; None when it would not
-    (or it is an image or audio file, which have their own rules)."""
+    """Why a sync would skip this Markdown file, judged now from its size and first bytes; None when
+    it would not (or it is an image or audio file, which have their own rules)."""
     if f.modality is not None:
         return None
     try:
@@ -87,7 +92,7 @@ def skip_reason(f: MemoryFile) -> str | None:
     except OSError:
         return None
     skipped: list[Skipped] = []
-    markdown_bytes(f, st, skipped)
+    markdown_bytes(f, st, skipped, head=_JUDGED_BYTES)
     return skipped[0].reason if skipped else None
 
 
