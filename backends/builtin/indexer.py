@@ -50,7 +50,7 @@ from memsift.engine.files.sync import (MAX_MARKDOWN_BYTES, read_markdown, read_m
 from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
 from memsift.engine.private_dirs import make_private_dir
 from memsift.engine.files.flock import flock_within
-from memsift.engine.files.multimodal import TOO_LARGE, extensions_for
+from memsift.engine.files.multimodal import TOO_LARGE, indexed_media
 from memsift.engine.files.transcripts import list_transcripts, sessions_folder
 
 from .index_file import inspect_index_file, is_memsift_database, temp_name_re
@@ -365,7 +365,7 @@ class Indexer:
     def _scan(self, conn: apsw.Connection) -> tuple[list[_Pending], list[MemoryFile], set[str], int]:
         """Compare files on disk with the `files` table. Returns (changed, touched-only, removed, unchanged)."""
         mm = self.ms.multimodal
-        ext = extensions_for(mm.modalities) if (mm.enabled and self.ident.multimodal) else ()
+        ext = indexed_media(mm, self.ident.multimodal)
         files, self.skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths, ext)
         scanned = ("memory", "sessions") if self.include_sessions else ("memory",)
         if self.include_sessions:

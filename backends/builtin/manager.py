@@ -22,9 +22,7 @@ from memsift.engine.embeddings import EmbeddingProvider, ProviderSelection
 from memsift.engine.embeddings.circuit import QueryCircuit
 from memsift.engine.errors import IndexCorruptError, IndexUnusableError, ProviderError
 from memsift.engine.manager import SyncReport
-from memsift.engine.files.discovery import discover_memory_files
-from memsift.engine.files.multimodal import extensions_for
-from memsift.engine.files.sync import pending_changes
+from memsift.engine.files.multimodal import indexed_media
 from memsift.backends.builtin.recent_keys import RecentKeys
 from memsift.engine.results import (
     Degraded,
@@ -480,19 +478,16 @@ class BuiltinSearchManager(IndexedBackend):
         """Memory files added, removed or modified since they were indexed (by mtime and size): what a
         search's sync takes. Transcripts are left out; their watch syncs them. Images and audio in
         extra paths are memory files where the index holds them (as the indexer finds them)."""
-        mm = self.ms.multimodal
-        media = extensions_for(mm.modalities) if (mm.enabled and self.identity.multimodal) else ()
-        files, skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths, media)
         known = {}
         recorded: list[dict[str, str]] = []
         if conn is not None:
             known = {r[0]: (r[1], r[2])
                      for r in conn.execute("SELECT path, mtime_ns, size FROM files WHERE source <> 'sessions'")}
             recorded = read_skipped(conn)
-        # What the last sync skipped (binary, oversize, unreadable), then what discovery skips now.
+        # What the last sync skipped (binary, oversize, unreadable), this process's or the index's record.
         reasons = {r["path"]: r["reason"] for r in self._skipped or recorded}
-        reasons.update({s.path: s.reason for s in skipped})
-        return pending_changes(files, known, reasons)
+        return self.changes_since_index(known, reasons, media=indexed_media(self.ms.multimodal,
+                                                                            self.identity.multimodal))
 
     async def status(self, *, deep: bool = False) -> ManagerStatus:
         provider_error = None

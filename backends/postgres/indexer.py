@@ -35,7 +35,7 @@ from memsift.engine.manager import SyncReport
 from memsift.engine.secrets import redact
 from memsift.engine.files.sync import read_markdown, read_media, read_transcript, session_days_key, sort_files
 from memsift.engine.files.transcripts import list_transcripts, sessions_folder
-from memsift.engine.files.multimodal import TOO_LARGE, extensions_for
+from memsift.engine.files.multimodal import TOO_LARGE, indexed_media
 from memsift.engine.embeddings.base import MultimodalInput
 from memsift.engine.files.discovery import MemoryFile, Skipped, discover_memory_files
 
@@ -150,7 +150,7 @@ class _Sync:
         `include_sessions` is false (a search's sync never waits on them, as on builtin); with
         sessions no longer a source, their rows are removed."""
         mm = self.ms.multimodal
-        media = extensions_for(mm.modalities) if (mm.enabled and self.ident.multimodal) else ()
+        media = indexed_media(mm, self.ident.multimodal)
         files, self.skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths, media)
         wanted = "sessions" in self.ms.sources
         if wanted and include_sessions:

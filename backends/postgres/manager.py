@@ -21,9 +21,8 @@ from memsift.engine.errors import BackendError, ProviderError
 from memsift.engine.logging import get_logger
 from memsift.engine.manager import SyncReport
 from memsift.engine.secrets import redact
-from memsift.engine.files.discovery import discover_memory_files
-from memsift.engine.files.multimodal import extensions_for
-from memsift.engine.files.sync import pending_changes, skip_reason
+from memsift.engine.files.multimodal import indexed_media
+from memsift.engine.files.sync import skip_reason
 from memsift.engine.compose.shell import IndexedBackend, vectors_missing
 from memsift.engine.search.request import SearchRequest
 from memsift.engine.embeddings.query import QueryEmbedding
@@ -429,12 +428,8 @@ class PostgresSearchManager(IndexedBackend):
                  ) -> tuple[int, list[dict[str, str]]]:
         """The memory files changed since the generation was indexed, and the skipped ones with why
         (as the last sync recorded them, else judged now), as builtin's status counts them."""
-        mm = self.ms.multimodal
-        media = extensions_for(mm.modalities) if (mm.enabled and self.identity.multimodal) else ()
-        files, found_skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths, media)
-        reasons = {r["path"]: r["reason"] for r in recorded}
-        reasons.update({s.path: s.reason for s in found_skipped})
-        return pending_changes(files, known, reasons, judge=skip_reason)
+        return self.changes_since_index(known, {r["path"]: r["reason"] for r in recorded}, judge=skip_reason,
+                                        media=indexed_media(self.ms.multimodal, self.identity.multimodal))
 
     async def aclose(self) -> None:
         await release_pools(self)

@@ -22,7 +22,7 @@ The embedding provider (the configured one, or the fallback after it failed) is 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from ..embeddings.query import QueryEmbedding, beside
 from ..files.rules import MemoryRules, read_memory
@@ -133,6 +133,19 @@ class IndexedBackend(ProviderChoice, KeywordSearch):
 
     def pending_files(self) -> int | None:
         return None
+
+    def changes_since_index(self, known: Mapping[str, tuple[int, int]], reasons: Mapping[str, str], *,
+                            media: tuple[str, ...] = (), judge: Callable[[Any], str | None] | None = None
+                            ) -> tuple[int, list[dict[str, str]]]:
+        """Status's `pendingChanges` and `skipped`: the memory files on disk now (`media`: the image and
+        audio extensions the index holds) against the index's `known` ones (path → (mtime_ns, size),
+        transcripts left out: their watch syncs them), with `reasons` (what the last sync skipped)
+        and what discovery skips now; `judge` as `files.sync.pending_changes`."""
+        from ..files.discovery import discover_memory_files  # noqa: PLC0415  (status only)
+        from ..files.sync import pending_changes  # noqa: PLC0415
+
+        files, found = discover_memory_files(self.settings.workspace, self.ms.extra_paths, media)
+        return pending_changes(files, known, {**reasons, **{s.path: s.reason for s in found}}, judge)
 
     # --- freshness (the host's calls: WatchesChanges, MarksDirty) --------------------------------
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Collection
+from typing import Any
 
 __all__ = [
     "IMAGE_EXTENSIONS",
     "AUDIO_EXTENSIONS",
     "extensions_for",
+    "indexed_media",
     "sniff_mime",
     "modality_of",
     "multimodal_hash",
@@ -27,6 +29,12 @@ AUDIO_EXTENSIONS = (".mp3", ".wav", ".ogg", ".opus", ".m4a", ".aac", ".flac")
 def extensions_for(modalities: Collection[str] | None) -> tuple[str, ...]:
     modalities = modalities or ()
     return (IMAGE_EXTENSIONS if "image" in modalities else ()) + (AUDIO_EXTENSIONS if "audio" in modalities else ())
+
+
+def indexed_media(multimodal: Any, provider_embeds_media: bool) -> tuple[str, ...]:
+    """The image and audio extensions a sync indexes in extra paths: those of `multimodal.modalities`
+    when it is enabled and the provider embeds such files, else none."""
+    return extensions_for(multimodal.modalities) if (multimodal.enabled and provider_embeds_media) else ()
 
 
 def modality_of(name: str) -> str | None:

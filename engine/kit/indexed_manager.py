@@ -47,8 +47,7 @@ from ..files.chunking import CHUNKER_REVISION, chunk_id
 from ..files.discovery import MemoryFile, Skipped, discover_memory_files
 from ..files.fingerprint import fingerprint_diff, version_stamps
 from ..files.note_dates import NOTE_DATES_REVISION, ChunkDay
-from ..files.sync import (MarkdownRead, pending_changes, read_markdown, read_transcript, session_days_key, skip_reason,
-                          sort_files)
+from ..files.sync import MarkdownRead, read_markdown, read_transcript, session_days_key, skip_reason, sort_files
 from ..files.transcripts import list_transcripts, sessions_folder
 from ..lazy import np  # numpy on first use: plugins import the kit on every command
 from ..logging import get_logger
@@ -404,7 +403,10 @@ class IndexedManager(IndexedBackend):
         if gen is not None:
             self.adopt_index_provider(gen.meta)
         stale = self.rebuild_needed(gen)
-        changed, skipped = self.pending_changes(known or {})
+        indexed = {path: (row[1], row[2]) for path, row in (known or {}).items() if _source(row) != "sessions"}
+        # These stores keep no record of what a sync skipped: this process's last sync's, else judged now.
+        changed, skipped = self.changes_since_index(indexed, {s.path: s.reason for s in self._skipped},
+                                                    judge=skip_reason)
         p = self.provider
         pending = vectors_missing(p, vector.get("rows"), chunks, gen is not None)
         mode = "fts-only" if p is None or stale else "hybrid"
@@ -428,15 +430,6 @@ class IndexedManager(IndexedBackend):
             last_sync=self._last_sync.model_dump(by_alias=True) if self._last_sync else None,
             skipped=skipped,
         )
-
-    def pending_changes(self, known: dict[str, tuple]) -> tuple[int, list[dict[str, str]]]:
-        """The memory files changed since `known` was indexed, and the skipped ones with why: this
-        process's last sync's reasons, else judged now (these stores keep no record of them).
-        Transcripts are left out, as builtin leaves them: their watch syncs them."""
-        files, found_skipped = discover_memory_files(self.settings.workspace, self.ms.extra_paths)
-        reasons = {s.path: s.reason for s in (*self._skipped, *found_skipped)}
-        indexed = {path: (row[1], row[2]) for path, row in known.items() if _source(row) != "sessions"}
-        return pending_changes([f for f in files if f.modality is None], indexed, reasons, judge=skip_reason)
 
     @staticmethod
     def count_by_source(known: dict[str, tuple], chunks_of: Callable[[str], int]) -> dict[str, dict[str, int]]:

@@ -251,13 +251,17 @@ def is_curated(c: Candidate) -> bool:
     return c.source == "memory" and c.path.replace("\\", "/") in ("MEMORY.md", "memory.md")
 
 
+def _holds_any(text: str, terms: list[str]) -> bool:
+    return any(t in text for t in terms)
+
+
 def _matched_day(c: Candidate, terms: list[str]) -> date | None:
     """The newest day of the lines holding a query term, when the chunk has dated lines."""
     if not terms:
         return None
     lines = c.text.split("\n")
     folded = [match_form(t) for t in terms]
-    matched = [d for line, d in zip(lines, line_days(c)) if d and any(t in match_form(line) for t in folded)]
+    matched = [d for line, d in zip(lines, line_days(c)) if d and _holds_any(match_form(line), folded)]
     return date.fromisoformat(max(matched)) if matched else None
 
 
