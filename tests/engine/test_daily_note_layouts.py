@@ -2,8 +2,9 @@
 Logseq's journals (`2026_11_27.md`, here an extra path), Dendron's `daily.journal.2026.11.25.md`,
 a compact `20261126.md`, and a year/month/day layout (`memory/2026/11/29.md`). They were undated:
 the question got the notes of the days around it instead. The day is read at index time and stored
-by each backend (QMD's answers read the files), so each is asked through the cold CLI. The evidence
-ranker takes them for the daily logs they are."""
+by each backend (QMD's answers read the files), so each is asked through the cold CLI, then a day
+by its date through the resident helper and MCP over stdio and HTTP. The evidence ranker takes them
+for the daily logs they are."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import backend_memory
+from helpers import backend_memory, tools_over_mcp
 from memsift.engine.testing.doors import run_cli
 
 NOTES = {
@@ -45,6 +46,14 @@ def test_a_day_question_finds_the_daily_note_of_another_tools_naming(tmp_path: P
         assert done.returncode == 0, done.stderr[-2000:]
         hits = json.loads(done.stdout)["results"]
         assert [h["path"] for h in hits[:1]] == [note], (question, [(h["path"], h["score"]) for h in hits])
+    # The stored day through the other doors: a day asked by its date (no "now" needed).
+    by_day = ["search", "what did I do on 2026-11-27?", "--json"]
+    for resident in (True, True):  # the second is the resident helper's answer
+        done = run_cli(tmp_path, cfg, *by_day, resident=resident)
+        assert [h["path"] for h in json.loads(done.stdout)["results"]] == [ASKED["what did I do on November 27?"]]
+    run_cli(tmp_path, cfg, "helpers", "stop", "--all")
+    for (answer,) in tools_over_mcp(tmp_path, cfg, [("memory_search", {"query": "what did I do on 2026-11-29?"})]):
+        assert [h["path"] for h in answer["results"]] == ["memory/2026/11/29.md"], answer["results"]
     if backend == "qmd":
         return  # QMD's answers here are its keyword search's, which the ranker leaves as they are
     # They are daily logs to the evidence ranker too, which orders a hybrid pool of such notes.

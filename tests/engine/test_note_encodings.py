@@ -3,7 +3,8 @@ notes so) is text: indexed, found and read back as the index shows it, through t
 resident helper and MCP over stdio and HTTP, on every backend that reads the files itself. It was
 skipped as "binary content (NUL bytes)". Without its mark a UTF-16 file still is (nothing tells it
 from binary), and a note in Latin-1 reads as the reference reads it: U+FFFD where UTF-8 fails.
-`status` in a process of its own names the skipped file and counts the notes edited since."""
+`status` in a process of its own, cold and through the resident helper, names the skipped file and
+counts the notes edited since."""
 
 from __future__ import annotations
 
@@ -62,8 +63,11 @@ def test_a_utf16_note_with_its_mark_is_indexed_found_and_read_through_every_door
     assert [s["path"] for s in status["skipped"]] == ["memory/no-mark.md"], status["skipped"]
     assert not status["dirty"] and status["index"]["pendingChanges"] == 0, status["index"]
     (ws / "MEMORY.md").write_text("# Memory\n- the user drinks green tea now\n")
-    status = _json(run_cli(tmp_path, cfg, "status", "--json"))
-    assert status["dirty"] and status["index"]["pendingChanges"] == 1, status["index"]
+    for resident in (False, True, True):  # cold, then the resident helper's answer
+        status = _json(run_cli(tmp_path, cfg, "status", "--json", resident=resident))
+        assert status["dirty"] and status["index"]["pendingChanges"] == 1, status["index"]
+        assert [s["path"] for s in status["skipped"]] == ["memory/no-mark.md"], status["skipped"]
+    run_cli(tmp_path, cfg, "helpers", "stop", "--all")
     assert "1 file(s) changed since the last sync" in run_cli(tmp_path, cfg, "status").stdout
     assert _json(run_cli(tmp_path, cfg, "index", "--json"))["filesIndexed"] == 1
     before = {p: p.read_bytes() for p in ws.rglob("*.md")}
