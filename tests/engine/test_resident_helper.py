@@ -292,7 +292,9 @@ def test_a_runtime_folder_too_deep_for_a_socket_falls_back_to_tmp(tmp_path, exam
     assert private_runtime_path({"XDG_RUNTIME_DIR": str(short)}, create=True) == str(short / "memsift")
     shutil.rmtree(short)
 
-    env = _env(tmp_path, deep)
+    # /tmp/memsift-<uid> is shared with the user's own helpers: however many of those run (the
+    # default cap is 4), this test's helper must be allowed to start
+    env = _env(tmp_path, deep, MEMSIFT__MEMORY__RESIDENTHELPER__MAXHELPERS="64")
     ws = tmp_path / "mine"  # a workspace of this test's own: the helpers in /tmp/memsift-<uid> are told apart by it
     shutil.copytree(example_workspace, ws)
     try:
