@@ -460,7 +460,8 @@ class QmdSearchManager(KeywordSearch):
         items = apply_time_filter(items, time_filter, _mtime)
         apply_time_windows(items, windows, self.settings.memory_search.query.time.weight)
         if windows:
-            items.sort(key=lambda it: -it.score)
+            # QMD rounds a word that every note holds to a score of 0: the time decides such ties
+            items.sort(key=lambda it: (-it.score, -it.time_factor))
             items = candidates_inside_first(items, words)
         out = []
         judged, fit = facts.setdefault("time", {}), facts.setdefault("fit", {})
@@ -555,7 +556,13 @@ class QmdSearchManager(KeywordSearch):
         cite = citations_enabled(self.settings.memory.citations, session_key)
         ranked: list[SearchHit] = []
         counted: dict[str, int | None] = {}
-        for h, c in sorted(found, key=lambda hc: (-hc[0].score, hc[0].path or "")):
+        judged = facts.get("time", {})
+
+        def order(hc: tuple[QmdHit, ManagedCollection]) -> tuple[float, float, str]:
+            h, c = hc  # ties (QMD rounds scores) go to the question's time, then the path
+            return -h.score, -judged.get((c.name, h.path, h.start_line), {}).get("timeFactor", 1.0), h.path or ""
+
+        for h, c in sorted(found, key=order):
             if h.score < threshold or not h.path:
                 continue
             path = self._map_path(c, h.path)

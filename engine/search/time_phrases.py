@@ -19,7 +19,9 @@ reads as a single day or not at all.
   year" (that day ± a week); vague counts as windows: "a couple of days ago" (2 ± 1 days), "a
   few weeks ago" (3 ± 2 weeks);
 - "the holidays", "Christmas", "New Year", "last Christmas" (24 December to 1 January); "Christmas
-  Eve", "New Year's Eve/Day" (that day); "since the new year" (from 1 January);
+  Eve", "New Year's Eve/Day" (that day); "since the new year" (from 1 January); other holidays
+  after a word that makes them a time ("over Thanksgiving", "on Valentine's Day", "last Easter",
+  "Halloween 2024", "the Memorial Day weekend": holidays.py);
 - "a fortnight ago", "the weekend before last", "the night before last", "this past month";
 - vague times: "the week before last" (Monday to Sunday two weeks back), "the other day" (2 to 10
   days ago), "recently" / "lately" (the last 30 days), "a while ago" (two weeks to six months ago);
@@ -40,6 +42,7 @@ from datetime import date, timedelta
 from typing import Callable
 
 from ..lazy import lazy_re
+from .holidays import HOLIDAY_NAMES, WEEKDAY_NAMED, holiday_key, holiday_window
 from .calendar_spans import (
     ORDINALS,
     add_months,
@@ -152,6 +155,23 @@ def _year(m: re.Match[str]) -> int | None:
     return int(y) if y else None
 
 
+_HOLIDAY_RE = "|".join(f"(?:{p})" for p, _ in HOLIDAY_NAMES)
+# A holiday's name is a time after one of these ("on Valentine's Day", "over the Easter weekend"),
+# with last/this or a year; alone it is as often a topic ("Thanksgiving recipes").
+_TIME_LEAD = re.compile(
+    r"\b(?:on|at|over|during|around|since|after|before|until|till|by|in|from|through|of)\s+$", re.IGNORECASE
+)
+
+
+def _holiday(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    key = holiday_key(m["hol"])
+    if key is None or (key == "christmas" and not _g(m, "year")):
+        return None  # a bare Christmas is the holidays rule's
+    said_as_time = (m["q"] or _g(m, "year") or m["wk"] or key in WEEKDAY_NAMED
+                    or _TIME_LEAD.search(m.string[: m.start()]))
+    return holiday_window(key, m["q"], _year(m), today, weekend=bool(m["wk"])) if said_as_time else None
+
+
 _EN: list[tuple[str, Resolver]] = [
     # "the day before yesterday" (before "yesterday" is read alone), the night before last
     (
@@ -211,6 +231,12 @@ _EN: list[tuple[str, Resolver]] = [
     (
         r"\b(?:(?P<q>last|this)\s+)?(?P<n>(?:christmas|xmas)\s+(?:eve|day)|new\s+year'?s?\s+(?:eve|day))\b",
         lambda m, t, h: named_day(m["n"], m["q"], t),
+    ),
+    # Thanksgiving, Easter, Halloween, Valentine's Day…, "Christmas 2024" (holidays.py)
+    (
+        rf"\b(?:(?P<q>last|this)\s+|the\s+)?(?P<hol>{_HOLIDAY_RE})(?P<wk>\s+(?:long\s+)?weekend)?"
+        rf"(?:,?\s+(?:of\s+)?{_YEAR_RE})?\b",
+        lambda m, t, h: _holiday(m, t),
     ),
     # last Christmas, this Christmas: those holidays (24 December to 1 January)
     (r"\b(?P<q>last|this)\s+(?:christmas|xmas)\b", lambda m, t, h: christmas(m["q"], t)),
@@ -382,25 +408,27 @@ _GATE = re.compile(
     r"(?i)\b(?:early|mid|late|beginning|middle|end|last|this|next|q[1-4]|quarter|spring|summer|autumn|fall|"
     r"winter|weekend|earlier|couple|few|several|holidays|christmas|xmas|new\s+years?|day\s+before|today|morning|"
     r"afternoon|before\s+last|other\s+day|recently|lately|late|recent|while|some\s+time|start|week|half|h[12]|"
-    r"fortnight)\b|\d(?:st|nd|rd|th)\b|"
+    r"fortnight|thanksgiving|easter|good\s+friday|hallowe'?en|valentine|patrick|paddy|(?:mother|father)'?s?\s+day|"
+    r"black\s+friday|cyber\s+monday|boxing\s+day|memorial\s+day|july)\b|\d(?:st|nd|rd|th)\b|"
     r"[季夏冬春秋末旬初周週几幾数數前昨期今]"
 )
 
 
 def find_calendar_phrases(query: str, today: date, hemisphere: str = "northern") -> list[CalendarPhrase]:
     """The calendar phrases of `query`, leftmost first, never overlapping."""
-    if not query or not _GATE.search(query):
+    typed = query.replace("\u2019", "'")  # a phone's apostrophe ("New Year’s Eve"); the same positions
+    if not typed or not _GATE.search(typed):
         return []
     found: list[CalendarPhrase] = []
     for rx, resolve in _COMPILED:
-        for m in rx.finditer(query):
+        for m in rx.finditer(typed):
             if any(m.start() < p.end_pos and p.start_pos < m.end() for p in found):
                 continue
             window = resolve(m, today, hemisphere)
             if window is None:
                 continue
             start, end = window
-            found.append(CalendarPhrase(m.start(), m.end(), m.group(0).strip(), start, end))
+            found.append(CalendarPhrase(m.start(), m.end(), query[m.start():m.end()].strip(), start, end))
     return sorted(found, key=lambda p: p.start_pos)
 
 

@@ -98,6 +98,20 @@ def _windows(q: str) -> list[tuple[date | None, date | None]]:
         ("what did we do on New Year's Eve?", [(date(2022, 12, 31), date(2022, 12, 31))]),
         ("Christmas Day", [(date(2022, 12, 25), date(2022, 12, 25))]),
         ("new years day", [(date(2023, 1, 1), date(2023, 1, 1))]),
+        ("what did we do on New Year\u2019s Eve?", [(date(2022, 12, 31), date(2022, 12, 31))]),  # a phone's ’
+        # Other holidays, the latest begun (Easter 2023 was 9 April): its long weekend or its day.
+        ("what did we do over Easter?", [(date(2023, 4, 7), date(2023, 4, 10))]),
+        ("what did we do at Thanksgiving?", [(date(2022, 11, 24), date(2022, 11, 27))]),
+        ("What was the airline that I flew with on Valentine's day?", [(date(2023, 2, 14), date(2023, 2, 14))]),
+        ("what did I eat on Valentine\u2019s Day?", [(date(2023, 2, 14), date(2023, 2, 14))]),
+        ("what did I buy on Black Friday?", [(date(2022, 11, 25), date(2022, 11, 25))]),
+        ("who came over the Memorial Day weekend?", [(date(2022, 5, 28), date(2022, 5, 30))]),
+        ("what happened on Mother's Day", [(date(2022, 5, 8), date(2022, 5, 8))]),
+        ("last Halloween", [(date(2022, 10, 31), date(2022, 10, 31))]),
+        ("Halloween 2021", [(date(2021, 10, 31), date(2021, 10, 31))]),
+        ("what did we do at Christmas 2021?", [(date(2021, 12, 24), date(2022, 1, 1))]),
+        ("what did we decide since Thanksgiving?", [(date(2022, 11, 24), None)]),
+        ("Good Friday", [(date(2023, 4, 7), date(2023, 4, 7))]),  # not last Friday
         ("what changed since the new year?", [(date(2023, 1, 1), None)]),
         ("what did we plan at the start of the year?", [(date(2023, 1, 1), date(2023, 4, 30))]),
         ("at the end of last year", [(date(2022, 9, 1), date(2022, 12, 31))]),
@@ -164,6 +178,9 @@ def test_the_same_day_back_holds_at_month_and_year_ends(asked_on: date, question
         "half of the team left",
         "the start of the project",
         "rename the H1 heading",
+        "Thanksgiving recipes",  # a holiday's name alone is a topic as often as a time
+        "which costume did I pick for Halloween?",
+        "my mother's birthday",
     ],
 )
 def test_what_is_not_a_time_is_left_alone(question: str) -> None:
@@ -395,7 +412,9 @@ CALENDAR_PHRASES = [
     "on the 29th", "the 28th of last month", "in H2", "the first half of the year", "mid-2027",
     "the end of last year", "last Christmas", "this Christmas", "Christmas Eve", "New Year's Eve",
     "since the new year", "a fortnight ago", "the weekend before last", "this past month", "last summer",
-    "this winter", "Q1", "last quarter", "late February", "over the holidays", "去年的今天", "先月の今日", "上个月初",
+    "this winter", "Q1", "last quarter", "late February", "over the holidays", "over Easter", "last Thanksgiving",
+    "the Memorial Day weekend", "on Mother's Day", "Halloween 2028", "the Fourth of July weekend",
+    "去年的今天", "先月の今日", "上个月初",
 ]
 
 
