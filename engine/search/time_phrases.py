@@ -167,7 +167,8 @@ def _holiday(m: re.Match[str], today: date) -> tuple[date, date] | None:
     key = holiday_key(m["hol"])
     if key is None or (key == "christmas" and not _g(m, "year")):
         return None  # a bare Christmas is the holidays rule's
-    said_as_time = (m["q"] or _g(m, "year") or m["wk"] or key in WEEKDAY_NAMED
+    alone = not re.search(r"\w", m.string[: m.start()] + m.string[m.end():])  # `--since Easter`
+    said_as_time = (alone or m["q"] or _g(m, "year") or m["wk"] or key in WEEKDAY_NAMED
                     or _TIME_LEAD.search(m.string[: m.start()]))
     return holiday_window(key, m["q"], _year(m), today, weekend=bool(m["wk"])) if said_as_time else None
 

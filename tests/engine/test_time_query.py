@@ -248,6 +248,8 @@ def test_since_and_until_take_dates_and_phrases() -> None:
     assert (w.start, w.end) == (date(2023, 3, 1), date(2023, 3, 31))
     w = time_filter_for("Q1", "the day before yesterday", NOW)
     assert (w.start, w.end) == (date(2023, 1, 1), NOW_DAY - timedelta(days=2))
+    w = time_filter_for("Thanksgiving", "Easter", NOW)  # a holiday's name alone, as the value
+    assert (w.start, w.end) == (date(2022, 11, 24), date(2023, 4, 10))
     assert time_filter_for(None, "", NOW) is None
     assert parse_day(datetime(2023, 2, 3, 4, 5)) == date(2023, 2, 3)
 
