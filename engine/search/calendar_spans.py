@@ -176,18 +176,26 @@ def day_of_month(day: int, first: date | None, today: date) -> tuple[date, date]
     return (first.replace(day=day),) * 2
 
 
-def week_of_day(month: int, day: int, year: int | None, today: date) -> tuple[date, date] | None:
-    """"the week of March 3": Monday to Sunday around that day (the latest March 3 when no year is said,
-    the latest 29 February for that day); None for a day no such month has."""
+def month_day(month: int, day: int, year: int | None, today: date) -> date | None:
+    """That day of that month: of the year said, else the latest that is not after today (the
+    latest 29 February for that day); None for a day no such month has."""
     for y in [year] if year else range(today.year, today.year - 8, -1):
         try:
             d = date(y, month, day)
         except ValueError:
             continue
         if year or d <= today:
-            monday = d - timedelta(days=d.weekday())
-            return monday, monday + timedelta(days=6)
+            return d
     return None
+
+
+def week_of_day(month: int, day: int, year: int | None, today: date) -> tuple[date, date] | None:
+    """"the week of March 3": Monday to Sunday around that day (`month_day`'s)."""
+    d = month_day(month, day, year, today)
+    if d is None:
+        return None
+    monday = d - timedelta(days=d.weekday())
+    return monday, monday + timedelta(days=6)
 
 
 def half(h: int, year: int | None, today: date) -> tuple[date, date]:

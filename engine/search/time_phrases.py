@@ -7,7 +7,7 @@ reads as a single day or not at all.
 - the same parts of a relative month ("the end of last month") and of a year, in thirds ("early
   2024", "mid-2025", "the end of last year"); weeks of a month ("the first week of January", days
   1-7), "the week of March 3" (its Monday to Sunday), days of a month ("on the 3rd", "the 3rd of
-  last month");
+  last month", "the first of November");
 - quarters: "Q3", "Q3 2025", "the third quarter", "last/this quarter"; halves: "in H2", "H1 2024",
   "the first half of last year";
 - seasons: "last summer", "this winter", "over the summer", "autumn 2024" (meteorological
@@ -52,6 +52,7 @@ from .calendar_spans import (
     earlier_this,
     half,
     holidays,
+    month_day,
     month_part,
     named_day,
     quarter,
@@ -155,12 +156,38 @@ def _year(m: re.Match[str]) -> int | None:
     return int(y) if y else None
 
 
+_ORDINAL_WORDS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+                  "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth",
+                  "eighteenth", "nineteenth", "twentieth"]
+_DAY_WORDS = {w: i for i, w in enumerate(
+    _ORDINAL_WORDS + [f"twenty[-\\s]?{w}" for w in _ORDINAL_WORDS[:9]] + ["thirtieth", "thirty[-\\s]?first"], start=1)}
+_DAY_ORDINAL = r"\d{1,2}(?:st|nd|rd|th)|" + "|".join(sorted(_DAY_WORDS, key=len, reverse=True))
+
+
+def _day_number(word: str) -> int:
+    digits = re.match(r"\d+", word)
+    if digits:
+        return int(digits.group(0))
+    return next(n for w, n in _DAY_WORDS.items() if re.fullmatch(w, word, re.IGNORECASE))
+
+
+def _month_day(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    d = month_day(_month_number(m["month"]), _day_number(m["d"]), _year(m), today)
+    return (d, d) if d else None
+
+
 _HOLIDAY_RE = "|".join(f"(?:{p})" for p, _ in HOLIDAY_NAMES)
 # A holiday's name is a time after one of these ("on Valentine's Day", "over the Easter weekend"),
 # with last/this or a year; alone it is as often a topic ("Thanksgiving recipes").
 _TIME_LEAD = re.compile(
     r"\b(?:on|at|over|during|around|since|after|before|until|till|by|in|from|through|of)\s+$", re.IGNORECASE
 )
+
+
+def _weekends_ago(n: int, today: date) -> tuple[date, date]:
+    saturday, sunday = weekend("last", today)
+    back = timedelta(days=7 * (max(n, 1) - 1))
+    return saturday - back, sunday - back
 
 
 def _holiday(m: re.Match[str], today: date) -> tuple[date, date] | None:
@@ -209,12 +236,23 @@ _EN: list[tuple[str, Resolver]] = [
         rf"\s+(?:of\s+)?(?P<month2>{_MONTH_WORDS}))(?:,?\s+{_YEAR_RE})?\b",
         lambda m, t, h: week_of_day(_month_number(m["month"] or m["month2"]), int(m["d"] or m["d2"]), _year(m), t),
     ),
+    # the 1st of November (2025), on the first of November, November the 1st: that day (before "on
+    # the 1st" is read alone, as this month's)
+    (
+        rf"\b(?:on\s+)?the\s+(?P<d>{_DAY_ORDINAL})\s+of\s+{_MONTH_RE}(?:,?\s+{_YEAR_RE})?\b",
+        lambda m, t, h: _month_day(m, t),
+    ),
+    (
+        rf"\b{_MONTH_RE}\s+the\s+(?P<d>{_DAY_ORDINAL})(?:,?\s+{_YEAR_RE})?\b",
+        lambda m, t, h: _month_day(m, t),
+    ),
     # on the 3rd, the 3rd of last month
     (
-        r"\b(?:on\s+the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)(?:\s+of\s+(?P<q>last|this)\s+month)?"
-        r"|the\s+(?P<d2>\d{1,2})(?:st|nd|rd|th)\s+of\s+(?P<q2>last|this)\s+month)\b",
+        rf"\b(?:on\s+the\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)(?!\s+of\s+(?:{_MONTH_WORDS})\b)"
+        r"(?:\s+of\s+(?P<q>last|this)\s+month)?"
+        rf"|the\s+(?P<d2>{_DAY_ORDINAL})\s+of\s+(?P<q2>last|this)\s+month)\b",
         lambda m, t, h: day_of_month(
-            int(m["d"] or m["d2"]), relative_month(m["q"] or m["q2"], t) if (m["q"] or m["q2"]) else None, t
+            _day_number(m["d"] or m["d2"]), relative_month(m["q"] or m["q2"], t) if (m["q"] or m["q2"]) else None, t
         ),
     ),
     # in H1, H2 2024 (not a bare "H1": a heading's name), the first half of the year, of last year
@@ -306,9 +344,16 @@ _EN: list[tuple[str, Resolver]] = [
     (r"\b(?:earlier|so\s+far)\s+today\b|\bthis\s+(?:morning|afternoon)\b", lambda m, t, h: (t, t)),
     # a couple of days ago, a few weeks ago, several months ago
     (
-        r"\b(?P<c>a\s+couple\s+of|a\s+few|few|several)\s+(?P<u>day|week|month)s?\s+ago\b",
+        r"\b(?P<c>a\s+couple\s+of|a\s+few|few|several)\s+(?P<u>day|week|month)s?\s+(?:ago|back)\b",
         lambda m, t, h: vague_ago(m["c"].lower(), m["u"].lower(), t),
     ),
+    # two weekends ago: the weekend before last, or further back
+    (
+        r"\b(?P<c>a|one|two|three|four|five|\d{1,2})\s+weekends?\s+(?:ago|back)\b",
+        lambda m, t, h: _weekends_ago(_count(m["c"]), t),
+    ),
+    # the past fortnight: the last 14 days
+    (r"\b(?:the\s+)?(?:past|last)\s+fortnight\b", lambda m, t, h: (t - timedelta(days=14), t)),
     # the week before last: the Monday-to-Sunday week two weeks back
     (r"\bthe\s+week\s+before\s+last\b", lambda m, t, h: week_before_last(t)),
     # the other day: 2 to 10 days ago (not yesterday: that would be said)
@@ -407,10 +452,10 @@ def _cjk_month_part(m: re.Match[str], today: date) -> tuple[date, date]:
 _COMPILED = [(lazy_re(p, re.IGNORECASE), r) for p, r in _EN] + [(lazy_re(p), r) for p, r in _ZH]
 _GATE = re.compile(
     r"(?i)\b(?:early|mid|late|beginning|middle|end|last|this|next|q[1-4]|quarter|spring|summer|autumn|fall|"
-    r"winter|weekend|earlier|couple|few|several|holidays|christmas|xmas|new\s+years?|day\s+before|today|morning|"
+    r"winter|weekends?|earlier|couple|few|several|holidays|christmas|xmas|new\s+years?|day\s+before|today|morning|"
     r"afternoon|before\s+last|other\s+day|recently|lately|late|recent|while|some\s+time|start|week|half|h[12]|"
     r"fortnight|thanksgiving|easter|good\s+friday|hallowe'?en|valentine|patrick|paddy|(?:mother|father)'?s?\s+day|"
-    r"black\s+friday|cyber\s+monday|boxing\s+day|memorial\s+day|july)\b|\d(?:st|nd|rd|th)\b|"
+    r"black\s+friday|cyber\s+monday|boxing\s+day|memorial\s+day|july)\b|\d(?:st|nd|rd|th)\b|\w(?:st|nd|rd|th)\s+of\b|"
     r"[季夏冬春秋末旬初周週几幾数數前昨期今]"
 )
 

@@ -100,7 +100,7 @@ _WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _DAY = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
 _YEAR = r"(?:19|20)\d{2}"
 _NUMBER = (r"(?:\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
-           r"a\s+couple\s+of|a\s+few|few|several)")
+           r"a\s+couple\s+of|couple\s+of|a\s+few|few|several)")
 _UNIT = r"(?:day|week|month|year)s?"
 # Words that turn a point into an open window, and words that introduce a bare month or year.
 _OPEN_BEFORE = r"(?:before|until|till|prior\s+to)"
@@ -122,9 +122,12 @@ _ENGLISH = [
     rf"\b(?:in|during|since|after|before|until|till|of|from)\s+{_YEAR}\b(?![-/.,]?\d)",
     # last Tuesday, on Friday (a bare weekday is too often a name: Ash Wednesday, Sunday mass).
     rf"\b(?:last|this|past|previous|on|since|after|before|until|till)\s+{_WEEKDAY}\b",
-    rf"\b{_NUMBER}\s+{_UNIT}\s+ago\b",
-    # the past few weeks, the last 3 days: from then until today.
-    rf"\bthe\s+(?:past|last)\s+(?:{_NUMBER}\s+)?{_UNIT}\b",
+    rf"\b{_NUMBER}\s+{_UNIT}\s+(?:ago|back)\b",
+    # the past few weeks, the last 3 days, the past 48 hours, last few weeks: from then until today.
+    rf"\bthe\s+(?:past|last)\s+(?:{_NUMBER}\s+)?(?:{_UNIT}|hours?)\b",
+    rf"\b(?:past|last)\s+{_NUMBER}\s+(?:{_UNIT}|hours?)\b",
+    # Monday morning, Friday night: that day (a weekday with a part of the day is no name)
+    rf"\b{_WEEKDAY}\s+(?:morning|afternoon|evening|night)\b",
     # Not "today"/"tonight": a question about now ("a film for tonight?") is not about notes of today.
     r"\b(?:the\s+day\s+before\s+yesterday|yesterday|last\s+night)\b",
     r"\b(?:last|this|past|previous)\s+(?:week|month|year)\b",
@@ -161,13 +164,13 @@ _HAS_DIGIT_OR_WORD = re.compile(r"[0-9A-Za-z\u3000-\u30ff\u4e00-\u9fff]")
 _GATE = re.compile(
     rf"\d|{_MONTH[:-3]}|{_WEEKDAY}|\b(?:ago|yesterday|today|tonight|last|this|next|past|previous|quarter|spring|summer|"
     rf"autumn|fall|winter|weekend|earlier|holidays|christmas|xmas|new\s+years?|other\s+day|recently|lately|late|recent|while|"
-    rf"some\s+time|(?:start|beginning|middle|end)\s+of|half|fortnight|thanksgiving|easter|hallowe'?en|valentines?|"
+    rf"some\s+time|(?:start|beginning|middle|end)\s+of|half|fortnight|(?:days?|weeks?|months?|years?)\s+back|thanksgiving|easter|hallowe'?en|valentines?|"
     rf"patrick|paddy|(?:mother|father)['\u2019]?s?\s+day|boxing\s+day|memorial\s+day)\b|[年月日天周週前昨今去先季夏冬春秋末旬初几幾数數期]",
     re.IGNORECASE,
 )
 _HOW_MANY = re.compile(r"\bhow\s+(?:many|much|long)\s+$", re.IGNORECASE)
 _LEAD_OPEN = re.compile(rf"\b({_OPEN_BEFORE}|{_OPEN_AFTER})\s+$", re.IGNORECASE)
-_VAGUE = {"a couple of": "2", "a few": "3", "few": "3", "several": "3"}
+_VAGUE = {"a couple of": "2", "couple of": "2", "a few": "3", "few": "3", "several": "3"}
 _WEEKDAY_ZH = {"一": "monday", "二": "tuesday", "三": "wednesday", "四": "thursday", "五": "friday",
                "六": "saturday", "日": "sunday", "天": "sunday"}
 _DIGITS = {"〇": 0, "零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
@@ -272,7 +275,8 @@ def _windows_named(query: str, base: datetime, hemisphere: str) -> list[TimeWind
             if _HOW_MANY.search(before) or not _HAS_DIGIT_OR_WORD.search(span):
                 continue  # "how many weeks ago": a question about a duration, not a time
             text = span
-            recent = re.match(r"(?i)the\s+(?:past|last)\s+", span)
+            recent = re.match(r"(?i)the\s+(?:past|last)\s+", span) or re.match(rf"(?i)(?:past|last)\s+(?={_NUMBER}\s)",
+                                                                              span)
             if recent:  # "the past few weeks": from a few weeks ago until today
                 rest = span[recent.end():]
                 span = (
@@ -287,6 +291,7 @@ def _windows_named(query: str, base: datetime, hemisphere: str) -> list[TimeWind
                     span,
                     flags=re.IGNORECASE,
                 )
+                span = re.sub(r"(?i)\s+back$", " ago", span)
                 lowered = span.lower()
                 for vague, digit in _VAGUE.items():
                     if lowered.startswith(vague + " "):

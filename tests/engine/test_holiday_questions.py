@@ -1,8 +1,9 @@
 """A question dated by a holiday ("what did we do over Thanksgiving?", "on Valentine's Day") gets that
-holiday's notes. Before, only Christmas and New Year were read: the rest named no time, and the
-answer was whatever the words matched, the notes of other days first. Asked on every backend
-through the cold CLI (as of a fixed day), then with the year said through the resident helper, MCP
-over stdio and HTTP, and the Python API."""
+holiday's notes, and one dated "on the 14th of February" that day's. Before, only Christmas and New
+Year were read (the rest named no time: the answer was whatever the words matched, other days'
+notes first), and "the 14th of February" was this month's 14th. Asked on every backend through the
+cold CLI (as of a fixed day), then with the year said through the resident helper, MCP over stdio
+and HTTP, and the Python API."""
 
 from __future__ import annotations
 
@@ -46,7 +47,9 @@ def test_a_holiday_names_its_days_through_every_door(tmp_path: Path, backend: st
     assert run_cli(tmp_path, cfg, "index").returncode == 0
     for question, first in [("what did we do over Thanksgiving?", "memory/2026-11-27.md"),
                             ("who did I have dinner with on Valentine's Day?", "memory/2026-02-14.md"),
-                            ("what did we do on Valentine\u2019s Day?", "memory/2026-02-14.md")]:
+                            ("what did we do on Valentine\u2019s Day?", "memory/2026-02-14.md"),
+                            # a day of a named month (was read as this month's 14th)
+                            ("who did I have dinner with on the 14th of February?", "memory/2026-02-14.md")]:
         done = run_cli(tmp_path, cfg, "search", question, "--json", MEMSIFT_NOW="2026-12-07")
         assert done.returncode == 0, done.stderr[-2000:]
         hits = json.loads(done.stdout)["results"]
