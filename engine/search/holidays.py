@@ -11,6 +11,7 @@ calendar_spans.py's; here only "Christmas 2024" (that year's holidays).
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import date, timedelta
 from typing import Callable
@@ -43,13 +44,15 @@ HOLIDAY_NAMES: list[tuple[str, str]] = [
 # (else a date parser reads "Black Friday" as last Friday).
 WEEKDAY_NAMED = {"black friday", "cyber monday", "good friday", "easter sunday", "easter monday"}
 
-_COMPILED_NAMES = [(re.compile(rf"(?:{p})$", re.IGNORECASE), key) for p, key in HOLIDAY_NAMES]
-
-
 def holiday_key(name: str) -> str | None:
-    """The key of a holiday name as written ("Valentine’s Day" → "valentine")."""
+    """The key of a holiday name as written ("Valentine's Day" → "valentine")."""
     words = " ".join(name.split())
-    return next((key for rx, key in _COMPILED_NAMES if rx.match(words)), None)
+    return next((key for rx, key in _compiled_names() if rx.match(words)), None)
+
+
+@functools.cache
+def _compiled_names() -> list[tuple[re.Pattern[str], str]]:
+    return [(re.compile(rf"(?:{p})$", re.IGNORECASE), key) for p, key in HOLIDAY_NAMES]  # on the first holiday
 
 
 def nth_weekday(year: int, month: int, weekday: int, n: int) -> date:
