@@ -208,10 +208,13 @@ def half(h: int, year: int | None, today: date) -> tuple[date, date]:
 NAMED_DAYS = {"christmas eve": (12, 24), "christmas day": (12, 25), "new year eve": (12, 31), "new year day": (1, 1)}
 
 
-def named_day(name: str, which: str | None, today: date) -> tuple[date, date]:
-    """Christmas Eve / Day, New Year's Eve / Day: the latest that is not after today ("last": before today)."""
+def named_day(name: str, which: str | None, today: date, year: int | None = None) -> tuple[date, date]:
+    """Christmas Eve / Day, New Year's Eve / Day: of the year said, else the latest that is not after
+    today ("last": before today)."""
     words = re.sub(r"year'?s\b", "year", name.lower()).replace("xmas", "christmas").split()
     month, day = NAMED_DAYS[" ".join(words)]
+    if year is not None:
+        return (date(year, month, day),) * 2
     d = date(today.year, month, day)
     if d > today or ((which or "").lower() == "last" and d == today):
         d = date(today.year - 1, month, day)

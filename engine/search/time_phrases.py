@@ -268,8 +268,9 @@ _EN: list[tuple[str, Resolver]] = [
     ),
     # Christmas Eve, Christmas Day, New Year's Eve, New Year's Day: that day
     (
-        r"\b(?:(?P<q>last|this)\s+)?(?P<n>(?:christmas|xmas)\s+(?:eve|day)|new\s+year'?s?\s+(?:eve|day))\b",
-        lambda m, t, h: named_day(m["n"], m["q"], t),
+        rf"\b(?:(?P<q>last|this)\s+)?(?P<n>(?:christmas|xmas)\s+(?:eve|day)|new\s+year'?s?\s+(?:eve|day))"
+        rf"(?:,?\s+{_YEAR_RE})?\b",
+        lambda m, t, h: named_day(m["n"], m["q"], t, _year(m)),
     ),
     # Thanksgiving, Easter, Halloween, Valentine's Day…, "Christmas 2024" (holidays.py)
     (

@@ -124,6 +124,8 @@ def _windows(q: str) -> list[tuple[date | None, date | None]]:
         ("last Halloween", [(date(2022, 10, 31), date(2022, 10, 31))]),
         ("Halloween 2021", [(date(2021, 10, 31), date(2021, 10, 31))]),
         ("what did we do at Christmas 2021?", [(date(2021, 12, 24), date(2022, 1, 1))]),
+        ("what did we do on Christmas Eve 2021?", [(date(2021, 12, 24), date(2021, 12, 24))]),
+        ("New Year's Day, 2022", [(date(2022, 1, 1), date(2022, 1, 1))]),
         ("what did we decide since Thanksgiving?", [(date(2022, 11, 24), None)]),
         ("Good Friday", [(date(2023, 4, 7), date(2023, 4, 7))]),  # not last Friday
         ("what changed since the new year?", [(date(2023, 1, 1), None)]),
