@@ -239,7 +239,8 @@ _EN: list[tuple[str, Resolver]] = [
     # the 1st of November (2025), on the first of November, November the 1st: that day (before "on
     # the 1st" is read alone, as this month's)
     (
-        rf"\b(?:on\s+)?the\s+(?P<d>{_DAY_ORDINAL})\s+of\s+{_MONTH_RE}(?:,?\s+{_YEAR_RE})?\b",
+        rf"\b(?:on\s+)?the\s+(?P<d>{_DAY_ORDINAL})\s+of\s+{_MONTH_RE}(?:,?\s+{_YEAR_RE})?\b"
+        r"(?!\s+(?:long\s+)?weekend)",  # "the Fourth of July weekend" is the holiday rule's
         lambda m, t, h: _month_day(m, t),
     ),
     (

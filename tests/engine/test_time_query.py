@@ -128,6 +128,8 @@ def _windows(q: str) -> list[tuple[date | None, date | None]]:
         ("New Year's Day, 2022", [(date(2022, 1, 1), date(2022, 1, 1))]),
         ("what did we decide since Thanksgiving?", [(date(2022, 11, 24), None)]),
         ("Good Friday", [(date(2023, 4, 7), date(2023, 4, 7))]),  # not last Friday
+        ("over the Fourth of July weekend", [(date(2022, 7, 2), date(2022, 7, 4))]),  # a Monday
+        ("the 4th of July weekend 2020", [(date(2020, 7, 4), date(2020, 7, 5))]),  # a Saturday
         ("what changed since the new year?", [(date(2023, 1, 1), None)]),
         ("what did we plan at the start of the year?", [(date(2023, 1, 1), date(2023, 4, 30))]),
         ("at the end of last year", [(date(2022, 9, 1), date(2022, 12, 31))]),
