@@ -88,6 +88,15 @@ def season(name: str, year: int | None, qualifier: str | None, today: date, hemi
     return latest
 
 
+def nearest_saturday(day: date) -> date:
+    """The Saturday of the weekend nearest a day: the one before it for Monday to Wednesday, the one
+    after for Thursday and Friday, its own for a Saturday or Sunday."""
+    wd = day.weekday()
+    if wd <= 2:
+        return day - timedelta(days=wd + 2)
+    return day + timedelta(days=5 - wd) if wd <= 5 else day - timedelta(days=1)
+
+
 def weekend(qualifier: str | None, today: date) -> tuple[date, date]:
     """The weekend that started most recently (today's when it is Saturday or Sunday)."""
     saturday = today - timedelta(days=(today.weekday() - 5) % 7)

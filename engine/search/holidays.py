@@ -16,6 +16,8 @@ import re
 from datetime import date, timedelta
 from typing import Callable
 
+from .calendar_spans import nearest_saturday
+
 __all__ = ["HOLIDAY_NAMES", "holiday_key", "holiday_window", "nth_weekday", "easter_sunday", "WEEKDAY_NAMED"]
 
 _APOS = "'?"  # time_phrases.py reads a phone's ’ as '
@@ -132,7 +134,6 @@ def _with_weekend(span: Callable[[int], tuple[date, date]]) -> Callable[[int], t
         start, end = span(year)
         if start != end:
             return start, end  # already a long weekend (Easter, Thanksgiving)
-        saturday = start - timedelta(days=start.weekday() + 2) if start.weekday() <= 2 else (
-            start + timedelta(days=5 - start.weekday()) if start.weekday() <= 5 else start - timedelta(days=1))
+        saturday = nearest_saturday(start)
         return min(start, saturday), max(start, saturday + timedelta(days=1))
     return weekend_of

@@ -55,6 +55,7 @@ from .calendar_spans import (
     month_day,
     month_part,
     named_day,
+    nearest_saturday,
     quarter,
     relative_month,
     relative_quarter,
@@ -184,6 +185,19 @@ _TIME_LEAD = re.compile(
 )
 
 
+def _weekend_of(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    month = m["month"] or m["month2"]
+    if month:
+        day = month_day(_month_number(month), int(m["d"] or m["d2"]), _year(m), today)
+    else:
+        found = day_of_month(int(m["d2"]), None, today)
+        day = found[0] if found else None
+    if day is None:
+        return None
+    saturday = nearest_saturday(day)
+    return saturday, saturday + timedelta(days=1)
+
+
 def _weekends_ago(n: int, today: date) -> tuple[date, date]:
     saturday, sunday = weekend("last", today)
     back = timedelta(days=7 * (max(n, 1) - 1))
@@ -212,10 +226,10 @@ _EN: list[tuple[str, Resolver]] = [
     (r"\bthe\s+weekend\s+before\s+last\b", lambda m, t, h: weekend_before_last(t)),
     # this past week / month / year
     (r"\bthis\s+past\s+(?P<u>week|month|year)\b", lambda m, t, h: this_past(m["u"], t)),
-    # the beginning of last month, early next month, the end of this month
+    # the beginning of last month, early next month, the end of this month, the start of the month
     (
-        rf"\b{_PART}[\s-]+(?P<q>last|this|next)\s+month\b",
-        lambda m, t, h: month_part(relative_month(m["q"], t), m["part"]),
+        rf"\b{_PART}[\s-]+(?:(?P<q>last|this|next)|the)\s+month\b",
+        lambda m, t, h: month_part(relative_month(m["q"] or "this", t), m["part"]),
     ),
     # early 2024, mid-2025, the end of last year, at the start of the year (a year in thirds)
     (
@@ -270,7 +284,7 @@ _EN: list[tuple[str, Resolver]] = [
     # Christmas Eve, Christmas Day, New Year's Eve, New Year's Day: that day
     (
         rf"\b(?:(?P<q>last|this)\s+)?(?P<n>(?:christmas|xmas)\s+(?:eve|day)|new\s+year'?s?\s+(?:eve|day))"
-        rf"(?:,?\s+{_YEAR_RE})?\b",
+        rf"(?:,?\s+(?:of\s+)?{_YEAR_RE})?\b",
         lambda m, t, h: named_day(m["n"], m["q"], t, _year(m)),
     ),
     # Thanksgiving, Easter, Halloween, Valentine's Day…, "Christmas 2024" (holidays.py)
@@ -337,8 +351,17 @@ _EN: list[tuple[str, Resolver]] = [
         rf"\b(?P<s>spring|summer|autumn|fall|winter)\s+(?:of\s+)?{_YEAR_RE}\b",
         lambda m, t, h: season(m["s"].lower(), _year(m), None, t, h),
     ),
-    # the weekend, last weekend, over the weekend
-    (r"\b(?:(?P<q>last|this|past)|(?:over|on|at|during)\s+the|the)\s+weekend\b", lambda m, t, h: weekend(m["q"], t)),
+    # the weekend of November 21, the weekend of the 21st (2024): that day's weekend
+    (
+        rf"\bthe\s+weekend\s+of\s+(?:{_MONTH_RE}\s+(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?|(?:the\s+)?"
+        rf"(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?(?:\s+(?:of\s+)?(?P<month2>{_MONTH_WORDS}))?)(?:,?\s+{_YEAR_RE})?\b",
+        lambda m, t, h: _weekend_of(m, t),
+    ),
+    # the weekend, last weekend, over the weekend (not "the weekend of the wedding": not last weekend)
+    (
+        r"\b(?:(?P<q>last|this|past)|(?:over|on|at|during)\s+the|the)\s+weekend\b(?!\s+of\b)",
+        lambda m, t, h: weekend(m["q"], t),
+    ),
     # earlier this week / month / year
     (r"\bearlier\s+this\s+(?P<u>week|month|year)\b", lambda m, t, h: earlier_this(m["u"].lower(), t)),
     # earlier today, so far today, this morning / afternoon: today (a bare "today" or "tonight"

@@ -111,6 +111,9 @@ _ENGLISH = [
     # ISO and slashed dates: 2023-05-08, 2023/05/08, 05/08/2023; a year-month 2023-05 alone.
     rf"\b{_YEAR}[-/](?:1[0-2]|0?[1-9])[-/](?:[12]\d|3[01]|0?[1-9])\b(?![-/.\d])",
     rf"(?<![\d./-])(?:1[0-2]|0?[1-9])/(?:[12]\d|3[01]|0?[1-9])/{_YEAR}\b(?![-/.\d])",
+    # a day that cannot be a month comes first (24/12/2024); dotted dates are day.month.year (24.12.2024)
+    rf"(?<![\d./-])(?:1[3-9]|2\d|3[01])/(?:1[0-2]|0?[1-9])/{_YEAR}\b(?![-/.\d])",
+    rf"(?<![\d./-])(?:[12]\d|3[01]|0?[1-9])\.(?:1[0-2]|0?[1-9])\.{_YEAR}\b(?![-/.\d])",
     rf"(?<![\d./-]){_YEAR}-(?:1[0-2]|0[1-9])\b(?![-/.\d])",
     # 8 May (2023), 8th of May, May 8(th)(, 2023), May 2023, November 2022.
     rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b",
@@ -292,6 +295,9 @@ def _windows_named(query: str, base: datetime, hemisphere: str) -> list[TimeWind
                     flags=re.IGNORECASE,
                 )
                 span = re.sub(r"(?i)\s+back$", " ago", span)
+                dotted = re.fullmatch(r"(\d{1,2})\.(\d{1,2})\.(\d{4})", span)
+                if dotted:  # dateparser would read 03.11.2026 as March 11
+                    span = f"{dotted[3]}-{int(dotted[2]):02d}-{int(dotted[1]):02d}"
                 lowered = span.lower()
                 for vague, digit in _VAGUE.items():
                     if lowered.startswith(vague + " "):

@@ -128,6 +128,12 @@ def _windows(q: str) -> list[tuple[date | None, date | None]]:
         ("New Year's Day, 2022", [(date(2022, 1, 1), date(2022, 1, 1))]),
         ("what did we decide since Thanksgiving?", [(date(2022, 11, 24), None)]),
         ("Good Friday", [(date(2023, 4, 7), date(2023, 4, 7))]),  # not last Friday
+        ("what did we do the weekend of April 1?", [(date(2023, 4, 1), date(2023, 4, 2))]),  # not last weekend
+        ("the weekend of the 8th", [(date(2023, 4, 8), date(2023, 4, 9))]),
+        ("what changed since the beginning of the month?", [(date(2023, 4, 1), None)]),
+        ("christmas eve of 2020", [(date(2020, 12, 24), date(2020, 12, 24))]),
+        ("what did we do on 24/12/2022?", [(date(2022, 12, 24), date(2022, 12, 24))]),  # day first: no 24th month
+        ("on 03.11.2022", [(date(2022, 11, 3), date(2022, 11, 3))]),  # dotted: day.month.year
         ("over the Fourth of July weekend", [(date(2022, 7, 2), date(2022, 7, 4))]),  # a Monday
         ("the 4th of July weekend 2020", [(date(2020, 7, 4), date(2020, 7, 5))]),  # a Saturday
         ("what changed since the new year?", [(date(2023, 1, 1), None)]),
@@ -198,6 +204,8 @@ def test_the_same_day_back_holds_at_month_and_year_ends(asked_on: date, question
         "rename the H1 heading",
         "on the 30th of February",  # no such day: not this month's 30th
         "prior to that we used MySQL",
+        "what did we do the weekend of the wedding?",
+        "on 31.02.2024",
         "how much faster was I than my previous year's time?",  # "previous" is not read (it cost a dev question)
         "Thanksgiving recipes",  # a holiday's name alone is a topic as often as a time
         "which costume did I pick for Halloween?",
