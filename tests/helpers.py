@@ -124,6 +124,12 @@ def wait_for_socket(runtime: Path, proc: subprocess.Popen | None = None) -> None
         time.sleep(0.2)
 
 
+def hangup_as_from_a_terminal() -> None:
+    """A child's SIGHUP as a closing terminal leaves it (the default), also when the suite itself runs
+    under `nohup`, whose ignored SIGHUP every child inherits and memsift rightly honours."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on now."""
     with socket.socket() as s:

@@ -22,7 +22,7 @@ mcp = pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION  # noqa: E402
 
-from helpers import free_port, make_settings  # noqa: E402
+from helpers import free_port, hangup_as_from_a_terminal, make_settings  # noqa: E402
 from memsift.engine.mcp.handshake import HANDSHAKE_VERSIONS, INSTRUCTIONS, answer_initialize  # noqa: E402
 from memsift.engine.mcp.server import MemoryServer, build_server  # noqa: E402
 
@@ -38,7 +38,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
 def _spawn(ws: Path, tmp_path: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "mcp", *args],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tmp_path),
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=hangup_as_from_a_terminal)  # noqa: PLW1509
 
 
 def _send(proc: subprocess.Popen, message: dict) -> None:
@@ -405,7 +405,8 @@ def test_a_hangup_ends_the_server_unless_nohup_ignores_it(tmp_path, example_work
     procs = {
         ignored: subprocess.Popen([*head, "-w", str(example_workspace), "mcp"], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tmp_path),
-                                  start_new_session=True, preexec_fn=_ignore_hangup if ignored else None)  # noqa: PLW1509
+                                  start_new_session=True,
+                                  preexec_fn=_ignore_hangup if ignored else hangup_as_from_a_terminal)  # noqa: PLW1509
         for ignored in (False, True)
     }
     try:

@@ -14,7 +14,7 @@ import time
 import anyio
 import pytest
 
-from helpers import make_settings, write_transcript
+from helpers import hangup_as_from_a_terminal, make_settings, write_transcript
 from memsift.backends.builtin import BuiltinSearchManager
 from memsift.engine.embeddings.fake import FakeEmbeddingProvider
 from memsift.engine.compose.host import SessionDeltaTracker, serve_freshness
@@ -394,7 +394,8 @@ def test_a_hangup_stops_watch_cleanly_unless_nohup_ignores_it(tmp_path):
             proc = subprocess.Popen(
                 [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws), "watch", "--json"], env=env,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                preexec_fn=(lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if ignored else None)  # noqa: PLW1509
+                preexec_fn=(lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if ignored
+                    else hangup_as_from_a_terminal)  # noqa: PLW1509
             events: queue.Queue[dict] = queue.Queue()
             threading.Thread(target=lambda p=proc: [events.put(json.loads(line)) for line in p.stdout],
                              daemon=True).start()
