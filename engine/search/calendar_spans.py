@@ -236,9 +236,11 @@ def christmas(which: str, today: date) -> tuple[date, date]:
     return date(year, 12, 24), date(year + 1, 1, 1)
 
 
-def weekend_before_last(today: date) -> tuple[date, date]:
+def weekends_ago(n: int, today: date) -> tuple[date, date]:
+    """The weekend n back: 1 the last one, 2 the weekend before last…"""
     saturday, sunday = weekend("last", today)
-    return saturday - timedelta(days=7), sunday - timedelta(days=7)
+    back = timedelta(days=7 * (max(n, 1) - 1))
+    return saturday - back, sunday - back
 
 
 def this_past(unit: str, today: date) -> tuple[date, date]:

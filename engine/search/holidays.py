@@ -18,7 +18,8 @@ from typing import Callable
 
 from .calendar_spans import nearest_saturday
 
-__all__ = ["HOLIDAY_NAMES", "holiday_key", "holiday_window", "nth_weekday", "easter_sunday", "WEEKDAY_NAMED"]
+__all__ = ["HOLIDAY_GATE", "HOLIDAY_NAMES", "WEEKDAY_NAMED", "easter_sunday", "holiday_key", "holiday_window",
+           "nth_weekday"]
 
 _APOS = "'?"  # time_phrases.py reads a phone's ’ as '
 # Each holiday: the pattern of its names (case-insensitive) and its key.
@@ -42,9 +43,14 @@ HOLIDAY_NAMES: list[tuple[str, str]] = [
     (r"boxing\s+day", "boxing day"),
     (r"christmas|xmas", "christmas"),
 ]
+# The words that let a question past the time gates (time_query.py, time_phrases.py) to the rule
+# that reads HOLIDAY_NAMES; a phone's ’ included, as the first gate sees the question as typed.
+HOLIDAY_GATE = (r"thanksgiving|easter|good\s+friday|hallowe'?en|valentines?|patrick|paddy|"
+                r"(?:mother|father)['\u2019]?s?\s+day|black\s+friday|cyber\s+monday|boxing\s+day|memorial\s+day|july")
 # Names holding a weekday's name: read as the holiday even without a word that makes them a time
 # (else a date parser reads "Black Friday" as last Friday).
 WEEKDAY_NAMED = {"black friday", "cyber monday", "good friday", "easter sunday", "easter monday"}
+
 
 def holiday_key(name: str) -> str | None:
     """The key of a holiday name as written ("Valentine's Day" → "valentine")."""

@@ -42,7 +42,7 @@ from datetime import date, timedelta
 from typing import Callable
 
 from ..lazy import lazy_re
-from .holidays import HOLIDAY_NAMES, WEEKDAY_NAMED, holiday_key, holiday_window
+from .holidays import HOLIDAY_GATE, HOLIDAY_NAMES, WEEKDAY_NAMED, holiday_key, holiday_window
 from .calendar_spans import (
     ORDINALS,
     add_months,
@@ -68,7 +68,7 @@ from .calendar_spans import (
     week_of_day,
     week_of_month,
     weekend,
-    weekend_before_last,
+    weekends_ago,
     which_month,
     year_part,
 )
@@ -198,12 +198,6 @@ def _weekend_of(m: re.Match[str], today: date) -> tuple[date, date] | None:
     return saturday, saturday + timedelta(days=1)
 
 
-def _weekends_ago(n: int, today: date) -> tuple[date, date]:
-    saturday, sunday = weekend("last", today)
-    back = timedelta(days=7 * (max(n, 1) - 1))
-    return saturday - back, sunday - back
-
-
 def _holiday(m: re.Match[str], today: date) -> tuple[date, date] | None:
     key = holiday_key(m["hol"])
     if key is None or (key == "christmas" and not _g(m, "year")):
@@ -223,7 +217,7 @@ _EN: list[tuple[str, Resolver]] = [
     # a fortnight ago: as "two weeks ago", Monday to Sunday of that week
     (r"\ba\s+fortnight\s+ago\b", lambda m, t, h: week_before_last(t)),
     # the weekend before last
-    (r"\bthe\s+weekend\s+before\s+last\b", lambda m, t, h: weekend_before_last(t)),
+    (r"\bthe\s+weekend\s+before\s+last\b", lambda m, t, h: weekends_ago(2, t)),
     # this past week / month / year
     (r"\bthis\s+past\s+(?P<u>week|month|year)\b", lambda m, t, h: this_past(m["u"], t)),
     # the beginning of last month, early next month, the end of this month, the start of the month
@@ -375,7 +369,7 @@ _EN: list[tuple[str, Resolver]] = [
     # two weekends ago: the weekend before last, or further back
     (
         r"\b(?P<c>a|one|two|three|four|five|\d{1,2})\s+weekends?\s+(?:ago|back)\b",
-        lambda m, t, h: _weekends_ago(_count(m["c"]), t),
+        lambda m, t, h: weekends_ago(_count(m["c"]), t),
     ),
     # the past fortnight: the last 14 days
     (r"\b(?:the\s+)?(?:past|last)\s+fortnight\b", lambda m, t, h: (t - timedelta(days=14), t)),
@@ -479,8 +473,7 @@ _GATE = re.compile(
     r"(?i)\b(?:early|mid|late|beginning|middle|end|last|this|next|q[1-4]|quarter|spring|summer|autumn|fall|"
     r"winter|weekends?|earlier|couple|few|several|holidays|christmas|xmas|new\s+years?|day\s+before|today|morning|"
     r"afternoon|before\s+last|other\s+day|recently|lately|late|recent|while|some\s+time|start|week|half|h[12]|"
-    r"fortnight|thanksgiving|easter|good\s+friday|hallowe'?en|valentine|patrick|paddy|(?:mother|father)'?s?\s+day|"
-    r"black\s+friday|cyber\s+monday|boxing\s+day|memorial\s+day|july)\b|\d(?:st|nd|rd|th)\b|\w(?:st|nd|rd|th)\s+of\b|"
+    rf"fortnight|{HOLIDAY_GATE})\b|\d(?:st|nd|rd|th)\b|\w(?:st|nd|rd|th)\s+of\b|"
     r"[季夏冬春秋末旬初周週几幾数數前昨期今]"
 )
 
