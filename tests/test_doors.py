@@ -322,12 +322,19 @@ def test_every_door_gives_the_same_answer_for_random_option_sets(doors, query, o
     ("what did I do yesterday?", {}),  # a time-only question: that day's notes, first
     ("what did I do yesterday?", {"min_score": 0.99, "explain": True}),  # never cut by minScore
     ("what did we talk about on November 5?", {"since": "last March"}),
+    ("what did we do over Thanksgiving?", {}),  # a holiday's days, read alike by every door
+    ("ledger", {"since": "Thanksgiving"}),  # a holiday's name as a bound
     ("ledger", {"corpus": "memory", "max_results": 2}),  # the corpus asked of memsift, ranked and cut within it
     ("ledger", {"corpus": "sessions"}),  # no transcripts indexed: nothing, on every door
     ("ledger", {"corpus": "wiki"}),  # refused, named as each door spells it
 ])
 def test_every_door_agrees_on_the_cases_people_hit(doors, query, opts):
     _check_same(doors, query, opts)
+
+
+def test_a_holiday_of_a_year_names_its_days_through_every_door(doors):
+    answer = _check_same(doors, "what happened over Thanksgiving 2026?", {})
+    assert "2026-11-26" in json.dumps(answer["timeWindows"]) and "2026-11-29" in json.dumps(answer["timeWindows"])
 
 
 @pytest.mark.parametrize("min_score", [None, 0.99])
