@@ -248,3 +248,14 @@ def this_past(unit: str, today: date) -> tuple[date, date]:
     start = {"week": today - timedelta(days=today.weekday() + 7), "month": add_months(today, -1),
              "year": date(today.year - 1, 1, 1)}[unit.lower()]
     return start, today
+
+
+def latest_weekday(weekday: int, today: date, weeks_back: int = 0) -> date:
+    """The latest `weekday` (0 is Monday) before today, as a date parser reads "on Monday" (asked on
+    a Monday, a week ago); `weeks_back` more weeks for "the Monday before last"."""
+    return today - timedelta(days=(today.weekday() - weekday - 1) % 7 + 1 + 7 * weeks_back)
+
+
+def weekday_of_week(weekday: int, weeks_back: int, today: date) -> date:
+    """That day of this week (0), last week (1) or the week before last (2), weeks running Monday to Sunday."""
+    return today - timedelta(days=today.weekday() + 7 * weeks_back) + timedelta(days=weekday)

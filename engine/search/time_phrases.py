@@ -23,6 +23,9 @@ reads as a single day or not at all.
   after a word that makes them a time ("over Thanksgiving", "on Valentine's Day", "last Easter",
   "Halloween 2024", "the Memorial Day weekend": holidays.py);
 - "a fortnight ago", "the weekend before last", "the night before last", "this past month";
+- weekdays the date parser does not read: said alone at a clause's end or owning something ("what
+  did I eat Monday?", "Sunday's game"), "this past Friday", "the Monday before last", "Monday of
+  last week";
 - vague times: "the week before last" (Monday to Sunday two weeks back), "the other day" (2 to 10
   days ago), "recently" / "lately" (the last 30 days), "a while ago" (two weeks to six months ago);
 - and their Chinese and Japanese forms: 第三季度, 上季度, 第3四半期, 去年夏天, 今年の夏, 上个月初,
@@ -52,6 +55,7 @@ from .calendar_spans import (
     earlier_this,
     half,
     holidays,
+    latest_weekday,
     month_day,
     month_part,
     named_day,
@@ -67,6 +71,7 @@ from .calendar_spans import (
     week_before_last,
     week_of_day,
     week_of_month,
+    weekday_of_week,
     weekend,
     weekends_ago,
     which_month,
@@ -208,6 +213,42 @@ def _holiday(m: re.Match[str], today: date) -> tuple[date, date] | None:
     return holiday_window(key, m["q"], _year(m), today, weekend=bool(m["wk"])) if said_as_time else None
 
 
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WD = rf"(?P<wd>{'|'.join(_WEEKDAYS)})"
+_WEEKS_BACK = {"this week": 0, "last week": 1, "the week before last": 2}
+# Words before a weekday that make it a name, a habit, a deadline or another rule's ("Ash
+# Wednesday", "every Monday", "the deadline is Friday", "by Friday", "next Friday", "last Friday").
+_NOT_A_DAY_AFTER = re.compile(
+    r"\b(?:ash|good|black|cyber|super|holy|palm|easter|maundy|shrove|fat|blue|spy|girl|man|is|was|are|were|be|"
+    r"been|s|by|every|each|next|coming|of|the|a|an|this|that|these|those|some|any|on|last|past|previous|until|"
+    r"till|since|after|before|from|to|through|than|for|and|or)\s+$",
+    re.IGNORECASE,
+)
+_DAY_AND_OR = re.compile(r"day\s+(?:and|or)\s+$", re.IGNORECASE)  # "Monday and Tuesday": both
+
+
+def _weekday(m: re.Match[str]) -> int:
+    return _WEEKDAYS.index(m["wd"].lower())
+
+
+def _said_weekday(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    """A weekday said alone, "what did I eat Monday?", "Sunday's game": the latest one before today
+    (as "on Monday"), unless the word before it makes it something else."""
+    before = m.string[: m.start()]
+    owning = m.string.startswith("'s", m.end())
+    if not (owning or re.search(r"\w\s+$", before)):
+        return None  # "Monday?" alone; `--since Monday` is the date parser's
+    if _NOT_A_DAY_AFTER.search(before) and not _DAY_AND_OR.search(before):
+        return None
+    day = latest_weekday(_weekday(m), today)
+    return day, day
+
+
+def _weekday_of_week(m: re.Match[str], today: date) -> tuple[date, date]:
+    day = weekday_of_week(_weekday(m), _WEEKS_BACK[" ".join(m["w"].lower().split())], today)
+    return day, day
+
+
 _EN: list[tuple[str, Resolver]] = [
     # "the day before yesterday" (before "yesterday" is read alone), the night before last
     (
@@ -289,6 +330,28 @@ _EN: list[tuple[str, Resolver]] = [
     ),
     # last Christmas, this Christmas: those holidays (24 December to 1 January)
     (r"\b(?P<q>last|this)\s+(?:christmas|xmas)\b", lambda m, t, h: christmas(m["q"], t)),
+    # Monday of last week, on Friday last week, last week's Tuesday, Monday the week before last: that day
+    (
+        rf"\b(?:on\s+)?(?:the\s+)?{_WD}\s+(?:of\s+)?(?P<w>last\s+week|this\s+week|the\s+week\s+before\s+last)\b",
+        lambda m, t, h: _weekday_of_week(m, t),
+    ),
+    (
+        rf"\b(?P<w>last\s+week|this\s+week|the\s+week\s+before\s+last)(?:'s)?\s+{_WD}\b",
+        lambda m, t, h: _weekday_of_week(m, t),
+    ),
+    # the Monday before last; this past Monday, the previous Friday (as "last Friday")
+    (rf"\bthe\s+{_WD}\s+before\s+last\b", lambda m, t, h: (latest_weekday(_weekday(m), t, 1),) * 2),
+    (
+        rf"\b(?:(?:this|the)\s+)?(?:past|previous)\s+{_WD}\b",
+        lambda m, t, h: (latest_weekday(_weekday(m), t),) * 2,
+    ),
+    # a weekday at the end of a clause ("what did I eat Monday?", "the gym Sunday and…") or owning
+    # something ("Sunday's game"); not before a noun ("the Monday standup") nor as a habit ("on Mondays")
+    (
+        rf"\b{_WD}(?='s\b|(?:\s+(?:morning|afternoon|evening|night))?\s*(?:[?.!,;:)]|$)"
+        r"|\s+(?:and|or|at|with|when|while|after|before|around)\b)",
+        lambda m, t, h: _said_weekday(m, t),
+    ),
     # since / after the new year: from 1 January (the lead word makes it open-ended)
     (
         r"(?<=since\s|after\s)(?:the\s+)?new\s+year\b(?!'?s?\s+(?:eve|day))",
@@ -353,7 +416,7 @@ _EN: list[tuple[str, Resolver]] = [
     ),
     # the weekend, last weekend, over the weekend (not "the weekend of the wedding": not last weekend)
     (
-        r"\b(?:(?P<q>last|this|past)|(?:over|on|at|during)\s+the|the)\s+weekend\b(?!\s+of\b)",
+        r"\b(?:(?P<q>last|this|(?:this\s+)?past)|(?:over|on|at|during)\s+the|the)\s+weekend\b(?!\s+of\b)",
         lambda m, t, h: weekend(m["q"], t),
     ),
     # earlier this week / month / year
@@ -473,7 +536,7 @@ _GATE = re.compile(
     r"(?i)\b(?:early|mid|late|beginning|middle|end|last|this|next|q[1-4]|quarter|spring|summer|autumn|fall|"
     r"winter|weekends?|earlier|couple|few|several|holidays|christmas|xmas|new\s+years?|day\s+before|today|morning|"
     r"afternoon|before\s+last|other\s+day|recently|lately|late|recent|while|some\s+time|start|week|half|h[12]|"
-    rf"fortnight|{HOLIDAY_GATE})\b|\d(?:st|nd|rd|th)\b|\w(?:st|nd|rd|th)\s+of\b|"
+    rf"fortnight|(?:mon|tues|wednes|thurs|fri|satur|sun)day|{HOLIDAY_GATE})\b|\d(?:st|nd|rd|th)\b|\w(?:st|nd|rd|th)\s+of\b|"
     r"[季夏冬春秋末旬初周週几幾数數前昨期今]"
 )
 

@@ -124,8 +124,9 @@ _ENGLISH = [
     rf"\b{_INTRO}\s+{_MONTH}(?:\s+{_DAY})?(?:,?\s+{_YEAR})?\b(?![.:]\d)",
     # in 2022, since 2019: a bare year needs one too (and is not a version or an amount).
     rf"\b(?:in|during|since|after|before|until|till|of|from)\s+{_YEAR}\b(?![-/.,]?\d)",
-    # last Tuesday, on Friday (a bare weekday is too often a name: Ash Wednesday, Sunday mass).
-    rf"\b(?:last|this|past|previous|on|since|after|before|until|till)\s+{_WEEKDAY}\b",
+    # last Tuesday, on Friday; not "on Saturday mornings", a habit (time_phrases.py reads a bare weekday).
+    rf"\b(?:last|this|past|previous|on|since|after|before|until|till)\s+{_WEEKDAY}\b"
+    r"(?!\s+(?:mornings|afternoons|evenings|nights)\b)",
     rf"\b{_NUMBER}\s+{_UNIT}\s+(?:ago|back)\b",
     # the past few weeks, the last 3 days, the past 48 hours, last few weeks: from then until today.
     rf"\bthe\s+(?:past|last)\s+(?:{_NUMBER}\s+)?(?:{_UNIT}|hours?)\b",
@@ -243,6 +244,7 @@ def find_time_windows(query: str, now: float | None = None, *, hemisphere: str =
 
 def _windows_named(query: str, base: datetime, hemisphere: str) -> list[TimeWindow]:
     windows: list[TimeWindow] = []
+    said_at: list[int] = []  # where each window's words start: the windows go out in the question's order
     taken: list[tuple[int, int]] = []
     # Calendar phrases first (time_phrases.py: "last March", "Q3", "last summer", "the weekend"…):
     # read by memsift itself, where a date parser gives one day or nothing.
@@ -257,6 +259,7 @@ def _windows_named(query: str, base: datetime, hemisphere: str) -> list[TimeWind
             window = (TimeWindow(None, p.start - timedelta(days=1), text) if re.match(_OPEN_BEFORE, word)
                       else TimeWindow(p.start, None, text))
         windows.append(window)
+        said_at.append(p.start_pos)
         taken.append((p.start_pos, p.end_pos))
     range_re, spot_en, spot_cjk = _spotters()
     for m in range_re.finditer(query):
@@ -267,6 +270,7 @@ def _windows_named(query: str, base: datetime, hemisphere: str) -> list[TimeWind
             start, end = _window(*first, "").start, _window(*last, "").end
             if start and end and start <= end:
                 windows.append(TimeWindow(start, end, m.group(0)))
+                said_at.append(m.start())
                 taken.append(m.span())
     for pattern, languages in ((spot_en, ("en",)), (spot_cjk, ("zh", "ja"))):
         for m in pattern.finditer(query):
@@ -322,6 +326,7 @@ def _windows_named(query: str, base: datetime, hemisphere: str) -> list[TimeWind
                 else:
                     window = TimeWindow(window.start, None, text)
             windows.append(window)
+            said_at.append(m.start())
             if languages == ("en",) and not lead and not recent:
                 items, first_year = _listed_after(query, m.end(), span)
                 if first_year and (parsed := _parse(f"{span} {first_year}", ("en",), base)):
@@ -329,8 +334,9 @@ def _windows_named(query: str, base: datetime, hemisphere: str) -> list[TimeWind
                 for item, said, where in items:
                     if parsed := _parse(item, ("en",), base):
                         windows.append(_window(*parsed, said))
+                        said_at.append(where[0])
                         taken.append(where)
-    return _distinct(windows)
+    return _distinct([w for _, w in sorted(zip(said_at, windows), key=lambda pair: pair[0])])
 
 
 def _distinct(windows: list[TimeWindow]) -> list[TimeWindow]:

@@ -1,7 +1,8 @@
 """A question dated by a holiday ("what did we do over Thanksgiving?", "on Valentine's Day") gets that
 holiday's notes, and one dated "on the 14th of February" that day's. Before, only Christmas and New
 Year were read (the rest named no time: the answer was whatever the words matched, other days'
-notes first), and "the 14th of February" was this month's 14th. Asked on every backend through the
+notes first), and "the 14th of February" was this month's 14th; a weekday said alone ("who did I
+have dinner with Tuesday?") named no day either. Asked on every backend through the
 cold CLI (as of a fixed day), then with the year said through the resident helper, MCP over stdio
 and HTTP, and the Python API."""
 
@@ -24,6 +25,7 @@ NOTES = {
     "memory/2026-12-03.md": "- The family dinner recap: we should book the restaurant earlier next year.\n",
     "memory/2026-02-14.md": "- Flew home with Tap Air; dinner with Sam at the harbour.\n",
     "memory/2026-02-10.md": "- Booked the dinner table at the harbour for Sam and me.\n",
+    "memory/2026-12-01.md": "- Noodles with Lena after work, a quiet dinner.\n",  # a Tuesday
 }
 
 
@@ -49,7 +51,9 @@ def test_a_holiday_names_its_days_through_every_door(tmp_path: Path, backend: st
                             ("who did I have dinner with on Valentine's Day?", "memory/2026-02-14.md"),
                             ("what did we do on Valentine\u2019s Day?", "memory/2026-02-14.md"),
                             # a day of a named month (was read as this month's 14th)
-                            ("who did I have dinner with on the 14th of February?", "memory/2026-02-14.md")]:
+                            ("who did I have dinner with on the 14th of February?", "memory/2026-02-14.md"),
+                            # a weekday said alone: the latest before today (7 December 2026, a Monday)
+                            ("who did I have dinner with Tuesday?", "memory/2026-12-01.md")]:
         done = run_cli(tmp_path, cfg, "search", question, "--json", MEMSIFT_NOW="2026-12-07")
         assert done.returncode == 0, done.stderr[-2000:]
         hits = json.loads(done.stdout)["results"]

@@ -113,6 +113,20 @@ def _windows(q: str) -> list[tuple[date | None, date | None]]:
         ("two weekends ago", [(date(2023, 4, 8), date(2023, 4, 9))]),
         ("in the past fortnight", [(date(2023, 4, 4), NOW_DAY)]),
         ("what happened Monday morning?", [(date(2023, 4, 17), date(2023, 4, 17))]),
+        # Weekdays (18 April 2023 is a Tuesday): said alone at a clause's end or owning something, the
+        # latest before today, as "on Monday"; of a named week, that week's day
+        ("what did I eat Monday?", [(date(2023, 4, 17), date(2023, 4, 17))]),
+        ("did I go to the gym Sunday and Monday?", [(date(2023, 4, 16),) * 2, (date(2023, 4, 17),) * 2]),
+        ("who won Sunday's game?", [(date(2023, 4, 16), date(2023, 4, 16))]),
+        ("what did Anna say Tuesday, at the standup?", [(date(2023, 4, 11), date(2023, 4, 11))]),
+        ("this past Friday", [(date(2023, 4, 14), date(2023, 4, 14))]),
+        ("the previous Tuesday", [(date(2023, 4, 11), date(2023, 4, 11))]),
+        ("the Monday before last", [(date(2023, 4, 10), date(2023, 4, 10))]),
+        ("what did we decide on Monday of last week?", [(date(2023, 4, 10), date(2023, 4, 10))]),
+        ("last week's Friday", [(date(2023, 4, 14), date(2023, 4, 14))]),
+        ("Wednesday last week", [(date(2023, 4, 12), date(2023, 4, 12))]),
+        ("Tuesday the week before last", [(date(2023, 4, 4), date(2023, 4, 4))]),
+        ("over this past weekend", [(date(2023, 4, 15), date(2023, 4, 16))]),
         # Other holidays, the latest begun (Easter 2023 was 9 April): its long weekend or its day.
         ("what did we do over Easter?", [(date(2023, 4, 7), date(2023, 4, 10))]),
         ("what did we do at Thanksgiving?", [(date(2022, 11, 24), date(2022, 11, 27))]),
@@ -211,6 +225,15 @@ def test_the_same_day_back_holds_at_month_and_year_ends(asked_on: date, question
         "Thanksgiving recipes",  # a holiday's name alone is a topic as often as a time
         "which costume did I pick for Halloween?",
         "my mother's birthday",
+        "the Monday standup notes",  # a weekday before a noun names the thing
+        "the deadline is Friday",
+        "what do I cook every Monday?",
+        "plans for Friday",
+        "when was Ash Wednesday?",
+        "What time do I wake up on Saturday mornings?",  # a habit, not a day
+        "do I run on Sunday nights?",
+        "thank God it's Friday",
+        "Monday?",
     ],
 )
 def test_what_is_not_a_time_is_left_alone(question: str) -> None:
@@ -446,6 +469,7 @@ CALENDAR_PHRASES = [
     "since the new year", "a fortnight ago", "the weekend before last", "this past month", "last summer",
     "this winter", "Q1", "last quarter", "late February", "over the holidays", "over Easter", "last Thanksgiving",
     "the Memorial Day weekend", "on Mother's Day", "Halloween 2028", "the Fourth of July weekend",
+    "this past Monday", "Friday of last week", "the Sunday before last", "what did I eat Sunday?",
     "去年的今天", "先月の今日", "上个月初",
 ]
 
