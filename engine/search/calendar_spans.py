@@ -259,3 +259,20 @@ def latest_weekday(weekday: int, today: date, weeks_back: int = 0) -> date:
 def weekday_of_week(weekday: int, weeks_back: int, today: date) -> date:
     """That day of this week (0), last week (1) or the week before last (2), weeks running Monday to Sunday."""
     return today - timedelta(days=today.weekday() + 7 * weeks_back) + timedelta(days=weekday)
+
+
+def beside(day: date, unit: str, side: str) -> tuple[date, date]:
+    """The day, night, week (7 days) or weekend just before or after a day: "the day after
+    Thanksgiving", "the week before Christmas", "the weekend after Easter"."""
+    after = side == "after"
+    if unit in ("day", "night"):
+        d = day + timedelta(days=1 if after else -1)
+        return d, d
+    if unit == "week":
+        first = day + timedelta(days=1) if after else day - timedelta(days=7)
+        return first, first + timedelta(days=6)
+    if after:  # the first Saturday after the day, and its Sunday
+        saturday = day + timedelta(days=(5 - day.weekday()) % 7 or 7)
+        return saturday, saturday + timedelta(days=1)
+    sunday = day - timedelta(days=(day.weekday() - 6) % 7 or 7)  # the last Sunday before it
+    return sunday - timedelta(days=1), sunday

@@ -18,8 +18,8 @@ from typing import Callable
 
 from .calendar_spans import nearest_saturday
 
-__all__ = ["HOLIDAY_GATE", "HOLIDAY_NAMES", "WEEKDAY_NAMED", "easter_sunday", "holiday_key", "holiday_window",
-           "nth_weekday"]
+__all__ = ["HOLIDAY_GATE", "HOLIDAY_NAMES", "WEEKDAY_NAMED", "easter_sunday", "holiday_day", "holiday_key",
+           "holiday_window", "nth_weekday"]
 
 _APOS = "'?"  # time_phrases.py reads a phone's ’ as '
 # Each holiday: the pattern of its names (case-insensitive) and its key.
@@ -114,7 +114,16 @@ _SPANS: dict[str, Callable[[int], tuple[date, date]]] = {
     "father's day": lambda y: _days(nth_weekday(y, 6, 6, 3)),
     "boxing day": lambda y: _days(date(y, 12, 26)),
     "christmas": lambda y: _days(date(y, 12, 24), date(y + 1, 1, 1)),
+    "christmas day": lambda y: _days(date(y, 12, 25)),
 }
+# The one day a holiday of several days is counted from: "the day after Thanksgiving" is its Friday,
+# "the week before Easter" the week before its Sunday, "the day after Christmas" 26 December.
+_MAIN_DAY = {"thanksgiving": "thanksgiving day", "easter": "easter sunday", "christmas": "christmas day"}
+
+
+def holiday_day(key: str, year: int) -> date:
+    """A holiday's own day in a year (the first of its days, or its main day: _MAIN_DAY)."""
+    return _SPANS[_MAIN_DAY.get(key, key)](year)[0]
 
 
 def holiday_window(key: str, which: str | None, year: int | None, today: date, *,

@@ -45,11 +45,12 @@ from datetime import date, timedelta
 from typing import Callable
 
 from ..lazy import lazy_re
-from .holidays import HOLIDAY_GATE, HOLIDAY_NAMES, WEEKDAY_NAMED, holiday_key, holiday_window
+from .holidays import HOLIDAY_GATE, HOLIDAY_NAMES, WEEKDAY_NAMED, holiday_day, holiday_key, holiday_window
 from .calendar_spans import (
     ORDINALS,
     add_months,
     around,
+    beside,
     christmas,
     day_of_month,
     earlier_this,
@@ -227,6 +228,29 @@ _NOT_A_DAY_AFTER = re.compile(
 _DAY_AND_OR = re.compile(r"day\s+(?:and|or)\s+$", re.IGNORECASE)  # "Monday and Tuesday": both
 
 
+def _beside_holiday(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    """"the day after Thanksgiving", "the week before Christmas 2024": of the year said, else of the
+    latest holiday whose day, week or weekend beside it has begun."""
+    if m["nd"]:
+        words = m["nd"].lower().replace("xmas", "christmas")
+        name = words if re.search(r"(?:eve|day)$", words) else "new year's day"
+        day_of: Callable[[int], date] = lambda y: named_day(name, None, today, y)[0]  # noqa: E731
+    else:
+        key = holiday_key(m["hol"])
+        if key is None:
+            return None
+        day_of = lambda y: holiday_day(key, y)  # noqa: E731
+    unit, side = m["u"].lower(), m["r"].lower()
+    year = _year(m)
+    if year is not None:
+        return beside(day_of(year), unit, side)
+    for y in range(today.year + 1, today.year - 3, -1):
+        start, end = beside(day_of(y), unit, side)
+        if start <= today:
+            return start, end
+    return None
+
+
 def _weekday(m: re.Match[str]) -> int:
     return _WEEKDAYS.index(m["wd"].lower())
 
@@ -250,6 +274,15 @@ def _weekday_of_week(m: re.Match[str], today: date) -> tuple[date, date]:
 
 
 _EN: list[tuple[str, Resolver]] = [
+    # the day after Thanksgiving, the night before Christmas, the week before Easter, the weekend after
+    # New Year's: beside the holiday's own day (first, or the holiday, or "the Fourth of July" as a day
+    # of July, would be read alone, and "before" would open a window)
+    (
+        r"\bthe\s+(?P<u>day|night|week|weekend)\s+(?P<r>before|after)\s+(?:the\s+)?"
+        rf"(?:(?P<nd>(?:christmas|xmas)\s+(?:eve|day)|new\s+year'?s?(?:\s+(?:eve|day))?)|(?P<hol>{_HOLIDAY_RE}))"
+        rf"(?:,?\s+(?:of\s+)?{_YEAR_RE})?\b",
+        lambda m, t, h: _beside_holiday(m, t),
+    ),
     # "the day before yesterday" (before "yesterday" is read alone), the night before last
     (
         r"\bthe\s+(?:day\s+before\s+yesterday|night\s+before\s+last)\b",

@@ -53,7 +53,9 @@ def test_a_holiday_names_its_days_through_every_door(tmp_path: Path, backend: st
                             # a day of a named month (was read as this month's 14th)
                             ("who did I have dinner with on the 14th of February?", "memory/2026-02-14.md"),
                             # a weekday said alone: the latest before today (7 December 2026, a Monday)
-                            ("who did I have dinner with Tuesday?", "memory/2026-12-01.md")]:
+                            ("who did I have dinner with Tuesday?", "memory/2026-12-01.md"),
+                            # beside a holiday (was "after Thanksgiving": every day since)
+                            ("who was at dinner the day after Thanksgiving?", "memory/2026-11-27.md")]:
         done = run_cli(tmp_path, cfg, "search", question, "--json", MEMSIFT_NOW="2026-12-07")
         assert done.returncode == 0, done.stderr[-2000:]
         hits = json.loads(done.stdout)["results"]

@@ -71,3 +71,19 @@ def test_a_holiday_alone_is_asked_as_a_time_when_nothing_else_is_asked() -> None
         windows = find_time_windows(question, now)
         assert windows, question
         assert names_only_a_time(question, windows) is only, question
+
+
+def test_the_days_beside_a_holidays_own_day() -> None:
+    from memsift.engine.search.calendar_spans import beside
+    from memsift.engine.search.holidays import holiday_day
+
+    assert holiday_day("thanksgiving", 2026) == date(2026, 11, 26)  # its Thursday, not its long weekend
+    assert holiday_day("easter", 2026) == date(2026, 4, 5)
+    assert holiday_day("christmas", 2026) == date(2026, 12, 25)
+    saturday, sunday = date(2026, 12, 5), date(2026, 12, 6)
+    # a weekend beside a weekend day is the next or the previous one, never its own
+    assert beside(saturday, "weekend", "after") == (date(2026, 12, 12), date(2026, 12, 13))
+    assert beside(sunday, "weekend", "before") == (date(2026, 11, 28), date(2026, 11, 29))
+    assert beside(sunday, "weekend", "after") == (date(2026, 12, 12), date(2026, 12, 13))
+    assert beside(saturday, "week", "before") == (date(2026, 11, 28), date(2026, 12, 4))
+    assert beside(date(2026, 12, 31), "day", "after") == (date(2027, 1, 1), date(2027, 1, 1))

@@ -127,6 +127,15 @@ def _windows(q: str) -> list[tuple[date | None, date | None]]:
         ("Wednesday last week", [(date(2023, 4, 12), date(2023, 4, 12))]),
         ("Tuesday the week before last", [(date(2023, 4, 4), date(2023, 4, 4))]),
         ("over this past weekend", [(date(2023, 4, 15), date(2023, 4, 16))]),
+        # Beside a holiday's own day (was "before Thanksgiving": every day until then)
+        ("what did we do the day before Thanksgiving?", [(date(2022, 11, 23), date(2022, 11, 23))]),
+        ("the day after Thanksgiving", [(date(2022, 11, 25), date(2022, 11, 25))]),
+        ("the night before Christmas", [(date(2022, 12, 24), date(2022, 12, 24))]),
+        ("the week before Easter", [(date(2023, 4, 2), date(2023, 4, 8))]),
+        ("the weekend after Easter", [(date(2023, 4, 15), date(2023, 4, 16))]),
+        ("the day after New Year's", [(date(2023, 1, 2), date(2023, 1, 2))]),
+        ("the day before the Fourth of July 2022", [(date(2022, 7, 3), date(2022, 7, 3))]),
+        ("the week after Christmas 2021", [(date(2021, 12, 26), date(2022, 1, 1))]),
         # Other holidays, the latest begun (Easter 2023 was 9 April): its long weekend or its day.
         ("what did we do over Easter?", [(date(2023, 4, 7), date(2023, 4, 10))]),
         ("what did we do at Thanksgiving?", [(date(2022, 11, 24), date(2022, 11, 27))]),
@@ -470,6 +479,8 @@ CALENDAR_PHRASES = [
     "this winter", "Q1", "last quarter", "late February", "over the holidays", "over Easter", "last Thanksgiving",
     "the Memorial Day weekend", "on Mother's Day", "Halloween 2028", "the Fourth of July weekend",
     "this past Monday", "Friday of last week", "the Sunday before last", "what did I eat Sunday?",
+    "the day after Thanksgiving", "the week before Christmas", "the weekend after Easter",
+    "the night before New Year's Eve",
     "去年的今天", "先月の今日", "上个月初",
 ]
 
