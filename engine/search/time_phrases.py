@@ -228,6 +228,14 @@ _NOT_A_DAY_AFTER = re.compile(
 _DAY_AND_OR = re.compile(r"day\s+(?:and|or)\s+$", re.IGNORECASE)  # "Monday and Tuesday": both
 
 
+def _week_of_month_day(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    found = day_of_month(_day_number(m["d"]), relative_month(m["q"], today) if m["q"] else None, today)
+    if found is None:
+        return None
+    monday = found[0] - timedelta(days=found[0].weekday())
+    return monday, monday + timedelta(days=6)
+
+
 def _beside_holiday(m: re.Match[str], today: date) -> tuple[date, date] | None:
     """"the day after Thanksgiving", "the week before Christmas 2024": of the year said, else of the
     latest holiday whose day, week or weekend beside it has begun."""
@@ -312,11 +320,17 @@ _EN: list[tuple[str, Resolver]] = [
             m["o"], relative_month(m["q"], t) if m["q"] else which_month(_month_number(m["month"]), _year(m), None, t)
         ),
     ),
-    # the week of March 3, the week of 3 March 2024
+    # the week of March 3, the week of 3 March 2024, the week of the 9th of November
     (
-        rf"\bthe\s+week\s+of\s+(?:{_MONTH_RE}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?"
+        rf"\bthe\s+week\s+of\s+(?:{_MONTH_RE}\s+(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?|(?:the\s+)?(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?"
         rf"\s+(?:of\s+)?(?P<month2>{_MONTH_WORDS}))(?:,?\s+{_YEAR_RE})?\b",
         lambda m, t, h: week_of_day(_month_number(m["month"] or m["month2"]), int(m["d"] or m["d2"]), _year(m), t),
+    ),
+    # the week of the 9th, the week of the 9th of last month: that day's week
+    (
+        rf"\bthe\s+week\s+of\s+the\s+(?P<d>{_DAY_ORDINAL})(?:\s+of\s+(?P<q>last|this)\s+month)?\b"
+        rf"(?!\s+(?:of\s+)?(?:{_MONTH_WORDS})\b)",
+        lambda m, t, h: _week_of_month_day(m, t),
     ),
     # the 1st of November (2025), on the first of November, November the 1st: that day (before "on
     # the 1st" is read alone, as this month's)

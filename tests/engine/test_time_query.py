@@ -127,6 +127,10 @@ def _windows(q: str) -> list[tuple[date | None, date | None]]:
         ("Wednesday last week", [(date(2023, 4, 12), date(2023, 4, 12))]),
         ("Tuesday the week before last", [(date(2023, 4, 4), date(2023, 4, 4))]),
         ("over this past weekend", [(date(2023, 4, 15), date(2023, 4, 16))]),
+        # the week of a day of a month (was nothing, or the day alone)
+        ("what happened the week of the ninth?", [(date(2023, 4, 3), date(2023, 4, 9))]),
+        ("the week of the 9th of March", [(date(2023, 3, 6), date(2023, 3, 12))]),
+        ("the week of the 23rd of last month", [(date(2023, 3, 20), date(2023, 3, 26))]),
         # Beside a holiday's own day (was "before Thanksgiving": every day until then)
         ("what did we do the day before Thanksgiving?", [(date(2022, 11, 23), date(2022, 11, 23))]),
         ("the day after Thanksgiving", [(date(2022, 11, 25), date(2022, 11, 25))]),
@@ -480,7 +484,7 @@ CALENDAR_PHRASES = [
     "the Memorial Day weekend", "on Mother's Day", "Halloween 2028", "the Fourth of July weekend",
     "this past Monday", "Friday of last week", "the Sunday before last", "what did I eat Sunday?",
     "the day after Thanksgiving", "the week before Christmas", "the weekend after Easter",
-    "the night before New Year's Eve",
+    "the night before New Year's Eve", "the week of the 31st",
     "去年的今天", "先月の今日", "上个月初",
 ]
 
