@@ -132,6 +132,8 @@ def parse_search_output(stdout: str, stderr: str = "") -> list[QmdHit]:
             start = end = item["line"]
         if start is not None and end is not None and end < start:
             start, end = end, start
+        if (start or 1) == 1:
+            text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark: not text, as memsift reads notes
         docid = item.get("docid")
         hits.append(
             QmdHit(

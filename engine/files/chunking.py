@@ -36,8 +36,9 @@ __all__ = [
 ]
 
 # In every index's fingerprint. 2: long lines cut between words; 3: a final newline ends the last
-# line (it used to open an empty line past the end, so a chunk ending the file cited line N+1).
-CHUNKER_REVISION = "capped-overlap+sections-3"
+# line (it used to open an empty line past the end, so a chunk ending the file cited line N+1); 4: a
+# UTF-8 byte-order mark is not text (it hid a first line's dated heading).
+CHUNKER_REVISION = "capped-overlap+sections-4"
 
 
 _HEADING_RE = re.compile(r"#{1,6}(?:[ \t]|$)")

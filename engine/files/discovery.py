@@ -234,10 +234,12 @@ def is_utf16_note(head: bytes) -> bool:
 
 def decode_note(data: bytes) -> str:
     """A note's text, as the index and every read see it: UTF-8 (undecodable bytes shown as U+FFFD,
-    as the reference reads them), or UTF-16 after its byte-order mark."""
+    as the reference reads them) without a leading byte-order mark (PowerShell 5's `-Encoding utf8`
+    and old Notepad write one: kept, it hid a first line's `# 2026-11-02` date and showed in
+    snippets), or UTF-16 after its byte-order mark."""
     if is_utf16_note(data):
         return data.decode("utf-16", errors="replace")  # the BOM says the order, and is dropped
-    return data.decode("utf-8", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
 
 
 def read_open_file(fd: int, from_line: int | None = None, lines: int | None = None,
@@ -299,9 +301,11 @@ def _read_text(fh: Any, start: int, count: int | None, max_chars: int | None, sk
         parts.append(text)
         kept += len(text)
 
+    first_block = True
     while block := fh.read(_BLOCK):
-        last = block[-1:]
-        pos = 0
+        pos = len(codecs.BOM_UTF8) if first_block and block.startswith(codecs.BOM_UTF8) else 0  # as decode_note
+        first_block = False
+        last = block[-1:] if pos < len(block) else last
         while pos < len(block):
             nl = block.find(b"\n", pos)
             stop = len(block) if nl < 0 else nl

@@ -4,17 +4,24 @@ resident helper and MCP over stdio and HTTP, on every backend that reads the fil
 skipped as "binary content (NUL bytes)". Without its mark a UTF-16 file still is (nothing tells it
 from binary), and a note in Latin-1 reads as the reference reads it: U+FFFD where UTF-8 fails.
 `status` in a process of its own, cold and through the resident helper, names the skipped file and
-counts the notes edited since."""
+counts the notes edited since.
+
+A note saved as UTF-8 with a byte-order mark (PowerShell 5's `Set-Content -Encoding utf8`, old
+Notepad) reads as the same note without one: its first line's dated heading dates it, and no
+snippet or `memory_get` answer starts with an invisible U+FEFF. Before, the mark was text: the
+heading `# 2026-11-02` was no heading, so "what did I do on November 2?" missed the note."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from helpers import backend_memory, tools_over_mcp
+from memsift.engine.files.discovery import decode_note, read_open_file
 from memsift.engine.testing.doors import run_cli
 
 LITTLE = "# Notes\r\n\r\n- The walrus budget for the Zürich office was approved: €1,200.\r\n- Call Anaïs.\r\n"
@@ -92,3 +99,50 @@ def test_a_utf16_note_with_its_mark_is_indexed_found_and_read_through_every_door
         _walrus(found)
         assert got["text"] == "- The gannet survey moves to Thursday.\n", got
     assert {p: p.read_bytes() for p in ws.rglob("*.md")} == before  # the notes are never rewritten
+
+
+BOM = "\ufeff"
+MARKED = {
+    "memory/journal.md": BOM + "# 2026-11-02\n- Walked the dog along the canal, then fixed the bike.\n",
+    "memory/2026-11-05.md": "- Walked the dog in the rain; the bike is still broken.\n",
+    "MEMORY.md": BOM + "# Memory\n- The spare key is under the blue pot.\n",
+}
+
+
+@pytest.mark.parametrize("backend", ["builtin", "qmd", "lancedb", "qdrant", "postgres"])
+def test_a_utf8_byte_order_mark_is_not_text_through_every_door(tmp_path: Path, backend: str):
+    ws = tmp_path / "ws"
+    for rel, text in MARKED.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_bytes(text.encode("utf-8"))
+    cfg = _config(tmp_path, backend, ws)
+    assert run_cli(tmp_path, cfg, "index").returncode == 0
+    hits = _json(run_cli(tmp_path, cfg, "search", "what did I do on November 2?", "--json",
+                         MEMSIFT_NOW="2026-12-07"))["results"]
+    assert [h["path"] for h in hits][:1] == ["memory/journal.md"], [(h["path"], h["score"]) for h in hits]
+    for question in ("spare key", "dog canal"):
+        done = run_cli(tmp_path, cfg, "search", question, "--json")
+        snippets = [h["snippet"] for h in _json(done)["results"]]
+        assert snippets and not any(BOM in s for s in snippets), (question, done.stdout[-1500:])
+    got = _json(run_cli(tmp_path, cfg, "get", "MEMORY.md", "--json"))
+    assert got["text"] == MARKED["MEMORY.md"][1:] and got["totalLines"] == 2
+    answers = tools_over_mcp(tmp_path, cfg, [("memory_get", {"path": "memory/journal.md", "lines": 1}),
+                                            ("memory_search", {"query": "spare key"})])
+    for got, found in answers:
+        assert got["text"] == "# 2026-11-02"
+        assert found["results"] and not any(BOM in h["snippet"] for h in found["results"])
+    assert all((ws / rel).read_bytes() == text.encode("utf-8") for rel, text in MARKED.items())  # never changed
+
+
+def test_the_reader_and_the_index_agree_on_a_marked_first_line(tmp_path: Path):
+    def read(data: bytes, *args, **kwargs):
+        note = tmp_path / "note.md"
+        note.write_bytes(data)
+        return read_open_file(os.open(note, os.O_RDONLY), *args, **kwargs)  # takes the descriptor and closes it
+
+    data = (BOM + "# Title é\nsecond\n").encode("utf-8")
+    assert decode_note(data) == "# Title é\nsecond\n"
+    assert decode_note(b"a\n" + BOM.encode() + b"b\n") == "a\n\ufeffb\n"  # only a file's first bytes are a mark
+    assert read(data) == ("# Title é\nsecond\n", 2, False)
+    assert read(data, 1, 1, offset=2) == ("Title é", 2, False)  # offsets count from the text, as the index's
+    assert read(BOM.encode()) == ("", 0, False)  # as empty as an empty file
