@@ -313,6 +313,14 @@ def test_memory_search_through_tools_invoke(gateways):
     assert cited["status"] == "ok" and cited["text"].startswith("## Decisions")
 
 
+def test_a_time_question_through_tools_invoke(gateways):
+    # A week named by a day, a month and a year (no clock: the Gateway runs in real time), read as
+    # every door reads it: that day's Monday to Sunday, and its notes first (was the day alone).
+    found = gateways["exact"].invoke("memory_search", {"query": "what happened the week of the 2nd of November 2026?"})
+    assert [w.split(" ", 1)[0] for w in found["timeWindows"]] == ["2026-11-02..2026-11-08"], found["timeWindows"]
+    assert {h["path"] for h in found["results"]} == {"memory/2026-11-02.md", "memory/2026-11-05.md"}, found["results"]
+
+
 def test_a_denied_session_key_gets_no_memory(gateways):
     denied = gateways["exact"].invoke("memory_search", {"query": QUESTION}, sessionKey=GROUP_KEY)
     assert denied["results"] == [] and denied["disabled"] is True and denied["unavailable"] is True
