@@ -1,12 +1,16 @@
 """The durable "remember this" path: append a timestamped line to today's daily log.
 
 `memory/YYYY-MM-DD.md` (local date) is created with a `# YYYY-MM-DD` heading when missing, and
-only ever appended to (O_APPEND): existing lines are never rewritten. A symlinked `memory/` or
-daily file is refused, as everywhere else in memsift.
+only ever appended to (O_APPEND): existing lines are never rewritten. A note is written as the file
+is: in its encoding (a UTF-16 log PowerShell 5 wrote stays UTF-16: UTF-8 bytes appended to it
+would turn the note, and the file for any reader, into garbage) and with its line breaks (CRLF for
+a log edited on Windows). A symlinked `memory/` or daily file is refused, as everywhere else in
+memsift.
 """
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import stat
@@ -14,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import MemsiftError, PathNotAllowedError
+from .discovery import decode_note
 
 _BULLET = re.compile(r"^[-*+]\s+")  # a Markdown list item's marker
 
@@ -54,7 +59,7 @@ def append_note(workspace: Path, text: str, *, now: datetime | None = None) -> t
         ) from None
     try:
         with open(path, "rb") as fh:
-            total = fh.read().count(b"\n")
+            total = decode_note(fh.read()).count("\n")
     except OSError as exc:  # a file others may append to but not read
         raise MemsiftError(f"the note was written to {rel}, but the file cannot be read back: {exc.strerror}") from None
     return rel, total - entry.count("\n") + 1
@@ -62,16 +67,28 @@ def append_note(workspace: Path, text: str, *, now: datetime | None = None) -> t
 
 def _append(path: Path, day: str, entry: str) -> None:
     """`entry` at the end of the day's log in one write, after a heading for a new file and a line
-    break for a file that lacks its last one."""
+    break for a file that lacks its last one, in the file's encoding and line breaks."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     with os.fdopen(fd, "ab") as fh:
         size = os.fstat(fh.fileno()).st_size
-        prefix = ""
         if size == 0:
-            prefix = f"# {day}\n\n"
-        else:
-            with open(path, "rb") as existing:
-                existing.seek(size - 1)
-                if existing.read(1) != b"\n":
-                    prefix = "\n"
-        fh.write((prefix + entry).encode("utf-8"))
+            fh.write(f"# {day}\n\n{entry}".encode("utf-8"))
+            return
+        encoding, newline, ends_a_line = _written_as(path, size)
+        text = ("" if ends_a_line else "\n") + entry
+        fh.write(text.replace("\n", newline).encode(encoding))
+
+
+_UTF16 = {codecs.BOM_UTF16_LE: "utf-16-le", codecs.BOM_UTF16_BE: "utf-16-be"}
+
+
+def _written_as(path: Path, size: int) -> tuple[str, str, bool]:
+    """An existing log's encoding, line break ("\r\n" when its last one is) and whether it ends
+    with one, from its first two bytes and its last few KiB."""
+    with open(path, "rb") as fh:
+        encoding = _UTF16.get(fh.read(2), "utf-8")
+        start = max(0, size - 4096)
+        fh.seek(start - start % 2 if encoding != "utf-8" else start)  # a UTF-16 code unit starts at an even byte
+        tail = fh.read().decode(encoding, "replace")
+    last = tail.rfind("\n")
+    return encoding, "\r\n" if last > 0 and tail[last - 1] == "\r" else "\n", tail.endswith("\n")

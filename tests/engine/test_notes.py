@@ -150,3 +150,48 @@ def test_text_that_starts_with_a_dash_is_told_how_to_pass_it(tmp_path):
                        timeout=300)
     assert r.returncode == 0, r.stderr
     assert (ws / "memory" / "2026-11-22.md").read_text().endswith("- 09:41 call the dentist\n")
+
+
+# A log as Windows writes it: PowerShell 5's `>` (UTF-16 with its mark), Notepad (CRLF), PowerShell's
+# `-Encoding utf8` (a UTF-8 mark). `memsift note` appended UTF-8 with "\n" to each: the UTF-16 log
+# became garbage past its old end for every reader (memsift's too), and the others mixed line breaks.
+WINDOWS_LOGS = [
+    ("utf-16", "# 2026-11-22\r\n\r\n- 08:00 the walrus budget was approved\r\n", "\r\n"),
+    ("utf-16-be-marked", "# 2026-11-22\r\n- 08:00 no line break at the end", "\r\n"),
+    ("utf-8", "# 2026-11-22\r\n\r\n- 08:00 the walrus budget was approved\r\n", "\r\n"),
+    ("utf-8-sig", "# 2026-11-22\n- 08:00 the walrus budget was approved\n", "\n"),
+]
+
+
+@pytest.mark.parametrize(("encoding", "before", "newline"), WINDOWS_LOGS)
+def test_a_note_is_written_as_the_log_it_joins_is(tmp_path, encoding, before, newline):
+    log = tmp_path / "memory" / "2026-11-22.md"
+    log.parent.mkdir()
+    raw = b"\xfe\xff" + before.encode("utf-16-be") if encoding == "utf-16-be-marked" else before.encode(encoding)
+    log.write_bytes(raw)
+    old_lines = before.count("\n") + (0 if before.endswith("\n") else 1)
+    assert append_note(tmp_path, "Ç bought oat milk\nand tea", now=NOW) == ("memory/2026-11-22.md", old_lines + 1)
+    after = log.read_bytes()
+    assert after.startswith(raw)  # nothing before the note rewritten
+    text = after.decode({"utf-16-be-marked": "utf-16"}.get(encoding, encoding))  # strict: no garbage anywhere
+    joined = before if before.endswith("\n") else before + newline
+    assert text == joined + f"- 09:41 Ç bought oat milk{newline}  and tea{newline}"
+
+
+def test_a_note_in_a_utf16_log_is_found_and_read_back_through_the_cli(tmp_path):
+    from memsift.engine.testing.doors import run_cli
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-11-22.md").write_bytes("# 2026-11-22\r\n\r\n- 08:00 the walrus budget\r\n".encode("utf-16"))
+    cfg = tmp_path / "memsift.json"
+    cfg.write_text(json.dumps({"agents": {"defaults": {"workspace": str(ws)}}}))
+    done = run_cli(tmp_path, cfg, "note", "the gannet survey moves to Thursday", "--json",
+                   MEMSIFT_NOW="2026-11-22T09:41")
+    written = json.loads(done.stdout)
+    assert (written["path"], written["line"]) == ("memory/2026-11-22.md", 4), done.stdout
+    found = json.loads(run_cli(tmp_path, cfg, "search", "gannet survey", "--json").stdout)["results"]
+    assert found and found[0]["path"] == "memory/2026-11-22.md" and "09:41 the gannet survey" in found[0]["snippet"]
+    got = json.loads(run_cli(tmp_path, cfg, "get", "memory/2026-11-22.md", "--from", "4", "--lines", "1",
+                             "--json").stdout)
+    assert got["text"] == "- 09:41 the gannet survey moves to Thursday\r"  # its lines, as the index cites them
