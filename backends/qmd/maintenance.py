@@ -31,7 +31,7 @@ from .lock import LockBusy, WriterLock
 from .process import QmdError, QmdExitError, QmdResult
 from .sessions import export_sessions
 
-__all__ = ["QmdMaintenance", "Freshness", "UPDATE_WAIT_SHARE"]
+__all__ = ["QmdMaintenance", "Freshness", "UPDATE_WAIT_SHARE", "memory_file_stamps"]
 
 log = get_logger("memsift.qmd")
 
@@ -44,6 +44,20 @@ EMBED_STEP = "qmd embed"
 _INDEXED_RE = re.compile(r"Indexed:\s*(\d+) new,\s*(\d+) updated,\s*(\d+) unchanged,\s*(\d+) removed")
 
 RunQmd = Callable[..., Awaitable[QmdResult]]
+
+
+def memory_file_stamps(settings: Any) -> dict[str, tuple[int, int]]:
+    """The memory files on disk now (as every backend finds them), path → (mtime_ns, size)."""
+    from memsift.engine.files.discovery import discover_memory_files  # noqa: PLC0415
+
+    stamps = {}
+    for f in discover_memory_files(settings.workspace, settings.memory_search.extra_paths)[0]:
+        try:
+            st = os.lstat(f.abs_path)
+        except OSError:
+            continue
+        stamps[f.rel_path] = (st.st_mtime_ns, st.st_size)
+    return stamps
 
 
 @dataclass
@@ -76,6 +90,8 @@ class QmdMaintenance:
             timeouts["command"], timeouts["update"], timeouts["embed"])
         self.debounce_s, self.interval_s, self.embed_interval_s = debounce_s, interval_s, embed_interval_s
         self.state_file = home / "memsift-state.json"
+        self.stamps_file = home / "memsift-files.json"  # the memory files QMD's last update saw: status's changes
+        self.settings = settings
         self.lock = WriterLock(home / "qmd.lock")
         self.step: str | None = None  # what the running maintenance is doing right now
         self.host: anyio.abc.TaskGroup | None = None  # a long-running host's task group
@@ -102,6 +118,22 @@ class QmdMaintenance:
                 tmp.unlink()
             except OSError:
                 pass
+
+    def stamps(self) -> dict[str, tuple[int, int]] | None:
+        """The memory files as QMD's last update saw them (path → (mtime_ns, size)); None before one."""
+        try:
+            return {path: (int(m), int(size)) for path, (m, size) in json.loads(self.stamps_file.read_text()).items()}
+        except (OSError, ValueError, TypeError, AttributeError):
+            return None
+
+    def save_stamps(self, stamps: dict[str, tuple[int, int]]) -> None:
+        tmp = self.stamps_file.with_suffix(f".tmp-{os.getpid()}")
+        try:
+            tmp.write_text(json.dumps(stamps))
+            os.replace(tmp, self.stamps_file)
+        except OSError as exc:  # best effort, as the state: status then says the changes are unknown
+            log.warning("cannot record the files QMD saw", file=str(self.stamps_file), error=exc.strerror or str(exc))
+            tmp.unlink(missing_ok=True)
 
     # --- collections ----------------------------------------------------------------------------
 
@@ -207,6 +239,7 @@ class QmdMaintenance:
                                        manifest=self.home / "sessions-export-manifest.json")
             report.notes.extend(exported.notes())
         await self.reconcile(report)
+        seen = memory_file_stamps(self.settings)  # before the update: a file changed meanwhile stays pending
         res = None
         for attempt in range(3):
             try:
@@ -220,6 +253,7 @@ class QmdMaintenance:
                     raise
                 await anyio.sleep(0.5 * (attempt + 1))
         self.save_state(lastUpdateAt=time.time(), lastError=None)
+        self.save_stamps(seen)
         _count(report, res.stdout if res else "")
         if embed:
             report.notes.append(await self._maybe_embed(force=force_embed))

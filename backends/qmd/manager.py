@@ -54,7 +54,7 @@ from memsift.engine.search.time_rank import (
 
 from .collections import ManagedCollection, read_index_yml, resolve_collections
 from .lock import LockBusy
-from .maintenance import QmdMaintenance
+from .maintenance import QmdMaintenance, memory_file_stamps
 from .parse import QmdHit, parse_search_output, parse_status, parse_version
 from .process import (
     KILL_GRACE_S,
@@ -626,6 +626,7 @@ class QmdSearchManager(KeywordSearch):
             for c in self.collections
         ]
         docs = info.get("documents", 0)
+        pending = self._changes_since_update()
         return ManagerStatus(
             backend=self.backend,
             agent_id=self.settings.agent_id,
@@ -638,6 +639,8 @@ class QmdSearchManager(KeywordSearch):
             model=None if self.qmd.search_mode == "search" else self._embed_model(),
             sources=["memory"] + (["sessions"] if self.qmd.sessions.enabled else []),
             search_mode=self.qmd.search_mode,
+            dirty=bool(pending),
+            index={} if pending is None else {"pendingChanges": pending},
             vector={"available": bool(info.get("vectors")), "rows": info.get("vectors")},
             details={
                 "version": self._version,
@@ -660,6 +663,15 @@ class QmdSearchManager(KeywordSearch):
                 "modelsAvailable": self.models_available(),
             },
         )
+
+    def _changes_since_update(self) -> int | None:
+        """Memory files added, removed or modified since QMD's last update saw them (by mtime and
+        size, as the other backends count them); None before memsift has recorded an update."""
+        known = self.maint.stamps()
+        if known is None:
+            return None
+        now = memory_file_stamps(self.settings)
+        return sum(known.get(path) != stamp for path, stamp in now.items()) + sum(path not in now for path in known)
 
     async def aclose(self) -> None:
         return None  # every qmd process is awaited (and killed on timeout) by the call that started it

@@ -387,11 +387,10 @@ def render_status(s: ManagerStatus) -> str:
         rows = [r for r in rows if r[0] not in ("Indexed", "Changes", "FTS", "Vector", "Embedding cache")]
         rows.append(("Unreachable", s.unavailable))
     if s.details and s.backend == "qmd":  # the QMD backend has no FTS table, vector table or embedding cache of ours
-        rows = [
-            r
-            for r in rows
-            if r[0] not in ("FTS", "Vector", "Embedding cache", "Changes", "Extra paths", "Provider", "Model")
-        ]
+        hidden: tuple[str, ...] = ("FTS", "Vector", "Embedding cache", "Extra paths", "Provider", "Model")
+        if "pendingChanges" not in s.index:  # no update recorded by memsift yet: the changes are unknown
+            hidden += ("Changes",)
+        rows = [r for r in rows if r[0] not in hidden]
     if s.requests:
         r = s.requests
         rows.append(
