@@ -266,7 +266,11 @@ def _weekday(m: re.Match[str]) -> int:
 def _said_weekday(m: re.Match[str], today: date) -> tuple[date, date] | None:
     """A weekday said alone, "what did I eat Monday?", "Sunday's game": the latest one before today
     (as "on Monday"), unless the word before it makes it something else."""
-    before = m.string[: m.start()]
+    # The words just before it (a pasted text's many weekdays must not each search all before them).
+    start = max(0, m.start() - 40)
+    before = m.string[start: m.start()]
+    if start:
+        before = re.sub(r"^\S*", "", before)  # not a cut word's tail ("…flash Monday" is not "ash Monday")
     owning = m.string.startswith("'s", m.end())
     if not (owning or re.search(r"\w\s+$", before)):
         return None  # "Monday?" alone; `--since Monday` is the date parser's
