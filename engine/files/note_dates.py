@@ -29,7 +29,8 @@ SOURCES = ("timestamp", "heading", "file name")
 # Bumped whenever the rules change: indexes store the days, so a new rule means a rebuild.
 # 2: days per line (a chunk speaks of every day its lines do); a timestamp needs a time or separator after it.
 # 3: file names dated 2023_05_08, 2023.05.08, 20230508 or memory/2023/05/08.md.
-NOTE_DATES_REVISION = 3
+# 4: file names dated in words, as Roam exports its daily pages ("November 2nd, 2026.md").
+NOTE_DATES_REVISION = 4
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,10 @@ class _ChunkLike(Protocol):
 
 _ISO = re.compile(r"(?<![\d.])(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?![\d/])")
 _MONTHS = "january february march april may june july august september october november december".split()
+_MONTH_WORD = "|".join([f"{m[:3]}(?:{m[3:]})?" for m in _MONTHS] + ["sept"])  # May, Sep, Sept, September
 _NAMED = re.compile(
-    r"\b(?:(\d{1,2})(?:st|nd|rd|th)?\s+(" + "|".join(m[:3] for m in _MONTHS) + r")[a-z]*\.?,?\s+(\d{4})"
-    r"|(" + "|".join(m[:3] for m in _MONTHS) + r")[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}))\b",
+    rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH_WORD})\b\.?,?\s+(\d{{4}})"
+    rf"|({_MONTH_WORD})\b\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}}))\b",
     re.IGNORECASE,
 )
 # A day in a file's name, one separator throughout: 2023-05-08, Logseq's journals 2023_05_08, Dendron's
@@ -80,30 +82,37 @@ def date_in_text(text: str) -> str | None:
         day = _iso(*m.groups())
         if day:
             return day
-    named = _NAMED.search(text)
-    if named:
-        m = named
-        if m.group(1):
-            d, mon, y = m.group(1), m.group(2), m.group(3)
-        else:
-            mon, d, y = m.group(4), m.group(5), m.group(6)
-        return _iso(y, str([x[:3] for x in _MONTHS].index(mon[:3].lower()) + 1), d)
-    return None
+    return _named_day(text)
+
+
+def _named_day(text: str) -> str | None:
+    """"8 May 2023", "May 8th, 2023" in a text, as ISO."""
+    m = _NAMED.search(text)
+    if m is None:
+        return None
+    if m.group(1):
+        d, mon, y = m.group(1), m.group(2), m.group(3)
+    else:
+        mon, d, y = m.group(4), m.group(5), m.group(6)
+    return _iso(y, str([x[:3] for x in _MONTHS].index(mon[:3].lower()) + 1), d)
 
 
 def file_name_day(path: str) -> str | None:
     """The day in the file's name (`2023-05-08.md`, `2023_05_08.md`, `2023.05.08.md`, `20230508.md`,
-    `standup-2023-05-08.md`), or in a year/month/day layout (`2023/05/08.md`); not a folder's alone:
-    `2023-05-08/notes.md` is a folder of that day's files, which may speak of any."""
+    `standup-2023-05-08.md`, `May 8th, 2023.md`), or in a year/month/day layout (`2023/05/08.md`);
+    not a folder's alone: `2023-05-08/notes.md` is a folder of that day's files, which may speak of any."""
     path = path.replace("\\", "/")
-    for m in _FILE_DAY.finditer(path.rsplit("/", 1)[-1]):
+    name = path.rsplit("/", 1)[-1]
+    for m in _FILE_DAY.finditer(name):
         year, _sep, month, day = m.groups()
         if _sep or year >= "1900":
             found = _iso(year, month, day)
             if found:
                 return found
     layout = _FOLDERS_DAY.search(path)
-    return _iso(*layout.groups()) if layout else None
+    if layout:
+        return _iso(*layout.groups())
+    return _named_day(name)  # Roam's daily pages, "November 2nd, 2026.md"; "Monday, 2 November 2026.md"
 
 
 def _heading_days(lines: list[str]) -> tuple[list[int], list[str | None]]:

@@ -1,6 +1,7 @@
 """Daily notes named as other tools name them answer "what did I do on <day>?" on every backend:
 Logseq's journals (`2026_11_27.md`, here an extra path), Dendron's `daily.journal.2026.11.25.md`,
-a compact `20261126.md`, and a year/month/day layout (`memory/2026/11/29.md`). They were undated:
+a compact `20261126.md`, a year/month/day layout (`memory/2026/11/29.md`) and Roam's daily pages
+(`November 24th, 2026.md`). They were undated:
 the question got the notes of the days around it instead. The day is read at index time and stored
 by each backend (QMD's answers read the files), so each is asked through the cold CLI, then a day
 by its date through the resident helper and MCP over stdio and HTTP. The evidence ranker takes them
@@ -20,6 +21,7 @@ NOTES = {
     "memory/2026/11/29.md": "- Met the auditors about the ledger.\n",
     "memory/daily.journal.2026.11.25.md": "- Repotted the fig tree.\n",
     "memory/20261126.md": "- Bought a kayak.\n",
+    "memory/November 24th, 2026.md": "- Fixed the bike's brakes.\n",  # Roam's daily pages
     "memory/2026-11-28.md": "- Booked flights to Lisbon.\n",  # the days around them, named as OpenClaw names them
     "memory/2026-11-30.md": "- Deployed the billing service to staging.\n",
     "logseq/journals/2026_11_27.md": "- Painted the fence.\n",
@@ -27,7 +29,8 @@ NOTES = {
 ASKED = {"what did I do on November 29?": "memory/2026/11/29.md",
          "what did I do on November 27?": "../logseq/journals/2026_11_27.md",
          "what did I do on November 26?": "memory/20261126.md",
-         "what did I do on November 25?": "memory/daily.journal.2026.11.25.md"}
+         "what did I do on November 25?": "memory/daily.journal.2026.11.25.md",
+         "what did I do on November 24?": "memory/November 24th, 2026.md"}
 
 
 @pytest.mark.parametrize("backend", ["builtin", "qmd", "lancedb", "qdrant", "postgres"])

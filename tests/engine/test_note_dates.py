@@ -53,6 +53,11 @@ def test_the_daily_note_names_of_other_tools_date_their_notes():
         "memory/2023_05-08.md": None,  # one separator throughout, or none
         "memory/2023/13/01.md": None,
         "memory/2023/05/08/notes.md": None,  # that day's folder, as above
+        "roam/May 8th, 2023.md": "2023-05-08",  # Roam's daily pages
+        "memory/Monday, 8 May 2023.md": "2023-05-08",
+        "memory/Sept. 3, 2023.md": "2023-09-03",
+        "memory/mayday 12 2023.md": None,  # a word that starts as a month does is no month
+        "memory/May 31st, 2023 notes/x.md": None,  # a folder's day alone, as above
     }
     assert {path: file_name_day(path) for path in named} == named
 
@@ -62,6 +67,7 @@ def test_what_is_not_a_date_dates_nothing():
     assert date_in_text("build 2023-02-30") is None  # no such day
     assert date_in_text("Monday 8 May 2023 standup") == "2023-05-08"
     assert date_in_text("Standup, May 8th, 2023") == "2023-05-08"
+    assert date_in_text("Mayday 12 2023 drill") is None and date_in_text("Marching 3 2023") is None
     text = "```\n# 2023-01-01 not a heading, code\n```\nplain words in the note, no dates around\n"
     assert [d.day for _, d in _days("memory/notes.md", text)] == [None]
 
