@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import re
 from datetime import date, timedelta
+from typing import Callable
+
+# A phrase rule's resolver (time_phrases.py, weekday_phrases.py): its match, today and the
+# hemisphere → the phrase's first and last day, or None where the match names no time after all.
+Resolver = Callable[["re.Match[str]", date, str], "tuple[date, date] | None"]
 
 ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
 SEASONS_NORTH = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # first month of each

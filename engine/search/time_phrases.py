@@ -45,9 +45,11 @@ from datetime import date, timedelta
 from typing import Callable
 
 from ..lazy import lazy_re
+from .weekday_phrases import WEEKDAY_RULES
 from .holidays import HOLIDAY_GATE, HOLIDAY_NAMES, WEEKDAY_NAMED, holiday_day, holiday_key, holiday_window
 from .calendar_spans import (
     ORDINALS,
+    Resolver,
     add_months,
     around,
     beside,
@@ -56,7 +58,6 @@ from .calendar_spans import (
     earlier_this,
     half,
     holidays,
-    latest_weekday,
     month_day,
     month_part,
     named_day,
@@ -72,7 +73,6 @@ from .calendar_spans import (
     week_before_last,
     week_of_day,
     week_of_month,
-    weekday_of_week,
     weekend,
     weekends_ago,
     which_month,
@@ -145,9 +145,6 @@ def _cjk_int(s: str) -> int:
     return _CJK_DIGITS.get(s, 0)
 
 
-Resolver = Callable[["re.Match[str]", date, str], "tuple[date, date] | None"]
-
-
 def _g(m: re.Match[str], name: str) -> str | None:
     return m.groupdict().get(name)
 
@@ -214,20 +211,6 @@ def _holiday(m: re.Match[str], today: date) -> tuple[date, date] | None:
     return holiday_window(key, m["q"], _year(m), today, weekend=bool(m["wk"])) if said_as_time else None
 
 
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_WD = rf"(?P<wd>{'|'.join(_WEEKDAYS)})"
-_WEEKS_BACK = {"this week": 0, "last week": 1, "the week before last": 2}
-# Words before a weekday that make it a name, a habit, a deadline or another rule's ("Ash
-# Wednesday", "every Monday", "the deadline is Friday", "by Friday", "next Friday", "last Friday").
-_NOT_A_DAY_AFTER = re.compile(
-    r"\b(?:ash|good|black|cyber|super|holy|palm|easter|maundy|shrove|fat|blue|spy|girl|man|is|was|are|were|be|"
-    r"been|s|by|every|each|next|coming|of|the|a|an|this|that|these|those|some|any|on|last|past|previous|until|"
-    r"till|since|after|before|from|to|through|than|for|and|or)\s+$",
-    re.IGNORECASE,
-)
-_DAY_AND_OR = re.compile(r"day\s+(?:and|or)\s+$", re.IGNORECASE)  # "Monday and Tuesday": both
-
-
 def _week_of_month_day(m: re.Match[str], today: date) -> tuple[date, date] | None:
     found = day_of_month(_day_number(m["d"]), relative_month(m["q"], today) if m["q"] else None, today)
     if found is None:
@@ -257,32 +240,6 @@ def _beside_holiday(m: re.Match[str], today: date) -> tuple[date, date] | None:
         if start <= today:
             return start, end
     return None
-
-
-def _weekday(m: re.Match[str]) -> int:
-    return _WEEKDAYS.index(m["wd"].lower())
-
-
-def _said_weekday(m: re.Match[str], today: date) -> tuple[date, date] | None:
-    """A weekday said alone, "what did I eat Monday?", "Sunday's game": the latest one before today
-    (as "on Monday"), unless the word before it makes it something else."""
-    # The words just before it (a pasted text's many weekdays must not each search all before them).
-    start = max(0, m.start() - 40)
-    before = m.string[start: m.start()]
-    if start:
-        before = re.sub(r"^\S*", "", before)  # not a cut word's tail ("…flash Monday" is not "ash Monday")
-    owning = m.string.startswith("'s", m.end())
-    if not (owning or re.search(r"\w\s+$", before)):
-        return None  # "Monday?" alone; `--since Monday` is the date parser's
-    if _NOT_A_DAY_AFTER.search(before) and not _DAY_AND_OR.search(before):
-        return None
-    day = latest_weekday(_weekday(m), today)
-    return day, day
-
-
-def _weekday_of_week(m: re.Match[str], today: date) -> tuple[date, date]:
-    day = weekday_of_week(_weekday(m), _WEEKS_BACK[" ".join(m["w"].lower().split())], today)
-    return day, day
 
 
 _EN: list[tuple[str, Resolver]] = [
@@ -381,28 +338,7 @@ _EN: list[tuple[str, Resolver]] = [
     ),
     # last Christmas, this Christmas: those holidays (24 December to 1 January)
     (r"\b(?P<q>last|this)\s+(?:christmas|xmas)\b", lambda m, t, h: christmas(m["q"], t)),
-    # Monday of last week, on Friday last week, last week's Tuesday, Monday the week before last: that day
-    (
-        rf"\b(?:on\s+)?(?:the\s+)?{_WD}\s+(?:of\s+)?(?P<w>last\s+week|this\s+week|the\s+week\s+before\s+last)\b",
-        lambda m, t, h: _weekday_of_week(m, t),
-    ),
-    (
-        rf"\b(?P<w>last\s+week|this\s+week|the\s+week\s+before\s+last)(?:'s)?\s+{_WD}\b",
-        lambda m, t, h: _weekday_of_week(m, t),
-    ),
-    # the Monday before last; this past Monday, the previous Friday (as "last Friday")
-    (rf"\bthe\s+{_WD}\s+before\s+last\b", lambda m, t, h: (latest_weekday(_weekday(m), t, 1),) * 2),
-    (
-        rf"\b(?:(?:this|the)\s+)?(?:past|previous)\s+{_WD}\b",
-        lambda m, t, h: (latest_weekday(_weekday(m), t),) * 2,
-    ),
-    # a weekday at the end of a clause ("what did I eat Monday?", "the gym Sunday and…") or owning
-    # something ("Sunday's game"); not before a noun ("the Monday standup") nor as a habit ("on Mondays")
-    (
-        rf"\b{_WD}(?='s\b|(?:\s+(?:morning|afternoon|evening|night))?\s*(?:[?.!,;:)]|$)"
-        r"|\s+(?:and|or|at|with|when|while|after|before|around)\b)",
-        lambda m, t, h: _said_weekday(m, t),
-    ),
+    *WEEKDAY_RULES,  # "what did I eat Monday?", "this past Friday", "Monday of last week" (weekday_phrases.py)
     # since / after the new year: from 1 January (the lead word makes it open-ended)
     (
         r"(?<=since\s|after\s)(?:the\s+)?new\s+year\b(?!'?s?\s+(?:eve|day))",
