@@ -325,6 +325,7 @@ def test_every_door_gives_the_same_answer_for_random_option_sets(doors, query, o
     ("what did we do over Thanksgiving?", {}),  # a holiday's days, read alike by every door
     ("ledger", {"since": "Thanksgiving"}),  # a holiday's name as a bound
     ("what did we decide Friday?", {}),  # a weekday said alone: the latest Friday
+    ("这周一我们决定了什么？", {}),  # this week's Monday, in Chinese
     ("ledger", {"since": "this past Monday"}),
     ("ledger", {"corpus": "memory", "max_results": 2}),  # the corpus asked of memsift, ranked and cut within it
     ("ledger", {"corpus": "sessions"}),  # no transcripts indexed: nothing, on every door

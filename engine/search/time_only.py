@@ -167,8 +167,7 @@ def nearby_windows(windows: Sequence[TimeWindow]) -> list[TimeWindow]:
     """The windows widened by NEARBY_DAYS on each side: the days whose notes a backend reads for a
     time-only question, so that an empty window can be answered by the days around it."""
     pad = timedelta(days=NEARBY_DAYS)
-    return [TimeWindow(w.start - pad if w.start else None, w.end + pad if w.end else None, w.text, w.zone)
-            for w in windows]
+    return [w.widened(pad, pad) for w in windows]
 
 
 def window_days(items: list[Candidate], windows: Sequence[TimeWindow]) -> set[object]:

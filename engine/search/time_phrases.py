@@ -51,6 +51,7 @@ from .calendar_spans import (
     ORDINALS,
     Resolver,
     add_months,
+    latest_weekday,
     around,
     beside,
     christmas,
@@ -73,6 +74,7 @@ from .calendar_spans import (
     week_before_last,
     week_of_day,
     week_of_month,
+    weekday_of_week,
     weekend,
     weekends_ago,
     which_month,
@@ -487,7 +489,18 @@ _ZH: list[tuple[str, Resolver]] = [
     ),
     # 前几天, 几天前 (zh); 数日前 (ja)
     (r"前几天|几天前|幾天前|数日前|數日前", lambda m, t, h: vague_ago("a few", "day", t)),
+    (r"大前天", lambda m, t, h: (t - timedelta(days=3),) * 2),  # before 前天 is read inside it
     (r"前天|一昨日|おととい", lambda m, t, h: (t - timedelta(days=2),) * 2),
+    # 上周一 (Monday of last week, not the latest Monday), 上上周二, 这周三, 星期五, 周日 (zh); not 每周一
+    # (every Monday), 一周一次 (once a week) nor 周一到周五 (weekdays)
+    (
+        r"(?<![每到至个個\d一二两兩三四五六七八九十几幾])(?P<w>上上|上|这|這|本)?(?:个|個)?(?:周|週|星期|礼拜|禮拜)"
+        r"(?P<d>[一二三四五六日天])(?![到至~～\-－次])",
+        lambda m, t, h: _cjk_weekday(m, t),
+    ),
+    # 先週の月曜日, 今週金曜, 先々週の火曜日; 月曜日 (ja); not 毎週月曜日
+    (r"(?P<w>先々|先先|先|今)週の?(?P<j>[月火水木金土日])曜日?", lambda m, t, h: _cjk_weekday(m, t)),
+    (r"(?<!週)(?P<j>[月火水木金土日])曜日", lambda m, t, h: _cjk_weekday(m, t)),
     # 去年的今天, 一年前的今天, 上个月的今天 (zh); 去年の今日, 一年前の今日, 先月の今日 (ja)
     (
         r"(?P<y>去年|昨年|一年前|1年前)(?:的|の)?(?:今天|今日)|(?P<m>上(?:个|個)?月|先月|一(?:个|個|か|ヶ|ケ)?月前)(?:的|の)?(?:今天|今日)",
@@ -501,6 +514,19 @@ def _cjk_season(s: str, years_back: int | None, today: date, hemisphere: str) ->
     name = {"春": "spring", "夏": "summer", "秋": "autumn", "冬": "winter"}[s]
     year = None if years_back is None else today.year + years_back
     return season(name, year, None, today, hemisphere)
+
+
+_CJK_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+_JA_WEEKDAY = {"月": 0, "火": 1, "水": 2, "木": 3, "金": 4, "土": 5, "日": 6}
+_CJK_WEEKS_BACK = {"上上": 2, "上": 1, "这": 0, "這": 0, "本": 0, "先々": 2, "先先": 2, "先": 1, "今": 0}
+
+
+def _cjk_weekday(m: re.Match[str], today: date) -> tuple[date, date]:
+    """A weekday of a named week (上周一: Monday of last week), else the latest before today."""
+    weekday = _CJK_WEEKDAY[m["d"]] if _g(m, "d") else _JA_WEEKDAY[m["j"]]
+    back = _g(m, "w")
+    day = weekday_of_week(weekday, _CJK_WEEKS_BACK[back], today) if back else latest_weekday(weekday, today)
+    return day, day
 
 
 def _cjk_month_part(m: re.Match[str], today: date) -> tuple[date, date]:
@@ -524,7 +550,7 @@ _GATE = re.compile(
     r"winter|weekends?|earlier|couple|few|several|holidays|christmas|xmas|new\s+years?|day\s+before|today|morning|"
     r"afternoon|before\s+last|other\s+day|recently|lately|late|recent|while|some\s+time|start|week|half|h[12]|"
     rf"fortnight|(?:mon|tues|wednes|thurs|fri|satur|sun)day|{HOLIDAY_GATE})\b|\d(?:st|nd|rd|th)\b|\w(?:st|nd|rd|th)\s+of\b|"
-    r"[季夏冬春秋末旬初周週几幾数數前昨期今]"
+    r"[季夏冬春秋末旬初周週几幾数數前昨期今拜曜]"
 )
 
 

@@ -66,6 +66,18 @@ class TimeWindow:
         hi = _mtime_ns(self.end, self.zone, end=True) if self.end else NS_MAX
         return lo, hi
 
+    def widened(self, before: timedelta, after: timedelta) -> TimeWindow:
+        """The window with `before` more days ahead of it and `after` more behind, within the
+        calendar (a window of 9999, or of the year 1, ends there instead of overflowing)."""
+        def shift(day: date | None, by: timedelta) -> date | None:
+            if day is None:
+                return None
+            try:
+                return day + by
+            except OverflowError:
+                return date.max if by > timedelta(0) else date.min
+        return replace(self, start=shift(self.start, -before), end=shift(self.end, after))
+
     @property
     def length_days(self) -> int | None:
         if self.start is None or self.end is None:
@@ -141,7 +153,7 @@ _CJK_NUM = "〇零一二两三四五六七八九十百"
 _CJK = [
     rf"(?:\d{{4}}|[{_CJK_NUM}]{{4}})\s*年\s*(?:\d{{1,2}}|[{_CJK_NUM}]{{1,3}})\s*月(?:\s*(?:\d{{1,2}}|[{_CJK_NUM}]{{1,3}})\s*[日号號])?",
     rf"(?<!\d)(?:\d{{1,2}}|[{_CJK_NUM}]{{1,3}})\s*月\s*(?:\d{{1,2}}|[{_CJK_NUM}]{{1,3}})\s*[日号號]",
-    r"(?<!\d)\d{4}\s*年(?!\s*\d)",
+    rf"(?<![\d{_CJK_NUM}])(?:\d{{4}}|[{_CJK_NUM}]{{4}})\s*年(?!\s*[\d{_CJK_NUM}])",
     rf"(?<![\d{_CJK_NUM}])(?:\d{{1,2}}|[{_CJK_NUM}]{{1,3}})月份?(?!\s*\d)",
     rf"(?:\d{{1,3}}|[{_CJK_NUM}]{{1,3}})\s*(?:天|日|周|週|星期|个月|個月|ヶ月|か月|カ月|年)\s*(?:前|以前)",
     r"上上?(?:个|個)?(?:星期|礼拜|禮拜|周|週)[一二三四五六日天]?|上(?:个|個)?月|上一?年",
@@ -170,7 +182,7 @@ _GATE = re.compile(
     rf"\d|{_MONTH[:-3]}|{_WEEKDAY}|\b(?:ago|yesterday|today|tonight|last|this|next|past|previous|quarter|spring|summer|"
     rf"autumn|fall|winter|weekend|earlier|holidays|christmas|xmas|new\s+years?|other\s+day|recently|lately|late|recent|while|"
     rf"some\s+time|(?:start|beginning|middle|end)\s+of|half|fortnight|week\s+of|(?:days?|weeks?|months?|years?)\s+back|"
-    rf"{HOLIDAY_GATE})\b|[年月日天周週前昨今去先季夏冬春秋末旬初几幾数數期]",
+    rf"{HOLIDAY_GATE})\b|[年月日天周週前昨今去先季夏冬春秋末旬初几幾数數期拜曜]",
     re.IGNORECASE,
 )
 _HOW_MANY = re.compile(r"\bhow\s+(?:many|much|long)\s+$", re.IGNORECASE)
@@ -195,7 +207,9 @@ def _normalise_cjk(span: str) -> str:
     m = re.fullmatch(r"上(?:个|個)?(?:星期|礼拜|禮拜|周|週)([一二三四五六日天])", span)
     if m:  # dateparser knows 上周 but not 上周二
         return f"last {_WEEKDAY_ZH[m.group(1)]}"
-    return re.sub(rf"[{_CJK_NUM}]+", lambda m: _cjk_number(m.group(0)), span)
+    span = re.sub(rf"[{_CJK_NUM}]+", lambda m: _cjk_number(m.group(0)), span)
+    year = re.fullmatch(r"(\d{4})\s*年", span)
+    return year.group(1) if year else span  # a year alone: dateparser read "2015年" as 2015 years ago (year 11)
 
 
 # --- resolving (dateparser) ---------------------------------------------------------------------
@@ -310,7 +324,7 @@ def _windows_named(query: str, base: datetime, hemisphere: str) -> list[TimeWind
                         break
             else:
                 span = _normalise_cjk(span)
-                languages = ("en",) if span.startswith("last ") else languages
+                languages = ("en",) if span.startswith("last ") or span.isdigit() else languages
             parsed = _parse(span, languages, base)
             if parsed is None:
                 continue

@@ -168,7 +168,7 @@ def candidate_windows(windows: list[TimeWindow]) -> list[TimeWindow]:
     for w in windows:
         margin = timedelta(days=math.ceil(_margin_days(w)) - 1)
         after = timedelta(days=math.ceil(_margin_after(w)) - 1)
-        out.append(TimeWindow(w.start - margin if w.start else None, w.end + after if w.end else None, w.text, w.zone))
+        out.append(w.widened(margin, after))
     return out
 
 

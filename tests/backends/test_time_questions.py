@@ -89,6 +89,9 @@ TIME_ONLY = [  # question → the days of the window's notes, in the order they 
     ("上周我们聊了什么？", ["2026-11-18", "2026-11-20", "2026-11-21"]),
     ("先週は何をしましたか", ["2026-11-18", "2026-11-20", "2026-11-21"]),
     ("去年的今天我做了什么？", ["2025-11-25"]),
+    ("这周一我做了什么？", ["2026-11-23"]),  # this week's Monday (was no time)
+    ("先週の金曜日は何をしましたか", ["2026-11-20"]),  # last week's Friday (was all of last week)
+    ("2025年我做了什么？", ["2025-11-20", "2025-11-25", "2025-12-28"]),  # was read as 2025 years ago: none
 ]
 
 
@@ -257,3 +260,16 @@ def test_the_users_time_zone_names_the_days_on_every_backend(tmp_path, backend):
     assert _days(yesterday) == ["2026-11-23"], (_days(yesterday), yesterday.time_windows)
     assert _days(today) == ["2026-11-24"], (_days(today), today.time_windows)
     assert "inbox" in _days(that_day) and "inbox" not in _days(after), (_days(that_day), _days(after))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_year_at_the_calendars_ends_is_no_error(tmp_path, backend):
+    # Windows of the year 9999 or 1 widened by their margins ran past the calendar: LanceDB and Qdrant
+    # failed the search ("date value out of range"), as they did for every "2025年…" question while
+    # dateparser read it as 2025 years ago. Now the notes of such a year (none), or of the topic.
+    settings = make_settings(tmp_path, _workspace(tmp_path), {"provider": "none"}, memory=backend_memory(backend))
+    asks = [("9999年发生了什么？", {}), ("0001年发生了什么？", {}), ("the sprint plan of 9999年", {})]
+    only_time, only_time_too, topic = anyio.run(_ask, settings, asks)
+    for answer in (only_time, only_time_too):
+        assert answer.time_only and answer.time_windows and not answer.results, (answer.time_windows, _days(answer))
+    assert topic.time_windows and _days(topic)[:1] == ["2026-11-23"], _days(topic)  # "Planned the sprint"

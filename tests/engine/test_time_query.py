@@ -46,6 +46,20 @@ def _windows(q: str) -> list[tuple[date | None, date | None]]:
         ("2023年5月的计划是什么", [(date(2023, 5, 1), date(2023, 5, 31))]),
         ("两周前我们讨论了什么", [(date(2023, 4, 3), date(2023, 4, 9))]),
         ("上周二开会说了什么", [(date(2023, 4, 11), date(2023, 4, 11))]),
+        # Weekdays of a named week (18 April 2023 is a Tuesday): 上周一 is last week's Monday, not
+        # the latest one; a weekday alone, the latest before today
+        ("上周一开会说了什么", [(date(2023, 4, 10), date(2023, 4, 10))]),
+        ("上上周五", [(date(2023, 4, 7), date(2023, 4, 7))]),
+        ("这周一", [(date(2023, 4, 17), date(2023, 4, 17))]),
+        ("周日我们去了哪里", [(date(2023, 4, 16), date(2023, 4, 16))]),
+        ("礼拜三", [(date(2023, 4, 12), date(2023, 4, 12))]),
+        ("先週の月曜日", [(date(2023, 4, 10), date(2023, 4, 10))]),
+        ("月曜日に何を食べた", [(date(2023, 4, 17), date(2023, 4, 17))]),
+        ("大前天", [(date(2023, 4, 15), date(2023, 4, 15))]),  # was read as 前天
+        # a year alone (dateparser read "2015年" as 2015 years ago: the year 8)
+        ("2015年我做了什么", [(date(2015, 1, 1), date(2015, 12, 31))]),
+        ("1918年に何があった", [(date(1918, 1, 1), date(1918, 12, 31))]),
+        ("二〇二二年的计划", [(date(2022, 1, 1), date(2022, 12, 31))]),
         ("昨天吃了什么", [(date(2023, 4, 17), date(2023, 4, 17))]),
         ("去年的目标", [(date(2022, 1, 1), date(2022, 12, 31))]),
         ("先月の旅行はどうだった", [(date(2023, 3, 1), date(2023, 3, 31))]),
@@ -247,6 +261,10 @@ def test_the_same_day_back_holds_at_month_and_year_ends(asked_on: date, question
         "do I run on Sunday nights?",
         "thank God it's Friday",
         "Monday?",
+        "每周一开会",  # every Monday
+        "一周一次",  # once a week
+        "周一到周五都上班",  # weekdays
+        "毎週月曜日にジムへ行く",
     ],
 )
 def test_what_is_not_a_time_is_left_alone(question: str) -> None:
