@@ -28,6 +28,8 @@ from bench_data import BENCH_DATA, _write_if_changed  # noqa: E402
 from metrics import mean, percentile  # noqa: E402
 from quality import open_mode, warm_index  # noqa: E402
 
+from memsift.engine.compose.wrapped import backend_of  # noqa: E402
+
 __all__ = ["CJK_SETS", "CJK_MODES", "load_cjk", "eval_cjk"]
 
 CJK_SETS = ("cmrc2018_trial", "drcd_dev", "jsquad_test_sample")
@@ -68,9 +70,10 @@ async def eval_cjk(name: str, mode: str, root: Path, state: Path, limit: int | N
     state = state / ("trigram" if "trigram" in mode else "unicode61")
     await warm_index(base, ws, state, lambda s: print(s, flush=True), extra)
     manager = open_mode(base, ws, state, extra)
-    scripts = getattr(manager.provider, "scripts", None)
+    provider = backend_of(manager).provider  # under the stages (the evidence ranker) that wrap it
+    scripts = getattr(provider, "scripts", None)
     if mode.endswith("-unaware"):
-        manager.provider.scripts = None
+        provider.scripts = None
     per_query, took, set_aside = [], [], 0
     try:
         await manager.search("warm up", max_results=1)
@@ -84,7 +87,7 @@ async def eval_cjk(name: str, mode: str, root: Path, state: Path, limit: int | N
             per_query.append(rank)
     finally:
         if mode.endswith("-unaware"):
-            manager.provider.scripts = scripts
+            provider.scripts = scripts
         await manager.aclose()
     out = {f"hit@{k}": round(mean(1.0 if r and r <= k else 0.0 for r in per_query), 4) for k in (1, 5, 10)}
     out["mrr@10"] = round(mean(1.0 / r if r and r <= 10 else 0.0 for r in per_query), 4)
