@@ -31,7 +31,7 @@ from .lock import LockBusy, WriterLock
 from .process import QmdError, QmdExitError, QmdResult
 from .sessions import export_sessions
 
-__all__ = ["QmdMaintenance", "Freshness", "UPDATE_WAIT_SHARE", "memory_file_stamps"]
+__all__ = ["QmdMaintenance", "Freshness", "UPDATE_WAIT_SHARE"]
 
 log = get_logger("memsift.qmd")
 

@@ -54,7 +54,7 @@ from memsift.engine.search.time_rank import (
 
 from .collections import ManagedCollection, read_index_yml, resolve_collections
 from .lock import LockBusy
-from .maintenance import QmdMaintenance, memory_file_stamps
+from .maintenance import QmdMaintenance
 from .parse import QmdHit, parse_search_output, parse_status, parse_version
 from .process import (
     KILL_GRACE_S,
@@ -667,11 +667,14 @@ class QmdSearchManager(KeywordSearch):
     def _changes_since_update(self) -> int | None:
         """Memory files added, removed or modified since QMD's last update saw them (by mtime and
         size, as the other backends count them); None before memsift has recorded an update."""
+        from memsift.engine.files.discovery import discover_memory_files  # noqa: PLC0415  (status only)
+        from memsift.engine.files.sync import pending_changes  # noqa: PLC0415
+
         known = self.maint.stamps()
         if known is None:
             return None
-        now = memory_file_stamps(self.settings)
-        return sum(known.get(path) != stamp for path, stamp in now.items()) + sum(path not in now for path in known)
+        files, _skipped = discover_memory_files(self.settings.workspace, self.settings.memory_search.extra_paths)
+        return pending_changes(files, known, {})[0]
 
     async def aclose(self) -> None:
         return None  # every qmd process is awaited (and killed on timeout) by the call that started it

@@ -23,7 +23,8 @@ from ..errors import PathNotAllowedError
 from .multimodal import modality_of
 
 __all__ = ["MemoryFile", "Skipped", "discover_memory_files", "open_memory_file", "read_open_file", "ROOT_FILES",
-           "READABLE_ROOT_FILES", "skip_units", "line_range", "decode_note", "is_utf16_note"]
+           "READABLE_ROOT_FILES", "skip_units", "line_range", "decode_note", "is_utf16_note",
+           "UTF16_CODECS"]
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
 READABLE_ROOT_FILES = ("MEMORY.md", "memory.md", "DREAMS.md")
@@ -223,13 +224,13 @@ def open_memory_file(abs_path: Path, shown: Any) -> int | None:
     return fd
 
 
-_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+UTF16_CODECS = {codecs.BOM_UTF16_LE: "utf-16-le", codecs.BOM_UTF16_BE: "utf-16-be"}  # byte-order mark → codec
 
 
 def is_utf16_note(head: bytes) -> bool:
     """A note saved as UTF-16 with its byte-order mark (Windows PowerShell 5's `>` and `Out-File`
     write notes so, and Notepad's "UTF-16"): read as text, not skipped for its NUL bytes."""
-    return head[:2] in _UTF16_BOMS
+    return head[:2] in UTF16_CODECS
 
 
 def decode_note(data: bytes) -> str:

@@ -10,7 +10,6 @@ memsift.
 
 from __future__ import annotations
 
-import codecs
 import os
 import re
 import stat
@@ -18,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import MemsiftError, PathNotAllowedError
-from .discovery import decode_note
+from .discovery import UTF16_CODECS, decode_note
 
 _BULLET = re.compile(r"^[-*+]\s+")  # a Markdown list item's marker
 
@@ -79,14 +78,11 @@ def _append(path: Path, day: str, entry: str) -> None:
         fh.write(text.replace("\n", newline).encode(encoding))
 
 
-_UTF16 = {codecs.BOM_UTF16_LE: "utf-16-le", codecs.BOM_UTF16_BE: "utf-16-be"}
-
-
 def _written_as(path: Path, size: int) -> tuple[str, str, bool]:
     """An existing log's encoding, line break ("\r\n" when its last one is) and whether it ends
     with one, from its first two bytes and its last few KiB."""
     with open(path, "rb") as fh:
-        encoding = _UTF16.get(fh.read(2), "utf-8")
+        encoding = UTF16_CODECS.get(fh.read(2), "utf-8")
         start = max(0, size - 4096)
         fh.seek(start - start % 2 if encoding != "utf-8" else start)  # a UTF-16 code unit starts at an even byte
         tail = fh.read().decode(encoding, "replace")

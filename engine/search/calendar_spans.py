@@ -203,13 +203,16 @@ def month_day(month: int, day: int, year: int | None, today: date) -> date | Non
     return None
 
 
+def week_around(day: date) -> tuple[date, date]:
+    """The Monday to Sunday a day is in."""
+    monday = day - timedelta(days=day.weekday())
+    return monday, monday + timedelta(days=6)
+
+
 def week_of_day(month: int, day: int, year: int | None, today: date) -> tuple[date, date] | None:
     """"the week of March 3": Monday to Sunday around that day (`month_day`'s)."""
     d = month_day(month, day, year, today)
-    if d is None:
-        return None
-    monday = d - timedelta(days=d.weekday())
-    return monday, monday + timedelta(days=6)
+    return None if d is None else week_around(d)
 
 
 def half(h: int, year: int | None, today: date) -> tuple[date, date]:

@@ -71,6 +71,7 @@ from .calendar_spans import (
     season,
     this_past,
     vague_ago,
+    week_around,
     week_before_last,
     week_of_day,
     week_of_month,
@@ -215,10 +216,7 @@ def _holiday(m: re.Match[str], today: date) -> tuple[date, date] | None:
 
 def _week_of_month_day(m: re.Match[str], today: date) -> tuple[date, date] | None:
     found = day_of_month(_day_number(m["d"]), relative_month(m["q"], today) if m["q"] else None, today)
-    if found is None:
-        return None
-    monday = found[0] - timedelta(days=found[0].weekday())
-    return monday, monday + timedelta(days=6)
+    return None if found is None else week_around(found[0])
 
 
 def _beside_holiday(m: re.Match[str], today: date) -> tuple[date, date] | None:
