@@ -110,11 +110,10 @@ class LanceSearchManager(IndexedManager):
                       "size": st.st_size} for f, st, got in changes.changed]
         file_rows += [{"path": f.rel_path, "source": f.source, "hash": h, "mtime_ns": m, "size": s}
                       for f, h, m, s in changes.touched]
-        # A touched file's row is replaced (LanceDB has no upsert here); the chunks stay.
-        stale = (
-            changes.gone + [f.rel_path for f, _st, _got in changes.changed] + [t[0].rel_path for t in changes.touched]
-        )
-        refilled = [] if full else await self._refill(gen, set(stale), report)
+        stale = changes.gone + [f.rel_path for f, _st, _got in changes.changed]
+        # A touched file (a new time, the same text) keeps its chunks; its row is replaced (no upsert here).
+        touched = [t[0].rel_path for t in changes.touched]
+        refilled = [] if full else await self._refill(gen, {*stale, *touched}, report)
 
         def write() -> None:
             import pyarrow as pa  # noqa: PLC0415
@@ -123,6 +122,8 @@ class LanceSearchManager(IndexedManager):
 
             if stale and not full:
                 self.store.forget_paths(gen, stale)
+            if touched and not full:
+                self.store.forget_paths(gen, touched, keep_chunks=True)
             if rows:
                 self.store.chunks(gen).add(pa.Table.from_pylist(rows, schema=self.store.chunks(gen).schema))
             if refilled:  # the same chunks, now with their vectors

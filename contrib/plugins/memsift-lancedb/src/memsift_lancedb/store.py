@@ -165,10 +165,12 @@ class LanceStore:
         rows = self.files(gen).to_arrow().to_pylist()
         return {r["path"]: (r["hash"], r["mtime_ns"], r["size"], r["source"]) for r in rows}
 
-    def forget_paths(self, gen: int, paths: list[str]) -> None:
+    def forget_paths(self, gen: int, paths: list[str], *, keep_chunks: bool = False) -> None:
+        """Delete the files' rows, and their chunks unless `keep_chunks`."""
         for i in range(0, len(paths), 500):
             where = f"path IN ({', '.join(quote(p) for p in paths[i : i + 500])})"
-            self.chunks(gen).delete(where)
+            if not keep_chunks:
+                self.chunks(gen).delete(where)
             self.files(gen).delete(where)
 
 
