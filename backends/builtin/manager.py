@@ -642,6 +642,7 @@ class BuiltinSearchManager(IndexedBackend):
         await self._stop_syncs()
         self._close_reader()
         await self.close_providers()
+        self.freshness.close()
 
     async def _stop_syncs(self) -> None:
         """Stop syncs still running for searches that stopped waiting for them (the CLI answers

@@ -434,6 +434,7 @@ class PostgresSearchManager(IndexedBackend):
     async def aclose(self) -> None:
         await release_pools(self)
         await self.close_providers()
+        self.freshness.close()
 
     async def __aenter__(self) -> PostgresSearchManager:
         return self

@@ -53,12 +53,18 @@ class Freshness:
     A new manager has not compared them yet (dirty). A files-changed notice (`mark`: a watcher,
     the host) or the host's exact change check (`watch`: asked before every search) makes it dirty
     again; a sync clears only the notices it saw begin (`sync_begins`, then `synced`): a file
-    written while the sync ran is synced by the next search."""
+    written while the sync ran is synced by the next search.
 
-    def __init__(self) -> None:
+    A manager no host watches (the Python API's, kept open by a gateway) arms its own check
+    (`own_probe`) at its second search: without one it would never look at the files again, and
+    a one-shot CLI search, which asks once, never pays for it."""
+
+    def __init__(self, own_probe: Callable[[], Any] | None = None) -> None:
         self.dirty = True
         self.notices = 0
-        self.probe: Any = None  # a long-running host's ChangeProbe, or None
+        self.probe: Any = None  # a long-running host's ChangeProbe, our own, or None
+        self._make_own_probe = own_probe
+        self._own: Any = None
 
     def mark(self) -> None:
         self.dirty = True
@@ -66,11 +72,15 @@ class Freshness:
 
     def watch(self, probe: Any) -> None:
         """Ask `probe` before every search (None: stop); anything written before it existed is synced next."""
+        self._close_own()
         self.probe = probe
         self.mark()
 
     def due(self) -> bool:
         """Must this search sync first? (The probe is asked now.)"""
+        if self.probe is None and not self.dirty and self._make_own_probe is not None:
+            self.watch(self._make_own_probe())
+            self._own = self.probe
         if self.probe is not None and self.probe.changed():
             self.mark()
         return self.dirty
@@ -86,6 +96,18 @@ class Freshness:
         """The index answers as it is (no sync on search, or none possible): clean until the next notice."""
         self.dirty = False
 
+    def close(self) -> None:
+        """The manager closes: its own change check's inotify queue with it (a host closes its own)."""
+        self._close_own()
+        self._make_own_probe = None
+
+    def _close_own(self) -> None:
+        if self._own is not None:
+            if self.probe is self._own:
+                self.probe = None
+            self._own.close()
+            self._own = None
+
 
 class IndexedBackend(ProviderChoice, KeywordSearch):
     """What a manager over an index of memsift's chunks writes alike (see the module's text)."""
@@ -97,7 +119,8 @@ class IndexedBackend(ProviderChoice, KeywordSearch):
         self.settings = settings
         self.ms = settings.memory_search
         self.memory_rules = MemoryRules.from_settings(settings)
-        self.freshness = Freshness()
+        # No sync on search, no change check: the index answers as it is until a sync.
+        self.freshness = Freshness(self._own_change_probe if self.ms.sync.on_search else None)
         self._last_sync: Any = None  # the last sync's report (status shows it)
         self._sync_notes: list[str] = []  # what syncs said (an index kept or to be rebuilt across an upgrade)
 
@@ -152,6 +175,13 @@ class IndexedBackend(ProviderChoice, KeywordSearch):
     def mark_dirty(self) -> None:
         """Files changed: the next search syncs them first."""
         self.freshness.mark()
+
+    def _own_change_probe(self) -> Any:
+        """The exact change check a manager no host watches makes for itself (`Freshness`)."""
+        from ..config.coverage import with_qmd_coverage  # noqa: PLC0415  (only a manager kept open)
+        from ..files.change_probe import ChangeProbe  # noqa: PLC0415
+
+        return ChangeProbe(with_qmd_coverage(self.settings))  # the same files as the index and the host's
 
     def watch_changes(self, probe: Any) -> None:
         """A long-running host (watch, MCP) hands over an exact change check (`ChangeProbe`, or

@@ -194,3 +194,9 @@ class ChangeProbe:
         if self._fd is not None:
             os.close(self._fd)
         self._fd, self.exact = None, False
+
+    def __del__(self) -> None:  # a manager never closed still gives its inotify queue back
+        try:
+            self.close()
+        except OSError:
+            pass

@@ -448,6 +448,7 @@ class IndexedManager(IndexedBackend):
 
     async def aclose(self) -> None:
         await self.close_providers()
+        self.freshness.close()
 
 
 def _source(known_row: tuple) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import unicodedata
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -170,6 +171,49 @@ class BackendContract:
             assert idle.files_indexed == 0 and idle.files_removed == 0, f"nothing changed, yet: {idle}"
 
         self.run(tmp_path, workspace, body)
+
+    def test_a_note_saved_again_unchanged_keeps_its_chunks(self, tmp_path: Path, workspace: Path) -> None:
+        """An editor's save, `touch` or a sync tool gives a note a new time, not new text; a note
+        deleted in the same sync must not take the other's chunks with it."""
+        async def body(m: SearchManager) -> None:
+            before = await m.status()
+            note = workspace / "memory/projects/garden.md"
+            st = note.stat()
+            os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+            await m.sync(reason="contract")
+            assert _paths(await self.keyword(m, "fig tree"))[:1] == ["memory/projects/garden.md"], "touched"
+            after = await m.status()
+            assert (after.files, after.chunks) == (before.files, before.chunks), (before, after)
+            os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns + 9_000_000_000))
+            (workspace / "memory/2026-11-20.md").unlink()
+            await m.sync(reason="contract")
+            assert _paths(await self.keyword(m, "fig tree"))[:1] == ["memory/projects/garden.md"], "touched + deleted"
+            assert "memory/2026-11-20.md" not in _paths(await self.keyword(m, "Alfama hotel"))
+            idle = await m.sync(reason="contract")
+            assert idle.files_indexed == 0 and idle.files_removed == 0, f"nothing changed, yet: {idle}"
+
+        self.run(tmp_path, workspace, body)
+
+    def test_a_manager_kept_open_finds_what_was_written_after_its_first_search(self, tmp_path: Path,
+                                                                                workspace: Path) -> None:
+        """A gateway keeps one manager (the Python API) and never calls sync: each search sees the
+        notes as they are when it starts, however soon after they were written."""
+        async def main() -> None:
+            m = self.open(tmp_path, workspace)
+            try:
+                assert _paths(await self.keyword(m, "fig tree"))[:1] == ["memory/projects/garden.md"]
+                new = workspace / "memory/2026-11-26.md"
+                new.write_text("# 2026-11-26\n\n- Planted a quince by the shed.\n", encoding="utf-8")
+                assert _paths(await self.keyword(m, "quince"))[:1] == ["memory/2026-11-26.md"], "a new note"
+                garden = workspace / "memory/projects/garden.md"
+                garden.write_text(garden.read_text().replace("fig tree", "olive sapling"), encoding="utf-8")
+                assert _paths(await self.keyword(m, "olive sapling"))[:1] == ["memory/projects/garden.md"], "an edit"
+                new.unlink()
+                assert "memory/2026-11-26.md" not in _paths(await self.keyword(m, "quince")), "a deleted note"
+            finally:
+                await m.aclose()
+
+        anyio.run(main)
 
     def test_a_forced_rebuild_never_answers_from_an_empty_index(self, tmp_path: Path, workspace: Path) -> None:
         async def body(m: SearchManager) -> None:

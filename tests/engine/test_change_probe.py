@@ -115,3 +115,43 @@ def test_a_workspace_deleted_and_made_again_or_swapped_is_watched_again(tmp_path
     (tmp_path / "ws.old" / "memory" / "2026-12-06.md").write_text("- elsewhere now\n")
     assert probe.changed() is False  # the old folder is no longer memory
     probe.close()
+
+
+def _inotify_queues() -> int:
+    fds = os.listdir("/proc/self/fd")
+    return sum(1 for fd in fds if os.path.exists(f"/proc/self/fd/{fd}")
+               and os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify")
+
+
+def test_a_manager_kept_open_makes_its_own_check_once_and_gives_it_back(tmp_path, ws):
+    """The Python API's manager (no host hands it a check): a one-shot search opens no inotify queue,
+    the second search opens one, `aclose` closes it; a host's check replaces it."""
+    import anyio
+
+    from memsift.engine import open_manager
+    from memsift.engine.compose.wrapped import declaring
+    from memsift.engine.manager import WatchesChanges
+
+    if not ChangeProbe(make_settings(tmp_path, ws, {})).exact:
+        pytest.skip("inotify is not available here")
+    before = _inotify_queues()
+
+    async def main() -> None:
+        m = open_manager(make_settings(tmp_path, ws, {"provider": "none"}))
+        try:
+            await m.search("note", mode="keyword")
+            assert _inotify_queues() == before, "one search: no change check of its own"
+            await m.search("note", mode="keyword")
+            assert _inotify_queues() == before + 1
+            (ws / "memory" / "2026-11-02.md").write_text("- a quince by the shed\n")
+            assert [h.path for h in (await m.search("quince", mode="keyword")).results] == ["memory/2026-11-02.md"]
+            host = ChangeProbe(make_settings(tmp_path, ws, {}))
+            declaring(m, WatchesChanges).watch_changes(host)
+            assert _inotify_queues() == before + 1, "the host's check replaced the manager's own"
+            declaring(m, WatchesChanges).watch_changes(None)
+            host.close()
+        finally:
+            await m.aclose()
+        assert _inotify_queues() == before
+
+    anyio.run(main)

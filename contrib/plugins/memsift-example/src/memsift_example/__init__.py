@@ -1,6 +1,6 @@
 """memsift-example: a backend plugin in under 150 lines, written against memsift's backend kit.
 
-It keeps the memory files' chunks in memory (read again when a process starts) and answers
+It keeps the memory files' chunks in memory (brought up to date before each search) and answers
 keyword searches with a plain BM25 over the terms SQLite FTS5 would index. Which files are
 memory, chunking, note dates, the request, ranking (time, minScore, rescue), snippets, citations,
 reads and the scope rules are memsift's own, through the kit, so it passes the backend contract.
@@ -36,12 +36,10 @@ class ExampleSearchManager(KeywordSearch):  # `search(query, …)` from `answer(
         # path → (hash, mtime_ns, size, its chunks with their term counts); replaced whole on sync,
         # so a search during a sync reads the old index or the new one, never half of one.
         self.index: dict[str, tuple[str, int, int, list[tuple[Candidate, Counter]]]] = {}
-        self.synced = False
 
     async def sync(self, *, force: bool = False, reason: str = "manual", **_: Any) -> SyncReport:
         report = SyncReport(reason=reason, backend=self.backend, full_reindex=force)
         self.index = await anyio.to_thread.run_sync(self._build, force, report)
-        self.synced = True
         return report
 
     def _build(self, force: bool, report: SyncReport) -> dict:
@@ -94,8 +92,9 @@ class ExampleSearchManager(KeywordSearch):  # `search(query, …)` from `answer(
 
     async def answer(self, req: SearchRequest) -> SearchAnswer:
         started = time.perf_counter()
-        if not self.synced:  # a new process: read the files first
-            await self.sync(reason="search")
+        # Each search first reads what changed since the last (a stat of every file): a manager kept
+        # open by a gateway sees every note written before the search. Builtin asks inotify instead.
+        await self.sync(reason="search")
         degraded = (
             Degraded(vector="this backend searches keywords only") if req.mode in ("vector", "hybrid") else Degraded()
         )
