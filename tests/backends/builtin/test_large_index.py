@@ -52,6 +52,7 @@ def test_a_large_index_ranks_the_rare_terms_and_bounds_common_only_queries(keywo
     hits = [h.path for h in _search(m, "ledger quokka").results]
     assert set(hits[:2]) == set(before[:2]) == {"memory/2026-01-017.md", "memory/2026-01-230.md"}
 
+    conn = m._reader()  # a search of a manager kept open syncs first, and a sync closes the reader
     match, bound = search_module._large_index_match(conn, plan_query("reviewed the ledger service"))
     assert bound == 40 and '"ledger service"' not in match  # common words only: single words, bounded
     common = _search(m, "reviewed the ledger service").results
