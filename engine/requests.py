@@ -96,9 +96,11 @@ def _as_kind(value: Any, kind: str) -> Any:
                 raise _Bad(f"Input should be a valid {words}, unable to parse string as {one}") from None
         raise _Bad(f"Input should be a valid {words}")
     if kind == "time":  # a date, a phrase or POSIX seconds: read later, with the configured clock
-        if isinstance(value, (str, date)):
+        if isinstance(value, str):
+            return value.strip()  # blank: no bound, as an empty value is
+        if isinstance(value, date):
             return value
-        if isinstance(value, (int, float)):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):  # True is no second 1
             return float(value)
         raise _Bad("Input should be a date, a phrase or a number of seconds")
     return value

@@ -112,3 +112,15 @@ def test_the_request_is_built_once_and_carries_the_scope_decision(tmp_path, exam
             assert (await manager.answer(allowed)).denied is None
 
     anyio.run(run)
+
+
+@pytest.mark.parametrize("door", ["api", "mcp"])
+def test_a_blank_bound_is_none_and_a_boolean_is_no_second(tmp_path, example_workspace, door):
+    """`since="   "` is no bound, as `since=""` always was (it was refused as "'' is not a date");
+    `since=True` is refused at the door (it was read as POSIX second 1: every note since 1970)."""
+    settings = make_settings(tmp_path, example_workspace, {"provider": "none"})
+    blank = search_request(settings, door, query="ledger", since="   ", until="\t")
+    assert blank.time_filter is None
+    with pytest.raises(InvalidRequest, match="since: Input should be a date, a phrase or a number of seconds"):
+        search_request(settings, door, query="ledger", since=True)
+    assert search_request(settings, door, query="ledger", since=0).time_filter is not None  # 1970 is a date
