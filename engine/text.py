@@ -16,6 +16,7 @@ __all__ = [
     "weighted_len",
     "has_cjk",
     "space_cjk",
+    "compat_form",
     "WORD_RE",
     "word_tokens",
     "match_form",
@@ -105,6 +106,13 @@ def weighted_len(s: str) -> int:
     return utf16_len(s) + 3 * cjk - astral_cjk
 
 
+def compat_form(s: str) -> str:
+    """`s` as search compares text (NFKC): composed, and full-width Latin letters and digits
+    (`ｆｉｇ`, `１９６８`, typed in an input method's full-width mode), half-width katakana,
+    ligatures (`ﬁ`, from a PDF) and the like as their plain forms. ASCII costs one scan."""
+    return s if s.isascii() else unicodedata.normalize("NFKC", s)
+
+
 # Latin letters that may carry an accent, and the combining accents themselves.
 _FOLDABLE_RE = re.compile("[\u00c0-\u024f\u0300-\u036f\u1e00-\u1eff]")
 
@@ -118,14 +126,14 @@ def _fold_latin(ch: str) -> str:
 
 
 def match_form(s: str) -> str:
-    """Text as keyword matching compares it: lowercase, Latin letters without their accents, in either
-    Unicode form ("Café", "cafe\u0301" as macOS writes names → "cafe"), as the FTS5 tokenizer folds them,
+    """Text as keyword matching compares it: lowercase, in compatibility form (`compat_form`), Latin
+    letters without their accents, in either Unicode form ("Café", "cafe\u0301" as macOS writes names → "cafe"), as the FTS5 tokenizer folds them,
     so that what the index matched the ranking and snippet stages find too. Other scripts keep their
     marks, as in FTS5. Text with no such letter (ASCII, CJK) costs one scan."""
     lower = s.lower()
     if lower.isascii():
         return lower
-    lower = unicodedata.normalize("NFC", lower)
+    lower = compat_form(lower).lower()  # a full-width `Ｆ` lowers only once it is `F`
     return _FOLDABLE_RE.sub(lambda m: _fold_latin(m.group(0)), lower) if _FOLDABLE_RE.search(lower) else lower
 
 

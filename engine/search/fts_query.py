@@ -19,11 +19,10 @@ CJK text has no spaces between words:
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 
 from .stopwords import STOP_WORDS
-from ..text import WORD_RE, is_cjk_char, space_cjk
+from ..text import WORD_RE, compat_form, is_cjk_char, space_cjk
 
 __all__ = [
     "FtsPlan",
@@ -40,7 +39,8 @@ _IDENT_RE = re.compile(r"[^\W][\w]*(?:[._/:#@-][^\W][\w]*)+", re.UNICODE)
 _QUOTED_RE = re.compile(r'"([^"]+)"')
 # Control characters (a NUL would end FTS5's string early) and lone surrogates (not encodable).
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-INDEX_TEXT_REVISION = 2  # bump when `index_text` changes: indexes rebuild (2: trigram pairs and short words)
+# Bump when `index_text` changes: indexes rebuild (2: trigram pairs and short words; 3: compatibility form).
+INDEX_TEXT_REVISION = 3
 MAX_TERMS = 64  # bounds the MATCH expression for huge queries
 MAX_QUERY_CHARS = 4096  # beyond this, the rest of the query is ignored
 
@@ -57,10 +57,10 @@ class FtsPlan:
 
 
 def clean_query(query: str) -> str:
-    """Control characters and lone surrogates become spaces; any string is then safe to use. Composed
-    (NFC): a word typed or pasted decomposed (`Zu\u0308rich`) stays one word."""
-    cleaned = _CONTROL_RE.sub(" ", query)
-    return cleaned if cleaned.isascii() else unicodedata.normalize("NFC", cleaned)
+    """Control characters and lone surrogates become spaces; any string is then safe to use. In
+    compatibility form (`text.compat_form`): a word pasted decomposed (`Zu\u0308rich`) stays one
+    word, and one typed full-width (`１９６８`, `ｆｉｇ`) is the word the notes hold."""
+    return compat_form(_CONTROL_RE.sub(" ", query))
 
 
 def split_script_runs(token: str) -> list[str]:
@@ -76,7 +76,7 @@ def split_script_runs(token: str) -> list[str]:
 
 def _tokens(text: str) -> list[str]:
     out: list[str] = []
-    for m in WORD_RE.finditer(text if text.isascii() else unicodedata.normalize("NFC", text)):
+    for m in WORD_RE.finditer(compat_form(text)):
         out.extend(r.lower() for r in split_script_runs(m.group(0)))
     return out
 
@@ -101,7 +101,8 @@ def _spaced(run: str) -> str:
 def index_text(text: str, tokenizer: str) -> str:
     """The text the FTS table indexes for a chunk (unicode61: CJK characters spaced apart;
     trigram: the text, then its CJK runs spaced apart and its 1–2 character words between
-    spaces, which a trigram index could not match otherwise)."""
+    spaces, which a trigram index could not match otherwise). In compatibility form, as queries are."""
+    text = compat_form(text)
     if tokenizer != "trigram":
         return space_cjk(text)
     extra = []
