@@ -127,9 +127,10 @@ def _fold_latin(ch: str) -> str:
 
 def match_form(s: str) -> str:
     """Text as keyword matching compares it: lowercase, in compatibility form (`compat_form`), Latin
-    letters without their accents, in either Unicode form ("Café", "cafe\u0301" as macOS writes names → "cafe"), as the FTS5 tokenizer folds them,
-    so that what the index matched the ranking and snippet stages find too. Other scripts keep their
-    marks, as in FTS5. Text with no such letter (ASCII, CJK) costs one scan."""
+    letters without their accents, in either Unicode form ("Café", "cafe\u0301" as macOS writes
+    names → "cafe"), as the FTS5 tokenizer folds them, so that what the index matched the ranking
+    and snippet stages find too. Other scripts keep their marks, as in FTS5. Text with no such
+    letter (ASCII, CJK) costs one scan."""
     lower = s.lower()
     if lower.isascii():
         return lower
