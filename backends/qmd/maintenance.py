@@ -295,11 +295,13 @@ class QmdMaintenance:
         last = max(state.get("lastUpdateAt") or 0, state.get("lastUpdateAttemptAt") or 0)
         return not last or time.time() - last > self.debounce_s
 
-    async def before_search(self, budget_s: float) -> Freshness:
-        """Register collections and update QMD when due, waiting at most a share of the budget."""
+    async def before_search(self, budget_s: float, *, changed: bool = False) -> Freshness:
+        """Register collections and update QMD when due (`changed`: a memory file changed since the
+        last search, by an exact check), waiting at most a share of the budget."""
         fresh = Freshness()
         reconcile = self.needs_reconcile()
-        if not (reconcile or self._update_due()):
+        changed_at = time.time() if changed and self.on_search else None  # the change came before this
+        if not (reconcile or changed_at or self._update_due()):
             return fresh
         registered = read_index_yml(self.index_yml)
         searchable = any(
@@ -319,7 +321,11 @@ class QmdMaintenance:
                 fresh.notes.append(f"{what} was still running after {share:.1f} s; searched QMD's index as it was "
                                    "(the update goes on in the background)")
                 fresh.pending = True
-            return fresh
+                return fresh
+            if self.step == EMBED_STEP or not self._began_before(changed_at) or time.monotonic() >= wait_until:
+                return fresh
+            # That update began before the change this search saw: one more, in what is left of the wait.
+            share = wait_until - time.monotonic()
         what = "qmd collection add" if reconcile else "qmd update"
         log.info(f"waiting up to {share:.1f} s for {what} before searching")
         # Give up on another process's lock a moment before the wait ends, so the answer names the
@@ -328,13 +334,13 @@ class QmdMaintenance:
         job = _Job()
         stopped = False
         if self.host is not None:  # a long-running host: the update outlives this search
-            self.host.start_soon(self._update_for_search, job, lock_until)
+            self.host.start_soon(self._update_for_search, job, lock_until, changed_at)
             with anyio.move_on_after(share):
                 await job.done.wait()
             what = self.step or what
         else:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._update_for_search, job, lock_until)
+                tg.start_soon(self._update_for_search, job, lock_until, changed_at)
                 with anyio.move_on_after(share):
                     await job.done.wait()
                 what = self.step or what
@@ -368,7 +374,11 @@ class QmdMaintenance:
                 )
         return fresh
 
-    async def _update_for_search(self, job: _Job, lock_until: float) -> None:
+    def _began_before(self, changed_at: float | None) -> bool:
+        """Did the last update begin before a change seen at `changed_at` (so it may not hold it)?"""
+        return changed_at is not None and (self.state().get("lastUpdateAttemptAt") or 0) < changed_at
+
+    async def _update_for_search(self, job: _Job, lock_until: float, changed_at: float | None = None) -> None:
         try:
             await self.lock.acquire("qmd update (before a search)", timeout=lock_until - time.monotonic())
         except LockBusy as exc:
@@ -376,7 +386,8 @@ class QmdMaintenance:
             job.done.set()
             return
         try:
-            if self.needs_reconcile() or self._update_due():  # another search's update may have just done it
+            # Another search's update may have just done it (one that began after the change holds it).
+            if self.needs_reconcile() or self._update_due() or self._began_before(changed_at):
                 await self._update_locked("search", embed=False)
         except (QmdError, OSError) as exc:  # OSError: QMD's own files cannot be written (a full disk)
             job.error = (

@@ -134,6 +134,9 @@ class QmdSearchManager(KeywordSearch):
         self._argv0: list[str] | None = None
         self._version: str | None = None
         self._set_up = False
+        self._changes: Any = None  # the host's exact change check (a ChangeView), or our own
+        self._own_changes: Any = None
+        self._searches = 0
         self.maint = QmdMaintenance(
             home=self.home, index_yml=self.index_yml, collections=self.collections, run=self._qmd, settings=settings,
             sessions_dir=self.sessions_dir, export_dir=self.export_dir, models_available=self.models_available,
@@ -247,6 +250,35 @@ class QmdSearchManager(KeywordSearch):
         self._setup()
         await self.maint.start(task_group)
 
+    # --- freshness ------------------------------------------------------------------------------
+
+    def watch_changes(self, probe: Any) -> None:
+        """A long-running host's exact change check (a `ChangeView`, or None to stop): a search
+        updates QMD first when a memory file changed since the last one, not only once
+        `update.debounceMs` has passed, so a note written just before a search is found."""
+        self._close_own_changes()
+        self._changes = probe
+
+    def _files_changed(self) -> bool:
+        """Did a memory file change since the last search? A manager no host watches (the Python
+        API's, kept open) makes its own check at its second search, and updates then for what came
+        before it; a one-shot search (the cold CLI) keeps the debounce rule alone."""
+        if self._changes is None:
+            self._searches += 1
+            if self._searches < 2 or not self.maint.on_search:
+                return False
+            from memsift.engine.config.coverage import with_qmd_coverage  # noqa: PLC0415
+            from memsift.engine.files.change_probe import ChangeProbe  # noqa: PLC0415
+
+            self._own_changes = self._changes = ChangeProbe(with_qmd_coverage(self.settings))
+            return True
+        return bool(self._changes.changed())
+
+    def _close_own_changes(self) -> None:
+        if self._own_changes is not None:
+            self._own_changes.close()
+            self._own_changes = self._changes = None
+
     # --- search ---------------------------------------------------------------------------------
 
     def _over_budget(self, detail: str) -> str:
@@ -344,7 +376,7 @@ class QmdSearchManager(KeywordSearch):
         below: BelowMinScore | None = None
         if q:
             self._setup()
-            fresh = await self.maint.before_search(self.search_budget)
+            fresh = await self.maint.before_search(self.search_budget, changed=self._files_changed())
             notes, pending, facts["waited"] = fresh.notes, fresh.pending, fresh.waited
             registered = self._live_collections()
             if not registered and not any(c.path.is_dir() for c in self.collections):
@@ -677,7 +709,8 @@ class QmdSearchManager(KeywordSearch):
         return pending_changes(files, known, {})[0]
 
     async def aclose(self) -> None:
-        return None  # every qmd process is awaited (and killed on timeout) by the call that started it
+        # Every qmd process is awaited (and killed on timeout) by the call that started it.
+        self._close_own_changes()
 
 
 def _collection_state(c: ManagedCollection, registered: dict[str, tuple[str, str]], qmd_error: str | None) -> str:

@@ -83,15 +83,15 @@ class FallbackSearchManager(KeywordSearch):
 
     def _with_probe(self, manager: SearchManager) -> SearchManager:
         if self._change_probe is not None and (watching := declaring(manager, WatchesChanges)) is not None:
-            watching.watch_changes(self._change_probe)
+            watching.watch_changes(self._change_probe.view())  # each side sees every change (QMD, builtin)
         return manager
 
     def watch_changes(self, probe: Any) -> None:
-        """The host's exact change check, for the backends that use one (the builtin index)."""
+        """The host's exact change check, for the backends that use one (the builtin index, QMD)."""
         self._change_probe = probe
         for m in (self._primary, self._fallback):
             if (watching := declaring(m, WatchesChanges)) is not None:
-                watching.watch_changes(probe)
+                watching.watch_changes(probe.view() if probe is not None else None)
 
     def mark_dirty(self) -> None:
         """Files changed: tell the managers that keep their own freshness state."""

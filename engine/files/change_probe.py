@@ -33,7 +33,7 @@ from .watcher import IGNORED_DIRS
 if TYPE_CHECKING:
     from ..config import ResolvedConfig
 
-__all__ = ["ChangeProbe"]
+__all__ = ["ChangeProbe", "ChangeView"]
 
 log = get_logger("memsift.probe")
 
@@ -69,6 +69,7 @@ class ChangeProbe:
         self._rearm = False  # a watched top folder went away: make the queue again at the next check
         self._missing: list[str] = []  # top folders not there when the queue was made
         self.exact = False  # False: every call answers True (no inotify here)
+        self.changes = 0  # how many calls found a change: what each ChangeView compares
         self._arm()
 
     def _arm(self) -> None:
@@ -129,6 +130,15 @@ class ChangeProbe:
 
     def changed(self) -> bool:
         """True when a memory file may have changed since the last call (always, without inotify)."""
+        found = self._look()
+        self.changes += found
+        return found
+
+    def view(self) -> ChangeView:
+        """A reader of its own: for several backends in one process (QMD and its builtin fallback)."""
+        return ChangeView(self)
+
+    def _look(self) -> bool:
         if self.exact and any(os.path.isdir(folder) for folder in self._missing):
             self._arm()  # a top folder came back: watch it
             return True
@@ -198,5 +208,19 @@ class ChangeProbe:
     def __del__(self) -> None:  # a manager never closed still gives its inotify queue back
         try:
             self.close()
-        except OSError:
+        except (OSError, AttributeError):  # AttributeError: __init__ failed before the queue existed
             pass
+
+
+class ChangeView:
+    """One backend's "changed since I last asked?" over a probe several backends ask: the probe
+    drains its queue for whoever asks first, so each view counts the changes it has seen."""
+
+    def __init__(self, probe: ChangeProbe) -> None:
+        self.probe = probe
+        self.seen = probe.changes
+
+    def changed(self) -> bool:
+        self.probe.changed()
+        found, self.seen = self.probe.changes != self.seen, self.probe.changes
+        return found

@@ -155,3 +155,18 @@ def test_a_manager_kept_open_makes_its_own_check_once_and_gives_it_back(tmp_path
         assert _inotify_queues() == before
 
     anyio.run(main)
+
+
+def test_each_view_sees_every_change_whoever_asked_first(tmp_path, ws):
+    """QMD and its builtin fallback ask one host probe: the probe drains its queue for whoever asks
+    first, so each backend gets a view that counts the changes it has not seen yet."""
+    probe = _probe(tmp_path, ws)
+    qmd, builtin = probe.view(), probe.view()
+    assert not qmd.changed() and not builtin.changed()
+    (ws / "memory" / "2026-11-02.md").write_text("- new\n")
+    assert qmd.changed()  # drains the queue
+    assert builtin.changed(), "the other view still sees the change"
+    assert not qmd.changed() and not builtin.changed()
+    (ws / "MEMORY.md").write_text("# Memory\n- edited\n")
+    assert builtin.changed() and qmd.changed()
+    probe.close()
