@@ -19,6 +19,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, Union
 
 from ..config.zones import LAST_SECOND, day_seconds, is_moment, wall_clock
+from ..text import compat_form
 from .holidays import HOLIDAY_GATE
 from .time_phrases import calendar_window, find_calendar_phrases
 
@@ -453,7 +454,7 @@ def parse_day(value: str | date | datetime | float | int, *, now: float | None =
     if not isinstance(value, str):
         raise ValueError(f"{what} {str(value)[:40]!r} is not a date: use YYYY-MM-DD, a date, a datetime, POSIX "
                          "seconds or a phrase like \"last week\"")
-    text = value.strip()
+    text = compat_form(value).strip()  # `２０２６-１１-０５` typed full-width, as a question is read
     if len(text) > MAX_TIME_VALUE_CHARS:  # no date or phrase is this long: refused before any parsing
         raise ValueError(f"{what} {_shown(text)!r} is not a date: {len(text)} characters, use YYYY-MM-DD or a short "
                          f"phrase like \"last week\" (at most {MAX_TIME_VALUE_CHARS})")

@@ -336,6 +336,9 @@ def test_since_and_until_take_dates_and_phrases() -> None:
     assert (w.start, w.end) == (date(2022, 11, 24), date(2023, 4, 10))
     assert time_filter_for(None, "", NOW) is None
     assert parse_day(datetime(2023, 2, 3, 4, 5)) == date(2023, 2, 3)
+    # A bound typed in an input method's full-width mode, as a question typed so is read.
+    assert parse_day("２０２３-０２-０３") == date(2023, 2, 3)
+    assert time_filter_for("２０２３-０１-０５", "２０２３-０２-０３", NOW).end == date(2023, 2, 3)
 
 
 @pytest.mark.parametrize(
