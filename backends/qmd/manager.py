@@ -267,10 +267,9 @@ class QmdSearchManager(KeywordSearch):
             self._searches += 1
             if self._searches < 2 or not self.maint.on_search:
                 return False
-            from memsift.engine.config.coverage import with_qmd_coverage  # noqa: PLC0415
-            from memsift.engine.files.change_probe import ChangeProbe  # noqa: PLC0415
+            from memsift.engine.files.change_probe import memory_change_probe  # noqa: PLC0415
 
-            self._own_changes = self._changes = ChangeProbe(with_qmd_coverage(self.settings))
+            self._own_changes = self._changes = memory_change_probe(self.settings)
             return True
         return bool(self._changes.changed())
 

@@ -70,9 +70,9 @@ def _install_probe(manager: SearchManager, settings: ResolvedConfig) -> Any:
     watching = declaring(manager, WatchesChanges)
     if watching is None or "memory" not in settings.memory_search.sources:
         return None
-    from ..files.change_probe import ChangeProbe  # noqa: PLC0415
+    from ..files.change_probe import memory_change_probe  # noqa: PLC0415
 
-    probe = ChangeProbe(with_qmd_coverage(settings))  # the same files as the index and the watcher
+    probe = memory_change_probe(settings)  # the same files as the index and the watcher
     watching.watch_changes(probe)
     return probe
 

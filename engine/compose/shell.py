@@ -178,10 +178,9 @@ class IndexedBackend(ProviderChoice, KeywordSearch):
 
     def _own_change_probe(self) -> Any:
         """The exact change check a manager no host watches makes for itself (`Freshness`)."""
-        from ..config.coverage import with_qmd_coverage  # noqa: PLC0415  (only a manager kept open)
-        from ..files.change_probe import ChangeProbe  # noqa: PLC0415
+        from ..files.change_probe import memory_change_probe  # noqa: PLC0415  (only a manager kept open)
 
-        return ChangeProbe(with_qmd_coverage(self.settings))  # the same files as the index and the host's
+        return memory_change_probe(self.settings)
 
     def watch_changes(self, probe: Any) -> None:
         """A long-running host (watch, MCP) hands over an exact change check (`ChangeProbe`, or

@@ -33,7 +33,7 @@ from .watcher import IGNORED_DIRS
 if TYPE_CHECKING:
     from ..config import ResolvedConfig
 
-__all__ = ["ChangeProbe", "ChangeView"]
+__all__ = ["ChangeProbe", "ChangeView", "memory_change_probe"]
 
 log = get_logger("memsift.probe")
 
@@ -45,6 +45,14 @@ _IN_ONLYDIR, _IN_DONT_FOLLOW, _IN_ISDIR = 0x01000000, 0x02000000, 0x40000000
 _MASK = (_IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
          | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR | _IN_DONT_FOLLOW)
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then `len` bytes of NUL-padded name
+
+
+def memory_change_probe(settings: ResolvedConfig) -> ChangeProbe:
+    """A probe over the files the index and the watcher cover (QMD's collections included): what a
+    host hands its manager, and what a manager no host watches makes for itself."""
+    from ..config.coverage import with_qmd_coverage  # noqa: PLC0415
+
+    return ChangeProbe(with_qmd_coverage(settings))
 
 
 class ChangeProbe:
