@@ -55,7 +55,7 @@ from memsift.engine.search.time_rank import (
 from .collections import ManagedCollection, read_index_yml, resolve_collections
 from .lock import LockBusy
 from .maintenance import QmdMaintenance
-from .parse import QmdHit, parse_search_output, parse_status, parse_version
+from .parse import QmdHit, parse_ls, parse_search_output, parse_status, parse_version, spelled_on_disk
 from .process import (
     KILL_GRACE_S,
     QmdError,
@@ -323,7 +323,7 @@ class QmdSearchManager(KeywordSearch):
             raise QmdError(
                 "qmd vsearch has no embeddings to search (every document needs `qmd embed`, which needs local models)"
             )
-        return hits
+        return [h if not h.path else replace(h, path=spelled_on_disk(c.path, h.path)) for h in hits]
 
     def _map_path(self, c: ManagedCollection, rel: str) -> str | None:
         abs_path = Path(os.path.normpath(c.path / rel))
@@ -658,6 +658,7 @@ class QmdSearchManager(KeywordSearch):
         ]
         docs = info.get("documents", 0)
         pending = self._changes_since_update()
+        left_out = [] if info.get("error") else await self._left_out_by_qmd(registered, probe)
         return ManagerStatus(
             backend=self.backend,
             agent_id=self.settings.agent_id,
@@ -672,6 +673,7 @@ class QmdSearchManager(KeywordSearch):
             search_mode=self.qmd.search_mode,
             dirty=bool(pending),
             index={} if pending is None else {"pendingChanges": pending},
+            skipped=left_out,
             vector={"available": bool(info.get("vectors")), "rows": info.get("vectors")},
             details={
                 "version": self._version,
@@ -695,6 +697,32 @@ class QmdSearchManager(KeywordSearch):
             },
         )
 
+    async def _left_out_by_qmd(self, registered: dict[str, tuple[str, str]], timeout: float) -> list[dict[str, str]]:
+        """The Markdown memory files QMD's last update saw but did not index (its own rules leave out
+        hidden names, `.MD` and some characters): unsearchable on this backend, so status names them."""
+        from memsift.engine.files.discovery import discover_memory_files  # noqa: PLC0415  (status only)
+
+        seen = self.maint.stamps()
+        if not seen:
+            return []
+        indexed: set[str] = set()
+        for c in self.collections:
+            if c.kind == "sessions" or registered.get(c.name) != (str(c.path), c.pattern):
+                continue
+            try:
+                res = await self._qmd("ls", c.name, timeout=timeout, doing=f"listing collection {c.name}",
+                                      kill_grace_s=0)
+            except QmdError:
+                return []  # no list, no claim
+            indexed.update(os.path.normpath(c.path / spelled_on_disk(c.path, n)) for n in parse_ls(res.stdout, c.name))
+        files, _skipped = discover_memory_files(self.settings.workspace, self.settings.memory_search.extra_paths)
+        return [
+            {"path": f.rel_path, "reason": f"QMD did not index it ({_why_qmd_skips(f.rel_path)}): "
+                                           "rename it to search it on QMD (the builtin backend searches it)"}
+            for f in files
+            if f.rel_path in seen and f.rel_path.lower().endswith(".md") and os.path.normpath(f.abs_path) not in indexed
+        ]
+
     def _changes_since_update(self) -> int | None:
         """Memory files added, removed or modified since QMD's last update saw them (by mtime and
         size, as the other backends count them); None before memsift has recorded an update."""
@@ -710,6 +738,16 @@ class QmdSearchManager(KeywordSearch):
     async def aclose(self) -> None:
         # Every qmd process is awaited (and killed on timeout) by the call that started it.
         self._close_own_changes()
+
+
+def _why_qmd_skips(rel: str) -> str:
+    if any(part.startswith(".") for part in rel.split("/")[:-1] if part != ".."):
+        return "QMD skips hidden folders"
+    if rel.rsplit("/", 1)[-1].startswith("."):
+        return "QMD skips hidden files"
+    if not rel.endswith(".md"):
+        return "QMD's pattern **/*.md does not match a capital .MD"
+    return "QMD skips some characters in names, such as `:` and `\\`"
 
 
 def _collection_state(c: ManagedCollection, registered: dict[str, tuple[str, str]], qmd_error: str | None) -> str:

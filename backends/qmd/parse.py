@@ -4,19 +4,23 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 from .process import QmdOutputError
 
-__all__ = ["QmdHit", "parse_search_output", "parse_file_uri", "parse_snippet", "parse_status", "parse_version"]
+__all__ = ["QmdHit", "parse_search_output", "parse_file_uri", "parse_ls", "spelled_on_disk", "parse_snippet",
+           "parse_status", "parse_version"]
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _NO_RESULTS_RE = re.compile(
     r"^\s*(?:\[[^\]]*\]\s*)?(?:(?:warn|warning|info|error|qmd)\s*:?\s*)?no results found", re.I | re.M
 )
+_INDEX_SUFFIX_RE = re.compile(r"\?index=[^/?]*$")
 _HEADER_RE = re.compile(r"^@@ -(\d+),(\d+) @@[^\n]*\n?")
 
 
@@ -25,7 +29,7 @@ class QmdHit:
     docid: str | None
     score: float
     collection: str | None
-    path: str | None  # collection-relative, URL-decoded
+    path: str | None  # collection-relative, as QMD printed it (see spelled_on_disk)
     title: str | None
     snippet: str  # without the @@ header
     start_line: int | None
@@ -33,12 +37,35 @@ class QmdHit:
 
 
 def parse_file_uri(uri: str) -> tuple[str | None, str | None]:
-    """`qmd://coll/sub/file.md?index=x` → ("coll", "sub/file.md")."""
+    """`qmd://coll/sub/file.md?index=x` → ("coll", "sub/file.md"). The path is kept as printed:
+    QMD's CLI prints names unencoded (`q?.md`, `50%25.md` is a file called so), other outputs
+    URL-encode them; `spelled_on_disk` tells which (only a trailing `?index=` is QMD's)."""
     if not uri.startswith("qmd://"):
-        return None, unquote(uri) if uri else None
-    rest = uri[len("qmd://") :].split("?", 1)[0]
+        return None, uri or None
+    rest = _INDEX_SUFFIX_RE.sub("", uri[len("qmd://") :])
     coll, _, path = rest.partition("/")
-    return unquote(coll) or None, unquote(path) or None
+    return unquote(coll) or None, path or None
+
+
+def spelled_on_disk(root: Path, path: str) -> str:
+    """A hit's collection-relative `path` as the file is named under `root`: as printed when such a
+    file exists, else URL-decoded when that one does, else as printed."""
+    if os.path.lexists(root / path):
+        return path
+    decoded = unquote(path)
+    return decoded if decoded != path and os.path.lexists(root / decoded) else path
+
+
+def parse_ls(out: str, collection: str) -> list[str]:
+    """The collection-relative names `qmd ls <collection>` printed (`44 B  Dec  7 14:18  qmd://c/a.md`
+    a line), unencoded as QMD prints them; a name holding a newline runs on to the next entry's line."""
+    pieces = _ANSI_RE.sub("", out).split(f"qmd://{collection}/")[1:]
+    names = []
+    for i, piece in enumerate(pieces):
+        if i + 1 < len(pieces):
+            piece = piece.rsplit("\n", 1)[0]  # the last line is the next entry's size and date
+        names.append(_INDEX_SUFFIX_RE.sub("", piece.rstrip("\r\n")))
+    return [n for n in names if n]
 
 
 def parse_snippet(snippet: str) -> tuple[int | None, int | None, str]:

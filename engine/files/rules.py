@@ -245,13 +245,19 @@ def _candidate(workspace: Path, path: Any) -> tuple[str, Path]:
         raise PathNotAllowedError(str(path), "path required")
     if "\x00" in path:
         raise PathNotAllowedError(path, "path contains a NUL byte")
-    raw = path.strip().replace("\\", "/")
+    raw = path.strip()
+    if "\\" in raw and not os.path.lexists(_absolute(workspace, raw, path)):
+        raw = raw.replace("\\", "/")  # a Windows-style path (a file whose name holds a backslash is read as named)
+    return raw, _absolute(workspace, raw, path)
+
+
+def _absolute(workspace: Path, raw: str, path: str) -> Path:
     try:
         candidate = Path(raw).expanduser()
     except RuntimeError:  # `~nosuchuser/…`
         raise PathNotAllowedError(path, "`~` names a user whose home folder is unknown") from None
     candidate = candidate if candidate.is_absolute() else workspace / candidate
-    return raw, Path(os.path.normpath(candidate))  # lexical: `..` cannot hide behind a symlink
+    return Path(os.path.normpath(candidate))  # lexical: `..` cannot hide behind a symlink
 
 
 def _as_spelled_on_disk(path: Path) -> Path:

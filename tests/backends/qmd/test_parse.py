@@ -41,7 +41,8 @@ def test_noise_around_the_json_and_brackets_inside_strings():
            '[{"docid": "#abc123", "score": 0.5, "file": "qmd://c/a%20b.md", "snippet": "@@ -2,1 @@\\nsee [link] ]"}]\n'
            'Done [ok]\n')
     hit = parse_search_output(out)[0]
-    assert hit.path == "a b.md" and hit.snippet == "see [link] ]" and (hit.start_line, hit.end_line) == (2, 2)
+    assert hit.path == "a%20b.md"  # as printed: the manager matches it on disk (spelled_on_disk)
+    assert hit.snippet == "see [link] ]" and (hit.start_line, hit.end_line) == (2, 2)
 
 
 @pytest.mark.parametrize(
