@@ -91,6 +91,15 @@ class _Ctx:
                 click.echo(f"memsift: warning: {note}", err=True)
         return self._settings
 
+    def read_settings(self):
+        """The config read now, not a snapshot (a command that follows its files: config/follow.py);
+        kept as this command's settings. Its warnings are the caller's to say."""
+        from ..config.snapshot import resolve_settings  # noqa: PLC0415
+
+        self._settings = resolve_settings(self.config, workspace=self.workspace, agent=self.agent,
+                                          openclaw_config=self.openclaw_config, fresh=True)
+        return self._settings
+
     def warn_if_no_memory(self) -> None:
         """Say so on stderr when the workspace holds no memory files (every search finds nothing)."""
         from ..config.workspace import workspace_warning  # noqa: PLC0415
@@ -509,39 +518,88 @@ def note(obj: _Ctx, text: str, as_json: bool) -> None:
 @click.pass_obj
 def watch(obj: _Ctx, as_json: bool) -> None:
     """Keep the index fresh: watch the memory files and sync on every change (Ctrl-C stops)."""
-    from ..compose.host import serve_freshness  # noqa: PLC0415
+    from ..compose.factory import open_manager  # noqa: PLC0415
+    from ..config.follow import ConfigFollower  # noqa: PLC0415
     from .render import WatchStatus  # noqa: PLC0415
-    from .resident_server import serve_resident  # noqa: PLC0415
 
-    async def go(manager: Any) -> None:
-        settings = obj.settings()
+    said: list[str] = []  # an edit that broke the config, said by the status line
+    follower = ConfigFollower(obj.read_settings, on_broken=said.append)
+    with _errors_to_exit():
+        settings = follower.load()
+        for note in settings.notes:
+            click.echo(f"memsift: warning: {note}", err=True)
+
+    async def go() -> None:
         status = WatchStatus(settings, as_json=as_json)
-        with status, anyio.open_signal_receiver(*stop_signals()) as signals:
-            async with anyio.create_task_group() as tg:
-                status.on_gone = tg.cancel_scope.cancel  # what read its lines is gone: nothing to tell
-                tg.start_soon(_cancel_on_signal, signals, tg.cancel_scope)  # also during the first sync
-                await tg.start(
-                    lambda task_status: serve_freshness(
-                        manager, settings, on_event=status.event, task_status=task_status
-                    )
-                )
-                # While watching, `memsift search` in another terminal is answered from here.
-                sock = await tg.start(lambda task_status: serve_resident(
-                    manager, settings, backend=obj.backend, on_answer=lambda info: status.event("answered", info),
-                    task_status=task_status))
-                status.event("resident", {"socket": str(sock) if sock else None})
+        served = [open_manager(settings, backend=obj.backend)]
+        try:
+            with status, anyio.open_signal_receiver(*stop_signals()) as signals:
+                async with anyio.create_task_group() as tg:
+                    status.on_gone = tg.cancel_scope.cancel  # what read its lines is gone: nothing to tell
+                    tg.start_soon(_cancel_on_signal, signals, tg.cancel_scope)  # also during the first sync
+                    await _watch_following(obj, served, settings, follower, status, said)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await served[0].aclose()
         status.stopped()
         if status.write_error is not None:
             from .crash import write_refused  # noqa: PLC0415
 
             sys.exit(write_refused(status.write_error, output=True))
 
-    with _errors_to_exit(), _serving_as_helper(obj, "watch"):
-        obj.run(go)
+    with _errors_to_exit():
+        anyio.run(go)
+
+
+async def _watch_following(obj: _Ctx, served: list[Any], settings: Any, follower: Any, status: Any,
+                           said: list[str]) -> None:
+    """Keep `served[0]` fresh and answer the CLI's searches from it; when the config changes into
+    other settings, go on with a manager for them (`served[0]`, the old one closed)."""
+    from ..compose.factory import open_manager  # noqa: PLC0415
+    from ..compose.host import serve_freshness  # noqa: PLC0415
+    from .resident_server import serve_resident  # noqa: PLC0415
+
+    async def config_changed() -> Any:
+        while True:
+            new = await follower.next_change(settings)
+            try:
+                return new, open_manager(new, backend=obj.backend)
+            except Exception as exc:  # noqa: BLE001  (a backend the new settings cannot open: keep serving)
+                said.append(f"the config changed, but its settings cannot be served ({exc}); the settings it had "
+                            "still serve")
+
+    while True:
+        manager = served[0]
+        try:
+            with _serving_as_helper(obj, settings, "watch"), anyio.CancelScope() as serving:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_say_broken, said, status)
+                    await tg.start(lambda task_status: serve_freshness(
+                        manager, settings, on_event=status.event, task_status=task_status))
+                    # While watching, `memsift search` in another terminal is answered from here.
+                    sock = await tg.start(lambda task_status: serve_resident(
+                        manager, settings, backend=obj.backend, on_answer=lambda info: status.event("answered", info),
+                        task_status=task_status))
+                    status.event("resident", {"socket": str(sock) if sock else None})
+                    settings, served[0] = await config_changed()
+                    serving.cancel()
+        finally:
+            if served[0] is not manager:  # replaced (the caller closes the one served when it ends)
+                with anyio.CancelScope(shield=True):
+                    await manager.aclose()
+        status.settings = settings
+        status.event("config", {"workspace": str(settings.workspace)})
+
+
+async def _say_broken(said: list[str], status: Any) -> None:
+    while True:
+        while said:
+            status.event("config", {"error": said.pop(0)})
+        await anyio.sleep(0.5)
 
 
 @contextmanager
-def _serving_as_helper(obj: _Ctx, kind: str) -> Iterator[None]:
+def _serving_as_helper(obj: _Ctx, settings: Any, kind: str) -> Iterator[None]:
     """A long-running command that answers the CLI's searches holds these settings' helper lock
     while it runs: `status` shows it, and no helper is started beside it (`-v search` included).
     When a helper holds it already, that one goes on answering too."""
@@ -549,9 +607,9 @@ def _serving_as_helper(obj: _Ctx, kind: str) -> Iterator[None]:
     from .resident import rendezvous_dir  # noqa: PLC0415
 
     folder = rendezvous_dir(os.environ, create=True) if not os.environ.get("MEMSIFT_NO_RESIDENT") else None
-    lock = take_helper_lock(helper_lock_path(folder, obj.settings(), obj.backend, os.environ)) if folder else None
+    lock = take_helper_lock(helper_lock_path(folder, settings, obj.backend, os.environ)) if folder else None
     if lock is not None:
-        write_helper_info(lock, obj.settings(), "never", kind=kind)
+        write_helper_info(lock, settings, "never", kind=kind)
     try:
         yield
     finally:
@@ -667,9 +725,9 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
         await serve_resident(manager, settings, backend=obj.backend)
 
     with _errors_to_exit():
-        anyio.run(lambda: serve(obj.settings, backend=obj.backend, transport="http" if use_http else "stdio", host=host,
-                                port=port, session_key=session_key, max_chars=max_chars, fresh=not no_watch,
-                                also_serve=terminal, allow_hosts=allow_hosts))
+        anyio.run(lambda: serve(obj.read_settings, backend=obj.backend, transport="http" if use_http else "stdio",
+                                host=host, port=port, session_key=session_key, max_chars=max_chars,
+                                fresh=not no_watch, also_serve=terminal, allow_hosts=allow_hosts, follow_config=True))
 
 
 @cli.command()

@@ -600,6 +600,9 @@ class WatchStatus:
             self._say(f"{now} sync failed ({payload['reason']}): {payload['error']}")
         elif kind == "ready":
             self._say(f"{now} watching {self.settings.workspace} (Ctrl-C to stop)")
+        elif kind == "config":
+            self._say(f"{now} {payload['error']}" if payload.get("error") else
+                      f"{now} the config changed: watching with its new settings")
         elif kind == "resident" and payload.get("socket"):
             self._say(f"{now} answering `memsift search` for this workspace from here")
         elif kind == "answered":

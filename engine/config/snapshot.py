@@ -44,7 +44,7 @@ except ImportError:  # pragma: no cover - depends on the interpreter
     except ImportError:
         from hashlib import sha256
 
-__all__ = ["resolve_settings", "SNAPSHOT_VERSION"]
+__all__ = ["resolve_settings", "file_signature", "SNAPSHOT_VERSION"]
 
 SNAPSHOT_VERSION = 1
 MAX_SNAPSHOT_BYTES = 1 << 20
@@ -57,16 +57,17 @@ _RECORDS: dict[str, type[Record]] = {
 
 
 def resolve_settings(config_path: str | None = None, *, workspace: str | None = None, agent: str | None = None,
-                     openclaw_config: str | None = None) -> ResolvedConfig:
+                     openclaw_config: str | None = None, fresh: bool = False) -> ResolvedConfig:
     """The settings `compose.factory.resolve_config` gives for these arguments, this process's folder
-    and environment: from the snapshot when it holds, else resolved and kept."""
+    and environment: from the snapshot when it holds (unless `fresh`: the config is read, as a
+    long-running command that follows its files does), else resolved and kept."""
     env = os.environ
     try:
         key = _key([config_path, workspace, agent, openclaw_config])
         entry: Path | None = Path(default_state_path(env)) / "settings" / f"{key}.json"
     except OSError:  # the current folder is gone: the loader says so
         entry = None
-    found = _read(entry, env) if entry is not None else None
+    found = _read(entry, env) if entry is not None and not fresh else None
     if found is not None:
         return found
     from .load import load_config, resolve_agent  # noqa: PLC0415  (pydantic: the config is read)
@@ -74,7 +75,7 @@ def resolve_settings(config_path: str | None = None, *, workspace: str | None = 
 
     seen_env = _RecordingEnv(env)
     trace: dict[str, Any] = {}
-    with recording_reads(_file_signature) as files:  # as compose.factory.resolve_config reads it
+    with recording_reads(file_signature) as files:  # as compose.factory.resolve_config reads it
         config, path = load_config(config_path, environ=seen_env, openclaw_config=openclaw_config)
         settings = resolve_agent(config, agent_id=agent, workspace=workspace, config_path=path, environ=seen_env,
                                  trace=trace)
@@ -97,10 +98,10 @@ def _code_signature() -> list[Any]:
     here = os.path.dirname(__file__)
     folders = (here, os.path.join(os.path.dirname(here), "records"))
     files = [os.path.join(f, name) for f in folders for name in sorted(os.listdir(f)) if name.endswith(".py")]
-    return [_file_signature(f) for f in files]
+    return [file_signature(f) for f in files]
 
 
-def _file_signature(path: Path | str) -> list[int] | None:
+def file_signature(path: Path | str) -> list[int] | None:
     try:
         st = os.stat(path)
     except OSError:
@@ -120,7 +121,7 @@ def _env_names(env: Mapping[str, str], read: set[str]) -> list[str]:
 def _installed() -> list[list[Any]]:
     """Each import folder and when it last changed: a package installed or removed changes it. Not
     the first, which is the script's own (the console script's, or the current folder's)."""
-    return [[p, _file_signature(p)] for p in sys.path[1:] if p and os.path.isdir(p)]
+    return [[p, file_signature(p)] for p in sys.path[1:] if p and os.path.isdir(p)]
 
 
 class _RecordingEnv(Mapping[str, str]):
@@ -212,7 +213,7 @@ def _read(entry: Path, env: Mapping[str, str]) -> ResolvedConfig | None:
 
 
 def _still_holds(doc: dict[str, Any], env: Mapping[str, str]) -> bool:
-    if any(_file_signature(path) != signature for path, signature in doc["files"]):
+    if any(file_signature(path) != signature for path, signature in doc["files"]):
         return False
     recorded: dict[str, str | None] = doc["env"]
     names = _env_names(env, set(recorded))

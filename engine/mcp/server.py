@@ -13,9 +13,10 @@ The MCP SDK (a default dependency) is imported only here and by the transports, 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from typing import Any, Optional
+from typing import Any, Awaitable, Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
@@ -140,6 +141,19 @@ class StatusOutput(_Out):
     warning: str | None = None
 
 
+def _counted(call: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    """A tool call counted while it runs (MemoryServer.replace waits for them)."""
+    @functools.wraps(call)
+    async def counted(self: MemoryServer, *args: Any, **kw: Any) -> Any:
+        self._calls += 1
+        try:
+            return await call(self, *args, **kw)
+        finally:
+            self._calls -= 1
+
+    return counted
+
+
 class MemoryServer:
     """The three tools over one manager; transport-free so it is easy to test and embed.
 
@@ -152,10 +166,29 @@ class MemoryServer:
         if session_key is not None and (not isinstance(session_key, str) or not session_key.strip()):
             raise ValueError("the fixed session key is empty: pass the chat's session key, or None to take each call's")
         # Whatever manager it is given, every tool call goes through the scope rules.
-        self.manager, self.settings = scoped(manager, settings), settings
+        self.manager, self.settings, self.served = scoped(manager, settings), settings, manager
         self.session_key = session_key  # fixed by the operator: wins over a per-call key
+        self._max_chars = max_chars
         self.max_chars = int(max_chars or settings.memory.qmd.limits.max_injected_chars)
+        self._calls = 0  # tool calls under way: a replaced manager is closed once they are done
 
+    async def replace(self, manager: SearchManager, settings: ResolvedConfig, *, wait_s: float = 30.0) -> None:
+        """Serve `manager` with `settings` from the next call on (the config changed); the one served
+        so far is closed once the calls already under way are done (at most `wait_s`)."""
+        import anyio  # noqa: PLC0415
+
+        old = self.served
+        self.manager, self.settings, self.served = scoped(manager, settings), settings, manager
+        self.max_chars = int(self._max_chars or settings.memory.qmd.limits.max_injected_chars)
+        try:
+            with anyio.move_on_after(wait_s):
+                while self._calls:
+                    await anyio.sleep(0.05)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await old.aclose()
+
+    @_counted
     async def search(self, query: str, **options: Any) -> SearchOutput:
         key, warning = self._key(options.pop("session_key", None))
         try:
@@ -197,6 +230,7 @@ class MemoryServer:
         out.warning = warning
         return out
 
+    @_counted
     async def get(self, path: str, **options: Any) -> GetOutput:
         """`path` may be a citation or a hit header (its range applies unless `from`/`lines` are
         given); `offset` skips that many characters (UTF-16 units) of the first line."""
@@ -256,6 +290,7 @@ class MemoryServer:
             missing=result.missing, truncated=cut, next_from=next_from, next_offset=next_offset, warning=warning,
         )
 
+    @_counted
     async def status(self, **options: Any) -> StatusOutput:
         key, warning = self._key(options.pop("session_key", None))
         try:

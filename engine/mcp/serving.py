@@ -28,7 +28,9 @@ from .stopping import exit_within, stop_signals, watch_signals
 
 if TYPE_CHECKING:
     from ..config import ResolvedConfig
+    from ..config.follow import ConfigFollower
     from ..manager import SearchManager
+    from .server import MemoryServer
     from .stdio import StdioWire
 
 __all__ = ["serve", "Transport", "AlsoServe"]
@@ -95,13 +97,18 @@ async def serve(
     fresh: bool = True,
     also_serve: AlsoServe | None = None,
     allow_hosts: tuple[str, ...] = (),
+    follow_config: bool = False,
 ) -> None:
     """Serve MCP until the transport ends or the process is told to stop. `load_settings` is
-    called once, after the stdio handshake (its ConfigError ends the server with its message).
+    called after the stdio handshake (its ConfigError ends the server with its message); with
+    `follow_config` again whenever the config's files change (config/follow.py: it must read them,
+    not a snapshot), and the server goes on with the new settings.
     `also_serve(manager, settings)` runs beside it while the index is kept fresh: the CLI passes
     its resident server, so `memsift search` from a terminal is answered by this process (MCP
     itself knows nothing of the CLI)."""
     import anyio  # noqa: PLC0415
+
+    from ..config.follow import ConfigFollower  # noqa: PLC0415
 
     stopper = _Stopper()
     wire: StdioWire | None = None
@@ -124,9 +131,10 @@ async def serve(
             stopper.guard(None)
             if waiting.cancel_called:
                 return
-        await _serve(load_settings(), stopper, backend=backend, wire=wire, listener=listener, host=host,
-                     session_key=session_key, max_chars=max_chars, fresh=fresh, also_serve=also_serve,
-                     allow_hosts=allow_hosts)
+        follower = ConfigFollower(load_settings, on_broken=_say) if follow_config else None
+        await _serve(follower.load() if follower else load_settings(), stopper, backend=backend, wire=wire,
+                     listener=listener, host=host, session_key=session_key, max_chars=max_chars, fresh=fresh,
+                     also_serve=also_serve, allow_hosts=allow_hosts, follower=follower)
     finally:
         if listener is not None:
             listener.close()
@@ -138,25 +146,23 @@ async def serve(
 
 async def _serve(settings: ResolvedConfig, stopper: _Stopper, *, backend: str | None, wire: StdioWire | None,
                  listener: socket.socket | None, host: str, session_key: str | None, max_chars: int | None,
-                 fresh: bool, also_serve: AlsoServe | None, allow_hosts: tuple[str, ...] = ()) -> None:
+                 fresh: bool, also_serve: AlsoServe | None, allow_hosts: tuple[str, ...] = (),
+                 follower: ConfigFollower | None = None) -> None:
     """Open the manager, keep it fresh, and serve until the transport ends or is cancelled."""
     import anyio  # noqa: PLC0415
 
     from ..compose.factory import open_manager  # noqa: PLC0415
-    from ..compose.host import serve_freshness  # noqa: PLC0415
     from .server import MemoryServer, build_server  # noqa: PLC0415
 
     for note in settings.notes:  # the config's warnings, where the client's logs show a server's stderr
-        print(f"memsift: warning: {note}", file=sys.stderr, flush=True)
-    manager = open_manager(settings, backend=backend)
+        _say(f"warning: {note}")
+    memory = MemoryServer(open_manager(settings, backend=backend), settings, session_key=session_key,
+                          max_chars=max_chars)
     try:
-        server = build_server(MemoryServer(manager, settings, session_key=session_key, max_chars=max_chars))
+        server = build_server(memory)
         async with anyio.create_task_group() as tg:
             stopper.guard(tg.cancel_scope)
-            if fresh:
-                tg.start_soon(serve_freshness, manager, settings)
-                if also_serve is not None:  # kept fresh, so it can answer `memsift search` quickly too
-                    tg.start_soon(also_serve, manager, settings)
+            tg.start_soon(_in_background, memory, follower, fresh, also_serve, backend)
             if wire is not None:
                 from .stdio import ClientGone  # noqa: PLC0415
 
@@ -176,4 +182,42 @@ async def _serve(settings: ResolvedConfig, stopper: _Stopper, *, backend: str | 
     finally:
         stopper.unguard()  # a signal now exits (the grace's timer ends a close that hangs)
         with anyio.CancelScope(shield=True):
-            await manager.aclose()
+            await memory.served.aclose()
+
+
+async def _in_background(memory: MemoryServer, follower: ConfigFollower | None, fresh: bool,
+                         also_serve: AlsoServe | None, backend: str | None) -> None:
+    """Keep the served manager's index fresh (and `also_serve` beside it); when the config changes
+    into other settings, open a manager for them, serve it and close the old one."""
+    import anyio  # noqa: PLC0415
+
+    from ..compose.factory import open_manager  # noqa: PLC0415
+    from ..compose.host import serve_freshness  # noqa: PLC0415
+
+    while True:
+        manager, settings = memory.served, memory.settings
+        async with anyio.create_task_group() as tg:
+            if fresh:
+                tg.start_soon(serve_freshness, manager, settings)
+                if also_serve is not None:  # kept fresh, so it can answer `memsift search` quickly too
+                    tg.start_soon(also_serve, manager, settings)
+            if follower is None:
+                await anyio.sleep_forever()
+                return
+            new = await follower.next_change(settings)
+            tg.cancel_scope.cancel()
+        try:
+            replacement = open_manager(new, backend=backend)
+        except Exception as exc:  # noqa: BLE001  (a backend the new settings cannot open: say it, keep serving)
+            _say(f"the config changed, but its settings cannot be served ({exc}); the settings it had still serve")
+            continue
+        for note in new.notes:
+            _say(f"warning: {note}")
+        _say(f"the config changed: serving its new settings (workspace {new.workspace}, "
+             f"backend {backend or new.memory.backend})")
+        await memory.replace(replacement, new)
+
+
+def _say(message: str) -> None:
+    """A line on stderr, where an MCP client's logs show a server's messages."""
+    print(f"memsift: {message}", file=sys.stderr, flush=True)
