@@ -20,6 +20,13 @@ from ..errors import MemsiftError, PathNotAllowedError
 from .discovery import UTF16_CODECS, decode_note
 
 _BULLET = re.compile(r"^[-*+]\s+")  # a Markdown list item's marker
+# A terminal's escape sequences (colours, titles, cursor moves: a command's output passed as the
+# note) and other control characters but tab: kept, they would recolour the terminal of whoever
+# `cat`s the log, and no search matches them.
+_TERMINAL_CODES = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])"  # CSI, OSC, two-character
+    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
+)
 
 __all__ = ["append_note"]
 
@@ -35,7 +42,7 @@ def _refuse_symlink(path: Path, shown: str) -> None:
 def append_note(workspace: Path, text: str, *, now: datetime | None = None) -> tuple[str, int]:
     """Append `text` to the log of `now`'s day (default: today on this machine), stamped with its
     time; return (workspace-relative path, line number of the note)."""
-    lines = [ln.rstrip() for ln in (text or "").strip().splitlines()]
+    lines = [ln.rstrip() for ln in _TERMINAL_CODES.sub("", text or "").strip().splitlines()]
     if lines and (unbulleted := _BULLET.sub("", lines[0], count=1)):
         lines[0] = unbulleted  # "- call the dentist": the entry is a list item already ("- 09:30 …")
     if not lines or not lines[0]:

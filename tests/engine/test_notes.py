@@ -152,6 +152,26 @@ def test_text_that_starts_with_a_dash_is_told_how_to_pass_it(tmp_path):
     assert (ws / "memory" / "2026-11-22.md").read_text().endswith("- 09:41 call the dentist\n")
 
 
+def test_a_note_keeps_no_terminal_codes(tmp_path):
+    """`memsift note "$(some command)"` passed a command's colours along: ESC sequences and a bell
+    were written into the log, so `cat`ting it recoloured the terminal (and its title) while no
+    search matched them. The note keeps its text, tabs and line breaks."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
+    env.update(MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "x"), MEMSIFT_NO_RESIDENT="1",
+               MEMSIFT_NOW="2026-11-22T09:41:00+00:00")
+    cli = [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws)]
+    text = "\x1b]0;pwned\x07\x1b[1;31mdeploy failed\x1b[0m:\tdisk full\x07\nretry at 10:00\x08"
+    r = subprocess.run([*cli, "note", text], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    log = (ws / "memory" / "2026-11-22.md").read_text()
+    assert log.endswith("- 09:41 deploy failed:\tdisk full\n  retry at 10:00\n"), repr(log)
+    r = subprocess.run([*cli, "search", "deploy failed disk full", "--mode", "keyword", "--json"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert "deploy failed:\tdisk full" in json.loads(r.stdout)["results"][0]["snippet"], r.stdout[-2000:]
+
+
 # A log as Windows writes it: PowerShell 5's `>` (UTF-16 with its mark), Notepad (CRLF), PowerShell's
 # `-Encoding utf8` (a UTF-8 mark). `memsift note` appended UTF-8 with "\n" to each: the UTF-16 log
 # became garbage past its old end for every reader (memsift's too), and the others mixed line breaks.
