@@ -588,7 +588,7 @@ async def _watch_following(obj: _Ctx, served: list[Any], settings: Any, follower
                 with anyio.CancelScope(shield=True):
                     await manager.aclose()
         status.settings = settings
-        status.event("config", {"workspace": str(settings.workspace)})
+        status.event("config", {"workspace": str(settings.workspace), "warnings": list(settings.notes)})
 
 
 async def _say_broken(said: list[str], status: Any) -> None:

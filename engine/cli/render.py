@@ -603,6 +603,8 @@ class WatchStatus:
         elif kind == "config":
             self._say(f"{now} {payload['error']}" if payload.get("error") else
                       f"{now} the config changed: watching with its new settings")
+            for note in payload.get("warnings") or ():
+                self._say(f"{now} warning: {note}")
         elif kind == "resident" and payload.get("socket"):
             self._say(f"{now} answering `memsift search` for this workspace from here")
         elif kind == "answered":
