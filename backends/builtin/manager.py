@@ -23,6 +23,7 @@ from memsift.engine.embeddings.circuit import QueryCircuit
 from memsift.engine.errors import IndexCorruptError, IndexUnusableError, ProviderError
 from memsift.engine.manager import SyncReport
 from memsift.engine.files.multimodal import indexed_media
+from memsift.engine.files.sync import stamp_matches
 from memsift.backends.builtin.recent_keys import RecentKeys
 from memsift.engine.results import (
     Degraded,
@@ -464,7 +465,7 @@ class BuiltinSearchManager(IndexedBackend):
             )
             try:
                 st = os.lstat(os.path.normpath(base / path))
-                stale = (st.st_mtime_ns, st.st_size) != (row[0], row[1])
+                stale = not stamp_matches(row[0], row[1], st)
             except OSError:
                 stale = True
             if stale:

@@ -1,12 +1,22 @@
 """What every backend's sync does with the files on disk before it stores anything: read a
 Markdown file safely into chunks and their days, and sort the files into changed, touched only
-(same bytes, new mtime) and unchanged against what the index holds."""
+(same bytes, new mtime) and unchanged against what the index holds.
+
+A file is unchanged when its mtime and size are as recorded, without being read. That fails for a
+file read in the same tick of its filesystem's clock as it was last written (2 s on FAT, 1 s on
+HFS+ and some network shares, a few ms on ext4): rewritten to the same size within that tick, it
+keeps both, and the edit would never be indexed. So a file read that soon after its last write
+(within RACY_WINDOW_NS of a whole-second mtime, FINE_RACY_WINDOW_NS of another) is recorded with
+its mtime 1 ns early: the next sync reads it again and compares its bytes (git's "racily clean"
+entries). Status and stale flags take such a record as matching.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import stat
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar
 
@@ -29,9 +39,19 @@ __all__ = [
     "read_media",
     "FileSort",
     "sort_files",
+    "stamp_matches",
+    "as_recorded",
+    "RACY_WINDOW_NS",
+    "FINE_RACY_WINDOW_NS",
 ]
 
 MAX_MARKDOWN_BYTES = 16 * 2**20
+# How long after a write a file's clock may still be in the same tick: a whole-second mtime comes
+# from a coarse clock (FAT: 2 s, HFS+: 1 s); others tick in at most a jiffy (10 ms at HZ=100).
+RACY_WINDOW_NS = 2_000_000_000
+FINE_RACY_WINDOW_NS = 50_000_000
+_STAT_EXTRA = ("st_atime", "st_mtime", "st_ctime", "st_atime_ns", "st_mtime_ns", "st_ctime_ns", "st_blksize",
+               "st_blocks", "st_rdev", "st_flags")
 
 P = TypeVar("P")
 
@@ -116,7 +136,8 @@ def pending_changes(files: Sequence[MemoryFile], known: Mapping[str, tuple[int, 
             st = os.lstat(f.abs_path)
         except OSError:
             continue
-        if left.pop(f.rel_path, None) != (st.st_mtime_ns, st.st_size):
+        recorded = left.pop(f.rel_path, None)
+        if recorded is None or not stamp_matches(recorded[0], recorded[1], st):
             changed += 1
     return changed + len(left), [{"path": p, "reason": r} for p, r in reasons.items()]
 
@@ -203,6 +224,7 @@ def sort_files(files: Sequence[MemoryFile], known: Mapping[str, Sequence[Any]], 
         if prev and prev[1] == st.st_mtime_ns and prev[2] == st.st_size:
             out.unchanged += 1
             continue
+        st = as_recorded(st, time.time_ns())
         pending = read(f, st)
         if pending is None:
             continue
@@ -212,6 +234,24 @@ def sort_files(files: Sequence[MemoryFile], known: Mapping[str, Sequence[Any]], 
             continue
         out.changed.append(pending)
     return out
+
+
+def as_recorded(st: os.stat_result, read_at_ns: int) -> os.stat_result:
+    """The stat a sync records for a file it reads at `read_at_ns`: as it is, or with its mtime 1 ns
+    early when its clock's tick may not be over (written less than the window before, or dated
+    ahead of this clock), so that the next sync reads it again (see the module's docstring)."""
+    window = RACY_WINDOW_NS if st.st_mtime_ns % 1_000_000_000 == 0 else FINE_RACY_WINDOW_NS
+    if read_at_ns - st.st_mtime_ns >= window:
+        return st
+    extra = {name: getattr(st, name) for name in _STAT_EXTRA if hasattr(st, name)}
+    extra["st_mtime_ns"] = st.st_mtime_ns - 1
+    return os.stat_result(tuple(st), extra)
+
+
+def stamp_matches(recorded_mtime_ns: int, recorded_size: int, st: os.stat_result) -> bool:
+    """Whether a file's stat is the one recorded for it, a record made 1 ns early included (status,
+    stale flags; a sync compares exactly, and so reads such a file again)."""
+    return st.st_size == recorded_size and st.st_mtime_ns - recorded_mtime_ns in (0, 1)
 
 
 class MediaRead:

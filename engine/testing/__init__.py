@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 import unicodedata
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -191,6 +192,23 @@ class BackendContract:
             assert "memory/2026-11-20.md" not in _paths(await self.keyword(m, "Alfama hotel"))
             idle = await m.sync(reason="contract")
             assert idle.files_indexed == 0 and idle.files_removed == 0, f"nothing changed, yet: {idle}"
+
+        self.run(tmp_path, workspace, body)
+
+    def test_a_same_size_edit_in_the_same_clock_tick_is_indexed(self, tmp_path: Path, workspace: Path) -> None:
+        """Where a filesystem's clock ticks coarsely (FAT: 2 s, HFS+: 1 s), a note rewritten to the same
+        size within the tick in which a sync read it keeps its mtime and size: the next sync must
+        still index the new text (`files.sync.sort_files` reads such a note again)."""
+        async def body(m: SearchManager) -> None:
+            note = workspace / "memory/projects/garden.md"
+            tick = time.time_ns() + 60_000_000_000  # a tick not over yet, however loaded the machine is
+            os.utime(note, ns=(tick, tick))
+            await m.sync(reason="contract")
+            note.write_text(note.read_text(encoding="utf-8").replace("fig tree", "elm bush"), encoding="utf-8")
+            os.utime(note, ns=(tick, tick))  # the same size, and the same mtime as the coarse clock gives
+            await m.sync(reason="contract")
+            assert _paths(await self.keyword(m, "elm bush"))[:1] == ["memory/projects/garden.md"], "rewritten"
+            assert "memory/projects/garden.md" not in _paths(await self.keyword(m, "fig tree")), "the old text"
 
         self.run(tmp_path, workspace, body)
 
