@@ -91,14 +91,14 @@ class _Ctx:
                 click.echo(f"memsift: warning: {note}", err=True)
         return self._settings
 
-    def read_settings(self):
-        """The config read now, not a snapshot (a command that follows its files: config/follow.py);
-        kept as this command's settings. Its warnings are the caller's to say."""
-        from ..config.snapshot import resolve_settings  # noqa: PLC0415
+    def settings_and_sources(self):
+        """The settings and the config files they came from (a command that follows its config:
+        config/follow.py), kept as this command's settings. Their warnings are the caller's to say."""
+        from ..config.snapshot import settings_and_sources  # noqa: PLC0415
 
-        self._settings = resolve_settings(self.config, workspace=self.workspace, agent=self.agent,
-                                          openclaw_config=self.openclaw_config, fresh=True)
-        return self._settings
+        self._settings, sources = settings_and_sources(self.config, workspace=self.workspace, agent=self.agent,
+                                                       openclaw_config=self.openclaw_config)
+        return self._settings, sources
 
     def warn_if_no_memory(self) -> None:
         """Say so on stderr when the workspace holds no memory files (every search finds nothing)."""
@@ -523,7 +523,7 @@ def watch(obj: _Ctx, as_json: bool) -> None:
     from .render import WatchStatus  # noqa: PLC0415
 
     said: list[str] = []  # an edit that broke the config, said by the status line
-    follower = ConfigFollower(obj.read_settings, on_broken=said.append)
+    follower = ConfigFollower(obj.settings_and_sources, on_broken=said.append)
     with _errors_to_exit():
         settings = follower.load()
         for note in settings.notes:
@@ -725,9 +725,10 @@ def mcp(obj: _Ctx, use_http: bool, host: str, port: int, session_key: str | None
         await serve_resident(manager, settings, backend=obj.backend)
 
     with _errors_to_exit():
-        anyio.run(lambda: serve(obj.read_settings, backend=obj.backend, transport="http" if use_http else "stdio",
+        anyio.run(lambda: serve(obj.settings, backend=obj.backend, transport="http" if use_http else "stdio",
                                 host=host, port=port, session_key=session_key, max_chars=max_chars,
-                                fresh=not no_watch, also_serve=terminal, allow_hosts=allow_hosts, follow_config=True))
+                                fresh=not no_watch, also_serve=terminal, allow_hosts=allow_hosts,
+                                settings_and_sources=obj.settings_and_sources))
 
 
 @cli.command()

@@ -32,19 +32,23 @@ class ConfigFollower:
     """`load()` reads the settings and notes what they came from; `next_change(current)` waits for
     settings that differ from `current`."""
 
-    def __init__(self, read: Callable[[], ResolvedConfig], *, every_s: float = FOLLOW_EVERY_S,
-                 on_broken: Callable[[str], None] | None = None) -> None:
+    def __init__(self, read: Callable[[], tuple[ResolvedConfig, list[tuple[Any, Any]]]], *,
+                 every_s: float = FOLLOW_EVERY_S, on_broken: Callable[[str], None] | None = None) -> None:
+        """`read()`: the settings and the files they came from with their signatures
+        (`snapshot.settings_and_sources`: a snapshot that holds is as good as a read)."""
         self._read, self.every_s = read, every_s
         self._files: list[tuple[Path, Any]] = []
-        self._on_broken = on_broken or (lambda message: log.warning(message))
+        self.on_broken = on_broken or (lambda message: log.warning(message))
 
     def load(self) -> ResolvedConfig:
         """The settings, read now (ConfigError as the loader raises it)."""
         with recording_reads(file_signature) as files:
             try:
-                return self._read()
-            finally:
-                self._files = list(files)  # a broken read too: the next edit is what to wait for
+                settings, self._files = self._read()
+            except Exception:
+                self._files = list(files)  # what a broken read got to: its next edit is what to wait for
+                raise
+        return settings
 
     def changed(self) -> bool:
         return any(file_signature(path) != signature for path, signature in self._files)
@@ -55,7 +59,7 @@ class ConfigFollower:
         try:
             new = self.load()
         except ConfigError as exc:
-            self._on_broken(f"the config changed and cannot be read ({exc}); the settings it had still serve")
+            self.on_broken(f"the config changed and cannot be read ({exc}); the settings it had still serve")
             return None
         return None if same_settings(new, current) else new
 

@@ -44,7 +44,7 @@ except ImportError:  # pragma: no cover - depends on the interpreter
     except ImportError:
         from hashlib import sha256
 
-__all__ = ["resolve_settings", "file_signature", "SNAPSHOT_VERSION"]
+__all__ = ["resolve_settings", "settings_and_sources", "file_signature", "SNAPSHOT_VERSION"]
 
 SNAPSHOT_VERSION = 1
 MAX_SNAPSHOT_BYTES = 1 << 20
@@ -57,17 +57,23 @@ _RECORDS: dict[str, type[Record]] = {
 
 
 def resolve_settings(config_path: str | None = None, *, workspace: str | None = None, agent: str | None = None,
-                     openclaw_config: str | None = None, fresh: bool = False) -> ResolvedConfig:
+                     openclaw_config: str | None = None) -> ResolvedConfig:
     """The settings `compose.factory.resolve_config` gives for these arguments, this process's folder
-    and environment: from the snapshot when it holds (unless `fresh`: the config is read, as a
-    long-running command that follows its files does), else resolved and kept."""
+    and environment: from the snapshot when it holds, else resolved and kept."""
+    return settings_and_sources(config_path, workspace=workspace, agent=agent, openclaw_config=openclaw_config)[0]
+
+
+def settings_and_sources(config_path: str | None = None, *, workspace: str | None = None, agent: str | None = None,
+                         openclaw_config: str | None = None) -> tuple[ResolvedConfig, list[tuple[Any, Any]]]:
+    """`resolve_settings`, with the config files they came from, each with its `file_signature` as it
+    was read (a command that follows its config looks at them again: config/follow.py)."""
     env = os.environ
     try:
         key = _key([config_path, workspace, agent, openclaw_config])
         entry: Path | None = Path(default_state_path(env)) / "settings" / f"{key}.json"
     except OSError:  # the current folder is gone: the loader says so
         entry = None
-    found = _read(entry, env) if entry is not None and not fresh else None
+    found = _read(entry, env) if entry is not None else None
     if found is not None:
         return found
     from .load import load_config, resolve_agent  # noqa: PLC0415  (pydantic: the config is read)
@@ -81,7 +87,7 @@ def resolve_settings(config_path: str | None = None, *, workspace: str | None = 
                                  trace=trace)
     if entry is not None and _keepable(settings):
         _write(entry, settings, files=files, env_names=seen_env.names, trace=trace)
-    return settings
+    return settings, list(files)
 
 
 # --- what a snapshot depends on ----------------------------------------------------------------
@@ -197,7 +203,7 @@ def _prune(folder: Path) -> None:
         old.unlink(missing_ok=True)
 
 
-def _read(entry: Path, env: Mapping[str, str]) -> ResolvedConfig | None:
+def _read(entry: Path, env: Mapping[str, str]) -> tuple[ResolvedConfig, list[tuple[Any, Any]]] | None:
     try:
         with open(entry, "rb") as handle:
             raw = handle.read(MAX_SNAPSHOT_BYTES + 1)
@@ -207,7 +213,9 @@ def _read(entry: Path, env: Mapping[str, str]) -> ResolvedConfig | None:
         if doc.get("version") != SNAPSHOT_VERSION or not _still_holds(doc, env):
             return None
         settings = _decode(doc["settings"])
-        return settings if isinstance(settings, ResolvedConfig) and _places_hold(doc["places"], settings) else None
+        if isinstance(settings, ResolvedConfig) and _places_hold(doc["places"], settings):
+            return settings, [(path, signature) for path, signature in doc["files"]]
+        return None
     except Exception:  # noqa: BLE001  (missing, damaged, from another version: read the config instead)
         return None
 

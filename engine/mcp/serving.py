@@ -97,18 +97,16 @@ async def serve(
     fresh: bool = True,
     also_serve: AlsoServe | None = None,
     allow_hosts: tuple[str, ...] = (),
-    follow_config: bool = False,
+    settings_and_sources: Callable[[], tuple[ResolvedConfig, list[tuple[Any, Any]]]] | None = None,
 ) -> None:
-    """Serve MCP until the transport ends or the process is told to stop. `load_settings` is
-    called after the stdio handshake (its ConfigError ends the server with its message); with
-    `follow_config` again whenever the config's files change (config/follow.py: it must read them,
-    not a snapshot), and the server goes on with the new settings.
+    """Serve MCP until the transport ends or the process is told to stop. The settings are read
+    after the stdio handshake: with `settings_and_sources` when given, and followed (when the
+    config's files change into other settings, the server goes on with those: config/follow.py),
+    else with `load_settings`; a ConfigError ends the server with its message.
     `also_serve(manager, settings)` runs beside it while the index is kept fresh: the CLI passes
     its resident server, so `memsift search` from a terminal is answered by this process (MCP
     itself knows nothing of the CLI)."""
     import anyio  # noqa: PLC0415
-
-    from ..config.follow import ConfigFollower  # noqa: PLC0415
 
     stopper = _Stopper()
     wire: StdioWire | None = None
@@ -131,7 +129,11 @@ async def serve(
             stopper.guard(None)
             if waiting.cancel_called:
                 return
-        follower = ConfigFollower(load_settings, on_broken=_say) if follow_config else None
+        follower = None
+        if settings_and_sources is not None:
+            from ..config.follow import ConfigFollower  # noqa: PLC0415  (after the handshake)
+
+            follower = ConfigFollower(settings_and_sources, on_broken=_say)
         await _serve(follower.load() if follower else load_settings(), stopper, backend=backend, wire=wire,
                      listener=listener, host=host, session_key=session_key, max_chars=max_chars, fresh=fresh,
                      also_serve=also_serve, allow_hosts=allow_hosts, follower=follower)
