@@ -137,6 +137,7 @@ class QmdSearchManager(KeywordSearch):
         self._changes: Any = None  # the host's exact change check (a ChangeView), or our own
         self._own_changes: Any = None
         self._searches = 0
+        self._left_out: tuple[Any, list[dict[str, str]]] | None = None  # (QMD's last update, its left-out files)
         self.maint = QmdMaintenance(
             home=self.home, index_yml=self.index_yml, collections=self.collections, run=self._qmd, settings=settings,
             sessions_dir=self.sessions_dir, export_dir=self.export_dir, models_available=self.models_available,
@@ -658,7 +659,8 @@ class QmdSearchManager(KeywordSearch):
         ]
         docs = info.get("documents", 0)
         pending = self._changes_since_update()
-        left_out = [] if info.get("error") else await self._left_out_by_qmd(registered, probe)
+        updated_at = state.get("lastUpdateAt")
+        left_out = [] if info.get("error") else await self._left_out_by_qmd(registered, probe, updated_at)
         return ManagerStatus(
             backend=self.backend,
             agent_id=self.settings.agent_id,
@@ -697,9 +699,21 @@ class QmdSearchManager(KeywordSearch):
             },
         )
 
-    async def _left_out_by_qmd(self, registered: dict[str, tuple[str, str]], timeout: float) -> list[dict[str, str]]:
+    async def _left_out_by_qmd(self, registered: dict[str, tuple[str, str]], timeout: float,
+                               updated_at: Any) -> list[dict[str, str]]:
         """The Markdown memory files QMD's last update saw but did not index (its own rules leave out
-        hidden names, `.MD` and some characters): unsearchable on this backend, so status names them."""
+        hidden names, `.MD` and some characters): unsearchable on this backend, so status names them.
+        Kept until the next update (the OpenClaw plugin asks for status often; `qmd ls` takes 0.2 s)."""
+        key = (updated_at, sorted(registered.items()))
+        if self._left_out is not None and self._left_out[0] == key:
+            return self._left_out[1]
+        left_out = await self._list_left_out(registered, timeout)
+        if left_out is not None:
+            self._left_out = (key, left_out)
+        return left_out or []
+
+    async def _list_left_out(self, registered: dict[str, tuple[str, str]],
+                             timeout: float) -> list[dict[str, str]] | None:
         from memsift.engine.files.discovery import discover_memory_files  # noqa: PLC0415  (status only)
 
         seen = self.maint.stamps()
@@ -713,7 +727,7 @@ class QmdSearchManager(KeywordSearch):
                 res = await self._qmd("ls", c.name, timeout=timeout, doing=f"listing collection {c.name}",
                                       kill_grace_s=0)
             except QmdError:
-                return []  # no list, no claim
+                return None  # no list, no claim
             indexed.update(os.path.normpath(c.path / spelled_on_disk(c.path, n)) for n in parse_ls(res.stdout, c.name))
         files, _skipped = discover_memory_files(self.settings.workspace, self.settings.memory_search.extra_paths)
         return [
