@@ -335,12 +335,13 @@ class BackendContract:
 
     def test_vectors_a_provider_outage_left_out_are_made_by_the_next_sync(self, tmp_path: Path,
                                                                           workspace: Path) -> None:
-        """The provider fails while a new note is indexed: the note is found by keyword at once and
+        """The provider fails while new notes are indexed: each is found by keyword at once and
         the sync's report says why it has no vector; the first sync after the provider is back makes
-        it, no file changed (a backend that never did would not find the note by meaning)."""
+        them, no file changed, also for a note only touched meanwhile (a new time, the same text; a
+        backend that never did would not find the notes by meaning)."""
         if not self.uses_memsift_embeddings:
             pytest.skip(f"{self.backend} does not embed with memsift's provider")
-        note = workspace / "memory/2026-11-26.md"
+        note, touched = workspace / "memory/2026-11-26.md", workspace / "memory/2026-11-27.md"
 
         async def main() -> None:
             with LoopbackEmbedder() as embedder:
@@ -350,17 +351,23 @@ class BackendContract:
                     assert (await m.sync(reason="contract")).vectors_error is None
                     note.write_text("# 2026-11-26\n\n- Adopted a greyhound named Pixel from the shelter.\n",
                                     encoding="utf-8")
+                    touched.write_text("# 2026-11-27\n\n- Repotted the lemon tree on the balcony.\n",
+                                       encoding="utf-8")
                     embedder.down = True
                     failed = await m.sync(reason="contract")
-                    assert failed.files_indexed == 1 and "embedder is down" in (failed.vectors_error or ""), failed
+                    assert failed.files_indexed == 2 and "embedder is down" in (failed.vectors_error or ""), failed
                     assert _paths(await self.keyword(m, "greyhound Pixel"))[:1] == ["memory/2026-11-26.md"]
                     embedder.down = False
+                    st = touched.stat()
+                    os.utime(touched, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
                     healed = await m.sync(reason="contract")
-                    assert healed.files_indexed == 0 and healed.chunks_embedded >= 1, healed
+                    assert healed.files_indexed == 0 and healed.chunks_embedded >= 2, healed
                     assert healed.vectors_error is None, healed
-                    answer = await m.search("adopted greyhound pixel shelter", mode="vector", min_score=0)
-                    self.assert_own_answer(answer)
-                    assert _paths(answer)[:1] == ["memory/2026-11-26.md"], (answer.degraded, _paths(answer))
+                    for question, path in (("adopted greyhound pixel shelter", "memory/2026-11-26.md"),
+                                           ("repotted lemon tree balcony", "memory/2026-11-27.md")):
+                        answer = await m.search(question, mode="vector", min_score=0)
+                        self.assert_own_answer(answer)
+                        assert _paths(answer)[:1] == [path], (answer.degraded, _paths(answer))
                 finally:
                     await m.aclose()
 

@@ -111,9 +111,10 @@ class LanceSearchManager(IndexedManager):
         file_rows += [{"path": f.rel_path, "source": f.source, "hash": h, "mtime_ns": m, "size": s}
                       for f, h, m, s in changes.touched]
         stale = changes.gone + [f.rel_path for f, _st, _got in changes.changed]
-        # A touched file (a new time, the same text) keeps its chunks; its row is replaced (no upsert here).
+        # A touched file (a new time, the same text) keeps its chunks (and gets the vectors they lack,
+        # as any other file); its row is replaced (no upsert here).
         touched = [t[0].rel_path for t in changes.touched]
-        refilled = [] if full else await self._refill(gen, {*stale, *touched}, report)
+        refilled = [] if full else await self._refill(gen, set(stale), report)
 
         def write() -> None:
             import pyarrow as pa  # noqa: PLC0415
