@@ -30,7 +30,7 @@ from memsift.engine.config import ResolvedConfig
 from memsift.engine.durations import parse_duration_ms
 from memsift.engine.errors import PathNotAllowedError
 from memsift.engine.files.transcripts import sessions_folder
-from memsift.engine.files.sync import MAX_MARKDOWN_BYTES
+from memsift.engine.files.sync import MAX_MARKDOWN_BYTES, pending_changes
 from memsift.engine.manager import SyncReport
 from memsift.engine.files.rules import MemoryRules, read_memory, session_export_dir
 from memsift.engine.private_dirs import make_private_dir, user_cache_path
@@ -658,9 +658,11 @@ class QmdSearchManager(KeywordSearch):
             for c in self.collections
         ]
         docs = info.get("documents", 0)
-        pending = self._changes_since_update()
-        updated_at = state.get("lastUpdateAt")
-        left_out = [] if info.get("error") else await self._left_out_by_qmd(registered, probe, updated_at)
+        seen = self.maint.stamps()  # the memory files QMD's last update saw; None before one
+        files = [] if seen is None else self._memory_files()
+        pending = None if seen is None else pending_changes(files, seen, {})[0]
+        left_out = [] if info.get("error") or not seen else await self._left_out_by_qmd(
+            registered, probe, state.get("lastUpdateAt"), files, seen)
         return ManagerStatus(
             backend=self.backend,
             agent_id=self.settings.agent_id,
@@ -699,26 +701,15 @@ class QmdSearchManager(KeywordSearch):
             },
         )
 
-    async def _left_out_by_qmd(self, registered: dict[str, tuple[str, str]], timeout: float,
-                               updated_at: Any) -> list[dict[str, str]]:
-        """The Markdown memory files QMD's last update saw but did not index (its own rules leave out
-        hidden names, `.MD` and some characters): unsearchable on this backend, so status names them.
-        Kept until the next update (the OpenClaw plugin asks for status often; `qmd ls` takes 0.2 s)."""
+    async def _left_out_by_qmd(self, registered: dict[str, tuple[str, str]], timeout: float, updated_at: Any,
+                               files: list[Any], seen: dict[str, Any]) -> list[dict[str, str]]:
+        """The Markdown memory files QMD's last update saw (`seen`) but did not index (its own rules
+        leave out hidden names, `.MD` and some characters): unsearchable on this backend, so status
+        names them. Kept until the next update (the OpenClaw plugin asks for status often; `qmd ls`
+        takes 0.2 s)."""
         key = (updated_at, sorted(registered.items()))
         if self._left_out is not None and self._left_out[0] == key:
             return self._left_out[1]
-        left_out = await self._list_left_out(registered, timeout)
-        if left_out is not None:
-            self._left_out = (key, left_out)
-        return left_out or []
-
-    async def _list_left_out(self, registered: dict[str, tuple[str, str]],
-                             timeout: float) -> list[dict[str, str]] | None:
-        from memsift.engine.files.discovery import discover_memory_files  # noqa: PLC0415  (status only)
-
-        seen = self.maint.stamps()
-        if not seen:
-            return []
         indexed: set[str] = set()
         for c in self.collections:
             if c.kind == "sessions" or registered.get(c.name) != (str(c.path), c.pattern):
@@ -727,27 +718,22 @@ class QmdSearchManager(KeywordSearch):
                 res = await self._qmd("ls", c.name, timeout=timeout, doing=f"listing collection {c.name}",
                                       kill_grace_s=0)
             except QmdError:
-                return None  # no list, no claim
+                return []  # no list, no claim (and nothing kept: the next status asks again)
             indexed.update(os.path.normpath(c.path / spelled_on_disk(c.path, n)) for n in parse_ls(res.stdout, c.name))
-        files, _skipped = discover_memory_files(self.settings.workspace, self.settings.memory_search.extra_paths)
-        return [
+        left_out = [
             {"path": f.rel_path, "reason": f"QMD did not index it ({_why_qmd_skips(f.rel_path)}): "
                                            "rename it to search it on QMD (the builtin backend searches it)"}
             for f in files
             if f.rel_path in seen and f.rel_path.lower().endswith(".md") and os.path.normpath(f.abs_path) not in indexed
         ]
+        self._left_out = (key, left_out)
+        return left_out
 
-    def _changes_since_update(self) -> int | None:
-        """Memory files added, removed or modified since QMD's last update saw them (by mtime and
-        size, as the other backends count them); None before memsift has recorded an update."""
-        from memsift.engine.files.discovery import discover_memory_files  # noqa: PLC0415  (status only)
-        from memsift.engine.files.sync import pending_changes  # noqa: PLC0415
+    def _memory_files(self) -> list[Any]:
+        """The memory files on disk, as every backend finds them (status only)."""
+        from memsift.engine.files.discovery import discover_memory_files  # noqa: PLC0415
 
-        known = self.maint.stamps()
-        if known is None:
-            return None
-        files, _skipped = discover_memory_files(self.settings.workspace, self.settings.memory_search.extra_paths)
-        return pending_changes(files, known, {})[0]
+        return discover_memory_files(self.settings.workspace, self.settings.memory_search.extra_paths)[0]
 
     async def aclose(self) -> None:
         # Every qmd process is awaited (and killed on timeout) by the call that started it.

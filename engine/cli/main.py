@@ -559,15 +559,6 @@ async def _watch_following(obj: _Ctx, served: list[Any], settings: Any, follower
     from ..compose.host import serve_freshness  # noqa: PLC0415
     from .resident_server import serve_resident  # noqa: PLC0415
 
-    async def config_changed() -> Any:
-        while True:
-            new = await follower.next_change(settings)
-            try:
-                return new, open_manager(new, backend=obj.backend)
-            except Exception as exc:  # noqa: BLE001  (a backend the new settings cannot open: keep serving)
-                said.append(f"the config changed, but its settings cannot be served ({exc}); the settings it had "
-                            "still serve")
-
     while True:
         manager = served[0]
         try:
@@ -581,7 +572,8 @@ async def _watch_following(obj: _Ctx, served: list[Any], settings: Any, follower
                         manager, settings, backend=obj.backend, on_answer=lambda info: status.event("answered", info),
                         task_status=task_status))
                     status.event("resident", {"socket": str(sock) if sock else None})
-                    settings, served[0] = await config_changed()
+                    settings, served[0] = await follower.next_opened(
+                        settings, lambda new: open_manager(new, backend=obj.backend))
                     serving.cancel()
         finally:
             if served[0] is not manager:  # replaced (the caller closes the one served when it ends)

@@ -14,7 +14,7 @@ they cannot change under it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from ..errors import ConfigError
 from ..logging import get_logger
@@ -26,6 +26,7 @@ __all__ = ["ConfigFollower", "FOLLOW_EVERY_S"]
 
 FOLLOW_EVERY_S = 2.0
 log = get_logger("memsift.config")
+T = TypeVar("T")
 
 
 class ConfigFollower:
@@ -71,6 +72,19 @@ class ConfigFollower:
             await anyio.sleep(self.every_s)
             if self.changed() and (new := await anyio.to_thread.run_sync(self.reload, current)) is not None:
                 return new
+
+
+    async def next_opened(self, current: ResolvedConfig,
+                          open_for: Callable[[ResolvedConfig], T]) -> tuple[ResolvedConfig, T]:
+        """`next_change`, with what `open_for(settings)` makes for them (a manager); settings it
+        cannot open are said (`on_broken`) and the wait goes on with `current`."""
+        while True:
+            new = await self.next_change(current)
+            try:
+                return new, open_for(new)
+            except Exception as exc:  # noqa: BLE001  (a backend the new settings cannot open: keep serving)
+                self.on_broken(f"the config changed, but its settings cannot be served ({exc}); the settings it "
+                               "had still serve")
 
 
 def same_settings(a: ResolvedConfig, b: ResolvedConfig) -> bool:

@@ -206,13 +206,8 @@ async def _in_background(memory: MemoryServer, follower: ConfigFollower | None, 
             if follower is None:
                 await anyio.sleep_forever()
                 return
-            new = await follower.next_change(settings)
+            new, replacement = await follower.next_opened(settings, lambda s: open_manager(s, backend=backend))
             tg.cancel_scope.cancel()
-        try:
-            replacement = open_manager(new, backend=backend)
-        except Exception as exc:  # noqa: BLE001  (a backend the new settings cannot open: say it, keep serving)
-            _say(f"the config changed, but its settings cannot be served ({exc}); the settings it had still serve")
-            continue
         for note in new.notes:
             _say(f"warning: {note}")
         _say(f"the config changed: serving its new settings (workspace {new.workspace}, "

@@ -131,15 +131,20 @@ def test_a_note_written_as_a_list_item_is_not_bulleted_twice(tmp_path):
     assert lines == ["- 09:41 call the dentist", "- 09:41 [ ] buy oat milk", "- 09:41 -5 degrees outside tonight"]
 
 
-def test_text_that_starts_with_a_dash_is_told_how_to_pass_it(tmp_path):
-    """`memsift note "- call the dentist"` and `memsift search "-5 degrees"` ended in click's "No
-    such option '- '" alone; the error now gives the command that works."""
+def _cli_at_0941(tmp_path):
+    """(a new workspace, the environment, the CLI's command line for it) on 2026-11-22 at 09:41."""
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
     env.update(MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "x"), MEMSIFT_NO_RESIDENT="1",
                MEMSIFT_NOW="2026-11-22T09:41:00+00:00")
-    cli = [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws)]
+    return ws, env, [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws)]
+
+
+def test_text_that_starts_with_a_dash_is_told_how_to_pass_it(tmp_path):
+    """`memsift note "- call the dentist"` and `memsift search "-5 degrees"` ended in click's "No
+    such option '- '" alone; the error now gives the command that works."""
+    ws, env, cli = _cli_at_0941(tmp_path)
     for args, hint in ((["note", "- call the dentist"], "memsift note -- '- call the dentist'"),
                        (["search", "-5 degrees outside"], "memsift search -- '-5 degrees outside'")):
         r = subprocess.run([*cli, *args], env=env, capture_output=True, text=True, timeout=300)
@@ -156,12 +161,7 @@ def test_a_note_keeps_no_terminal_codes(tmp_path):
     """`memsift note "$(some command)"` passed a command's colours along: ESC sequences and a bell
     were written into the log, so `cat`ting it recoloured the terminal (and its title) while no
     search matched them. The note keeps its text, tabs and line breaks."""
-    ws = tmp_path / "ws"
-    (ws / "memory").mkdir(parents=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSIFT") and not k.endswith("_API_KEY")}
-    env.update(MEMSIFT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "x"), MEMSIFT_NO_RESIDENT="1",
-               MEMSIFT_NOW="2026-11-22T09:41:00+00:00")
-    cli = [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws)]
+    ws, env, cli = _cli_at_0941(tmp_path)
     text = "\x1b]0;pwned\x07\x1b[1;31mdeploy failed\x1b[0m:\tdisk full\x07\nretry at 10:00\x08"
     r = subprocess.run([*cli, "note", text], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
