@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import selectors
 import shutil
 import signal
 import socket
@@ -13,7 +14,7 @@ import subprocess
 import time
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from memsift.engine.config import MemsiftConfig, resolve_agent
 from memsift.engine.config.load import ResolvedConfig
@@ -122,6 +123,51 @@ def wait_for_socket(runtime: Path, proc: subprocess.Popen | None = None) -> None
         assert time.monotonic() < deadline and (proc is None or proc.poll() is None), \
             f"no resident server under {runtime}"
         time.sleep(0.2)
+
+
+class Watch:
+    """`memsift … watch --json` (`command` is the CLI up to its subcommand) and the events it printed.
+    In `run_cli(..., resident=True)`'s environment, the CLI's searches are answered by it."""
+
+    def __init__(self, command: list[str], env: dict[str, str], within_s: float = 60.0) -> None:
+        self.proc = subprocess.Popen([*command, "watch", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=env)
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.proc.stdout, selectors.EVENT_READ)
+        self.events: list[dict] = []
+        self._pending = b""  # read from the pipe, not yet a whole line (a buffered reader would hide lines from select)
+        self.within_s = within_s  # a loaded machine answers late
+
+    def _read(self, wait_s: float) -> bool:
+        """Whether a new event was read within `wait_s`."""
+        if b"\n" not in self._pending:
+            if not self.sel.select(wait_s):
+                return False
+            data = os.read(self.proc.stdout.fileno(), 1 << 16)
+            assert data, self.proc.stderr.read()[-2000:]
+            self._pending += data
+            if b"\n" not in self._pending:
+                return False
+        line, self._pending = self._pending.split(b"\n", 1)
+        self.events.append(json.loads(line))
+        return True
+
+    def wait_for(self, ok: Callable[[dict], bool]) -> dict:
+        deadline = time.monotonic() + self.within_s
+        while time.monotonic() < deadline:
+            if self._read(0.5) and ok(self.events[-1]):
+                return self.events[-1]
+        raise AssertionError(f"no such event from memsift watch: {self.events[-5:]}")
+
+    def count(self, event: str) -> int:
+        """How many `event` events it printed so far."""
+        while self._read(0.2):
+            pass
+        return sum(e["event"] == event for e in self.events)
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        return self.proc.wait(timeout=30)
 
 
 def hangup_as_from_a_terminal() -> None:

@@ -7,9 +7,6 @@ until restarted: an extra path added with `openclaw config set` was never search
 from __future__ import annotations
 
 import json
-import selectors
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,7 +14,7 @@ from typing import Any, Callable
 
 import pytest
 
-from helpers import HttpMcp
+from helpers import HttpMcp, Watch
 from memsift.engine.testing.doors import cli_env, run_cli
 
 FOLLOW_WITHIN_S = 60.0  # the follower looks every 2 s; a loaded machine answers later
@@ -101,35 +98,9 @@ def test_mcp_over_stdio_follows_the_config(tmp_path: Path) -> None:
     assert anyio.run(session) == [[], ["../extra/pager.md"]]
 
 
-class _Watch:
-    """`memsift watch --json` and the events it printed."""
-
-    def __init__(self, command: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([*command, "watch", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=env, text=True)
-        self.sel = selectors.DefaultSelector()
-        self.sel.register(self.proc.stdout, selectors.EVENT_READ)
-        self.events: list[dict] = []
-
-    def wait_for(self, ok: Callable[[dict], bool]) -> dict:
-        deadline = time.monotonic() + FOLLOW_WITHIN_S
-        while time.monotonic() < deadline:
-            if self.sel.select(0.5):
-                line = self.proc.stdout.readline()
-                assert line, self.proc.stderr.read()[-2000:]
-                self.events.append(json.loads(line))
-                if ok(self.events[-1]):
-                    return self.events[-1]
-        raise AssertionError(f"no such event from memsift watch: {self.events[-5:]}")
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGINT)
-        return self.proc.wait(timeout=30)
-
-
 def test_watch_follows_the_config_and_says_when_an_edit_breaks_it(tmp_path: Path) -> None:
     cfg, gateway, command = _workspace(tmp_path)
-    watch = _Watch(command, cli_env(tmp_path, resident=True))
+    watch = Watch(command, cli_env(tmp_path, resident=True), FOLLOW_WITHIN_S)
     try:
         watch.wait_for(lambda e: e["event"] == "ready")
         _gateway_config(gateway, tmp_path / "ws", [str(tmp_path / "extra")])

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import backend_memory, tools_over_mcp
+from helpers import Watch, backend_memory, tools_over_mcp
 from memsift.backends.qmd.parse import parse_file_uri, parse_ls, spelled_on_disk
 from memsift.engine.files.rules import MemoryRules
-from memsift.engine.testing.doors import run_cli
+from memsift.engine.testing.doors import cli_env, run_cli
 
 NOTES = {  # file → a word found in it only
     "memory/50%20 off.md": "zqpercent",
@@ -83,8 +84,29 @@ def test_odd_file_names_are_found_and_read_through_every_door(tmp_path: Path, ba
             assert word in got["text"], (rel, got)
         if backend == "qmd":
             assert {s["path"] for s in status["status"]["skipped"]} == set(QMD_LEAVES_OUT), status["status"]["skipped"]
+    _through_a_watch(tmp_path, cfg, ws, searched)
     if backend == "qmd":  # what QMD did not index is named, with what to do
         skipped = {s["path"]: s["reason"] for s in _json(run_cli(tmp_path, cfg, "status", "--json"))["skipped"]}
         assert set(skipped) == set(QMD_LEAVES_OUT), skipped
         assert "hidden folders" in skipped["memory/.drafts/idea.md"] and ".MD" in skipped["memory/SHOUT.MD"]
         assert all("rename it" in why for why in skipped.values())
+
+
+def _through_a_watch(tmp_path: Path, cfg: Path, ws: Path, searched: dict[str, str]) -> None:
+    """`memsift watch` indexes a note with an odd name written while it runs, and answers the CLI's
+    searches and reads of every note under its own name."""
+    watch = Watch([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg)], cli_env(tmp_path, resident=True))
+    try:
+        watch.wait_for(lambda e: e["event"] == "ready")
+        later = {"memory/later? 50%20 #2.md": "zqlater"}
+        (ws / "memory" / "later? 50%20 #2.md").write_text("# Later\n\n- remember zqlater here\n", encoding="utf-8")
+        watch.wait_for(lambda e: e["event"] == "synced" and e["report"]["filesIndexed"] >= 1)
+        for rel, word in {**searched, **later}.items():
+            found = _json(run_cli(tmp_path, cfg, "search", word, "--mode", "keyword", "--json", resident=True))
+            assert [h["path"] for h in found["results"]][:1] == [rel], (word, found["results"])
+            got = _json(run_cli(tmp_path, cfg, "get", rel, "--json", resident=True))
+            assert word in got["text"], (rel, got)
+        assert watch.count("answered") >= len(searched) + 1, watch.events[-5:]  # the watch answered, no other helper
+    finally:
+        assert watch.stop() == 0
+        run_cli(tmp_path, cfg, "helpers", "stop", "--all")

@@ -1,19 +1,20 @@
 """A note rewritten to the same size within the tick of its filesystem's clock in which a sync read
 it (FAT: 2 s, HFS+ and some network shares: 1 s) keeps its mtime and size. Before, every door then
 took it as unchanged until its next edit: the new text was never searched. Such a note is now read
-again by the next sync, through the cold CLI, the resident helper and MCP; status still counts it as
+again by the next sync, through the cold CLI, the resident helper, `memsift watch` and MCP; status still counts it as
 indexed (its stamp is the one recorded, give or take the nanosecond that marks it)."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
-from helpers import tools_over_mcp
+from helpers import Watch, tools_over_mcp
 from memsift.engine.files.sync import FINE_RACY_WINDOW_NS, RACY_WINDOW_NS, as_recorded, stamp_matches
-from memsift.engine.testing.doors import run_cli
+from memsift.engine.testing.doors import cli_env, run_cli
 
 NOTE = "memory/2026-11-05.md"
 
@@ -60,6 +61,17 @@ def test_a_same_size_rewrite_in_the_same_tick_is_found_through_every_door(tmp_pa
         _rewrite_in_the_same_tick(ws, old, new, tick)
         assert found(new, resident), (new, resident)
     run_cli(tmp_path, cfg, "helpers", "stop", "--all")
-    _rewrite_in_the_same_tick(ws, "2024", "8642", tick)
+    # The watch: the rewrite's inotify event starts a sync, which must read the note again.
+    watch = Watch([sys.executable, "-m", "memsift.engine.cli.main", "-c", str(cfg)], cli_env(tmp_path, resident=True))
+    try:
+        watch.wait_for(lambda e: e["event"] == "ready")
+        _rewrite_in_the_same_tick(ws, "2024", "5150", tick)
+        watch.wait_for(lambda e: e["event"] == "synced" and e["reason"] != "start")
+        assert found("5150", True), watch.events[-5:]
+        assert watch.count("answered") == 1, watch.events[-5:]
+    finally:
+        assert watch.stop() == 0
+        run_cli(tmp_path, cfg, "helpers", "stop", "--all")
+    _rewrite_in_the_same_tick(ws, "5150", "8642", tick)
     for (answer,) in tools_over_mcp(tmp_path, cfg, [("memory_search", {"query": "gate code 8642", "mode": "keyword"})]):
         assert any("8642" in h["snippet"] for h in answer["results"]), answer
