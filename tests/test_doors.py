@@ -348,6 +348,17 @@ def test_a_time_only_question_gets_that_days_notes_through_every_door(doors, min
     assert [h[0] for h in answer["hits"]] == [f"memory/{yesterday}.md"]
 
 
+def test_the_previous_week_and_the_same_time_last_year_are_read_alike_through_every_door(doors):
+    """"the previous week" is last week, Monday to Sunday; "the same time last year" (a bound here) that day a year
+    back, give or take a week: before, neither was read, and the question searched every day."""
+    answer = _check_same(doors, "what did we decide the previous week?", {"since": "the same time last year"})
+    monday = DOORS_DAY - timedelta(days=DOORS_DAY.weekday() + 7)
+    windows = json.dumps(answer["timeWindows"])
+    assert monday.isoformat() in windows and (monday + timedelta(days=6)).isoformat() in windows, windows
+    a_year_back = DOORS_DAY.replace(year=DOORS_DAY.year - 1)
+    assert (a_year_back - timedelta(days=7)).isoformat() in json.dumps(answer["timeFilter"]), answer["timeFilter"]
+
+
 def test_the_open_bounds_scripts_send_leave_out_no_day_through_every_door(doors):
     """since 0001-01-01, until 9999-12-31: year 0 in the user's zone (UTC+14 here) and nanoseconds past 64
     bits ended every door's search in a traceback."""

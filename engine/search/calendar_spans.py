@@ -258,6 +258,18 @@ def this_past(unit: str, today: date) -> tuple[date, date]:
     return start, today
 
 
+def previous_unit(unit: str, today: date) -> tuple[date, date]:
+    """the previous / prior week, month or year: the whole one before this one (as "last week")."""
+    unit = unit.lower()
+    if unit == "week":
+        monday = today - timedelta(days=today.weekday() + 7)
+        return monday, monday + timedelta(days=6)
+    if unit == "month":
+        first = relative_month("last", today)
+        return first, month_end(first)
+    return year_part(today.year - 1, None)
+
+
 def latest_weekday(weekday: int, today: date, weeks_back: int = 0) -> date:
     """The latest `weekday` (0 is Monday) before today, as a date parser reads "on Monday" (asked on
     a Monday, a week ago); `weeks_back` more weeks for "the Monday before last"."""

@@ -16,13 +16,14 @@ reads as a single day or not at all.
   today", "this morning/afternoon" (today);
 - "the day before yesterday"; the same day back: "this day last year", "a year ago today", "a month
   ago today", "this day last week" (one day; 29 February's year back is the 28th); "this time last
-  year" (that day ± a week); vague counts as windows: "a couple of days ago" (2 ± 1 days), "a
-  few weeks ago" (3 ± 2 weeks);
+  year", "the same time last year" (that day ± a week); vague counts as windows: "a couple of days
+  ago" (2 ± 1 days), "a few weeks ago" (3 ± 2 weeks);
 - "the holidays", "Christmas", "New Year", "last Christmas" (24 December to 1 January); "Christmas
   Eve", "New Year's Eve/Day" (that day); "since the new year" (from 1 January); other holidays
   after a word that makes them a time ("over Thanksgiving", "on Valentine's Day", "last Easter",
   "Halloween 2024", "the Memorial Day weekend": holidays.py);
-- "a fortnight ago", "the weekend before last", "the night before last", "this past month";
+- "a fortnight ago", "the weekend before last", "the night before last", "this past month"; "the
+  previous week/month/year" (as "last week");
 - weekdays the date parser does not read: said alone at a clause's end or owning something ("what
   did I eat Monday?", "Sunday's game"), "this past Friday", "the Monday before last", "Monday of
   last week";
@@ -63,6 +64,7 @@ from .calendar_spans import (
     month_part,
     named_day,
     nearest_saturday,
+    previous_unit,
     quarter,
     relative_month,
     relative_quarter,
@@ -263,6 +265,8 @@ _EN: list[tuple[str, Resolver]] = [
     (r"\bthe\s+weekend\s+before\s+last\b", lambda m, t, h: weekends_ago(2, t)),
     # this past week / month / year
     (r"\bthis\s+past\s+(?P<u>week|month|year)\b", lambda m, t, h: this_past(m["u"], t)),
+    # the previous / prior week, month, year: as "last week" ("my previous year's time" is no time: "the" first)
+    (r"\bthe\s+(?:previous|prior|preceding)\s+(?P<u>week|month|year)\b", lambda m, t, h: previous_unit(m["u"], t)),
     # the beginning of last month, early next month, the end of this month, the start of the month
     (
         rf"\b{_PART}[\s-]+(?:(?P<q>last|this|next)|the)\s+month\b",
@@ -351,9 +355,9 @@ _EN: list[tuple[str, Resolver]] = [
         r"|\b(?P<c>a|one|two|three|four|five|\d{1,2})\s+(?P<w>week|month|year)s?\s+ago\s+today\b",
         lambda m, t, h: (same_day_back(t, (m["u"] or m["v"] or m["w"]).lower(), _count(m["c"] or "1")),) * 2,
     ),
-    # (around) this time last year, this time a year ago: that day ± a week
+    # (around) this time last year, the same time last year, this time a year ago: that day ± a week
     (
-        r"\b(?:around\s+|about\s+)?this\s+time\s+(?:last\s+year|a\s+year\s+ago)\b",
+        r"\b(?:around\s+|about\s+)?(?:this|(?:the\s+)?same)\s+time\s+(?:last\s+year|a\s+year\s+ago)\b",
         lambda m, t, h: around(same_day_back(t, "year"), days=7),
     ),
     # early/mid/late March (2024), the end of March, in mid-March
@@ -544,9 +548,9 @@ def _cjk_month_part(m: re.Match[str], today: date) -> tuple[date, date]:
 # Compiled on the first question that passes the gate (~3 ms of a cold search otherwise).
 _COMPILED = [(lazy_re(p, re.IGNORECASE), r) for p, r in _EN] + [(lazy_re(p), r) for p, r in _ZH]
 _GATE = re.compile(
-    r"(?i)\b(?:early|mid|late|beginning|middle|end|last|this|next|q[1-4]|quarter|spring|summer|autumn|fall|"
+    r"(?i)\b(?:early|mid|late|beginning|middle|end|last|this|next|previous|prior|preceding|q[1-4]|quarter|spring|summer|autumn|fall|"
     r"winter|weekends?|earlier|couple|few|several|holidays|christmas|xmas|new\s+years?|day\s+before|today|morning|"
-    r"afternoon|before\s+last|other\s+day|recently|lately|late|recent|while|some\s+time|start|week|half|h[12]|"
+    r"afternoon|before\s+last|other\s+day|same\s+time|recently|lately|late|recent|while|some\s+time|start|week|half|h[12]|"
     rf"fortnight|(?:mon|tues|wednes|thurs|fri|satur|sun)day|{HOLIDAY_GATE})\b|\d(?:st|nd|rd|th)\b|\w(?:st|nd|rd|th)\s+of\b|"
     r"[季夏冬春秋末旬初周週几幾数數前昨期今拜曜]"
 )

@@ -180,7 +180,7 @@ def _spotters() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
 _HAS_DIGIT_OR_WORD = re.compile(r"[0-9A-Za-z\u3000-\u30ff\u4e00-\u9fff]")
 # A quick gate: most questions name no time at all and leave after one search of this.
 _GATE = re.compile(
-    rf"\d|{_MONTH[:-3]}|{_WEEKDAY}|\b(?:ago|yesterday|today|tonight|last|this|next|past|previous|quarter|spring|summer|"
+    rf"\d|{_MONTH[:-3]}|{_WEEKDAY}|\b(?:ago|yesterday|today|tonight|last|this|next|past|previous|prior|preceding|quarter|spring|summer|"
     rf"autumn|fall|winter|weekend|earlier|holidays|christmas|xmas|new\s+years?|other\s+day|recently|lately|late|recent|while|"
     rf"some\s+time|(?:start|beginning|middle|end)\s+of|half|fortnight|week\s+of|(?:days?|weeks?|months?|years?)\s+back|"
     rf"{HOLIDAY_GATE})\b|[年月日天周週前昨今去先季夏冬春秋末旬初几幾数數期拜曜]",

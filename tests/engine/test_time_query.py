@@ -197,6 +197,13 @@ def _windows(q: str) -> list[tuple[date | None, date | None]]:
         ("the weekend before last", [(date(2023, 4, 8), date(2023, 4, 9))]),
         ("the night before last", [(date(2023, 4, 16), date(2023, 4, 16))]),
         ("this past month", [(date(2023, 3, 1), date(2023, 4, 18))]),
+        # "the previous week" is last week, whole; "the same time last year" is "this time last year".
+        ("what did we decide the previous week?", [(date(2023, 4, 10), date(2023, 4, 16))]),
+        ("what did I buy the prior month", [(date(2023, 3, 1), date(2023, 3, 31))]),
+        ("where did we travel the preceding year?", [(date(2022, 1, 1), date(2022, 12, 31))]),
+        ("since the previous month", [(date(2023, 3, 1), None)]),
+        ("what was I doing at the same time last year?", [(date(2022, 4, 11), date(2022, 4, 25))]),
+        ("same time a year ago", [(date(2022, 4, 11), date(2022, 4, 25))]),
     ],
 )
 def test_time_expressions_resolve_to_day_windows(question: str, expected: list) -> None:
@@ -249,6 +256,8 @@ def test_the_same_day_back_holds_at_month_and_year_ends(asked_on: date, question
         "what did we do the weekend of the wedding?",
         "on 31.02.2024",
         "how much faster was I than my previous year's time?",  # "previous" is not read (it cost a dev question)
+        "what was the previous weekly total?",
+        "what did we agree with the prior owner?",
         "Thanksgiving recipes",  # a holiday's name alone is a topic as often as a time
         "which costume did I pick for Halloween?",
         "my mother's birthday",
@@ -504,6 +513,7 @@ CALENDAR_PHRASES = [
     "since the new year", "a fortnight ago", "the weekend before last", "this past month", "last summer",
     "this winter", "Q1", "last quarter", "late February", "over the holidays", "over Easter", "last Thanksgiving",
     "the Memorial Day weekend", "on Mother's Day", "Halloween 2028", "the Fourth of July weekend",
+    "the previous week", "the prior month", "the previous year", "the same time last year",
     "this past Monday", "Friday of last week", "the Sunday before last", "what did I eat Sunday?",
     "the day after Thanksgiving", "the week before Christmas", "the weekend after Easter",
     "the night before New Year's Eve", "the week of the 31st",
