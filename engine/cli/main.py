@@ -421,8 +421,18 @@ def _helper_status(obj: _Ctx) -> dict[str, Any]:
 @click.pass_context
 def helpers(ctx: click.Context, as_json: bool) -> None:
     """List the resident helpers of this user (pid, age, idle timeout, memory, workspace)."""
-    if ctx.invoked_subcommand is not None:
-        return
+    if ctx.invoked_subcommand is None:
+        _list_helpers(as_json)
+
+
+@helpers.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def helpers_list(as_json: bool) -> None:
+    """List the resident helpers of this user (as `memsift helpers`)."""
+    _list_helpers(as_json)
+
+
+def _list_helpers(as_json: bool) -> None:
     from .helper import helpers as running  # noqa: PLC0415
     from .resident import rendezvous_dir  # noqa: PLC0415
 

@@ -131,6 +131,9 @@ def test_one_helper_per_workspace_and_settings_that_status_shows_and_a_command_s
     assert "Helper" in human and f"pid {pid}" in human
     listed = json.loads(_cli(env, "helpers", "--json").stdout)["helpers"]
     assert [(h["pid"], h["workspace"]) for h in listed] == [(pid, str(example_workspace))]
+    again = json.loads(_cli(env, "helpers", "list", "--json").stdout)["helpers"]  # as other CLIs spell it
+    assert [(h["pid"], h["workspace"]) for h in again] == [(pid, str(example_workspace))]
+    assert f"pid {pid}" in _cli(env, "helpers", "list").stdout
     other = tmp_path / "other"
     (other / "memory").mkdir(parents=True)
     (other / "MEMORY.md").write_text("- puffins nest in June\n")
