@@ -538,6 +538,7 @@ def watch(obj: _Ctx, as_json: bool) -> None:
         settings = follower.load()
         for note in settings.notes:
             click.echo(f"memsift: warning: {note}", err=True)
+    _say_if_watched_already(settings, obj.backend)
 
     async def go() -> None:
         status = WatchStatus(settings, as_json=as_json)
@@ -559,6 +560,18 @@ def watch(obj: _Ctx, as_json: bool) -> None:
 
     with _errors_to_exit():
         anyio.run(go)
+
+
+def _say_if_watched_already(settings: Any, backend: str | None) -> None:
+    """A second `memsift watch` of the same settings runs (a terminal left open elsewhere, a
+    service beside it), but every change is then synced twice: said, with how to stop one."""
+    from .helper import helper_for  # noqa: PLC0415
+
+    holder = None if os.environ.get("MEMSIFT_NO_RESIDENT") else helper_for(settings, backend)
+    if holder is not None and holder.get("kind") == "watch" and holder.get("pid") != os.getpid():
+        click.echo(f"memsift: warning: another `memsift watch` (pid {holder['pid']}) already watches "
+                   f"{settings.workspace} with these settings: this one does its work again. Stop one of them "
+                   f"(Ctrl-C in its terminal, or `kill {holder['pid']}`).", err=True)
 
 
 async def _watch_following(obj: _Ctx, served: list[Any], settings: Any, follower: Any, status: Any,

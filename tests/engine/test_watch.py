@@ -523,3 +523,28 @@ def test_watch_stops_quietly_when_what_reads_its_lines_is_gone(tmp_path, output)
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_second_watch_of_the_same_settings_says_so_and_one_of_other_settings_does_not(tmp_path):
+    """Two `memsift watch` of one workspace and settings both sync every change; the second says so, with the
+    first's pid and how to stop one. A watch of the same workspace for another agent is no repeat."""
+    from helpers import Watch
+    from memsift.engine.testing.doors import cli_env
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("- a note about walruses\n")
+    command = [sys.executable, "-m", "memsift.engine.cli.main", "-w", str(ws)]
+    env = cli_env(tmp_path, resident=True)
+    first = Watch(command, env)
+    try:
+        first.wait_for(lambda e: e["event"] == "ready")
+        runs = [Watch(command, env), Watch([*command, "--agent", "ops"], env)]  # another agent: another index
+        for watch in runs:
+            watch.wait_for(lambda e: e["event"] == "ready")
+        said = [(w.stop(), w.proc.stderr.read().decode()) for w in runs]
+    finally:
+        assert first.stop() == 0
+    assert said[0][0] == 0 and f"another `memsift watch` (pid {first.proc.pid}) already watches {ws}" in said[0][1]
+    assert f"kill {first.proc.pid}" in said[0][1]
+    assert "another `memsift watch`" not in said[1][1], said[1][1]
