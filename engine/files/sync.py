@@ -8,7 +8,10 @@ HFS+ and some network shares, a few ms on ext4): rewritten to the same size with
 keeps both, and the edit would never be indexed. So a file read that soon after its last write
 (within RACY_WINDOW_NS of a whole-second mtime, FINE_RACY_WINDOW_NS of another) is recorded with
 its mtime 1 ns early: the next sync reads it again and compares its bytes (git's "racily clean"
-entries). Status and stale flags take such a record as matching.
+entries). Status and stale flags take such a record as matching. A file dated more than
+DATED_AHEAD_NS ahead of this clock by `touch -d`, tar or rsync (its mtime set apart from its ctime,
+which the kernel sets) is recorded as it is: else every sync would read a copied-in tree again for
+as long as its dates are ahead, and a later write takes the clock's time anyway.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ MAX_MARKDOWN_BYTES = 16 * 2**20
 # from a coarse clock (FAT: 2 s, HFS+: 1 s); others tick in at most a jiffy (10 ms at HZ=100).
 RACY_WINDOW_NS = 2_000_000_000
 FINE_RACY_WINDOW_NS = 50_000_000
+DATED_AHEAD_NS = 5 * 60 * 10**9  # a clock minutes apart (a synced folder) stays racy; days ahead, set by hand, not
 _STAT_EXTRA = ("st_atime", "st_mtime", "st_ctime", "st_atime_ns", "st_mtime_ns", "st_ctime_ns", "st_blksize",
                "st_blocks", "st_rdev", "st_flags")
 
@@ -239,10 +243,12 @@ def sort_files(files: Sequence[MemoryFile], known: Mapping[str, Sequence[Any]], 
 def as_recorded(st: os.stat_result, read_at_ns: int) -> os.stat_result:
     """The stat a sync records for a file it reads at `read_at_ns`: as it is, or with its mtime 1 ns
     early when its clock's tick may not be over (written less than the window before, or dated
-    ahead of this clock), so that the next sync reads it again (see the module's docstring)."""
+    ahead of this clock by a write), so that the next sync reads it again (see the module's docstring)."""
     window = RACY_WINDOW_NS if st.st_mtime_ns % 1_000_000_000 == 0 else FINE_RACY_WINDOW_NS
     if read_at_ns - st.st_mtime_ns >= window:
         return st
+    if st.st_mtime_ns - read_at_ns > DATED_AHEAD_NS and abs(st.st_mtime_ns - st.st_ctime_ns) >= window:
+        return st  # dated ahead by whoever set it (a write sets both): a later write takes the clock's time
     extra = {name: getattr(st, name) for name in _STAT_EXTRA if hasattr(st, name)}
     extra["st_mtime_ns"] = st.st_mtime_ns - 1
     return os.stat_result(tuple(st), extra)

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 from helpers import Watch, tools_over_mcp
-from memsift.engine.files.sync import FINE_RACY_WINDOW_NS, RACY_WINDOW_NS, as_recorded, stamp_matches
+from memsift.engine.files.sync import (DATED_AHEAD_NS, FINE_RACY_WINDOW_NS, RACY_WINDOW_NS, as_recorded,
+                                       stamp_matches)
 from memsift.engine.testing.doors import cli_env, run_cli
 
 NOTE = "memory/2026-11-05.md"
@@ -33,6 +34,53 @@ def test_a_stat_read_within_the_window_is_recorded_early_and_still_matches(tmp_p
     assert racy.st_mtime_ns == st.st_mtime_ns - 1 and racy.st_size == st.st_size and racy.st_mode == st.st_mode
     assert stamp_matches(racy.st_mtime_ns, racy.st_size, st) and stamp_matches(st.st_mtime_ns, st.st_size, st)
     assert not stamp_matches(st.st_mtime_ns + 1, st.st_size, st) and not stamp_matches(st.st_mtime_ns, 2, st)
+
+
+def _dated(st: os.stat_result, mtime_ns: int, ctime_ns: int) -> os.stat_result:
+    extra = {"st_mtime_ns": mtime_ns, "st_ctime_ns": ctime_ns, "st_atime_ns": st.st_atime_ns}
+    return os.stat_result(tuple(st), extra)
+
+
+def test_a_file_dated_days_ahead_by_hand_is_recorded_as_it_is_and_one_written_ahead_is_not(tmp_path: Path) -> None:
+    """A tree copied in with dates ahead of this clock (`touch -d`, tar, rsync from a machine whose clock
+    runs ahead) was read again by every sync and every search's change check, for as long as its dates
+    stayed ahead: 2,000 such notes made each search 0.25 s slower. Its mtime was set apart from its
+    ctime, so it is recorded as it is; a file a write dated ahead (a file server's clock) stays racy."""
+    f = tmp_path / "n.md"
+    f.write_text("x")
+    st = os.stat(f)
+    now = 1_800_000_000_123_456_789
+    day = 86_400 * 10**9
+    copied_in = _dated(st, now + day, now - 10 * 10**9)  # mtime set by hand a day ahead, ten seconds ago
+    assert as_recorded(copied_in, now) is copied_in
+    whole_second = _dated(st, (now // 10**9) * 10**9 + day, now - 10 * 10**9)  # a coarse clock's mtime
+    assert as_recorded(whole_second, now) is whole_second
+    written_ahead = _dated(st, now + day, now + day)  # a write by a clock a day ahead sets both
+    assert as_recorded(written_ahead, now).st_mtime_ns == now + day - 1
+    minutes_ahead = _dated(st, now + DATED_AHEAD_NS // 2, now - 10 * 10**9)  # a synced folder's clock, minutes off
+    assert as_recorded(minutes_ahead, now).st_mtime_ns == now + DATED_AHEAD_NS // 2 - 1
+
+
+def test_notes_dated_a_day_ahead_are_recorded_with_their_own_dates(tmp_path: Path) -> None:
+    """The outcome in an index: the builtin backend records a note copied in a day ahead with its own mtime
+    (not 1 ns early, which made every later sync and search read it again), and finds its edits."""
+    import sqlite3
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    note = ws / NOTE
+    note.write_text("- The gate code is 4711.\n", encoding="utf-8")
+    ahead = time.time_ns() + 86_400 * 10**9
+    os.utime(note, ns=(ahead, ahead))
+    cfg = tmp_path / "memsift.json"
+    cfg.write_text(json.dumps({"agents": {"defaults": {"workspace": str(ws)}}}))
+    assert run_cli(tmp_path, cfg, "index").returncode == 0
+    [store] = (tmp_path / "state").rglob("*.sqlite")
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT mtime_ns FROM files WHERE path = ?", (NOTE,)).fetchone() == (ahead,)
+    note.write_text("- The gate code is 9082.\n", encoding="utf-8")  # an edit takes this clock's time
+    done = run_cli(tmp_path, cfg, "search", "gate code 9082", "--mode", "keyword", "--json")
+    assert any("9082" in h["snippet"] for h in json.loads(done.stdout)["results"]), done.stdout
 
 
 def _rewrite_in_the_same_tick(ws: Path, old: str, new: str, tick: int) -> None:
