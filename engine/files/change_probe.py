@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..logging import get_logger
 from .multimodal import extensions_for
-from .watcher import IGNORED_DIRS
+from .discovery import ignored_dir
 
 if TYPE_CHECKING:
     from ..config import ResolvedConfig
@@ -129,7 +129,7 @@ class ChangeProbe:
             try:
                 with os.scandir(folder) as entries:
                     stack.extend(
-                        e.path for e in entries if e.name not in IGNORED_DIRS and e.is_dir(follow_symlinks=False)
+                        e.path for e in entries if not ignored_dir(e.name) and e.is_dir(follow_symlinks=False)
                     )
             except OSError:
                 continue
@@ -195,7 +195,7 @@ class ChangeProbe:
         is_dir = bool(mask & _IN_ISDIR)
         if wd in self._tree_wds:
             if is_dir:
-                if name in IGNORED_DIRS:
+                if ignored_dir(name):
                     return False
                 if mask & (_IN_CREATE | _IN_MOVED_TO):
                     self._add_tree(path)  # before the sync scans it, so no later write is missed

@@ -1,7 +1,8 @@
 """Finding the memory files on disk (discovery, for indexing) and reading one safely.
 
-Memory files are `MEMORY.md`, `memory.md`, `memory/**/*.md` and the `.md` files of `extraPaths`.
-Symlinks are never followed, anywhere on the way, and only regular files count. Which paths a
+Memory files are `MEMORY.md`, `memory.md`, `memory/**/*.md` and the `.md` files of `extraPaths`,
+outside the folders below them that hold no memory (`IGNORED_DIRS`). Symlinks are never followed,
+anywhere on the way, and only regular files count. Which paths a
 read or a hit may name is decided in `rules.py`; the file is then opened here with
 `O_NOFOLLOW | O_NONBLOCK` and streamed, so a fifo never blocks and one line of a 200 MB file costs
 one line of memory.
@@ -22,11 +23,23 @@ from typing import Any
 from ..errors import PathNotAllowedError
 from .multimodal import modality_of
 
-__all__ = ["MemoryFile", "Skipped", "discover_memory_files", "open_memory_file", "read_open_file", "ROOT_FILES",
+__all__ = ["MemoryFile", "Skipped", "IGNORED_DIRS", "ignored_dir", "discover_memory_files", "open_memory_file",
+           "read_open_file", "ROOT_FILES",
            "READABLE_ROOT_FILES", "skip_units", "line_range", "decode_note", "is_utf16_note",
            "UTF16_CODECS"]
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
+# Folders below a memory root that hold no memory: tools' folders (the watcher's list, the reference's)
+# and the old versions and deleted notes that sync tools and note apps keep beside the notes (Syncthing's
+# .stversions, Resilio's .sync, Obsidian's .trash, Logseq's .recycle, the desktop's and macOS's trash).
+# Indexed, a stale copy answered "what is the gate code?" ahead of the note itself.
+IGNORED_DIRS = frozenset({".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox", "__pycache__",
+                          ".stversions", ".sync", ".trash", ".Trash", ".Trashes", ".recycle"})
+
+
+def ignored_dir(name: str) -> bool:
+    """Whether a folder of this name, below a memory root, is left out (`.Trash-1000`: a drive's trash)."""
+    return name in IGNORED_DIRS or name.startswith(".Trash-")
 READABLE_ROOT_FILES = ("MEMORY.md", "memory.md", "DREAMS.md")
 
 
@@ -103,13 +116,15 @@ def _walk_md(root: str, skipped: list[Skipped], workspace: Path,
                         if stat.S_ISREG(st.st_mode):
                             out.append((prefix + name, below + name, st.st_mtime_ns, st.st_size))
                         elif stat.S_ISDIR(st.st_mode):
-                            stack.append((prefix + name, below + name + "/"))
+                            if not ignored_dir(name):
+                                stack.append((prefix + name, below + name + "/"))
                         elif stat.S_ISLNK(st.st_mode):
                             skipped.append(Skipped(_rel(workspace, Path(prefix + name)), "symlink (not followed)"))
                         else:
                             skipped.append(Skipped(_rel(workspace, Path(prefix + name)), "not a regular file"))
                     elif e.is_dir(follow_symlinks=False):
-                        stack.append((prefix + name, below + name + "/"))
+                        if not ignored_dir(name):
+                            stack.append((prefix + name, below + name + "/"))
                     elif e.is_symlink() and e.is_dir():
                         skipped.append(Skipped(_rel(workspace, Path(prefix + name)), "symlink (not followed)"))
                 except OSError as exc:

@@ -33,7 +33,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PathNotAllowedError
-from .discovery import READABLE_ROOT_FILES, open_memory_file, read_open_file
+from .discovery import READABLE_ROOT_FILES, ignored_dir, open_memory_file, read_open_file
 from .multimodal import extensions_for
 from .transcripts import SESSIONS_PREFIX, read_open_transcript, sessions_folder, transcript_name
 from ..config.coverage import collection_root
@@ -239,6 +239,14 @@ def _no_symlinks_between(root: Path, target: Path, shown: str) -> None:
             raise PathNotAllowedError(shown, "symlinks are not followed")
 
 
+def _not_in_an_ignored_folder(folders: tuple[str, ...], shown: Any) -> None:
+    """A read of a file that discovery leaves out (`discovery.IGNORED_DIRS`) is refused, as its hits are."""
+    for folder in folders:
+        if ignored_dir(folder):
+            raise PathNotAllowedError(shown, f"in a {folder}/ folder, which holds no memory (old versions, deleted "
+                                             "notes or a tool's files): memsift neither indexes nor reads it")
+
+
 def _candidate(workspace: Path, path: Any) -> tuple[str, Path]:
     """The request cleaned (`raw`, "/" separators) and its absolute, lexically normalised path."""
     if not isinstance(path, str) or not path.strip():
@@ -340,6 +348,7 @@ class MemoryRules:
         if _inside(candidate, self.workspace) and _is_md(candidate.name):
             parts = PurePosixPath(rel).parts
             if rel in READABLE_ROOT_FILES or (len(parts) > 1 and parts[0] == "memory"):
+                _not_in_an_ignored_folder(parts[1:-1], path)
                 _no_symlinks_between(self.workspace, candidate, path)
                 return candidate, rel
         for root in self.extra_paths:
@@ -348,6 +357,8 @@ class MemoryRules:
                 continue  # a symlinked extra path is no memory (discovery skips it too)
             is_file = (st is not None and stat.S_ISREG(st.st_mode)) or (st is None and _is_md(root.name))
             if (candidate == root) if is_file else (candidate != root and _inside(candidate, root)):
+                if not is_file:
+                    _not_in_an_ignored_folder(candidate.relative_to(root).parts[:-1], path)
                 _no_symlinks_between(root, candidate, path)
                 return candidate, rel
         for c in self.collections:

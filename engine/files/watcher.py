@@ -22,19 +22,19 @@ import anyio
 import watchfiles
 
 from ..logging import get_logger
+from .discovery import ignored_dir
 from .multimodal import extensions_for
 
 if TYPE_CHECKING:
     from ..config import ResolvedConfig
 
-__all__ = ["MemoryWatcher", "IGNORED_DIRS", "watch_roots", "identity"]
+__all__ = ["MemoryWatcher", "watch_roots", "identity"]
 
 log = get_logger("memsift.watch")
 
 ARM_DELAY_S = 0.3
 GUARD_S = 2.0  # how often the workspace and extra folders are checked for being gone or replaced
 POLL_MS = 1000  # how often a watch polls once the system's inotify limits are reached
-IGNORED_DIRS = frozenset({".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox", "__pycache__"})
 
 
 class MemoryWatcher:
@@ -72,10 +72,12 @@ class MemoryWatcher:
         return [r for r in roots if r.is_dir()]
 
     def _relevant(self, path: str) -> bool:
-        parts = Path(path).parts
-        if any(part in IGNORED_DIRS for part in parts):
+        if not path.lower().endswith(self.extensions):
             return False
-        return path.lower().endswith(self.extensions)
+        p = Path(path)
+        root = next((r for r in (self.settings.workspace / "memory", *self._extra) if p.is_relative_to(r)), None)
+        below = p.relative_to(root).parts[:-1] if root is not None else p.parts[:-1]
+        return not any(ignored_dir(part) for part in below)  # the folders above a root are the user's
 
     def _flat_relevant(self, path: str) -> bool:
         p = Path(path)

@@ -548,3 +548,14 @@ def test_a_second_watch_of_the_same_settings_says_so_and_one_of_other_settings_d
     assert said[0][0] == 0 and f"another `memsift watch` (pid {first.proc.pid}) already watches {ws}" in said[0][1]
     assert f"kill {first.proc.pid}" in said[0][1]
     assert "another `memsift watch`" not in said[1][1], said[1][1]
+
+
+def test_the_watch_ignores_folders_that_hold_no_memory_below_its_roots_only(tmp_path):
+    """A `.trash` or `node_modules` below `memory/` is no memory; a workspace that itself lives under a folder so
+    named (`~/venv/agent`) is watched all the same (every change there was ignored)."""
+    ws = tmp_path / "venv" / "agent"
+    (ws / "memory").mkdir(parents=True)
+    watcher = MemoryWatcher(make_settings(tmp_path, ws, {}), on_change=lambda _paths: anyio.sleep(0))
+    assert watcher._relevant(str(ws / "memory" / "2026-11-02.md"))
+    assert not watcher._relevant(str(ws / "memory" / ".trash" / "old.md"))
+    assert not watcher._relevant(str(ws / "memory" / "tools" / "node_modules" / "README.md"))
