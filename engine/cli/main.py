@@ -262,8 +262,8 @@ class _TextCommand(click.Command):
             return super().parse_args(ctx, args)
         except click.NoSuchOption as exc:
             token = next((a for a in given if a.startswith(exc.option_name)), exc.option_name)
-            if " " not in token.strip() and not token[1:2].isdigit():
-                raise  # a mistyped option (--jsn): click names the ones meant
+            if " " not in token.strip() and not token[1:2].isdigit() and token.strip("-"):
+                raise  # a mistyped option (--jsn): click names the ones meant; not a rule ("---")
             raise click.UsageError(f"{exc.format_message().rstrip('.')}. Text that starts with '-' goes after "
                                    f"'--': memsift {ctx.info_name} -- {shlex.quote(token)}", ctx) from None
 

@@ -146,7 +146,8 @@ def test_text_that_starts_with_a_dash_is_told_how_to_pass_it(tmp_path):
     such option '- '" alone; the error now gives the command that works."""
     ws, env, cli = _cli_at_0941(tmp_path)
     for args, hint in ((["note", "- call the dentist"], "memsift note -- '- call the dentist'"),
-                       (["search", "-5 degrees outside"], "memsift search -- '-5 degrees outside'")):
+                       (["search", "-5 degrees outside"], "memsift search -- '-5 degrees outside'"),
+                       (["note", "---"], "memsift note -- ---")):  # a Markdown rule
         r = subprocess.run([*cli, *args], env=env, capture_output=True, text=True, timeout=300)
         assert r.returncode == 2 and hint in r.stderr, r.stderr
     r = subprocess.run([*cli, "search", "--jsn", "x"], env=env, capture_output=True, text=True, timeout=300)
