@@ -53,6 +53,9 @@ ACCENTED_CHAT = {"memory/2026-03-20.md": "# Session 4 — 2026-03-20 19:00 (Elen
                  "[D4:1] Marcus: Jürgen Müller fixed the roof on Tuesday; his invoice came to €420.\n"
                  "[D4:2] Elena: Cheaper than the quote from Zoë's builder.\n"}
 ACCENTED_QUESTION = "What did Jürgen Müller charge for fixing the roof?"
+# The old versions and deleted notes sync tools and note apps keep beside the notes.
+STALE_COPIES = {"memory/.stversions/2026-11-02~20261101-101010.md": "- The ledger's zqstale code was 1111.\n",
+                "memory/.trash/ledger.md": "- The ledger's zqstale code was 2222 (deleted).\n"}
 SCOPE = {"default": "deny", "rules": [{"action": "allow", "match": {"chatType": "direct"}}]}
 
 
@@ -145,6 +148,7 @@ class Doors:
             f"# {yesterday}\n\n- Fixed the flaky login test; paired with Helga on the billing export.\n")
         write_files(self.ws, CHAT_SESSIONS)  # chat sessions of two named people, for the evidence ranker
         write_files(self.ws, ACCENTED_CHAT)
+        write_files(self.ws, STALE_COPIES)  # no memory: never found, by any door
         # Notes dated relative to that day, for questions that name a topic and a time (tests/time_workspace.py).
         self.time = write_time_workspace(self.ws, DOORS_DAY, with_memory_md=False)
         self.cfg = root / "cfg.json"
@@ -357,6 +361,14 @@ def test_the_previous_week_and_the_same_time_last_year_are_read_alike_through_ev
     assert monday.isoformat() in windows and (monday + timedelta(days=6)).isoformat() in windows, windows
     a_year_back = DOORS_DAY.replace(year=DOORS_DAY.year - 1)
     assert (a_year_back - timedelta(days=7)).isoformat() in json.dumps(answer["timeFilter"]), answer["timeFilter"]
+
+
+def test_old_versions_and_deleted_notes_are_found_through_no_door(doors):
+    """Syncthing's `.stversions` and Obsidian's `.trash` hold stale copies: no door finds them, by their own word
+    or by the topic they share with the notes ("ledger")."""
+    assert _check_same(doors, "zqstale", {"mode": "fts"})["hits"] == []
+    ledger = _check_same(doors, "ledger code", {})
+    assert ledger["hits"] and not [h for h in ledger["hits"] if "/." in h[0]], ledger["hits"]
 
 
 def test_the_open_bounds_scripts_send_leave_out_no_day_through_every_door(doors):
