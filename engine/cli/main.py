@@ -568,7 +568,7 @@ def _say_if_watched_already(settings: Any, backend: str | None) -> None:
     from .helper import helper_for  # noqa: PLC0415
 
     holder = None if os.environ.get("MEMSIFT_NO_RESIDENT") else helper_for(settings, backend)
-    if holder is not None and holder.get("kind") == "watch" and holder.get("pid") != os.getpid():
+    if holder is not None and holder.get("kind") == "watch":  # this one takes the lock only later
         click.echo(f"memsift: warning: another `memsift watch` (pid {holder['pid']}) already watches "
                    f"{settings.workspace} with these settings: this one does its work again. Stop one of them "
                    f"(Ctrl-C in its terminal, or `kill {holder['pid']}`).", err=True)

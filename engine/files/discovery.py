@@ -24,11 +24,11 @@ from ..errors import PathNotAllowedError
 from .multimodal import modality_of
 
 __all__ = ["MemoryFile", "Skipped", "IGNORED_DIRS", "ignored_dir", "discover_memory_files", "open_memory_file",
-           "read_open_file", "ROOT_FILES",
-           "READABLE_ROOT_FILES", "skip_units", "line_range", "decode_note", "is_utf16_note",
-           "UTF16_CODECS"]
+           "read_open_file", "ROOT_FILES", "READABLE_ROOT_FILES", "skip_units", "line_range", "decode_note",
+           "is_utf16_note", "UTF16_CODECS"]
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
+READABLE_ROOT_FILES = ("MEMORY.md", "memory.md", "DREAMS.md")
 # Folders below a memory root that hold no memory: tools' folders (the watcher's list, the reference's)
 # and the old versions and deleted notes that sync tools and note apps keep beside the notes (Syncthing's
 # .stversions, Resilio's .sync, Obsidian's .trash, Logseq's .recycle, the desktop's and macOS's trash).
@@ -40,7 +40,6 @@ IGNORED_DIRS = frozenset({".git", "node_modules", ".pnpm-store", ".venv", "venv"
 def ignored_dir(name: str) -> bool:
     """Whether a folder of this name, below a memory root, is left out (`.Trash-1000`: a drive's trash)."""
     return name in IGNORED_DIRS or name.startswith(".Trash-")
-READABLE_ROOT_FILES = ("MEMORY.md", "memory.md", "DREAMS.md")
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs 4 ms per 10,000 files on every sync

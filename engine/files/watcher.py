@@ -53,6 +53,7 @@ class MemoryWatcher:
         self.extensions = (".md",) + (extensions_for(mm.modalities) if mm.enabled else ())
         ws = settings.workspace
         self._extra = [Path(os.path.normpath(p if Path(p).is_absolute() else ws / p)) for p in ms.extra_paths]
+        self._tree_roots = [ws / "memory", *self._extra]  # watched recursively, where they are folders
         self._send, self._receive = anyio.create_memory_object_stream[set[str]](100)
         # Set to start a watch again on what is at its roots now: "tree" (memory/ and the extra
         # folders, recursive) and "flat" (the workspace folder and the extra files' folders).
@@ -63,8 +64,7 @@ class MemoryWatcher:
     # --- what to watch --------------------------------------------------------------------------
 
     def recursive_roots(self) -> list[Path]:
-        roots = [self.settings.workspace / "memory", *self._extra]
-        return [r for r in roots if r.is_dir() and not r.is_symlink()]
+        return [r for r in self._tree_roots if r.is_dir() and not r.is_symlink()]
 
     def flat_roots(self) -> list[Path]:
         roots = {self.settings.workspace}
@@ -75,7 +75,7 @@ class MemoryWatcher:
         if not path.lower().endswith(self.extensions):
             return False
         p = Path(path)
-        root = next((r for r in (self.settings.workspace / "memory", *self._extra) if p.is_relative_to(r)), None)
+        root = next((r for r in self._tree_roots if p.is_relative_to(r)), None)
         below = p.relative_to(root).parts[:-1] if root is not None else p.parts[:-1]
         return not any(ignored_dir(part) for part in below)  # the folders above a root are the user's
 
