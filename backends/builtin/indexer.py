@@ -613,6 +613,8 @@ class Indexer:
                 # that hangs costs one request's timeouts and retries, not one per group.
                 failed = self.embed_error is not None and tolerate_embed_errors
                 vectors = {} if (self.defer_vectors or failed) else self._embed_group(conn, sources, group, report)
+            except _STORAGE_ERRORS:
+                raise  # the store cannot be written (the embedding cache's rows): not the provider's failure
             except Exception as exc:
                 if not tolerate_embed_errors:
                     raise

@@ -225,6 +225,8 @@ def test_disk_full_during_a_reindex(tmp_path, force):
     error = json.loads(proc.stdout.splitlines()[-1])["error"]
     assert error and error.startswith("IndexUnusableError"), error
     assert "disk" in error.lower() or "full" in error.lower() or "large" in error.lower(), error
+    # the embedding cache's rows failing to be written is the store's failure, not the provider's
+    assert "embedding failed" not in proc.stdout + proc.stderr, proc.stdout[-2000:] + proc.stderr[-2000:]
     if force:  # the live index was never touched by the failed rebuild
         assert _index_state(m.db_path)[1] == before
         assert not [p for p in os.listdir(m.db_path.parent) if ".tmp-" in p]
