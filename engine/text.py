@@ -20,6 +20,8 @@ __all__ = [
     "WORD_RE",
     "word_tokens",
     "match_form",
+    "folded_words",
+    "LETTER_FOLDS",
     "shorten",
 ]
 
@@ -115,6 +117,12 @@ def compat_form(s: str) -> str:
 
 # Latin letters that may carry an accent, and the combining accents themselves.
 _FOLDABLE_RE = re.compile("[\u00c0-\u024f\u0300-\u036f\u1e00-\u1eff]")
+# Lowercase Latin letters no accent-stripping reaches (they do not decompose, FTS5 keeps them), as
+# people type them on a keyboard without them: "Tromsø" → tromso, "Łódź" → lodz, "Straße" →
+# strasse, "Ærø" → aero, "Diyarbakır" → diyarbakir (Lucene's and Elasticsearch's ASCII folding).
+LETTER_FOLDS = {"ß": "ss", "æ": "ae", "œ": "oe", "ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i",
+                "ħ": "h", "ŧ": "t"}
+_FOLDED_LETTER_RE = re.compile("[" + "".join(LETTER_FOLDS) + "ẞÆŒØŁĐÐÞĦŦǾǿǼǽ]")
 
 
 @lru_cache(maxsize=2048)
@@ -122,14 +130,26 @@ def _fold_latin(ch: str) -> str:
     if "\u0300" <= ch <= "\u036f":  # an accent left uncomposed (no precomposed letter has it)
         return ""
     parts = unicodedata.normalize("NFD", ch)
-    return parts[0] if len(parts) > 1 and all("\u0300" <= p <= "\u036f" for p in parts[1:]) else ch
+    base = parts[0] if len(parts) > 1 and all("\u0300" <= p <= "\u036f" for p in parts[1:]) else ch
+    return LETTER_FOLDS.get(base, base)  # `ǿ` is `ø` with an accent: o
+
+
+def folded_words(text: str) -> list[str]:
+    """The words of `text` holding a letter of `LETTER_FOLDS`, as `match_form` folds them
+    (`Łódź` → `lodz`), each once: an index holds them beside the text (`fts_query.index_text`), so
+    a question typed without those letters finds the note, and one typed with them still does."""
+    if text.isascii() or not _FOLDED_LETTER_RE.search(text):
+        return []
+    return list(dict.fromkeys(match_form(m.group(0)) for m in WORD_RE.finditer(text)
+                              if _FOLDED_LETTER_RE.search(m.group(0))))
 
 
 def match_form(s: str) -> str:
     """Text as keyword matching compares it: lowercase, in compatibility form (`compat_form`), Latin
     letters without their accents, in either Unicode form ("Café", "cafe\u0301" as macOS writes
-    names → "cafe"), as the FTS5 tokenizer folds them, so that what the index matched the ranking
-    and snippet stages find too. Other scripts keep their marks, as in FTS5. Text with no such
+    names → "cafe"), as the FTS5 tokenizer folds them, and the letters of `LETTER_FOLDS` folded
+    as the index's `folded_words` are, so that what the index matched the ranking and snippet
+    stages find too. Other scripts keep their marks, as in FTS5. Text with no such
     letter (ASCII, CJK) costs one scan."""
     lower = s.lower()
     if lower.isascii():

@@ -51,7 +51,10 @@ DENIED = "agent:main:discord:group:42"
 # Names with accents: one question typed with them, decomposed (as pasted from a macOS file name), or without.
 ACCENTED_CHAT = {"memory/2026-03-20.md": "# Session 4 — 2026-03-20 19:00 (Elena & Marcus)\n"
                  "[D4:1] Marcus: Jürgen Müller fixed the roof on Tuesday; his invoice came to €420.\n"
-                 "[D4:2] Elena: Cheaper than the quote from Zoë's builder.\n"}
+                 "[D4:2] Elena: Cheaper than the quote from Zoë's builder.\n",
+                 # Letters no accent-stripping reaches, which people type without them: tromso, lodz, strasse.
+                 "memory/2026-03-21.md": "# Session 5 — 2026-03-21 18:00 (Elena & Marcus)\n"
+                 "[D5:1] Marcus: Małgorzata rented the cabin in Tromsø; the keys wait at Hauptstraße 9 in Łódź.\n"}
 ACCENTED_QUESTION = "What did Jürgen Müller charge for fixing the roof?"
 # The old versions and deleted notes sync tools and note apps keep beside the notes.
 STALE_COPIES = {"memory/.stversions/2026-11-02~20261101-101010.md": "- The ledger's zqstale code was 1111.\n",
@@ -429,6 +432,16 @@ def test_a_name_asked_with_or_without_its_accents_gets_the_same_answer_through_e
     answers = [_check_same(doors, question, {}) for question in spellings]
     assert answers[0]["hits"][0][0] == "memory/2026-03-20.md", answers[0]["hits"][:3]
     assert answers[1] == answers[0] and answers[2] == answers[0], [a["hits"][:2] for a in answers]
+
+
+def test_a_place_typed_without_its_special_letters_is_found_through_every_door(doors):
+    # ø, ł and ß do not decompose: FTS5 keeps them, so "tromso" never matched "Tromsø" by keyword.
+    for plain, typed in (("tromso", "Tromsø"), ("lodz", "Łódź"), ("hauptstrasse", "Hauptstraße")):
+        answers = [_check_same(doors, word, {"mode": "fts"}) for word in (plain, typed)]
+        assert [h[0] for h in answers[0]["hits"]] == ["memory/2026-03-21.md"], (plain, answers[0]["hits"])
+        assert answers[1]["hits"] == answers[0]["hits"], (typed, answers[1]["hits"])
+    hybrid = _check_same(doors, "who rented the cabin in tromso?", {})
+    assert hybrid["hits"][0][0] == "memory/2026-03-21.md", hybrid["hits"][:3]
 
 
 def test_the_resident_doors_answered_the_valid_requests(doors):

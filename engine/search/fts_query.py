@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from .stopwords import STOP_WORDS
-from ..text import WORD_RE, compat_form, is_cjk_char, space_cjk
+from ..text import WORD_RE, compat_form, folded_words, is_cjk_char, space_cjk
 
 __all__ = [
     "FtsPlan",
@@ -39,8 +39,9 @@ _IDENT_RE = re.compile(r"[^\W][\w]*(?:[._/:#@-][^\W][\w]*)+", re.UNICODE)
 _QUOTED_RE = re.compile(r'"([^"]+)"')
 # Control characters (a NUL would end FTS5's string early) and lone surrogates (not encodable).
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-# Bump when `index_text` changes: indexes rebuild (2: trigram pairs and short words; 3: compatibility form).
-INDEX_TEXT_REVISION = 3
+# Bump when `index_text` changes: indexes rebuild (2: trigram pairs and short words; 3: compatibility form;
+# 4: words with letters no accent-stripping reaches, folded).
+INDEX_TEXT_REVISION = 4
 MAX_TERMS = 64  # bounds the MATCH expression for huge queries
 MAX_QUERY_CHARS = 4096  # beyond this, the rest of the query is ignored
 
@@ -101,11 +102,14 @@ def _spaced(run: str) -> str:
 def index_text(text: str, tokenizer: str) -> str:
     """The text the FTS table indexes for a chunk (unicode61: CJK characters spaced apart;
     trigram: the text, then its CJK runs spaced apart and its 1–2 character words between
-    spaces, which a trigram index could not match otherwise). In compatibility form, as queries are."""
+    spaces, which a trigram index could not match otherwise). In compatibility form, as queries are.
+    Either way followed by its words holding a letter no accent-stripping reaches, folded
+    (`text.folded_words`: "Łódź" is found by "lodz")."""
     text = compat_form(text)
+    folded = folded_words(text)
     if tokenizer != "trigram":
-        return space_cjk(text)
-    extra = []
+        return space_cjk(text) + ("\n" + " ".join(folded) if folded else "")
+    extra = [f" {word} " for word in folded]
     for m in WORD_RE.finditer(text):
         for run in split_script_runs(m.group(0)):
             if is_cjk_char(run[0]):

@@ -130,3 +130,20 @@ def test_a_word_typed_decomposed_stays_one_term():
     decomposed = unicodedata.normalize("NFD", "Zürich office move")
     assert query_terms(decomposed) == query_terms("Zürich office move") == ["zürich", "office", "move"]
     assert plan_query(decomposed).match == plan_query("Zürich office move").match
+
+
+LETTERS = ["Keys at Hauptstraße 9 in Łódź.", "The cabin in Tromsø.", "The Ærø ferry; Œuvre gallery; Diyarbakır.",
+           "A strasse and a lodz that are plain words."]
+
+
+@pytest.mark.parametrize("tokenizer", ["unicode61", "trigram"])
+def test_a_word_typed_without_letters_no_accent_stripping_reaches_is_found(tokenizer):
+    # ø, ł, ß, æ, œ, ı do not decompose: the index holds such words folded beside the text.
+    conn = _fts(tokenizer, LETTERS)
+    for typed, plain, row in (("Tromsø", "tromso", 2), ("Ærø", "aero", 3), ("Œuvre", "oeuvre", 3),
+                              ("Diyarbakır", "diyarbakir", 3), ("Hauptstraße", "hauptstrasse", 1)):
+        assert _hits(conn, typed, tokenizer) == [row], typed
+        assert _hits(conn, plain, tokenizer) == [row], plain
+    assert set(_hits(conn, "lodz", tokenizer)) == {1, 4}  # the folded word and the plain one alike
+    assert _hits(conn, "Łódź", tokenizer) == [1]  # the letters as written still find only their note
+    assert index_text("plain ASCII text", tokenizer) == "plain ASCII text"  # nothing added where nothing folds
