@@ -49,9 +49,11 @@ def find_workspace(start: Path, *, given_by: str | None) -> Path:
 
 
 def workspace_warning(settings: object) -> str | None:
-    """A warning when the workspace holds no memory files at all (so every search finds nothing)."""
+    """A warning when the workspace holds no memory files at all (so every search finds nothing),
+    or only symlinked ones (never followed, as the reference does not)."""
     ws: Path = settings.workspace  # type: ignore[attr-defined]
-    if is_workspace(ws):
+    linked = _linked_markers(ws)
+    if is_workspace(ws) and not linked:
         return None
     extra = list(settings.memory_search.extra_paths)  # type: ignore[attr-defined]
     qmd = settings.memory.qmd  # type: ignore[attr-defined]
@@ -59,5 +61,20 @@ def workspace_warning(settings: object) -> str | None:
         extra += [p.path for p in qmd.paths]
     if any(os.path.exists(ws / os.path.expanduser(p)) for p in extra):
         return None
+    if linked:
+        names = " and ".join(m + "/" if m == "memory" else m for m in linked)
+        said = f"{ws}'s {names} {'is a symlink' if len(linked) == 1 else 'are symlinks'}, which memsift does not " \
+               "follow (as OpenClaw does not), so searches find nothing"
+        targets = [t for t in (os.path.realpath(ws / m) for m in linked) if os.path.exists(t)]
+        if not targets:
+            return f"{said}; {'it points' if len(linked) == 1 else 'they point'} to nothing that exists"
+        return f"{said}; to search {'it' if len(targets) == 1 else 'them'}, add {', '.join(targets)} to " \
+               "memorySearch.extraPaths"
     return (f"{ws} holds no memory files (no MEMORY.md, memory.md or memory/ folder), so searches find nothing; "
             "pass -w with your agent's workspace, or run memsift from inside it")
+
+
+def _linked_markers(ws: Path) -> list[str]:
+    """The workspace's MEMORY.md / memory.md / memory/ when each of those present is a symlink."""
+    present = [m for m in MARKERS if os.path.lexists(ws / m)]
+    return present if present and all(os.path.islink(ws / m) for m in present) else []

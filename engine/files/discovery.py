@@ -135,6 +135,16 @@ def _walk_md(root: str, skipped: list[Skipped], workspace: Path,
     return out
 
 
+def linked_root_skipped(rel: str, link: Path) -> Skipped:
+    """A symlinked `MEMORY.md`, `memory/` or extra path, skipped (as the reference does: a link could
+    lead anywhere), with what to do: name what it points to as an extra path, which is read."""
+    target = os.path.realpath(link)
+    if not os.path.exists(target):
+        return Skipped(rel, f"symlink (not followed), to {target}, which does not exist")
+    return Skipped(rel, f"symlink (not followed): to search it, add what it points to, {target}, to "
+                        "memorySearch.extraPaths")
+
+
 def _lstat(p: Path) -> os.stat_result | None:
     try:
         return os.lstat(p)
@@ -190,14 +200,14 @@ def discover_memory_files(
         if st is None:
             continue
         if stat.S_ISLNK(st.st_mode):
-            skipped.append(Skipped(name, "symlink (not followed)"))
+            skipped.append(linked_root_skipped(name, p))
         elif stat.S_ISREG(st.st_mode):
             add_one(p, st)
     mem_dir = workspace / "memory"
     st = _lstat(mem_dir)
     if st is not None:
         if stat.S_ISLNK(st.st_mode):
-            skipped.append(Skipped("memory", "symlink (not followed)"))
+            skipped.append(linked_root_skipped("memory", mem_dir))
         elif stat.S_ISDIR(st.st_mode):
             add_tree(mem_dir)
     for root in _extra_roots(workspace, extra_paths):
@@ -205,7 +215,7 @@ def discover_memory_files(
         if st is None:
             continue
         if stat.S_ISLNK(st.st_mode):
-            skipped.append(Skipped(_rel(workspace, root), "symlink (not followed)"))
+            skipped.append(linked_root_skipped(_rel(workspace, root), root))
         elif stat.S_ISDIR(st.st_mode):
             add_tree(root, multimodal_ext)
         elif stat.S_ISREG(st.st_mode) and (

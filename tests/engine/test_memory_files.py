@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
+from helpers import tools_over_mcp
 from memsift.engine.errors import PathNotAllowedError
 from memsift.engine.files.discovery import discover_memory_files
 from memsift.engine.files.rules import read_memory_file
+from memsift.engine.testing.doors import run_cli
 
 
 @pytest.fixture
@@ -60,6 +63,37 @@ def test_symlinked_memory_dir_and_root_file_are_skipped(tmp_path):
     files, skipped = discover_memory_files(w)
     assert files == []
     assert {s.path for s in skipped} == {"memory", "MEMORY.md"}
+
+
+def test_a_symlinked_memory_folder_says_what_to_do_through_every_door(tmp_path):
+    """A `memory/` linked to a synced folder is skipped, as the reference skips it: every door says
+    so with the folder to name as an extra path, and named so it is searched."""
+    ws, real = tmp_path / "ws", tmp_path / "synced" / "memory"
+    real.mkdir(parents=True)
+    ws.mkdir()
+    (real / "2026-11-01.md").write_text("# Notes\n\nThe zqkayak is in the blue shed.\n")
+    os.symlink(real, ws / "memory")
+    os.symlink(tmp_path / "gone.md", ws / "MEMORY.md")
+    reasons = {s.path: s.reason for s in discover_memory_files(ws)[1]}
+    assert f"add what it points to, {real}, to memorySearch.extraPaths" in reasons["memory"], reasons
+    assert "gone.md, which does not exist" in reasons["MEMORY.md"], reasons
+    cfg = tmp_path / "memsift.json"
+    cfg.write_text(json.dumps({"agents": {"defaults": {"workspace": str(ws)}}}))
+    for resident in (False, True, True):  # cold, then the resident helper's answers
+        done = run_cli(tmp_path, cfg, "search", "zqkayak", "--mode", "keyword", "--json", resident=resident)
+        assert json.loads(done.stdout)["results"] == [], done.stdout
+        assert "MEMORY.md and memory/ are symlinks" in done.stderr, done.stderr
+        assert f"add {real} to memorySearch.extraPaths" in done.stderr, done.stderr
+    run_cli(tmp_path, cfg, "helpers", "stop", "--all")
+    status = json.loads(run_cli(tmp_path, cfg, "status", "--json").stdout)
+    assert {s["path"]: s["reason"] for s in status["skipped"]} == reasons
+    for (answer,) in tools_over_mcp(tmp_path, cfg, [("memory_status", {})]):
+        assert {s["path"]: s["reason"] for s in answer["status"]["skipped"]} == reasons, answer
+    cfg.write_text(json.dumps({"agents": {"defaults": {"workspace": str(ws), "memorySearch": {
+        "extraPaths": [str(real)]}}}}))
+    done = run_cli(tmp_path, cfg, "search", "zqkayak", "--mode", "keyword", "--json")
+    assert [h["path"] for h in json.loads(done.stdout)["results"]] == ["../synced/memory/2026-11-01.md"]
+    assert "are symlinks" not in done.stderr and "is a symlink" not in done.stderr, done.stderr
 
 
 def _read(ws, path, *args, extra=()):
