@@ -156,7 +156,35 @@ class _Ctx:
         return anyio.run(go)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, params=group_params())
+# Names people bring from other tools (`qmd query` and `vsearch`, `git help`, grep), and memsift's for them:
+# said instead of click's nearest spelling ("find" → "index", "help" → "helpers").
+OTHER_TOOLS_COMMANDS = {
+    "query": "search", "vsearch": "search --mode vector", "find": "search", "grep": "search --mode keyword",
+    "ask": "search", "lookup": "search", "recall": "search", "read": "get", "show": "get", "cat": "get",
+    "open": "get", "reindex": "index --force", "update": "index", "embed": "index", "sync": "index",
+    "build": "index", "version": "--version", "info": "status", "stats": "status", "doctor": "status",
+    "add": "note", "remember": "note", "write": "note", "serve": "mcp", "server": "mcp",
+}
+# The same for options of `search`: QMD's `-n` is memsift's too, other tools say `--limit` or `--top`.
+OTHER_TOOLS_OPTIONS = {"--limit": "--max-results", "--top": "--max-results", "--top-k": "--max-results",
+                       "-k": "--max-results", "--format": "--json", "--vector": "--mode vector",
+                       "--keyword": "--mode keyword", "--hybrid": "--mode hybrid", "--after": "--since",
+                       "--before": "--until", "--from": "--since", "--to": "--until"}
+
+
+class _Commands(click.Group):
+    """memsift's commands; a name another tool gives one of them gets memsift's name, not click's
+    nearest spelling."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                           list[str]]:
+        name = args[0] if args else ""
+        if name not in self.commands and name.lower() in OTHER_TOOLS_COMMANDS:
+            ctx.fail(f"No such command {name!r}. Did you mean 'memsift {OTHER_TOOLS_COMMANDS[name.lower()]}'?")
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]}, params=group_params())
 @click.version_option(package_name="memsift")
 @click.pass_context
 def cli(
@@ -190,6 +218,22 @@ def cli(
     configure_logging(verbose)
     route_library_logs()
     ctx.obj = _Ctx(workspace, agent, config_path, backend, openclaw_config, timeout)
+
+
+@cli.command("help")
+@click.argument("command", nargs=-1)
+@click.pass_context
+def help_(ctx: click.Context, command: tuple[str, ...]) -> None:
+    """Show the help of memsift or of COMMAND (as --help does)."""
+    shown = ctx.parent  # memsift's own context: `-h` as a help option, its name
+    assert shown is not None
+    for i, name in enumerate(command):
+        group = shown.command
+        sub = group.get_command(shown, name) if isinstance(group, click.Group) else None
+        if sub is None:
+            raise click.UsageError(f"No such command {' '.join(command[:i + 1])!r}: memsift help lists them.", ctx)
+        shown = click.Context(sub, info_name=name, parent=shown)
+    click.echo(shown.get_help())
 
 
 @cli.command()
@@ -261,6 +305,9 @@ class _TextCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.NoSuchOption as exc:
+            meant = OTHER_TOOLS_OPTIONS.get(exc.option_name.split("=", 1)[0])
+            if meant and meant.split()[0] in {n for p in self.params for n in p.opts}:
+                raise click.UsageError(f"No such option {exc.option_name!r}. Did you mean {meant!r}?", ctx) from None
             token = next((a for a in given if a.startswith(exc.option_name)), exc.option_name)
             if " " not in token.strip() and not token[1:2].isdigit() and token.strip("-"):
                 raise  # a mistyped option (--jsn): click names the ones meant; not a rule ("---")

@@ -158,6 +158,36 @@ def test_text_that_starts_with_a_dash_is_told_how_to_pass_it(tmp_path):
     assert (ws / "memory" / "2026-11-22.md").read_text().endswith("- 09:41 call the dentist\n")
 
 
+def test_names_other_tools_give_are_answered_with_memsifts(tmp_path):
+    """`memsift query` (QMD's), `memsift help` (git's) and `search --limit` were met with click's nearest
+    spelling: "Did you mean 'helpers'?", "'index'?" for `find`, "'--corpus'?" for `--top`, or nothing."""
+    ws, env, cli = _cli_at_0941(tmp_path)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*cli, *args], env=env, capture_output=True, text=True, timeout=300)
+
+    for args, meant in ((["query", "gate code"], "'memsift search'"),
+                        (["vsearch", "gate"], "'memsift search --mode vector'"),
+                        (["find", "gate"], "'memsift search'"), (["version"], "'memsift --version'"),
+                        (["search", "--limit", "3", "gate"], "'--max-results'"),
+                        (["search", "--top=3", "gate"], "'--max-results'"),
+                        (["search", "--format", "json", "x"], "'--json'"),
+                        (["get", "--vector", "MEMORY.md"], None)):  # `get` has no --mode: click's own words
+        r = run(*args)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        if meant:
+            assert f"Did you mean {meant}?" in r.stderr, (args, r.stderr)
+        else:
+            assert "--mode" not in r.stderr, r.stderr
+    assert "Did you mean 'search'?" in run("serach", "x").stderr  # a misspelling still gets click's
+    shown = run("help", "search")
+    assert shown.returncode == 0 and shown.stdout == run("search", "--help").stdout
+    assert run("help").stdout == run("--help").stdout
+    assert run("help", "helpers", "stop").stdout == run("helpers", "stop", "--help").stdout
+    nope = run("help", "nope")
+    assert nope.returncode == 2 and "No such command 'nope'" in nope.stderr, nope.stderr
+
+
 def test_a_note_keeps_no_terminal_codes(tmp_path):
     """`memsift note "$(some command)"` passed a command's colours along: ESC sequences and a bell
     were written into the log, so `cat`ting it recoloured the terminal (and its title) while no
