@@ -59,6 +59,8 @@ ACCENTED_QUESTION = "What did Jürgen Müller charge for fixing the roof?"
 # The old versions and deleted notes sync tools and note apps keep beside the notes.
 STALE_COPIES = {"memory/.stversions/2026-11-02~20261101-101010.md": "- The ledger's zqstale code was 1111.\n",
                 "memory/.trash/ledger.md": "- The ledger's zqstale code was 2222 (deleted).\n"}
+# A checklist, as `memsift note "[ ] …"` writes one: its boxes are punctuation, which no keyword index holds.
+CHECKLIST = {"memory/projects/errands.md": "# Errands\n\n- 09:41 [ ] renew the passport\n- 09:42 [ ] book the ferry\n"}
 SCOPE = {"default": "deny", "rules": [{"action": "allow", "match": {"chatType": "direct"}}]}
 
 
@@ -152,6 +154,7 @@ class Doors:
         write_files(self.ws, CHAT_SESSIONS)  # chat sessions of two named people, for the evidence ranker
         write_files(self.ws, ACCENTED_CHAT)
         write_files(self.ws, STALE_COPIES)  # no memory: never found, by any door
+        write_files(self.ws, CHECKLIST)
         # Notes dated relative to that day, for questions that name a topic and a time (tests/time_workspace.py).
         self.time = write_time_workspace(self.ws, DOORS_DAY, with_memory_md=False)
         self.cfg = root / "cfg.json"
@@ -442,6 +445,12 @@ def test_a_place_typed_without_its_special_letters_is_found_through_every_door(d
         assert answers[1]["hits"] == answers[0]["hits"], (typed, answers[1]["hits"])
     hybrid = _check_same(doors, "who rented the cabin in tromso?", {})
     assert hybrid["hits"][0][0] == "memory/2026-03-21.md", hybrid["hits"][:3]
+
+
+def test_a_question_about_open_tasks_finds_the_checklist_through_every_door(doors):
+    for question in ("what tasks are still open?", "what do I still need to do?"):
+        answer = _check_same(doors, question, {})
+        assert answer["hits"] and answer["hits"][0][0] == "memory/projects/errands.md", answer["hits"][:3]
 
 
 def test_the_resident_doors_answered_the_valid_requests(doors):

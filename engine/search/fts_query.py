@@ -40,7 +40,7 @@ _QUOTED_RE = re.compile(r'"([^"]+)"')
 # Control characters (a NUL would end FTS5's string early) and lone surrogates (not encodable).
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 # Bump when `index_text` changes: indexes rebuild (2: trigram pairs and short words; 3: compatibility form;
-# 4: words with letters no accent-stripping reaches, folded).
+# 4: words with letters no accent-stripping reaches, folded; a word for each checklist box).
 INDEX_TEXT_REVISION = 4
 MAX_TERMS = 64  # bounds the MATCH expression for huge queries
 MAX_QUERY_CHARS = 4096  # beyond this, the rest of the query is ignored
@@ -55,6 +55,33 @@ class FtsPlan:
     # question's own, matched on their own and weighed below them (EXPANSION_WEIGHT).
     expansions: list[str] = field(default_factory=list)
     expansion_match: str | None = None
+
+
+# Checklist boxes ("- [ ] renew the passport", "- 09:41 [x] call the plumber", as `memsift note "[ ] …"`
+# writes them) are punctuation, which no keyword index holds: the index holds a word for each box
+# (`box_words`), which a question about open or finished tasks looks up (`task_terms`).
+OPEN_BOX, DONE_BOX = "memsiftopenbox", "memsiftdonebox"
+_BOX_RE = re.compile(r"^[ \t]*(?:(?:[-*+]|\d{1,3}[.)])[ \t]+)?(?:\d{1,2}:\d{2}[ \t]+)?\[([ xX])\][ \t]", re.M)
+_TASKS_ASKED = re.compile(r"\b(?:to-?dos?|tasks?|checklists?|action\s+items?|open\s+items?|chores?|"
+                          r"(?:left|still|need|needs|have|has|got)\s+to\s+do)\b", re.IGNORECASE)
+_DONE_ASKED = re.compile(r"\b(?:done|finish(?:ed)?|complet(?:e|ed)|checked|ticked|crossed)\b", re.IGNORECASE)
+_NOT_DONE = re.compile(r"\b(?:not|never|yet|still|left|open|unchecked|unticked|unfinished|incomplete|pending|"
+                       r"outstanding|remaining)\b|n't\b", re.IGNORECASE)
+
+
+def box_words(text: str) -> list[str]:
+    """A word for each checklist box of `text`, open or ticked (see OPEN_BOX)."""
+    if "[" not in text:
+        return []
+    return [OPEN_BOX if m.group(1) == " " else DONE_BOX for m in _BOX_RE.finditer(text)]
+
+
+def task_terms(query: str) -> list[str]:
+    """The box words a question about tasks looks up: "what is still on my todo list?" → open
+    boxes; "which tasks did I finish?" → ticked ones. A question naming no task, none."""
+    if not _TASKS_ASKED.search(query):
+        return []
+    return [DONE_BOX] if _DONE_ASKED.search(query) and not _NOT_DONE.search(query) else [OPEN_BOX]
 
 
 def clean_query(query: str) -> str:
@@ -106,10 +133,10 @@ def index_text(text: str, tokenizer: str) -> str:
     Either way followed by its words holding a letter no accent-stripping reaches, folded
     (`text.folded_words`: "Łódź" is found by "lodz")."""
     text = compat_form(text)
-    folded = folded_words(text)
+    added = folded_words(text) + box_words(text)
     if tokenizer != "trigram":
-        return space_cjk(text) + ("\n" + " ".join(folded) if folded else "")
-    extra = [f" {word} " for word in folded]
+        return space_cjk(text) + ("\n" + " ".join(added) if added else "")
+    extra = [f" {word} " for word in added]
     for m in WORD_RE.finditer(text):
         for run in split_script_runs(m.group(0)):
             if is_cjk_char(run[0]):
@@ -173,7 +200,7 @@ def plan_query(query: str, tokenizer: str = "unicode61", *, expansion: str = "of
         else:
             match_terms.append(_phrase(words))
 
-    match_terms = list(dict.fromkeys(match_terms))[:MAX_TERMS]
+    match_terms = list(dict.fromkeys(match_terms))[:MAX_TERMS - 1] + [_phrase([t]) for t in task_terms(query)]
     expansions: list[str] = []
     if expansion != "off" and match_terms:
         from .expansion import expand_terms, verbs_of  # noqa: PLC0415  (reads the lexicon when first used)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .fts_query import box_words
 from .ranking import Candidate, brevity_factor, drop_repeated_lines, merge_hybrid, mmr_rerank
 from ..text import match_form, word_tokens
 from .time_only import NEARBY_DAYS, nearest_notes, window_days, window_first
@@ -61,6 +62,7 @@ class PipelineParams:
     mmr_lambda: float
     time: TimeParams = field(default_factory=TimeParams)
     show_below: bool = False  # minScore is the default, not the caller's: an empty cut shows the closest, marked
+    boxes: tuple[str, ...] = ()  # the checklist boxes a question about tasks asks for (fts_query.task_terms)
 
     @classmethod
     def from_query(
@@ -74,6 +76,7 @@ class PipelineParams:
         time_filter: TimeWindow | None = None,
         time_only: bool = False,
         show_below: bool = False,
+        boxes: tuple[str, ...] = (),
     ) -> PipelineParams:
         """The settings of one search, as every backend builds them."""
         h, decay = query.hybrid, query.hybrid.temporal_decay
@@ -85,6 +88,7 @@ class PipelineParams:
             mmr_enabled=h.mmr.enabled,
             mmr_lambda=h.mmr.lambda_,
             show_below=show_below,
+            boxes=boxes,
             time=TimeParams(
                 windows=list(windows or []) if query.time.enabled else [],
                 time_only=time_only and query.time.enabled,
@@ -148,6 +152,12 @@ def covers_all_terms(text: str, terms: list[str]) -> bool:
         return False
     lower = match_form(text)
     return all(match_form(t) in lower for t in terms)
+
+
+def holds_boxes(text: str, boxes: tuple[str, ...]) -> bool:
+    """The chunk holds a checklist box of the kind a question about tasks asks for: the evidence
+    an exact identifier is (a rescued keyword hit)."""
+    return bool(boxes) and not set(boxes).isdisjoint(box_words(text))
 
 
 def lexical_boost(query_terms: list[str], c: Candidate) -> float:
@@ -241,7 +251,8 @@ def rank(
             for c in merged
             if c.keyword_hit
             and c.chunk_id not in taken
-            and (c.score >= floor or c.text_score >= text_bar or covers_all_terms(c.text, terms))
+            and (c.score >= floor or c.text_score >= text_bar or covers_all_terms(c.text, terms)
+                 or holds_boxes(c.text, params.boxes))
         ]
         if any(c.window_closeness == 1.0 for c in merged):
             rescued = _rescued_in_time(merged, rescued, taken)

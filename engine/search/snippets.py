@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from ..config.sizes import SNIPPET_MAX_CHARS
+from .fts_query import DONE_BOX, OPEN_BOX, box_words
 from ..text import match_form, utf16_len, utf16_slice
 
 __all__ = ["Snippet", "make_snippet", "SNIPPET_MAX_CHARS"]
@@ -46,8 +47,10 @@ def _terms_in(content: str, terms: list[str]) -> set[str]:
 
 def _best_line_window(lines: list[str], terms: list[str], max_chars: int) -> tuple[int, int]:
     """(lo, hi) of the whole-line window within `max_chars` with the most distinct terms (then
-    the most matching lines, then the earliest)."""
-    found = [_terms_in(_content(ln), terms) for ln in lines]
+    the most matching lines, then the earliest). A checklist box's word (fts_query.OPEN_BOX, a
+    question about tasks) is found on a line with such a box."""
+    boxes = set(terms) & {OPEN_BOX, DONE_BOX}
+    found = [_terms_in(_content(ln), terms) | (boxes & set(box_words(ln)) if boxes else set()) for ln in lines]
     sizes = [utf16_len(ln) + 1 for ln in lines]
     best, best_key = (0, 0), None
     for lo in range(len(lines)):

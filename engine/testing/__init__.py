@@ -82,8 +82,9 @@ class BackendContract:
     uses_memsift_embeddings: bool = True
     # True: the backend must index session transcripts; None: checked where it declares it does
     indexes_sessions: bool | None = None
-    # False for a backend whose keyword index is not memsift's (QMD's): "tromso" does not find "Tromsø" there
-    folds_special_letters: bool = True
+    # False for a backend whose keyword index is not memsift's text (QMD's): "tromso" does not find "Tromsø"
+    # there, nor a question about open tasks a note's "- [ ]" boxes
+    indexes_memsift_text: bool = True
 
     # --- what a backend's test module may override ----------------------------------------------
 
@@ -680,7 +681,7 @@ class BackendContract:
     def test_a_word_typed_without_its_special_letters_is_found(self, tmp_path: Path, workspace: Path) -> None:
         """ø, ł, ß, æ do not decompose, so no accent-stripping folds them: a keyboard without them types
         "tromso", "lodz", "strasse". The index holds such words folded too (`text.folded_words`)."""
-        if not self.folds_special_letters:
+        if not self.indexes_memsift_text:
             pytest.skip(f"{self.backend}'s keyword index is its own: it matches these letters as it does")
         (workspace / "memory/projects/trip.md").write_text(
             "# Trip\n\nMałgorzata rented the cabin in Tromsø; keys at Hauptstraße 9, Łódź. Ferry from Ærø.\n",
@@ -691,6 +692,27 @@ class BackendContract:
                                  ("aero ferry", "Ærø"), ("malgorzata", "Małgorzata")):
                 assert _paths(await self.keyword(m, plain))[:1] == ["memory/projects/trip.md"], plain
                 assert _paths(await self.keyword(m, typed))[:1] == ["memory/projects/trip.md"], typed
+
+        self.run(tmp_path, workspace, body)
+
+    def test_a_question_about_open_or_finished_tasks_finds_the_checklist(self, tmp_path: Path,
+                                                                          workspace: Path) -> None:
+        """Checklist boxes are punctuation no keyword index holds: the index holds a word for each
+        (`fts_query.box_words`), which "what tasks are still open?" looks up."""
+        if not self.indexes_memsift_text:
+            pytest.skip(f"{self.backend}'s keyword index is its own: it holds no word for a checklist box")
+        (workspace / "memory/projects/errands.md").write_text(
+            "# Errands\n\n- [ ] renew the passport\n- [ ] book flights to Porto\n", encoding="utf-8")
+        (workspace / "memory/projects/done.md").write_text(
+            "# Errands\n\n- [x] paid the electricity bill\n- [x] called the plumber\n", encoding="utf-8")
+
+        async def body(m: SearchManager) -> None:
+            for question, path in (("what tasks are still open?", "memory/projects/errands.md"),
+                                   ("what's on my to-do list?", "memory/projects/errands.md"),
+                                   ("which tasks did I complete?", "memory/projects/done.md")):
+                answer = await m.search(question)
+                self.assert_own_answer(answer)
+                assert _paths(answer)[:1] == [path], (question, _paths(answer))
 
         self.run(tmp_path, workspace, body)
 

@@ -16,7 +16,7 @@ class TestBuiltin(BackendContract):
 class TestQmd(BackendContract):
     backend = "qmd"
     uses_memsift_embeddings = False  # QMD embeds with its own models
-    folds_special_letters = False  # QMD's own keyword index: "tromso" does not find "Tromsø" (docs/operators/qmd.md)
+    indexes_memsift_text = False  # QMD's own keyword index: "tromso" does not find "Tromsø" (docs/operators/qmd.md)
 
     def memory_config(self, tmp_path):
         memory = backend_memory("qmd")

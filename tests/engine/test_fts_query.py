@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memsift.backends.builtin.store import fts_tokenizer_clause
-from memsift.engine.search.fts_query import index_text, plan_query, query_terms
+from memsift.engine.search.fts_query import (DONE_BOX, OPEN_BOX, box_words, index_text, plan_query, query_terms,
+                                             task_terms)
 
 
 def _fts(tokenizer: str, docs: list[str]) -> apsw.Connection:
@@ -147,3 +148,20 @@ def test_a_word_typed_without_letters_no_accent_stripping_reaches_is_found(token
     assert set(_hits(conn, "lodz", tokenizer)) == {1, 4}  # the folded word and the plain one alike
     assert _hits(conn, "Łódź", tokenizer) == [1]  # the letters as written still find only their note
     assert index_text("plain ASCII text", tokenizer) == "plain ASCII text"  # nothing added where nothing folds
+
+
+CHECKLISTS = ["- 09:41 [ ] renew the passport\n- [x] call the plumber", "* [x] paid the bill\n1. [X] sent the form",
+              "A list [ ] inside a line, and [x] too, is no box.", "- [ ] book flights\n- [ ] buy oat milk"]
+
+
+@pytest.mark.parametrize("tokenizer", ["unicode61", "trigram"])
+def test_a_question_about_tasks_finds_the_checklist_boxes_it_asks_for(tokenizer):
+    assert box_words(CHECKLISTS[0]) == [OPEN_BOX, DONE_BOX] and box_words(CHECKLISTS[2]) == []
+    for question, boxes in (("what tasks are still open?", [OPEN_BOX]), ("what's on my to-do list?", [OPEN_BOX]),
+                            ("what do I still need to do?", [OPEN_BOX]), ("which tasks did I complete?", [DONE_BOX]),
+                            ("which tasks haven't I finished?", [OPEN_BOX]), ("when did I finish the report?", []),
+                            ("what did we decide about the ledger?", [])):
+        assert task_terms(question) == boxes, question
+    conn = _fts(tokenizer, CHECKLISTS)
+    assert set(_hits(conn, "what tasks are still open?", tokenizer)) == {1, 4}
+    assert _hits(conn, "which tasks did I complete?", tokenizer)[:1] == [2]  # two ticked boxes, one

@@ -76,3 +76,14 @@ def test_match_form_folds_latin_accents_in_either_unicode_form_as_the_keyword_in
     # Other scripts keep their marks, as in the index; CJK and Hangul are untouched.
     assert match_form("Ёлка が 한국어") == "ёлка が 한국어"
     assert match_form(unicodedata.normalize("NFD", "Ёлка が 한국어")) == "ёлка が 한국어"
+
+
+def test_a_question_about_tasks_shows_the_lines_with_the_boxes_it_asks_for():
+    from memsift.engine.search.fts_query import DONE_BOX, OPEN_BOX
+
+    lines = [f"- 0{i % 10}:00 met someone about topic number {i} and talked for a long while" for i in range(12)]
+    text = "\n".join([*lines[:6], "- [x] paid the electricity bill", *lines[6:], "- [ ] renew the passport",
+                      *lines[:4]])
+    assert "renew the passport" in make_snippet(text, 1, ["tasks", OPEN_BOX], max_chars=300).text
+    assert "paid the electricity bill" in make_snippet(text, 1, ["tasks", DONE_BOX], max_chars=300).text
+    assert "passport" not in make_snippet(text, 1, ["tasks"], max_chars=300).text  # what it showed before
