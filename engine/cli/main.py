@@ -23,7 +23,7 @@ import click
 from ..errors import CommandTimeout, ConfigError, MemsiftError
 from ..requests import InvalidRequest, ReadOptions, SearchOptions, StatusOptions, check_session_key
 from ..secrets import redact, url_without_password
-from ..mcp.stopping import STOP_GRACE_S, exit_within, stop_signals
+from ..mcp.stopping import STOP_GRACE_S, end_on_unraisable_stops, exit_within, stop_signals
 from .options import (
     PARITY_SIDE,
     build_request,
@@ -1038,6 +1038,7 @@ def main() -> None:
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM)):  # SIGHUP: its terminal closed
         if signal.getsignal(sig) in (signal.SIG_DFL, None):  # not one `nohup` ignores, nor the early handler
             signal.signal(sig, _terminated)
+    end_on_unraisable_stops()  # a stop that lands inside a finaliser ends the process, without a traceback
     try:
         cli(prog_name="memsift")
     except BaseExceptionGroup as group:  # the signal arrived inside a task group (uvicorn re-raises it after shutdown)

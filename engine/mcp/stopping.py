@@ -21,10 +21,13 @@ from __future__ import annotations
 import faulthandler
 import os
 import signal
+import sys
 import threading
+from typing import Any
 
 __all__ = [
     "end_children",
+    "end_on_unraisable_stops",
     "exit_within",
     "own_children",
     "signalled",
@@ -119,6 +122,27 @@ def _end_now(signum: int, grace_s: float) -> None:
     os._exit(128 + signum)
 
 
+def end_on_unraisable_stops() -> None:
+    """A stop signal's exit raised where Python cannot raise it (inside a weakref callback of the
+    import machinery, a finaliser) is printed as "Exception ignored in … Traceback" and dropped, and
+    the process goes on until its grace ends: it ends at once instead, quietly, as the grace would
+    (its children first). Other unraisable errors keep Python's report. Once per process."""
+    previous = sys.unraisablehook
+    if getattr(previous, "memsift_stops", False):
+        return
+
+    def hook(unraisable: Any) -> None:
+        exc = unraisable.exc_value
+        if isinstance(exc, KeyboardInterrupt) or (isinstance(exc, SystemExit) and signalled()):
+            code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 130
+            end_children()
+            os._exit(code)
+        previous(unraisable)
+
+    hook.memsift_stops = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
+
+
 def exit_within(signum: int, grace_s: float = GRACE_S) -> None:
     """The process exits `grace_s` from now unless it has by then (armed once; later calls do nothing)."""
     if _armed:
@@ -152,6 +176,7 @@ def _watch(fd: int) -> None:
 def watch_signals() -> None:
     """Arm the grace the moment a stop signal arrives (their Python handlers must be installed:
     the wakeup fd is written for signals that have one). Once per process; from the main thread."""
+    end_on_unraisable_stops()
     if _watching:
         return
     read_fd, write_fd = os.pipe()
