@@ -533,7 +533,7 @@ print("went on", flush=True)
 def test_a_stop_that_lands_inside_a_finaliser_ends_the_process_quietly(raised, code):
     """SIGTERM landing while Python ran a weakref callback of the import machinery printed "Exception
     ignored in: <function _get_module_lock.<locals>.cb …> Traceback … SystemExit: 143" and the process
-    went on until its grace ended (found by the busy-machine test above, 1 run in ~40). Another
+    went on until its grace ended (found once by the busy-machine test above, in a full suite run). Another
     error there keeps Python's report."""
     done = subprocess.run([sys.executable, "-c", UNRAISABLE, raised], capture_output=True, text=True, timeout=60)
     assert done.returncode == code, (done.returncode, done.stderr[-2000:])
