@@ -55,6 +55,7 @@ class FtsPlan:
     # question's own, matched on their own and weighed below them (EXPANSION_WEIGHT).
     expansions: list[str] = field(default_factory=list)
     expansion_match: str | None = None
+    boxes: list[str] = field(default_factory=list)  # the checklist boxes a question about tasks asks for (task_terms)
 
 
 # Checklist boxes ("- [ ] renew the passport", "- 09:41 [x] call the plumber", as `memsift note "[ ] …"`
@@ -200,7 +201,8 @@ def plan_query(query: str, tokenizer: str = "unicode61", *, expansion: str = "of
         else:
             match_terms.append(_phrase(words))
 
-    match_terms = list(dict.fromkeys(match_terms))[:MAX_TERMS - 1] + [_phrase([t]) for t in task_terms(query)]
+    boxes = task_terms(query)
+    match_terms = list(dict.fromkeys(match_terms))[:MAX_TERMS - 1] + [_phrase([t]) for t in boxes]
     expansions: list[str] = []
     if expansion != "off" and match_terms:
         from .expansion import expand_terms, verbs_of  # noqa: PLC0415  (reads the lexicon when first used)
@@ -208,4 +210,4 @@ def plan_query(query: str, tokenizer: str = "unicode61", *, expansion: str = "of
         expansions = expand_terms(terms, verbs=verbs_of(question_words(query)), synonyms=expansion == "synonyms")
     expansion_terms = [_word_term(w, tokenizer) for w in expansions]
     return FtsPlan(" OR ".join(match_terms) if match_terms else None, terms, match_terms, expansions,
-                   " OR ".join(expansion_terms) if expansion_terms else None)
+                   " OR ".join(expansion_terms) if expansion_terms else None, boxes)

@@ -25,7 +25,7 @@ from ..results import Degraded, SearchHit
 from .hits import hits_from_ranked
 from .modes import Sides
 from .pipeline import PipelineParams, rank
-from .fts_query import FtsPlan, plan_query, task_terms
+from .fts_query import FtsPlan, plan_query
 from .ranking import Candidate
 from .request import SearchRequest
 from .time_only import MAX_COMMON_WORDS, names_only_a_time, nearby_windows, topic_words
@@ -186,7 +186,7 @@ async def gather_indexed(store: CandidateStore | Any, req: SearchRequest, how: I
         time_only = names_only_a_time(req.q, windows, weightless.__contains__)
     params = PipelineParams.from_query(query, max_results=req.limit, min_score=req.floor, now=req.now,
                                        windows=windows, time_filter=req.time_filter, time_only=time_only,
-                                       show_below=req.min_score is None, boxes=tuple(task_terms(req.topic)))
+                                       show_below=req.min_score is None, boxes=tuple(plan.boxes))
     # A question that names only a time: its windows' notes are the answer (engine/search/time_only.py).
     window = await run(lambda: store.window_rows(nearby_windows(windows), req.limit)) \
         if params.time.time_only and windows else None
@@ -203,7 +203,7 @@ def rank_gathered(g: Gathered, how: IndexedSearch) -> IndexedAnswer:
     ranked, facts = rank(g.times.get, keyword=g.keyword, vector=g.vector, terms=g.plan.terms, params=g.params,
                          window=g.window)
     # a question about tasks: the snippet shows the lines with the boxes it asks for (snippets.make_snippet)
-    hits = hits_from_ranked(ranked, facts, terms=g.plan.terms + list(g.params.boxes), ranks=g.ranks,
+    hits = hits_from_ranked(ranked, facts, terms=g.plan.terms + g.plan.boxes, ranks=g.ranks,
                             hybrid=g.query.hybrid, cite=how.cite, snippet_chars=how.snippet_chars, explain=True)
     for hit in hits:
         hit.rescued = True if hit.explain and hit.explain.rescued else None

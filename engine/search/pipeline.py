@@ -62,7 +62,7 @@ class PipelineParams:
     mmr_lambda: float
     time: TimeParams = field(default_factory=TimeParams)
     show_below: bool = False  # minScore is the default, not the caller's: an empty cut shows the closest, marked
-    boxes: tuple[str, ...] = ()  # the checklist boxes a question about tasks asks for (fts_query.task_terms)
+    boxes: tuple[str, ...] = ()  # the checklist boxes a question about tasks asks for (FtsPlan.boxes)
 
     @classmethod
     def from_query(
