@@ -315,6 +315,9 @@ class Indexer:
                     if not cause:
                         self._incremental(conn, vec, report, want, current or want)
                         self._record_skipped(conn)
+                    elif not allow_full and current is not None:
+                        self._catch_up_keywords(conn, vec, report)
+                        self._record_skipped(conn)
                 finally:
                     conn.close()  # closed before any rebuild swaps the file
             else:
@@ -726,9 +729,9 @@ class Indexer:
 
     # --- the two kinds of sync --------------------------------------------------------------
 
-    def _incremental(
-        self, conn: apsw.Connection, vec: VectorState, report: SyncReport, want: dict[str, Any], current: dict
-    ) -> None:
+    def _apply_scan(self, conn: apsw.Connection, vec: VectorState,
+                    report: SyncReport) -> tuple[list[_Pending], set[str]]:
+        """Scan, record touched files' new times and drop removed files' rows; returns (changed, removed)."""
         changed, touched, removed, unchanged = self._scan(conn)
         report.files_seen = len(changed) + unchanged
         report.files_unchanged = unchanged
@@ -739,6 +742,22 @@ class Indexer:
                 self._delete_path(conn, vec, path)
                 conn.execute("DELETE FROM files WHERE path=?", (path,))
         report.files_removed = len(removed)
+        return changed, removed
+
+    def _catch_up_keywords(self, conn: apsw.Connection, vec: VectorState, report: SyncReport) -> None:
+        """A sync that may not rebuild (a search's) when the index must be (this memsift or the settings
+        changed what is stored): the notes written, edited or deleted since are still brought in, by
+        keyword, so a search finds them (it answered from the index as the old memsift left it, a note
+        written after the upgrade was found only once `memsift index` ran). No vectors are made (the
+        rebuild embeds every chunk) and the meta is left as it is: the rebuild stays due."""
+        changed, _removed = self._apply_scan(conn, vec, report)
+        self.defer_vectors = True  # keyword rows only, written in keyword-sized groups
+        self._index_pending(conn, vec, [conn], changed, report, tolerate_embed_errors=True)
+
+    def _incremental(
+        self, conn: apsw.Connection, vec: VectorState, report: SyncReport, want: dict[str, Any], current: dict
+    ) -> None:
+        changed, removed = self._apply_scan(conn, vec, report)
         self._index_pending(conn, vec, [conn], changed, report, tolerate_embed_errors=self.tolerate_embed_errors)
         self._backfill_vectors(conn, vec, report)
         pending_before = bool(current.get("vectorsPending"))

@@ -505,6 +505,31 @@ async def _take_lock(conn: Any, agent: str, timeout_s: float) -> None:
         await anyio.sleep(LOCK_POLL_S)
 
 
+async def _apply_scan(s: _Sync, live: int, *, include_sessions: bool) -> tuple[list[_Pending], set[str]]:
+    """Scan the live generation, record touched files' new times and drop removed files' rows;
+    returns (changed, removed)."""
+    changed, touched, removed, unchanged = await s.scan(live, include_sessions=include_sessions)
+    s.report.files_seen, s.report.files_unchanged, s.report.files_removed = (
+        len(changed) + unchanged, unchanged, len(removed))
+    async with s.conn.transaction():
+        async with s.conn.cursor() as cur:
+            await cur.executemany(
+                "UPDATE memsift_files SET mtime_ns = %s, size = %s WHERE agent_id = %s AND generation = %s "
+                "AND path = %s",
+                [(m, z, s.agent, live, p) for p, m, z in touched],
+            )
+        if removed:
+            await s._delete_paths(live, sorted(removed))
+    return changed, removed
+
+
+async def _catch_up_keywords(s: _Sync, live: int) -> None:
+    """A search's sync when the index must be rebuilt: the changed notes' rows, without vectors
+    (`s` embeds nothing), in the live generation; a note written after an upgrade is found by keyword."""
+    changed, _removed = await _apply_scan(s, live, include_sessions=False)
+    await s.index(live, changed, live, tolerate=True)
+
+
 async def sync_agent(
     conn: Any,
     settings: ResolvedConfig,
@@ -551,6 +576,9 @@ async def sync_agent(
         if cause and not allow_full and meta is not None:
             report.reindex_cause = cause  # a search does not rebuild: it answers from what is there
             report.notes += filter(None, [rebuild_note(meta, cause)])
+            # ... with the notes written since brought in by keyword (no vectors: the rebuild embeds
+            # every chunk; the meta is kept: the rebuild stays due), as on builtin.
+            await _catch_up_keywords(_Sync(conn, settings, ident, None, report), live)
         elif cause:
             log.info("full reindex", cause=cause, agent=agent)
             report.full_reindex, report.reindex_cause = True, cause
@@ -573,21 +601,7 @@ async def sync_agent(
             for table in ("memsift_postings", "memsift_chunks", "memsift_files", "memsift_stats"):
                 await conn.execute(f"DELETE FROM {table} WHERE agent_id = %s AND generation = %s", (agent, live))
         else:
-            changed, touched, removed, unchanged = await s.scan(live, include_sessions=include_sessions)
-            report.files_seen, report.files_unchanged, report.files_removed = (
-                len(changed) + unchanged,
-                unchanged,
-                len(removed),
-            )
-            async with conn.transaction():
-                async with conn.cursor() as cur:
-                    await cur.executemany(
-                        "UPDATE memsift_files SET mtime_ns = %s, size = %s WHERE agent_id = %s AND generation = %s "
-                        "AND path = %s",
-                        [(m, z, agent, live, p) for p, m, z in touched],
-                    )
-                if removed:
-                    await s._delete_paths(live, sorted(removed))
+            changed, removed = await _apply_scan(s, live, include_sessions=include_sessions)
             await s.index(live, changed, live, tolerate=tolerate_embed_errors)
             await s.backfill(live)
             skipped = [{"path": k.path, "reason": k.reason} for k in s.skipped]

@@ -348,6 +348,12 @@ def test_status_says_what_a_search_would_do_right_now(tmp_path, example_workspac
     assert "(0 file(s) changed)" not in r.stdout
     answer = json.loads(_memsift(tmp_path, "-w", ws, "search", "Lisbon trip", "--json").stdout)
     assert answer["mode"] == "fts-only"  # what status said
+    # A note written meanwhile is found by keyword before the rebuild (it was not until `memsift index`).
+    (example_workspace / "memory" / "2026-11-30.md").write_text("- Booked the zqferry to Bornholm.\n")
+    answer = json.loads(_memsift(tmp_path, "-w", ws, "search", "zqferry", "--json").stdout)
+    assert [h["path"] for h in answer["results"]] == ["memory/2026-11-30.md"] and answer["mode"] == "fts-only"
+    r, lines = _status(tmp_path, "-w", ws)
+    assert "keyword only until `memsift index`" in lines[0] and "changed file" not in lines[0], r.stdout
 
     assert _memsift(tmp_path, "-w", ws, "index").returncode == 0
     (example_workspace / "MEMORY.md").write_text((example_workspace / "MEMORY.md").read_text() + "- one more fact\n")

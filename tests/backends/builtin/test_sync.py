@@ -190,6 +190,32 @@ def test_search_does_not_rebuild_a_stale_index_but_says_so(tmp_path):
     run(m.aclose)
 
 
+def test_notes_written_while_a_rebuild_is_due_are_found_by_keyword_before_it(tmp_path):
+    """A search does not rebuild, but it brings in what changed since, by keyword: before, a note
+    written after an upgrade or a settings change was not found until `memsift index` ran."""
+    ws = _ws(tmp_path)
+    run(_manager(tmp_path, ws, FakeEmbeddingProvider(model="bow-a")).sync)
+    (ws / "memory" / "2026-11-06.md").write_text("# 2026-11-06\n\n- Booked the ferry to Bornholm, cabin 12.\n")
+    (ws / "memory" / "2026-11-02.md").unlink()
+    before = _digest(ws)
+    provider = FakeEmbeddingProvider(model="bow-b")
+    m = _manager(tmp_path, ws, provider)
+    answer = run(m.search, "ferry Bornholm", min_score=0)
+    assert answer.mode == "fts-only" and "memsift index" in answer.degraded.vector
+    assert [h.path for h in answer.results][:1] == ["memory/2026-11-06.md"]
+    assert not run(m.search, "topic2", mode="keyword", min_score=0).results  # the deleted note's rows are gone
+    vectors = _rows(m.db_path, "SELECT count(*) FROM chunks WHERE path = ? AND embedding IS NOT NULL",
+                    ("memory/2026-11-06.md",))
+    assert vectors == [(0,)], "no vectors are made for a rebuild to throw away"
+    status = run(m.status)
+    assert status.index["rebuildNeeded"] and status.index["meta"]["model"] == "bow-a"  # the rebuild stays due
+    assert status.index["pendingChanges"] == 0 and status.files == 6
+    rebuilt = run(m.sync)
+    assert rebuilt.full_reindex and run(m.search, "ferry Bornholm", min_score=0).mode == "hybrid"
+    assert _digest(ws) == before
+    run(m.aclose)
+
+
 def test_an_upgrade_that_needs_a_rebuild_says_so_in_the_answer(tmp_path):
     """A new memsift whose provider key differs (its build of the local model changed) answers the
     first searches by keywords and says why in words, naming both versions; not after `index`."""

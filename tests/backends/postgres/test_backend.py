@@ -81,11 +81,15 @@ def test_incremental_sync_and_atomic_rebuild(tmp_path, example_workspace, pg_dsn
                 older = {"updatedBy": "0.9.0", "builtBy": "0.9.0", "providerKey": "older-build"}
                 conn.execute("UPDATE memsift_agents SET meta = meta || %s::jsonb WHERE agent_id = 'main'",
                              (json.dumps(older),))
+            (example_workspace / "memory" / "2026-11-21.md").write_text("- counted the puffin burrows\n")
             declined = await m.sync(reason="search", allow_full=False)  # a search's own sync (onSearch is off here)
             assert not declined.full_reindex and declined.reindex_cause
+            assert declined.files_indexed == 1 and declined.chunks_embedded == 0  # by keyword, before the rebuild
             stale = await m.search("gannet colony")
             assert stale.mode == "fts-only" and stale.notes and "must be rebuilt for memsift" in stale.notes[0]
             assert "this memsift's build of it" in stale.notes[0] and "0.9.0" in stale.notes[0]
+            assert [h.path for h in (await m.search("puffin burrows", mode="keyword")).results] == [
+                "memory/2026-11-21.md"]
             assert (await m.sync()).full_reindex and not (await m.search("gannet colony")).notes
         assert (
             example_workspace / "memory" / "2026-11-20.md"
