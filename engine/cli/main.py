@@ -537,19 +537,37 @@ def helpers_stop(obj: _Ctx, all_: bool) -> None:
         sys.exit(EXIT_CODES["error"])
 
 
+NOTE_FROM_STDIN_MAX_BYTES = 1 << 20  # a longer text belongs in a file of its own under memory/
+
+
+def _note_text(text: str | None) -> str:
+    """TEXT, or with `-` the text piped in (`pbpaste | memsift note -`). Only `-` reads stdin: a
+    bare `memsift note` run by a tool whose stdin stays open would wait forever."""
+    if text != "-":
+        return text or ""
+    data = click.get_binary_stream("stdin").read(NOTE_FROM_STDIN_MAX_BYTES + 1)
+    if len(data) > NOTE_FROM_STDIN_MAX_BYTES:
+        raise click.UsageError(f"a note read from stdin holds at most {NOTE_FROM_STDIN_MAX_BYTES >> 20} MiB; "
+                               "save a longer text as a file of its own under memory/")
+    return data.decode("utf-8", errors="replace")
+
+
 @cli.command(cls=_TextCommand)
-@click.argument("text")
+@click.argument("text", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
-def note(obj: _Ctx, text: str, as_json: bool) -> None:
-    """Append TEXT as a timestamped line to today's memory/YYYY-MM-DD.md (created if needed)."""
+def note(obj: _Ctx, text: str | None, as_json: bool) -> None:
+    """Append TEXT as a timestamped line to today's memory/YYYY-MM-DD.md (created if needed);
+    `memsift note -` reads the note from stdin."""
     from ..files.notes import append_note  # noqa: PLC0415
     from ..config.workspace import is_workspace  # noqa: PLC0415
     from ..config.zones import wall_clock  # noqa: PLC0415
     from ..search.clock import now as clock_now  # noqa: PLC0415
 
+    text = _note_text(text)
     if not text.strip():
-        raise click.UsageError('a note needs some text, e.g. memsift note "Call the dentist on Monday"')
+        raise click.UsageError('a note needs some text, e.g. memsift note "Call the dentist on Monday" '
+                               "(or pipe it in: … | memsift note -)")
     with _errors_to_exit():
         settings = obj.settings()
         new = not is_workspace(settings.workspace)

@@ -158,6 +158,26 @@ def test_text_that_starts_with_a_dash_is_told_how_to_pass_it(tmp_path):
     assert (ws / "memory" / "2026-11-22.md").read_text().endswith("- 09:41 call the dentist\n")
 
 
+def test_a_note_piped_in_with_a_dash_is_read_from_stdin(tmp_path):
+    """`pbpaste | memsift note -` wrote a note reading "-"; a missing TEXT said click's "Missing
+    argument 'TEXT'." alone. The dash reads stdin; nothing, or too much, is a clear error."""
+    ws, env, cli = _cli_at_0941(tmp_path)
+    log = ws / "memory" / "2026-11-22.md"
+    r = subprocess.run([*cli, "note", "-"], input=b"the spare key is \xffunder the pot\nsecond line\n", env=env,
+                       capture_output=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.decode().strip() == "memory/2026-11-22.md:3", r.stderr
+    assert log.read_text() == "# 2026-11-22\n\n- 09:41 the spare key is \ufffdunder the pot\n  second line\n"
+    for args, given in ((["note"], b"ignored: only a dash reads stdin"), (["note", "-"], b"  \n"),
+                        (["note", "-"], b"x" * (2 << 20))):
+        r = subprocess.run([*cli, *args], input=given, env=env, capture_output=True, timeout=300)
+        assert r.returncode == 2 and b"Traceback" not in r.stderr, r.stderr
+        assert b"memsift note -" in r.stderr or b"at most 1 MiB" in r.stderr, r.stderr
+    assert log.read_text().count("\n- ") == 1  # nothing else was written
+    found = subprocess.run([*cli, "search", "spare key", "--mode", "keyword", "--json"], env=env, capture_output=True,
+                           text=True, timeout=300)
+    assert [h["path"] for h in json.loads(found.stdout)["results"]] == ["memory/2026-11-22.md"]
+
+
 def test_names_other_tools_give_are_answered_with_memsifts(tmp_path):
     """`memsift query` (QMD's), `memsift help` (git's) and `search --limit` were met with click's nearest
     spelling: "Did you mean 'helpers'?", "'index'?" for `find`, "'--corpus'?" for `--top`, or nothing."""
