@@ -172,16 +172,34 @@ OTHER_TOOLS_OPTIONS = {"--limit": "--max-results", "--top": "--max-results", "--
                        "--before": "--until", "--from": "--since", "--to": "--until"}
 
 
+# ... and of `config` (`openclaw config get`, `git config --list`, `npm config set`). memsift never
+# writes a config file it did not create: the user edits it.
+OTHER_TOOLS_CONFIG_COMMANDS = {"get": "config show KEY", "list": "config show", "print": "config show",
+                               "dump": "config show", "view": "config show", "set": None, "unset": None,
+                               "edit": None}
+
+
 class _Commands(click.Group):
     """memsift's commands; a name another tool gives one of them gets memsift's name, not click's
     nearest spelling."""
 
+    others: dict[str, str | None] = OTHER_TOOLS_COMMANDS  # type: ignore[assignment]
+
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
                                                                            list[str]]:
         name = args[0] if args else ""
-        if name not in self.commands and name.lower() in OTHER_TOOLS_COMMANDS:
-            ctx.fail(f"No such command {name!r}. Did you mean 'memsift {OTHER_TOOLS_COMMANDS[name.lower()]}'?")
+        if name not in self.commands and name.lower() in self.others:
+            ours = self.others[name.lower()]
+            if ours is None:
+                ctx.fail(f"No such command {name!r}: memsift reads its config file and never changes it; edit the "
+                         "file (`memsift config show` names it, configPath), and `memsift config show KEY` shows "
+                         "what a setting is and where it came from.")
+            ctx.fail(f"No such command {name!r}. Did you mean 'memsift {ours}'?")
         return super().resolve_command(ctx, args)
+
+
+class _ConfigCommands(_Commands):
+    others = OTHER_TOOLS_CONFIG_COMMANDS
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]}, params=group_params())
@@ -931,7 +949,7 @@ def openclaw_uninstall(openclaw_command: str, as_json: bool) -> None:
     _said_changes(changes, config, as_json, {"uninstalled": "memsift", "config": config})
 
 
-@cli.group()
+@cli.group(cls=_ConfigCommands)
 def config() -> None:
     """Write a starter configuration, or inspect the resolved one."""
 
@@ -1004,10 +1022,13 @@ def config_init(obj: _Ctx, force: bool, target: str | None) -> None:
 
 
 @config.command("show")
+@click.argument("key", required=False)
 @click.pass_obj
-def config_show(obj: _Ctx) -> None:
+def config_show(obj: _Ctx, key: str | None) -> None:
     """Print the resolved config for the agent (defaults, files, environment merged; secrets
-    masked), and under `sources` which file and key each setting came from."""
+    masked), and under `sources` which file and key each setting came from. With KEY
+    (`memorySearch.query.maxResults`, `memory.backend`; as in the file, `agents.defaults.…`, too)
+    only that setting's value, and on stderr where it came from."""
     with _errors_to_exit():
         s = obj.settings()
     ms = s.memory_search.model_dump(by_alias=True, mode="json")  # the API key prints as **********
@@ -1028,7 +1049,51 @@ def config_show(obj: _Ctx) -> None:
         "sources": dict(sorted(s.sources.items())),
         "warnings": list(s.notes),
     }
-    _emit_json(_whole_numbers(data))
+    data = _whole_numbers(data)
+    if key is None:
+        _emit_json(data)
+        return
+    path, value = _setting(data, key)
+    click.echo(value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False))
+    sources = data["sources"]
+    source = sources.get(path) or next((where for k, where in sources.items() if path.startswith(k + ".")), None)
+    inside = {k: where for k, where in sources.items() if k.startswith(path + ".")}  # a section's settings
+    if source:
+        click.echo(f"memsift: {path} from {source}", err=True)
+    for k, where in inside.items():
+        click.echo(f"memsift: {k} from {where}", err=True)
+    if not source:
+        click.echo(f"memsift: {path}{' (the rest)' if inside else ''} is memsift's default", err=True)
+
+
+def _setting(data: dict[str, Any], key: str) -> tuple[str, Any]:
+    """The path and value of KEY in `config show`'s document: segments compared without case, `_`
+    or `-` (`max_results` is `maxResults`), a leading `agents.defaults.` (the file's spelling) dropped.
+    An unknown segment is a usage error naming the keys there."""
+    import difflib  # noqa: PLC0415
+
+    def plain(name: str) -> str:
+        return name.replace("_", "").replace("-", "").lower()
+
+    parts = [part for part in key.strip().split(".") if part]
+    if [plain(x) for x in parts[:2]] == ["agents", "defaults"]:
+        parts = parts[2:]
+    node: Any = {k: v for k, v in data.items() if k not in ("sources", "warnings")}
+    path: list[str] = []
+    for part in parts:
+        names = {plain(k): k for k in node} if isinstance(node, dict) else {}
+        if plain(part) not in names:
+            here = ".".join(path) or "the top level"
+            if not names:
+                raise click.UsageError(f"{here} is a value ({json.dumps(node)}), with no {part!r} under it")
+            near = difflib.get_close_matches(part, list(names.values()), n=1)
+            hint = f" Did you mean {'.'.join([*path, near[0]])!r}?" if near else ""
+            raise click.UsageError(f"no setting {part!r} under {here}.{hint} Keys there: {', '.join(names.values())}")
+        path.append(names[plain(part)])
+        node = node[names[plain(part)]]
+    if not path:
+        raise click.UsageError("KEY names a setting, e.g. memorySearch.query.maxResults")
+    return ".".join(path), node
 
 
 def _whole_numbers(value: Any) -> Any:

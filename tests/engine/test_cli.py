@@ -105,6 +105,38 @@ def test_config_show_prints_the_resolved_config(tmp_path, example_workspace):
     assert "sk-live-abc" not in r.stdout
 
 
+def test_config_show_key_prints_one_setting_and_where_it_came_from(tmp_path, example_workspace):
+    """`memsift config show KEY` (and the names other tools give: `config get`, `config set`): one
+    setting, its source on stderr; before, only the whole document, and "No such command 'get'"."""
+    cfg = tmp_path / "c.json5"
+    cfg.write_text("{memory: {backend: 'builtin'}, agents: {defaults: {memorySearch: {query: {maxResults: 4},"
+                   " remote: {apiKey: 'sk-live-abc'}}}}}")
+    ws = str(example_workspace)
+
+    def show(*key: str):
+        return _memsift(tmp_path, "-c", str(cfg), "-w", ws, "config", *key)
+
+    for key in ("agents.defaults.memorySearch.query.maxResults", "memorySearch.query.max_results"):
+        r = show("show", key)
+        assert r.returncode == 0 and r.stdout == "4\n", (r.stdout, r.stderr)
+        assert f"{cfg}: agents.defaults.memorySearch.query.maxResults" in r.stderr, r.stderr
+    r = show("show", "memory.backend")
+    assert r.stdout == "builtin\n" and "memory.backend from" in r.stderr
+    r = show("show", "memorySearch.query.hybrid.vectorWeight")
+    assert r.stdout == "0.7\n" and "is memsift's default" in r.stderr, r.stderr
+    r = show("show", "memorySearch.query")
+    assert json.loads(r.stdout)["maxResults"] == 4 and "memorySearch.query (the rest) is memsift's default" in r.stderr
+    r = show("show", "memorySearch.remote.apiKey")
+    assert r.returncode == 0 and "sk-live-abc" not in r.stdout + r.stderr and r.stdout.strip() == "**********"
+    for args, said in ((("show", "memorySearch.query.maxResult"), "Did you mean 'memorySearch.query.maxResults'?"),
+                       (("show", "memory.backend.kind"), "is a value"),
+                       (("get", "memory.backend"), "Did you mean 'memsift config show KEY'?"),
+                       (("set", "memory.backend", "qmd"), "never changes it; edit the file")):
+        r = show(*args)
+        assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert "backend: 'builtin'" in cfg.read_text()  # `set` changed nothing
+
+
 def test_exit_codes(tmp_path, example_workspace):
     ws = str(example_workspace)
     bad = tmp_path / "bad.json5"
