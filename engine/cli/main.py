@@ -563,7 +563,7 @@ def _note_text(text: str | None) -> str:
     bare `memsift note` run by a tool whose stdin stays open would wait forever."""
     if text != "-":
         return text or ""
-    data = click.get_binary_stream("stdin").read(NOTE_FROM_STDIN_MAX_BYTES + 1)
+    data = sys.stdin.buffer.read(NOTE_FROM_STDIN_MAX_BYTES + 1)
     if len(data) > NOTE_FROM_STDIN_MAX_BYTES:
         raise click.UsageError(f"a note read from stdin holds at most {NOTE_FROM_STDIN_MAX_BYTES >> 20} MiB; "
                                "save a longer text as a file of its own under memory/")
