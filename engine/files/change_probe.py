@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..logging import get_logger
 from .multimodal import extensions_for
-from .discovery import ignored_dir
+from .discovery import ignored_dir, ignored_file
 
 if TYPE_CHECKING:
     from ..config import ResolvedConfig
@@ -200,7 +200,7 @@ class ChangeProbe:
                 if mask & (_IN_CREATE | _IN_MOVED_TO):
                     self._add_tree(path)  # before the sync scans it, so no later write is missed
                 return True
-            if name.lower().endswith(self.extensions):
+            if name.lower().endswith(self.extensions) and not ignored_file(name):
                 return True
         if name in self._names.get(folder, ()):
             if is_dir and mask & (_IN_CREATE | _IN_MOVED_TO) and Path(path) in self._trees:

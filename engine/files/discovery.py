@@ -23,23 +23,32 @@ from typing import Any
 from ..errors import PathNotAllowedError
 from .multimodal import modality_of
 
-__all__ = ["MemoryFile", "Skipped", "IGNORED_DIRS", "ignored_dir", "discover_memory_files", "open_memory_file",
+__all__ = ["MemoryFile", "Skipped", "IGNORED_DIRS", "ignored_dir", "ignored_file", "discover_memory_files", "open_memory_file",
            "read_open_file", "ROOT_FILES", "READABLE_ROOT_FILES", "skip_units", "line_range", "decode_note",
            "is_utf16_note", "UTF16_CODECS"]
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
 READABLE_ROOT_FILES = ("MEMORY.md", "memory.md", "DREAMS.md")
 # Folders below a memory root that hold no memory: tools' folders (the watcher's list, the reference's)
-# and the old versions and deleted notes that sync tools and note apps keep beside the notes (Syncthing's
-# .stversions, Resilio's .sync, Obsidian's .trash, Logseq's .recycle, the desktop's and macOS's trash).
-# Indexed, a stale copy answered "what is the gate code?" ahead of the note itself.
+# and the old versions and deleted notes that sync tools, note apps and editors keep beside the notes
+# (Syncthing's .stversions, Resilio's .sync, Dropbox's .dropbox.cache, Obsidian's .trash, Logseq's
+# .recycle, VS Code's Local History .history, the desktop's and macOS's trash). Indexed, a stale copy
+# answered "what is the gate code?" ahead of the note itself.
 IGNORED_DIRS = frozenset({".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox", "__pycache__",
-                          ".stversions", ".sync", ".trash", ".Trash", ".Trashes", ".recycle"})
+                          ".stversions", ".sync", ".dropbox.cache", ".trash", ".Trash", ".Trashes", ".recycle",
+                          ".history"})
 
 
 def ignored_dir(name: str) -> bool:
     """Whether a folder of this name, below a memory root, is left out (`.Trash-1000`: a drive's trash)."""
     return name in IGNORED_DIRS or name.startswith(".Trash-")
+
+
+def ignored_file(name: str) -> bool:
+    """Whether a file of this name, below a memory root, is left out: macOS's AppleDouble companions
+    (`._2026-11-02.md`, the Finder's metadata on a network share, exFAT or FAT drive), binary, one
+    beside every note; skipped as binary, they filled status's "Skipped" list."""
+    return name.startswith("._")
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs 4 ms per 10,000 files on every sync
@@ -111,6 +120,8 @@ def _walk_md(root: str, skipped: list[Skipped], workspace: Path,
                 name = e.name
                 try:
                     if _is_md(name) or (extra_ext and name.lower().endswith(extra_ext)):
+                        if ignored_file(name):
+                            continue
                         st = e.stat(follow_symlinks=False)
                         if stat.S_ISREG(st.st_mode):
                             out.append((prefix + name, below + name, st.st_mtime_ns, st.st_size))

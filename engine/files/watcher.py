@@ -22,7 +22,7 @@ import anyio
 import watchfiles
 
 from ..logging import get_logger
-from .discovery import ignored_dir
+from .discovery import ignored_dir, ignored_file
 from .multimodal import extensions_for
 
 if TYPE_CHECKING:
@@ -75,6 +75,8 @@ class MemoryWatcher:
         if not path.lower().endswith(self.extensions):
             return False
         p = Path(path)
+        if ignored_file(p.name):
+            return False
         root = next((r for r in self._tree_roots if p.is_relative_to(r)), None)
         below = p.relative_to(root).parts[:-1] if root is not None else p.parts[:-1]
         return not any(ignored_dir(part) for part in below)  # the folders above a root are the user's

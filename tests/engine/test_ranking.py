@@ -136,7 +136,8 @@ def test_mmr_tokens_include_cjk_unigrams_and_bigrams():
 def test_pieces_of_a_line_already_shown_are_dropped():
     def piece(cid, path, start, end, score):
         return Candidate(
-            chunk_id=cid, path=path, source="memory", start_line=start, end_line=end, text="x", score=score
+            chunk_id=cid, path=path, source="memory", start_line=start, end_line=end, text=f"text of {cid}",
+            score=score,
         )
 
     ranked = [
@@ -147,6 +148,22 @@ def test_pieces_of_a_line_already_shown_are_dropped():
         piece("a4", "memory/a.md", 8, 8, 0.5),  # line 8 is shown by a3 already
     ]
     assert [c.chunk_id for c in drop_repeated_lines(ranked)] == ["a1", "b", "a3"]
+
+
+def test_copies_of_a_chunk_on_the_same_day_are_one_hit_cited_by_the_shortest_path():
+    def hit(cid, path, text, score, day=None):
+        return Candidate(chunk_id=cid, path=path, source="memory", start_line=1, end_line=2, text=text, score=score,
+                         day=day)
+
+    ranked = [
+        hit("copy", "memory/2026-11-02 (conflicted copy).md", "# 2026-11-02\n- ferry", 0.9, "2026-11-02"),
+        hit("note", "memory/2026-11-02.md", "# 2026-11-02\n-  ferry ", 0.8, "2026-11-02"),  # spacing aside, the same
+        hit("other-day", "memory/2026-11-09.md", "# 2026-11-02\n- ferry", 0.7, "2026-11-09"),
+        hit("edited", "memory/2026-11-02.sync-conflict-1.md", "# 2026-11-02\n- ferry, cabin 12", 0.6, "2026-11-02"),
+        hit("twice", "memory/2026-11-02.sync-conflict-2.md", "# 2026-11-02\n- ferry", 0.5, "2026-11-02"),
+    ]
+    kept = drop_repeated_lines(ranked)
+    assert [(c.chunk_id, c.score) for c in kept] == [("note", 0.9), ("other-day", 0.7), ("edited", 0.6)]
 
 
 def test_keyword_scores_are_relative_to_the_best_rank_expansions_add_a_little_and_the_cut_keeps_the_extras():
