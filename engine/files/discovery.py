@@ -23,9 +23,9 @@ from typing import Any
 from ..errors import PathNotAllowedError
 from .multimodal import modality_of
 
-__all__ = ["MemoryFile", "Skipped", "IGNORED_DIRS", "ignored_dir", "ignored_file", "discover_memory_files", "open_memory_file",
-           "read_open_file", "ROOT_FILES", "READABLE_ROOT_FILES", "skip_units", "line_range", "decode_note",
-           "is_utf16_note", "UTF16_CODECS"]
+__all__ = ["MemoryFile", "Skipped", "IGNORED_DIRS", "ignored_dir", "ignored_file", "discover_memory_files",
+           "open_memory_file", "read_open_file", "ROOT_FILES", "READABLE_ROOT_FILES", "skip_units", "line_range",
+           "decode_note", "is_utf16_note", "UTF16_CODECS"]
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
 READABLE_ROOT_FILES = ("MEMORY.md", "memory.md", "DREAMS.md")
