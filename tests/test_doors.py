@@ -61,6 +61,10 @@ STALE_COPIES = {"memory/.stversions/2026-11-02~20261101-101010.md": "- The ledge
                 "memory/.trash/ledger.md": "- The ledger's zqstale code was 2222 (deleted).\n"}
 # A checklist, as `memsift note "[ ] …"` writes one: its boxes are punctuation, which no keyword index holds.
 CHECKLIST = {"memory/projects/errands.md": "# Errands\n\n- 09:41 [ ] renew the passport\n- 09:42 [ ] book the ferry\n"}
+# A sync tool's conflict copies of a note: memory, but the same text twice is one hit, cited by the note.
+CONFLICT_COPIES = {name: "- The shed's zqpadlock code is 4417.\n" for name in (
+    "memory/projects/shed.md", "memory/projects/shed.sync-conflict-20261103-101010-ABCDEFG.md",
+    "memory/projects/shed (conflicted copy 2026-11-03).md")}
 SCOPE = {"default": "deny", "rules": [{"action": "allow", "match": {"chatType": "direct"}}]}
 
 
@@ -155,6 +159,7 @@ class Doors:
         write_files(self.ws, ACCENTED_CHAT)
         write_files(self.ws, STALE_COPIES)  # no memory: never found, by any door
         write_files(self.ws, CHECKLIST)
+        write_files(self.ws, CONFLICT_COPIES)
         # Notes dated relative to that day, for questions that name a topic and a time (tests/time_workspace.py).
         self.time = write_time_workspace(self.ws, DOORS_DAY, with_memory_md=False)
         self.cfg = root / "cfg.json"
@@ -451,6 +456,13 @@ def test_a_question_about_open_tasks_finds_the_checklist_through_every_door(door
     for question in ("what tasks are still open?", "what do I still need to do?"):
         answer = _check_same(doors, question, {})
         assert answer["hits"] and answer["hits"][0][0] == "memory/projects/errands.md", answer["hits"][:3]
+
+
+def test_a_conflict_copy_is_one_hit_cited_by_the_note_through_every_door(doors):
+    for query, opts in (("zqpadlock", {"mode": "fts"}), ("what is the shed's padlock code?", {})):
+        answer = _check_same(doors, query, opts)
+        paths = [h[0] for h in answer["hits"]]
+        assert paths[:1] == ["memory/projects/shed.md"] and not [p for p in paths if "onflict" in p], paths
 
 
 def test_the_resident_doors_answered_the_valid_requests(doors):

@@ -30,7 +30,8 @@ SOURCES = ("timestamp", "heading", "file name")
 # 2: days per line (a chunk speaks of every day its lines do); a timestamp needs a time or separator after it.
 # 3: file names dated 2023_05_08, 2023.05.08, 20230508 or memory/2023/05/08.md.
 # 4: file names dated in words, as Roam exports its daily pages ("November 2nd, 2026.md").
-NOTE_DATES_REVISION = 4
+# 5: a sync tool's conflict copy is dated as its note (not by the moment of the conflict its name adds).
+NOTE_DATES_REVISION = 5
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,11 @@ _NAMED = re.compile(
 # 2023.05.08, or none, 20230508 (a year from 1900 on: eight digits are often an id); or the last three
 # folders and name of a year/month/day layout, 2023/05/08.md.
 _FILE_DAY = re.compile(r"(?<!\d)(\d{4})([-_.]?)(\d{2})\2(\d{2})(?!\d)")
+# What a sync tool adds to a note's name when two machines changed it: Syncthing's
+# `.sync-conflict-20261103-101010-ABCDEFG`, ownCloud's `_conflict-20261103-101010`, Dropbox's, Nextcloud's
+# and Obsidian Sync's ` (… conflicted copy …)`. Its date is the conflict's, not the note's.
+_CONFLICT_MARK = re.compile(r"\.sync-conflict-\d{8}-\d{6}(?:-[A-Z0-9]{7})?|_conflict-\d{8}-\d{6}"
+                            r"| \([^()]*\bconflicted copy\b[^()]*\)", re.IGNORECASE)
 _FOLDERS_DAY = re.compile(r"(?:^|/)(\d{4})/(\d{2})/(\d{2})(?!\d)[^/]*$")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 # A line that opens with a timestamp: "2023-05-08 14:02 …", "[2023-05-08] …", "- 2023/05/08: …". A
@@ -101,7 +107,7 @@ def file_name_day(path: str) -> str | None:
     """The day in the file's name (`2023-05-08.md`, `2023_05_08.md`, `2023.05.08.md`, `20230508.md`,
     `standup-2023-05-08.md`, `May 8th, 2023.md`), or in a year/month/day layout (`2023/05/08.md`);
     not a folder's alone: `2023-05-08/notes.md` is a folder of that day's files, which may speak of any."""
-    path = path.replace("\\", "/")
+    path = _CONFLICT_MARK.sub("", path.replace("\\", "/"))
     name = path.rsplit("/", 1)[-1]
     for m in _FILE_DAY.finditer(name):
         year, _sep, month, day = m.groups()

@@ -58,6 +58,15 @@ def test_the_daily_note_names_of_other_tools_date_their_notes():
         "memory/Sept. 3, 2023.md": "2023-09-03",
         "memory/mayday 12 2023.md": None,  # a word that starts as a month does is no month
         "memory/May 31st, 2023 notes/x.md": None,  # a folder's day alone, as above
+        # A sync tool's conflict copy is dated as its note, not by the conflict's moment its name adds.
+        "memory/2023-05-08.sync-conflict-20230510-101010-ABCDEFG.md": "2023-05-08",  # Syncthing
+        "memory/projects/shed.sync-conflict-20230510-101010-ABCDEFG.md": None,
+        "memory/shed (Jane's conflicted copy 2023-05-10).md": None,  # Dropbox
+        "memory/shed (conflicted copy 2023-05-10 101010).md": None,  # Nextcloud
+        "memory/shed (Conflicted copy laptop 202305101010).md": None,  # Obsidian Sync
+        "memory/2023-05-08 (conflicted copy 2023-05-10).md": "2023-05-08",
+        "memory/shed_conflict-20230510-101010.md": None,  # ownCloud
+        "memory/2023/05/08.sync-conflict-20230510-101010-ABCDEFG.md": "2023-05-08",
     }
     assert {path: file_name_day(path) for path in named} == named
 

@@ -118,6 +118,9 @@ CONFLICTS = {
     "memory/2026-11-02 (conflicted copy 2026-11-03).md": FERRY,  # Dropbox, Nextcloud
     "memory/2026-11-09.md": "# 2026-11-09\n\n- Booked the zqferry to Bornholm for the 19th, cabin 12.\n",  # another day
     "memory/projects/trip.sync-conflict-20261104-090000-HIJKLMN.md": "# Trip\n\n- Packed the zqzinnia seeds.\n",
+    # An undated note's copy: dated by nothing either (not by the conflict's day its name adds).
+    "memory/projects/shed.md": "- The shed's zqpadlock code is 4417.\n",
+    "memory/projects/shed (conflicted copy 2026-11-03).md": "- The shed's zqpadlock code is 4417.\n",
 }
 
 
@@ -137,6 +140,8 @@ def test_a_conflict_copy_of_a_note_is_one_hit_cited_by_the_note_through_every_do
             assert sorted(found) == same_twice, (mode, found)
         assert _found(run_cli(tmp_path, cfg, "search", "zqzinnia", "--mode", "keyword", "--json",
                               resident=resident)) == ["memory/projects/trip.sync-conflict-20261104-090000-HIJKLMN.md"]
+        assert _found(run_cli(tmp_path, cfg, "search", "zqpadlock", "--mode", "keyword", "--json",
+                              resident=resident)) == ["memory/projects/shed.md"]
     run_cli(tmp_path, cfg, "helpers", "stop", "--all")
     for answers in tools_over_mcp(tmp_path, cfg, [("memory_search", {"query": "zqferry Bornholm", "mode": "keyword"})]):
         assert sorted(h["path"] for h in answers[0]["results"]) == same_twice, answers
