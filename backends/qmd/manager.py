@@ -659,7 +659,7 @@ class QmdSearchManager(KeywordSearch):
         ]
         docs = info.get("documents", 0)
         seen = self.maint.stamps()  # the memory files QMD's last update saw; None before one
-        files = [] if seen is None else self._memory_files()
+        files, skipped = self._memory_files()  # skipped by memsift's rules (links, names, iCloud placeholders)
         pending = None if seen is None else pending_changes(files, seen, {})[0]
         left_out = [] if info.get("error") or not seen else await self._left_out_by_qmd(
             registered, probe, state.get("lastUpdateAt"), files, seen)
@@ -677,7 +677,7 @@ class QmdSearchManager(KeywordSearch):
             search_mode=self.qmd.search_mode,
             dirty=bool(pending),
             index={} if pending is None else {"pendingChanges": pending},
-            skipped=left_out,
+            skipped=[{"path": k.path, "reason": k.reason} for k in skipped] + left_out,
             vector={"available": bool(info.get("vectors")), "rows": info.get("vectors")},
             details={
                 "version": self._version,
@@ -712,8 +712,12 @@ class QmdSearchManager(KeywordSearch):
             return self._left_out[1]
         indexed: set[str] = set()
         for c in self.collections:
-            if c.kind == "sessions" or registered.get(c.name) != (str(c.path), c.pattern):
+            if c.kind == "sessions":
                 continue
+            if registered.get(c.name) != (str(c.path), c.pattern):
+                # QMD's index is another folder's (this agent's QMD home served another workspace):
+                # what it lacks says nothing of QMD's rules; status says to run `memsift index`.
+                return []
             try:
                 res = await self._qmd("ls", c.name, timeout=timeout, doing=f"listing collection {c.name}",
                                       kill_grace_s=0)
@@ -729,11 +733,11 @@ class QmdSearchManager(KeywordSearch):
         self._left_out = (key, left_out)
         return left_out
 
-    def _memory_files(self) -> list[Any]:
-        """The memory files on disk, as every backend finds them (status only)."""
+    def _memory_files(self) -> tuple[list[Any], list[Any]]:
+        """The memory files on disk, as every backend finds them, and those skipped (status only)."""
         from memsift.engine.files.discovery import discover_memory_files  # noqa: PLC0415
 
-        return discover_memory_files(self.settings.workspace, self.settings.memory_search.extra_paths)[0]
+        return discover_memory_files(self.settings.workspace, self.settings.memory_search.extra_paths)
 
     async def aclose(self) -> None:
         # Every qmd process is awaited (and killed on timeout) by the call that started it.

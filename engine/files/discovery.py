@@ -44,6 +44,24 @@ def ignored_dir(name: str) -> bool:
     return name in IGNORED_DIRS or name.startswith(".Trash-")
 
 
+# macOS's iCloud Drive, with "Optimize Mac Storage", replaces a note it moved off the Mac by a hidden
+# placeholder (`notes.md` → `.notes.md.icloud`): the note is then no file here, and no search finds it.
+_ICLOUD_PLACEHOLDER = ".icloud"
+
+
+def _icloud_note(name: str) -> str | None:
+    """The note's name when `name` is iCloud Drive's placeholder of a Markdown file, else None."""
+    if name.startswith(".") and name.endswith(_ICLOUD_PLACEHOLDER):
+        note = name[1:-len(_ICLOUD_PLACEHOLDER)]
+        return note if _is_md(note) else None
+    return None
+
+
+def icloud_skipped(rel: str, placeholder: str) -> Skipped:
+    return Skipped(rel, f"in iCloud Drive, not downloaded to this Mac (only its placeholder {placeholder} is "
+                        "here): open it, or run `brctl download` on it, to search it")
+
+
 def ignored_file(name: str) -> bool:
     """Whether a file of this name, below a memory root, is left out: macOS's AppleDouble companions
     (`._2026-11-02.md`, the Finder's metadata on a network share, exFAT or FAT drive), binary, one
@@ -135,6 +153,8 @@ def _walk_md(root: str, skipped: list[Skipped], workspace: Path,
                     elif e.is_dir(follow_symlinks=False):
                         if not ignored_dir(name):
                             stack.append((prefix + name, below + name + "/"))
+                    elif (note := _icloud_note(name)) is not None:
+                        skipped.append(icloud_skipped(_rel(workspace, Path(prefix + note)), name))
                     elif e.is_symlink() and e.is_dir():
                         skipped.append(Skipped(_rel(workspace, Path(prefix + name)), "symlink (not followed)"))
                 except OSError as exc:
@@ -209,6 +229,8 @@ def discover_memory_files(
         p = workspace / name
         st = _lstat(p)
         if st is None:
+            if _lstat(workspace / f".{name}{_ICLOUD_PLACEHOLDER}") is not None:
+                skipped.append(icloud_skipped(name, f".{name}{_ICLOUD_PLACEHOLDER}"))
             continue
         if stat.S_ISLNK(st.st_mode):
             skipped.append(linked_root_skipped(name, p))

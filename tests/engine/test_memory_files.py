@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import tools_over_mcp
+from helpers import backend_memory, tools_over_mcp
 from memsift.engine.errors import PathNotAllowedError
 from memsift.engine.files.discovery import discover_memory_files
 from memsift.engine.files.rules import read_memory_file
@@ -94,6 +94,38 @@ def test_a_symlinked_memory_folder_says_what_to_do_through_every_door(tmp_path):
     done = run_cli(tmp_path, cfg, "search", "zqkayak", "--mode", "keyword", "--json")
     assert [h["path"] for h in json.loads(done.stdout)["results"]] == ["../synced/memory/2026-11-01.md"]
     assert "are symlinks" not in done.stderr and "is a symlink" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("backend", ["builtin", "qmd", "lancedb", "qdrant", "postgres"])
+def test_a_note_left_in_icloud_is_named_with_what_to_do_through_every_door(tmp_path, backend):
+    """iCloud Drive's "Optimize Mac Storage" leaves a hidden placeholder (`.2026-11-01.md.icloud`)
+    where a note was: no search finds the note, and nothing said so. Status names it, on every
+    backend (QMD's status listed none of memsift's own skips), cold and through MCP."""
+    if backend in ("lancedb", "qdrant"):
+        pytest.importorskip(f"memsift_{backend}", reason=f"the {backend} plugin is not installed")
+    ws = tmp_path / "ws"
+    (ws / "memory" / "trips").mkdir(parents=True)
+    (ws / "memory" / "2026-11-02.md").write_text("- The zqkayak is in the blue shed.\n")
+    (ws / "memory" / "trips" / ".rome.md.icloud").write_bytes(b"bplist00\xd1\x01\x02")
+    (ws / ".MEMORY.md.icloud").write_bytes(b"bplist00")
+    (ws / "memory" / ".notes.icloud").write_bytes(b"bplist00")  # not a note's placeholder
+    cfg = tmp_path / "memsift.json"
+    cfg.write_text(json.dumps({"memory": backend_memory(backend), "agents": {"defaults": {"workspace": str(ws)}}}))
+    assert run_cli(tmp_path, cfg, "index").returncode == 0
+    expected = {"MEMORY.md": ".MEMORY.md.icloud", "memory/trips/rome.md": ".rome.md.icloud"}
+
+    def check(skipped: list[dict]) -> None:
+        got = {s["path"]: s["reason"] for s in skipped}
+        assert set(got) == set(expected), got
+        for path, placeholder in expected.items():
+            assert f"not downloaded to this Mac (only its placeholder {placeholder}" in got[path], got[path]
+
+    check(json.loads(run_cli(tmp_path, cfg, "status", "--json").stdout)["skipped"])
+    assert "brctl download" in run_cli(tmp_path, cfg, "status").stdout
+    for (answer,) in tools_over_mcp(tmp_path, cfg, [("memory_status", {})]):
+        check(answer["status"]["skipped"])
+    found = run_cli(tmp_path, cfg, "search", "zqkayak", "--mode", "keyword", "--json")
+    assert [h["path"] for h in json.loads(found.stdout)["results"]] == ["memory/2026-11-02.md"]
 
 
 def _read(ws, path, *args, extra=()):

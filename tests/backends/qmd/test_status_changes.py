@@ -48,3 +48,24 @@ def test_qmd_status_counts_the_notes_changed_since_its_last_update(tmp_path: Pat
     assert run_cli(tmp_path, cfg, "index").returncode == 0
     status = _status(tmp_path, cfg)
     assert not status["dirty"] and status["index"]["pendingChanges"] == 0, status["index"]
+
+
+def test_qmd_status_claims_no_skipped_note_while_its_index_is_another_workspaces(tmp_path: Path):
+    """One agent's QMD home serves whichever workspace it last indexed. Before `memsift index` in
+    another one, status said its notes named as the first's were "QMD did not index it (QMD skips
+    some characters in names …): rename it": status now says to run `memsift index`, and claims none."""
+    configs = []
+    for name in ("first", "second"):
+        ws = tmp_path / name
+        (ws / "memory").mkdir(parents=True)
+        (ws / "MEMORY.md").write_text(f"# Memory\n- the {name} workspace\n")
+        (ws / "memory" / "2026-11-05.md").write_text(f"- a note of the {name} workspace\n")
+        cfg = tmp_path / f"{name}.json"
+        cfg.write_text(json.dumps({"memory": backend_memory("qmd"), "agents": {"defaults": {"workspace": str(ws)}}}))
+        configs.append(cfg)
+    assert run_cli(tmp_path, configs[0], "index").returncode == 0
+    status = _status(tmp_path, configs[1])
+    assert status["skipped"] == [], status["skipped"]
+    assert "registered for another folder" in run_cli(tmp_path, configs[1], "status").stdout
+    assert run_cli(tmp_path, configs[1], "index").returncode == 0
+    assert _status(tmp_path, configs[1])["skipped"] == []
