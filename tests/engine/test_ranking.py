@@ -161,9 +161,12 @@ def test_copies_of_a_chunk_on_the_same_day_are_one_hit_cited_by_the_shortest_pat
         hit("other-day", "memory/2026-11-09.md", "# 2026-11-02\n- ferry", 0.7, "2026-11-09"),
         hit("edited", "memory/2026-11-02.sync-conflict-1.md", "# 2026-11-02\n- ferry, cabin 12", 0.6, "2026-11-02"),
         hit("twice", "memory/2026-11-02.sync-conflict-2.md", "# 2026-11-02\n- ferry", 0.5, "2026-11-02"),
+        Candidate(chunk_id="repeated", path="memory/2026-11-02.md", source="memory", start_line=9, end_line=10,
+                  text="# 2026-11-02\n- ferry", score=0.4, day="2026-11-02"),  # said again in the same file: kept
     ]
     kept = drop_repeated_lines(ranked)
-    assert [(c.chunk_id, c.score) for c in kept] == [("note", 0.9), ("other-day", 0.7), ("edited", 0.6)]
+    assert [(c.chunk_id, c.score) for c in kept] == [("note", 0.9), ("other-day", 0.7), ("edited", 0.6),
+                                                     ("repeated", 0.4)]
 
 
 def test_keyword_scores_are_relative_to_the_best_rank_expansions_add_a_little_and_the_cut_keeps_the_extras():
