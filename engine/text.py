@@ -108,11 +108,19 @@ def weighted_len(s: str) -> int:
     return utf16_len(s) + 3 * cjk - astral_cjk
 
 
+# Invisible characters that text copied from a web page, an e-book or a PDF brings inside words: soft
+# hyphens (`Born\u00adholm`, `in\u00adter\u00adna\u00adtion\u00adal`), the zero-width joiner and
+# non-joiner, the word joiner and a stray byte-order mark. FTS5 holds them as letters of the word, so
+# "Bornholm" never matched such a note. (A zero-width space is a break between words, and stays one.)
+_INVISIBLE_IN_WORDS = dict.fromkeys(map(ord, "\u00ad\u200c\u200d\u2060\ufeff"))
+
+
 def compat_form(s: str) -> str:
     """`s` as search compares text (NFKC): composed, and full-width Latin letters and digits
     (`ｆｉｇ`, `１９６８`, typed in an input method's full-width mode), half-width katakana,
-    ligatures (`ﬁ`, from a PDF) and the like as their plain forms. ASCII costs one scan."""
-    return s if s.isascii() else unicodedata.normalize("NFKC", s)
+    ligatures (`ﬁ`, from a PDF) and the like as their plain forms, without the invisible
+    characters copied text brings inside words (`_INVISIBLE_IN_WORDS`). ASCII costs one scan."""
+    return s if s.isascii() else unicodedata.normalize("NFKC", s).translate(_INVISIBLE_IN_WORDS)
 
 
 # Latin letters that may carry an accent, and the combining accents themselves.

@@ -54,7 +54,9 @@ ACCENTED_CHAT = {"memory/2026-03-20.md": "# Session 4 — 2026-03-20 19:00 (Elen
                  "[D4:2] Elena: Cheaper than the quote from Zoë's builder.\n",
                  # Letters no accent-stripping reaches, which people type without them: tromso, lodz, strasse.
                  "memory/2026-03-21.md": "# Session 5 — 2026-03-21 18:00 (Elena & Marcus)\n"
-                 "[D5:1] Marcus: Małgorzata rented the cabin in Tromsø; the keys wait at Hauptstraße 9 in Łódź.\n"}
+                 "[D5:1] Marcus: Małgorzata rented the cabin in Tromsø; the keys wait at Hauptstraße 9 in Łódź.\n"
+                 # Soft hyphens, as text copied from a web page holds them: invisible, inside words.
+                 "[D5:2] Elena: The se\u00admi\u00adnar on Born\u00adholm starts at nine.\n"}
 ACCENTED_QUESTION = "What did Jürgen Müller charge for fixing the roof?"
 # The old versions and deleted notes sync tools and note apps keep beside the notes.
 STALE_COPIES = {"memory/.stversions/2026-11-02~20261101-101010.md": "- The ledger's zqstale code was 1111.\n",
@@ -450,6 +452,11 @@ def test_a_place_typed_without_its_special_letters_is_found_through_every_door(d
         assert answers[1]["hits"] == answers[0]["hits"], (typed, answers[1]["hits"])
     hybrid = _check_same(doors, "who rented the cabin in tromso?", {})
     assert hybrid["hits"][0][0] == "memory/2026-03-21.md", hybrid["hits"][:3]
+
+
+def test_a_word_copied_with_soft_hyphens_is_found_by_its_plain_spelling_through_every_door(doors):
+    answer = _check_same(doors, "Bornholm seminar", {"mode": "fts"})
+    assert [h[0] for h in answer["hits"]][:1] == ["memory/2026-03-21.md"], answer["hits"]
 
 
 def test_a_question_about_open_tasks_finds_the_checklist_through_every_door(doors):

@@ -40,8 +40,9 @@ _QUOTED_RE = re.compile(r'"([^"]+)"')
 # Control characters (a NUL would end FTS5's string early) and lone surrogates (not encodable).
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 # Bump when `index_text` changes: indexes rebuild (2: trigram pairs and short words; 3: compatibility form;
-# 4: words with letters no accent-stripping reaches, folded; a word for each checklist box).
-INDEX_TEXT_REVISION = 4
+# 4: words with letters no accent-stripping reaches, folded; a word for each checklist box;
+# 5: no soft hyphens or joiners inside words).
+INDEX_TEXT_REVISION = 5
 MAX_TERMS = 64  # bounds the MATCH expression for huge queries
 MAX_QUERY_CHARS = 4096  # beyond this, the rest of the query is ignored
 

@@ -695,6 +695,23 @@ class BackendContract:
 
         self.run(tmp_path, workspace, body)
 
+    def test_a_word_copied_with_soft_hyphens_is_found_by_its_plain_spelling(self, tmp_path: Path,
+                                                                              workspace: Path) -> None:
+        """Text copied from a web page or an e-book holds invisible soft hyphens inside words
+        (`Born\u00adholm`); a keyword index holds them as letters unless the text is cleaned of them
+        (`text.compat_form`), and "Bornholm" did not find the note."""
+        if not self.indexes_memsift_text:
+            pytest.skip(f"{self.backend}'s keyword index is its own: it keeps soft hyphens inside words")
+        (workspace / "memory/projects/ferry.md").write_text(
+            "# Ferry\n\nBooked the Born\u00adholm crossing; the se\u00admi\u00adnar on "
+            "in\u00adter\u00adna\u00adtion\u00adal shipping is on board.\n", encoding="utf-8")
+
+        async def body(m: SearchManager) -> None:
+            for typed in ("Bornholm", "seminar international", "Born\u00adholm"):
+                assert _paths(await self.keyword(m, typed))[:1] == ["memory/projects/ferry.md"], typed
+
+        self.run(tmp_path, workspace, body)
+
     def test_a_question_about_open_or_finished_tasks_finds_the_checklist(self, tmp_path: Path,
                                                                           workspace: Path) -> None:
         """Checklist boxes are punctuation no keyword index holds: the index holds a word for each

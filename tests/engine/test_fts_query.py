@@ -150,6 +150,22 @@ def test_a_word_typed_without_letters_no_accent_stripping_reaches_is_found(token
     assert index_text("plain ASCII text", tokenizer) == "plain ASCII text"  # nothing added where nothing folds
 
 
+SOFT_HYPHENS = ["Booked the Born\u00adholm ferry; the se\u00admi\u00adnar on "
+                "in\u00adter\u00adna\u00adtion\u00adal shipping.",
+                "Fjord\u2060line and the cab\u200bin", "A plain Bornholm line."]
+
+
+@pytest.mark.parametrize("tokenizer", ["unicode61", "trigram"])
+def test_a_word_copied_with_soft_hyphens_or_joiners_is_found_by_its_plain_spelling(tokenizer):
+    # A web page's or an e-book's soft hyphens (and joiners) are held by FTS5 as letters of the word.
+    conn = _fts(tokenizer, SOFT_HYPHENS)
+    assert set(_hits(conn, "Bornholm", tokenizer)) == {1, 3}
+    for word in ("seminar", "international", "fjordline", "se\u00admi\u00adnar"):
+        assert _hits(conn, word, tokenizer) == [1 if "nar" in word or word == "international" else 2], word
+    assert _hits(conn, "cabin", tokenizer) == []  # a zero-width space is a break between words, as before
+    assert _hits(conn, "cab", tokenizer) == [2]
+
+
 CHECKLISTS = ["- 09:41 [ ] renew the passport\n- [x] call the plumber", "* [x] paid the bill\n1. [X] sent the form",
               "A list [ ] inside a line, and [x] too, is no box.", "- [ ] book flights\n- [ ] buy oat milk"]
 
