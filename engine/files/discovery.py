@@ -57,7 +57,7 @@ def _icloud_note(name: str) -> str | None:
     return None
 
 
-def icloud_skipped(rel: str, placeholder: str) -> Skipped:
+def _icloud_skipped(rel: str, placeholder: str) -> Skipped:
     return Skipped(rel, f"in iCloud Drive, not downloaded to this Mac (only its placeholder {placeholder} is "
                         "here): open it, or run `brctl download` on it, to search it")
 
@@ -154,7 +154,7 @@ def _walk_md(root: str, skipped: list[Skipped], workspace: Path,
                         if not ignored_dir(name):
                             stack.append((prefix + name, below + name + "/"))
                     elif (note := _icloud_note(name)) is not None:
-                        skipped.append(icloud_skipped(_rel(workspace, Path(prefix + note)), name))
+                        skipped.append(_icloud_skipped(_rel(workspace, Path(prefix + note)), name))
                     elif e.is_symlink() and e.is_dir():
                         skipped.append(Skipped(_rel(workspace, Path(prefix + name)), "symlink (not followed)"))
                 except OSError as exc:
@@ -230,7 +230,7 @@ def discover_memory_files(
         st = _lstat(p)
         if st is None:
             if _lstat(workspace / f".{name}{_ICLOUD_PLACEHOLDER}") is not None:
-                skipped.append(icloud_skipped(name, f".{name}{_ICLOUD_PLACEHOLDER}"))
+                skipped.append(_icloud_skipped(name, f".{name}{_ICLOUD_PLACEHOLDER}"))
             continue
         if stat.S_ISLNK(st.st_mode):
             skipped.append(linked_root_skipped(name, p))
