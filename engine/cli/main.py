@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 from contextlib import contextmanager, nullcontext
-from typing import Any, Awaitable, Callable, Iterator
+from typing import Any, Awaitable, Callable, Iterator, Mapping
 
 import anyio
 import click
@@ -183,7 +183,7 @@ class _Commands(click.Group):
     """memsift's commands; a name another tool gives one of them gets memsift's name, not click's
     nearest spelling."""
 
-    others: dict[str, str | None] = OTHER_TOOLS_COMMANDS  # type: ignore[assignment]
+    others: Mapping[str, str | None] = OTHER_TOOLS_COMMANDS
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
                                                                            list[str]]:
