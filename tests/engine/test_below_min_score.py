@@ -22,14 +22,14 @@ QUESTION = "how much was the plumbing repair?"
 MIN_SCORE = 0.6  # configured: above what the tradesman's note scores for the question
 
 
-def _candidate(cid: str, *, vector: float, keyword: bool = False, text: str = "a note") -> Candidate:
+def _candidate(cid: str, *, vector: float, keyword: bool = False, text: str = "") -> Candidate:
     return Candidate(
         chunk_id=cid,
         path=f"memory/{cid}.md",
         source="memory",
         start_line=1,
         end_line=1,
-        text=text,
+        text=text or f"a note {cid}",  # each its own text: copies of one text are one hit
         score=0.0,
         vector_score=vector,
         vector_hit=True,
